@@ -1,0 +1,513 @@
+/**
+ * The browser commands MCP clients send through the relay: one table mapping
+ * a method name to the params it accepts and the handler that runs it.
+ *
+ * Every handler receives the calling MCP connection's context. Tab-taking
+ * handlers resolve their tab through {@link targetTab}, which is where the
+ * per-connection rules live: no tabId means "my current tab", and a tab
+ * owned by another connection is refused.
+ *
+ * Page work goes through CDP (`chrome.debugger`) so it works on background
+ * tabs and headless Chrome; tab bookkeeping goes through `chrome.tabs`.
+ * `chrome.*` is touched only inside handlers, so Node can import this module
+ * to test the param schemas.
+ */
+
+import { validateParams } from './params.js';
+import { ErrorCode, RpcError, invalidParams, serverError } from './rpc.js';
+import { locateElement, pageExpression, pageState, prepareTyping, readValue, takeSnapshot } from './page-scripts.js';
+
+/**
+ * @typedef {object} CommandContext
+ * @property {string} connectionId `conn-…` or DIRECT_CONNECTION
+ * @property {import('./tabs.js').TabOwnership} tabs
+ * @property {import('./debugger-sessions.js').DebuggerSessions} debuggers
+ */
+
+/** How long a navigation may take before the client is told it timed out. */
+const NAVIGATION_TIMEOUT_MS = 30_000;
+const POLL_INTERVAL_MS = 100;
+/** Snapshot limits: enough for a model to act on, small enough for one WebSocket frame. */
+const SNAPSHOT_LIMITS = Object.freeze({ maxTextLength: 20_000, maxElements: 500 });
+
+/** Optional on every command that acts on a page: defaults to the connection's current tab. */
+const TAB_ID = Object.freeze({ type: 'integer', min: 0 });
+
+/**
+ * @type {Record<string, {params: Record<string, import('./params.js').ParamSpec>, run: (ctx: CommandContext, params: any) => Promise<object>}>}
+ */
+export const COMMANDS = {
+  getTabs: { params: {}, run: getTabs },
+  createTab: { params: { url: { type: 'string' }, active: { type: 'boolean' } }, run: createTab },
+  selectTab: { params: { tabId: { ...TAB_ID, required: true } }, run: selectTab },
+  activateTab: { params: { tabId: TAB_ID }, run: activateTab },
+  closeTab: { params: { tabId: TAB_ID }, run: closeTab },
+  browser_navigate: { params: { url: { type: 'string', required: true, nonEmpty: true }, tabId: TAB_ID }, run: navigate },
+  goBack: { params: { tabId: TAB_ID }, run: (ctx, params) => goThroughHistory(ctx, params, -1) },
+  goForward: { params: { tabId: TAB_ID }, run: (ctx, params) => goThroughHistory(ctx, params, +1) },
+  click: {
+    params: {
+      selector: { type: 'string', nonEmpty: true },
+      x: { type: 'number', min: 0 },
+      y: { type: 'number', min: 0 },
+      button: { type: 'string', oneOf: ['left', 'middle', 'right'] },
+      clickCount: { type: 'integer', min: 1, max: 3 },
+      tabId: TAB_ID,
+    },
+    run: click,
+  },
+  type: {
+    params: {
+      selector: { type: 'string', required: true, nonEmpty: true },
+      text: { type: 'string', required: true },
+      submit: { type: 'boolean' },
+      tabId: TAB_ID,
+    },
+    run: type,
+  },
+  hover: { params: { selector: { type: 'string', required: true, nonEmpty: true }, tabId: TAB_ID }, run: hover },
+  screenshot: {
+    params: {
+      format: { type: 'string', oneOf: ['png', 'jpeg', 'webp'] },
+      quality: { type: 'integer', min: 0, max: 100 },
+      fullPage: { type: 'boolean' },
+      tabId: TAB_ID,
+    },
+    run: screenshot,
+  },
+  evaluate: { params: { expression: { type: 'string', required: true, nonEmpty: true }, tabId: TAB_ID }, run: evaluate },
+  snapshot: { params: { tabId: TAB_ID }, run: snapshot },
+  forwardCDPCommand: {
+    params: {
+      method: { type: 'string', required: true, nonEmpty: true },
+      params: { type: 'object' },
+      sessionId: { type: 'string' },
+      tabId: TAB_ID,
+    },
+    run: forwardCDPCommand,
+  },
+};
+
+/** The protocol spec's own example says `navigate`; accept it as a synonym. */
+COMMANDS.navigate = COMMANDS.browser_navigate;
+
+/**
+ * @param {CommandContext} ctx
+ * @param {string} method
+ * @param {unknown} params
+ * @returns {Promise<object>} the `result` of the reply
+ * @throws {RpcError|Error} becomes the `error` of the reply
+ */
+export async function runCommand(ctx, method, params) {
+  if (!Object.hasOwn(COMMANDS, method))
+    throw new RpcError(ErrorCode.METHOD_NOT_FOUND, `Method not found: "${method}"; this extension handles ${Object.keys(COMMANDS).join(', ')}`);
+  const command = COMMANDS[method];
+  return command.run(ctx, validateParams(command.params, params));
+}
+
+// ---------------------------------------------------------------------------
+// Tabs
+
+/** @param {CommandContext} ctx */
+async function getTabs(ctx) {
+  const tabs = await chrome.tabs.query({});
+  const current = ctx.tabs.currentTab(ctx.connectionId);
+  return {
+    currentTabId: current ?? null,
+    tabs: tabs.map(tab => {
+      const owner = ctx.tabs.ownerOf(tab.id);
+      return {
+        tabId: tab.id,
+        windowId: tab.windowId,
+        url: tab.url || tab.pendingUrl || '',
+        title: tab.title || '',
+        active: tab.active,
+        current: tab.id === current,
+        // Never reveal other connections' ids; "another connection" is all a client needs.
+        owner: owner === undefined ? null : owner === ctx.connectionId ? 'you' : 'another connection',
+      };
+    }),
+  };
+}
+
+/** @param {CommandContext} ctx @param {{url?: string, active?: boolean}} params */
+async function createTab(ctx, { url, active = false }) {
+  if (url !== undefined)
+    checkUrl(url);
+  // Open blank, then navigate through CDP: that reports load failures
+  // (net::ERR_…) and lets us wait for the load. A tab opened on chrome://newtab
+  // could not be attached at all.
+  let tab;
+  try {
+    tab = await chrome.tabs.create({ url: 'about:blank', active });
+  } catch (error) {
+    // No normal window left (the user closed them all): open one, unfocused unless asked.
+    const window = await chrome.windows.create({ url: 'about:blank', focused: active });
+    tab = window.tabs?.[0];
+    if (!tab)
+      throw serverError(`Could not open a tab: ${messageOf(error)}`);
+  }
+  ctx.tabs.select(ctx.connectionId, tab.id);
+  if (url === undefined || url === 'about:blank')
+    return { tabId: tab.id, url: 'about:blank', title: '' };
+  try {
+    const page = await navigateTab(ctx, tab.id, url);
+    return { tabId: tab.id, ...page };
+  } catch (error) {
+    throw new RpcError(ErrorCode.SERVER_ERROR, `Opened tab ${tab.id} but ${messageOf(error)}`);
+  }
+}
+
+/** @param {CommandContext} ctx @param {{tabId: number}} params */
+async function selectTab(ctx, { tabId }) {
+  const tab = await getTab(tabId);
+  ctx.tabs.select(ctx.connectionId, tabId);
+  return { tabId, url: tab.url || tab.pendingUrl || '', title: tab.title || '' };
+}
+
+/** @param {CommandContext} ctx @param {{tabId?: number}} params */
+async function activateTab(ctx, { tabId }) {
+  const id = await targetTab(ctx, tabId);
+  ctx.tabs.select(ctx.connectionId, id);
+  const tab = await chrome.tabs.update(id, { active: true });
+  await chrome.windows.update(tab.windowId, { focused: true }).catch(() => {
+    // Headless and some window managers refuse focus; the tab is still the active one in its window.
+  });
+  return { tabId: id, active: true };
+}
+
+/** @param {CommandContext} ctx @param {{tabId?: number}} params */
+async function closeTab(ctx, { tabId }) {
+  const id = tabId ?? ctx.tabs.currentTab(ctx.connectionId);
+  if (id === undefined)
+    throw noCurrentTab();
+  await getTab(id);
+  ctx.tabs.assertMayUse(ctx.connectionId, id);
+  await ctx.debuggers.detach(id);
+  await chrome.tabs.remove(id);
+  ctx.tabs.dropTab(id);
+  return { tabId: id, closed: true };
+}
+
+// ---------------------------------------------------------------------------
+// Navigation
+
+/** @param {CommandContext} ctx @param {{url: string, tabId?: number}} params */
+async function navigate(ctx, { url, tabId }) {
+  checkUrl(url);
+  // First command of a fresh connection: give it a background tab rather than an error.
+  if (tabId === undefined && ctx.tabs.currentTab(ctx.connectionId) === undefined)
+    return createTab(ctx, { url, active: false });
+  const id = await targetTab(ctx, tabId);
+  return { tabId: id, ...(await navigateTab(ctx, id, url)) };
+}
+
+/**
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {string} url
+ * @returns {Promise<{url: string, title: string}>}
+ */
+async function navigateTab(ctx, tabId, url) {
+  const deadline = Date.now() + NAVIGATION_TIMEOUT_MS;
+  let response;
+  try {
+    // Page.navigate answers once the new document commits, or with errorText.
+    response = await ctx.debuggers.send(tabId, 'Page.navigate', { url }, { timeoutMs: NAVIGATION_TIMEOUT_MS });
+  } catch (error) {
+    if (!/does not let extensions debug/.test(messageOf(error)))
+      throw error;
+    // The tab shows a chrome:// page we may not attach to; leave it through the tabs API.
+    await chrome.tabs.update(tabId, { url });
+    await waitForTabComplete(tabId, deadline, url);
+    return pageInfo(ctx, tabId);
+  }
+  if (response?.errorText)
+    throw serverError(`${url} failed to load in tab ${tabId}: ${response.errorText}`);
+  await waitForDocumentComplete(ctx, tabId, deadline, url);
+  return pageInfo(ctx, tabId);
+}
+
+/**
+ * @param {CommandContext} ctx
+ * @param {{tabId?: number}} params
+ * @param {-1|1} delta
+ */
+async function goThroughHistory(ctx, { tabId }, delta) {
+  const id = await targetTab(ctx, tabId);
+  const { currentIndex, entries } = await ctx.debuggers.send(id, 'Page.getNavigationHistory');
+  const target = currentIndex + delta;
+  if (target < 0 || target >= entries.length)
+    throw serverError(`tab ${id} has no ${delta < 0 ? 'previous' : 'next'} page in its history`);
+  await ctx.debuggers.send(id, 'Page.navigateToHistoryEntry', { entryId: entries[target].id });
+  const deadline = Date.now() + NAVIGATION_TIMEOUT_MS;
+  // Wait until history says we moved, then until that document loaded.
+  await poll(deadline, async () => {
+    const history = await ctx.debuggers.send(id, 'Page.getNavigationHistory');
+    return history.currentIndex === target;
+  }, () => `tab ${id} did not go ${delta < 0 ? 'back' : 'forward'} within ${NAVIGATION_TIMEOUT_MS / 1000} s`);
+  await waitForDocumentComplete(ctx, id, deadline, entries[target].url);
+  return { tabId: id, ...(await pageInfo(ctx, id)) };
+}
+
+// ---------------------------------------------------------------------------
+// Input
+
+/** @param {CommandContext} ctx */
+async function click(ctx, { selector, x, y, button = 'left', clickCount = 1, tabId }) {
+  if (selector === undefined && (x === undefined || y === undefined))
+    throw invalidParams('click needs parameter "selector", or both "x" and "y"');
+  const id = await targetTab(ctx, tabId);
+  let point = { x, y };
+  let element;
+  if (selector !== undefined) {
+    const located = await locate(ctx, id, selector);
+    point = { x: located.x, y: located.y };
+    element = located.element;
+  }
+  const buttons = { left: 1, right: 2, middle: 4 }[button];
+  const mouse = (type, extra) => ctx.debuggers.send(id, 'Input.dispatchMouseEvent', { type, ...point, ...extra });
+  await mouse('mouseMoved', {});
+  await mouse('mousePressed', { button, buttons, clickCount });
+  await mouse('mouseReleased', { button, buttons: 0, clickCount });
+  return { tabId: id, clicked: true, x: point.x, y: point.y, ...(element ? { element } : {}) };
+}
+
+/** @param {CommandContext} ctx */
+async function type(ctx, { selector, text, submit = false, tabId }) {
+  const id = await targetTab(ctx, tabId);
+  const prepared = await evaluateFunction(ctx, id, prepareTyping, selector, text === '');
+  if (prepared?.error)
+    throw elementError(prepared, selector);
+  if (text !== '')
+    await ctx.debuggers.send(id, 'Input.insertText', { text });
+  const value = await evaluateFunction(ctx, id, readValue, selector);
+  if (submit) {
+    // keyDown carrying "\r" is what makes Chrome fire keypress and submit the form.
+    const enter = { key: 'Enter', code: 'Enter', windowsVirtualKeyCode: 13, nativeVirtualKeyCode: 13 };
+    await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', { type: 'keyDown', ...enter, text: '\r', unmodifiedText: '\r' });
+    await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', { type: 'keyUp', ...enter });
+  }
+  return { tabId: id, typed: true, value, submitted: submit };
+}
+
+/** @param {CommandContext} ctx */
+async function hover(ctx, { selector, tabId }) {
+  const id = await targetTab(ctx, tabId);
+  const { x, y, element } = await locate(ctx, id, selector);
+  await ctx.debuggers.send(id, 'Input.dispatchMouseEvent', { type: 'mouseMoved', x, y });
+  return { tabId: id, hovered: true, x, y, element };
+}
+
+// ---------------------------------------------------------------------------
+// Reading the page
+
+/** @param {CommandContext} ctx */
+async function screenshot(ctx, { format = 'png', quality, fullPage = false, tabId }) {
+  if (quality !== undefined && format === 'png')
+    throw invalidParams('parameter "quality" applies only to format "jpeg" or "webp"');
+  const id = await targetTab(ctx, tabId);
+  const params = { format };
+  if (quality !== undefined)
+    params.quality = quality;
+  if (fullPage) {
+    const metrics = await ctx.debuggers.send(id, 'Page.getLayoutMetrics');
+    const size = metrics.cssContentSize ?? metrics.contentSize;
+    params.captureBeyondViewport = true;
+    params.clip = { x: 0, y: 0, width: Math.ceil(size.width), height: Math.ceil(size.height), scale: 1 };
+  }
+  const { data } = await ctx.debuggers.send(id, 'Page.captureScreenshot', params);
+  return { tabId: id, data, mimeType: `image/${format}` };
+}
+
+/** @param {CommandContext} ctx */
+async function evaluate(ctx, { expression, tabId }) {
+  const id = await targetTab(ctx, tabId);
+  const { result, exceptionDetails } = await ctx.debuggers.send(id, 'Runtime.evaluate', {
+    expression,
+    returnByValue: true,
+    awaitPromise: true,
+    // Lets the expression do what a click would allow (open popups, play media).
+    userGesture: true,
+  });
+  if (exceptionDetails)
+    throw serverError(`The expression threw: ${exceptionText(exceptionDetails)}`);
+  // JSON has no undefined, NaN or Infinity: report null plus what it was.
+  if (result.unserializableValue !== undefined)
+    return { value: null, type: result.type, unserializableValue: result.unserializableValue };
+  return { value: result.value ?? null, type: result.type };
+}
+
+/** @param {CommandContext} ctx */
+async function snapshot(ctx, { tabId }) {
+  const id = await targetTab(ctx, tabId);
+  return { tabId: id, ...(await evaluateFunction(ctx, id, takeSnapshot, SNAPSHOT_LIMITS)) };
+}
+
+/** @param {CommandContext} ctx */
+async function forwardCDPCommand(ctx, { method, params = {}, sessionId, tabId }) {
+  const id = await targetTab(ctx, tabId);
+  try {
+    return await ctx.debuggers.send(id, method, params, { sessionId });
+  } catch (error) {
+    throw serverError(`CDP ${method} failed on tab ${id}: ${messageOf(error)}`);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+/**
+ * The tab a command acts on: the one named by `tabId` (claimed for this
+ * connection, refused if another owns it) or the connection's current tab.
+ *
+ * @param {CommandContext} ctx
+ * @param {number | undefined} tabId
+ * @returns {Promise<number>}
+ */
+export async function targetTab(ctx, tabId) {
+  if (tabId !== undefined) {
+    ctx.tabs.assertMayUse(ctx.connectionId, tabId);
+    await getTab(tabId);
+    ctx.tabs.claim(ctx.connectionId, tabId);
+    return tabId;
+  }
+  const current = ctx.tabs.currentTab(ctx.connectionId);
+  if (current === undefined)
+    throw noCurrentTab();
+  try {
+    await getTab(current);
+  } catch {
+    ctx.tabs.dropTab(current);
+    throw serverError(`The current tab (${current}) was closed; call createTab, or selectTab with a tabId from getTabs`);
+  }
+  return current;
+}
+
+function noCurrentTab() {
+  return serverError('This MCP connection has no current tab; call createTab, or selectTab with a tabId from getTabs');
+}
+
+/** @param {number} tabId */
+async function getTab(tabId) {
+  try {
+    return await chrome.tabs.get(tabId);
+  } catch {
+    throw serverError(`tab ${tabId} does not exist (it may have been closed); call getTabs for the open tabs`);
+  }
+}
+
+/** @param {string} url */
+function checkUrl(url) {
+  try {
+    new URL(url);
+  } catch {
+    throw invalidParams(`parameter "url" must be an absolute URL such as https://example.com, got "${url}"`);
+  }
+}
+
+/**
+ * Runs a page-scripts function in the tab and returns its JSON result.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {Function} fn
+ * @param {...unknown} args
+ */
+async function evaluateFunction(ctx, tabId, fn, ...args) {
+  const { result, exceptionDetails } = await ctx.debuggers.send(tabId, 'Runtime.evaluate', {
+    expression: pageExpression(fn, ...args),
+    returnByValue: true,
+    awaitPromise: true,
+  });
+  if (exceptionDetails)
+    throw serverError(`Script failed in tab ${tabId}: ${exceptionText(exceptionDetails)}`);
+  return result.value;
+}
+
+/** @param {CommandContext} ctx @param {number} tabId @param {string} selector */
+async function locate(ctx, tabId, selector) {
+  const located = await evaluateFunction(ctx, tabId, locateElement, selector);
+  if (located?.error)
+    throw elementError(located, selector);
+  return located;
+}
+
+/**
+ * @param {{error: string, message?: string, element?: string, cover?: string}} failure from a page script
+ * @param {string} selector
+ */
+function elementError(failure, selector) {
+  switch (failure.error) {
+    case 'invalid-selector':
+      return invalidParams(`parameter "selector" is not a valid CSS selector: ${selector}`);
+    case 'not-found':
+      return serverError(`No element matches selector "${selector}"; take a snapshot to see the page's elements`);
+    case 'not-visible':
+      return serverError(`Element "${selector}" (${failure.element}) is not visible, so it cannot be clicked or hovered`);
+    case 'covered':
+      return serverError(`Element "${selector}" (${failure.element}) is covered by ${failure.cover}; close the overlay first`);
+    case 'not-editable':
+      return serverError(`Element "${selector}" is a <${failure.element}>, which does not accept text; target an input, textarea or contenteditable element`);
+    case 'disabled':
+      return serverError(`Element "${selector}" is disabled or read-only`);
+    default:
+      return serverError(`Element "${selector}": ${failure.error}`);
+  }
+}
+
+/** @param {CommandContext} ctx @param {number} tabId */
+async function pageInfo(ctx, tabId) {
+  try {
+    const { url, title } = await evaluateFunction(ctx, tabId, pageState);
+    return { url, title };
+  } catch {
+    const tab = await getTab(tabId);
+    return { url: tab.url || '', title: tab.title || '' };
+  }
+}
+
+/**
+ * Polls document.readyState. Evaluations may fail while the old document is
+ * torn down ("Execution context was destroyed"); those are retried.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {number} deadline epoch ms
+ * @param {string} url for the timeout message
+ */
+async function waitForDocumentComplete(ctx, tabId, deadline, url) {
+  await poll(deadline, async () => {
+    const state = await evaluateFunction(ctx, tabId, pageState).catch(() => null);
+    return state?.readyState === 'complete';
+  }, () => `${url} did not finish loading in tab ${tabId} within ${NAVIGATION_TIMEOUT_MS / 1000} s`);
+}
+
+/** The chrome.tabs fallback when the tab cannot be attached. */
+async function waitForTabComplete(tabId, deadline, url) {
+  await poll(deadline, async () => (await getTab(tabId)).status === 'complete',
+      () => `${url} did not finish loading in tab ${tabId} within ${NAVIGATION_TIMEOUT_MS / 1000} s`);
+}
+
+/**
+ * @param {number} deadline epoch ms
+ * @param {() => Promise<boolean>} done
+ * @param {() => string} timeoutMessage
+ */
+async function poll(deadline, done, timeoutMessage) {
+  while (!(await done())) {
+    if (Date.now() >= deadline)
+      throw serverError(timeoutMessage());
+    await new Promise(resolve => setTimeout(resolve, POLL_INTERVAL_MS));
+  }
+}
+
+/** @param {any} details CDP Runtime.ExceptionDetails */
+function exceptionText(details) {
+  return details.exception?.description?.split('\n')[0] ?? details.text ?? 'unknown exception';
+}
+
+/** @param {unknown} error */
+function messageOf(error) {
+  return error instanceof Error ? error.message : String(error);
+}

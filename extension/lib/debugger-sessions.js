@@ -1,0 +1,154 @@
+/**
+ * The extension's `chrome.debugger` attachments, one per tab, made on demand.
+ *
+ * Commands go through CDP rather than content scripts so they work on
+ * background tabs and in headless Chrome, and so `forwardCDPCommand` and the
+ * built-in commands share one attachment (Chrome allows one debugger client
+ * per extension per tab). Attaching shows the "is debugging this browser"
+ * bar, so tabs are attached only when a command needs them and detached as
+ * soon as their connection ends.
+ *
+ * The `chrome.debugger` event listeners live in RelayConnection, which owns
+ * the socket those events are forwarded to; it calls {@link forget} when
+ * Chrome reports a detach.
+ */
+
+/** CDP protocol version every Chromium since 2017 speaks. */
+const PROTOCOL_VERSION = '1.3';
+
+/** Default time a CDP command may take before we give up and tell the client. */
+export const DEFAULT_CDP_TIMEOUT_MS = 30_000;
+
+export class DebuggerSessions {
+  constructor() {
+    /**
+     * tab id → attach in progress or done. A promise, not a flag, so two
+     * commands racing on a fresh tab share one attach instead of the second
+     * failing with "Another debugger is already attached".
+     * @type {Map<number, Promise<void>>}
+     */
+    this._attachments = new Map();
+  }
+
+  /** @param {number} tabId */
+  isAttached(tabId) {
+    return this._attachments.has(tabId);
+  }
+
+  /** @returns {number[]} */
+  attachedTabs() {
+    return [...this._attachments.keys()];
+  }
+
+  /** @param {number} tabId */
+  attach(tabId) {
+    let attachment = this._attachments.get(tabId);
+    if (!attachment) {
+      attachment = this._attach(tabId);
+      this._attachments.set(tabId, attachment);
+      attachment.catch(() => {
+        if (this._attachments.get(tabId) === attachment)
+          this._attachments.delete(tabId);
+      });
+    }
+    return attachment;
+  }
+
+  /** @param {number} tabId */
+  async _attach(tabId) {
+    try {
+      await chrome.debugger.attach({ tabId }, PROTOCOL_VERSION);
+    } catch (error) {
+      throw new Error(attachFailureMessage(tabId, error));
+    }
+    // Background tabs are not focused; without focus emulation, focus(),
+    // :focus styles and typed text behave as if the user clicked elsewhere.
+    await chrome.debugger.sendCommand({ tabId }, 'Emulation.setFocusEmulationEnabled', { enabled: true })
+        .catch(() => {});
+  }
+
+  /**
+   * Sends one CDP command, attaching first if needed. If Chrome detached us
+   * behind our back (the user dismissed the debugging bar, the tab crashed
+   * and reloaded), attaches again once and retries.
+   *
+   * @param {number} tabId
+   * @param {string} method
+   * @param {object} [params]
+   * @param {{timeoutMs?: number, sessionId?: string}} [options]
+   * @returns {Promise<any>}
+   */
+  async send(tabId, method, params = {}, { timeoutMs = DEFAULT_CDP_TIMEOUT_MS, sessionId } = {}) {
+    for (let attempt = 0; ; attempt++) {
+      await this.attach(tabId);
+      const target = sessionId ? { tabId, sessionId } : { tabId };
+      try {
+        return await withTimeout(
+            chrome.debugger.sendCommand(target, method, params),
+            timeoutMs,
+            () => `CDP ${method} on tab ${tabId} got no answer within ${Math.round(timeoutMs / 1000)} s; ` +
+                'the page may be hung or showing a dialog');
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        if (attempt === 0 && /not attached/i.test(message)) {
+          this.forget(tabId);
+          continue;
+        }
+        throw error;
+      }
+    }
+  }
+
+  /** Chrome already dropped the attachment (onDetach, tab closed). */
+  forget(tabId) {
+    this._attachments.delete(tabId);
+  }
+
+  /** @param {number} tabId */
+  async detach(tabId) {
+    const attachment = this._attachments.get(tabId);
+    if (!attachment)
+      return;
+    this._attachments.delete(tabId);
+    try {
+      await attachment;
+      await chrome.debugger.detach({ tabId });
+    } catch {
+      // The tab is gone or never attached; either way nothing is left to release.
+    }
+  }
+
+  async detachAll() {
+    await Promise.all(this.attachedTabs().map(tabId => this.detach(tabId)));
+  }
+}
+
+/**
+ * @param {number} tabId
+ * @param {unknown} error
+ */
+function attachFailureMessage(tabId, error) {
+  const reason = error instanceof Error ? error.message : String(error);
+  if (/another debugger/i.test(reason))
+    return `Cannot control tab ${tabId}: another debugger (DevTools or another extension) is attached to it; close DevTools on that tab or pick another tab`;
+  if (/cannot access|cannot attach/i.test(reason))
+    return `Cannot control tab ${tabId}: Chrome does not let extensions debug this page (chrome://, the Web Store, other extensions); navigate it to a web page or use another tab`;
+  if (/no tab with/i.test(reason))
+    return `tab ${tabId} does not exist (it may have been closed); call getTabs for the open tabs`;
+  return `Cannot control tab ${tabId}: ${reason}`;
+}
+
+/**
+ * @template T
+ * @param {Promise<T>} promise
+ * @param {number} ms
+ * @param {() => string} message
+ * @returns {Promise<T>}
+ */
+function withTimeout(promise, ms, message) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message())), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,288 @@
+/**
+ * Functions that run inside the page, through CDP `Runtime.evaluate`.
+ *
+ * They are shipped as source text (`fn.toString()`), so each must be
+ * self-contained: no imports, no closures over module scope, helpers nested
+ * inside. Arguments travel as JSON. They return plain JSON objects; an
+ * expected failure comes back as `{error, message}` rather than a throw, so
+ * the caller can pick the JSON-RPC code (a bad selector is -32602, a missing
+ * element is -32000).
+ *
+ * This module itself touches neither `chrome.*` nor the DOM at import time.
+ */
+
+/**
+ * @param {Function} fn one of the page functions below
+ * @param {...unknown} args JSON-serialisable arguments
+ * @returns {string} an expression for Runtime.evaluate
+ */
+export function pageExpression(fn, ...args) {
+  return `(${fn.toString()})(${args.map(arg => JSON.stringify(arg)).join(', ')})`;
+}
+
+/**
+ * Finds the element a selector names, scrolls it to the middle of the viewport
+ * and returns the point a real mouse would click: its centre, in CSS pixels of
+ * the top-level viewport, which is what Input.dispatchMouseEvent expects.
+ * Refuses when another element covers that point, because a click there
+ * would land on the cover (a cookie banner, a modal), not on the target.
+ *
+ * @param {string} selector
+ */
+export function locateElement(selector) {
+  const describe = el => {
+    let text = el.localName;
+    if (el.id)
+      text += `#${el.id}`;
+    const cls = typeof el.className === 'string' ? el.className.trim().split(/\s+/).filter(Boolean).slice(0, 2) : [];
+    if (cls.length)
+      text += `.${cls.join('.')}`;
+    return text;
+  };
+  let el;
+  try {
+    el = document.querySelector(selector);
+  } catch (e) {
+    return { error: 'invalid-selector', message: String(e && e.message || e) };
+  }
+  if (!el)
+    return { error: 'not-found' };
+  el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+  const rect = el.getBoundingClientRect();
+  if (rect.width === 0 || rect.height === 0)
+    return { error: 'not-visible', element: describe(el) };
+  const style = getComputedStyle(el);
+  if (style.visibility === 'hidden' || style.pointerEvents === 'none')
+    return { error: 'not-visible', element: describe(el) };
+  const x = rect.left + rect.width / 2;
+  const y = rect.top + rect.height / 2;
+  // elementFromPoint stops at shadow hosts; descend to the innermost element.
+  let hit = document.elementFromPoint(x, y);
+  while (hit && hit.shadowRoot) {
+    const inner = hit.shadowRoot.elementFromPoint(x, y);
+    if (!inner || inner === hit)
+      break;
+    hit = inner;
+  }
+  // A hit inside the element (its text, an icon, its own shadow tree) is the element.
+  let reachable = false;
+  for (let node = hit; node; node = node.parentNode || (node instanceof ShadowRoot ? node.host : null)) {
+    if (node === el) {
+      reachable = true;
+      break;
+    }
+  }
+  if (!reachable)
+    return { error: 'covered', element: describe(el), cover: hit ? describe(hit) : 'nothing (outside the viewport)' };
+  return { x, y, element: describe(el) };
+}
+
+/**
+ * Focuses an editable element and selects its content so the text typed next
+ * replaces it (the behaviour of a "fill"; appending to stale input is what
+ * automation usually gets wrong).
+ *
+ * @param {string} selector
+ * @param {boolean} clear when the text to type is empty, there is nothing to
+ *   replace the selection with, so clear the value here and fire `input`
+ */
+export function prepareTyping(selector, clear) {
+  let el;
+  try {
+    el = document.querySelector(selector);
+  } catch (e) {
+    return { error: 'invalid-selector', message: String(e && e.message || e) };
+  }
+  if (!el)
+    return { error: 'not-found' };
+  const isField = el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement;
+  if (!isField && !el.isContentEditable)
+    return { error: 'not-editable', element: el.localName };
+  if (el.disabled || el.readOnly)
+    return { error: 'disabled', element: el.localName };
+  el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+  el.focus();
+  if (isField) {
+    try {
+      el.select();
+    } catch {
+      // Some input types (color, range) have no text selection; typing still replaces nothing.
+    }
+    if (clear && el.value !== '') {
+      el.value = '';
+      el.dispatchEvent(new Event('input', { bubbles: true }));
+      el.dispatchEvent(new Event('change', { bubbles: true }));
+    }
+  } else {
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    const selection = getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    if (clear && el.textContent !== '') {
+      el.textContent = '';
+      el.dispatchEvent(new Event('input', { bubbles: true }));
+    }
+  }
+  return { ok: true };
+}
+
+/** @param {string} selector */
+export function readValue(selector) {
+  const el = document.querySelector(selector);
+  if (!el)
+    return null;
+  return 'value' in el ? String(el.value) : el.textContent;
+}
+
+/** Where the page is and whether it finished loading. */
+export function pageState() {
+  return { url: location.href, title: document.title, readyState: document.readyState };
+}
+
+/**
+ * What a model needs to act on the page without pixels: its readable text and
+ * every visible interactive element with a CSS selector that `click`, `type`
+ * and `hover` accept. Selectors are checked for uniqueness in this document.
+ *
+ * @param {{maxTextLength: number, maxElements: number}} limits
+ */
+export function takeSnapshot(limits) {
+  const unique = selector => {
+    try {
+      return document.querySelectorAll(selector).length === 1;
+    } catch {
+      return false;
+    }
+  };
+  const attrSelector = (el, attr) => `${el.localName}[${attr}="${CSS.escape(el.getAttribute(attr))}"]`;
+  const selectorFor = el => {
+    if (el.id && unique(`#${CSS.escape(el.id)}`))
+      return `#${CSS.escape(el.id)}`;
+    for (const attr of ['data-testid', 'data-test', 'name', 'aria-label']) {
+      if (el.hasAttribute(attr) && el.getAttribute(attr) && unique(attrSelector(el, attr)))
+        return attrSelector(el, attr);
+    }
+    const parts = [];
+    for (let node = el; node && node.nodeType === Node.ELEMENT_NODE && node !== document.documentElement; node = node.parentElement) {
+      if (node !== el && node.id && unique(`#${CSS.escape(node.id)}`)) {
+        parts.unshift(`#${CSS.escape(node.id)}`);
+        break;
+      }
+      let part = node.localName;
+      const parent = node.parentElement;
+      if (parent) {
+        const sameTag = Array.from(parent.children).filter(child => child.localName === node.localName);
+        if (sameTag.length > 1)
+          part += `:nth-of-type(${sameTag.indexOf(node) + 1})`;
+      }
+      parts.unshift(part);
+    }
+    return parts.join(' > ');
+  };
+  const visible = el => {
+    const rect = el.getBoundingClientRect();
+    if (rect.width === 0 && rect.height === 0)
+      return false;
+    const style = getComputedStyle(el);
+    return style.visibility !== 'hidden' && style.display !== 'none';
+  };
+  const implicitRole = el => {
+    const tag = el.localName;
+    if (tag === 'a')
+      return 'link';
+    if (tag === 'button' || tag === 'summary')
+      return 'button';
+    if (tag === 'select')
+      return 'combobox';
+    if (tag === 'textarea')
+      return 'textbox';
+    if (tag === 'input') {
+      const type = (el.getAttribute('type') || 'text').toLowerCase();
+      if (['button', 'submit', 'reset', 'image'].includes(type))
+        return 'button';
+      if (type === 'checkbox' || type === 'radio')
+        return type;
+      if (type === 'range')
+        return 'slider';
+      return 'textbox';
+    }
+    if (el.isContentEditable)
+      return 'textbox';
+    return 'generic';
+  };
+  const clip = text => {
+    const flat = (text || '').replace(/\s+/g, ' ').trim();
+    return flat.length > 100 ? `${flat.slice(0, 99)}…` : flat;
+  };
+  const nameOf = el => {
+    const labelledBy = el.getAttribute('aria-labelledby');
+    if (labelledBy) {
+      const text = labelledBy.split(/\s+/).map(id => document.getElementById(id)?.innerText || '').join(' ');
+      if (text.trim())
+        return clip(text);
+    }
+    const candidates = [
+      el.getAttribute('aria-label'),
+      el.labels && el.labels.length ? Array.from(el.labels).map(label => label.innerText).join(' ') : '',
+      el.localName === 'input' && ['button', 'submit', 'reset'].includes(el.type) ? el.value : '',
+      el.localName === 'input' || el.localName === 'textarea' || el.localName === 'select' ? '' : el.innerText,
+      el.getAttribute('placeholder'),
+      el.getAttribute('title'),
+      el.getAttribute('alt'),
+      el.querySelector && el.querySelector('img[alt]')?.getAttribute('alt'),
+    ];
+    for (const candidate of candidates) {
+      if (candidate && candidate.trim())
+        return clip(candidate);
+    }
+    return '';
+  };
+
+  const interactive = document.querySelectorAll([
+    'a[href]', 'button', 'input:not([type=hidden])', 'select', 'textarea', 'summary',
+    '[role=button]', '[role=link]', '[role=checkbox]', '[role=radio]', '[role=tab]', '[role=menuitem]',
+    '[role=textbox]', '[role=combobox]', '[role=switch]', '[contenteditable=""]', '[contenteditable=true]',
+    '[onclick]', '[tabindex]:not([tabindex="-1"])',
+  ].join(','));
+  const elements = [];
+  let elementsTruncated = false;
+  for (const el of interactive) {
+    if (!visible(el))
+      continue;
+    if (elements.length >= limits.maxElements) {
+      elementsTruncated = true;
+      break;
+    }
+    const entry = {
+      ref: elements.length + 1,
+      role: el.getAttribute('role') || implicitRole(el),
+      name: nameOf(el),
+      selector: selectorFor(el),
+      tag: el.localName,
+    };
+    if (el.localName === 'input')
+      entry.type = (el.getAttribute('type') || 'text').toLowerCase();
+    if ('value' in el && el.localName !== 'button' && typeof el.value === 'string' && el.value !== '')
+      entry.value = clip(el.value);
+    if (el.localName === 'a')
+      entry.href = el.href;
+    if (el.disabled)
+      entry.disabled = true;
+    if (el.checked)
+      entry.checked = true;
+    elements.push(entry);
+  }
+
+  const fullText = (document.body ? document.body.innerText : document.documentElement.innerText || '')
+      .replace(/[ \t]+\n/g, '\n').replace(/\n{3,}/g, '\n\n').trim();
+  const textTruncated = fullText.length > limits.maxTextLength;
+  return {
+    url: location.href,
+    title: document.title,
+    text: textTruncated ? fullText.slice(0, limits.maxTextLength) : fullText,
+    textTruncated,
+    elements,
+    elementsTruncated,
+  };
+}

@@ -1,0 +1,289 @@
+/**
+ * One WebSocket to the relay: authentication, dispatch of what the relay
+ * sends, and forwarding of CDP events back to the MCP connection that owns
+ * the tab. Reconnecting is not its business: RelaySupervisor makes a new
+ * RelayConnection for every socket, so every socket starts from clean state.
+ */
+
+// ---------------------------------------------------------------------------
+// Wire types. The extension is the passive side: it answers requests and
+// sends only notifications (build_info, forwardCDPEvent), never requests.
+
+/**
+ * A request from the relay. `id` is `proxy:<n>` for the relay's own requests
+ * (authenticate) and `conn-<uuid>:<client id>` for forwarded MCP requests.
+ * @typedef {{jsonrpc: '2.0', id: string|number, method: string, params?: object}} RpcRequest
+ */
+/** @typedef {{jsonrpc: '2.0', method: string, params?: object}} RpcNotification */
+/**
+ * Every reply carries the request's exact id and exactly one of result/error.
+ * @typedef {{jsonrpc: '2.0', id: string|number|null, result?: object, error?: {code: number, message: string}}} RpcReply
+ */
+/**
+ * Our answer to `authenticate`. The token appears under both spellings
+ * because relays in the wild read one or the other; `client_id` lets the
+ * relay give this browser the same extension id after every reconnect.
+ * @typedef {{name: string, accessToken: string, access_token: string, client_id: string, version: string}} AuthenticateResult
+ */
+/** @typedef {{user_id: string, extension_id: string, client_id?: string}} AuthenticatedParams */
+/** @typedef {{connected: boolean, peer_count: number, timestamp: string, connection_ids?: string[]}} StatusParams */
+/** @typedef {{connection_id: string, reason?: string}} ConnectionClosedParams */
+/** @typedef {{requestId: string|number, reason?: string}} CancelledParams */
+/** @typedef {{reason?: string}} ShutdownParams */
+/**
+ * A CDP event of a tab, addressed with a top-level `connectionId` so the relay
+ * can route it to the MCP connection that owns the tab (omitted for the direct
+ * pseudo-connection, which has no relay-side id).
+ * @typedef {{jsonrpc: '2.0', method: 'forwardCDPEvent', params: {tabId: number, method: string, params: object, sessionId?: string}, connectionId?: string}} ForwardCDPEvent
+ */
+
+import { runCommand } from './commands.js';
+import { DebuggerSessions } from './debugger-sessions.js';
+import { DIRECT_CONNECTION, connectionIdOf } from './ids.js';
+import { ErrorCode, RpcError, errorReply, notification, resultReply } from './rpc.js';
+import { TabOwnership } from './tabs.js';
+
+/**
+ * @typedef {object} Credentials
+ * @property {string} name browser name shown to MCP users
+ * @property {string} token the JWT
+ * @property {string} clientId stable per browser profile
+ * @property {string} version manifest version
+ */
+
+/**
+ * @typedef {object} RelayEvents what the supervisor wants to hear about
+ * @property {(params: AuthenticatedParams) => void} onAuthenticated
+ * @property {(params: StatusParams) => void} onStatus
+ * @property {(reason: string) => void} onShutdownNotice
+ * @property {(event: {code: number, reason: string, opened: boolean}) => void} onClose
+ */
+
+export class RelayConnection {
+  /**
+   * @param {string} url full ws(s)://…/extension URL
+   * @param {Credentials} credentials
+   * @param {RelayEvents} events
+   */
+  constructor(url, credentials, events) {
+    this.url = url;
+    this._credentials = credentials;
+    this._events = events;
+    /** Tab ownership lives and dies with the socket: the relay ends every MCP connection when it drops. */
+    this._tabs = new TabOwnership();
+    /** Debugger attachments made for this socket's connections; all detached when it closes. */
+    this._debuggers = new DebuggerSessions();
+    /** Whether `open` fired, to tell "could not connect" from "connection lost". */
+    this._opened = false;
+    this._closed = false;
+
+    this._onDebuggerEvent = this._onDebuggerEvent.bind(this);
+    this._onDebuggerDetach = this._onDebuggerDetach.bind(this);
+    this._onTabRemoved = this._onTabRemoved.bind(this);
+    chrome.debugger.onEvent.addListener(this._onDebuggerEvent);
+    chrome.debugger.onDetach.addListener(this._onDebuggerDetach);
+    chrome.tabs.onRemoved.addListener(this._onTabRemoved);
+
+    this._ws = new WebSocket(url);
+    this._ws.onopen = () => this._onOpen();
+    this._ws.onmessage = event => this._onMessage(event);
+    this._ws.onclose = event => this._onSocketClosed(event.code, event.reason);
+    // An error is always followed by close, which carries the useful information.
+    this._ws.onerror = () => {};
+  }
+
+  get isOpen() {
+    return this._ws.readyState === WebSocket.OPEN;
+  }
+
+  /**
+   * Closes the socket on purpose (settings changed, switch turned off).
+   * Removes exactly the listeners the constructor added.
+   */
+  close(code = 1000, reason = 'extension disconnected') {
+    if (this._closed)
+      return;
+    this._ws.onclose = null;
+    this._ws.close(code, reason);
+    this._cleanUp();
+  }
+
+  _cleanUp() {
+    this._closed = true;
+    chrome.debugger.onEvent.removeListener(this._onDebuggerEvent);
+    chrome.debugger.onDetach.removeListener(this._onDebuggerDetach);
+    chrome.tabs.onRemoved.removeListener(this._onTabRemoved);
+    this._debuggers.detachAll().catch(error => console.warn('[mcp-relay] detach failed:', error));
+  }
+
+  _onOpen() {
+    this._opened = true;
+    // Not a request: the relay keeps control of the handshake, this only tells it what it is talking to.
+    this._send(notification('build_info', { version: this._credentials.version, name: this._credentials.name }));
+  }
+
+  /** @param {number} code @param {string} reason */
+  _onSocketClosed(code, reason) {
+    if (this._closed)
+      return;
+    this._cleanUp();
+    this._events.onClose({ code, reason, opened: this._opened });
+  }
+
+  /** @param {MessageEvent} event */
+  _onMessage(event) {
+    let message;
+    try {
+      message = JSON.parse(event.data);
+    } catch (error) {
+      this._send(errorReply(null, new RpcError(ErrorCode.PARSE_ERROR, `Parse error: ${error.message}`)));
+      return;
+    }
+    this._dispatch(message);
+  }
+
+  /**
+   * Everything the relay can send, in one place: its own request
+   * (authenticate), its notifications, and forwarded MCP requests.
+   *
+   * @param {any} message
+   */
+  _dispatch(message) {
+    if (!message || typeof message !== 'object' || Array.isArray(message)) {
+      this._send(errorReply(null, new RpcError(ErrorCode.INVALID_REQUEST, 'Invalid Request: expected a JSON object')));
+      return;
+    }
+    const hasId = message.id !== undefined && message.id !== null;
+    if (typeof message.method !== 'string') {
+      // A reply to something we sent: we never send requests, so there is nothing to match it to.
+      if (hasId && !('result' in message) && !('error' in message))
+        this._send(errorReply(message.id, new RpcError(ErrorCode.INVALID_REQUEST, 'Invalid Request: "method" must be a string')));
+      return;
+    }
+    if (!hasId) {
+      this._onNotification(message.method, message.params ?? {});
+      return;
+    }
+    if (message.method === 'authenticate') {
+      this._send(resultReply(message.id, this._authenticateResult()));
+      return;
+    }
+    this._runForwarded(message);
+  }
+
+  /** @returns {AuthenticateResult} */
+  _authenticateResult() {
+    const { name, token, clientId, version } = this._credentials;
+    return { name, accessToken: token, access_token: token, client_id: clientId, version };
+  }
+
+  /** @param {RpcRequest} request */
+  async _runForwarded(request) {
+    const connectionId = connectionIdOf(request.id);
+    const ctx = { connectionId, tabs: this._tabs, debuggers: this._debuggers };
+    let reply;
+    try {
+      reply = resultReply(request.id, await runCommand(ctx, request.method, request.params));
+    } catch (error) {
+      reply = errorReply(request.id, error);
+    }
+    this._send(reply);
+  }
+
+  /**
+   * @param {string} method
+   * @param {any} params
+   */
+  _onNotification(method, params) {
+    switch (method) {
+      case 'authenticated':
+        this._events.onAuthenticated(/** @type {AuthenticatedParams} */ (params));
+        return;
+      case 'status': {
+        const status = /** @type {StatusParams} */ (params);
+        if (Array.isArray(status.connection_ids))
+          this._releaseAllBut(status.connection_ids);
+        this._events.onStatus(status);
+        return;
+      }
+      case 'connection_closed':
+        if (typeof params.connection_id === 'string')
+          this._release(params.connection_id);
+        return;
+      case 'notifications/cancelled':
+        // Chrome cannot abort a CDP command halfway, so the command runs to its end and is
+        // answered exactly once; the relay drops answers nobody waits for.
+        console.info('[mcp-relay] request cancelled by the MCP client:', params.requestId, params.reason ?? '');
+        return;
+      case 'shutdown':
+        // The relay closes with 1001 right after; the supervisor reconnects from onClose.
+        this._events.onShutdownNotice(typeof params.reason === 'string' ? params.reason : '');
+        return;
+      default:
+        console.info('[mcp-relay] ignoring notification', method);
+    }
+  }
+
+  /** @param {string} connectionId */
+  _release(connectionId) {
+    for (const tabId of this._tabs.release(connectionId))
+      this._debuggers.detach(tabId);
+  }
+
+  /** @param {string[]} liveConnectionIds */
+  _releaseAllBut(liveConnectionIds) {
+    for (const tabIds of this._tabs.retainOnly(liveConnectionIds, [DIRECT_CONNECTION]).values()) {
+      for (const tabId of tabIds)
+        this._debuggers.detach(tabId);
+    }
+  }
+
+  /**
+   * @param {chrome.debugger.DebuggerSession} source
+   * @param {string} method
+   * @param {object} params
+   */
+  _onDebuggerEvent(source, method, params) {
+    if (source.tabId === undefined || !this._debuggers.isAttached(source.tabId))
+      return;
+    const owner = this._tabs.ownerOf(source.tabId);
+    // An un-owned tab's events have nobody to go to.
+    if (owner === undefined)
+      return;
+    /** @type {ForwardCDPEvent} */
+    const event = {
+      jsonrpc: '2.0',
+      method: 'forwardCDPEvent',
+      params: { tabId: source.tabId, method, params: params ?? {} },
+    };
+    if (source.sessionId)
+      event.params.sessionId = source.sessionId;
+    if (owner !== DIRECT_CONNECTION)
+      event.connectionId = owner;
+    this._send(event);
+  }
+
+  /** @param {chrome.debugger.Debuggee} source @param {string} reason */
+  _onDebuggerDetach(source, reason) {
+    if (source.tabId === undefined)
+      return;
+    if (reason === 'canceled_by_user')
+      console.info(`[mcp-relay] the user dismissed the debugging bar on tab ${source.tabId}; the next command re-attaches`);
+    this._debuggers.forget(source.tabId);
+  }
+
+  /** @param {number} tabId */
+  _onTabRemoved(tabId) {
+    this._debuggers.forget(tabId);
+    this._tabs.dropTab(tabId);
+  }
+
+  /** @param {object} message */
+  _send(message) {
+    if (this._ws.readyState !== WebSocket.OPEN) {
+      console.warn('[mcp-relay] socket not open; dropping', message);
+      return;
+    }
+    this._ws.send(JSON.stringify(message));
+  }
+}

@@ -1,0 +1,424 @@
+//! Access tokens: verifying the JWTs that extensions and MCP clients present, and minting them for
+//! self-hosters (`mcp-relay token`) and for `--dev` mode.
+//!
+//! The accepted algorithm is pinned by configuration, never taken from the token's header: a
+//! token signed with anything else (including `alg: none`, which the JWT library cannot even
+//! represent) is refused. `exp` is required and must be a number; `nbf`, when present, must be a
+//! number too. A string `exp` is refused rather than ignored, because a verifier that skips a
+//! claim it cannot read would accept a token that never expires.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+
+/// Which endpoint a token may be used on. Tokens without a `role` claim work on both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Extension,
+    Mcp,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Extension => "extension",
+            Role::Mcp => "mcp",
+        }
+    }
+}
+
+/// The JWT algorithms the relay can be pinned to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum JwtAlgorithm {
+    #[value(name = "HS256")]
+    Hs256,
+    #[value(name = "RS256")]
+    Rs256,
+    #[value(name = "ES256")]
+    Es256,
+    #[value(name = "EdDSA")]
+    EdDsa,
+}
+
+impl JwtAlgorithm {
+    fn to_jwt(self) -> Algorithm {
+        match self {
+            JwtAlgorithm::Hs256 => Algorithm::HS256,
+            JwtAlgorithm::Rs256 => Algorithm::RS256,
+            JwtAlgorithm::Es256 => Algorithm::ES256,
+            JwtAlgorithm::EdDsa => Algorithm::EdDSA,
+        }
+    }
+}
+
+/// The claims the relay reads. Typed fields make a mistyped claim a verification failure.
+#[derive(Debug, Clone, Deserialize)]
+struct WireClaims {
+    #[serde(default)]
+    sub: Option<String>,
+    #[serde(default)]
+    user_id: Option<String>,
+    exp: u64,
+    #[serde(default)]
+    #[allow(dead_code)] // checked by the JWT library; typed here so a string `nbf` is refused
+    nbf: Option<u64>,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    connection_url: Option<String>,
+}
+
+/// A verified identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The user every isolation decision is keyed on (`sub`, else `user_id`).
+    pub user_id: String,
+    pub role: Option<Role>,
+    pub connection_url: Option<String>,
+    /// Seconds since the epoch.
+    pub expires_at: u64,
+}
+
+/// Why a token was refused, phrased for the person who has to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    #[error("missing access token")]
+    Missing,
+    #[error("token expired")]
+    Expired,
+    #[error("token not yet valid (nbf is in the future)")]
+    NotYetValid,
+    #[error("invalid signature")]
+    BadSignature,
+    #[error("token algorithm not accepted (this relay accepts {0} only)")]
+    WrongAlgorithm(&'static str),
+    #[error("token has no exp claim")]
+    MissingExp,
+    #[error("malformed claims: {0}")]
+    BadClaims(String),
+    #[error("token has neither sub nor user_id")]
+    NoUser,
+    #[error("wrong issuer")]
+    WrongIssuer,
+    #[error("wrong audience")]
+    WrongAudience,
+    #[error("token role is {found:?}, this endpoint needs {needed:?}")]
+    WrongRole { found: String, needed: &'static str },
+    #[error("malformed token")]
+    Malformed,
+}
+
+/// Verifies tokens with one pinned algorithm and key.
+#[derive(Clone)]
+pub struct Verifier {
+    key: DecodingKey,
+    validation: Validation,
+    alg_name: &'static str,
+}
+
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Verifier")
+            .field("alg", &self.alg_name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Verifier {
+    /// HS256 with a shared secret.
+    pub fn hs256(secret: &[u8]) -> Self {
+        Self::new(JwtAlgorithm::Hs256, DecodingKey::from_secret(secret))
+    }
+
+    /// An asymmetric algorithm with a PEM public key.
+    pub fn from_public_pem(alg: JwtAlgorithm, pem: &[u8]) -> anyhow::Result<Self> {
+        let key = match alg {
+            JwtAlgorithm::Hs256 => anyhow::bail!("HS256 uses a shared secret, not a public key"),
+            JwtAlgorithm::Rs256 => DecodingKey::from_rsa_pem(pem)?,
+            JwtAlgorithm::Es256 => DecodingKey::from_ec_pem(pem)?,
+            JwtAlgorithm::EdDsa => DecodingKey::from_ed_pem(pem)?,
+        };
+        Ok(Self::new(alg, key))
+    }
+
+    fn new(alg: JwtAlgorithm, key: DecodingKey) -> Self {
+        let mut validation = Validation::new(alg.to_jwt());
+        validation.set_required_spec_claims(&["exp"]);
+        validation.validate_exp = true;
+        validation.validate_nbf = true;
+        validation.validate_aud = false;
+        validation.leeway = 30;
+        let alg_name = match alg {
+            JwtAlgorithm::Hs256 => "HS256",
+            JwtAlgorithm::Rs256 => "RS256",
+            JwtAlgorithm::Es256 => "ES256",
+            JwtAlgorithm::EdDsa => "EdDSA",
+        };
+        Verifier {
+            key,
+            validation,
+            alg_name,
+        }
+    }
+
+    /// Requires `iss` to equal `issuer`.
+    pub fn with_issuer(mut self, issuer: &str) -> Self {
+        self.validation.set_issuer(&[issuer]);
+        self
+    }
+
+    /// Requires `aud` to contain `audience`.
+    pub fn with_audience(mut self, audience: &str) -> Self {
+        self.validation.set_audience(&[audience]);
+        self.validation.validate_aud = true;
+        self
+    }
+
+    /// Verifies `token` for use on the endpoint of `needed`.
+    pub fn verify(&self, token: &str, needed: Role) -> Result<Identity, AuthError> {
+        if token.trim().is_empty() {
+            return Err(AuthError::Missing);
+        }
+        let data = jsonwebtoken::decode::<WireClaims>(token, &self.key, &self.validation)
+            .map_err(|e| self.describe(e.into_kind()))?;
+        let claims = data.claims;
+        let user_id = claims
+            .sub
+            .filter(|s| !s.is_empty())
+            .or(claims.user_id.filter(|s| !s.is_empty()))
+            .ok_or(AuthError::NoUser)?;
+        let role = match claims.role.as_deref() {
+            None => None,
+            Some("extension") => Some(Role::Extension),
+            Some("mcp") => Some(Role::Mcp),
+            Some(other) => {
+                return Err(AuthError::WrongRole {
+                    found: other.to_owned(),
+                    needed: needed.as_str(),
+                })
+            }
+        };
+        if let Some(role) = role {
+            if role != needed {
+                return Err(AuthError::WrongRole {
+                    found: role.as_str().to_owned(),
+                    needed: needed.as_str(),
+                });
+            }
+        }
+        Ok(Identity {
+            user_id,
+            role,
+            connection_url: claims.connection_url,
+            expires_at: claims.exp,
+        })
+    }
+
+    fn describe(&self, kind: ErrorKind) -> AuthError {
+        match kind {
+            ErrorKind::ExpiredSignature => AuthError::Expired,
+            ErrorKind::ImmatureSignature => AuthError::NotYetValid,
+            ErrorKind::InvalidSignature => AuthError::BadSignature,
+            ErrorKind::InvalidAlgorithm
+            | ErrorKind::InvalidAlgorithmName
+            | ErrorKind::MissingAlgorithm => AuthError::WrongAlgorithm(self.alg_name),
+            ErrorKind::MissingRequiredClaim(claim) if claim == "exp" => AuthError::MissingExp,
+            ErrorKind::MissingRequiredClaim(claim) => {
+                AuthError::BadClaims(format!("missing {claim}"))
+            }
+            ErrorKind::InvalidClaimFormat(claim) => {
+                AuthError::BadClaims(format!("{claim} has the wrong type"))
+            }
+            ErrorKind::InvalidIssuer => AuthError::WrongIssuer,
+            ErrorKind::InvalidAudience => AuthError::WrongAudience,
+            ErrorKind::Json(e) => {
+                let text = e.to_string();
+                if text.contains("missing field `exp`") {
+                    AuthError::MissingExp
+                } else {
+                    AuthError::BadClaims(text)
+                }
+            }
+            _ => AuthError::Malformed,
+        }
+    }
+}
+
+/// What `mint` puts into a token.
+#[derive(Debug, Clone, Serialize)]
+pub struct MintClaims {
+    pub sub: String,
+    pub exp: u64,
+    pub iat: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connection_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iss: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aud: Option<String>,
+}
+
+impl MintClaims {
+    /// Claims for `user` valid for `ttl` from now.
+    pub fn new(user: &str, role: Option<Role>, ttl: Duration) -> Self {
+        let now = now_secs();
+        MintClaims {
+            sub: user.to_owned(),
+            exp: now + ttl.as_secs(),
+            iat: now,
+            role,
+            connection_url: None,
+            iss: None,
+            aud: None,
+        }
+    }
+}
+
+/// Signs an HS256 token.
+pub fn mint_hs256(secret: &[u8], claims: &MintClaims) -> String {
+    jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        claims,
+        &EncodingKey::from_secret(secret),
+    )
+    .expect("HS256 signing cannot fail")
+}
+
+/// Signs a token with a PEM private key for an asymmetric algorithm.
+pub fn mint_with_private_pem(
+    alg: JwtAlgorithm,
+    pem: &[u8],
+    claims: &MintClaims,
+) -> anyhow::Result<String> {
+    let key = match alg {
+        JwtAlgorithm::Hs256 => anyhow::bail!("HS256 uses --secret, not a private key"),
+        JwtAlgorithm::Rs256 => EncodingKey::from_rsa_pem(pem)?,
+        JwtAlgorithm::Es256 => EncodingKey::from_ec_pem(pem)?,
+        JwtAlgorithm::EdDsa => EncodingKey::from_ed_pem(pem)?,
+    };
+    Ok(jsonwebtoken::encode(
+        &Header::new(alg.to_jwt()),
+        claims,
+        &key,
+    )?)
+}
+
+pub fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine;
+
+    const SECRET: &[u8] = b"test-secret-test-secret-test-secret";
+
+    fn unsigned(header: &str, claims: &serde_json::Value) -> String {
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        format!("{}.{}.", b64.encode(header), b64.encode(claims.to_string()))
+    }
+
+    fn hs256_raw(claims: &serde_json::Value) -> String {
+        jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            claims,
+            &EncodingKey::from_secret(SECRET),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn valid_token_yields_user_and_role() {
+        let token = mint_hs256(
+            SECRET,
+            &MintClaims::new("alice", Some(Role::Mcp), Duration::from_secs(60)),
+        );
+        let id = Verifier::hs256(SECRET).verify(&token, Role::Mcp).unwrap();
+        assert_eq!(id.user_id, "alice");
+        assert_eq!(id.role, Some(Role::Mcp));
+    }
+
+    #[test]
+    fn user_id_claim_is_accepted_when_sub_is_absent() {
+        let token = hs256_raw(&serde_json::json!({"user_id": "bob", "exp": now_secs() + 60}));
+        let id = Verifier::hs256(SECRET).verify(&token, Role::Mcp).unwrap();
+        assert_eq!(id.user_id, "bob");
+    }
+
+    #[test]
+    fn alg_none_is_refused() {
+        let token = unsigned(
+            r#"{"alg":"none","typ":"JWT"}"#,
+            &serde_json::json!({"sub": "eve", "exp": now_secs() + 60}),
+        );
+        assert!(Verifier::hs256(SECRET).verify(&token, Role::Mcp).is_err());
+    }
+
+    #[test]
+    fn string_exp_and_missing_exp_are_refused() {
+        let token = hs256_raw(&serde_json::json!({"sub": "eve", "exp": "99999999999"}));
+        assert!(Verifier::hs256(SECRET).verify(&token, Role::Mcp).is_err());
+        let token = hs256_raw(&serde_json::json!({"sub": "eve"}));
+        assert_eq!(
+            Verifier::hs256(SECRET).verify(&token, Role::Mcp),
+            Err(AuthError::MissingExp)
+        );
+        let token =
+            hs256_raw(&serde_json::json!({"sub": "eve", "exp": now_secs() + 60, "nbf": "0"}));
+        assert!(Verifier::hs256(SECRET).verify(&token, Role::Mcp).is_err());
+    }
+
+    #[test]
+    fn expired_and_wrongly_signed_tokens_are_refused() {
+        let token = hs256_raw(&serde_json::json!({"sub": "eve", "exp": now_secs() - 3600}));
+        assert_eq!(
+            Verifier::hs256(SECRET).verify(&token, Role::Mcp),
+            Err(AuthError::Expired)
+        );
+        let token = mint_hs256(
+            b"another-secret",
+            &MintClaims::new("eve", None, Duration::from_secs(60)),
+        );
+        assert_eq!(
+            Verifier::hs256(SECRET).verify(&token, Role::Mcp),
+            Err(AuthError::BadSignature)
+        );
+    }
+
+    #[test]
+    fn role_mismatch_is_refused() {
+        let token = mint_hs256(
+            SECRET,
+            &MintClaims::new("alice", Some(Role::Extension), Duration::from_secs(60)),
+        );
+        assert!(matches!(
+            Verifier::hs256(SECRET).verify(&token, Role::Mcp),
+            Err(AuthError::WrongRole { .. })
+        ));
+    }
+
+    #[test]
+    fn issuer_and_audience_are_checked_when_configured() {
+        let mut claims = MintClaims::new("alice", None, Duration::from_secs(60));
+        claims.iss = Some("me".into());
+        claims.aud = Some("relay".into());
+        let token = mint_hs256(SECRET, &claims);
+        let v = Verifier::hs256(SECRET)
+            .with_issuer("me")
+            .with_audience("relay");
+        assert!(v.verify(&token, Role::Mcp).is_ok());
+        let v = Verifier::hs256(SECRET).with_issuer("other");
+        assert_eq!(v.verify(&token, Role::Mcp), Err(AuthError::WrongIssuer));
+        let v = Verifier::hs256(SECRET).with_audience("other");
+        assert_eq!(v.verify(&token, Role::Mcp), Err(AuthError::WrongAudience));
+    }
+}

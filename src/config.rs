@@ -1,0 +1,209 @@
+//! Configuration of `mcp-relay serve`: every flag, its environment variable and its default.
+//!
+//! Each flag can also be set through an `MCP_RELAY_*` variable, because hosted deployments pass
+//! configuration (and above all the JWT secret) through the environment, not the command line.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::auth::JwtAlgorithm;
+
+/// Options of `mcp-relay serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeConfig {
+    /// Address and port to listen on.
+    #[arg(long, env = "MCP_RELAY_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Development mode: an ephemeral secret (unless one is given), and ready-to-use extension
+    /// and MCP tokens and URLs printed at start-up. Not for production.
+    #[arg(long, env = "MCP_RELAY_DEV")]
+    pub dev: bool,
+
+    /// Shared secret for HS256 tokens. Prefer the environment variable over the flag, so the
+    /// secret does not show up in the process list.
+    #[arg(long, env = "MCP_RELAY_JWT_SECRET", hide_env_values = true)]
+    pub jwt_secret: Option<String>,
+
+    /// PEM file with the public key for RS256, ES256 or EdDSA tokens (needs --jwt-alg).
+    #[arg(long, env = "MCP_RELAY_JWT_PUBLIC_KEY")]
+    pub jwt_public_key: Option<PathBuf>,
+
+    /// The one JWT algorithm accepted. Tokens signed with any other, or with `none`, are
+    /// refused.
+    #[arg(long, env = "MCP_RELAY_JWT_ALG", value_enum, default_value = "HS256")]
+    pub jwt_alg: JwtAlgorithm,
+
+    /// Required `iss` claim, if set.
+    #[arg(long, env = "MCP_RELAY_JWT_ISSUER")]
+    pub jwt_issuer: Option<String>,
+
+    /// Required `aud` claim, if set.
+    #[arg(long, env = "MCP_RELAY_JWT_AUDIENCE")]
+    pub jwt_audience: Option<String>,
+
+    /// PEM certificate chain for wss. Without --tls-cert/--tls-key the relay serves plain ws and
+    /// TLS must be terminated in front of it.
+    #[arg(long, env = "MCP_RELAY_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key for --tls-cert.
+    #[arg(long, env = "MCP_RELAY_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// How long a forwarded request may wait for the extension's answer before the MCP client
+    /// gets a timeout error (e.g. `60s`, `1500ms`, `2m`).
+    #[arg(long, env = "MCP_RELAY_REQUEST_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+
+    /// How long a new extension socket has to answer `authenticate`.
+    #[arg(long, env = "MCP_RELAY_AUTH_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub auth_timeout: Duration,
+
+    /// WebSocket ping interval; a peer silent for two intervals is dropped.
+    #[arg(long, env = "MCP_RELAY_PING_INTERVAL", default_value = "10s", value_parser = parse_duration)]
+    pub ping_interval: Duration,
+
+    /// Largest accepted WebSocket message (e.g. `32MiB`). Larger frames close the socket with
+    /// 1009. Screenshots are large: keep this generous.
+    #[arg(long, env = "MCP_RELAY_MAX_MESSAGE_BYTES", default_value = "32MiB", value_parser = parse_bytes)]
+    pub max_message_bytes: usize,
+
+    /// Most bytes queued towards one peer. A peer that lets its queue overflow, or reads
+    /// nothing for --send-timeout, is disconnected (its messages are never dropped silently).
+    #[arg(long, env = "MCP_RELAY_MAX_SEND_QUEUE_BYTES", default_value = "64MiB", value_parser = parse_bytes)]
+    pub max_send_queue_bytes: usize,
+
+    /// How long a write to a peer may block before the peer counts as not reading.
+    #[arg(long, env = "MCP_RELAY_SEND_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub send_timeout: Duration,
+
+    /// Most WebSocket connections the relay holds at once (both endpoints together).
+    #[arg(long, env = "MCP_RELAY_MAX_CONNECTIONS", default_value_t = 20_000)]
+    pub max_connections: usize,
+
+    /// Most extensions (browsers) one user may have online.
+    #[arg(long, env = "MCP_RELAY_MAX_EXTENSIONS_PER_USER", default_value_t = 16)]
+    pub max_extensions_per_user: usize,
+
+    /// Most authenticated MCP sockets one user may have open.
+    #[arg(long, env = "MCP_RELAY_MAX_MCP_CLIENTS_PER_USER", default_value_t = 64)]
+    pub max_mcp_clients_per_user: usize,
+
+    /// Open sockets kept per extension identity. Real extensions open a new socket before the
+    /// old one closes; the newest gets the traffic, older ones stay open but idle, and beyond
+    /// this many the oldest is closed.
+    #[arg(long, env = "MCP_RELAY_MAX_SOCKETS_PER_EXTENSION", default_value_t = 2)]
+    pub max_sockets_per_extension: usize,
+
+    /// Forwarded requests per second allowed per MCP connection (0 = unlimited).
+    #[arg(long, env = "MCP_RELAY_RATE_LIMIT", default_value_t = 200.0)]
+    pub rate_limit: f64,
+
+    /// Burst size for --rate-limit.
+    #[arg(long, env = "MCP_RELAY_RATE_BURST", default_value_t = 400.0)]
+    pub rate_burst: f64,
+
+    /// How long shutdown waits for sockets to close before exiting anyway.
+    #[arg(long, env = "MCP_RELAY_SHUTDOWN_GRACE", default_value = "5s", value_parser = parse_duration)]
+    pub shutdown_grace: Duration,
+}
+
+impl ServeConfig {
+    /// Defaults as `--help` documents them, for tests and embedding.
+    pub fn defaults() -> Self {
+        #[derive(clap::Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            config: ServeConfig,
+        }
+        <Wrapper as clap::Parser>::try_parse_from(["mcp-relay"])
+            .expect("defaults parse")
+            .config
+    }
+}
+
+/// Parses `250ms`, `10s`, `2m`, `1h` or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration (try 30s, 1500ms, 2m, 1h)"))?;
+    let secs = match unit.trim() {
+        "" | "s" | "sec" | "secs" => value,
+        "ms" => value / 1000.0,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        "d" => value * 86400.0,
+        other => {
+            return Err(format!(
+                "unknown duration unit {other:?} (use ms, s, m, h, d)"
+            ))
+        }
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("{text:?} is not a valid duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses `1048576`, `64KiB`, `32MiB`, `1GiB` (also `KB`, `MB`, `GB` as powers of 1000).
+pub fn parse_bytes(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: usize = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (try 32MiB)"))?;
+    let factor: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kib" | "k" => 1 << 10,
+        "mib" | "m" => 1 << 20,
+        "gib" | "g" => 1 << 30,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        other => return Err(format!("unknown size unit {other:?} (use KiB, MiB, GiB)")),
+    };
+    value
+        .checked_mul(factor)
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_sizes_parse_with_units() {
+        assert_eq!(parse_duration("60s").unwrap(), Duration::from_secs(60));
+        assert_eq!(
+            parse_duration("1500ms").unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("5").unwrap(), Duration::from_secs(5));
+        assert!(parse_duration("soon").is_err());
+        assert_eq!(parse_bytes("32MiB").unwrap(), 32 << 20);
+        assert_eq!(parse_bytes("4096").unwrap(), 4096);
+        assert!(parse_bytes("lots").is_err());
+    }
+
+    #[test]
+    fn defaults_match_the_documented_values() {
+        let c = ServeConfig::defaults();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.request_timeout, Duration::from_secs(60));
+        assert_eq!(c.ping_interval, Duration::from_secs(10));
+        assert_eq!(c.max_message_bytes, 32 << 20);
+    }
+}

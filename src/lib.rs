@@ -1,0 +1,41 @@
+//! # mcp-relay
+//!
+//! A WebSocket JSON-RPC 2.0 relay between MCP clients and browser extensions, as described in
+//! `docs/PROTOCOL.md`.
+//!
+//! ## Layout
+//!
+//! Follow a forwarded request by file name: socket in → frame parsed → session decides → hub
+//! routes → peer session writes.
+//!
+//! - [`server`]: the listener. HTTP routes (`/extension`, `/mcp`, `/healthz`, `/metrics`), TLS,
+//!   socket admission, the request-timeout sweeper and graceful shutdown.
+//! - [`peer`]: one socket's outgoing side: a send queue bounded in bytes, its writer task, the
+//!   keepalive, and the reading helper both sessions share.
+//! - [`frame`]: the JSON-RPC frame model. Parses only the envelope; payloads stay raw JSON so
+//!   ids are restored byte for byte and large results are never re-parsed.
+//! - [`extension_session`]: one extension socket: `authenticate`, then answers and
+//!   notifications from the browser.
+//! - [`mcp_session`]: one MCP client socket: handshake, control methods, forwarding.
+//! - [`control`]: the control methods the relay answers itself (`mcp_handshake`,
+//!   `list_extensions`, `connect`, `disconnect`).
+//! - [`hub`]: live state and routing behind the [`hub::Hub`] trait: extensions, connections,
+//!   pending requests, id mapping, notifications.
+//! - [`auth`]: JWT verification with a pinned algorithm, and token minting.
+//! - [`limits`]: the socket cap and per-connection rate limit.
+//! - [`metrics`]: Prometheus counters and gauges.
+//! - [`config`]: every `serve` flag and its `MCP_RELAY_*` variable.
+//! - [`certs`]: a development CA and localhost certificate for trying wss.
+
+pub mod auth;
+pub mod certs;
+pub mod config;
+pub mod control;
+pub mod extension_session;
+pub mod frame;
+pub mod hub;
+pub mod limits;
+pub mod mcp_session;
+pub mod metrics;
+pub mod peer;
+pub mod server;

@@ -1,0 +1,196 @@
+//! The `mcp-relay` command: `serve`, `token`, `dev-certs`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use mcp_relay::auth::{self, JwtAlgorithm, MintClaims, Role};
+use mcp_relay::config::{parse_duration, ServeConfig};
+
+/// A WebSocket JSON-RPC 2.0 relay that lets MCP clients drive a person's own browser through a
+/// browser extension.
+#[derive(Parser)]
+#[command(name = "mcp-relay", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the relay: extensions connect to /extension, MCP clients to /mcp.
+    ///
+    /// Every flag can also be set with the MCP_RELAY_* variable shown. For a first try, run
+    /// `mcp-relay serve --dev`: it prints tokens and URLs ready to paste.
+    Serve(ServeConfig),
+    /// Mint an access token (JWT) for an extension or an MCP client.
+    Token(TokenArgs),
+    /// Create a development CA and a localhost certificate for trying wss.
+    DevCerts(DevCertsArgs),
+}
+
+#[derive(Args)]
+struct TokenArgs {
+    /// The user the token belongs to (its `sub` claim). Extensions and MCP clients see each
+    /// other only when their tokens name the same user.
+    #[arg(long)]
+    user: String,
+    /// Restrict the token to one endpoint. Without it, the token works on both.
+    #[arg(long, value_enum)]
+    role: Option<Role>,
+    /// How long the token is valid (e.g. 1h, 30d).
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    ttl: Duration,
+    /// Relay URL to embed as the `connection_url` claim (clients use it when no URL is set).
+    #[arg(long)]
+    connection_url: Option<String>,
+    /// HS256 secret (the relay's MCP_RELAY_JWT_SECRET).
+    #[arg(long, env = "MCP_RELAY_JWT_SECRET", hide_env_values = true)]
+    secret: Option<String>,
+    /// Signing algorithm; for anything but HS256 give --private-key.
+    #[arg(long, value_enum, default_value = "HS256")]
+    alg: JwtAlgorithm,
+    /// PEM private key for RS256, ES256 or EdDSA.
+    #[arg(long)]
+    private_key: Option<PathBuf>,
+    /// `iss` claim to include.
+    #[arg(long)]
+    issuer: Option<String>,
+    /// `aud` claim to include.
+    #[arg(long)]
+    audience: Option<String>,
+}
+
+#[derive(Args)]
+struct DevCertsArgs {
+    /// Directory for ca.pem, ca.key, localhost.pem and localhost.key.
+    #[arg(long, default_value = "certs")]
+    out: PathBuf,
+    /// Extra DNS names or IP addresses for the server certificate.
+    #[arg(long = "name")]
+    names: Vec<String>,
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MCP_RELAY_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(config) => {
+            init_logging();
+            serve(config).await
+        }
+        Command::Token(args) => token(args),
+        Command::DevCerts(args) => {
+            let certs = mcp_relay::certs::generate(&args.names)?;
+            let (cert, key) = mcp_relay::certs::write(&args.out, &certs)?;
+            println!(
+                "Wrote {}, {} and the CA {}.\nServe with: mcp-relay serve --tls-cert {} --tls-key {}\n\
+                 Trust {} in clients (the bridge: --ca-cert).",
+                cert.display(),
+                key.display(),
+                args.out.join("ca.pem").display(),
+                cert.display(),
+                key.display(),
+                args.out.join("ca.pem").display()
+            );
+            Ok(())
+        }
+    }
+}
+
+fn token(args: TokenArgs) -> anyhow::Result<()> {
+    let mut claims = MintClaims::new(&args.user, args.role, args.ttl);
+    claims.connection_url = args.connection_url;
+    claims.iss = args.issuer;
+    claims.aud = args.audience;
+    let token = match (args.alg, &args.private_key, &args.secret) {
+        (JwtAlgorithm::Hs256, _, Some(secret)) => auth::mint_hs256(secret.as_bytes(), &claims),
+        (JwtAlgorithm::Hs256, _, None) => {
+            anyhow::bail!("HS256 needs the secret: set MCP_RELAY_JWT_SECRET or pass --secret")
+        }
+        (alg, Some(path), _) => {
+            let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            auth::mint_with_private_pem(alg, &pem, &claims)?
+        }
+        (alg, None, _) => anyhow::bail!("{alg:?} needs --private-key"),
+    };
+    println!("{token}");
+    Ok(())
+}
+
+async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
+    let dev_secret = if config.dev && config.jwt_secret.is_none() && config.jwt_public_key.is_none()
+    {
+        let secret = format!(
+            "dev-{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        config.jwt_secret = Some(secret.clone());
+        Some(secret)
+    } else {
+        None
+    };
+    let dev = config.dev;
+    let relay = mcp_relay::server::start(config).await?;
+    if dev {
+        print_dev_banner(&relay, dev_secret.as_deref());
+    }
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    relay.shutdown().await;
+    Ok(())
+}
+
+fn print_dev_banner(relay: &mcp_relay::server::RunningRelay, secret: Option<&str>) {
+    let extension_url = relay.url("/extension");
+    let mcp_url = relay.url("/mcp");
+    let ttl = Duration::from_secs(24 * 3600);
+    let Some(secret) = secret else {
+        println!("dev mode: tokens are not printed because a key was configured; mint them with `mcp-relay token`");
+        return;
+    };
+    let mut ext_claims = MintClaims::new("dev-user", Some(Role::Extension), ttl);
+    ext_claims.connection_url = Some(extension_url.clone());
+    let mut mcp_claims = MintClaims::new("dev-user", Some(Role::Mcp), ttl);
+    mcp_claims.connection_url = Some(mcp_url.clone());
+    println!(
+        "mcp-relay is running in DEV MODE (ephemeral secret, tokens valid 24 h; not for production)\n\n\
+         Extension URL:   {extension_url}\n\
+         Extension token: {}\n\n\
+         MCP URL:         {mcp_url}\n\
+         MCP token:       {}\n\n\
+         Paste the extension URL and token into the extension's options page; give the MCP\n\
+         URL and token to your MCP client. Press Ctrl-C to stop.",
+        auth::mint_hs256(secret.as_bytes(), &ext_claims),
+        auth::mint_hs256(secret.as_bytes(), &mcp_claims),
+    );
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("installing the SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

@@ -1,0 +1,357 @@
+//! One WebSocket peer's outgoing side: a send queue bounded in bytes, the task that writes it to
+//! the socket, and the keepalive.
+//!
+//! Anything in the relay that wants to talk to a peer holds a cheap [`Peer`] handle and calls
+//! [`Peer::send`], which never blocks and never waits for the network: forwarding stays off
+//! locks and a slow peer cannot stall the task that produced the frame. The queue's bound is in
+//! bytes, not messages, because one screenshot weighs as much as a million small replies.
+//! A peer whose queue overflows, or whose socket accepts nothing for `send_timeout`, is
+//! disconnected: frames are never dropped silently, so a requester either gets its answer or
+//! sees its socket close.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use futures_util::stream::SplitSink;
+use futures_util::SinkExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::Metrics;
+
+/// WebSocket close codes the relay uses.
+pub mod close_code {
+    /// Normal close (a newer socket of the same extension took over).
+    pub const NORMAL: u16 = 1000;
+    /// The relay is going away (shutdown) or the peer stopped answering pings.
+    pub const GOING_AWAY: u16 = 1001;
+    /// Policy violation: failed authentication, or a peer that does not read its messages.
+    pub const POLICY: u16 = 1008;
+    /// A frame larger than `--max-message-bytes`.
+    pub const TOO_BIG: u16 = 1009;
+    /// Limits reached (too many extensions for this user, relay full).
+    pub const TRY_AGAIN_LATER: u16 = 1013;
+}
+
+/// Per-socket tuning shared by every peer.
+#[derive(Debug, Clone)]
+pub struct SocketConfig {
+    pub ping_interval: Duration,
+    pub send_timeout: Duration,
+    pub max_queue_bytes: usize,
+}
+
+static NEXT_PEER_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A handle to one socket's send queue. Cloning is cheap; all clones address the same socket.
+#[derive(Clone)]
+pub struct Peer(Arc<PeerInner>);
+
+struct PeerInner {
+    /// Unique for the process lifetime; lets the hub tell two sockets of one extension apart.
+    id: u64,
+    tx: mpsc::UnboundedSender<Outgoing>,
+    /// Bytes queued but not yet written; the bound that keeps memory finite.
+    queued_bytes: AtomicUsize,
+    max_queue_bytes: usize,
+    /// Cancelled when the socket must close; both the reader and the writer watch it.
+    closing: CancellationToken,
+    /// The close frame to send; the first reason given wins.
+    close_frame: Mutex<Option<(u16, String)>>,
+    metrics: Arc<Metrics>,
+}
+
+impl std::fmt::Debug for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Peer({})", self.0.id)
+    }
+}
+
+impl Peer {
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
+
+    /// Queues a frame. Returns `false` when the peer is closing or its queue overflowed (in
+    /// which case it is being disconnected).
+    pub fn send(&self, frame: impl Into<Utf8Bytes>) -> bool {
+        if self.0.closing.is_cancelled() {
+            return false;
+        }
+        let frame = frame.into();
+        let len = frame.len();
+        let before = self.0.queued_bytes.fetch_add(len, Ordering::AcqRel);
+        // A single frame always fits into an empty queue, so the largest allowed message can
+        // still be delivered to a peer that keeps up.
+        if before > 0 && before + len > self.0.max_queue_bytes {
+            self.0.queued_bytes.fetch_sub(len, Ordering::AcqRel);
+            self.0
+                .metrics
+                .slow_peer_disconnects
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(peer = self.0.id, "send queue full, disconnecting the peer");
+            self.close(
+                close_code::POLICY,
+                "send queue full: the peer is not reading its messages",
+            );
+            return false;
+        }
+        if self.0.tx.send(Outgoing::Frame(frame)).is_err() {
+            self.0.queued_bytes.fetch_sub(len, Ordering::AcqRel);
+            return false;
+        }
+        true
+    }
+
+    /// Asks the socket to close with `code` and `reason`.
+    pub fn close(&self, code: u16, reason: impl Into<String>) {
+        {
+            let mut frame = self.0.close_frame.lock().unwrap();
+            if frame.is_none() {
+                *frame = Some((code, reason.into()));
+            }
+        }
+        self.0.closing.cancel();
+    }
+
+    /// Closes with `code` and `reason` once everything queued so far has been written, so a
+    /// final error reply or shutdown notice reaches the peer before the close frame.
+    pub fn close_after_flush(&self, code: u16, reason: impl Into<String>) {
+        {
+            let mut frame = self.0.close_frame.lock().unwrap();
+            if frame.is_none() {
+                *frame = Some((code, reason.into()));
+            }
+        }
+        if self.0.tx.send(Outgoing::Close).is_err() {
+            self.0.closing.cancel();
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        !self.0.closing.is_cancelled()
+    }
+
+    /// Resolves once the socket has been asked to close.
+    pub async fn closed(&self) {
+        self.0.closing.cancelled().await
+    }
+
+    /// The close frame reason recorded so far, if any.
+    pub fn close_reason(&self) -> Option<(u16, String)> {
+        self.0.close_frame.lock().unwrap().clone()
+    }
+}
+
+/// What travels through a peer's queue.
+enum Outgoing {
+    Frame(Utf8Bytes),
+    /// Everything before this has been written: send the close frame now.
+    Close,
+}
+
+/// Liveness as seen by the reader: updated on every frame received, checked by the writer at
+/// each ping.
+#[derive(Clone)]
+pub struct LastSeen(Arc<AtomicU64>, Instant);
+
+impl LastSeen {
+    pub fn new() -> Self {
+        LastSeen(Arc::new(AtomicU64::new(0)), Instant::now())
+    }
+
+    pub fn touch(&self) {
+        self.0
+            .store(self.1.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    fn idle(&self) -> Duration {
+        let last = Duration::from_millis(self.0.load(Ordering::Relaxed));
+        self.1.elapsed().saturating_sub(last)
+    }
+}
+
+impl Default for LastSeen {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Creates the peer handle and spawns its writer task on `tracker`.
+pub fn spawn(
+    sink: SplitSink<WebSocket, Message>,
+    config: &SocketConfig,
+    last_seen: LastSeen,
+    metrics: Arc<Metrics>,
+    tracker: &tokio_util::task::TaskTracker,
+) -> Peer {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let peer = Peer(Arc::new(PeerInner {
+        id: NEXT_PEER_ID.fetch_add(1, Ordering::Relaxed),
+        tx,
+        queued_bytes: AtomicUsize::new(0),
+        max_queue_bytes: config.max_queue_bytes,
+        closing: CancellationToken::new(),
+        close_frame: Mutex::new(None),
+        metrics,
+    }));
+    tracker.spawn(write_loop(
+        sink,
+        rx,
+        peer.clone(),
+        config.clone(),
+        last_seen,
+    ));
+    peer
+}
+
+async fn write_loop(
+    mut sink: SplitSink<WebSocket, Message>,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
+    peer: Peer,
+    config: SocketConfig,
+    last_seen: LastSeen,
+) {
+    let mut ping = tokio::time::interval_at(
+        tokio::time::Instant::now() + config.ping_interval,
+        config.ping_interval,
+    );
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let message = tokio::select! {
+            biased;
+            _ = peer.closed() => break,
+            frame = rx.recv() => match frame {
+                Some(Outgoing::Frame(frame)) => Message::Text(frame),
+                Some(Outgoing::Close) | None => break,
+            },
+            _ = ping.tick() => {
+                if last_seen.idle() > config.ping_interval * 2 {
+                    tracing::info!(peer = peer.id(), "peer silent for two ping intervals, dropping it");
+                    peer.close(close_code::GOING_AWAY, "no pong received within two ping intervals");
+                    break;
+                }
+                Message::Ping(Default::default())
+            }
+        };
+        let len = match &message {
+            Message::Text(text) => text.len(),
+            _ => 0,
+        };
+        let sent = tokio::select! {
+            biased;
+            _ = peer.closed() => break,
+            sent = tokio::time::timeout(config.send_timeout, sink.send(message)) => sent,
+        };
+        match sent {
+            Ok(Ok(())) => {
+                peer.0.queued_bytes.fetch_sub(len, Ordering::AcqRel);
+            }
+            Ok(Err(_)) => {
+                peer.close(close_code::GOING_AWAY, "socket write failed");
+                break;
+            }
+            Err(_) => {
+                peer.0
+                    .metrics
+                    .slow_peer_disconnects
+                    .fetch_add(1, Ordering::Relaxed);
+                peer.close(
+                    close_code::POLICY,
+                    format!(
+                        "the peer did not read for {} s",
+                        config.send_timeout.as_secs_f64()
+                    ),
+                );
+                break;
+            }
+        }
+    }
+    // Make sure the reader side stops too, then say goodbye with the recorded reason.
+    peer.close(close_code::NORMAL, "");
+    let (code, reason) = peer
+        .close_reason()
+        .unwrap_or((close_code::NORMAL, String::new()));
+    let frame = CloseFrame {
+        code,
+        reason: truncate_reason(&reason).into(),
+    };
+    let _ = tokio::time::timeout(
+        Duration::from_secs(1),
+        sink.send(Message::Close(Some(frame))),
+    )
+    .await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
+}
+
+/// Close reasons are limited to 123 bytes by RFC 6455; cut on a character boundary.
+fn truncate_reason(reason: &str) -> &str {
+    if reason.len() <= 123 {
+        return reason;
+    }
+    let mut end = 123;
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    &reason[..end]
+}
+
+/// What the reading side of a session sees next.
+pub enum Inbound {
+    /// A text frame (binary frames holding UTF-8 are accepted as text).
+    Text(Utf8Bytes),
+    /// A binary frame that is not UTF-8: answered with a parse error.
+    NotText,
+    /// The relay is shutting down.
+    Shutdown,
+    /// The socket is gone (closed by either side, failed, or too large a frame).
+    Closed,
+}
+
+/// Reads the next meaningful frame, handling pings, liveness and oversized frames on the way.
+pub async fn next_inbound(
+    stream: &mut futures_util::stream::SplitStream<WebSocket>,
+    peer: &Peer,
+    shutdown: &CancellationToken,
+    last_seen: &LastSeen,
+    max_message_bytes: usize,
+) -> Inbound {
+    use futures_util::StreamExt;
+    loop {
+        let message = tokio::select! {
+            biased;
+            _ = peer.closed() => return Inbound::Closed,
+            _ = shutdown.cancelled() => return Inbound::Shutdown,
+            message = stream.next() => message,
+        };
+        last_seen.touch();
+        match message {
+            Some(Ok(Message::Text(text))) => return Inbound::Text(text),
+            Some(Ok(Message::Binary(bytes))) => {
+                return match Utf8Bytes::try_from(bytes) {
+                    Ok(text) => Inbound::Text(text),
+                    Err(_) => Inbound::NotText,
+                }
+            }
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            Some(Ok(Message::Close(_))) | None => {
+                peer.close(close_code::NORMAL, "closed by the peer");
+                return Inbound::Closed;
+            }
+            Some(Err(error)) => {
+                let text = error.to_string();
+                if text.contains("too long") || text.contains("Space limit") {
+                    peer.close(
+                        close_code::TOO_BIG,
+                        format!("message too large: the limit is {max_message_bytes} bytes"),
+                    );
+                } else {
+                    peer.close(close_code::GOING_AWAY, "connection lost");
+                }
+                return Inbound::Closed;
+            }
+        }
+    }
+}

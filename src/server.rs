@@ -1,0 +1,293 @@
+//! The listener: HTTP routes (`/extension`, `/mcp`, `/healthz`, `/metrics`), TLS, the request
+//! timeout sweeper, and graceful shutdown.
+//!
+//! axum's graceful shutdown does not wait for upgraded WebSocket tasks, so every session and
+//! writer task is spawned on a [`TaskTracker`] and shutdown waits on it explicitly (bounded by
+//! `--shutdown-grace`).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::auth::Verifier;
+use crate::config::ServeConfig;
+use crate::hub::{Hub, HubLimits, LocalHub};
+use crate::limits::SocketSlot;
+use crate::metrics::Metrics;
+use crate::peer::SocketConfig;
+use crate::{extension_session, mcp_session};
+
+/// Everything a session needs, shared by all of them.
+pub struct RelayState {
+    pub config: ServeConfig,
+    pub hub: Arc<dyn Hub>,
+    pub verifier: Verifier,
+    pub metrics: Arc<Metrics>,
+    pub socket: SocketConfig,
+    /// Every session and writer task, so shutdown can wait for them.
+    pub tracker: TaskTracker,
+    /// Cancelled when shutdown begins; sessions then say goodbye and close with 1001.
+    pub shutdown: CancellationToken,
+    /// Sockets open right now, for `--max-connections`.
+    open_sockets: Arc<AtomicUsize>,
+}
+
+/// A relay that is accepting connections.
+pub struct RunningRelay {
+    pub local_addr: SocketAddr,
+    pub tls: bool,
+    state: Arc<RelayState>,
+    handle: axum_server::Handle<SocketAddr>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl RunningRelay {
+    /// `ws://` or `wss://` URL of an endpoint (`/extension` or `/mcp`).
+    pub fn url(&self, path: &str) -> String {
+        let scheme = if self.tls { "wss" } else { "ws" };
+        format!("{scheme}://{}{path}", self.local_addr)
+    }
+
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.state.metrics)
+    }
+
+    /// Stops accepting, answers pending requests, tells peers, closes sockets with 1001, and
+    /// waits (at most `--shutdown-grace`) for every task to finish.
+    pub async fn shutdown(self) {
+        let grace = self.state.config.shutdown_grace;
+        self.handle.graceful_shutdown(Some(grace));
+        self.state.hub.shutdown();
+        self.state.shutdown.cancel();
+        self.state.tracker.close();
+        if tokio::time::timeout(grace, self.state.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some sockets did not close within the shutdown grace period");
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.server).await;
+    }
+}
+
+/// Builds the verifier the configuration asks for.
+fn verifier(config: &ServeConfig) -> anyhow::Result<Verifier> {
+    let mut verifier = match (&config.jwt_public_key, &config.jwt_secret) {
+        (Some(path), _) => {
+            let pem = std::fs::read(path)
+                .with_context(|| format!("reading JWT public key {}", path.display()))?;
+            Verifier::from_public_pem(config.jwt_alg, &pem)
+                .with_context(|| format!("loading JWT public key {}", path.display()))?
+        }
+        (None, Some(secret)) => {
+            anyhow::ensure!(
+                config.jwt_alg == crate::auth::JwtAlgorithm::Hs256,
+                "--jwt-secret is for HS256; for {:?} give --jwt-public-key",
+                config.jwt_alg
+            );
+            anyhow::ensure!(
+                secret.len() >= 16,
+                "the JWT secret is too short: use at least 16 characters (32 random bytes is better)"
+            );
+            Verifier::hs256(secret.as_bytes())
+        }
+        (None, None) => anyhow::bail!(
+            "no JWT key configured: set MCP_RELAY_JWT_SECRET (HS256), or --jwt-public-key with \
+             --jwt-alg, or run `mcp-relay serve --dev` to try it out"
+        ),
+    };
+    if let Some(issuer) = &config.jwt_issuer {
+        verifier = verifier.with_issuer(issuer);
+    }
+    if let Some(audience) = &config.jwt_audience {
+        verifier = verifier.with_audience(audience);
+    }
+    Ok(verifier)
+}
+
+fn tls_config(config: &ServeConfig) -> anyhow::Result<Option<rustls::ServerConfig>> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let (Some(cert), Some(key)) = (&config.tls_cert, &config.tls_key) else {
+        return Ok(None);
+    };
+    let chain = CertificateDer::pem_file_iter(cert)
+        .with_context(|| format!("reading TLS certificate {}", cert.display()))?
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("parsing TLS certificate {}", cert.display()))?;
+    let key = PrivateKeyDer::from_pem_file(key)
+        .with_context(|| format!("reading TLS key {}", key.display()))?;
+    let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .context("TLS certificate and key do not match")?;
+    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Some(tls))
+}
+
+/// Binds the listener and starts serving.
+pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
+    let verifier = verifier(&config)?;
+    let tls = tls_config(&config)?;
+    let metrics = Arc::new(Metrics::default());
+    let hub: Arc<dyn Hub> = Arc::new(LocalHub::new(
+        HubLimits {
+            request_timeout: config.request_timeout,
+            max_extensions_per_user: config.max_extensions_per_user,
+            max_mcp_clients_per_user: config.max_mcp_clients_per_user,
+            max_sockets_per_extension: config.max_sockets_per_extension,
+        },
+        Arc::clone(&metrics),
+    ));
+    let state = Arc::new(RelayState {
+        socket: SocketConfig {
+            ping_interval: config.ping_interval,
+            send_timeout: config.send_timeout,
+            max_queue_bytes: config.max_send_queue_bytes,
+        },
+        config,
+        hub,
+        verifier,
+        metrics,
+        tracker: TaskTracker::new(),
+        shutdown: CancellationToken::new(),
+        open_sockets: Arc::new(AtomicUsize::new(0)),
+    });
+
+    let app = Router::new()
+        .route("/extension", get(extension_endpoint))
+        .route("/mcp", get(mcp_endpoint))
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics_endpoint))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .with_state(Arc::clone(&state));
+
+    let listener = std::net::TcpListener::bind(state.config.listen)
+        .with_context(|| format!("binding {}", state.config.listen))?;
+    listener.set_nonblocking(true)?;
+    let local_addr = listener.local_addr()?;
+    let handle = axum_server::Handle::new();
+    let is_tls = tls.is_some();
+    let server = match tls {
+        Some(tls) => {
+            let rustls = axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(tls));
+            let server = axum_server::from_tcp_rustls(listener, rustls)?.handle(handle.clone());
+            tokio::spawn(server.serve(app.into_make_service()))
+        }
+        None => {
+            tracing::warn!(
+                "serving plain ws (no --tls-cert/--tls-key): terminate TLS in front of the relay \
+                 for anything but localhost"
+            );
+            let server = axum_server::from_tcp(listener)?.handle(handle.clone());
+            tokio::spawn(server.serve(app.into_make_service()))
+        }
+    };
+    spawn_expiry_sweeper(&state);
+    tracing::info!(%local_addr, tls = is_tls, "relay listening");
+    Ok(RunningRelay {
+        local_addr,
+        tls: is_tls,
+        state,
+        handle,
+        server,
+    })
+}
+
+/// Answers requests the extension never answered. A single sweeper checks all pending requests
+/// a few times per timeout period; cheaper than a timer per request, precise enough.
+fn spawn_expiry_sweeper(state: &Arc<RelayState>) {
+    let period = (state.config.request_timeout / 20)
+        .clamp(Duration::from_millis(10), Duration::from_millis(500));
+    let state = Arc::clone(state);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(period);
+        loop {
+            tokio::select! {
+                _ = state.shutdown.cancelled() => break,
+                _ = tick.tick() => state.hub.expire_requests(Instant::now()),
+            }
+        }
+    });
+}
+
+/// Applies the buffer sizes and message limit to an upgrade. Small read and write buffers
+/// keep an idle socket at a few KiB instead of tungstenite's 128 KiB defaults.
+fn tune(ws: WebSocketUpgrade, state: &RelayState) -> WebSocketUpgrade {
+    let max = state.config.max_message_bytes;
+    ws.read_buffer_size(4 * 1024)
+        .write_buffer_size(0)
+        .max_write_buffer_size(usize::MAX)
+        .max_message_size(max)
+        .max_frame_size(max)
+}
+
+fn admit(state: &RelayState) -> Result<SocketSlot, Response> {
+    if state.shutdown.is_cancelled() {
+        return Err((StatusCode::SERVICE_UNAVAILABLE, "relay is shutting down\n").into_response());
+    }
+    SocketSlot::acquire(&state.open_sockets, state.config.max_connections).ok_or_else(|| {
+        state
+            .metrics
+            .rejected_sockets
+            .fetch_add(1, Ordering::Relaxed);
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "relay is at its connection limit, try again later\n",
+        )
+            .into_response()
+    })
+}
+
+async fn extension_endpoint(
+    ws: WebSocketUpgrade,
+    State(state): State<Arc<RelayState>>,
+) -> Response {
+    let slot = match admit(&state) {
+        Ok(slot) => slot,
+        Err(response) => return response,
+    };
+    let tracker = state.tracker.clone();
+    tune(ws, &state)
+        .on_upgrade(move |socket| tracker.track_future(extension_session::run(socket, state, slot)))
+}
+
+async fn mcp_endpoint(ws: WebSocketUpgrade, State(state): State<Arc<RelayState>>) -> Response {
+    let slot = match admit(&state) {
+        Ok(slot) => slot,
+        Err(response) => return response,
+    };
+    let tracker = state.tracker.clone();
+    tune(ws, &state)
+        .on_upgrade(move |socket| tracker.track_future(mcp_session::run(socket, state, slot)))
+}
+
+async fn healthz(State(state): State<Arc<RelayState>>) -> Response {
+    if state.shutdown.is_cancelled() {
+        (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response()
+    } else {
+        (StatusCode::OK, "ok\n").into_response()
+    }
+}
+
+async fn metrics_endpoint(State(state): State<Arc<RelayState>>) -> Response {
+    (
+        [("content-type", "text/plain; version=0.0.4")],
+        state.metrics.render(),
+    )
+        .into_response()
+}
