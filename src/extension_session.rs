@@ -101,7 +101,8 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
     state
         .hub
         .extension_socket_closed(&extension_id, &peer, &reason);
-    peer.close(close_code::NORMAL, "");
+    // Let queued frames (a final error, a goodbye) go out before the close frame.
+    peer.close_after_flush(close_code::NORMAL, "");
 }
 
 /// Handles one frame from an authenticated extension.
@@ -193,17 +194,7 @@ async fn authenticate(
             {
                 return match check_answer(&reply, state, version_hint) {
                     Ok(auth) => match state.hub.register_extension(&auth, peer) {
-                        Ok(extension_id) => {
-                            peer.send(frame::notification(
-                                "authenticated",
-                                &json!({
-                                    "user_id": auth.user_id,
-                                    "extension_id": extension_id,
-                                    "client_id": auth.client_id,
-                                }),
-                            ));
-                            Some(extension_id)
-                        }
+                        Ok(extension_id) => Some(extension_id),
                         Err(error) => {
                             peer.close_after_flush(close_code::TRY_AGAIN_LATER, error.to_string());
                             None

@@ -108,7 +108,8 @@ pub trait Hub: Send + Sync + 'static {
     fn register_mcp(&self, user_id: &str) -> Result<(), HubError>;
     /// Releases what [`Hub::register_mcp`] counted.
     fn unregister_mcp(&self, user_id: &str);
-    /// Adds an authenticated extension socket; returns the extension id.
+    /// Adds an authenticated extension socket, sends it the `authenticated` notification (then
+    /// `status` when it joins a live extension), and returns the extension id.
     fn register_extension(&self, auth: &ExtensionAuth, peer: &Peer) -> Result<String, HubError>;
     /// An extension socket closed. When it was the identity's last, the extension goes away.
     fn extension_socket_closed(&self, extension_id: &str, peer: &Peer, reason: &str);
@@ -212,6 +213,19 @@ pub fn extension_id_for(user_id: &str, client_key: &str) -> String {
     )
 }
 
+/// The `status` notification an extension gets: its MCP peers.
+fn status_frame(connections: &[String]) -> String {
+    frame::notification(
+        "status",
+        &json!({
+            "connected": !connections.is_empty(),
+            "peer_count": connections.len(),
+            "timestamp": timestamp(),
+            "connection_ids": connections,
+        }),
+    )
+}
+
 /// The `status` timestamp, in the format the spec shows (`2025-10-20T21:43:53.163+0000`).
 pub fn timestamp() -> String {
     chrono::Utc::now()
@@ -251,15 +265,7 @@ impl LocalHub {
         else {
             return;
         };
-        let status = frame::notification(
-            "status",
-            &json!({
-                "connected": !connections.is_empty(),
-                "peer_count": connections.len(),
-                "timestamp": timestamp(),
-                "connection_ids": connections,
-            }),
-        );
+        let status = status_frame(&connections);
         for socket in sockets {
             socket.send(status.clone());
         }
@@ -360,6 +366,7 @@ impl Hub for LocalHub {
             .unwrap_or_else(|| format!("name:{}", auth.name));
         let extension_id = extension_id_for(&auth.user_id, &key);
         let mut superseded = None;
+        let mut joined_status = None;
         let new_identity;
         match self.extensions.entry(extension_id.clone()) {
             dashmap::Entry::Occupied(mut entry) => {
@@ -374,6 +381,7 @@ impl Hub for LocalHub {
                 if entry.sockets.len() > self.limits.max_sockets_per_extension.max(1) {
                     superseded = Some(entry.sockets.remove(0));
                 }
+                joined_status = Some(status_frame(&entry.connections));
                 new_identity = false;
             }
             dashmap::Entry::Vacant(entry) => {
@@ -397,6 +405,14 @@ impl Hub for LocalHub {
                 new_identity = true;
             }
         }
+        peer.send(frame::notification(
+            "authenticated",
+            &json!({
+                "user_id": auth.user_id,
+                "extension_id": extension_id,
+                "client_id": auth.client_id,
+            }),
+        ));
         if let Some(old) = superseded {
             old.close(
                 close_code::NORMAL,
@@ -418,8 +434,9 @@ impl Hub for LocalHub {
                     mcp.send(notice.clone());
                 }
             }
-        } else {
-            self.send_status_to_extension(&extension_id);
+        } else if let Some(status) = joined_status {
+            // Only the newcomer needs to learn about the peers it inherits.
+            peer.send(status);
         }
         Ok(extension_id)
     }

@@ -82,7 +82,8 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
     if let Some(client) = mcp.client.take() {
         state.hub.unregister_mcp(&client.user_id);
     }
-    peer.close(close_code::NORMAL, "");
+    // Let queued frames (a final error, a goodbye) go out before the close frame.
+    peer.close_after_flush(close_code::NORMAL, "");
 }
 
 fn reply_error(peer: &Peer, state: &RelayState, id: &str, code: i64, message: &str) {
