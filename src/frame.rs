@@ -150,6 +150,11 @@ fn is_valid_id(raw: &RawValue) -> bool {
 
 /// Reads one text frame.
 pub fn parse(text: &str) -> Result<Incoming<'_>, FrameError> {
+    // serde would happily read a JSON array as a struct's fields in order; only objects are
+    // messages.
+    if !text.trim_start().starts_with('{') {
+        return Err(classify_unparsable(text));
+    }
     let env: Envelope<'_> = match serde_json::from_str(text) {
         Ok(env) => env,
         Err(_) => return Err(classify_unparsable(text)),
@@ -413,6 +418,8 @@ mod tests {
         assert_eq!(parse("{nope").unwrap_err().code, code::PARSE_ERROR);
         assert_eq!(parse("42").unwrap_err().code, code::INVALID_REQUEST);
         assert!(parse("[]").unwrap_err().message.contains("batches"));
+        let batch = parse(r#"[{"jsonrpc":"2.0","id":1,"method":"x"}]"#).unwrap_err();
+        assert!(batch.message.contains("batches"));
     }
 
     #[test]

@@ -366,7 +366,7 @@ impl Hub for LocalHub {
             .unwrap_or_else(|| format!("name:{}", auth.name));
         let extension_id = extension_id_for(&auth.user_id, &key);
         let mut superseded = None;
-        let mut joined_status = None;
+        let joined_status;
         let new_identity;
         match self.extensions.entry(extension_id.clone()) {
             dashmap::Entry::Occupied(mut entry) => {
@@ -381,7 +381,7 @@ impl Hub for LocalHub {
                 if entry.sockets.len() > self.limits.max_sockets_per_extension.max(1) {
                     superseded = Some(entry.sockets.remove(0));
                 }
-                joined_status = Some(status_frame(&entry.connections));
+                joined_status = status_frame(&entry.connections);
                 new_identity = false;
             }
             dashmap::Entry::Vacant(entry) => {
@@ -402,6 +402,7 @@ impl Hub for LocalHub {
                     connections: Vec::new(),
                 });
                 self.metrics.extensions.fetch_add(1, Relaxed);
+                joined_status = status_frame(&[]);
                 new_identity = true;
             }
         }
@@ -434,10 +435,10 @@ impl Hub for LocalHub {
                     mcp.send(notice.clone());
                 }
             }
-        } else if let Some(status) = joined_status {
-            // Only the newcomer needs to learn about the peers it inherits.
-            peer.send(status);
         }
+        // Every new socket learns its peers right away (none, or those it inherits from a
+        // duplicate), so the extension can drop state of connections that no longer exist.
+        peer.send(joined_status);
         Ok(extension_id)
     }
 

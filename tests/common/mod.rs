@@ -153,6 +153,8 @@ pub struct Extension {
     pub client: Client,
     pub extension_id: String,
     pub user_id: String,
+    /// The `status` every new socket gets right after `authenticated`.
+    pub initial_status: Value,
 }
 
 impl Extension {
@@ -185,10 +187,12 @@ impl Extension {
             .unwrap()
             .to_owned();
         assert!(extension_id.starts_with("ext-"));
+        let initial_status = client.recv_notification("status").await;
         Extension {
             client,
             extension_id,
             user_id: user.to_owned(),
+            initial_status,
         }
     }
 
