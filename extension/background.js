@@ -9,6 +9,7 @@
  * that exist after the first pass).
  */
 
+import { DebuggerSessions } from './lib/debugger-sessions.js';
 import { RelaySupervisor } from './lib/relay-supervisor.js';
 import { STATE_KEY, SettingsKey, loadClientId, loadDevConfig, loadSettings } from './lib/settings.js';
 
@@ -35,13 +36,15 @@ chrome.alarms.onAlarm.addListener(alarm => {
 
 chrome.storage.onChanged.addListener((changes, area) => {
   if (area === 'local' && Object.keys(changes).some(key => SETTINGS_KEYS.has(key)))
-    supervisor.restart();
+    // Sessions of a previous worker first, so they cannot race this worker's first attach.
+DebuggerSessions.detachLeftovers().catch(() => {}).finally(() => supervisor.restart());
 });
 
 /** "Save and reconnect" with unchanged settings: the user wants a fresh attempt now, not after the backoff. */
 chrome.runtime.onMessage.addListener(message => {
   if (message?.type === 'reconnect')
-    supervisor.restart();
+    // Sessions of a previous worker first, so they cannot race this worker's first attach.
+DebuggerSessions.detachLeftovers().catch(() => {}).finally(() => supervisor.restart());
 });
 
 chrome.alarms.get(WATCHDOG_ALARM).then(existing => {
@@ -49,7 +52,8 @@ chrome.alarms.get(WATCHDOG_ALARM).then(existing => {
     chrome.alarms.create(WATCHDOG_ALARM, { periodInMinutes: WATCHDOG_PERIOD_MINUTES });
 });
 
-supervisor.restart();
+// Sessions of a previous worker first, so they cannot race this worker's first attach.
+DebuggerSessions.detachLeftovers().catch(() => {}).finally(() => supervisor.restart());
 
 /**
  * Session storage, not local: the state is only true while this browser

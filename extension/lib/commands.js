@@ -316,7 +316,15 @@ async function screenshot(ctx, { format = 'png', quality, fullPage = false, tabI
     params.captureBeyondViewport = true;
     params.clip = { x: 0, y: 0, width: Math.ceil(size.width), height: Math.ceil(size.height), scale: 1 };
   }
-  const { data } = await ctx.debuggers.send(id, 'Page.captureScreenshot', params);
+  let data;
+  try {
+    ({ data } = await ctx.debuggers.send(id, 'Page.captureScreenshot', params));
+  } catch (error) {
+    // A headful Chrome does not paint background tabs, so the capture can wait forever.
+    if (/no answer within/.test(messageOf(error)))
+      throw serverError(`${messageOf(error)}; if tab ${id} is a background tab in a visible window, call activateTab first`);
+    throw error;
+  }
   return { tabId: id, data, mimeType: `image/${format}` };
 }
 

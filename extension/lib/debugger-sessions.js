@@ -59,7 +59,17 @@ export class DebuggerSessions {
     try {
       await chrome.debugger.attach({ tabId }, PROTOCOL_VERSION);
     } catch (error) {
-      throw new Error(attachFailureMessage(tabId, error));
+      if (!/another debugger/i.test(String(error?.message ?? error)))
+        throw new Error(attachFailureMessage(tabId, error));
+      // Chrome keeps our attachments when it stops this service worker, and the
+      // restarted worker has forgotten them. detach() only succeeds for our own
+      // session, so it frees a stale one and leaves DevTools alone.
+      try {
+        await chrome.debugger.detach({ tabId });
+        await chrome.debugger.attach({ tabId }, PROTOCOL_VERSION);
+      } catch {
+        throw new Error(attachFailureMessage(tabId, error));
+      }
     }
     // Background tabs are not focused; without focus emulation, focus(),
     // :focus styles and typed text behave as if the user clicked elsewhere.
@@ -116,6 +126,19 @@ export class DebuggerSessions {
     } catch {
       // The tab is gone or never attached; either way nothing is left to release.
     }
+  }
+
+  /**
+   * Chrome keeps an extension's debugger sessions when it stops the service
+   * worker; the restarted worker knows nothing of them, and they keep the
+   * "is debugging this browser" bar up. Detaching succeeds only for our own
+   * sessions, so this leaves DevTools and other extensions alone.
+   */
+  static async detachLeftovers() {
+    const targets = await chrome.debugger.getTargets();
+    await Promise.all(targets
+        .filter(target => target.attached && target.tabId !== undefined)
+        .map(target => chrome.debugger.detach({ tabId: target.tabId }).catch(() => {})));
   }
 
   async detachAll() {

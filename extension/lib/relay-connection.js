@@ -2,7 +2,8 @@
  * One WebSocket to the relay: authentication, dispatch of what the relay
  * sends, and forwarding of CDP events back to the MCP connection that owns
  * the tab. Reconnecting is not its business: RelaySupervisor makes a new
- * RelayConnection for every socket, so every socket starts from clean state.
+ * RelayConnection for every socket and hands each the same ConnectionState,
+ * because MCP connections can outlive a socket (see connection-state.js).
  */
 
 // ---------------------------------------------------------------------------
@@ -38,10 +39,8 @@
  */
 
 import { runCommand } from './commands.js';
-import { DebuggerSessions } from './debugger-sessions.js';
 import { DIRECT_CONNECTION, connectionIdOf } from './ids.js';
 import { ErrorCode, RpcError, errorReply, notification, resultReply } from './rpc.js';
-import { TabOwnership } from './tabs.js';
 
 /**
  * @typedef {object} Credentials
@@ -57,32 +56,30 @@ import { TabOwnership } from './tabs.js';
  * @property {(params: StatusParams) => void} onStatus
  * @property {(reason: string) => void} onShutdownNotice
  * @property {(event: {code: number, reason: string, opened: boolean}) => void} onClose
+ * @property {(reply: RpcReply) => void} onOrphanReply a command finished after this socket
+ *   closed; the relay matches replies by extension, not socket, so a newer socket may carry it
  */
 
 export class RelayConnection {
   /**
    * @param {string} url full ws(s)://…/extension URL
    * @param {Credentials} credentials
+   * @param {import('./connection-state.js').ConnectionState} state shared across sockets
    * @param {RelayEvents} events
    */
-  constructor(url, credentials, events) {
+  constructor(url, credentials, state, events) {
     this.url = url;
     this._credentials = credentials;
+    this._state = state;
     this._events = events;
-    /** Tab ownership lives and dies with the socket: the relay ends every MCP connection when it drops. */
-    this._tabs = new TabOwnership();
-    /** Debugger attachments made for this socket's connections; all detached when it closes. */
-    this._debuggers = new DebuggerSessions();
     /** Whether `open` fired, to tell "could not connect" from "connection lost". */
     this._opened = false;
+    /** Set by the relay's `authenticated`; orphaned replies may only go out after it. */
+    this.authenticated = false;
     this._closed = false;
 
     this._onDebuggerEvent = this._onDebuggerEvent.bind(this);
-    this._onDebuggerDetach = this._onDebuggerDetach.bind(this);
-    this._onTabRemoved = this._onTabRemoved.bind(this);
     chrome.debugger.onEvent.addListener(this._onDebuggerEvent);
-    chrome.debugger.onDetach.addListener(this._onDebuggerDetach);
-    chrome.tabs.onRemoved.addListener(this._onTabRemoved);
 
     this._ws = new WebSocket(url);
     this._ws.onopen = () => this._onOpen();
@@ -98,7 +95,7 @@ export class RelayConnection {
 
   /**
    * Closes the socket on purpose (settings changed, switch turned off).
-   * Removes exactly the listeners the constructor added.
+   * Removes exactly the listener the constructor added.
    */
   close(code = 1000, reason = 'extension disconnected') {
     if (this._closed)
@@ -111,9 +108,15 @@ export class RelayConnection {
   _cleanUp() {
     this._closed = true;
     chrome.debugger.onEvent.removeListener(this._onDebuggerEvent);
-    chrome.debugger.onDetach.removeListener(this._onDebuggerDetach);
-    chrome.tabs.onRemoved.removeListener(this._onTabRemoved);
-    this._debuggers.detachAll().catch(error => console.warn('[mcp-relay] detach failed:', error));
+  }
+
+  /**
+   * Sends a reply produced while another socket was current.
+   *
+   * @param {RpcReply} reply
+   */
+  sendReply(reply) {
+    this._send(reply);
   }
 
   _onOpen() {
@@ -179,15 +182,17 @@ export class RelayConnection {
 
   /** @param {RpcRequest} request */
   async _runForwarded(request) {
-    const connectionId = connectionIdOf(request.id);
-    const ctx = { connectionId, tabs: this._tabs, debuggers: this._debuggers };
+    const ctx = this._state.contextFor(connectionIdOf(request.id));
     let reply;
     try {
       reply = resultReply(request.id, await runCommand(ctx, request.method, request.params));
     } catch (error) {
       reply = errorReply(request.id, error);
     }
-    this._send(reply);
+    if (this._closed || !this.isOpen)
+      this._events.onOrphanReply(reply);
+    else
+      this._send(reply);
   }
 
   /**
@@ -197,18 +202,19 @@ export class RelayConnection {
   _onNotification(method, params) {
     switch (method) {
       case 'authenticated':
+        this.authenticated = true;
         this._events.onAuthenticated(/** @type {AuthenticatedParams} */ (params));
         return;
       case 'status': {
         const status = /** @type {StatusParams} */ (params);
         if (Array.isArray(status.connection_ids))
-          this._releaseAllBut(status.connection_ids);
+          this._state.retainOnly(status.connection_ids);
         this._events.onStatus(status);
         return;
       }
       case 'connection_closed':
         if (typeof params.connection_id === 'string')
-          this._release(params.connection_id);
+          this._state.release(params.connection_id);
         return;
       case 'notifications/cancelled':
         // Chrome cannot abort a CDP command halfway, so the command runs to its end and is
@@ -224,29 +230,15 @@ export class RelayConnection {
     }
   }
 
-  /** @param {string} connectionId */
-  _release(connectionId) {
-    for (const tabId of this._tabs.release(connectionId))
-      this._debuggers.detach(tabId);
-  }
-
-  /** @param {string[]} liveConnectionIds */
-  _releaseAllBut(liveConnectionIds) {
-    for (const tabIds of this._tabs.retainOnly(liveConnectionIds, [DIRECT_CONNECTION]).values()) {
-      for (const tabId of tabIds)
-        this._debuggers.detach(tabId);
-    }
-  }
-
   /**
    * @param {chrome.debugger.DebuggerSession} source
    * @param {string} method
    * @param {object} params
    */
   _onDebuggerEvent(source, method, params) {
-    if (source.tabId === undefined || !this._debuggers.isAttached(source.tabId))
+    if (source.tabId === undefined)
       return;
-    const owner = this._tabs.ownerOf(source.tabId);
+    const owner = this._state.eventRecipient(source.tabId);
     // An un-owned tab's events have nobody to go to.
     if (owner === undefined)
       return;
@@ -261,21 +253,6 @@ export class RelayConnection {
     if (owner !== DIRECT_CONNECTION)
       event.connectionId = owner;
     this._send(event);
-  }
-
-  /** @param {chrome.debugger.Debuggee} source @param {string} reason */
-  _onDebuggerDetach(source, reason) {
-    if (source.tabId === undefined)
-      return;
-    if (reason === 'canceled_by_user')
-      console.info(`[mcp-relay] the user dismissed the debugging bar on tab ${source.tabId}; the next command re-attaches`);
-    this._debuggers.forget(source.tabId);
-  }
-
-  /** @param {number} tabId */
-  _onTabRemoved(tabId) {
-    this._debuggers.forget(tabId);
-    this._tabs.dropTab(tabId);
   }
 
   /** @param {object} message */

@@ -1,11 +1,13 @@
 /**
  * Keeps one RelayConnection alive for as long as the user wants one:
  * connects with the current settings, reconnects with backoff after any drop,
- * keeps the MV3 service worker awake while connected, and publishes the state
+ * keeps the MV3 service worker awake while connected, decides when MCP
+ * connection state from an earlier socket is stale, and publishes the state
  * the popup and options page show.
  */
 
 import { Backoff } from './backoff.js';
+import { ConnectionState } from './connection-state.js';
 import { RelayConnection } from './relay-connection.js';
 import { resolveRelayUrl } from './settings.js';
 
@@ -16,6 +18,25 @@ import { resolveRelayUrl } from './settings.js';
  * keeps the worker (and the socket) alive while connected.
  */
 const HEARTBEAT_INTERVAL_MS = 20_000;
+
+/**
+ * After `authenticated`, how long to wait for a `status` that vouches for MCP
+ * connections carried over from an earlier socket. The relay sends that
+ * status right behind `authenticated` when it kept them; silence means it
+ * started afresh and they are gone.
+ */
+const STATUS_WAIT_MS = 2_000;
+
+/**
+ * After a drop, how long owned tabs keep their debugger sessions while we
+ * try to get back. Longer and the "being debugged" bar lingers on tabs
+ * nobody can drive; shorter and a quick reconnect loses the MCP clients' tabs.
+ */
+const RECONNECT_GRACE_MS = 15_000;
+
+/** Replies finished between sockets wait this long for the next one; the relay times requests out anyway. */
+const ORPHAN_REPLY_TTL_MS = 60_000;
+const MAX_ORPHAN_REPLIES = 100;
 
 /**
  * @typedef {object} RelayState what the popup and options page render
@@ -38,12 +59,25 @@ export class RelaySupervisor {
    * @param {() => Promise<string>} deps.loadClientId
    * @param {string} deps.version manifest version, sent in build_info and authenticate
    * @param {(state: RelayState) => void} deps.publish
+   * @param {Backoff} [deps.backoff] injectable for tests
+   * @param {{statusWaitMs?: number, reconnectGraceMs?: number}} [deps.timing] injectable for tests
    */
-  constructor({ loadSettings, loadClientId, version, publish }) {
+  constructor({ loadSettings, loadClientId, version, publish, backoff, timing = {} }) {
     this._loadSettings = loadSettings;
     this._loadClientId = loadClientId;
     this._version = version;
     this._publish = publish;
+    this._statusWaitMs = timing.statusWaitMs ?? STATUS_WAIT_MS;
+    this._reconnectGraceMs = timing.reconnectGraceMs ?? RECONNECT_GRACE_MS;
+    /** MCP connections' tabs and debugger sessions; shared by every socket of this worker. */
+    this._connections = new ConnectionState();
+    /**
+     * Releases every MCP connection's state unless a `status` arrives first
+     * (see STATUS_WAIT_MS and RECONNECT_GRACE_MS).
+     */
+    this._releaseTimer = null;
+    /** @type {{reply: object, at: number}[]} replies waiting for the next authenticated socket */
+    this._orphanReplies = [];
     /** @type {RelayConnection | null} the live socket, if any */
     this._connection = null;
     /** Pending reconnect; while set, the watchdog alarm must not dial early. */
@@ -56,7 +90,7 @@ export class RelaySupervisor {
     this._generation = 0;
     /** True while settings load for a connect, so the watchdog does not start a second one. */
     this._connecting = false;
-    this._backoff = new Backoff({ initialMs: 1000, maxMs: 30_000 });
+    this._backoff = backoff ?? new Backoff({ initialMs: 1000, maxMs: 30_000 });
     /** Kept until the close that follows, so the popup says why the relay left. */
     this._shutdownReason = null;
     /** @type {RelayState} */
@@ -76,8 +110,23 @@ export class RelaySupervisor {
       this._connection = null;
       this._stopHeartbeat();
     }
+    // Closing our only socket on purpose ends every MCP connection at the relay.
+    this._cancelRelease();
+    this._orphanReplies = [];
+    this._connections.releaseAll();
     this._update({ state: 'disconnected', extensionId: null, peerCount: 0, connectionIds: [], nextRetryAt: null });
     return this._connect(this._generation);
+  }
+
+  /** Closes everything and forgets every timer; for tests and extension shutdown. */
+  async stop() {
+    this._generation += 1;
+    this._clearRetry();
+    this._cancelRelease();
+    this._stopHeartbeat();
+    this._connection?.close(1000, 'extension stopping');
+    this._connection = null;
+    await this._connections.dispose();
   }
 
   /**
@@ -126,11 +175,12 @@ export class RelaySupervisor {
       this._shutdownReason = null;
       this._connection = new RelayConnection(url, {
         name: settings.name, token: settings.token, clientId, version: this._version,
-      }, {
+      }, this._connections, {
         onAuthenticated: params => this._onAuthenticated(params),
-        onStatus: params => this._update({ peerCount: Number(params.peer_count) || 0, connectionIds: params.connection_ids ?? [] }),
+        onStatus: params => this._onStatus(params),
         onShutdownNotice: reason => { this._shutdownReason = reason || 'relay shutting down'; },
         onClose: event => this._onClose(event),
+        onOrphanReply: reply => this._onOrphanReply(reply),
       });
       this._startHeartbeat();
     } catch (error) {
@@ -149,6 +199,44 @@ export class RelaySupervisor {
     this._update({
       state: 'authenticated', extensionId: params.extension_id ?? null, userId: params.user_id ?? null, lastError: null,
     });
+    this._scheduleRelease(this._statusWaitMs);
+    const fresh = this._orphanReplies.filter(({ at }) => Date.now() - at < ORPHAN_REPLY_TTL_MS);
+    this._orphanReplies = [];
+    for (const { reply } of fresh)
+      this._connection?.sendReply(reply);
+  }
+
+  /** @param {import('./relay-connection.js').StatusParams} params */
+  _onStatus(params) {
+    // RelayConnection already pruned the connections the status no longer lists.
+    this._cancelRelease();
+    this._update({ peerCount: Number(params.peer_count) || 0, connectionIds: params.connection_ids ?? [] });
+  }
+
+  /** @param {object} reply */
+  _onOrphanReply(reply) {
+    if (this._connection?.authenticated && this._connection.isOpen) {
+      this._connection.sendReply(reply);
+      return;
+    }
+    this._orphanReplies.push({ reply, at: Date.now() });
+    if (this._orphanReplies.length > MAX_ORPHAN_REPLIES)
+      this._orphanReplies.shift();
+  }
+
+  /** @param {number} delayMs */
+  _scheduleRelease(delayMs) {
+    this._cancelRelease();
+    this._releaseTimer = setTimeout(() => {
+      this._releaseTimer = null;
+      this._connections.releaseAll();
+    }, delayMs);
+  }
+
+  _cancelRelease() {
+    if (this._releaseTimer !== null)
+      clearTimeout(this._releaseTimer);
+    this._releaseTimer = null;
   }
 
   /** @param {{code: number, reason: string, opened: boolean}} event */
@@ -159,6 +247,9 @@ export class RelaySupervisor {
       state: 'disconnected', extensionId: null, peerCount: 0, connectionIds: [],
       lastError: this._closeMessage(code, reason, opened),
     });
+    // Not postponed by repeated failures: a relay that keeps refusing must not keep tabs under debugging forever.
+    if (this._releaseTimer === null)
+      this._scheduleRelease(this._reconnectGraceMs);
     this._scheduleRetry();
   }
 

@@ -157,9 +157,10 @@ export async function loadClientId() {
 
 /** "Chrome 141" style name from the user agent, so an unnamed browser is still recognisable in list_extensions. */
 export function defaultBrowserName(userAgent = globalThis.navigator?.userAgent ?? '') {
-  const brand = /(Edg|Chrome|Chromium)\/(\d+)/.exec(userAgent);
-  if (!brand)
-    return 'Chrome';
-  const product = brand[1] === 'Edg' ? 'Edge' : brand[1];
-  return `${product} ${brand[2]}`;
+  // Edge also says "Chrome/…", so look for its own token first.
+  const edge = /Edg\/(\d+)/.exec(userAgent);
+  if (edge)
+    return `Edge ${edge[1]}`;
+  const chrome = /(Chromium|Chrome)\/(\d+)/.exec(userAgent);
+  return chrome ? `${chrome[1]} ${chrome[2]}` : 'Chrome';
 }

@@ -28,10 +28,14 @@ export async function showRelayState(doc) {
     set('retry', state.state === 'disconnected' && retryIn !== null ? `Retrying in ${retryIn} s` : '');
     set('dev-config', state.fromDevConfig ? 'dev-config.json is present and overrides these settings.' : '');
   };
-  const { [STATE_KEY]: initial } = await chrome.storage.session.get(STATE_KEY);
-  render(initial);
+  let current = (await chrome.storage.session.get(STATE_KEY))[STATE_KEY];
+  render(current);
   chrome.storage.onChanged.addListener((changes, area) => {
-    if (area === 'session' && changes[STATE_KEY])
-      render(changes[STATE_KEY].newValue);
+    if (area === 'session' && changes[STATE_KEY]) {
+      current = changes[STATE_KEY].newValue;
+      render(current);
+    }
   });
+  // The retry countdown moves even when the state does not.
+  setInterval(() => render(current), 1000);
 }
