@@ -236,9 +236,10 @@ fn tune(ws: WebSocketUpgrade, state: &RelayState) -> WebSocketUpgrade {
         .max_frame_size(max)
 }
 
-fn admit(state: &RelayState) -> Result<SocketSlot, Response> {
+/// Takes a socket slot, or says why the upgrade is refused (503 either way).
+fn admit(state: &RelayState) -> Result<SocketSlot, (StatusCode, &'static str)> {
     if state.shutdown.is_cancelled() {
-        return Err((StatusCode::SERVICE_UNAVAILABLE, "relay is shutting down\n").into_response());
+        return Err((StatusCode::SERVICE_UNAVAILABLE, "relay is shutting down\n"));
     }
     SocketSlot::acquire(&state.open_sockets, state.config.max_connections).ok_or_else(|| {
         state
@@ -249,7 +250,6 @@ fn admit(state: &RelayState) -> Result<SocketSlot, Response> {
             StatusCode::SERVICE_UNAVAILABLE,
             "relay is at its connection limit, try again later\n",
         )
-            .into_response()
     })
 }
 
@@ -259,7 +259,7 @@ async fn extension_endpoint(
 ) -> Response {
     let slot = match admit(&state) {
         Ok(slot) => slot,
-        Err(response) => return response,
+        Err(refusal) => return refusal.into_response(),
     };
     let tracker = state.tracker.clone();
     tune(ws, &state)
@@ -269,7 +269,7 @@ async fn extension_endpoint(
 async fn mcp_endpoint(ws: WebSocketUpgrade, State(state): State<Arc<RelayState>>) -> Response {
     let slot = match admit(&state) {
         Ok(slot) => slot,
-        Err(response) => return response,
+        Err(refusal) => return refusal.into_response(),
     };
     let tracker = state.tracker.clone();
     tune(ws, &state)

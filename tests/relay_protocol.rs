@@ -645,7 +645,7 @@ async fn duplicate_socket_takes_over_without_notices_and_old_answers_still_arriv
     new.reply(&on_new, json!({"from": "new"})).await;
     old.reply(&pending_on_old, json!({"from": "old"})).await;
 
-    let mut answers = vec![mcp.client.recv().await, mcp.client.recv().await];
+    let mut answers = [mcp.client.recv().await, mcp.client.recv().await];
     answers.sort_by_key(|a| a["id"].as_i64());
     assert_eq!(answers[0]["result"]["from"], "old");
     assert_eq!(answers[1]["result"]["from"], "new");
