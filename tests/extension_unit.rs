@@ -31,5 +31,8 @@ fn extension_unit_tests_pass_under_node_test_runner() {
         .find_map(|l| l.trim().strip_prefix("# pass "))
         .and_then(|n| n.trim().parse::<u32>().ok())
         .unwrap_or(0);
-    assert!(passed >= 50, "expected the extension's unit tests to run, got:\n{stdout}");
+    assert!(
+        passed >= 50,
+        "expected the extension's unit tests to run, got:\n{stdout}"
+    );
 }
