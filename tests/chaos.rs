@@ -257,7 +257,7 @@ async fn every_request_gets_exactly_one_answer_under_random_faults() {
         let url = relay.url("/mcp");
         let tally = Arc::clone(&tally);
         tasks.push(tokio::spawn(async move {
-            let mut rng = Rng(0xdead_beef_1234_5678 ^ (m + 1) * 7919);
+            let mut rng = Rng(0xdead_beef_1234_5678 ^ ((m + 1) * 7919));
             let user = format!("user{}", m % 2);
             while Instant::now() < until {
                 mcp_session(&url, &user, m, &mut rng, &tally, until).await;

@@ -1,0 +1,851 @@
+//! End-to-end: the reference extension in a real headless Chromium, driven through the real
+//! relay by test MCP clients. The relay and the extension each have their own tests against
+//! fakes; only this file proves that the two agree on the wire and that the commands do what
+//! they say in an actual browser (clicks land, typing reaches the DOM, screenshots are images).
+//!
+//! Locally these tests skip with a loud message when Chromium is missing; in CI (`CI=true`)
+//! a missing Chromium fails them. `CHROMIUM=/path/to/chromium` overrides the default path.
+
+mod common;
+
+use std::collections::VecDeque;
+use std::fs::{self, File, OpenOptions};
+use std::future::Future;
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use base64::Engine;
+use common::{relay, relay_with, token, Client, Mcp};
+use futures_util::StreamExt;
+use mcp_relay::auth::Role;
+use mcp_relay::server::RunningRelay;
+use serde_json::{json, Value};
+use tempfile::TempDir;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::{timeout_at, Instant};
+use tokio_tungstenite::tungstenite::Message;
+
+const DEFAULT_CHROMIUM: &str = "/usr/bin/chromium";
+/// Browser start-up, first debugger attach and page loads on a busy 2-core CI machine.
+const STEP: Duration = Duration::from_secs(30);
+/// A whole scenario; a hang fails the test (and its guards kill the browser) instead of CI's job timeout.
+const SCENARIO_LIMIT: Duration = Duration::from_secs(120);
+const POLL: Duration = Duration::from_millis(100);
+const USER: &str = "e2e-user";
+
+/// One browser at a time: Chromium instances started in parallel on a 2-core machine slow
+/// each other down enough to make every timeout in here a coin toss.
+static ONE_BROWSER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+// ---------------------------------------------------------------------------
+// The tests
+
+/// One MCP client does everything an agent does with a page, and each step is checked in the
+/// page itself rather than trusted from the command's own reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_client_drives_a_real_browser_through_the_relay() {
+    let Some(chromium) = chromium_or_skip("mcp_client_drives_a_real_browser_through_the_relay")
+    else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, drive_one_page(&chromium)).await;
+}
+
+/// Two MCP clients share one browser: commands running at the same time land in each
+/// client's own tab, and neither may drive the other's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_mcp_clients_work_on_separate_tabs_of_one_browser() {
+    let Some(chromium) = chromium_or_skip("two_mcp_clients_work_on_separate_tabs_of_one_browser")
+    else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, share_one_browser(&chromium)).await;
+}
+
+/// A crashed browser is reported to its MCP clients, and the same browser profile coming
+/// back is recognised as the same extension, which the clients can connect to again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_browser_disconnects_and_restart_reconnects_with_same_extension_id() {
+    let Some(chromium) = chromium_or_skip(
+        "killed_browser_disconnects_and_restart_reconnects_with_same_extension_id",
+    ) else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, kill_and_restart(&chromium)).await;
+}
+
+// ---------------------------------------------------------------------------
+// Scenarios
+
+async fn drive_one_page(chromium: &Path) {
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "E2E Chromium");
+    let browser = Browser::launch(chromium, &profile);
+    let mut mcp = Driver::handshake(&relay, "agent").await;
+
+    let extension = mcp.wait_for_extension(&browser).await;
+    assert_eq!(extension["connected"], true, "{extension}");
+    assert_eq!(extension["version"], "0.1.0", "{extension}");
+    let extension_id = extension["id"].as_str().unwrap().to_owned();
+    assert!(extension_id.starts_with("ext-"), "{extension}");
+    mcp.connect(&extension_id).await;
+
+    // Open the fixture: the reply comes after the load, so the page is there.
+    let page1 = site.url("page1.html");
+    let tab = mcp
+        .ok("createTab", json!({"url": page1, "active": true}))
+        .await;
+    let tab_id = tab["tabId"].as_i64().expect("createTab returns a tabId");
+    assert_eq!(tab["url"], page1, "{tab}");
+    assert_eq!(tab["title"], "Page one", "{tab}");
+
+    // Click: the button's own handler changes its text.
+    let clicked = mcp.ok("click", json!({"selector": "#btn"})).await;
+    assert_eq!(clicked["clicked"], true, "{clicked}");
+    assert_eq!(clicked["tabId"], tab_id, "{clicked}");
+    assert_eq!(
+        mcp.eval("document.querySelector('#btn').textContent").await,
+        "Clicked"
+    );
+
+    // Type: real input events, so the page's oninput mirrors the text.
+    let typed = mcp
+        .ok(
+            "type",
+            json!({"selector": "#name", "text": "hello from the relay"}),
+        )
+        .await;
+    assert_eq!(typed["value"], "hello from the relay", "{typed}");
+    assert_eq!(
+        mcp.eval("document.querySelector('#name').value").await,
+        "hello from the relay"
+    );
+    assert_eq!(
+        mcp.eval("document.querySelector('#echo').textContent")
+            .await,
+        "hello from the relay"
+    );
+
+    // Snapshot: what a model reads to pick its next action.
+    let snapshot = mcp.ok("snapshot", json!({})).await;
+    assert!(
+        snapshot["text"].as_str().unwrap().contains("First page"),
+        "{snapshot}"
+    );
+    let selectors: Vec<&str> = snapshot["elements"]
+        .as_array()
+        .expect("snapshot lists elements")
+        .iter()
+        .filter_map(|e| e["selector"].as_str())
+        .collect();
+    for wanted in ["#btn", "#name", "#next"] {
+        assert!(
+            selectors.contains(&wanted),
+            "{wanted} missing from {selectors:?}"
+        );
+    }
+
+    // Following the link is a navigation the page starts itself: wait for page two to load.
+    mcp.ok("click", json!({"selector": "#next"})).await;
+    let page2 = site.url("page2.html");
+    mcp.wait_for_page(&page2).await;
+    assert_eq!(
+        mcp.eval("document.querySelector('h1').textContent").await,
+        "Second page"
+    );
+
+    let back = mcp.ok("goBack", json!({})).await;
+    assert_eq!(back["url"], page1, "{back}");
+    assert_eq!(back["title"], "Page one", "{back}");
+
+    let navigated = mcp.ok("browser_navigate", json!({"url": page2})).await;
+    assert_eq!(navigated["url"], page2, "{navigated}");
+    assert_eq!(navigated["title"], "Page two", "{navigated}");
+    assert_eq!(navigated["tabId"], tab_id, "{navigated}");
+
+    let back = mcp.ok("goBack", json!({})).await;
+    assert_eq!(back["url"], page1, "{back}");
+    assert_eq!(
+        mcp.eval("document.querySelector('h1').textContent").await,
+        "First page"
+    );
+
+    // Screenshot: base64 of a real PNG of the viewport.
+    let shot = mcp.ok("screenshot", json!({"format": "png"})).await;
+    assert_eq!(shot["mimeType"], "image/png");
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(shot["data"].as_str().expect("screenshot data is a string"))
+        .expect("screenshot data is base64");
+    let (width, height) = png_dimensions(&png);
+    assert!(
+        png.len() > 1000,
+        "a {}-byte PNG is no screenshot",
+        png.len()
+    );
+    assert!(
+        width >= 100 && height >= 100,
+        "implausible screenshot size {width}x{height}"
+    );
+
+    // Raw CDP, answered by the browser itself.
+    let title = mcp
+        .ok(
+            "forwardCDPCommand",
+            json!({"method": "Runtime.evaluate",
+                   "params": {"expression": "document.title", "returnByValue": true}}),
+        )
+        .await;
+    assert_eq!(title["result"]["value"], "Page one", "{title}");
+    let document = mcp
+        .ok("forwardCDPCommand", json!({"method": "DOM.getDocument"}))
+        .await;
+    assert_eq!(document["root"]["nodeName"], "#document", "{document}");
+    assert_eq!(document["root"]["documentURL"], page1, "{document}");
+
+    // CDP events of the client's tab come back to it as forwardCDPEvent notifications.
+    mcp.ok("forwardCDPCommand", json!({"method": "Runtime.enable"}))
+        .await;
+    let event = mcp
+        .notification("forwardCDPEvent", |e| {
+            e["params"]["method"] == "Runtime.executionContextCreated"
+        })
+        .await;
+    assert_eq!(event["params"]["tabId"], tab_id, "{event}");
+    assert!(
+        event.get("connectionId").is_none(),
+        "routing field leaked: {event}"
+    );
+    mcp.ok("forwardCDPCommand", json!({"method": "Runtime.disable"}))
+        .await;
+
+    let tabs = mcp.ok("getTabs", json!({})).await;
+    let mine = find_tab(&tabs, tab_id).expect("getTabs lists the tab");
+    assert_eq!(mine["owner"], "you", "{tabs}");
+    assert_eq!(mine["current"], true, "{tabs}");
+
+    let closed = mcp.ok("closeTab", json!({})).await;
+    assert_eq!(closed, json!({"tabId": tab_id, "closed": true}));
+    mcp.wait_until_tab_gone(tab_id).await;
+    let error = mcp.err("evaluate", json!({"expression": "1 + 1"})).await;
+    assert_eq!(error["code"], -32000, "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("no current tab"),
+        "{error}"
+    );
+
+    drop(browser);
+    relay.shutdown().await;
+}
+
+async fn share_one_browser(chromium: &Path) {
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Shared Chromium");
+    let browser = Browser::launch(chromium, &profile);
+    let mut a = Driver::handshake(&relay, "client A").await;
+    let mut b = Driver::handshake(&relay, "client B").await;
+    let extension_id = a.wait_for_extension(&browser).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    a.connect(&extension_id).await;
+    b.connect(&extension_id).await;
+
+    let page1 = site.url("page1.html");
+    let open = json!({"url": page1});
+    let (tab_a, tab_b) = tokio::join!(a.ok("createTab", open.clone()), b.ok("createTab", open));
+    let tab_a = tab_a["tabId"].as_i64().unwrap();
+    let tab_b = tab_b["tabId"].as_i64().unwrap();
+    assert_ne!(tab_a, tab_b);
+
+    // Both at once, each on its current tab; only A clicks.
+    tokio::join!(
+        async {
+            a.ok("type", json!({"selector": "#name", "text": "alpha"}))
+                .await;
+            a.ok("click", json!({"selector": "#btn"})).await;
+            a.ok("type", json!({"selector": "#name", "text": "alpha again"}))
+                .await;
+        },
+        async {
+            b.ok("type", json!({"selector": "#name", "text": "bravo"}))
+                .await;
+            b.ok("hover", json!({"selector": "#btn"})).await;
+            b.ok("type", json!({"selector": "#name", "text": "bravo again"}))
+                .await;
+        },
+    );
+    let state =
+        "[document.querySelector('#echo').textContent, document.querySelector('#btn').textContent]";
+    let (seen_a, seen_b) = tokio::join!(a.eval(state), b.eval(state));
+    assert_eq!(seen_a, json!(["alpha again", "Clicked"]));
+    assert_eq!(seen_b, json!(["bravo again", "Click me"]));
+
+    // B reaching for A's tab is refused, whichever way it tries.
+    for (method, params) in [
+        ("click", json!({"selector": "#btn", "tabId": tab_a})),
+        (
+            "evaluate",
+            json!({"expression": "document.title", "tabId": tab_a}),
+        ),
+        ("selectTab", json!({"tabId": tab_a})),
+        ("closeTab", json!({"tabId": tab_a})),
+    ] {
+        let error = b.err(method, params).await;
+        assert_eq!(error["code"], -32000, "{method}: {error}");
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .contains("belongs to another MCP connection"),
+            "{method}: {error}"
+        );
+    }
+    let tabs = b.ok("getTabs", json!({})).await;
+    assert_eq!(
+        find_tab(&tabs, tab_a).unwrap()["owner"],
+        "another connection"
+    );
+    assert_eq!(find_tab(&tabs, tab_b).unwrap()["owner"], "you");
+    // Nothing B tried reached A's page, and B is still on its own tab.
+    assert_eq!(a.eval(state).await, json!(["alpha again", "Clicked"]));
+    assert_eq!(b.eval(state).await, json!(["bravo again", "Click me"]));
+
+    let (closed_a, closed_b) =
+        tokio::join!(a.ok("closeTab", json!({})), b.ok("closeTab", json!({})));
+    assert_eq!(closed_a["tabId"], tab_a);
+    assert_eq!(closed_b["tabId"], tab_b);
+
+    drop(browser);
+    relay.shutdown().await;
+}
+
+async fn kill_and_restart(chromium: &Path) {
+    // Fast pings: a dead browser is noticed even if its TCP close were missed.
+    let relay = relay_with(|c| c.ping_interval = Duration::from_secs(1)).await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Restarting Chromium");
+    let mut browser = Browser::launch(chromium, &profile);
+    let mut mcp = Driver::handshake(&relay, "agent").await;
+    let extension_id = mcp.wait_for_extension(&browser).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let first = mcp.connect(&extension_id).await;
+    mcp.ok("createTab", json!({"url": site.url("page1.html")}))
+        .await;
+
+    browser.kill();
+    let gone = mcp.notification("disconnected", |_| true).await;
+    let params = &gone["params"];
+    assert_eq!(params["extension_id"], extension_id, "{gone}");
+    assert_eq!(params["id"], extension_id, "{gone}");
+    assert_eq!(params["connection_id"], first["connection_id"], "{gone}");
+    assert_eq!(params["name"], "Restarting Chromium", "{gone}");
+    let listed = mcp.ok("list_extensions", json!({})).await;
+    assert_eq!(listed["extensions"], json!([]), "{listed}");
+    let refused = mcp.call("getTabs", json!({})).await;
+    assert!(refused.get("error").is_some(), "{refused}");
+    drop(browser);
+
+    // Same profile, so the same stored client_id, so the same extension id.
+    let browser = Browser::launch(chromium, &profile);
+    let back = tokio::select! {
+        back = mcp.notification("connected", |_| true) => back,
+        () = browser.exited() => panic!("Chromium exited on restart:\n{}", browser.log_tail()),
+    };
+    let params = &back["params"];
+    assert_eq!(params["extension_id"], extension_id, "{back}");
+    assert_eq!(params["id"], extension_id, "{back}");
+    assert_eq!(params["reconnection"], true, "{back}");
+    assert_eq!(params["name"], "Restarting Chromium", "{back}");
+
+    let second = mcp.connect(&extension_id).await;
+    assert_ne!(second["connection_id"], first["connection_id"]);
+    let tab = mcp
+        .ok("createTab", json!({"url": site.url("page2.html")}))
+        .await;
+    assert_eq!(tab["title"], "Page two", "{tab}");
+    assert_eq!(
+        mcp.eval("document.querySelector('h1').textContent").await,
+        "Second page"
+    );
+
+    drop(browser);
+    relay.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------
+// Chromium
+
+/// The Chromium binary, or None (after a loud message) when it is missing outside CI.
+fn chromium_or_skip(test: &str) -> Option<PathBuf> {
+    let path = PathBuf::from(std::env::var("CHROMIUM").unwrap_or_else(|_| DEFAULT_CHROMIUM.into()));
+    if path.is_file() {
+        return Some(path);
+    }
+    let problem = format!(
+        "Chromium not found at {} (set CHROMIUM=/path/to/chromium)",
+        path.display()
+    );
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{problem}; browser end-to-end tests must run in CI");
+    }
+    // Straight to stderr, not eprintln!: the test harness hides a passing test's eprintln.
+    let banner = "!".repeat(78);
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n{banner}\n!!! SKIPPING {test}\n!!! {problem}\n{banner}\n"
+    );
+    None
+}
+
+/// A temporary copy of the extension with `dev-config.json` pointing at the relay, and a
+/// browser profile that outlives a browser restart (it holds the extension's client_id).
+struct Profile {
+    _root: TempDir,
+    extension_dir: PathBuf,
+    user_data_dir: PathBuf,
+    log: PathBuf,
+}
+
+impl Profile {
+    fn new(relay: &RunningRelay, browser_name: &str) -> Profile {
+        let root = tempfile::tempdir().expect("temp dir");
+        let extension_dir = root.path().join("extension");
+        let user_data_dir = root.path().join("profile");
+        copy_extension(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("extension"),
+            &extension_dir,
+        );
+        let dev_config = json!({
+            "relayUrl": relay.url("/extension"),
+            "token": token(USER, Some(Role::Extension)),
+            "name": browser_name,
+        });
+        fs::write(
+            extension_dir.join("dev-config.json"),
+            dev_config.to_string(),
+        )
+        .unwrap();
+        fs::create_dir(&user_data_dir).unwrap();
+        Profile {
+            log: root.path().join("chromium.log"),
+            _root: root,
+            extension_dir,
+            user_data_dir,
+        }
+    }
+}
+
+/// Copies the extension as a user would load it: without its Node tests and dependencies,
+/// and without a developer's own dev-config.json.
+fn copy_extension(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if ["test", "node_modules", "dev-config.json"]
+            .iter()
+            .any(|skip| name == *skip)
+        {
+            continue;
+        }
+        let target = to.join(&name);
+        if entry.file_type().unwrap().is_dir() {
+            copy_extension(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A headless Chromium in its own process group; dropping it kills the whole group, so a
+/// failing assertion never leaves a browser behind. Borrowing the profile keeps the profile
+/// directory alive until the browser is gone.
+struct Browser<'p> {
+    child: Child,
+    profile: &'p Profile,
+    killed: bool,
+}
+
+impl<'p> Browser<'p> {
+    fn launch(chromium: &Path, profile: &'p Profile) -> Browser<'p> {
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&profile.log)
+            .unwrap();
+        let extension = profile.extension_dir.display();
+        let child = Command::new(chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ])
+            .arg(format!(
+                "--user-data-dir={}",
+                profile.user_data_dir.display()
+            ))
+            .arg(format!("--load-extension={extension}"))
+            .arg(format!("--disable-extensions-except={extension}"))
+            .arg("about:blank")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", chromium.display()));
+        Browser {
+            child,
+            profile,
+            killed: false,
+        }
+    }
+
+    /// SIGKILL to the whole process group, as a crash would; waits for the browser process.
+    fn kill(&mut self) {
+        if self.killed {
+            return;
+        }
+        self.killed = true;
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Whether the browser process still runs (not gone, not a zombie waiting to be reaped).
+    fn is_running(&self) -> bool {
+        fs::read_to_string(format!("/proc/{}/stat", self.child.id())).is_ok_and(|stat| {
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+        })
+    }
+
+    /// Resolves when the browser process ends on its own (a start-up failure).
+    async fn exited(&self) {
+        while self.is_running() {
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// The end of Chromium's output, for failure messages.
+    fn log_tail(&self) -> String {
+        let mut text = String::new();
+        if let Ok(mut file) = File::open(&self.profile.log) {
+            let _ = file.read_to_string(&mut text);
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+impl Drop for Browser<'_> {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Fixture site
+
+/// Serves `tests/fixtures/` over HTTP/1.1 on a loopback port, one request per connection.
+struct FixtureSite {
+    base: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FixtureSite {
+    async fn start() -> FixtureSite {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}/", listener.local_addr().unwrap());
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(serve_fixture(stream, root.clone()));
+            }
+        });
+        FixtureSite { base, task }
+    }
+
+    fn url(&self, page: &str) -> String {
+        format!("{}{page}", self.base)
+    }
+}
+
+impl Drop for FixtureSite {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn serve_fixture(mut stream: TcpStream, root: PathBuf) {
+    let mut request = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 64 * 1024 {
+        match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => request.extend_from_slice(&buffer[..n]),
+        }
+    }
+    let request = String::from_utf8_lossy(&request);
+    let mut words = request.split_whitespace();
+    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let name = target
+        .split(['?', '#'])
+        .next()
+        .unwrap_or("")
+        .trim_start_matches('/');
+    // Flat directory: no sub-paths, so nothing outside it can be named.
+    let file = (method == "GET" && !name.is_empty() && !name.contains(['/', '\\']) && name != "..")
+        .then(|| fs::read(root.join(name)).ok())
+        .flatten();
+    let (status, content_type, body) = match file {
+        Some(body) => ("200 OK", "text/html; charset=utf-8", body),
+        None => ("404 Not Found", "text/plain", b"not found".to_vec()),
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(&body).await;
+    let _ = stream.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------
+// MCP client
+
+/// An MCP client with generous per-step timeouts (browser work is slower than the relay
+/// alone) that keeps the notifications it passes while waiting for a response.
+struct Driver {
+    client: Client,
+    next_id: u64,
+    backlog: VecDeque<Value>,
+    name: &'static str,
+}
+
+impl Driver {
+    async fn handshake(relay: &RunningRelay, name: &'static str) -> Driver {
+        Driver {
+            client: Mcp::connect(relay, USER).await.client,
+            next_id: 1000,
+            backlog: VecDeque::new(),
+            name,
+        }
+    }
+
+    async fn next_frame(&mut self, deadline: Instant, waiting_for: &str) -> Value {
+        loop {
+            let message = timeout_at(deadline, self.client.ws.next())
+                .await
+                .unwrap_or_else(|_| panic!("{}: timed out waiting for {waiting_for}", self.name))
+                .unwrap_or_else(|| panic!("{}: socket ended waiting for {waiting_for}", self.name))
+                .unwrap_or_else(|e| {
+                    panic!("{}: socket error waiting for {waiting_for}: {e}", self.name)
+                });
+            match message {
+                Message::Text(text) => {
+                    return serde_json::from_str(&text)
+                        .unwrap_or_else(|e| panic!("{}: not JSON ({e}): {text}", self.name))
+                }
+                Message::Close(frame) => {
+                    panic!("{}: closed waiting for {waiting_for}: {frame:?}", self.name)
+                }
+                _ => continue,
+            }
+        }
+    }
+
+    /// Sends a request and returns the whole response frame.
+    async fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.client
+            .send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        let deadline = Instant::now() + STEP;
+        loop {
+            let frame = self
+                .next_frame(deadline, &format!("the reply to {method}"))
+                .await;
+            if frame.get("method").is_some() && frame.get("id").is_none() {
+                self.backlog.push_back(frame);
+            } else if frame["id"] == id {
+                return frame;
+            } else {
+                panic!(
+                    "{}: unexpected frame while waiting for {method}: {frame}",
+                    self.name
+                );
+            }
+        }
+    }
+
+    /// The result of a command that must succeed.
+    async fn ok(&mut self, method: &str, params: Value) -> Value {
+        let response = self.call(method, params.clone()).await;
+        match response.get("result") {
+            Some(result) if response.get("error").is_none() => result.clone(),
+            _ => panic!("{}: {method} {params} failed: {response}", self.name),
+        }
+    }
+
+    /// The error of a command that must fail.
+    async fn err(&mut self, method: &str, params: Value) -> Value {
+        let response = self.call(method, params.clone()).await;
+        match response.get("error") {
+            Some(error) => error.clone(),
+            None => panic!(
+                "{}: {method} {params} should have failed: {response}",
+                self.name
+            ),
+        }
+    }
+
+    async fn eval(&mut self, expression: &str) -> Value {
+        self.ok("evaluate", json!({"expression": expression})).await["value"].clone()
+    }
+
+    /// The next notification `method` matching `wanted`, including ones already received.
+    async fn notification(&mut self, method: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+        let is_it = |frame: &Value| frame["method"] == method && wanted(frame);
+        if let Some(index) = self.backlog.iter().position(is_it) {
+            return self.backlog.remove(index).unwrap();
+        }
+        let deadline = Instant::now() + STEP;
+        loop {
+            let frame = self
+                .next_frame(deadline, &format!("a {method} notification"))
+                .await;
+            if is_it(&frame) {
+                return frame;
+            }
+            if frame.get("method").is_some() && frame.get("id").is_none() {
+                self.backlog.push_back(frame);
+            }
+        }
+    }
+
+    /// `connect`, and the `status` the relay sends right after it.
+    async fn connect(&mut self, extension_id: &str) -> Value {
+        let result = self
+            .ok("connect", json!({"extension_id": extension_id}))
+            .await;
+        assert!(result["connection_id"].is_string(), "{result}");
+        let status = self.notification("status", |_| true).await;
+        assert_eq!(status["params"]["connected"], true, "{status}");
+        result
+    }
+
+    /// Polls `list_extensions` until the browser's extension has authenticated.
+    async fn wait_for_extension(&mut self, browser: &Browser<'_>) -> Value {
+        let deadline = Instant::now() + STEP;
+        loop {
+            let listed = self.ok("list_extensions", json!({})).await;
+            let extensions = listed["extensions"].as_array().expect("extensions array");
+            if let Some(found) = extensions.first() {
+                assert_eq!(extensions.len(), 1, "one browser, one extension: {listed}");
+                return found.clone();
+            }
+            if !browser.is_running() {
+                panic!("Chromium exited; its log:\n{}", browser.log_tail());
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "the extension did not reach the relay within {STEP:?}; Chromium's log:\n{}",
+                    browser.log_tail()
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Polls the current tab until it shows `url`, fully loaded. Evaluations may fail while
+    /// one document replaces another; those are retried.
+    async fn wait_for_page(&mut self, url: &str) {
+        let deadline = Instant::now() + STEP;
+        let mut last = Value::Null;
+        while Instant::now() < deadline {
+            last = self
+                .call(
+                    "evaluate",
+                    json!({"expression": "[location.href, document.readyState]"}),
+                )
+                .await;
+            if last["result"]["value"] == json!([url, "complete"]) {
+                return;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        panic!("{}: {url} did not load; last answer {last}", self.name);
+    }
+
+    /// Polls `getTabs` until the tab is gone.
+    async fn wait_until_tab_gone(&mut self, tab_id: i64) {
+        let deadline = Instant::now() + STEP;
+        loop {
+            let tabs = self.ok("getTabs", json!({})).await;
+            if find_tab(&tabs, tab_id).is_none() {
+                return;
+            }
+            assert!(Instant::now() < deadline, "tab {tab_id} still open: {tabs}");
+            tokio::time::sleep(POLL).await;
+        }
+    }
+}
+
+fn find_tab(get_tabs: &Value, tab_id: i64) -> Option<&Value> {
+    get_tabs["tabs"]
+        .as_array()
+        .expect("getTabs lists tabs")
+        .iter()
+        .find(|t| t["tabId"] == tab_id)
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+/// Width and height from a PNG's IHDR chunk, after checking the signature.
+fn png_dimensions(png: &[u8]) -> (u32, u32) {
+    const SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
+    assert!(
+        png.starts_with(SIGNATURE),
+        "not a PNG: {:?}",
+        &png[..png.len().min(16)]
+    );
+    assert!(
+        png.len() >= 24 && &png[12..16] == b"IHDR",
+        "PNG without IHDR first"
+    );
+    let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+    (width, height)
+}
+
+async fn within(limit: Duration, scenario: impl Future<Output = ()>) {
+    if tokio::time::timeout(limit, scenario).await.is_err() {
+        panic!("scenario did not finish within {limit:?}");
+    }
+}
