@@ -72,6 +72,12 @@ pub struct ServeConfig {
     #[arg(long, env = "MCP_RELAY_MAX_MESSAGE_BYTES", default_value = "32MiB", value_parser = parse_bytes)]
     pub max_message_bytes: usize,
 
+    /// Read buffer per WebSocket. Allocated for every socket, so it dominates the memory of an
+    /// idle socket; it is also the most read per system call, so large messages arrive in
+    /// chunks of this size. See docs/BENCHMARKS.md for the trade-off.
+    #[arg(long, env = "MCP_RELAY_READ_BUFFER_BYTES", default_value = "2KiB", value_parser = parse_bytes)]
+    pub read_buffer_bytes: usize,
+
     /// Most bytes queued towards one peer. A peer that lets its queue overflow, or reads
     /// nothing for --send-timeout, is disconnected (its messages are never dropped silently).
     #[arg(long, env = "MCP_RELAY_MAX_SEND_QUEUE_BYTES", default_value = "64MiB", value_parser = parse_bytes)]

@@ -25,9 +25,15 @@
 //! - [`limits`]: the socket cap and per-connection rate limit.
 //! - [`metrics`]: Prometheus counters and gauges.
 //! - [`config`]: every `serve` flag and its `MCP_RELAY_*` variable.
+//! - [`bench`]: `mcp-relay bench`, the load generator and JSON-free baseline forwarder behind
+//!   `docs/BENCHMARKS.md`.
 //! - [`certs`]: a development CA and localhost certificate for trying wss.
+//! - [`bridge`]: `mcp-relay bridge`, an MCP server over stdio that drives a browser through
+//!   the relay's `/mcp` endpoint (for Claude Desktop, Cursor, …).
 
 pub mod auth;
+pub mod bench;
+pub mod bridge;
 pub mod certs;
 pub mod config;
 pub mod control;

@@ -28,6 +28,23 @@ enum Command {
     Token(TokenArgs),
     /// Create a development CA and a localhost certificate for trying wss.
     DevCerts(DevCertsArgs),
+    /// Run an MCP server over stdio that drives the browser through the relay (for Claude
+    /// Desktop, Cursor, …).
+    Bridge(mcp_relay::bridge::BridgeArgs),
+    /// Measure the relay against a JSON-free WebSocket forwarder (the figures in
+    /// docs/BENCHMARKS.md). Starts both as child processes on loopback ports.
+    Bench(mcp_relay::bench::BenchArgs),
+    /// The baseline forwarder `bench` measures against (started by `bench` itself).
+    #[command(hide = true)]
+    BenchBaseline(BaselineArgs),
+}
+
+#[derive(Args)]
+struct BaselineArgs {
+    #[arg(long)]
+    listen: std::net::SocketAddr,
+    #[arg(long, default_value = "64MiB", value_parser = mcp_relay::config::parse_bytes)]
+    max_message_bytes: usize,
 }
 
 #[derive(Args)]
@@ -76,9 +93,12 @@ fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("MCP_RELAY_LOG")
         .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colour codes only on a terminal: the bridge's stderr usually ends up in a host's log file.
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }
 
@@ -91,6 +111,14 @@ async fn main() -> anyhow::Result<()> {
             serve(config).await
         }
         Command::Token(args) => token(args),
+        Command::Bench(args) => mcp_relay::bench::run(args).await,
+        Command::BenchBaseline(args) => {
+            mcp_relay::bench::baseline::serve(args.listen, args.max_message_bytes).await
+        }
+        Command::Bridge(args) => {
+            init_logging();
+            mcp_relay::bridge::run(args).await
+        }
         Command::DevCerts(args) => {
             let certs = mcp_relay::certs::generate(&args.names)?;
             let (cert, key) = mcp_relay::certs::write(&args.out, &certs)?;

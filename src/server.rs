@@ -229,7 +229,7 @@ fn spawn_expiry_sweeper(state: &Arc<RelayState>) {
 /// keep an idle socket at a few KiB instead of tungstenite's 128 KiB defaults.
 fn tune(ws: WebSocketUpgrade, state: &RelayState) -> WebSocketUpgrade {
     let max = state.config.max_message_bytes;
-    ws.read_buffer_size(4 * 1024)
+    ws.read_buffer_size(state.config.read_buffer_bytes.max(64))
         .write_buffer_size(0)
         .max_write_buffer_size(usize::MAX)
         .max_message_size(max)

@@ -158,7 +158,7 @@ async fn mcp_session(url: &str, user: &str, me: u64, rng: &mut Rng, tally: &Tall
                 } else if pending.len() < 4 {
                     next += 1;
                     // Mix numeric and string ids, and reuse small numbers across clients.
-                    let id = if next % 2 == 0 { json!(next % 7) } else { json!(format!("c{me}-{next}")) };
+                    let id = if next.is_multiple_of(2) { json!(next % 7) } else { json!(format!("c{me}-{next}")) };
                     let id_text = id.to_string();
                     if pending.contains_key(&id_text) { continue; }
                     pending.insert(id_text, next);

@@ -1,0 +1,567 @@
+//! `mcp-relay bench`: the load generator behind `docs/BENCHMARKS.md`.
+//!
+//! Every figure is measured against a baseline in the same run: the relay and a JSON-free
+//! WebSocket forwarder ([`baseline`]) are each started as a separate process, alternately, with
+//! the same load, so the relay's figures can be quoted as ratios to what the machine allows at
+//! that moment (these machines are shared and noisy). Servers run as child processes so their
+//! RSS and CPU time can be read from `/proc` without the generator's own.
+
+pub mod baseline;
+pub mod load;
+
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use futures_util::SinkExt;
+use serde_json::json;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::config::{parse_bytes, parse_duration};
+use load::{Outcome, Pacing, Target};
+
+/// What `bench` can measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scenario {
+    /// Peak throughput of small requests, closed loop, relay vs baseline.
+    Small,
+    /// Latency at half the relay's peak rate, open loop, relay vs baseline.
+    Latency,
+    /// One large result (see --large-payload), bytes/s and relay memory growth.
+    Large,
+    /// Relay RSS per idle authenticated socket.
+    Idle,
+    /// A client that stops reading: others' throughput and relay memory.
+    Slow,
+    /// All of the above.
+    All,
+}
+
+/// Options of `mcp-relay bench`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Scenarios to run, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
+    pub scenarios: Vec<Scenario>,
+    /// Runs per scenario and target; medians are reported.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Measured time per run.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Fake extensions (each its own user) for the small and latency scenarios.
+    #[arg(long, default_value_t = 8)]
+    pub extensions: usize,
+    /// MCP clients, spread over the extensions.
+    #[arg(long, default_value_t = 64)]
+    pub clients: usize,
+    /// Requests in flight per client (closed loop).
+    #[arg(long, default_value_t = 4)]
+    pub in_flight: usize,
+    /// Request params size.
+    #[arg(long, default_value = "100", value_parser = parse_bytes)]
+    pub request_payload: usize,
+    /// Response result size for the small and latency scenarios.
+    #[arg(long, default_value = "512", value_parser = parse_bytes)]
+    pub payload: usize,
+    /// Response size for the large scenario.
+    #[arg(long, default_value = "5MiB", value_parser = parse_bytes)]
+    pub large_payload: usize,
+    /// Sockets for the idle scenario (mind `ulimit -n`: each costs a descriptor on both sides).
+    #[arg(long, default_value_t = 10_000)]
+    pub idle_sockets: usize,
+    /// Open-loop rate for the latency scenario; default: half the relay's measured peak.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Extra flags for the relay under test (e.g. `--relay-arg=--read-buffer-bytes=2KiB`).
+    #[arg(long = "relay-arg", allow_hyphen_values = true)]
+    pub relay_args: Vec<String>,
+}
+
+/// A server child process (the relay or the baseline) on a loopback port.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+const SECRET: &str = "bench-secret-not-for-production-0123456789";
+
+impl Server {
+    fn relay(extra: &[&str]) -> anyhow::Result<Server> {
+        Self::spawn(|addr| {
+            let mut cmd = Command::new(std::env::current_exe()?);
+            cmd.args(["serve", "--listen", &addr.to_string(), "--rate-limit", "0"])
+                .args(["--max-connections", "100000"])
+                .args(["--max-mcp-clients-per-user", "100000"])
+                .args(["--request-timeout", "120s"])
+                .args(extra)
+                .env("MCP_RELAY_JWT_SECRET", SECRET)
+                .env("MCP_RELAY_LOG", "warn");
+            Ok(cmd)
+        })
+    }
+
+    fn baseline() -> anyhow::Result<Server> {
+        Self::spawn(|addr| {
+            let mut cmd = Command::new(std::env::current_exe()?);
+            cmd.args(["bench-baseline", "--listen", &addr.to_string()]);
+            Ok(cmd)
+        })
+    }
+
+    fn spawn(build: impl FnOnce(SocketAddr) -> anyhow::Result<Command>) -> anyhow::Result<Server> {
+        let addr = TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+        let child = build(addr)?
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(addr).is_err() {
+            anyhow::ensure!(Instant::now() < deadline, "server did not start on {addr}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(Server { child, addr })
+    }
+
+    fn target(&self, relay: bool) -> Target {
+        let base = format!("ws://{}", self.addr);
+        if relay {
+            Target::Relay {
+                base,
+                secret: SECRET.into(),
+            }
+        } else {
+            Target::Baseline { base }
+        }
+    }
+
+    fn stats(&self) -> ProcStats {
+        ProcStats::read(self.child.id())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Memory and CPU of a process, from `/proc`.
+#[derive(Debug, Clone, Copy, Default)]
+struct ProcStats {
+    rss_kib: u64,
+    peak_rss_kib: u64,
+    cpu_secs: f64,
+}
+
+impl ProcStats {
+    fn read(pid: u32) -> ProcStats {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // Fields after the command name (which may contain spaces) start at ')'.
+        let ticks: u64 = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| {
+                rest.split_whitespace()
+                    .skip(11)
+                    .take(2)
+                    .filter_map(|v| v.parse::<u64>().ok())
+                    .sum()
+            })
+            .unwrap_or(0);
+        ProcStats {
+            rss_kib: field("VmRSS:"),
+            peak_rss_kib: field("VmHWM:"),
+            // Linux reports CPU time in USER_HZ ticks, 100 per second on every mainstream
+            // configuration.
+            cpu_secs: ticks as f64 / 100.0,
+        }
+    }
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values[values.len() / 2]
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// One run's figures.
+#[derive(Debug, Clone, Copy)]
+struct Figures {
+    rps: f64,
+    bytes_per_sec: f64,
+    p50: f64,
+    p90: f64,
+    p99: f64,
+    p999: f64,
+    max: f64,
+    cpu_secs: f64,
+    peak_growth_mib: f64,
+}
+
+impl Figures {
+    fn from(outcome: &Outcome, before: ProcStats, after: ProcStats) -> Figures {
+        let secs = outcome.elapsed.as_secs_f64();
+        let h = &outcome.latency_ns;
+        Figures {
+            rps: outcome.requests as f64 / secs,
+            bytes_per_sec: outcome.response_bytes as f64 / secs,
+            p50: ms(h.value_at_quantile(0.5)),
+            p90: ms(h.value_at_quantile(0.9)),
+            p99: ms(h.value_at_quantile(0.99)),
+            p999: ms(h.value_at_quantile(0.999)),
+            max: ms(h.max()),
+            cpu_secs: after.cpu_secs - before.cpu_secs,
+            peak_growth_mib: after.peak_rss_kib.saturating_sub(before.rss_kib) as f64 / 1024.0,
+        }
+    }
+}
+
+/// Medians of each figure over runs.
+fn medians(runs: &[Figures]) -> Figures {
+    let m = |f: fn(&Figures) -> f64| median(&mut runs.iter().map(f).collect::<Vec<_>>());
+    Figures {
+        rps: m(|f| f.rps),
+        bytes_per_sec: m(|f| f.bytes_per_sec),
+        p50: m(|f| f.p50),
+        p90: m(|f| f.p90),
+        p99: m(|f| f.p99),
+        p999: m(|f| f.p999),
+        max: m(|f| f.max),
+        cpu_secs: m(|f| f.cpu_secs),
+        peak_growth_mib: m(|f| f.peak_growth_mib),
+    }
+}
+
+fn relay_args(args: &BenchArgs) -> Vec<&str> {
+    args.relay_args.iter().map(String::as_str).collect()
+}
+
+/// One measured run against a fresh server.
+async fn measure(
+    relay: bool,
+    args: &BenchArgs,
+    extensions: usize,
+    clients: usize,
+    pacing: Pacing,
+    payload: usize,
+) -> anyhow::Result<Figures> {
+    let server = if relay {
+        Server::relay(&relay_args(args))?
+    } else {
+        Server::baseline()?
+    };
+    let target = server.target(relay);
+    // Setup (sockets, handshakes) happens inside `run` before the clock starts; stats are
+    // read around the whole run, which is dominated by the measured window.
+    let before = server.stats();
+    let outcome = load::run(
+        &target,
+        extensions,
+        clients,
+        pacing,
+        args.request_payload,
+        payload,
+        args.duration,
+    )
+    .await?;
+    let after = server.stats();
+    Ok(Figures::from(&outcome, before, after))
+}
+
+async fn compare(
+    args: &BenchArgs,
+    extensions: usize,
+    clients: usize,
+    pacing: Pacing,
+    payload: usize,
+) -> anyhow::Result<(Figures, Figures)> {
+    let mut relay_runs = Vec::new();
+    let mut base_runs = Vec::new();
+    for run in 0..args.runs {
+        // Alternate which goes first so drift on the machine hits both alike.
+        let order = if run % 2 == 0 {
+            [true, false]
+        } else {
+            [false, true]
+        };
+        for relay in order {
+            let figures = measure(relay, args, extensions, clients, pacing, payload).await?;
+            eprintln!(
+                "  run {run} {}: {:.0} req/s, p50 {:.3} ms, p99 {:.3} ms",
+                if relay { "relay   " } else { "baseline" },
+                figures.rps,
+                figures.p50,
+                figures.p99
+            );
+            if relay {
+                relay_runs.push(figures);
+            } else {
+                base_runs.push(figures);
+            }
+        }
+    }
+    Ok((medians(&relay_runs), medians(&base_runs)))
+}
+
+fn latency_table(relay: &Figures, base: &Figures) {
+    println!("| | req/s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | server CPU s |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for (name, f) in [("relay", relay), ("baseline", base)] {
+        println!(
+            "| {name} | {:.0} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} |",
+            f.rps, f.p50, f.p90, f.p99, f.p999, f.max, f.cpu_secs
+        );
+    }
+}
+
+/// Entry point of `mcp-relay bench`.
+pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let all = args.scenarios.contains(&Scenario::All);
+    let wants = |s: Scenario| all || args.scenarios.contains(&s);
+    println!(
+        "# mcp-relay bench\n\nmachine: {} cores; runs per figure: {} (medians); {} s per run\n",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        args.runs,
+        args.duration.as_secs_f64()
+    );
+    let mut relay_peak = None;
+    if wants(Scenario::Small) || (wants(Scenario::Latency) && args.rate.is_none()) {
+        eprintln!(
+            "small: {} clients on {} extensions, {} in flight each",
+            args.clients, args.extensions, args.in_flight
+        );
+        let (relay, base) = compare(
+            &args,
+            args.extensions,
+            args.clients,
+            Pacing::Closed {
+                in_flight: args.in_flight,
+            },
+            args.payload,
+        )
+        .await?;
+        println!(
+            "## small requests, closed loop ({} clients on {} extensions, {} in flight each, {} B results)\n",
+            args.clients, args.extensions, args.in_flight, args.payload
+        );
+        latency_table(&relay, &base);
+        println!(
+            "\nrelay throughput = {:.0}% of baseline\n",
+            100.0 * relay.rps / base.rps
+        );
+        relay_peak = Some(relay.rps);
+    }
+    if wants(Scenario::Latency) {
+        let rate = args
+            .rate
+            .unwrap_or_else(|| relay_peak.unwrap_or(1000.0) / 2.0);
+        eprintln!("latency: open loop at {rate:.0} req/s");
+        let (relay, base) = compare(
+            &args,
+            args.extensions,
+            args.clients,
+            Pacing::Open { rate },
+            args.payload,
+        )
+        .await?;
+        println!(
+            "## latency below saturation, open loop at {rate:.0} req/s (half the relay's peak)\n"
+        );
+        latency_table(&relay, &base);
+        println!(
+            "\nrelay adds {:.3} ms at p50 and {:.3} ms at p99 over the baseline\n",
+            relay.p50 - base.p50,
+            relay.p99 - base.p99
+        );
+    }
+    if wants(Scenario::Large) {
+        eprintln!("large: one client, {} B results", args.large_payload);
+        let (relay, base) = compare(
+            &args,
+            1,
+            1,
+            Pacing::Closed { in_flight: 1 },
+            args.large_payload,
+        )
+        .await?;
+        println!(
+            "## large results ({:.1} MiB each, one client, one in flight)\n",
+            args.large_payload as f64 / 1048576.0
+        );
+        println!("| | results/s | MiB/s | p50 ms | p99 ms | server peak RSS growth MiB |");
+        println!("|---|---|---|---|---|---|");
+        for (name, f) in [("relay", &relay), ("baseline", &base)] {
+            println!(
+                "| {name} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                f.rps,
+                f.bytes_per_sec / 1048576.0,
+                f.p50,
+                f.p99,
+                f.peak_growth_mib
+            );
+        }
+        println!(
+            "\nrelay bytes/s = {:.0}% of baseline; relay peak RSS growth = {:.1}x the payload\n",
+            100.0 * relay.bytes_per_sec / base.bytes_per_sec,
+            relay.peak_growth_mib * 1048576.0 / args.large_payload as f64
+        );
+    }
+    if wants(Scenario::Idle) {
+        idle(&args).await?;
+    }
+    if wants(Scenario::Slow) {
+        slow(&args).await?;
+    }
+    Ok(())
+}
+
+/// RSS per idle authenticated MCP socket.
+async fn idle(args: &BenchArgs) -> anyhow::Result<()> {
+    let mut per_socket = Vec::new();
+    for run in 0..args.runs {
+        let server = Server::relay(&relay_args(args))?;
+        let url = format!("ws://{}/mcp", server.addr);
+        // Warm up allocator and runtime with a few sockets before the "before" reading.
+        let mut sockets = Vec::with_capacity(args.idle_sockets + 16);
+        for _ in 0..16 {
+            sockets.push(handshaken(&url).await?);
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let before = server.stats();
+        let mut batch = Vec::new();
+        for _ in 0..args.idle_sockets {
+            batch.push(handshaken(&url));
+            if batch.len() == 200 {
+                for ws in futures_util::future::join_all(batch.drain(..)).await {
+                    sockets.push(ws?);
+                }
+            }
+        }
+        for ws in futures_util::future::join_all(batch.drain(..)).await {
+            sockets.push(ws?);
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let after = server.stats();
+        let kib = after.rss_kib.saturating_sub(before.rss_kib) as f64 / args.idle_sockets as f64;
+        eprintln!(
+            "  run {run}: {kib:.2} KiB per idle socket ({} sockets)",
+            args.idle_sockets
+        );
+        per_socket.push(kib);
+        drop(sockets);
+    }
+    println!(
+        "## idle sockets\n\n{} authenticated idle MCP sockets: relay RSS {:.2} KiB per socket (median of {} runs: {:?})\n",
+        args.idle_sockets,
+        median(&mut per_socket.clone()),
+        args.runs,
+        per_socket.iter().map(|k| format!("{k:.2}")).collect::<Vec<_>>()
+    );
+    Ok(())
+}
+
+async fn handshaken(url: &str) -> anyhow::Result<load::Socket> {
+    let mut ws = load::connect(url).await?;
+    let token = crate::auth::mint_hs256(
+        SECRET.as_bytes(),
+        &crate::auth::MintClaims::new("idle", None, Duration::from_secs(3600)),
+    );
+    let handshake = json!({"jsonrpc": "2.0", "id": 1, "method": "mcp_handshake",
+        "params": {"access_token": token}});
+    ws.send(Message::Text(handshake.to_string().into())).await?;
+    use futures_util::StreamExt;
+    let reply = ws.next().await.ok_or_else(|| anyhow::anyhow!("closed"))??;
+    anyhow::ensure!(
+        reply.to_text()?.contains("\"authenticated\":true"),
+        "handshake failed"
+    );
+    Ok(ws)
+}
+
+/// Throughput of well-behaved clients with and without one client that never reads.
+async fn slow(args: &BenchArgs) -> anyhow::Result<()> {
+    let clients = 16;
+    let payload = 64 * 1024;
+    let mut without = Vec::new();
+    let mut with = Vec::new();
+    let mut peaks = Vec::new();
+    for _ in 0..args.runs {
+        for stalled in [false, true] {
+            let server =
+                Server::relay(&["--max-send-queue-bytes", "16MiB", "--send-timeout", "5s"])?;
+            let target = server.target(true);
+            let staller = if stalled {
+                Some(stalled_client(&target).await?)
+            } else {
+                None
+            };
+            let before = server.stats();
+            let outcome = load::run(
+                &target,
+                4,
+                clients,
+                Pacing::Closed { in_flight: 2 },
+                args.request_payload,
+                payload,
+                args.duration,
+            )
+            .await?;
+            let after = server.stats();
+            let figures = Figures::from(&outcome, before, after);
+            eprintln!(
+                "  {}: {:.0} req/s, peak RSS {} KiB",
+                if stalled {
+                    "with a stalled client"
+                } else {
+                    "no stalled client"
+                },
+                figures.rps,
+                after.peak_rss_kib
+            );
+            if stalled {
+                with.push(figures.rps);
+                peaks.push(after.peak_rss_kib as f64 / 1024.0);
+            } else {
+                without.push(figures.rps);
+            }
+            drop(staller);
+        }
+    }
+    let (without, with) = (median(&mut without), median(&mut with));
+    println!(
+        "## a client that stops reading\n\n{clients} clients with 64 KiB results: {without:.0} req/s alone, {with:.0} req/s next to a client that sends 2000 requests and never reads ({:.0}%). Relay peak RSS with the stalled client: {:.1} MiB (send queue bound 16 MiB, send timeout 5 s).\n",
+        100.0 * with / without,
+        median(&mut peaks)
+    );
+    Ok(())
+}
+
+/// A connected MCP client that sends a burst of requests and never reads the answers.
+async fn stalled_client(target: &Target) -> anyhow::Result<load::Socket> {
+    let spawned = tokio::sync::Mutex::new(vec![false; 1]);
+    let mut ws = load::open_pair(target, 0, 1, 64 * 1024, &spawned).await?;
+    for id in 0..2000u64 {
+        let request = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"bench","params":{{}}}}"#);
+        if ws.send(Message::Text(request.into())).await.is_err() {
+            break;
+        }
+    }
+    Ok(ws)
+}

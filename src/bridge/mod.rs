@@ -1,0 +1,212 @@
+//! `mcp-relay bridge`: an MCP server over stdio that drives a browser through the relay.
+//!
+//! MCP hosts (Claude Desktop, Cursor, …) start local servers as subprocesses and speak MCP on
+//! their stdin/stdout; they cannot open a WebSocket to the relay themselves. The bridge is that
+//! subprocess: it keeps one authenticated socket to the relay's `/mcp` endpoint and turns MCP
+//! tool calls into the extension's commands.
+//!
+//! - [`relay_client`]: the socket to the relay (handshake, request matching, notifications,
+//!   reconnecting, returning to the chosen browser).
+//! - [`tools`]: the tools the model sees and how each maps onto an extension command.
+//! - [`server`]: the rmcp `ServerHandler` that ties the two together.
+//!
+//! Stdout carries MCP frames only; every log line goes to stderr.
+
+pub mod relay_client;
+pub mod server;
+pub mod tools;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use base64::Engine;
+use clap::Args;
+use rmcp::ServiceExt;
+
+use crate::config::{parse_bytes, parse_duration};
+use relay_client::{RelayClient, RelayConfig};
+
+/// Options of `mcp-relay bridge`.
+#[derive(Debug, Clone, Args)]
+pub struct BridgeArgs {
+    /// The relay's MCP endpoint, e.g. `wss://relay.example.com/mcp` or `ws://127.0.0.1:8080/mcp`
+    /// (`/mcp` is appended when the URL has no path). Without it, the token's `connection_url`
+    /// claim is used.
+    #[arg(long, env = "MCP_RELAY_URL")]
+    pub relay: Option<String>,
+
+    /// Access token (JWT) for the MCP side, from `mcp-relay token --role mcp` or the
+    /// `serve --dev` banner. Prefer the environment variable: host configs and the process list
+    /// are easier to leak than the environment.
+    #[arg(long, env = "MCP_RELAY_TOKEN", hide_env_values = true)]
+    pub token: String,
+
+    /// Which browser to drive: an extension id (`ext-…`) or the browser name set in the
+    /// extension's options (case-insensitive). Without it, the only connected browser is used;
+    /// with several, the model picks one with `browser_list` and `browser_connect`.
+    #[arg(long, env = "MCP_RELAY_BROWSER")]
+    pub browser: Option<String>,
+
+    /// Extra PEM CA certificate(s) to trust for wss, e.g. `certs/ca.pem` from
+    /// `mcp-relay dev-certs`. Public CAs are always trusted; verification is never switched off.
+    #[arg(long, env = "MCP_RELAY_CA_CERT")]
+    pub ca_cert: Option<PathBuf>,
+
+    /// Longest text a tool returns (e.g. `100KiB`); longer text is cut and ends with a note on
+    /// how to read the rest. Images are never cut. `0` means no limit.
+    #[arg(long, env = "MCP_RELAY_MAX_RESULT_BYTES", default_value = "0", value_parser = parse_bytes)]
+    pub max_result_bytes: usize,
+
+    /// How long a tool call waits for the relay's answer (e.g. `90s`). Keep it above the relay's
+    /// own --request-timeout (60 s by default) so the relay's clearer timeout error wins. (The
+    /// variable is not serve's MCP_RELAY_REQUEST_TIMEOUT, so one environment can hold both.)
+    #[arg(long, env = "MCP_RELAY_BRIDGE_REQUEST_TIMEOUT", default_value = "75s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+}
+
+/// Runs the bridge until the MCP host closes stdin.
+pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
+    let claims = token_claims(&args.token);
+    let url = relay_url(args.relay.as_deref(), &claims)?;
+    let tls = tls_config(args.ca_cert.as_deref())?;
+    // The relay keys nothing on it today, but a stable id lets its logs follow one bridge
+    // across restarts; derive it from who we are and where we connect.
+    let subject = claims
+        .get("sub")
+        .and_then(|s| s.as_str())
+        .unwrap_or_default();
+    let client_id = format!(
+        "bridge-{}",
+        uuid::Uuid::new_v5(
+            &uuid::Uuid::NAMESPACE_URL,
+            format!("{url}#{subject}").as_bytes()
+        )
+    );
+    tracing::info!(%url, "bridge starting");
+    let relay = RelayClient::start(RelayConfig {
+        url,
+        token: args.token.clone(),
+        client_id,
+        tls,
+        request_timeout: args.request_timeout,
+        browser: args.browser.clone(),
+    });
+    let toolbox = tools::Toolbox::new(relay.clone(), args.max_result_bytes);
+    let service = server::BrowserServer::new(relay.clone(), Arc::new(toolbox))
+        .serve(rmcp::transport::stdio())
+        .await
+        .context("starting the MCP server on stdio")?;
+    let reason = service.waiting().await;
+    tracing::info!(?reason, "MCP host went away; stopping");
+    relay.close().await;
+    Ok(())
+}
+
+/// The token's claims, read without verification: the bridge only needs hints from it (where
+/// the relay is, whose token it is); the relay does the verifying.
+fn token_claims(token: &str) -> serde_json::Map<String, serde_json::Value> {
+    token
+        .split('.')
+        .nth(1)
+        .and_then(|payload| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(payload.trim_end_matches('='))
+                .ok()
+        })
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// `--relay`, else the token's `connection_url`; `/mcp` is added to a bare `ws://host:port`.
+fn relay_url(
+    flag: Option<&str>,
+    claims: &serde_json::Map<String, serde_json::Value>,
+) -> anyhow::Result<String> {
+    let url = match flag {
+        Some(url) => url.to_owned(),
+        None => claims
+            .get("connection_url")
+            .and_then(|u| u.as_str())
+            .map(str::to_owned)
+            .context(
+                "no relay URL: pass --relay ws://HOST:PORT/mcp (or set MCP_RELAY_URL); the token \
+                 has no connection_url claim to fall back on",
+            )?,
+    };
+    let url = url.trim().trim_end_matches('/').to_owned();
+    let Some((scheme, rest)) = url.split_once("://") else {
+        anyhow::bail!("the relay URL {url:?} has no scheme: use ws://… or wss://…");
+    };
+    anyhow::ensure!(
+        scheme == "ws" || scheme == "wss",
+        "the relay URL {url:?} must start with ws:// or wss://"
+    );
+    if rest.contains('/') {
+        Ok(url)
+    } else {
+        Ok(format!("{url}/mcp"))
+    }
+}
+
+/// rustls with the `ring` provider, the public web roots, and the `--ca-cert` certificates.
+fn tls_config(ca_cert: Option<&std::path::Path>) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = ca_cert {
+        let mut added = 0;
+        for cert in CertificateDer::pem_file_iter(path)
+            .with_context(|| format!("reading --ca-cert {}", path.display()))?
+        {
+            let cert = cert.with_context(|| format!("parsing --ca-cert {}", path.display()))?;
+            roots
+                .add(cert)
+                .with_context(|| format!("adding --ca-cert {}", path.display()))?;
+            added += 1;
+        }
+        anyhow::ensure!(
+            added > 0,
+            "--ca-cert {} holds no PEM certificate",
+            path.display()
+        );
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relay_url_prefers_the_flag_and_adds_the_mcp_path() {
+        let claims = serde_json::Map::new();
+        assert_eq!(
+            relay_url(Some("ws://127.0.0.1:8080"), &claims).unwrap(),
+            "ws://127.0.0.1:8080/mcp"
+        );
+        assert_eq!(
+            relay_url(Some("wss://h/custom/mcp/"), &claims).unwrap(),
+            "wss://h/custom/mcp"
+        );
+        assert!(relay_url(Some("http://h/mcp"), &claims).is_err());
+        assert!(relay_url(None, &claims).is_err());
+    }
+
+    #[test]
+    fn relay_url_falls_back_to_the_connection_url_claim() {
+        let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(br#"{"sub":"u","connection_url":"ws://127.0.0.1:9/mcp"}"#);
+        let claims = token_claims(&format!("h.{payload}.s"));
+        assert_eq!(relay_url(None, &claims).unwrap(), "ws://127.0.0.1:9/mcp");
+        assert!(token_claims("not a jwt").is_empty());
+    }
+}

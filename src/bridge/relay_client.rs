@@ -1,0 +1,842 @@
+//! The bridge's one WebSocket to the relay's `/mcp` endpoint, and the browser it is connected to.
+//!
+//! An MCP host starts the bridge once and keeps it for hours, while the relay restarts and the
+//! browser sleeps, closes and comes back. So the socket is owned by a supervisor task that
+//! reconnects with backoff and jitter, handshakes again, and returns to the browser it was using;
+//! tool calls never see a half-open state: they either get a socket that is authenticated, or a
+//! clear error at once.
+//!
+//! Wire, as the relay speaks it (`docs/PROTOCOL.md`):
+//! - requests: `mcp_handshake {access_token, client_id}`, `list_extensions`,
+//!   `connect {extension_id}`, `disconnect`, and every extension command (forwarded by the
+//!   relay, answered with our id);
+//! - notifications: `status`, `disconnected {connection_id, extension_id, name, reason}`,
+//!   `connected {extension_id, name, reconnection}`, `shutdown {reason}`, and the extension's own
+//!   (`forwardCDPEvent`, …), which MCP has no channel for and are only logged.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
+use tokio_util::sync::CancellationToken;
+
+use crate::frame::code;
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// How long a tool call waits for the first connection attempt to finish. After a failed
+/// attempt, calls fail at once instead (the supervisor keeps retrying behind them).
+const LINK_WAIT: Duration = Duration::from_secs(10);
+/// TCP + TLS + handshake of one attempt.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Backoff between attempts: doubles from the base up to the cap, with jitter so many bridges
+/// do not return to a restarted relay in lock step.
+const BACKOFF_BASE: Duration = Duration::from_millis(250);
+const BACKOFF_CAP: Duration = Duration::from_secs(30);
+/// Screenshots of large pages arrive as one text frame of many megabytes; the relay's own
+/// limit (`--max-message-bytes`) is the one that matters.
+const MAX_MESSAGE_BYTES: usize = 512 << 20;
+/// How often a connected bridge without a browser tries to get one back.
+const BROWSER_RETRY: Duration = Duration::from_secs(2);
+/// A laptop that sleeps or a NAT that forgets the flow leaves a socket that is dead without an
+/// error; calls would then each wait for their timeout. So the bridge pings, and gives the
+/// socket up when nothing at all (not even a pong) has arrived for `SILENCE_LIMIT`.
+const PING_EVERY: Duration = Duration::from_secs(15);
+const SILENCE_LIMIT: Duration = Duration::from_secs(45);
+
+/// What the bridge needs to reach the relay.
+pub struct RelayConfig {
+    /// `ws(s)://host/mcp`.
+    pub url: String,
+    pub token: String,
+    /// Sent in `mcp_handshake`; stable for the same user and relay.
+    pub client_id: String,
+    pub tls: Arc<rustls::ClientConfig>,
+    /// How long a request waits for its answer.
+    pub request_timeout: Duration,
+    /// `--browser`: the extension id or name to connect to when none is chosen yet.
+    pub browser: Option<String>,
+}
+
+/// Why a request got no result. Every message says what to do next, because it ends up in front
+/// of a model (see `tools`).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RelayError {
+    /// No authenticated socket, and the last attempt failed; the message says why.
+    #[error("{0}")]
+    Unreachable(String),
+    /// There is no browser to send the command to; the message says what to do.
+    #[error("{0}")]
+    NoBrowser(String),
+    /// The relay or the extension answered with a JSON-RPC error.
+    #[error("{message}")]
+    Rpc { code: i64, message: String },
+    /// No answer within `--request-timeout`.
+    #[error("no answer from the relay within {0:?}")]
+    Timeout(Duration),
+    /// The socket closed while the request was in flight (the command may or may not have run).
+    #[error(
+        "the connection to the relay was lost before the answer arrived (the command may or may \
+         not have run); the bridge is reconnecting: call the tool again in a moment"
+    )]
+    ConnectionLost,
+}
+
+/// One row of `list_extensions`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ExtensionRow {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub connected: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+/// The browser the bridge uses, kept across relay reconnects and extension restarts so the
+/// bridge can return to it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ChosenBrowser {
+    pub extension_id: String,
+    pub name: String,
+}
+
+/// A snapshot of the bridge's state, for `browser_status`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub relay_url: String,
+    pub relay_connected: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relay_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub browser: Option<ChosenBrowser>,
+    pub browser_connected: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connection_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub browser_problem: Option<String>,
+}
+
+/// The socket side of the state.
+#[derive(Default)]
+struct Link {
+    /// Feeds the current socket's loop; `None` while there is no authenticated socket.
+    outgoing: Option<mpsc::UnboundedSender<String>>,
+    user_id: Option<String>,
+    /// Failed attempts since the last authenticated socket. With one or more, calls fail fast
+    /// rather than wait for the next attempt, which may be 30 s away.
+    failures: u32,
+    /// Why the last attempt failed or the last socket ended, phrased for a person.
+    last_error: Option<String>,
+}
+
+/// The browser side of the state.
+#[derive(Default)]
+struct BrowserLink {
+    chosen: Option<ChosenBrowser>,
+    /// The relay's connection to `chosen`; `None` until connected and after it ends.
+    connection_id: Option<String>,
+    /// Why `chosen` is not connected (the relay's `disconnected` reason, a lost socket, …).
+    problem: Option<String>,
+}
+
+struct Shared {
+    config: RelayConfig,
+    /// Our request ids, numeric as the relay expects from MCP clients; never reused, so a late
+    /// answer to a timed-out request cannot be taken for another one's.
+    next_id: AtomicU64,
+    /// Requests waiting for their answer, by the numeric id we gave them.
+    pending: Mutex<HashMap<u64, oneshot::Sender<Result<Value, RelayError>>>>,
+    link: Mutex<Link>,
+    /// Bumped whenever `link` changes, so a call can wait for the first attempt.
+    link_changed: watch::Sender<u64>,
+    browser: Mutex<BrowserLink>,
+    /// Held while connecting to a browser, so a tool call and a `connected` notification (or
+    /// two tool calls) do not both send `connect` and trip over "already connected".
+    connecting: tokio::sync::Mutex<()>,
+    /// Cancelled by [`RelayClient::close`].
+    shutdown: CancellationToken,
+}
+
+/// A handle on the relay connection; cheap to clone.
+#[derive(Clone)]
+pub struct RelayClient {
+    shared: Arc<Shared>,
+    /// The task that owns the socket, so [`RelayClient::close`] can wait for its goodbye.
+    supervisor: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
+}
+
+impl RelayClient {
+    /// Starts the supervisor, which connects in the background and keeps reconnecting.
+    pub fn start(config: RelayConfig) -> RelayClient {
+        let shared = Arc::new(Shared {
+            config,
+            next_id: AtomicU64::new(1),
+            pending: Mutex::new(HashMap::new()),
+            link: Mutex::new(Link::default()),
+            link_changed: watch::channel(0).0,
+            browser: Mutex::new(BrowserLink::default()),
+            connecting: tokio::sync::Mutex::new(()),
+            shutdown: CancellationToken::new(),
+        });
+        let client = RelayClient {
+            shared,
+            supervisor: Arc::new(Mutex::new(None)),
+        };
+        let handle = tokio::spawn(supervise(client.clone()));
+        *client.supervisor.lock().unwrap() = Some(handle);
+        client
+    }
+
+    /// Says goodbye to the relay (close 1000) and stops reconnecting.
+    pub async fn close(&self) {
+        self.shared.shutdown.cancel();
+        let handle = self.supervisor.lock().unwrap().take();
+        if let Some(handle) = handle {
+            let _ = tokio::time::timeout(Duration::from_secs(2), handle).await;
+        }
+    }
+
+    pub fn relay_url(&self) -> &str {
+        &self.shared.config.url
+    }
+
+    /// Sends a request on the current socket and waits for its answer.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, RelayError> {
+        let outgoing = self.outgoing().await?;
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.shared.pending.lock().unwrap().insert(id, tx);
+        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if outgoing.send(frame.to_string()).is_err() {
+            self.shared.pending.lock().unwrap().remove(&id);
+            return Err(RelayError::ConnectionLost);
+        }
+        let timeout = self.shared.config.request_timeout;
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(RelayError::ConnectionLost),
+            Err(_) => {
+                self.shared.pending.lock().unwrap().remove(&id);
+                Err(RelayError::Timeout(timeout))
+            }
+        }
+    }
+
+    /// Sends an extension command to the browser, connecting to it first when needed.
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, RelayError> {
+        let connection_id = self.ensure_browser().await?;
+        match self.request(method, params.clone()).await {
+            // The relay ended the connection (extension gone) and the notification has not
+            // arrived yet: the command never reached a browser, so trying once more is safe.
+            Err(RelayError::Rpc { code, message })
+                if code == code::SERVER_ERROR && message.starts_with("Not connected") =>
+            {
+                self.forget_connection(&connection_id, "the relay ended the connection");
+                self.ensure_browser().await?;
+                self.request(method, params).await
+            }
+            answer => answer,
+        }
+    }
+
+    /// The browsers of this user that the relay knows.
+    pub async fn list_extensions(&self) -> Result<Vec<ExtensionRow>, RelayError> {
+        let result = self.request("list_extensions", json!({})).await?;
+        serde_json::from_value(result["extensions"].clone()).map_err(|e| RelayError::Rpc {
+            code: code::INTERNAL_ERROR,
+            message: format!("the relay's list_extensions answer was not understood: {e}"),
+        })
+    }
+
+    /// Switches to the browser named by `wanted` (an extension id or a name).
+    pub async fn choose(&self, wanted: &str) -> Result<ChosenBrowser, RelayError> {
+        let _guard = self.shared.connecting.lock().await;
+        let list = self.list_extensions().await?;
+        let Some(row) = find_browser(&list, wanted) else {
+            return Err(RelayError::NoBrowser(format!(
+                "no connected browser matches \"{wanted}\". {}",
+                online_hint(&list)
+            )));
+        };
+        let current = {
+            let browser = self.shared.browser.lock().unwrap();
+            match (&browser.chosen, &browser.connection_id) {
+                (Some(chosen), Some(_)) => Some(chosen.clone()),
+                _ => None,
+            }
+        };
+        if let Some(chosen) = current {
+            if chosen.extension_id == row.id {
+                return Ok(chosen);
+            }
+            self.request("disconnect", json!({})).await?;
+            self.shared.browser.lock().unwrap().connection_id = None;
+        }
+        self.connect_locked(&row.id).await
+    }
+
+    /// What the bridge knows right now, without asking the relay.
+    pub fn status(&self) -> Status {
+        let link = self.shared.link.lock().unwrap();
+        let browser = self.shared.browser.lock().unwrap();
+        Status {
+            relay_url: self.shared.config.url.clone(),
+            relay_connected: link.outgoing.is_some(),
+            user_id: link.user_id.clone(),
+            relay_error: if link.outgoing.is_some() {
+                None
+            } else {
+                link.last_error.clone()
+            },
+            browser: browser.chosen.clone(),
+            browser_connected: browser.connection_id.is_some(),
+            connection_id: browser.connection_id.clone(),
+            browser_problem: browser.problem.clone(),
+        }
+    }
+
+    /// The connection id of the browser to use, connecting (or reconnecting) first if needed.
+    async fn ensure_browser(&self) -> Result<String, RelayError> {
+        if let Some(id) = self.connection_id() {
+            return Ok(id);
+        }
+        let _guard = self.shared.connecting.lock().await;
+        if let Some(id) = self.connection_id() {
+            return Ok(id);
+        }
+        let (chosen, problem) = {
+            let browser = self.shared.browser.lock().unwrap();
+            (browser.chosen.clone(), browser.problem.clone())
+        };
+        let target = match chosen {
+            Some(chosen) => match self.connect_locked(&chosen.extension_id).await {
+                Ok(_) => return self.connection_id().ok_or(RelayError::ConnectionLost),
+                Err(RelayError::Rpc { code, .. }) if code == code::SERVER_ERROR => {
+                    // Not there under its id. An extension whose storage was cleared comes back
+                    // with a new id but the same name: follow the name.
+                    let list = self.list_extensions().await?;
+                    match list.iter().find(|row| row.name == chosen.name) {
+                        Some(row) => row.id.clone(),
+                        None => {
+                            return Err(RelayError::NoBrowser(gone_message(
+                                &chosen, problem, &list,
+                            )))
+                        }
+                    }
+                }
+                Err(e) => return Err(e),
+            },
+            None => self.pick_first_browser().await?,
+        };
+        self.connect_locked(&target).await?;
+        self.connection_id().ok_or(RelayError::ConnectionLost)
+    }
+
+    /// With no browser chosen yet: `--browser`, else the only one online.
+    async fn pick_first_browser(&self) -> Result<String, RelayError> {
+        let list = self.list_extensions().await?;
+        if let Some(wanted) = &self.shared.config.browser {
+            return match find_browser(&list, wanted) {
+                Some(row) => Ok(row.id.clone()),
+                None => Err(RelayError::NoBrowser(format!(
+                    "the browser \"{wanted}\" (given with --browser) is not connected to the relay. \
+                     Open that browser and check that its mcp-relay extension is connected, or \
+                     call browser_connect to use another one. {}",
+                    online_hint(&list)
+                ))),
+            };
+        }
+        match list.as_slice() {
+            [] => Err(RelayError::NoBrowser(
+                "no browser connected: open the browser with the mcp-relay extension and check its \
+                 token in the extension's options (it must belong to the same user as the \
+                 bridge's token), then call this tool again"
+                    .into(),
+            )),
+            [only] => Ok(only.id.clone()),
+            several => Err(RelayError::NoBrowser(format!(
+                "several browsers are connected ({}): call browser_connect with the name or id of \
+                 the one to use",
+                describe(several)
+            ))),
+        }
+    }
+
+    /// `connect`, with `connecting` held by the caller.
+    async fn connect_locked(&self, extension_id: &str) -> Result<ChosenBrowser, RelayError> {
+        let params = json!({ "extension_id": extension_id });
+        let result = match self.request("connect", params.clone()).await {
+            // The relay still has a connection we gave up on (an answer lost with a socket):
+            // end it and connect again.
+            Err(RelayError::Rpc { code, .. }) if code == code::ALREADY_CONNECTED => {
+                self.request("disconnect", json!({})).await?;
+                self.request("connect", params).await?
+            }
+            other => other?,
+        };
+        let text = |key: &str| result[key].as_str().unwrap_or_default().to_owned();
+        let chosen = ChosenBrowser {
+            extension_id: text("extension_id"),
+            name: text("extension_name"),
+        };
+        let mut browser = self.shared.browser.lock().unwrap();
+        browser.chosen = Some(chosen.clone());
+        browser.connection_id = Some(text("connection_id"));
+        browser.problem = None;
+        tracing::info!(browser = %chosen.name, extension_id = %chosen.extension_id, "connected to the browser");
+        Ok(chosen)
+    }
+
+    fn connection_id(&self) -> Option<String> {
+        self.shared.browser.lock().unwrap().connection_id.clone()
+    }
+
+    /// Marks the connection over, if it is still the current one.
+    fn forget_connection(&self, connection_id: &str, problem: &str) {
+        let mut browser = self.shared.browser.lock().unwrap();
+        if browser.connection_id.as_deref() == Some(connection_id) {
+            browser.connection_id = None;
+            browser.problem = Some(problem.to_owned());
+        }
+    }
+
+    /// The sender of the authenticated socket; waits for the first attempt, not for retries.
+    async fn outgoing(&self) -> Result<mpsc::UnboundedSender<String>, RelayError> {
+        let mut changes = self.shared.link_changed.subscribe();
+        let deadline = tokio::time::Instant::now() + LINK_WAIT;
+        loop {
+            {
+                let link = self.shared.link.lock().unwrap();
+                if let Some(outgoing) = &link.outgoing {
+                    return Ok(outgoing.clone());
+                }
+                if link.failures > 0 || self.shared.shutdown.is_cancelled() {
+                    return Err(RelayError::Unreachable(unreachable_message(
+                        &self.shared.config.url,
+                        &link,
+                    )));
+                }
+            }
+            if tokio::time::timeout_at(deadline, changes.changed())
+                .await
+                .is_err()
+            {
+                let link = self.shared.link.lock().unwrap();
+                return Err(RelayError::Unreachable(unreachable_message(
+                    &self.shared.config.url,
+                    &link,
+                )));
+            }
+        }
+    }
+
+    fn update_link(&self, change: impl FnOnce(&mut Link)) {
+        change(&mut self.shared.link.lock().unwrap());
+        self.shared.link_changed.send_modify(|n| *n += 1);
+    }
+
+    /// The socket ended: fail what is in flight, and remember that the browser connection is
+    /// gone with it (the relay ends connections of closed sockets).
+    fn link_lost(&self, reason: String) {
+        self.update_link(|link| {
+            link.outgoing = None;
+            link.failures = 0;
+            link.last_error = Some(reason);
+        });
+        {
+            let mut browser = self.shared.browser.lock().unwrap();
+            if browser.connection_id.take().is_some() {
+                browser.problem = Some("the connection to the relay was lost".into());
+            }
+        }
+        let pending = std::mem::take(&mut *self.shared.pending.lock().unwrap());
+        for (_, waiter) in pending {
+            let _ = waiter.send(Err(RelayError::ConnectionLost));
+        }
+    }
+
+    /// Handles one text frame from the relay.
+    fn on_frame(&self, text: &str) {
+        let Ok(frame) = serde_json::from_str::<Value>(text) else {
+            tracing::warn!("ignoring a frame from the relay that is not JSON");
+            return;
+        };
+        match (frame.get("id"), frame.get("method").and_then(Value::as_str)) {
+            (Some(id), None) => self.on_response(id, &frame),
+            (None, Some(method)) => self.on_notification(method, &frame["params"]),
+            _ => tracing::warn!("ignoring a request from the relay (it never sends any)"),
+        }
+    }
+
+    fn on_response(&self, id: &Value, frame: &Value) {
+        let Some(waiter) = id
+            .as_u64()
+            .and_then(|id| self.shared.pending.lock().unwrap().remove(&id))
+        else {
+            tracing::debug!(%id, "answer for a request nobody waits for (timed out?)");
+            return;
+        };
+        let answer = match frame.get("error") {
+            Some(error) => Err(RelayError::Rpc {
+                code: error["code"].as_i64().unwrap_or(code::INTERNAL_ERROR),
+                message: error["message"]
+                    .as_str()
+                    .unwrap_or("error without a message")
+                    .to_owned(),
+            }),
+            None => Ok(frame.get("result").cloned().unwrap_or(Value::Null)),
+        };
+        let _ = waiter.send(answer);
+    }
+
+    fn on_notification(&self, method: &str, params: &Value) {
+        let text = |key: &str| params[key].as_str().unwrap_or_default().to_owned();
+        match method {
+            "disconnected" => {
+                let name = text("name");
+                let reason = text("reason");
+                tracing::warn!(browser = %name, %reason, "the browser disconnected from the relay");
+                self.forget_connection(
+                    &text("connection_id"),
+                    &format!("the browser \"{name}\" disconnected from the relay ({reason})"),
+                );
+            }
+            "connected" => {
+                let extension_id = text("extension_id");
+                let ours = {
+                    let browser = self.shared.browser.lock().unwrap();
+                    browser.connection_id.is_none()
+                        && browser
+                            .chosen
+                            .as_ref()
+                            .is_some_and(|c| c.extension_id == extension_id)
+                };
+                if ours {
+                    tracing::info!(browser = %text("name"), "the browser is back; reconnecting to it");
+                    let client = self.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = client.ensure_browser().await {
+                            tracing::warn!("reconnecting to the browser failed: {e}");
+                        }
+                    });
+                }
+            }
+            "shutdown" => {
+                tracing::warn!(reason = %text("reason"), "the relay is shutting down");
+            }
+            "status" => tracing::debug!(%params, "relay status"),
+            other => tracing::debug!(method = other, "extension notification (not forwarded)"),
+        }
+    }
+}
+
+/// Keeps a socket open for as long as the bridge runs.
+async fn supervise(client: RelayClient) {
+    let shutdown = client.shared.shutdown.clone();
+    let mut failures: u32 = 0;
+    loop {
+        let attempt = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            attempt = open_session(&client.shared) => attempt,
+        };
+        match attempt {
+            Ok((socket, user_id)) => {
+                failures = 0;
+                tracing::info!(url = %client.shared.config.url, %user_id, "connected to the relay");
+                let reason = run_session(&client, socket, user_id).await;
+                if shutdown.is_cancelled() {
+                    return;
+                }
+                tracing::warn!(%reason, "lost the relay connection; reconnecting");
+                client.link_lost(format!("the connection to the relay ended ({reason})"));
+            }
+            Err(message) => {
+                failures += 1;
+                tracing::warn!(attempt = failures, "{message}");
+                client.update_link(|link| {
+                    link.failures = failures;
+                    link.last_error = Some(message);
+                });
+            }
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(backoff(failures)) => {}
+        }
+    }
+}
+
+/// The delay before the next attempt: 250 ms doubling up to 30 s, each time a random 50–100 %
+/// of it.
+fn backoff(failures: u32) -> Duration {
+    let full = BACKOFF_BASE
+        .saturating_mul(1u32 << failures.min(16))
+        .min(BACKOFF_CAP);
+    // uuid's v4 randomness is already a dependency; jitter needs nothing better.
+    let random = (uuid::Uuid::new_v4().as_u128() % 1000) as u32;
+    full / 2 + full / 2 * random / 1000
+}
+
+/// Connects and handshakes. Returns the socket and the user id, or a message for a person.
+async fn open_session(shared: &Shared) -> Result<(Socket, String), String> {
+    let url = &shared.config.url;
+    let attempt = async {
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(MAX_MESSAGE_BYTES))
+            .max_frame_size(Some(MAX_MESSAGE_BYTES));
+        let (mut socket, _) = tokio_tungstenite::connect_async_tls_with_config(
+            url.as_str(),
+            Some(config),
+            true,
+            Some(Connector::Rustls(Arc::clone(&shared.config.tls))),
+        )
+        .await
+        .map_err(|e| {
+            if e.to_string().contains("certificate") {
+                format!(
+                    "the relay at {url} presented a certificate the bridge does not trust ({e}): \
+                     for a private CA such as the one from `mcp-relay dev-certs`, pass --ca-cert"
+                )
+            } else {
+                format!(
+                    "the relay at {url} is not reachable ({e}): check that `mcp-relay serve` is \
+                     running and that the bridge's --relay URL is right"
+                )
+            }
+        })?;
+        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let handshake = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "mcp_handshake",
+            "params": {"access_token": shared.config.token, "client_id": shared.config.client_id},
+        });
+        socket
+            .send(Message::Text(handshake.to_string().into()))
+            .await
+            .map_err(|e| {
+                format!("the relay at {url} closed the socket during the handshake ({e})")
+            })?;
+        loop {
+            let message = socket.next().await.ok_or_else(|| {
+                format!("the relay at {url} closed the socket during the handshake")
+            })?;
+            let text = match message {
+                Ok(Message::Text(text)) => text,
+                Ok(Message::Close(frame)) => {
+                    return Err(format!(
+                        "the relay at {url} closed the socket during the handshake ({})",
+                        frame.map(|f| f.reason.to_string()).unwrap_or_default()
+                    ))
+                }
+                Ok(_) => continue,
+                Err(e) => {
+                    return Err(format!(
+                        "the relay at {url} failed during the handshake ({e})"
+                    ))
+                }
+            };
+            let Ok(frame) = serde_json::from_str::<Value>(&text) else {
+                continue;
+            };
+            if frame["id"].as_u64() != Some(id) {
+                continue;
+            }
+            if let Some(error) = frame.get("error") {
+                return Err(format!(
+                    "the relay refused the bridge's token ({}): give the bridge a valid MCP token \
+                     (MCP_RELAY_TOKEN) for the same user as the browser extension",
+                    error["message"].as_str().unwrap_or("no reason given")
+                ));
+            }
+            let user_id = frame["result"]["user_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            return Ok((socket, user_id));
+        }
+    };
+    tokio::time::timeout(ATTEMPT_TIMEOUT, attempt)
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "the relay at {url} did not complete the connection within {ATTEMPT_TIMEOUT:?}"
+            ))
+        })
+}
+
+/// Runs an authenticated socket until it ends; returns why it ended.
+async fn run_session(client: &RelayClient, socket: Socket, user_id: String) -> String {
+    let (mut sink, mut stream) = socket.split();
+    let (outgoing, mut queue) = mpsc::unbounded_channel::<String>();
+    client.update_link(|link| {
+        link.outgoing = Some(outgoing);
+        link.user_id = Some(user_id);
+        link.failures = 0;
+        link.last_error = None;
+    });
+    // Return to the browser in use before the socket was lost (or pick the first one), now and
+    // then every few seconds while there is none: after a relay restart the relay does not
+    // know we were connected, so no `connected` notification will tell us the browser is back.
+    // The attempts run beside this loop, which delivers their answers.
+    let mut browser_check = tokio::time::interval(BROWSER_RETRY);
+    browser_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut browser_attempt: Option<tokio::task::JoinHandle<()>> = None;
+    let mut keepalive = tokio::time::interval(PING_EVERY);
+    keepalive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_heard = tokio::time::Instant::now();
+    let shutdown = client.shared.shutdown.clone();
+    loop {
+        tokio::select! {
+            _ = keepalive.tick() => {
+                if last_heard.elapsed() > SILENCE_LIMIT {
+                    return format!("nothing heard from the relay for {SILENCE_LIMIT:?}");
+                }
+                if let Err(e) = sink.send(Message::Ping(Default::default())).await {
+                    return format!("write failed: {e}");
+                }
+            }
+            _ = browser_check.tick() => {
+                let idle = browser_attempt.as_ref().is_none_or(|a| a.is_finished());
+                if idle && client.connection_id().is_none() {
+                    let retry = client.clone();
+                    browser_attempt = Some(tokio::spawn(async move {
+                        if let Err(e) = retry.ensure_browser().await {
+                            tracing::debug!("no browser yet: {e}");
+                        }
+                    }));
+                }
+            }
+            _ = shutdown.cancelled() => {
+                let _ = sink
+                    .send(Message::Close(Some(CloseFrame {
+                        code: CloseCode::Normal,
+                        reason: "bridge stopping".into(),
+                    })))
+                    .await;
+                return "the bridge is stopping".into();
+            }
+            Some(text) = queue.recv() => {
+                if let Err(e) = sink.send(Message::Text(text.into())).await {
+                    return format!("write failed: {e}");
+                }
+            }
+            message = stream.next() => match message {
+                Some(Ok(Message::Text(text))) => {
+                    last_heard = tokio::time::Instant::now();
+                    client.on_frame(&text);
+                }
+                Some(Ok(Message::Close(frame))) => {
+                    return match frame {
+                        Some(f) => format!("closed by the relay: {} {}", u16::from(f.code), f.reason),
+                        None => "closed by the relay".into(),
+                    }
+                }
+                Some(Ok(_)) => last_heard = tokio::time::Instant::now(),
+                Some(Err(e)) => return format!("socket error: {e}"),
+                None => return "socket closed".into(),
+            },
+        }
+    }
+}
+
+/// An extension matching `wanted` by id, else by name (case-insensitive).
+fn find_browser<'a>(list: &'a [ExtensionRow], wanted: &str) -> Option<&'a ExtensionRow> {
+    let wanted = wanted.trim();
+    list.iter().find(|row| row.id == wanted).or_else(|| {
+        list.iter()
+            .find(|row| row.name.eq_ignore_ascii_case(wanted))
+    })
+}
+
+fn describe(list: &[ExtensionRow]) -> String {
+    list.iter()
+        .map(|row| format!("\"{}\" {}", row.name, row.id))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn online_hint(list: &[ExtensionRow]) -> String {
+    if list.is_empty() {
+        "No browser is connected to the relay right now.".into()
+    } else {
+        format!("Connected browsers: {}.", describe(list))
+    }
+}
+
+fn gone_message(chosen: &ChosenBrowser, problem: Option<String>, list: &[ExtensionRow]) -> String {
+    let why = problem.unwrap_or_else(|| "it is not connected to the relay".into());
+    let others = if list.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " Other browsers online: {}; browser_connect switches to one of them.",
+            describe(list)
+        )
+    };
+    format!(
+        "the browser \"{}\" is not available: {why}. The bridge reconnects to it automatically \
+         when it comes back: make sure the browser is running and its mcp-relay extension is \
+         connected (see its popup), then call the tool again.{others}",
+        chosen.name
+    )
+}
+
+fn unreachable_message(url: &str, link: &Link) -> String {
+    let why = link
+        .last_error
+        .clone()
+        .unwrap_or_else(|| format!("the relay at {url} has not answered yet"));
+    format!("{why}. The bridge keeps retrying in the background; call the tool again in a moment.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_to_the_cap_with_jitter() {
+        for failures in 0..40 {
+            let delay = backoff(failures);
+            let full = BACKOFF_BASE
+                .saturating_mul(1u32 << failures.min(16))
+                .min(BACKOFF_CAP);
+            assert!(delay >= full / 2 && delay <= full, "{failures}: {delay:?}");
+        }
+        assert!(backoff(30) <= BACKOFF_CAP);
+    }
+
+    #[test]
+    fn browsers_are_found_by_id_then_by_name() {
+        let list = vec![
+            ExtensionRow {
+                id: "ext-1".into(),
+                name: "Work".into(),
+                connected: true,
+                version: None,
+            },
+            ExtensionRow {
+                id: "ext-2".into(),
+                name: "Home".into(),
+                connected: true,
+                version: None,
+            },
+        ];
+        assert_eq!(find_browser(&list, "ext-2").unwrap().name, "Home");
+        assert_eq!(find_browser(&list, " work ").unwrap().id, "ext-1");
+        assert!(find_browser(&list, "Office").is_none());
+    }
+}

@@ -1,0 +1,740 @@
+//! The tools a model sees, and how each becomes an extension command.
+//!
+//! The tool list is fixed: it does not change when the relay or the browser comes and goes,
+//! because hosts cache it and models plan with it. Availability shows up in results instead:
+//! every failure is a tool result with `isError: true` and a sentence a model can act on,
+//! never a protocol error (hosts show those as an opaque "tool failed").
+//!
+//! The annotations are hints for hosts deciding whether to ask the person first, so they are
+//! honest rather than flattering: anything that can submit a form, run script or close a tab
+//! says it may be destructive; anything that touches a web page is open-world.
+//!
+//! Results: screenshots become MCP image content (hosts show them and models see them). Every
+//! other result is the extension's JSON, as text, byte for byte. With `--max-result-bytes`,
+//! long text is cut at that size and ends with a note; the tools whose results get long
+//! (`browser_snapshot`, `browser_evaluate`, `browser_cdp`, `browser_tabs`) take an `offset`
+//! that returns the rest of the same result from memory, without running the command again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use serde_json::{json, Map, Value};
+
+use super::relay_client::{RelayClient, RelayError};
+use crate::frame::code;
+
+/// Tools whose results can be long and that therefore take `offset`.
+const PAGED: [&str; 4] = [
+    "browser_snapshot",
+    "browser_evaluate",
+    "browser_cdp",
+    "browser_tabs",
+];
+
+/// What a tool call turns into.
+#[derive(Debug, Clone, PartialEq)]
+enum Plan {
+    /// `list_extensions` on the relay.
+    List,
+    /// `disconnect` + `connect` on the relay.
+    Connect(String),
+    /// The bridge's own state; nothing is sent.
+    Status,
+    /// An extension command.
+    Forward {
+        method: &'static str,
+        params: Value,
+        image: bool,
+    },
+    /// The rest of this tool's last cut result.
+    Continue(usize),
+}
+
+/// The tool definitions and their execution.
+pub struct Toolbox {
+    /// Where every call ends up; shared with the server and the reconnect logic.
+    relay: RelayClient,
+    /// Built once: the list must be identical for every `tools/list` (see the module docs).
+    tools: Vec<Tool>,
+    /// `--max-result-bytes`; 0 for no limit.
+    max_result_bytes: usize,
+    /// The full text of each tool's last cut result, for `offset`.
+    cut_results: Mutex<HashMap<String, Arc<str>>>,
+}
+
+impl Toolbox {
+    pub fn new(relay: RelayClient, max_result_bytes: usize) -> Toolbox {
+        Toolbox {
+            relay,
+            tools: definitions(),
+            max_result_bytes,
+            cut_results: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn definitions(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    pub fn knows(&self, name: &str) -> bool {
+        self.tools.iter().any(|tool| tool.name == name)
+    }
+
+    /// Runs a tool. Never fails: problems are results with `isError: true`.
+    pub async fn call(&self, name: &str, args: &JsonObject) -> CallToolResult {
+        let plan = match plan(name, args) {
+            Ok(plan) => plan,
+            Err(message) => return error(format!("{name}: {message}")),
+        };
+        let outcome = match plan {
+            Plan::Status => Ok(self.json_result(name, &json!(self.relay.status()))),
+            Plan::List => self.list().await,
+            Plan::Connect(wanted) => self.relay.choose(&wanted).await.map(|chosen| {
+                self.json_result(
+                    name,
+                    &json!({"connected": true, "extension_id": chosen.extension_id, "name": chosen.name}),
+                )
+            }),
+            Plan::Forward {
+                method,
+                params,
+                image,
+            } => self.relay.call(method, params).await.map(|result| {
+                if image {
+                    screenshot_result(&result)
+                } else {
+                    self.json_result(name, &result)
+                }
+            }),
+            Plan::Continue(offset) => Ok(self.continue_result(name, offset)),
+        };
+        outcome.unwrap_or_else(|e| error(format!("{name} failed: {}", advice(&e))))
+    }
+
+    async fn list(&self) -> Result<CallToolResult, RelayError> {
+        let list = self.relay.list_extensions().await?;
+        let status = self.relay.status();
+        let current = status
+            .browser
+            .filter(|_| status.browser_connected)
+            .map(|b| b.extension_id);
+        let browsers: Vec<Value> = list
+            .iter()
+            .map(|row| {
+                json!({
+                    "id": row.id,
+                    "name": row.name,
+                    "version": row.version,
+                    "current": current.as_deref() == Some(row.id.as_str()),
+                })
+            })
+            .collect();
+        Ok(self.json_result("browser_list", &json!({ "browsers": browsers })))
+    }
+
+    fn json_result(&self, tool: &str, value: &Value) -> CallToolResult {
+        self.text_result(tool, value.to_string())
+    }
+
+    /// Text, cut at `--max-result-bytes` with a note saying how to read on.
+    fn text_result(&self, tool: &str, text: String) -> CallToolResult {
+        let max = self.max_result_bytes;
+        if max == 0 || text.len() <= max {
+            return CallToolResult::success(vec![ContentBlock::text(text)]);
+        }
+        let cut = floor_char_boundary(&text, max);
+        let total = text.len();
+        let mut shown = text[..cut].to_owned();
+        if PAGED.contains(&tool) {
+            shown.push_str(&more_note(tool, 0, cut, total));
+            self.cut_results
+                .lock()
+                .unwrap()
+                .insert(tool.to_owned(), Arc::from(text));
+        } else {
+            shown.push_str(&format!(
+                "\n\n[Result cut: {cut} of {total} bytes shown. Start the bridge with a larger \
+                 --max-result-bytes (0 = no limit) to see all of it.]"
+            ));
+        }
+        CallToolResult::success(vec![ContentBlock::text(shown)])
+    }
+
+    fn continue_result(&self, tool: &str, offset: usize) -> CallToolResult {
+        let Some(text) = self.cut_results.lock().unwrap().get(tool).cloned() else {
+            return error(format!(
+                "{tool}: offset continues a cut result of {tool}, and there is none to continue; \
+                 call {tool} without offset"
+            ));
+        };
+        let total = text.len();
+        if offset >= total {
+            return error(format!(
+                "{tool}: offset {offset} is past the end of the last result ({total} bytes)"
+            ));
+        }
+        let start = floor_char_boundary(&text, offset);
+        let mut end = floor_char_boundary(&text, start.saturating_add(self.max_result_bytes));
+        if end <= start {
+            // A limit smaller than one character: still make progress.
+            end = text[start..]
+                .char_indices()
+                .nth(1)
+                .map_or(total, |(i, _)| start + i);
+        }
+        let mut shown = text[start..end].to_owned();
+        if end < total {
+            shown.push_str(&more_note(tool, start, end, total));
+        } else {
+            shown.push_str(&format!(
+                "\n\n[End of the result: bytes {start}–{total} of {total}.]"
+            ));
+        }
+        CallToolResult::success(vec![ContentBlock::text(shown)])
+    }
+}
+
+fn more_note(tool: &str, start: usize, end: usize, total: usize) -> String {
+    format!(
+        "\n\n[Result cut: bytes {start}–{end} of {total} shown. To read on, call {tool} with \
+         {{\"offset\": {end}}}: it returns the rest of this same result without running the \
+         command again. Or start the bridge with a larger --max-result-bytes (0 = no limit).]"
+    )
+}
+
+/// The largest char boundary at or below `at`.
+fn floor_char_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+fn error(message: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// The extension's `{tabId, data, mimeType}` as an MCP image, never cut.
+fn screenshot_result(result: &Value) -> CallToolResult {
+    let Some(data) = result["data"].as_str() else {
+        return error(
+            "browser_screenshot failed: the extension's answer held no image data; update the \
+             mcp-relay extension"
+                .into(),
+        );
+    };
+    let mime = result["mimeType"].as_str().unwrap_or("image/png");
+    let tab = match &result["tabId"] {
+        Value::Null => String::new(),
+        tab => format!(" of tab {tab}"),
+    };
+    CallToolResult::success(vec![
+        ContentBlock::image(data, mime),
+        ContentBlock::text(format!(
+            "Screenshot{tab} ({mime}, {} bytes base64).",
+            data.len()
+        )),
+    ])
+}
+
+/// What a model should read when a call fails.
+fn advice(error: &RelayError) -> String {
+    match error {
+        RelayError::Unreachable(m) | RelayError::NoBrowser(m) => m.clone(),
+        RelayError::ConnectionLost => error.to_string(),
+        RelayError::Timeout(d) => format!(
+            "no answer within {d:?} (the bridge's --request-timeout): the page may be busy or \
+             the browser asleep; call browser_status, then retry"
+        ),
+        RelayError::Rpc { code, message } => {
+            match *code {
+                code::RATE_LIMITED => {
+                    format!("the relay's rate limit was hit ({message}): wait a few seconds, then retry")
+                }
+                code::REQUEST_TIMEOUT => format!(
+                "the browser did not answer in time ({message}): the page may still be loading \
+                 or busy; retry, or take a browser_snapshot to see where it is"
+            ),
+                code::EXTENSION_GONE => format!(
+                "the browser went away before answering ({message}); the bridge reconnects to it \
+                 when it is back: call the tool again in a moment"
+            ),
+                code::SHUTTING_DOWN => format!(
+                "the relay is restarting ({message}); the bridge reconnects by itself: call the \
+                 tool again in a few seconds"
+            ),
+                code::INVALID_PARAMS => format!("the browser rejected the arguments: {message}"),
+                code::METHOD_NOT_FOUND => format!(
+                    "the browser extension does not know this command ({message}): update the \
+                 mcp-relay extension"
+                ),
+                code::LIMIT_REACHED => format!("the relay refused: {message}"),
+                _ if message.starts_with("Not connected") => {
+                    "no browser connected: open the browser with the mcp-relay extension and check \
+                 its token, then call the tool again"
+                        .into()
+                }
+                _ => format!("the browser could not do it: {message}"),
+            }
+        }
+    }
+}
+
+/// Copies the present, non-null `keys` of `args`.
+fn pick(args: &JsonObject, keys: &[&str]) -> Value {
+    let picked: Map<String, Value> = keys
+        .iter()
+        .filter_map(|key| {
+            args.get(*key)
+                .filter(|v| !v.is_null())
+                .map(|v| ((*key).to_owned(), v.clone()))
+        })
+        .collect();
+    Value::Object(picked)
+}
+
+fn has(args: &JsonObject, key: &str) -> bool {
+    args.get(key).is_some_and(|v| !v.is_null())
+}
+
+fn string<'a>(args: &'a JsonObject, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+fn require_string<'a>(args: &'a JsonObject, key: &str) -> Result<&'a str, String> {
+    string(args, key)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| format!("\"{key}\" (a non-empty string) is required"))
+}
+
+fn forward(method: &'static str, params: Value) -> Result<Plan, String> {
+    Ok(Plan::Forward {
+        method,
+        params,
+        image: false,
+    })
+}
+
+/// Maps a call onto what to do, checking the arguments a model most often gets wrong.
+fn plan(name: &str, args: &JsonObject) -> Result<Plan, String> {
+    if PAGED.contains(&name) {
+        if let Some(offset) = args.get("offset").filter(|v| !v.is_null()) {
+            return offset
+                .as_u64()
+                .map(|o| Plan::Continue(o as usize))
+                .ok_or_else(|| "\"offset\" must be a non-negative integer".into());
+        }
+    }
+    match name {
+        "browser_list" => Ok(Plan::List),
+        "browser_status" => Ok(Plan::Status),
+        "browser_connect" => Ok(Plan::Connect(require_string(args, "browser")?.to_owned())),
+        "browser_tabs" => match string(args, "action") {
+            Some("list") => forward("getTabs", json!({})),
+            Some("new") => forward("createTab", pick(args, &["url", "active"])),
+            Some("select") => {
+                if !has(args, "tabId") {
+                    return Err("action \"select\" needs \"tabId\" (see action \"list\")".into());
+                }
+                forward("selectTab", pick(args, &["tabId"]))
+            }
+            Some("close") => forward("closeTab", pick(args, &["tabId"])),
+            _ => Err("\"action\" is required: one of list, new, select, close".into()),
+        },
+        "browser_navigate" => match (string(args, "url"), string(args, "direction")) {
+            (Some(_), None) => forward("browser_navigate", pick(args, &["url", "tabId"])),
+            (None, Some("back")) => forward("goBack", pick(args, &["tabId"])),
+            (None, Some("forward")) => forward("goForward", pick(args, &["tabId"])),
+            _ => Err("give either \"url\" or \"direction\" (\"back\" or \"forward\")".into()),
+        },
+        "browser_click" => {
+            let by_point = has(args, "x") && has(args, "y");
+            if !(has(args, "selector") || by_point) {
+                return Err("give \"selector\", or both \"x\" and \"y\"".into());
+            }
+            forward(
+                "click",
+                pick(
+                    args,
+                    &["selector", "x", "y", "button", "clickCount", "tabId"],
+                ),
+            )
+        }
+        "browser_type" => {
+            require_string(args, "selector")?;
+            if string(args, "text").is_none() {
+                return Err("\"text\" (a string) is required".into());
+            }
+            forward("type", pick(args, &["selector", "text", "submit", "tabId"]))
+        }
+        "browser_hover" => {
+            require_string(args, "selector")?;
+            forward("hover", pick(args, &["selector", "tabId"]))
+        }
+        "browser_screenshot" => Ok(Plan::Forward {
+            method: "screenshot",
+            params: pick(args, &["format", "quality", "fullPage", "tabId"]),
+            image: true,
+        }),
+        "browser_evaluate" => {
+            require_string(args, "expression")?;
+            forward("evaluate", pick(args, &["expression", "tabId"]))
+        }
+        "browser_snapshot" => forward("snapshot", pick(args, &["tabId"])),
+        "browser_cdp" => {
+            require_string(args, "method")?;
+            if args
+                .get("params")
+                .is_some_and(|p| !p.is_object() && !p.is_null())
+            {
+                return Err("\"params\" must be an object".into());
+            }
+            forward(
+                "forwardCDPCommand",
+                pick(args, &["method", "params", "sessionId"]),
+            )
+        }
+        other => Err(format!("unknown tool {other}")),
+    }
+}
+
+/// The honest hints of one tool.
+struct Hints {
+    read_only: bool,
+    destructive: bool,
+    idempotent: bool,
+    open_world: bool,
+}
+
+const LOCAL_READ: Hints = Hints {
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    open_world: false,
+};
+const PAGE_READ: Hints = Hints {
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    open_world: true,
+};
+const PAGE_ACTION: Hints = Hints {
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+    open_world: true,
+};
+
+fn tool(
+    name: &'static str,
+    title: &str,
+    description: &'static str,
+    schema: Value,
+    hints: Hints,
+) -> Tool {
+    let Value::Object(mut schema) = schema else {
+        unreachable!("tool schemas are objects");
+    };
+    schema.insert("type".into(), json!("object"));
+    if PAGED.contains(&name) {
+        let properties = schema
+            .entry("properties")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .expect("properties is an object");
+        properties.insert(
+            "offset".into(),
+            json!({
+                "type": "integer",
+                "minimum": 0,
+                "description": "Only to read on after a result was cut: the offset named in the \
+                                note. Returns the rest of that same result; other arguments are \
+                                ignored."
+            }),
+        );
+    }
+    Tool::new(name, description, schema)
+        .with_title(title)
+        .with_annotations(
+            ToolAnnotations::with_title(title)
+                .read_only(hints.read_only)
+                .destructive(hints.destructive)
+                .idempotent(hints.idempotent)
+                .open_world(hints.open_world),
+        )
+}
+
+fn tab_id() -> Value {
+    json!({
+        "type": "integer",
+        "description": "Tab to act on (from browser_tabs list). Default: this session's current tab."
+    })
+}
+
+/// Every tool, in the order hosts show them.
+fn definitions() -> Vec<Tool> {
+    vec![
+        tool(
+            "browser_list",
+            "List browsers",
+            "List the browsers (mcp-relay extensions) connected to the relay for this user, and \
+             which one this session uses.",
+            json!({"properties": {}}),
+            LOCAL_READ,
+        ),
+        tool(
+            "browser_connect",
+            "Use a browser",
+            "Choose the browser to drive, by name or id from browser_list. Needed only when \
+             several browsers are connected.",
+            json!({
+                "properties": {"browser": {"type": "string", "description": "Browser name or extension id (ext-…)."}},
+                "required": ["browser"]
+            }),
+            Hints {
+                read_only: false,
+                destructive: false,
+                idempotent: true,
+                open_world: false,
+            },
+        ),
+        tool(
+            "browser_status",
+            "Connection status",
+            "Show whether the bridge is connected to the relay and to a browser, and if not, why.",
+            json!({"properties": {}}),
+            LOCAL_READ,
+        ),
+        tool(
+            "browser_tabs",
+            "Manage tabs",
+            "List, open, select or close tabs. \"new\" opens a background tab (optionally at \
+             url) and makes it this session's current tab; \"select\" makes an existing tab \
+             current; \"close\" closes a tab (default: the current one).",
+            json!({
+                "properties": {
+                    "action": {"type": "string", "enum": ["list", "new", "select", "close"]},
+                    "tabId": {"type": "integer", "description": "For select (required) and close."},
+                    "url": {"type": "string", "description": "For new: the page to open."},
+                    "active": {"type": "boolean", "description": "For new: bring the tab to the front (default false)."}
+                },
+                "required": ["action"]
+            }),
+            PAGE_ACTION,
+        ),
+        tool(
+            "browser_navigate",
+            "Navigate",
+            "Load a URL in the current tab (opening a background tab if there is none), or go \
+             back or forward in its history. Waits for the page to load.",
+            json!({
+                "properties": {
+                    "url": {"type": "string", "description": "The URL to load."},
+                    "direction": {"type": "string", "enum": ["back", "forward"], "description": "Instead of url: go back or forward in history."},
+                    "tabId": tab_id()
+                }
+            }),
+            PAGE_ACTION,
+        ),
+        tool(
+            "browser_click",
+            "Click",
+            "Click an element (by CSS selector, e.g. from browser_snapshot) or a point in the \
+             viewport.",
+            json!({
+                "properties": {
+                    "selector": {"type": "string", "description": "CSS selector of the element."},
+                    "x": {"type": "number", "description": "Viewport x, with y, instead of selector."},
+                    "y": {"type": "number"},
+                    "button": {"type": "string", "enum": ["left", "right", "middle"]},
+                    "clickCount": {"type": "integer", "minimum": 1, "description": "2 for a double click."},
+                    "tabId": tab_id()
+                }
+            }),
+            PAGE_ACTION,
+        ),
+        tool(
+            "browser_type",
+            "Type text",
+            "Replace the content of an input field with text; optionally submit (press Enter).",
+            json!({
+                "properties": {
+                    "selector": {"type": "string", "description": "CSS selector of the field."},
+                    "text": {"type": "string"},
+                    "submit": {"type": "boolean", "description": "Press Enter afterwards (default false)."},
+                    "tabId": tab_id()
+                },
+                "required": ["selector", "text"]
+            }),
+            PAGE_ACTION,
+        ),
+        tool(
+            "browser_hover",
+            "Hover",
+            "Move the mouse over an element, e.g. to open a menu or show a tooltip.",
+            json!({
+                "properties": {
+                    "selector": {"type": "string", "description": "CSS selector of the element."},
+                    "tabId": tab_id()
+                },
+                "required": ["selector"]
+            }),
+            Hints {
+                read_only: false,
+                destructive: false,
+                idempotent: true,
+                open_world: true,
+            },
+        ),
+        tool(
+            "browser_screenshot",
+            "Screenshot",
+            "Take a screenshot of the current tab, returned as an image.",
+            json!({
+                "properties": {
+                    "format": {"type": "string", "enum": ["png", "jpeg", "webp"], "description": "Default png."},
+                    "quality": {"type": "integer", "minimum": 0, "maximum": 100, "description": "For jpeg and webp."},
+                    "fullPage": {"type": "boolean", "description": "The whole page, not only the viewport."},
+                    "tabId": tab_id()
+                }
+            }),
+            PAGE_READ,
+        ),
+        tool(
+            "browser_evaluate",
+            "Run JavaScript",
+            "Evaluate a JavaScript expression in the page and return its value (promises are \
+             awaited). It can change the page.",
+            json!({
+                "properties": {
+                    "expression": {"type": "string", "description": "e.g. document.title"},
+                    "tabId": tab_id()
+                },
+                "required": ["expression"]
+            }),
+            PAGE_ACTION,
+        ),
+        tool(
+            "browser_snapshot",
+            "Page snapshot",
+            "Read the current page: URL, title, visible text, and the interactive elements with \
+             CSS selectors to use with browser_click, browser_type and browser_hover.",
+            json!({"properties": {"tabId": tab_id()}}),
+            PAGE_READ,
+        ),
+        tool(
+            "browser_cdp",
+            "Chrome DevTools command",
+            "Send a raw Chrome DevTools Protocol command to the current tab (e.g. \
+             Network.getCookies) and return its result. Powerful: it can do anything DevTools can.",
+            json!({
+                "properties": {
+                    "method": {"type": "string", "description": "CDP method, e.g. Page.reload."},
+                    "params": {"type": "object", "description": "CDP parameters."},
+                    "sessionId": {"type": "string", "description": "CDP session of a child target, if any."}
+                },
+                "required": ["method"]
+            }),
+            PAGE_ACTION,
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(value: Value) -> JsonObject {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn every_tool_has_a_title_an_object_schema_and_all_four_hints() {
+        let tools = definitions();
+        assert_eq!(tools.len(), 12);
+        for tool in &tools {
+            assert!(tool.title.is_some(), "{}", tool.name);
+            assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
+            let hints = tool.annotations.as_ref().unwrap();
+            assert!(hints.read_only_hint.is_some() && hints.destructive_hint.is_some());
+            assert!(hints.idempotent_hint.is_some() && hints.open_world_hint.is_some());
+        }
+    }
+
+    #[test]
+    fn calls_map_onto_extension_commands() {
+        let cases = [
+            (
+                "browser_tabs",
+                json!({"action": "list"}),
+                "getTabs",
+                json!({}),
+            ),
+            (
+                "browser_tabs",
+                json!({"action": "new", "url": "https://example.com"}),
+                "createTab",
+                json!({"url": "https://example.com"}),
+            ),
+            (
+                "browser_navigate",
+                json!({"direction": "back", "tabId": 3}),
+                "goBack",
+                json!({"tabId": 3}),
+            ),
+            (
+                "browser_click",
+                json!({"x": 1, "y": 2, "unknown": true}),
+                "click",
+                json!({"x": 1, "y": 2}),
+            ),
+            (
+                "browser_cdp",
+                json!({"method": "Page.reload", "params": {"ignoreCache": true}}),
+                "forwardCDPCommand",
+                json!({"method": "Page.reload", "params": {"ignoreCache": true}}),
+            ),
+        ];
+        for (tool, call, method, params) in cases {
+            assert_eq!(
+                plan(tool, &args(call)).unwrap(),
+                Plan::Forward {
+                    method,
+                    params,
+                    image: false
+                },
+                "{tool}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_arguments_are_explained() {
+        assert!(plan("browser_tabs", &args(json!({})))
+            .unwrap_err()
+            .contains("list, new, select, close"));
+        assert!(plan("browser_tabs", &args(json!({"action": "select"})))
+            .unwrap_err()
+            .contains("tabId"));
+        assert!(plan("browser_click", &args(json!({"x": 1})))
+            .unwrap_err()
+            .contains("selector"));
+        assert!(plan("browser_navigate", &args(json!({})))
+            .unwrap_err()
+            .contains("url"));
+        assert_eq!(
+            plan("browser_snapshot", &args(json!({"offset": 10}))).unwrap(),
+            Plan::Continue(10)
+        );
+    }
+
+    #[test]
+    fn cuts_respect_utf8() {
+        let text = "aé€";
+        assert_eq!(floor_char_boundary(text, 2), 1);
+        assert_eq!(floor_char_boundary(text, 3), 3);
+        assert_eq!(floor_char_boundary(text, 99), text.len());
+    }
+}
