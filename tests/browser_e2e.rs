@@ -81,8 +81,120 @@ async fn killed_browser_disconnects_and_restart_reconnects_with_same_extension_i
     within(SCENARIO_LIMIT, kill_and_restart(&chromium)).await;
 }
 
+/// The whole product end to end: an MCP host's view through `mcp-relay bridge` (stdio) →
+/// relay → extension → page. A click through the bridge changes the real page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bridge_tools_click_a_real_page_through_relay_and_extension() {
+    let Some(chromium) =
+        chromium_or_skip("bridge_tools_click_a_real_page_through_relay_and_extension")
+    else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, bridge_to_page(&chromium)).await;
+}
+
 // ---------------------------------------------------------------------------
 // Scenarios
+
+async fn bridge_to_page(chromium: &Path) {
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::ServiceExt;
+
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Bridge Chromium");
+    let browser = Browser::launch(chromium, &profile);
+    // Wait until the browser is online, so the bridge finds exactly one and uses it.
+    let mut watcher = Driver::handshake(&relay, "watcher").await;
+    watcher.wait_for_extension(&browser).await;
+
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-relay"));
+    command
+        .args(["bridge", "--relay", &relay.url("/mcp")])
+        .env("MCP_RELAY_TOKEN", token(USER, Some(Role::Mcp)))
+        .env_remove("MCP_RELAY_BROWSER")
+        .env_remove("MCP_RELAY_URL");
+    let transport = rmcp::transport::TokioChildProcess::new(command).expect("spawning the bridge");
+    let bridge = tokio::time::timeout(STEP, ().serve(transport))
+        .await
+        .expect("bridge initialize timed out")
+        .expect("bridge initialize");
+    let call = |tool: &'static str, args: Value| {
+        let params = CallToolRequestParams::new(tool)
+            .with_arguments(args.as_object().expect("object").clone());
+        let bridge = &bridge;
+        async move {
+            let result = tokio::time::timeout(STEP, bridge.call_tool(params))
+                .await
+                .unwrap_or_else(|_| panic!("{tool} timed out"))
+                .unwrap_or_else(|e| panic!("{tool}: {e}"));
+            serde_json::to_value(result).unwrap()
+        }
+    };
+    let text_of = |result: &Value| -> String {
+        result["content"]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|c| c["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default()
+    };
+
+    // The bridge connects to the only browser by itself; retry while it is still doing so.
+    let deadline = Instant::now() + STEP;
+    let opened = loop {
+        let result = call(
+            "browser_tabs",
+            json!({"action": "new", "url": site.url("page1.html")}),
+        )
+        .await;
+        if result["isError"] != true {
+            break result;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "browser_tabs new kept failing: {result}"
+        );
+        tokio::time::sleep(POLL).await;
+    };
+    assert!(text_of(&opened).contains("page1.html"), "{opened}");
+
+    let before = call(
+        "browser_evaluate",
+        json!({"expression": "document.querySelector('#btn').textContent"}),
+    )
+    .await;
+    assert!(!text_of(&before).contains("Clicked"), "{before}");
+    let clicked = call("browser_click", json!({"selector": "#btn"})).await;
+    assert_ne!(clicked["isError"], true, "{clicked}");
+    let after = call(
+        "browser_evaluate",
+        json!({"expression": "document.querySelector('#btn').textContent"}),
+    )
+    .await;
+    assert!(
+        text_of(&after).contains("Clicked"),
+        "the click did not reach the page: {after}"
+    );
+
+    let shot = call("browser_screenshot", json!({})).await;
+    let image = shot["content"]
+        .as_array()
+        .and_then(|items| items.iter().find(|c| c["type"] == "image"))
+        .unwrap_or_else(|| panic!("no image content: {shot}"));
+    assert_eq!(image["mimeType"], "image/png");
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(image["data"].as_str().unwrap())
+        .unwrap();
+    let (width, height) = png_dimensions(&png);
+    assert!(width >= 100 && height >= 100, "{width}x{height}");
+    let _ = bridge.cancel().await;
+}
 
 async fn drive_one_page(chromium: &Path) {
     let relay = relay().await;
