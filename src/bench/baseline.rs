@@ -26,6 +26,10 @@ pub async fn serve(listen: std::net::SocketAddr, max_message_bytes: usize) -> an
         .route("/pair/{key}/{side}", get(pair))
         .with_state((waiting, max_message_bytes));
     let listener = tokio::net::TcpListener::bind(listen).await?;
+    // Same socket options as the relay (TCP_NODELAY), so only the relay's own work differs.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, app).await?;
     Ok(())
 }

@@ -54,7 +54,7 @@ fn config(max: usize) -> WebSocketConfig {
 
 pub async fn connect(url: &str) -> anyhow::Result<Socket> {
     let (ws, _) =
-        tokio_tungstenite::connect_async_with_config(url, Some(config(64 << 20)), false).await?;
+        tokio_tungstenite::connect_async_with_config(url, Some(config(64 << 20)), true).await?;
     Ok(ws)
 }
 

@@ -28,6 +28,8 @@ pub enum Scenario {
     Small,
     /// Latency at half the relay's peak rate, open loop, relay vs baseline.
     Latency,
+    /// Round trip of one client with one request in flight (no queueing anywhere).
+    Rtt,
     /// One large result (see --large-payload), bytes/s and relay memory growth.
     Large,
     /// Relay RSS per idle authenticated socket.
@@ -367,6 +369,32 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             100.0 * relay.rps / base.rps
         );
         relay_peak = Some(relay.rps);
+        if args.extensions != args.clients {
+            // The baseline pairs one extension socket per client; the same topology through
+            // the relay separates the cost of the relay's work from that of fewer sockets.
+            let mut runs = Vec::new();
+            for _ in 0..args.runs {
+                let pacing = Pacing::Closed {
+                    in_flight: args.in_flight,
+                };
+                runs.push(
+                    measure(
+                        true,
+                        &args,
+                        args.clients,
+                        args.clients,
+                        pacing,
+                        args.payload,
+                    )
+                    .await?,
+                );
+            }
+            let same = medians(&runs);
+            println!(
+                "same topology as the baseline ({} clients on {} extensions): relay {:.0} req/s = {:.0}% of baseline, p50 {:.3} ms, p99 {:.3} ms\n",
+                args.clients, args.clients, same.rps, 100.0 * same.rps / base.rps, same.p50, same.p99
+            );
+        }
     }
     if wants(Scenario::Latency) {
         let rate = args
@@ -383,6 +411,21 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         .await?;
         println!(
             "## latency below saturation, open loop at {rate:.0} req/s (half the relay's peak)\n"
+        );
+        latency_table(&relay, &base);
+        println!(
+            "\nrelay adds {:.3} ms at p50 and {:.3} ms at p99 over the baseline\n",
+            relay.p50 - base.p50,
+            relay.p99 - base.p99
+        );
+    }
+    if wants(Scenario::Rtt) {
+        eprintln!("rtt: one client, one request in flight");
+        let (relay, base) =
+            compare(&args, 1, 1, Pacing::Closed { in_flight: 1 }, args.payload).await?;
+        println!(
+            "## round trip, one client, one request in flight ({} B results)\n",
+            args.payload
         );
         latency_table(&relay, &base);
         println!(
