@@ -76,6 +76,14 @@ pub struct BenchArgs {
     /// Open-loop rate for the latency scenario; default: half the relay's measured peak.
     #[arg(long)]
     pub rate: Option<f64>,
+    /// Measure an already running relay at this base URL (e.g. `ws://10.0.0.5:8080`) instead
+    /// of starting one; its RSS and CPU are then not reported, and the baseline still runs
+    /// locally. Needs --secret, and the relay's rate limit raised or off.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// HS256 secret of the --target relay, to mint the generator's tokens.
+    #[arg(long, env = "MCP_RELAY_JWT_SECRET", hide_env_values = true)]
+    pub secret: Option<String>,
     /// Extra flags for the relay under test (e.g. `--relay-arg=--read-buffer-bytes=2KiB`).
     #[arg(long = "relay-arg", allow_hyphen_values = true)]
     pub relay_args: Vec<String>,
@@ -264,6 +272,29 @@ async fn measure(
     pacing: Pacing,
     payload: usize,
 ) -> anyhow::Result<Figures> {
+    if let (true, Some(base)) = (relay, &args.target) {
+        let target = Target::Relay {
+            base: base.trim_end_matches('/').to_owned(),
+            secret: args.secret.clone().ok_or_else(|| {
+                anyhow::anyhow!("--target needs --secret (or MCP_RELAY_JWT_SECRET)")
+            })?,
+        };
+        let outcome = load::run(
+            &target,
+            extensions,
+            clients,
+            pacing,
+            args.request_payload,
+            payload,
+            args.duration,
+        )
+        .await?;
+        return Ok(Figures::from(
+            &outcome,
+            ProcStats::default(),
+            ProcStats::default(),
+        ));
+    }
     let server = if relay {
         Server::relay(&relay_args(args))?
     } else {
