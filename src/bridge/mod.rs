@@ -7,14 +7,29 @@
 //!
 //! - [`relay_client`]: the socket to the relay (handshake, request matching, notifications,
 //!   reconnecting, returning to the chosen browser).
-//! - [`tools`]: the tools the model sees and how each maps onto an extension command.
-//! - [`server`]: the rmcp `ServerHandler` that ties the two together.
+//! - [`tools`]: the browser tools and how each maps onto an extension command.
+//! - [`gateway`]: what the host sees by `--tools` mode (direct tools, [`proxy`], retrieval
+//!   with [`retrieve`], [`bm25`], [`catalog`] and [`intent`], [`dynamic`] registration),
+//!   plus [`resources`] and [`prompts`], and the [`audit`] log of every call.
+//! - [`server`]: the rmcp `ServerHandler` that ties them together.
+//! - [`wire`]: the stdout pump that puts the proxy spec's annotations where the spec wants them.
 //!
 //! Stdout carries MCP frames only; every log line goes to stderr.
 
+pub mod audit;
+pub mod bm25;
+pub mod catalog;
+pub mod dynamic;
+pub mod gateway;
+pub mod intent;
+pub mod prompts;
+pub mod proxy;
 pub mod relay_client;
+pub mod resources;
+pub mod retrieve;
 pub mod server;
 pub mod tools;
+pub mod wire;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -64,10 +79,57 @@ pub struct BridgeArgs {
     /// variable is not serve's MCP_RELAY_REQUEST_TIMEOUT, so one environment can hold both.)
     #[arg(long, env = "MCP_RELAY_BRIDGE_REQUEST_TIMEOUT", default_value = "75s", value_parser = parse_duration)]
     pub request_timeout: Duration,
+
+    /// Which tools the host sees: `direct` (one tool per browser action), `proxy` (the single
+    /// `proxy` tool), `retrieve` (`retrieve_tools`, `describe_tool`, `call_tool_read`/`_write`/
+    /// `_destructive`) or `all`.
+    #[arg(
+        long,
+        env = "MCP_RELAY_BRIDGE_TOOLS",
+        value_enum,
+        default_value = "direct"
+    )]
+    pub tools: gateway::Exposure,
+
+    /// With `--tools retrieve|all`: each `retrieve_tools` call also registers its top K hits as
+    /// real tools and sends `notifications/tools/list_changed`.
+    #[arg(long, env = "MCP_RELAY_BRIDGE_DYNAMIC", value_parser = clap::value_parser!(u16).range(1..=50))]
+    pub dynamic: Option<u16>,
+
+    /// With `--dynamic`: at most this many registered tools; the least recently used go first.
+    #[arg(long, env = "MCP_RELAY_BRIDGE_DYNAMIC_POOL", default_value = "20", value_parser = clap::value_parser!(u16).range(1..=500))]
+    pub dynamic_pool: u16,
+
+    /// Append one JSON line per tool call, resource read and prompt get (time, tool, target,
+    /// variant, intent, outcome, duration) to this file.
+    #[arg(long, env = "MCP_RELAY_AUDIT_LOG")]
+    pub audit_log: Option<PathBuf>,
 }
 
 /// Runs the bridge until the MCP host closes stdin.
 pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
+    let dynamic = match args.dynamic {
+        None => None,
+        Some(_) if !args.tools.retrieve() => {
+            anyhow::bail!("--dynamic needs --tools retrieve or --tools all (it registers what retrieve_tools finds)")
+        }
+        Some(k) => {
+            anyhow::ensure!(
+                args.dynamic_pool >= k,
+                "--dynamic-pool ({}) must be at least --dynamic ({k})",
+                args.dynamic_pool
+            );
+            Some(gateway::Dynamic {
+                top_k: k.into(),
+                pool: args.dynamic_pool.into(),
+            })
+        }
+    };
+    let audit = match &args.audit_log {
+        Some(path) => audit::AuditLog::open(path)
+            .with_context(|| format!("opening --audit-log {}", path.display()))?,
+        None => audit::AuditLog::disabled(),
+    };
     let claims = token_claims(&args.token);
     let url = relay_url(args.relay.as_deref(), &claims)?;
     let tls = tls_config(args.ca_cert.as_deref())?;
@@ -94,12 +156,16 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
         browser: args.browser.clone(),
     });
     let toolbox = tools::Toolbox::new(relay.clone(), args.max_result_bytes);
-    let service = server::BrowserServer::new(relay.clone(), Arc::new(toolbox))
-        .serve(rmcp::transport::stdio())
+    let gateway = gateway::Gateway::new(Arc::new(toolbox), args.tools, dynamic, audit);
+    let (stdout, pump) = wire::stdout_pump();
+    let service = server::BrowserServer::new(Arc::new(gateway))
+        .serve((tokio::io::stdin(), stdout))
         .await
         .context("starting the MCP server on stdio")?;
     let reason = service.waiting().await;
     tracing::info!(?reason, "MCP host went away; stopping");
+    // The service is gone with its end of the pipe: let the pump write what is left.
+    let _ = tokio::time::timeout(Duration::from_secs(2), pump).await;
     relay.close().await;
     Ok(())
 }

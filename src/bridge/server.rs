@@ -1,21 +1,25 @@
-//! The MCP server the host talks to over stdio: `initialize`, `tools/list` and `tools/call`.
+//! The MCP server the host talks to over stdio: `initialize`, tools, resources and prompts.
 //!
-//! Deliberately thin: the tools and their results live in [`super::tools`], the relay in
-//! [`super::relay_client`]. The one decision made here is which failures are protocol errors:
-//! only a call to a tool that does not exist. Everything else is a tool result, because hosts
-//! hide protocol error messages from the model.
+//! Deliberately thin: what is listed and how calls run lives in [`super::gateway`], the relay
+//! in [`super::relay_client`]. The one decision made here is which failures are protocol
+//! errors: a call to a tool that does not exist, an unknown resource or prompt, and bad prompt
+//! arguments. Tool failures are tool results, because hosts hide protocol error messages from
+//! the model.
 
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::json;
 
-use super::relay_client::RelayClient;
-use super::tools::Toolbox;
+use super::gateway::{Exposure, Gateway};
+use super::resources::ReadError;
 
 /// What the host reads once, at `initialize`.
 const INSTRUCTIONS: &str = "Drives the person's own web browser through an mcp-relay extension. \
@@ -23,33 +27,58 @@ Start with browser_snapshot (or browser_screenshot) to see the page, act with br
 browser_click, browser_type and browser_hover, and use browser_tabs for tabs. If a tool says no \
 browser is connected, call browser_status; with several browsers, pick one with browser_list and \
 browser_connect.";
+const PROXY_INSTRUCTIONS: &str =
+    " All of these, every Chrome DevTools command (cdp:Domain.method), \
+the tab resources and the prompts are reached through the proxy tool: start with \
+{\"action\": \"list\", \"type\": \"tool\", \"filter_server\": \"browser_\"}.";
+const RETRIEVE_INSTRUCTIONS: &str = " Find these tools and any Chrome DevTools command with \
+retrieve_tools, then call a hit with the call_tool_* variant it names (call_with).";
 
-/// The rmcp handler. Cloned per session by rmcp; the clones share the relay connection.
+/// The rmcp handler. Cloned per session by rmcp; the clones share the gateway.
 #[derive(Clone)]
 pub struct BrowserServer {
-    /// Kept so the server owns the connection it advertises; tools use it through `toolbox`.
-    relay: RelayClient,
-    toolbox: Arc<Toolbox>,
+    gateway: Arc<Gateway>,
 }
 
 impl BrowserServer {
-    pub fn new(relay: RelayClient, toolbox: Arc<Toolbox>) -> BrowserServer {
-        BrowserServer { relay, toolbox }
+    pub fn new(gateway: Arc<Gateway>) -> BrowserServer {
+        BrowserServer { gateway }
     }
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, ErrorData> {
+    serde_json::from_value(value)
+        .map_err(|e| ErrorData::internal_error(format!("building a result: {e}"), None))
 }
 
 impl ServerHandler for BrowserServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities: ServerCapabilities = serde_json::from_value(json!({
+            "tools": {"listChanged": self.gateway.dynamic()},
+            "resources": {},
+            "prompts": {},
+        }))
+        .expect("capabilities deserialize");
+        let mut instructions = INSTRUCTIONS.to_owned();
+        match self.gateway.exposure() {
+            Exposure::Direct => {}
+            Exposure::Proxy => instructions.push_str(PROXY_INSTRUCTIONS),
+            Exposure::Retrieve => instructions.push_str(RETRIEVE_INSTRUCTIONS),
+            Exposure::All => {
+                instructions.push_str(PROXY_INSTRUCTIONS);
+                instructions.push_str(RETRIEVE_INSTRUCTIONS);
+            }
+        }
+        ServerConfig::new(capabilities)
             .with_server_info(
                 Implementation::new("mcp-relay", env!("CARGO_PKG_VERSION"))
                     .with_title("mcp-relay browser bridge")
                     .with_description(format!(
                         "Browser tools through the relay at {}",
-                        self.relay.relay_url()
+                        self.gateway.relay_url()
                     )),
             )
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(instructions)
     }
 
     async fn list_tools(
@@ -57,27 +86,82 @@ impl ServerHandler for BrowserServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            self.toolbox.definitions().to_vec(),
-        ))
+        Ok(ListToolsResult::with_all_items(self.gateway.tools()))
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if !self.toolbox.knows(&request.name) {
+        if !self.gateway.knows(&request.name) {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool {}; tools/list shows the tools", request.name),
                 None,
             ));
         }
         let args = request.arguments.unwrap_or_default();
-        let result = self.toolbox.call(&request.name, &args).await;
+        let result = self
+            .gateway
+            .call(&request.name, &args, Some(&context.peer))
+            .await;
         if result.is_error == Some(true) {
             tracing::info!(tool = %request.name, "tool call failed");
         }
         Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        from_json(json!({"resources": self.gateway.list_resources().await}))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        from_json(json!({"resourceTemplates": super::resources::templates()}))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        match self.gateway.read_resource(&request.uri).await {
+            Ok(contents) => {
+                let result: ReadResourceResult = from_json(json!({ "contents": contents }))?;
+                Ok(result.into())
+            }
+            Err(ReadError::NotFound(m)) => Err(ErrorData::resource_not_found(m, None)),
+            Err(ReadError::Failed(m)) => Err(ErrorData::internal_error(m, None)),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        from_json(json!({"prompts": super::prompts::list()}))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        match self.gateway.get_prompt(&request.name, &args) {
+            Ok(prompt) => {
+                let result: GetPromptResult = from_json(prompt)?;
+                Ok(result.into())
+            }
+            Err(m) => Err(ErrorData::invalid_params(m, None)),
+        }
     }
 }

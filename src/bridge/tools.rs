@@ -77,6 +77,11 @@ impl Toolbox {
         &self.tools
     }
 
+    /// The relay connection, for the resources that read the browser directly.
+    pub fn relay(&self) -> &RelayClient {
+        &self.relay
+    }
+
     pub fn knows(&self, name: &str) -> bool {
         self.tools.iter().any(|tool| tool.name == name)
     }
@@ -240,7 +245,7 @@ fn screenshot_result(result: &Value) -> CallToolResult {
 }
 
 /// What a model should read when a call fails.
-fn advice(error: &RelayError) -> String {
+pub(crate) fn advice(error: &RelayError) -> String {
     match error {
         RelayError::Unreachable(m) | RelayError::NoBrowser(m) => m.clone(),
         RelayError::ConnectionLost => error.to_string(),
@@ -474,7 +479,7 @@ fn tab_id() -> Value {
 }
 
 /// Every tool, in the order hosts show them.
-fn definitions() -> Vec<Tool> {
+pub fn definitions() -> Vec<Tool> {
     vec![
         tool(
             "browser_list",
