@@ -6,7 +6,6 @@
 //! authenticate, answer with `access_token` or `accessToken` plus a `client_id`, omit `jsonrpc`,
 //! and send error replies without a `code`.
 
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use axum::extract::ws::WebSocket;
@@ -18,6 +17,7 @@ use crate::auth::Role;
 use crate::frame::{self, code, Incoming};
 use crate::hub::ExtensionAuth;
 use crate::limits::SocketSlot;
+use crate::metrics::SocketGauge;
 use crate::peer::{self, close_code, Inbound, LastSeen, Peer};
 use crate::server::RelayState;
 
@@ -39,18 +39,8 @@ struct AuthAnswer {
     version: Option<serde_json::Value>,
 }
 
-/// Counts the socket in the metrics for as long as it lives.
-struct SocketGauge(Arc<crate::metrics::Metrics>);
-
-impl Drop for SocketGauge {
-    fn drop(&mut self) {
-        self.0.extension_sockets.fetch_sub(1, Relaxed);
-    }
-}
-
 pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
-    state.metrics.extension_sockets.fetch_add(1, Relaxed);
-    let _gauge = SocketGauge(Arc::clone(&state.metrics));
+    let _gauge = SocketGauge::open(&state.metrics, |m| &m.extension_sockets);
     let (sink, mut stream) = socket.split();
     let last_seen = LastSeen::new();
     let peer = peer::spawn(

@@ -5,7 +5,6 @@
 //! socket has. A `connectionId` that is present anyway is checked against it and removed, so a
 //! forged one cannot reach another client's connection.
 
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use axum::extract::ws::WebSocket;
@@ -16,21 +15,12 @@ use crate::extension_session::say_goodbye;
 use crate::frame::{self, code, Call, Incoming};
 use crate::hub::{EndCause, HubError};
 use crate::limits::{RateLimit, SocketSlot};
+use crate::metrics::SocketGauge;
 use crate::peer::{self, close_code, Inbound, LastSeen, Peer};
 use crate::server::RelayState;
 
-/// Counts the socket in the metrics for as long as it lives.
-struct SocketGauge(Arc<crate::metrics::Metrics>);
-
-impl Drop for SocketGauge {
-    fn drop(&mut self) {
-        self.0.mcp_sockets.fetch_sub(1, Relaxed);
-    }
-}
-
 pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
-    state.metrics.mcp_sockets.fetch_add(1, Relaxed);
-    let _gauge = SocketGauge(Arc::clone(&state.metrics));
+    let _gauge = SocketGauge::open(&state.metrics, |m| &m.mcp_sockets);
     let (sink, mut stream) = socket.split();
     let last_seen = LastSeen::new();
     let peer = peer::spawn(

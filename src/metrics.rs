@@ -6,6 +6,7 @@
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Upper bounds (seconds) of the forward-latency histogram buckets.
@@ -37,6 +38,29 @@ pub struct Metrics {
     latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
     latency_count: AtomicU64,
     latency_sum_micros: AtomicU64,
+}
+
+/// Counts one open socket of a role for as long as it lives (decremented on drop, whatever
+/// path the session leaves by).
+pub struct SocketGauge {
+    metrics: Arc<Metrics>,
+    gauge: fn(&Metrics) -> &AtomicI64,
+}
+
+impl SocketGauge {
+    pub fn open(metrics: &Arc<Metrics>, gauge: fn(&Metrics) -> &AtomicI64) -> SocketGauge {
+        gauge(metrics).fetch_add(1, Relaxed);
+        SocketGauge {
+            metrics: Arc::clone(metrics),
+            gauge,
+        }
+    }
+}
+
+impl Drop for SocketGauge {
+    fn drop(&mut self) {
+        (self.gauge)(&self.metrics).fetch_sub(1, Relaxed);
+    }
 }
 
 impl Metrics {
