@@ -75,7 +75,7 @@ pub struct ServeConfig {
     /// Read buffer per WebSocket. Allocated for every socket, so it dominates the memory of an
     /// idle socket; it is also the most read per system call, so large messages arrive in
     /// chunks of this size. See docs/BENCHMARKS.md for the trade-off.
-    #[arg(long, env = "MCP_RELAY_READ_BUFFER_BYTES", default_value = "2KiB", value_parser = parse_bytes)]
+    #[arg(long, env = "MCP_RELAY_READ_BUFFER_BYTES", default_value = "1KiB", value_parser = parse_bytes)]
     pub read_buffer_bytes: usize,
 
     /// Most bytes queued towards one peer. A peer that lets its queue overflow, or reads

@@ -10,6 +10,8 @@
 //!
 //! - [`server`]: the listener. HTTP routes (`/extension`, `/mcp`, `/healthz`, `/metrics`), TLS,
 //!   socket admission, the request-timeout sweeper and graceful shutdown.
+//! - [`transport`]: the byte stream under each socket: TCP_NODELAY and a read buffer that
+//!   exists only while data flows (idle sockets stay small, large messages stay fast).
 //! - [`peer`]: one socket's outgoing side: a send queue bounded in bytes, its writer task, the
 //!   keepalive, and the reading helper both sessions share.
 //! - [`frame`]: the JSON-RPC frame model. Parses only the envelope; payloads stay raw JSON so
@@ -45,3 +47,4 @@ pub mod mcp_session;
 pub mod metrics;
 pub mod peer;
 pub mod server;
+pub mod transport;

@@ -185,7 +185,11 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
     let server = match tls {
         Some(tls) => {
             let rustls = axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(tls));
-            let server = axum_server::from_tcp_rustls(listener, rustls)?.handle(handle.clone());
+            let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(rustls)
+                .acceptor(crate::transport::Acceptor);
+            let server = axum_server::from_tcp(listener)?
+                .acceptor(acceptor)
+                .handle(handle.clone());
             tokio::spawn(server.serve(app.into_make_service()))
         }
         None => {
@@ -193,7 +197,9 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
                 "serving plain ws (no --tls-cert/--tls-key): terminate TLS in front of the relay \
                  for anything but localhost"
             );
-            let server = axum_server::from_tcp(listener)?.handle(handle.clone());
+            let server = axum_server::from_tcp(listener)?
+                .acceptor(crate::transport::Acceptor)
+                .handle(handle.clone());
             tokio::spawn(server.serve(app.into_make_service()))
         }
     };

@@ -26,11 +26,7 @@ pub async fn serve(listen: std::net::SocketAddr, max_message_bytes: usize) -> an
         .route("/pair/{key}/{side}", get(pair))
         .with_state((waiting, max_message_bytes));
     let listener = tokio::net::TcpListener::bind(listen).await?;
-    // Same socket options as the relay (TCP_NODELAY), so only the relay's own work differs.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, app).await?;
+    axum::serve(SameTransport(listener), app).await?;
     Ok(())
 }
 
@@ -55,6 +51,31 @@ async fn pair(
                 let _ = tx.send(socket);
             }
         })
+}
+
+/// Gives the baseline's sockets the relay's transport (TCP_NODELAY and
+/// [`crate::transport::BufferedIo`]), so only the relay's own work differs.
+struct SameTransport(tokio::net::TcpListener);
+
+impl axum::serve::Listener for SameTransport {
+    type Io = crate::transport::BufferedIo<tokio::net::TcpStream>;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            match self.0.accept().await {
+                Ok((stream, addr)) => {
+                    let _ = stream.set_nodelay(true);
+                    return (crate::transport::BufferedIo::new(stream), addr);
+                }
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.0.local_addr()
+    }
 }
 
 /// Copies frames both ways until either side closes.
