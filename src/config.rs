@@ -116,6 +116,72 @@ pub struct ServeConfig {
     /// How long shutdown waits for sockets to close before exiting anyway.
     #[arg(long, env = "MCP_RELAY_SHUTDOWN_GRACE", default_value = "5s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
+
+    /// NATS server(s) to join a relay cluster through (e.g. `nats://nats:4222`; several
+    /// separated by commas). Without it the relay is a single node and never contacts NATS.
+    /// See docs/CLUSTER.md.
+    #[arg(long, env = "MCP_RELAY_CLUSTER")]
+    pub cluster: Option<String>,
+
+    /// The rest of the cluster settings (node id, timing, NATS credentials and TLS); boxed,
+    /// because they are rarely set and would otherwise weigh on every copy of this struct.
+    #[command(flatten)]
+    pub cluster_options: Box<ClusterOptions>,
+}
+
+/// Cluster settings besides `--cluster` itself; see docs/CLUSTER.md.
+#[derive(Debug, Clone, Args)]
+pub struct ClusterOptions {
+    /// This node's name in the cluster, for logs and `/healthz` (default: a random one). A
+    /// restarted process is a new node even under the same name.
+    #[arg(long = "cluster-node-id", env = "MCP_RELAY_CLUSTER_NODE_ID")]
+    pub node_id: Option<String>,
+
+    /// How often this node publishes its presence (the extensions it holds).
+    #[arg(long = "cluster-heartbeat", env = "MCP_RELAY_CLUSTER_HEARTBEAT", default_value = "1s", value_parser = parse_duration)]
+    pub heartbeat: Duration,
+
+    /// A node not heard from for this long counts as dead: its extensions disappear and
+    /// connections to them end with `disconnected`.
+    #[arg(long = "cluster-node-ttl", env = "MCP_RELAY_CLUSTER_NODE_TTL", default_value = "3s", value_parser = parse_duration)]
+    pub node_ttl: Duration,
+
+    /// NATS user name (with --nats-password).
+    #[arg(long, env = "MCP_RELAY_NATS_USER", requires = "nats_password")]
+    pub nats_user: Option<String>,
+
+    /// NATS password (with --nats-user). Prefer the environment variable.
+    #[arg(
+        long,
+        env = "MCP_RELAY_NATS_PASSWORD",
+        hide_env_values = true,
+        requires = "nats_user"
+    )]
+    pub nats_password: Option<String>,
+
+    /// NATS authentication token. Prefer the environment variable.
+    #[arg(long, env = "MCP_RELAY_NATS_TOKEN", hide_env_values = true)]
+    pub nats_token: Option<String>,
+
+    /// NATS credentials file (JWT and NKey seed, as `nsc` writes it).
+    #[arg(long, env = "MCP_RELAY_NATS_CREDS")]
+    pub nats_creds: Option<PathBuf>,
+
+    /// PEM CA certificate to verify the NATS server with (implies TLS).
+    #[arg(long, env = "MCP_RELAY_NATS_TLS_CA")]
+    pub nats_tls_ca: Option<PathBuf>,
+
+    /// PEM client certificate for NATS mutual TLS (with --nats-tls-key).
+    #[arg(long, env = "MCP_RELAY_NATS_TLS_CERT", requires = "nats_tls_key")]
+    pub nats_tls_cert: Option<PathBuf>,
+
+    /// PEM private key for --nats-tls-cert.
+    #[arg(long, env = "MCP_RELAY_NATS_TLS_KEY", requires = "nats_tls_cert")]
+    pub nats_tls_key: Option<PathBuf>,
+
+    /// Refuse to talk to NATS without TLS.
+    #[arg(long, env = "MCP_RELAY_NATS_TLS_REQUIRED")]
+    pub nats_tls_required: bool,
 }
 
 impl ServeConfig {

@@ -3,7 +3,8 @@
 //!
 //! Sessions talk to the hub only through the [`Hub`] trait, so that a clustered backend (an MCP
 //! client on one relay node, its extension on another) can replace [`LocalHub`] without touching
-//! the sessions. Every method is synchronous and non-blocking: sending means pushing onto a
+//! the sessions: `crate::cluster::ClusterHub` wraps a `LocalHub`, and a connection whose MCP
+//! client is on another node has an [`McpSink::Remote`] where a local one has a socket. Every method is synchronous and non-blocking: sending means pushing onto a
 //! peer's queue ([`Peer::send`]), never awaiting the network.
 //!
 //! # State
@@ -21,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use axum::extract::ws::Utf8Bytes;
 use dashmap::DashMap;
 use serde::Serialize;
 use serde_json::json;
@@ -81,6 +83,8 @@ pub enum HubError {
     TooManyExtensions(usize),
     #[error("Too many MCP clients for this user (limit {0})")]
     TooManyMcpClients(usize),
+    #[error("Request too large for the cluster transport (NATS max_payload is {0} bytes)")]
+    TooLargeForCluster(usize),
 }
 
 impl HubError {
@@ -88,7 +92,9 @@ impl HubError {
         match self {
             HubError::ExtensionNotFound | HubError::NotConnected => code::SERVER_ERROR,
             HubError::ExtensionGone => code::EXTENSION_GONE,
-            HubError::TooManyExtensions(_) | HubError::TooManyMcpClients(_) => code::LIMIT_REACHED,
+            HubError::TooManyExtensions(_)
+            | HubError::TooManyMcpClients(_)
+            | HubError::TooLargeForCluster(_) => code::LIMIT_REACHED,
         }
     }
 }
@@ -167,10 +173,46 @@ struct PendingRequest {
     started: Instant,
 }
 
+/// Where the frames for a connection's MCP client go.
+#[derive(Clone)]
+pub enum McpSink {
+    /// The MCP client's socket on this node.
+    Socket(Peer),
+    /// An MCP client on another relay node; frames travel through the cluster transport.
+    Remote(Arc<dyn RemoteMcp>),
+}
+
+/// The MCP side of a connection whose client is on another relay node (see `crate::cluster`).
+pub trait RemoteMcp: Send + Sync {
+    /// Queues a frame for the remote client. Never blocks, like [`Peer::send`].
+    fn send(&self, frame: Utf8Bytes) -> bool;
+}
+
+impl McpSink {
+    pub fn send(&self, frame: impl Into<Utf8Bytes>) -> bool {
+        match self {
+            McpSink::Socket(peer) => peer.send(frame),
+            McpSink::Remote(remote) => remote.send(frame.into()),
+        }
+    }
+}
+
+/// One extension as other relay nodes see it (the presence a node publishes).
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct PresenceEntry {
+    pub id: String,
+    pub user_id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// MCP connections to it, for the `peer_count` a remote `connect` reports.
+    pub connections: usize,
+}
+
 struct Connection {
     id: String,
     extension_id: String,
-    mcp: Peer,
+    mcp: McpSink,
     /// `None` once the connection has ended, so a request racing with the end cannot be
     /// inserted into a map nobody will ever drain.
     pending: Mutex<Option<HashMap<String, PendingRequest>>>,
@@ -210,6 +252,24 @@ pub fn extension_id_for(user_id: &str, client_key: &str) -> String {
     format!(
         "ext-{}",
         Uuid::new_v5(&EXTENSION_ID_NAMESPACE, material.as_bytes())
+    )
+}
+
+/// A new connection id; unique across nodes.
+pub fn new_connection_id() -> String {
+    format!("conn-{}", Uuid::new_v4())
+}
+
+/// The `connected` notification MCP clients get when their extension is back.
+pub fn connected_frame(extension_id: &str, name: &str) -> String {
+    frame::notification(
+        "connected",
+        &json!({
+            "id": extension_id,
+            "extension_id": extension_id,
+            "name": name,
+            "reconnection": true,
+        }),
     )
 }
 
@@ -328,6 +388,113 @@ impl LocalHub {
         Some(conn)
     }
 
+    /// Connects an MCP client, local or on another node, to an extension held here.
+    /// `connection_id` is chosen by the client's node, so both nodes name it the same.
+    pub fn connect_sink(
+        &self,
+        user_id: &str,
+        extension_id: &str,
+        mcp: McpSink,
+        connection_id: String,
+    ) -> Result<ConnectInfo, HubError> {
+        // Check ownership before creating anything; the same answer for "absent" and
+        // "someone else's" so ids of other users' browsers cannot be probed.
+        let owned = self
+            .extensions
+            .get(extension_id)
+            .is_some_and(|e| e.user_id == user_id);
+        if !owned || self.connections.contains_key(&connection_id) {
+            return Err(HubError::ExtensionNotFound);
+        }
+        self.connections.insert(
+            connection_id.clone(),
+            Arc::new(Connection {
+                id: connection_id.clone(),
+                extension_id: extension_id.to_owned(),
+                mcp,
+                pending: Mutex::new(Some(HashMap::new())),
+                collisions: AtomicU64::new(0),
+            }),
+        );
+        self.metrics.connections.fetch_add(1, Relaxed);
+        // Insert first, then attach to the extension: if the extension vanished in between,
+        // its cleanup either saw this connection or we undo it here.
+        let attached = self.extensions.get_mut(extension_id).and_then(|mut e| {
+            (e.user_id == user_id).then(|| {
+                e.connections.push(connection_id.clone());
+                (e.name.clone(), e.connections.len())
+            })
+        });
+        let Some((extension_name, peer_count)) = attached else {
+            self.end_connection(&connection_id, None, None);
+            return Err(HubError::ExtensionNotFound);
+        };
+        self.send_status_to_extension(extension_id);
+        Ok(ConnectInfo {
+            connection_id,
+            extension_id: extension_id.to_owned(),
+            extension_name,
+            peer_count,
+        })
+    }
+
+    /// Ends a connection whose MCP client has already been answered elsewhere (its node
+    /// answered the pending requests, or is gone): pending requests are forgotten and the
+    /// extension is told to cancel them.
+    pub fn end_unanswered(&self, connection_id: &str, reason: &str) {
+        self.end_connection(connection_id, None, Some(reason));
+    }
+
+    /// True when this node holds a socket of the extension.
+    pub fn holds_extension(&self, extension_id: &str) -> bool {
+        self.extensions.contains_key(extension_id)
+    }
+
+    /// What this node tells the other nodes it holds.
+    pub fn presence(&self) -> Vec<PresenceEntry> {
+        self.extensions
+            .iter()
+            .map(|e| PresenceEntry {
+                id: e.key().clone(),
+                user_id: e.user_id.clone(),
+                name: e.name.clone(),
+                version: e.version.clone(),
+                connections: e.connections.len(),
+            })
+            .collect()
+    }
+
+    /// Remembers MCP clients that lost their extension, to tell them `connected` when it is
+    /// back.
+    pub fn add_former_peers(&self, extension_id: &str, peers: Vec<Peer>) {
+        if peers.is_empty() {
+            return;
+        }
+        let mut former = self
+            .former_peers
+            .entry(extension_id.to_owned())
+            .or_default();
+        former.retain(|p| p.is_open());
+        former.extend(peers);
+        // Bounded: a browser flapping all day must not grow this list forever.
+        let excess = former.len().saturating_sub(256);
+        former.drain(..excess);
+    }
+
+    /// Takes the MCP clients waiting for an extension to come back (it came back on another
+    /// node).
+    pub fn take_former_peers(&self, extension_id: &str) -> Vec<Peer> {
+        self.former_peers
+            .remove(extension_id)
+            .map(|(_, peers)| peers)
+            .unwrap_or_default()
+    }
+
+    /// True when some MCP client waits for this extension to come back.
+    pub fn awaits_return(&self, extension_id: &str) -> bool {
+        self.former_peers.contains_key(extension_id)
+    }
+
     /// Removes the pending entry for `mapped`, if it is still there.
     fn take_pending(&self, conn: &Connection, mapped: &str) -> Option<PendingRequest> {
         let taken = conn.pending.lock().unwrap().as_mut()?.remove(mapped);
@@ -422,15 +589,7 @@ impl Hub for LocalHub {
         }
         if new_identity {
             if let Some((_, peers)) = self.former_peers.remove(&extension_id) {
-                let notice = frame::notification(
-                    "connected",
-                    &json!({
-                        "id": extension_id,
-                        "extension_id": extension_id,
-                        "name": auth.name,
-                        "reconnection": true,
-                    }),
-                );
+                let notice = connected_frame(&extension_id, &auth.name);
                 for mcp in peers.iter().filter(|p| p.is_open()) {
                     mcp.send(notice.clone());
                 }
@@ -479,19 +638,12 @@ impl Hub for LocalHub {
                     "reason": reason,
                 }),
             ));
-            peers.push(conn.mcp.clone());
+            // Clients on other nodes are told `connected` by their own node (see `cluster`).
+            if let McpSink::Socket(peer) = &conn.mcp {
+                peers.push(peer.clone());
+            }
         }
-        if !peers.is_empty() {
-            let mut former = self
-                .former_peers
-                .entry(extension_id.to_owned())
-                .or_default();
-            former.retain(|p| p.is_open());
-            former.extend(peers);
-            // Bounded: a browser flapping all day must not grow this list forever.
-            let excess = former.len().saturating_sub(256);
-            former.drain(..excess);
-        }
+        self.add_former_peers(extension_id, peers);
     }
 
     fn list_extensions(&self, user_id: &str) -> Vec<ExtensionInfo> {
@@ -511,46 +663,12 @@ impl Hub for LocalHub {
     }
 
     fn connect(&self, client: &McpClient, extension_id: &str) -> Result<ConnectInfo, HubError> {
-        // Check ownership before creating anything; the same answer for "absent" and
-        // "someone else's" so ids of other users' browsers cannot be probed.
-        let owned = self
-            .extensions
-            .get(extension_id)
-            .is_some_and(|e| e.user_id == client.user_id);
-        if !owned {
-            return Err(HubError::ExtensionNotFound);
-        }
-        let connection_id = format!("conn-{}", Uuid::new_v4());
-        self.connections.insert(
-            connection_id.clone(),
-            Arc::new(Connection {
-                id: connection_id.clone(),
-                extension_id: extension_id.to_owned(),
-                mcp: client.peer.clone(),
-                pending: Mutex::new(Some(HashMap::new())),
-                collisions: AtomicU64::new(0),
-            }),
-        );
-        self.metrics.connections.fetch_add(1, Relaxed);
-        // Insert first, then attach to the extension: if the extension vanished in between,
-        // its cleanup either saw this connection or we undo it here.
-        let attached = self.extensions.get_mut(extension_id).and_then(|mut e| {
-            (e.user_id == client.user_id).then(|| {
-                e.connections.push(connection_id.clone());
-                (e.name.clone(), e.connections.len())
-            })
-        });
-        let Some((extension_name, peer_count)) = attached else {
-            self.end_connection(&connection_id, None, None);
-            return Err(HubError::ExtensionNotFound);
-        };
-        self.send_status_to_extension(extension_id);
-        Ok(ConnectInfo {
-            connection_id,
-            extension_id: extension_id.to_owned(),
-            extension_name,
-            peer_count,
-        })
+        self.connect_sink(
+            &client.user_id,
+            extension_id,
+            McpSink::Socket(client.peer.clone()),
+            new_connection_id(),
+        )
     }
 
     fn disconnect(&self, connection_id: &str, cause: EndCause) {
@@ -681,7 +799,7 @@ impl Hub for LocalHub {
     }
 
     fn extension_notification(&self, extension_id: &str, target: Option<&str>, frame: String) {
-        let targets: Vec<Peer> = match target {
+        let targets: Vec<McpSink> = match target {
             Some(connection_id) => self
                 .connection(connection_id)
                 .filter(|c| c.extension_id == extension_id)

@@ -23,6 +23,8 @@
 //!   `list_extensions`, `connect`, `disconnect`).
 //! - [`hub`]: live state and routing behind the [`hub::Hub`] trait: extensions, connections,
 //!   pending requests, id mapping, notifications.
+//! - [`cluster`]: `serve --cluster`: several relay nodes joined through NATS; presence,
+//!   cross-node connections and node failure, behind the same [`hub::Hub`] trait.
 //! - [`auth`]: JWT verification with a pinned algorithm, and token minting.
 //! - [`limits`]: the socket cap and per-connection rate limit.
 //! - [`metrics`]: Prometheus counters and gauges.
@@ -37,6 +39,7 @@ pub mod auth;
 pub mod bench;
 pub mod bridge;
 pub mod certs;
+pub mod cluster;
 pub mod config;
 pub mod control;
 pub mod extension_session;

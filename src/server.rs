@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::auth::Verifier;
+use crate::cluster::ClusterHub;
 use crate::config::ServeConfig;
 use crate::hub::{Hub, HubLimits, LocalHub};
 use crate::limits::SocketSlot;
@@ -41,6 +42,8 @@ pub struct RelayState {
     pub shutdown: CancellationToken,
     /// Sockets open right now, for `--max-connections`.
     open_sockets: Arc<AtomicUsize>,
+    /// The cluster side of the hub when `--cluster` is set, for health and metrics.
+    cluster: Option<Arc<ClusterHub>>,
 }
 
 /// A relay that is accepting connections.
@@ -77,7 +80,30 @@ impl RunningRelay {
         {
             tracing::warn!("some sockets did not close within the shutdown grace period");
         }
+        if let Some(cluster) = &self.state.cluster {
+            cluster.flush().await;
+            cluster.kill();
+        }
         let _ = tokio::time::timeout(Duration::from_secs(1), self.server).await;
+    }
+
+    /// The cluster node, when started with `--cluster`.
+    pub fn cluster(&self) -> Option<Arc<ClusterHub>> {
+        self.state.cluster.clone()
+    }
+
+    /// Stops at once, as a crash would for the rest of the cluster: the cluster tasks and the
+    /// NATS connection go without a goodbye, pending requests are not answered, and sockets
+    /// are dropped. For fault-injection tests of a node dying mid-request.
+    pub async fn kill(self) {
+        if let Some(cluster) = &self.state.cluster {
+            cluster.kill();
+        }
+        self.server.abort();
+        self.handle.shutdown();
+        self.state.shutdown.cancel();
+        self.state.tracker.close();
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.state.tracker.wait()).await;
     }
 }
 
@@ -144,15 +170,20 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
     let verifier = verifier(&config)?;
     let tls = tls_config(&config)?;
     let metrics = Arc::new(Metrics::default());
-    let hub: Arc<dyn Hub> = Arc::new(LocalHub::new(
-        HubLimits {
-            request_timeout: config.request_timeout,
-            max_extensions_per_user: config.max_extensions_per_user,
-            max_mcp_clients_per_user: config.max_mcp_clients_per_user,
-            max_sockets_per_extension: config.max_sockets_per_extension,
-        },
-        Arc::clone(&metrics),
-    ));
+    let limits = HubLimits {
+        request_timeout: config.request_timeout,
+        max_extensions_per_user: config.max_extensions_per_user,
+        max_mcp_clients_per_user: config.max_mcp_clients_per_user,
+        max_sockets_per_extension: config.max_sockets_per_extension,
+    };
+    // Without --cluster nothing about NATS is even constructed.
+    let (hub, cluster): (Arc<dyn Hub>, _) = match &config.cluster {
+        Some(url) => {
+            let cluster = ClusterHub::start(&config, url, limits, Arc::clone(&metrics)).await?;
+            (cluster.clone(), Some(cluster))
+        }
+        None => (Arc::new(LocalHub::new(limits, Arc::clone(&metrics))), None),
+    };
     let state = Arc::new(RelayState {
         socket: SocketConfig {
             ping_interval: config.ping_interval,
@@ -166,6 +197,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
         tracker: TaskTracker::new(),
         shutdown: CancellationToken::new(),
         open_sockets: Arc::new(AtomicUsize::new(0)),
+        cluster,
     });
 
     let app = Router::new()
@@ -282,18 +314,41 @@ async fn mcp_endpoint(ws: WebSocketUpgrade, State(state): State<Arc<RelayState>>
         .on_upgrade(move |socket| tracker.track_future(mcp_session::run(socket, state, slot)))
 }
 
+/// 200 while serving. A cluster node that lost NATS still serves its local pairs, so it stays
+/// 200 (a load balancer should keep sending it traffic) and says `cluster: degraded`.
 async fn healthz(State(state): State<Arc<RelayState>>) -> Response {
     if state.shutdown.is_cancelled() {
-        (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response()
-    } else {
-        (StatusCode::OK, "ok\n").into_response()
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
+    }
+    match &state.cluster {
+        None => (StatusCode::OK, "ok\n").into_response(),
+        Some(cluster) if cluster.is_connected() => (
+            StatusCode::OK,
+            format!(
+                "ok\ncluster: connected (node {}, {} other nodes)\n",
+                cluster.node_id(),
+                cluster.live_nodes()
+            ),
+        )
+            .into_response(),
+        Some(cluster) => (
+            StatusCode::OK,
+            format!(
+                "ok\ncluster: degraded (node {}: NATS unreachable, serving local pairs only)\n",
+                cluster.node_id()
+            ),
+        )
+            .into_response(),
     }
 }
 
 async fn metrics_endpoint(State(state): State<Arc<RelayState>>) -> Response {
     (
         [("content-type", "text/plain; version=0.0.4")],
-        state.metrics.render(),
+        match &state.cluster {
+            Some(cluster) => state.metrics.render() + &cluster.render_metrics(),
+            None => state.metrics.render(),
+        },
     )
         .into_response()
 }

@@ -1,0 +1,827 @@
+//! Several relay nodes joined through a real `nats-server`: presence, cross-node routing with
+//! the single-node guarantees, node death mid-request, and NATS outages.
+//!
+//! Nodes run in this process, each with its own NATS connection and node id; "killing" one
+//! (`RunningRelay::kill`) drops its NATS connection and tasks without a goodbye, which is what
+//! the other nodes see of a crash. Without `nats-server` installed these tests print SKIP,
+//! except in CI (`CI=true`), where that is a failure.
+
+mod common;
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use mcp_relay::server::RunningRelay;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Heartbeat and TTL short enough for tests; `docs/CLUSTER.md` has the production defaults.
+const HEARTBEAT: Duration = Duration::from_millis(200);
+const NODE_TTL: Duration = Duration::from_millis(1200);
+
+/// A `nats-server` child process on a loopback port, killed on drop.
+struct Nats {
+    child: Option<Child>,
+    port: u16,
+    /// Extra `nats-server` arguments (authentication, TLS).
+    args: Vec<String>,
+}
+
+impl Nats {
+    /// Starts a server, or returns `None` (after a loud SKIP) when none is installed.
+    fn start() -> Option<Nats> {
+        Self::start_with(&[])
+    }
+
+    fn start_with(args: &[&str]) -> Option<Nats> {
+        if Command::new("nats-server")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            if std::env::var("CI").as_deref() == Ok("true") {
+                panic!("nats-server is not installed; .ci/run must install it");
+            }
+            eprintln!("SKIP: nats-server not installed (apt-get install nats-server)");
+            return None;
+        }
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut nats = Nats {
+            child: None,
+            port,
+            args: args.iter().map(|a| a.to_string()).collect(),
+        };
+        nats.restart();
+        Some(nats)
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Starts the server (again) on the same port and waits until it accepts connections.
+    fn restart(&mut self) {
+        let child = Command::new("nats-server")
+            .args(["-a", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(&self.args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nats-server starts");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "nats-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A relay node joined to `nats`.
+async fn node(nats: &Nats) -> RunningRelay {
+    node_with(nats, |_| {}).await
+}
+
+async fn node_with(
+    nats: &Nats,
+    tweak: impl FnOnce(&mut mcp_relay::config::ServeConfig),
+) -> RunningRelay {
+    let relay = unjoined_node(nats, tweak).await;
+    wait_until("the node connects to NATS", || {
+        let cluster = relay.cluster().unwrap();
+        async move { cluster.is_connected() }
+    })
+    .await;
+    relay
+}
+
+/// A relay node told to join `nats`, without waiting until it has.
+async fn unjoined_node(
+    nats: &Nats,
+    tweak: impl FnOnce(&mut mcp_relay::config::ServeConfig),
+) -> RunningRelay {
+    let url = nats.url();
+    relay_with(|c| {
+        c.cluster = Some(url);
+        c.cluster_options.heartbeat = HEARTBEAT;
+        c.cluster_options.node_ttl = NODE_TTL;
+        tweak(c);
+    })
+    .await
+}
+
+/// Polls `check` until it holds, failing the test after `WAIT`.
+async fn wait_until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + WAIT;
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// The ids `list_extensions` shows this client.
+async fn listed(mcp: &mut Mcp) -> Vec<String> {
+    let response = mcp.call("list_extensions", json!({})).await;
+    response["result"]["extensions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{response}"))
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Waits until `mcp` sees exactly `expected` (in any order).
+async fn wait_listed(mcp: &mut Mcp, expected: &[&str]) {
+    let mut expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+    expected.sort();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let mut seen = listed(mcp).await;
+        seen.sort();
+        if seen == expected {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "list_extensions shows {seen:?}, expected {expected:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.unwrap();
+    let status = text[9..12].parse().unwrap();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// Sends a request with a raw id and returns the raw text of its answer.
+async fn raw_call(mcp: &mut Mcp, raw_id: &str, method: &str) -> String {
+    mcp.client
+        .send_text(&format!(
+            r#"{{"jsonrpc":"2.0","id":{raw_id},"method":"{method}","params":{{}}}}"#
+        ))
+        .await;
+    loop {
+        let text = mcp.client.recv_text().await;
+        let frame: Value = serde_json::from_str(&text).unwrap();
+        if frame.get("method").is_none() {
+            return text;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_extensions_shows_the_users_extensions_on_every_node_and_never_another_users() {
+    let Some(nats) = Nats::start() else { return };
+    let a = node(&nats).await;
+    let b = node(&nats).await;
+    let on_a = Extension::connect(&a, "alice", "Firefox", "laptop").await;
+    let on_b = Extension::connect(&b, "alice", "Chrome", "desktop").await;
+    let _bobs = Extension::connect(&b, "bob", "Chrome", "desktop").await;
+    let mut alice_on_a = Mcp::connect(&a, "alice").await;
+    let mut alice_on_b = Mcp::connect(&b, "alice").await;
+    let mut bob_on_a = Mcp::connect(&a, "bob").await;
+    let both = [on_a.extension_id.as_str(), on_b.extension_id.as_str()];
+    wait_listed(&mut alice_on_a, &both).await;
+    wait_listed(&mut alice_on_b, &both).await;
+    wait_listed(&mut bob_on_a, &[&_bobs.extension_id]).await;
+    let response = alice_on_a.call("list_extensions", json!({})).await;
+    let chrome = response["result"]["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["id"] == on_b.extension_id.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(chrome["name"], "Chrome");
+    assert_eq!(chrome["connected"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_keeps_its_id_when_it_reconnects_to_another_node() {
+    let Some(nats) = Nats::start() else { return };
+    let a = node(&nats).await;
+    let b = node(&nats).await;
+    let first = Extension::connect(&a, "alice", "Chrome", "laptop").await;
+    let id = first.extension_id.clone();
+    first.client.close().await;
+    let second = Extension::connect(&b, "alice", "Chrome", "laptop").await;
+    assert_eq!(second.extension_id, id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_cross_nodes_with_ids_restored_byte_for_byte_and_notifications_both_ways() {
+    let Some(nats) = Nats::start() else { return };
+    let a = node(&nats).await;
+    let b = node(&nats).await;
+    let mut ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
+    let mut mcp = Mcp::connect(&a, "alice").await;
+    wait_listed(&mut mcp, &[&ext.extension_id]).await;
+    let connected = mcp.connect_to(&ext.extension_id).await;
+    let connection_id = connected["connection_id"].as_str().unwrap().to_owned();
+    assert_eq!(connected["extension_name"], "Chrome");
+
+    // The extension's node tells it about its new peer, under the same connection id.
+    let status = ext.client.recv_notification("status").await;
+    assert_eq!(status["params"]["peer_count"], 1);
+    assert_eq!(status["params"]["connection_ids"], json!([connection_id]));
+
+    for raw_id in [r#""req-1""#, "7", "1.50", r#""\u00e9t\u00e9""#, "-0"] {
+        let answer = tokio::join!(raw_call(&mut mcp, raw_id, "tools/call"), async {
+            let request = ext.next_request().await;
+            assert_eq!(request["method"], "tools/call");
+            ext.reply(&request, json!({"ok": raw_id})).await;
+        })
+        .0;
+        assert!(
+            answer.contains(&format!(r#""id":{raw_id}"#)),
+            "id {raw_id} not restored exactly: {answer}"
+        );
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(answer["result"]["ok"], raw_id);
+    }
+
+    // Extension notifications reach the client on the other node, without `connectionId`.
+    ext.client
+        .send(
+            json!({"jsonrpc": "2.0", "method": "tab_changed", "params": {"tab": 3},
+            "connectionId": connection_id}),
+        )
+        .await;
+    let notification = mcp.client.recv_notification("tab_changed").await;
+    assert_eq!(notification["params"]["tab"], 3);
+    assert!(notification.get("connectionId").is_none());
+
+    // MCP notifications reach the extension on the other node.
+    mcp.client
+        .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    let forwarded = ext
+        .client
+        .recv_notification("notifications/initialized")
+        .await;
+    assert_eq!(forwarded["jsonrpc"], "2.0");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_cannot_connect_to_another_users_extension_on_another_node() {
+    let Some(nats) = Nats::start() else { return };
+    let a = node(&nats).await;
+    let b = node(&nats).await;
+    let alices = Extension::connect(&b, "alice", "Chrome", "laptop").await;
+    let mut alice = Mcp::connect(&a, "alice").await;
+    wait_listed(&mut alice, &[&alices.extension_id]).await;
+    let mut bob = Mcp::connect(&a, "bob").await;
+    let refused = bob
+        .call("connect", json!({"extension_id": alices.extension_id}))
+        .await;
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        "Extension not found or not accessible"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cross_node_requests_time_out_and_disconnect_answers_pending_ones() {
+    let Some(nats) = Nats::start() else { return };
+    let a = node(&nats).await;
+    let b = node_with(&nats, |c| c.request_timeout = Duration::from_millis(800)).await;
+    let mut ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
+    let mut mcp = Mcp::connect(&a, "alice").await;
+    wait_listed(&mut mcp, &[&ext.extension_id]).await;
+    mcp.connect_to(&ext.extension_id).await;
+
+    // Never answered: the extension's node times it out, the answer crosses back.
+    let timed_out = mcp.call("slow/thing", json!({})).await;
+    assert_eq!(timed_out["error"]["code"], -32003, "{timed_out}");
+    let request = ext.next_request().await;
+    let cancelled = ext
+        .client
+        .recv_notification("notifications/cancelled")
+        .await;
+    assert_eq!(cancelled["params"]["requestId"], request["id"]);
+
+    // A late answer to the timed-out request reaches no one.
+    ext.reply(&request, json!({"late": true})).await;
+
+    // `disconnect` answers what is still pending, and the extension hears of it.
+    mcp.client
+        .send(json!({"jsonrpc": "2.0", "id": "pending-1", "method": "tools/call"}))
+        .await;
+    let pending = ext.next_request().await;
+    let response = mcp.client.call(json!(99), "disconnect", json!({})).await;
+    assert_eq!(response["id"], "pending-1", "{response}");
+    assert_eq!(response["error"]["code"], -32004);
+    let done = mcp.client.recv_response().await;
+    assert_eq!(done["result"]["disconnected"], true);
+    let cancelled = ext
+        .client
+        .recv_notification("notifications/cancelled")
+        .await;
+    assert_eq!(cancelled["params"]["requestId"], pending["id"]);
+    let closed = ext.client.recv_notification("connection_closed").await;
+    assert_eq!(closed["params"]["reason"], "MCP client disconnected");
+    mcp.client.expect_silence(Duration::from_millis(300)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_leaving_one_node_disconnects_clients_on_others_until_it_returns_elsewhere() {
+    let Some(nats) = Nats::start() else { return };
+    let a = node(&nats).await;
+    let b = node(&nats).await;
+    let c = node(&nats).await;
+    let mut ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
+    let id = ext.extension_id.clone();
+    let mut mcp = Mcp::connect(&a, "alice").await;
+    wait_listed(&mut mcp, &[&id]).await;
+    mcp.connect_to(&id).await;
+    mcp.client
+        .send(json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call"}))
+        .await;
+    ext.next_request().await;
+    ext.client.close().await;
+
+    let answer = mcp.client.recv_response().await;
+    assert_eq!(answer["id"], 41);
+    assert_eq!(answer["error"]["code"], -32004, "{answer}");
+    let gone = mcp.client.recv_notification("disconnected").await;
+    assert_eq!(gone["params"]["extension_id"], id.as_str());
+    let not_connected = mcp.call("tools/call", json!({})).await;
+    assert_eq!(
+        not_connected["error"]["message"],
+        "Not connected to an extension"
+    );
+
+    let back = Extension::connect(&c, "alice", "Chrome", "laptop").await;
+    assert_eq!(back.extension_id, id);
+    let notice = mcp.client.recv_notification("connected").await;
+    assert_eq!(notice["params"]["extension_id"], id.as_str());
+    assert_eq!(notice["params"]["reconnection"], true);
+    // And it works again through its new node.
+    mcp.connect_to(&id).await;
+    let _echo = back.spawn_echo();
+    let answer = mcp.call("tools/list", json!({})).await;
+    assert_eq!(answer["result"]["echo"], "tools/list", "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_killed_mid_request_is_answered_and_disconnected_within_the_ttl() {
+    let Some(nats) = Nats::start() else { return };
+    let a = node(&nats).await;
+    let b = node(&nats).await;
+    let c = node(&nats).await;
+    let mut ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
+    let id = ext.extension_id.clone();
+    let mut mcp = Mcp::connect(&a, "alice").await;
+    wait_listed(&mut mcp, &[&id]).await;
+    mcp.connect_to(&id).await;
+    mcp.client
+        .send(json!({"jsonrpc": "2.0", "id": "in-flight", "method": "tools/call"}))
+        .await;
+    ext.next_request().await;
+
+    let killed = Instant::now();
+    b.kill().await;
+    let answer = mcp.client.recv_response().await;
+    assert_eq!(answer["id"], "in-flight");
+    assert_eq!(answer["error"]["code"], -32004, "{answer}");
+    let gone = mcp.client.recv_notification("disconnected").await;
+    assert_eq!(gone["params"]["extension_id"], id.as_str());
+    let bound = NODE_TTL + Duration::from_secs(1);
+    assert!(
+        killed.elapsed() < bound,
+        "took {:?}, more than {bound:?}",
+        killed.elapsed()
+    );
+    wait_listed(&mut mcp, &[]).await;
+
+    // The browser reconnects through the load balancer and lands on node C.
+    drop(ext);
+    let _back = Extension::connect(&c, "alice", "Chrome", "laptop").await;
+    let notice = mcp.client.recv_notification("connected").await;
+    assert_eq!(notice["params"]["extension_id"], id.as_str());
+    // Exactly one answer for the in-flight request: nothing else arrives.
+    mcp.client.expect_silence(Duration::from_millis(500)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_clients_node_dies_the_extension_is_told_its_peer_left() {
+    let Some(nats) = Nats::start() else { return };
+    let a = node(&nats).await;
+    let b = node(&nats).await;
+    let mut ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
+    let mut mcp = Mcp::connect(&a, "alice").await;
+    wait_listed(&mut mcp, &[&ext.extension_id]).await;
+    let connection = mcp.connect_to(&ext.extension_id).await;
+    let status = ext.client.recv_notification("status").await;
+    assert_eq!(status["params"]["peer_count"], 1);
+    a.kill().await;
+    let closed = ext.client.recv_notification("connection_closed").await;
+    assert_eq!(
+        closed["params"]["connection_id"],
+        connection["connection_id"]
+    );
+    let status = ext.client.recv_notification("status").await;
+    assert_eq!(status["params"]["peer_count"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_shutting_down_gracefully_disconnects_remote_clients_at_once() {
+    let Some(nats) = Nats::start() else { return };
+    let a = node(&nats).await;
+    let b = node_with(&nats, |c| c.shutdown_grace = Duration::from_secs(1)).await;
+    let ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
+    let id = ext.extension_id.clone();
+    let mut mcp = Mcp::connect(&a, "alice").await;
+    wait_listed(&mut mcp, &[&id]).await;
+    mcp.connect_to(&id).await;
+    let started = Instant::now();
+    b.shutdown().await;
+    let gone = mcp.client.recv_notification("disconnected").await;
+    assert_eq!(gone["params"]["extension_id"], id.as_str());
+    assert!(started.elapsed() < NODE_TTL + Duration::from_secs(1));
+    drop(ext);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nats_outage_keeps_local_pairs_working_shows_in_health_and_heals() {
+    let Some(mut nats) = Nats::start() else {
+        return;
+    };
+    let a = node(&nats).await;
+    let b = node(&nats).await;
+    let local = Extension::connect(&a, "alice", "Firefox", "laptop").await;
+    let remote = Extension::connect(&b, "alice", "Chrome", "desktop").await;
+    let (local_id, remote_id) = (local.extension_id.clone(), remote.extension_id.clone());
+    let _local_echo = local.spawn_echo();
+    let _remote_echo = remote.spawn_echo();
+    let mut mcp = Mcp::connect(&a, "alice").await;
+    wait_listed(&mut mcp, &[&local_id, &remote_id]).await;
+    let (status, body) = http_get(a.local_addr, "/healthz").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("cluster: connected"), "{body}");
+    // A client connected across nodes when NATS goes away.
+    let mut cross = Mcp::connect(&a, "alice").await;
+    cross.connect_to(&remote_id).await;
+
+    nats.stop();
+    let cluster = a.cluster().unwrap();
+    wait_until("node A notices the outage", || {
+        let cluster = cluster.clone();
+        async move { !cluster.is_connected() }
+    })
+    .await;
+    let (status, body) = http_get(a.local_addr, "/healthz").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("cluster: degraded"), "{body}");
+    let (_, metrics) = http_get(a.local_addr, "/metrics").await;
+    assert!(
+        metrics.contains("mcp_relay_cluster_connected 0"),
+        "{metrics}"
+    );
+    // The other node's extension expires and the cross-node client learns it has lost it;
+    // the local pair keeps working.
+    let gone = cross.client.recv_notification("disconnected").await;
+    assert_eq!(gone["params"]["extension_id"], remote_id.as_str());
+    wait_listed(&mut mcp, &[&local_id]).await;
+    mcp.connect_to(&local_id).await;
+    let answer = mcp.call("tools/list", json!({})).await;
+    assert_eq!(answer["result"]["echo"], "tools/list", "{answer}");
+
+    nats.restart();
+    wait_until("node A reconnects", || {
+        let cluster = cluster.clone();
+        async move { cluster.is_connected() }
+    })
+    .await;
+    let (_, metrics) = http_get(a.local_addr, "/metrics").await;
+    assert!(
+        metrics.contains("mcp_relay_cluster_connected 1"),
+        "{metrics}"
+    );
+    wait_listed(&mut mcp, &[&local_id, &remote_id]).await;
+    let back = cross.client.recv_notification("connected").await;
+    assert_eq!(back["params"]["extension_id"], remote_id.as_str());
+    mcp.call("disconnect", json!({})).await;
+    mcp.connect_to(&remote_id).await;
+    let answer = mcp.call("tools/list", json!({})).await;
+    assert_eq!(answer["result"]["echo"], "tools/list", "{answer}");
+}
+
+#[tokio::test]
+async fn without_cluster_health_and_metrics_say_nothing_about_a_cluster() {
+    let relay = relay().await;
+    assert!(relay.cluster().is_none());
+    let (status, body) = http_get(relay.local_addr, "/healthz").await;
+    assert_eq!((status, body.as_str()), (200, "ok\n"));
+    let (_, metrics) = http_get(relay.local_addr, "/metrics").await;
+    assert!(!metrics.contains("mcp_relay_cluster"), "{metrics}");
+}
+
+/// A relay node as its own process (the built binary), for a real SIGKILL.
+struct NodeProcess {
+    child: Child,
+    port: u16,
+}
+
+impl NodeProcess {
+    fn start(nats: &Nats) -> NodeProcess {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(env!("CARGO_BIN_EXE_mcp-relay"))
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--cluster",
+                &nats.url(),
+                "--cluster-heartbeat",
+                "200ms",
+                "--cluster-node-ttl",
+                "1200ms",
+                "--rate-limit",
+                "0",
+            ])
+            .env("MCP_RELAY_JWT_SECRET", SECRET)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("relay binary starts");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "relay process did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        NodeProcess { child, port }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("ws://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_process_killed_with_sigkill_mid_request_is_answered_and_disconnected() {
+    let Some(nats) = Nats::start() else { return };
+    let a = node(&nats).await;
+    let c = node(&nats).await;
+    let mut b = NodeProcess::start(&nats);
+    let mut ext = Extension::connect_url(&b.url("/extension"), "alice", "Chrome", "laptop").await;
+    let id = ext.extension_id.clone();
+    let mut mcp = Mcp::connect(&a, "alice").await;
+    wait_listed(&mut mcp, &[&id]).await;
+    mcp.connect_to(&id).await;
+    mcp.client
+        .send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call"}))
+        .await;
+    ext.next_request().await;
+
+    let killed = Instant::now();
+    b.child.kill().expect("SIGKILL"); // std's kill is SIGKILL on Unix: no goodbye at all
+    let answer = mcp.client.recv_response().await;
+    assert_eq!(answer["id"], 5);
+    assert_eq!(answer["error"]["code"], -32004, "{answer}");
+    let gone = mcp.client.recv_notification("disconnected").await;
+    assert_eq!(gone["params"]["extension_id"], id.as_str());
+    assert!(killed.elapsed() < NODE_TTL + Duration::from_secs(1));
+
+    drop(ext);
+    let _back = Extension::connect(&c, "alice", "Chrome", "laptop").await;
+    let notice = mcp.client.recv_notification("connected").await;
+    assert_eq!(notice["params"]["extension_id"], id.as_str());
+    mcp.client.expect_silence(Duration::from_millis(300)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_concurrent_cross_node_requests_are_each_answered_exactly_once() {
+    let Some(nats) = Nats::start() else { return };
+    let a = node(&nats).await;
+    let b = node(&nats).await;
+    let ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
+    let id = ext.extension_id.clone();
+    let _echo = ext.spawn_echo();
+    let mut mcp = Mcp::connect(&a, "alice").await;
+    wait_listed(&mut mcp, &[&id]).await;
+    mcp.connect_to(&id).await;
+    // Ids reused on purpose: some hosts do, and each request still gets its own answer.
+    const N: usize = 300;
+    for i in 0..N {
+        mcp.client
+            .send(json!({"jsonrpc": "2.0", "id": i % 100, "method": format!("m{i}")}))
+            .await;
+    }
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..N {
+        let answer = mcp.client.recv_response().await;
+        let method = answer["result"]["echo"].as_str().unwrap().to_owned();
+        let i: usize = method[1..].parse().unwrap();
+        assert_eq!(answer["id"], i % 100, "{answer}");
+        assert!(seen.insert(i), "request {i} answered twice");
+    }
+    mcp.client.expect_silence(Duration::from_millis(300)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_above_the_nats_limit_become_error_replies_not_silence() {
+    let Some(nats) = Nats::start() else { return };
+    let a = node(&nats).await;
+    let b = node(&nats).await;
+    let mut ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
+    let mut mcp = Mcp::connect(&a, "alice").await;
+    wait_listed(&mut mcp, &[&ext.extension_id]).await;
+    mcp.connect_to(&ext.extension_id).await;
+    // nats-server's default max_payload is 1 MB.
+    let big = "x".repeat(2 << 20);
+
+    let (answer, _) = tokio::join!(mcp.call("screenshot", json!({})), async {
+        let request = ext.next_request().await;
+        ext.reply(&request, json!({ "data": big })).await;
+    });
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    assert!(answer["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("max_payload"));
+
+    let refused = mcp.call("upload", json!({ "data": big })).await;
+    assert_eq!(refused["error"]["code"], -32006, "{refused}");
+
+    // Normal traffic continues on the same connection.
+    let (answer, _) = tokio::join!(mcp.call("small", json!({})), async {
+        let request = ext.next_request().await;
+        ext.reply(&request, json!({"ok": true})).await;
+    });
+    assert_eq!(answer["result"]["ok"], true, "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_restarted_under_the_same_name_counts_as_a_new_node() {
+    let Some(nats) = Nats::start() else { return };
+    let a = node(&nats).await;
+    let b = node_with(&nats, |c| {
+        c.cluster_options.node_id = Some("relay-b".into())
+    })
+    .await;
+    let ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
+    let id = ext.extension_id.clone();
+    let mut mcp = Mcp::connect(&a, "alice").await;
+    wait_listed(&mut mcp, &[&id]).await;
+    mcp.connect_to(&id).await;
+    b.kill().await;
+    drop(ext);
+    // Back under the same name well within the TTL, with the extension reconnected to it.
+    let b2 = node_with(&nats, |c| {
+        c.cluster_options.node_id = Some("relay-b".into())
+    })
+    .await;
+    let _back = Extension::connect(&b2, "alice", "Chrome", "laptop").await;
+    let gone = mcp.client.recv_notification("disconnected").await;
+    assert_eq!(gone["params"]["extension_id"], id.as_str());
+    let notice = mcp.client.recv_notification("connected").await;
+    assert_eq!(notice["params"]["extension_id"], id.as_str());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_authenticate_to_nats_with_user_and_password() {
+    let Some(nats) = Nats::start_with(&["--user", "relay", "--pass", "nats-secret"]) else {
+        return;
+    };
+    let with_password = |c: &mut mcp_relay::config::ServeConfig| {
+        c.cluster_options.nats_user = Some("relay".into());
+        c.cluster_options.nats_password = Some("nats-secret".into());
+    };
+    let a = node_with(&nats, with_password).await;
+    let b = node_with(&nats, with_password).await;
+    let ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
+    let mut mcp = Mcp::connect(&a, "alice").await;
+    wait_listed(&mut mcp, &[&ext.extension_id]).await;
+
+    let wrong = unjoined_node(&nats, |c| {
+        c.cluster_options.nats_user = Some("relay".into());
+        c.cluster_options.nats_password = Some("guess".into());
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!wrong.cluster().unwrap().is_connected());
+    let (status, body) = http_get(wrong.local_addr, "/healthz").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("cluster: degraded"), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_reach_nats_over_tls_verified_with_the_given_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = mcp_relay::certs::generate(&[]).unwrap();
+    let (cert, key) = mcp_relay::certs::write(dir.path(), &certs).unwrap();
+    let ca = dir.path().join("ca.pem");
+    let Some(nats) = Nats::start_with(&[
+        "--tls",
+        "--tlscert",
+        cert.to_str().unwrap(),
+        "--tlskey",
+        key.to_str().unwrap(),
+    ]) else {
+        return;
+    };
+    let with_ca = |c: &mut mcp_relay::config::ServeConfig| {
+        c.cluster_options.nats_tls_ca = Some(ca.clone());
+    };
+    let a = node_with(&nats, with_ca).await;
+    let b = node_with(&nats, with_ca).await;
+    let ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
+    let mut mcp = Mcp::connect(&a, "alice").await;
+    wait_listed(&mut mcp, &[&ext.extension_id]).await;
+
+    // Without the CA the server's certificate is not trusted: no connection.
+    let untrusting = unjoined_node(&nats, |_| {}).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!untrusting.cluster().unwrap().is_connected());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extension_notifications_reach_clients_on_every_node_or_only_the_one_addressed() {
+    let Some(nats) = Nats::start() else { return };
+    let a = node(&nats).await;
+    let b = node(&nats).await;
+    let mut ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
+    let id = ext.extension_id.clone();
+    let mut remote = Mcp::connect(&a, "alice").await;
+    let mut local = Mcp::connect(&b, "alice").await;
+    wait_listed(&mut remote, &[&id]).await;
+    let remote_connection = remote.connect_to(&id).await["connection_id"].clone();
+    local.connect_to(&id).await;
+
+    ext.client
+        .send(json!({"jsonrpc": "2.0", "method": "page_loaded", "params": {"n": 1}}))
+        .await;
+    assert_eq!(
+        remote.client.recv_notification("page_loaded").await["params"]["n"],
+        1
+    );
+    assert_eq!(
+        local.client.recv_notification("page_loaded").await["params"]["n"],
+        1
+    );
+
+    ext.client
+        .send(
+            json!({"jsonrpc": "2.0", "method": "page_loaded", "params": {"n": 2},
+            "connectionId": remote_connection}),
+        )
+        .await;
+    assert_eq!(
+        remote.client.recv_notification("page_loaded").await["params"]["n"],
+        2
+    );
+    local
+        .client
+        .expect_silence(Duration::from_millis(300))
+        .await;
+}
