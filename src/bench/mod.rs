@@ -440,9 +440,12 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             args.payload,
         )
         .await?;
-        println!(
-            "## latency below saturation, open loop at {rate:.0} req/s (half the relay's peak)\n"
-        );
+        let why = if args.rate.is_some() {
+            "set with --rate"
+        } else {
+            "half the relay's peak"
+        };
+        println!("## latency below saturation, open loop at {rate:.0} req/s ({why})\n");
         latency_table(&relay, &base);
         println!(
             "\nrelay adds {:.3} ms at p50 and {:.3} ms at p99 over the baseline\n",
