@@ -108,6 +108,26 @@ pub enum EndCause {
     ShuttingDown,
 }
 
+impl EndCause {
+    /// The error pending requests are answered with, and the reason the extension is given
+    /// when it is told to cancel them.
+    pub fn replies(self) -> ((i64, &'static str), &'static str) {
+        match self {
+            EndCause::ClientRequest => (
+                (
+                    code::EXTENSION_GONE,
+                    "The connection was closed by disconnect before the extension answered",
+                ),
+                "MCP client disconnected",
+            ),
+            EndCause::ShuttingDown => (
+                (code::SHUTTING_DOWN, "The relay is shutting down"),
+                "relay shutting down",
+            ),
+        }
+    }
+}
+
 /// The routing interface the sessions use. See the module documentation.
 pub trait Hub: Send + Sync + 'static {
     /// Counts an authenticated MCP socket against its user's limit.
@@ -672,19 +692,7 @@ impl Hub for LocalHub {
     }
 
     fn disconnect(&self, connection_id: &str, cause: EndCause) {
-        let (answer, cancel_reason) = match cause {
-            EndCause::ClientRequest => (
-                (
-                    code::EXTENSION_GONE,
-                    "The connection was closed by disconnect before the extension answered",
-                ),
-                "MCP client disconnected",
-            ),
-            EndCause::ShuttingDown => (
-                (code::SHUTTING_DOWN, "The relay is shutting down"),
-                "relay shutting down",
-            ),
-        };
+        let (answer, cancel_reason) = cause.replies();
         self.end_connection(connection_id, Some(answer), Some(cancel_reason));
     }
 

@@ -10,73 +10,21 @@ use std::time::{Duration, Instant};
 
 use common::{relay, relay_with, token, Extension, SECRET, WAIT};
 use mcp_relay::auth::{mint_hs256, MintClaims, Role};
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
 
-type Bridge = RunningService<RoleClient, ()>;
-
-const USER: &str = "alice";
+use common::bridge::{call, is_error, ok_json, start_bridge, text, Bridge};
 
 /// Starts `mcp-relay bridge` with `args` (plus the user's MCP token) and initializes it.
 async fn bridge_with(args: &[&str], mcp_token: &str) -> Bridge {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-relay"));
-    command
-        .arg("bridge")
-        .args(args)
-        .env("MCP_RELAY_TOKEN", mcp_token)
-        .env("MCP_RELAY_LOG", "mcp_relay=info")
-        .env_remove("MCP_RELAY_URL")
-        .env_remove("MCP_RELAY_BROWSER")
-        .env_remove("MCP_RELAY_CA_CERT")
-        .env_remove("MCP_RELAY_MAX_RESULT_BYTES")
-        .env_remove("MCP_RELAY_BRIDGE_REQUEST_TIMEOUT");
-    let transport = TokioChildProcess::new(command).expect("spawning the bridge");
-    tokio::time::timeout(WAIT, ().serve(transport))
-        .await
-        .expect("initialize timed out")
-        .expect("initialize")
+    start_bridge((), args, mcp_token).await
 }
+
+const USER: &str = "alice";
 
 async fn bridge(relay_url: &str, extra: &[&str]) -> Bridge {
     let mut args = vec!["--relay", relay_url];
     args.extend_from_slice(extra);
     bridge_with(&args, &token(USER, Some(Role::Mcp))).await
-}
-
-/// Calls a tool and returns the result as the host sees it on the wire.
-async fn call(bridge: &Bridge, tool: &str, args: Value) -> Value {
-    let params = CallToolRequestParams::new(tool.to_owned())
-        .with_arguments(args.as_object().expect("arguments are an object").clone());
-    let result = tokio::time::timeout(WAIT, bridge.call_tool(params))
-        .await
-        .unwrap_or_else(|_| panic!("{tool} timed out"))
-        .unwrap_or_else(|e| panic!("{tool}: {e}"));
-    serde_json::to_value(result).unwrap()
-}
-
-/// The text contents of a result, joined.
-fn text(result: &Value) -> String {
-    result["content"]
-        .as_array()
-        .expect("content")
-        .iter()
-        .filter(|c| c["type"] == "text")
-        .map(|c| c["text"].as_str().unwrap().to_owned())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn is_error(result: &Value) -> bool {
-    result["isError"] == true
-}
-
-/// A successful result's text parsed as JSON.
-fn ok_json(result: &Value) -> Value {
-    assert!(!is_error(result), "unexpected error: {result}");
-    serde_json::from_str(&text(result)).unwrap_or_else(|e| panic!("not JSON ({e}): {result}"))
 }
 
 /// Calls a tool while the extension answers the one command it causes with `answer`; returns

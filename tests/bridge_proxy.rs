@@ -13,8 +13,7 @@ use common::{relay, token, Extension, WAIT};
 use mcp_relay::auth::Role;
 use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
 use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -22,22 +21,12 @@ const USER: &str = "alice";
 /// 12 browser tools and every command of the compiled-in CDP catalog.
 const BROWSER_TOOLS: usize = 12;
 
+use common::bridge::{bridge_command, call, is_error, ok_json, start_bridge, text};
+
 fn command(relay_url: &str, extra: &[&str]) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-relay"));
-    command
-        .arg("bridge")
-        .args(["--relay", relay_url])
-        .args(extra)
-        .env("MCP_RELAY_TOKEN", token(USER, Some(Role::Mcp)))
-        .env("MCP_RELAY_LOG", "mcp_relay=info")
-        .env_remove("MCP_RELAY_URL")
-        .env_remove("MCP_RELAY_BROWSER")
-        .env_remove("MCP_RELAY_BRIDGE_TOOLS")
-        .env_remove("MCP_RELAY_BRIDGE_DYNAMIC")
-        .env_remove("MCP_RELAY_BRIDGE_DYNAMIC_POOL")
-        .env_remove("MCP_RELAY_AUDIT_LOG")
-        .env_remove("MCP_RELAY_MAX_RESULT_BYTES");
-    command
+    let mut args = vec!["--relay", relay_url];
+    args.extend_from_slice(extra);
+    bridge_command(&args, &token(USER, Some(Role::Mcp)))
 }
 
 async fn bridge_as<C: ClientHandler>(
@@ -45,49 +34,13 @@ async fn bridge_as<C: ClientHandler>(
     relay_url: &str,
     extra: &[&str],
 ) -> RunningService<RoleClient, C> {
-    let transport = TokioChildProcess::new(command(relay_url, extra)).expect("spawning the bridge");
-    tokio::time::timeout(WAIT, client.serve(transport))
-        .await
-        .expect("initialize timed out")
-        .expect("initialize")
+    let mut args = vec!["--relay", relay_url];
+    args.extend_from_slice(extra);
+    start_bridge(client, &args, &token(USER, Some(Role::Mcp))).await
 }
 
 async fn bridge(relay_url: &str, extra: &[&str]) -> RunningService<RoleClient, ()> {
     bridge_as((), relay_url, extra).await
-}
-
-async fn call<C: ClientHandler>(
-    bridge: &RunningService<RoleClient, C>,
-    tool: &str,
-    args: Value,
-) -> Value {
-    let params = CallToolRequestParams::new(tool.to_owned())
-        .with_arguments(args.as_object().expect("arguments are an object").clone());
-    let result = tokio::time::timeout(WAIT, bridge.call_tool(params))
-        .await
-        .unwrap_or_else(|_| panic!("{tool} timed out"))
-        .unwrap_or_else(|e| panic!("{tool}: {e}"));
-    serde_json::to_value(result).unwrap()
-}
-
-fn text(result: &Value) -> String {
-    result["content"]
-        .as_array()
-        .expect("content")
-        .iter()
-        .filter(|c| c["type"] == "text")
-        .map(|c| c["text"].as_str().unwrap().to_owned())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn is_error(result: &Value) -> bool {
-    result["isError"] == true
-}
-
-fn ok_json(result: &Value) -> Value {
-    assert!(!is_error(result), "unexpected error: {result}");
-    serde_json::from_str(&text(result)).unwrap_or_else(|e| panic!("not JSON ({e}): {result}"))
 }
 
 async fn tool_names<C: ClientHandler>(bridge: &RunningService<RoleClient, C>) -> Vec<String> {

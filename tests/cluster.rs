@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use mcp_relay::server::RunningRelay;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Heartbeat and TTL short enough for tests; `docs/CLUSTER.md` has the production defaults.
 const HEARTBEAT: Duration = Duration::from_millis(200);
@@ -170,24 +169,6 @@ async fn wait_listed(mcp: &mut Mcp, expected: &[&str]) {
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-}
-
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    stream
-        .write_all(
-            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
-        )
-        .await
-        .unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).await.unwrap();
-    let status = text[9..12].parse().unwrap();
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
 }
 
 /// Sends a request with a raw id and returns the raw text of its answer.

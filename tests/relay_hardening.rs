@@ -12,27 +12,7 @@ use common::*;
 use futures_util::{SinkExt, StreamExt};
 use mcp_relay::auth::{self, JwtAlgorithm, MintClaims, Role};
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
-
-/// A plain HTTP/1.1 GET on loopback; returns (status, body).
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    stream
-        .write_all(
-            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
-        )
-        .await
-        .unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).await.unwrap();
-    let status = text[9..12].parse().unwrap();
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
-}
 
 fn metric(text: &str, name: &str) -> f64 {
     text.lines()

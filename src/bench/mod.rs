@@ -272,38 +272,30 @@ async fn measure(
     pacing: Pacing,
     payload: usize,
 ) -> anyhow::Result<Figures> {
-    if let (true, Some(base)) = (relay, &args.target) {
-        let target = Target::Relay {
-            base: base.trim_end_matches('/').to_owned(),
+    // A --target relay is measured as it is; anything else runs in a fresh child process
+    // whose RSS and CPU time are read around the run.
+    let server = match (relay, &args.target) {
+        (true, Some(_)) => None,
+        (true, None) => Some(Server::relay(&relay_args(args))?),
+        (false, _) => Some(Server::baseline()?),
+    };
+    let target = match (&server, &args.target) {
+        (Some(server), _) => server.target(relay),
+        (None, base) => Target::Relay {
+            base: base
+                .as_deref()
+                .unwrap_or_default()
+                .trim_end_matches('/')
+                .to_owned(),
             secret: args.secret.clone().ok_or_else(|| {
                 anyhow::anyhow!("--target needs --secret (or MCP_RELAY_JWT_SECRET)")
             })?,
-        };
-        let outcome = load::run(
-            &target,
-            extensions,
-            clients,
-            pacing,
-            args.request_payload,
-            payload,
-            args.duration,
-        )
-        .await?;
-        return Ok(Figures::from(
-            &outcome,
-            ProcStats::default(),
-            ProcStats::default(),
-        ));
-    }
-    let server = if relay {
-        Server::relay(&relay_args(args))?
-    } else {
-        Server::baseline()?
+        },
     };
-    let target = server.target(relay);
     // Setup (sockets, handshakes) happens inside `run` before the clock starts; stats are
     // read around the whole run, which is dominated by the measured window.
-    let before = server.stats();
+    let stats = || server.as_ref().map(Server::stats).unwrap_or_default();
+    let before = stats();
     let outcome = load::run(
         &target,
         extensions,
@@ -314,7 +306,7 @@ async fn measure(
         args.duration,
     )
     .await?;
-    let after = server.stats();
+    let after = stats();
     Ok(Figures::from(&outcome, before, after))
 }
 

@@ -709,19 +709,7 @@ impl Hub for ClusterHub {
         let Some(conn) = self.remote_connection(connection_id) else {
             return self.local.disconnect(connection_id, cause);
         };
-        let (answer, cancel_reason) = match cause {
-            EndCause::ClientRequest => (
-                (
-                    code::EXTENSION_GONE,
-                    "The connection was closed by disconnect before the extension answered",
-                ),
-                "MCP client disconnected",
-            ),
-            EndCause::ShuttingDown => (
-                (code::SHUTTING_DOWN, "The relay is shutting down"),
-                "relay shutting down",
-            ),
-        };
+        let (answer, cancel_reason) = cause.replies();
         self.end_remote(connection_id, Some(answer), None, false);
         self.publish(&conn.node, Kind::End, connection_id, cancel_reason);
     }

@@ -2,6 +2,8 @@
 //! extension or an MCP client the way real ones do.
 #![allow(dead_code)]
 
+pub mod bridge;
+
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
@@ -281,4 +283,24 @@ impl Mcp {
         assert_eq!(status["params"]["connected"], true);
         response["result"].clone()
     }
+}
+
+/// A plain HTTP/1.1 GET on loopback; returns (status, body).
+pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.unwrap();
+    let status = text[9..12].parse().unwrap();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
 }

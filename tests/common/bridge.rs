@@ -1,0 +1,84 @@
+//! Driving `mcp-relay bridge` as an MCP host does: the binary as a subprocess, rmcp's client
+//! over its stdio.
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::Value;
+
+use super::WAIT;
+
+pub type Bridge<C = ()> = RunningService<RoleClient, C>;
+
+/// `mcp-relay bridge <args>` with `mcp_token`, and none of the bridge's variables inherited
+/// from the developer's environment.
+pub fn bridge_command(args: &[&str], mcp_token: &str) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-relay"));
+    command
+        .arg("bridge")
+        .args(args)
+        .env("MCP_RELAY_TOKEN", mcp_token)
+        .env("MCP_RELAY_LOG", "mcp_relay=info");
+    for variable in [
+        "MCP_RELAY_URL",
+        "MCP_RELAY_BROWSER",
+        "MCP_RELAY_CA_CERT",
+        "MCP_RELAY_MAX_RESULT_BYTES",
+        "MCP_RELAY_BRIDGE_REQUEST_TIMEOUT",
+        "MCP_RELAY_BRIDGE_TOOLS",
+        "MCP_RELAY_BRIDGE_DYNAMIC",
+        "MCP_RELAY_BRIDGE_DYNAMIC_POOL",
+        "MCP_RELAY_AUDIT_LOG",
+    ] {
+        command.env_remove(variable);
+    }
+    command
+}
+
+/// Starts the bridge and initializes it with `client`.
+pub async fn start_bridge<C: ClientHandler>(
+    client: C,
+    args: &[&str],
+    mcp_token: &str,
+) -> Bridge<C> {
+    let transport =
+        TokioChildProcess::new(bridge_command(args, mcp_token)).expect("spawning the bridge");
+    tokio::time::timeout(WAIT, client.serve(transport))
+        .await
+        .expect("initialize timed out")
+        .expect("initialize")
+}
+
+/// Calls a tool and returns the result as the host sees it on the wire.
+pub async fn call<C: ClientHandler>(bridge: &Bridge<C>, tool: &str, args: Value) -> Value {
+    let params = CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(args.as_object().expect("arguments are an object").clone());
+    let result = tokio::time::timeout(WAIT, bridge.call_tool(params))
+        .await
+        .unwrap_or_else(|_| panic!("{tool} timed out"))
+        .unwrap_or_else(|e| panic!("{tool}: {e}"));
+    serde_json::to_value(result).unwrap()
+}
+
+/// The text contents of a result, joined.
+pub fn text(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .filter(|c| c["type"] == "text")
+        .map(|c| c["text"].as_str().unwrap().to_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub fn is_error(result: &Value) -> bool {
+    result["isError"] == true
+}
+
+/// A successful result's text parsed as JSON.
+pub fn ok_json(result: &Value) -> Value {
+    assert!(!is_error(result), "unexpected error: {result}");
+    serde_json::from_str(&text(result)).unwrap_or_else(|e| panic!("not JSON ({e}): {result}"))
+}
