@@ -33,7 +33,11 @@
 //!   `docs/BENCHMARKS.md`.
 //! - [`certs`]: a development CA and localhost certificate for trying wss.
 //! - [`bridge`]: `mcp-relay bridge`, an MCP server over stdio that drives a browser through
-//!   the relay's `/mcp` endpoint (for Claude Desktop, Cursor, …).
+//!   the relay's `/mcp` endpoint (for Claude Desktop, Cursor, …). Inside: `relay_client`
+//!   (the socket to the relay), `tools` (the browser tools), `server` (the MCP handler),
+//!   `gateway` (exposure modes), `proxy` (the `proxy` tool), `retrieve` + `bm25` + `catalog`
+//!   (tool retrieval over the CDP catalog), `intent` (intent-checked calls), `dynamic`
+//!   (registered hits), `resources`, `prompts`, `audit`, `wire` (annotation lifting on stdout).
 
 pub mod auth;
 pub mod bench;
