@@ -23,8 +23,13 @@ pub type Socket =
 /// Where the load goes.
 #[derive(Clone)]
 pub enum Target {
-    /// `ws://addr`, with the HS256 secret to mint tokens.
-    Relay { base: String, secret: String },
+    /// `ws://addr`, with the HS256 secret to mint tokens. Extensions connect to `extension_base`
+    /// when set (another cluster node), MCP clients always to `base`.
+    Relay {
+        base: String,
+        secret: String,
+        extension_base: Option<String>,
+    },
     /// `ws://addr` of the baseline forwarder.
     Baseline { base: String },
 }
@@ -137,14 +142,19 @@ pub async fn open_pair(
             tokio::time::sleep(Duration::from_millis(2)).await;
             Ok(connect(&format!("{base}/pair/{client}/mcp")).await?)
         }
-        Target::Relay { base, secret } => {
+        Target::Relay {
+            base,
+            secret,
+            extension_base,
+        } => {
             let which = client % extensions;
             let user = format!("bench-user-{which}");
             {
                 let mut spawned = spawned_extensions.lock().await;
                 if !spawned[which] {
                     spawned[which] = true;
-                    let ext = connect(&format!("{base}/extension")).await?;
+                    let ext_base = extension_base.as_deref().unwrap_or(base);
+                    let ext = connect(&format!("{ext_base}/extension")).await?;
                     let auth = ExtensionAuth {
                         name: format!("bench {which}"),
                         client_id: format!("bench-{which}"),

@@ -36,6 +36,9 @@ pub enum Scenario {
     Idle,
     /// A client that stops reading: others' throughput and relay memory.
     Slow,
+    /// Two relay nodes joined through a local `nats-server`: cross-node against same-node
+    /// round trips (not part of `all`; needs `nats-server` on the PATH).
+    Cross,
     /// All of the above.
     All,
 }
@@ -140,6 +143,7 @@ impl Server {
             Target::Relay {
                 base,
                 secret: SECRET.into(),
+                extension_base: None,
             }
         } else {
             Target::Baseline { base }
@@ -282,6 +286,7 @@ async fn measure(
     let target = match (&server, &args.target) {
         (Some(server), _) => server.target(relay),
         (None, base) => Target::Relay {
+            extension_base: None,
             base: base
                 .as_deref()
                 .unwrap_or_default()
@@ -498,6 +503,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if wants(Scenario::Slow) {
         slow(&args).await?;
     }
+    if args.scenarios.contains(&Scenario::Cross) {
+        cross(&args).await?;
+    }
     Ok(())
 }
 
@@ -619,6 +627,128 @@ async fn slow(args: &BenchArgs) -> anyhow::Result<()> {
         100.0 * with / without,
         median(&mut peaks)
     );
+    Ok(())
+}
+
+/// A local `nats-server` on a free loopback port, killed on drop.
+struct Nats {
+    child: Child,
+    url: String,
+}
+
+impl Nats {
+    fn start() -> anyhow::Result<Nats> {
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let child = Command::new("nats-server")
+            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| anyhow::anyhow!("starting nats-server (is it installed?): {e}"))?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            anyhow::ensure!(Instant::now() < deadline, "nats-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(Nats {
+            child,
+            url: format!("nats://127.0.0.1:{port}"),
+        })
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Same-node against cross-node round trips on a two-node cluster: the MCP clients always on
+/// node A, the extensions on A (same node) or on B (cross node), alternating per run.
+async fn cross(args: &BenchArgs) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
+    for (name, clients, extensions, pacing) in [
+        (
+            "one client, one in flight",
+            1,
+            1,
+            Pacing::Closed { in_flight: 1 },
+        ),
+        (
+            "64 clients on 8 extensions, open loop at 10000 req/s",
+            args.clients,
+            args.extensions,
+            Pacing::Open { rate: 10_000.0 },
+        ),
+    ] {
+        let mut same = Vec::new();
+        let mut crossed = Vec::new();
+        for run in 0..args.runs {
+            for cross_node in [run % 2 == 0, run % 2 != 0] {
+                let nats = Nats::start()?;
+                let a = Server::relay(&["--cluster", &nats.url, "--cluster-node-id", "a"])?;
+                let b = Server::relay(&["--cluster", &nats.url, "--cluster-node-id", "b"])?;
+                // Let the nodes see each other's presence before extensions arrive.
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                let target = Target::Relay {
+                    base: format!("ws://{}", a.addr),
+                    secret: SECRET.into(),
+                    extension_base: cross_node.then(|| format!("ws://{}", b.addr)),
+                };
+                let outcome = load::run(
+                    &target,
+                    extensions,
+                    clients,
+                    pacing,
+                    args.request_payload,
+                    args.payload,
+                    args.duration,
+                )
+                .await?;
+                let figures = Figures::from(&outcome, ProcStats::default(), ProcStats::default());
+                eprintln!(
+                    "  {name}, {}: {:.0} req/s, p50 {:.3} ms, p99 {:.3} ms",
+                    if cross_node {
+                        "cross-node"
+                    } else {
+                        "same node "
+                    },
+                    figures.rps,
+                    figures.p50,
+                    figures.p99
+                );
+                if cross_node {
+                    crossed.push(figures);
+                } else {
+                    same.push(figures);
+                }
+                drop((a, b, nats));
+            }
+        }
+        rows.push((name, medians(&same), medians(&crossed)));
+    }
+    println!("## cluster: cross-node against same-node (two nodes, one local nats-server)\n");
+    println!("| load | path | req/s | p50 ms | p99 ms |");
+    println!("|---|---|---|---|---|");
+    for (name, same, crossed) in &rows {
+        println!(
+            "| {name} | same node | {:.0} | {:.3} | {:.3} |",
+            same.rps, same.p50, same.p99
+        );
+        println!(
+            "| {name} | cross node | {:.0} | {:.3} | {:.3} |",
+            crossed.rps, crossed.p50, crossed.p99
+        );
+    }
+    for (name, same, crossed) in &rows {
+        println!(
+            "\n{name}: a cross-node round trip adds {:.3} ms at p50 and {:.3} ms at p99",
+            crossed.p50 - same.p50,
+            crossed.p99 - same.p99
+        );
+    }
+    println!();
     Ok(())
 }
 
