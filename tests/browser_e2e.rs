@@ -94,6 +94,21 @@ async fn bridge_tools_click_a_real_page_through_relay_and_extension() {
     within(SCENARIO_LIMIT, bridge_to_page(&chromium)).await;
 }
 
+/// The popup shows what the relay sees (state, extension id, MCP peers) and its switch really
+/// disconnects and reconnects the browser; the options page shows the same state and a name
+/// saved there reaches the relay. Both pages are opened and clicked through Chromium's own
+/// DevTools endpoint, as a user would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn popup_shows_relay_state_and_its_switch_and_options_page_take_effect() {
+    let Some(chromium) =
+        chromium_or_skip("popup_shows_relay_state_and_its_switch_and_options_page_take_effect")
+    else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, popup_and_options(&chromium)).await;
+}
+
 // ---------------------------------------------------------------------------
 // Scenarios
 
@@ -594,6 +609,10 @@ struct Browser<'p> {
 
 impl<'p> Browser<'p> {
     fn launch(chromium: &Path, profile: &'p Profile) -> Browser<'p> {
+        Self::launch_with(chromium, profile, &[])
+    }
+
+    fn launch_with(chromium: &Path, profile: &'p Profile, extra: &[&str]) -> Browser<'p> {
         let log = OpenOptions::new()
             .create(true)
             .append(true)
@@ -617,6 +636,7 @@ impl<'p> Browser<'p> {
             ))
             .arg(format!("--load-extension={extension}"))
             .arg(format!("--disable-extensions-except={extension}"))
+            .args(extra)
             .arg("about:blank")
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
@@ -676,6 +696,140 @@ impl<'p> Browser<'p> {
 impl Drop for Browser<'_> {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Chromium's DevTools endpoint
+
+/// A client of the browser-wide DevTools endpoint (`--remote-debugging-port=0`), for what no
+/// MCP command reaches: the extension's own popup and options pages.
+struct DevTools {
+    ws: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>,
+    next_id: u64,
+}
+
+impl DevTools {
+    /// Connects through the port and path Chromium writes to `DevToolsActivePort`.
+    async fn attach(browser: &Browser<'_>) -> DevTools {
+        let file = browser.profile.user_data_dir.join("DevToolsActivePort");
+        let deadline = Instant::now() + STEP;
+        let (port, path) = loop {
+            if let Ok(text) = fs::read_to_string(&file) {
+                let mut lines = text.lines();
+                if let (Some(port), Some(path)) = (lines.next(), lines.next()) {
+                    break (port.to_owned(), path.to_owned());
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no DevToolsActivePort; Chromium's log:\n{}",
+                browser.log_tail()
+            );
+            tokio::time::sleep(POLL).await;
+        };
+        let (ws, _) = tokio_tungstenite::connect_async(format!("ws://127.0.0.1:{port}{path}"))
+            .await
+            .expect("DevTools endpoint");
+        DevTools { ws, next_id: 0 }
+    }
+
+    /// Sends a command (to a page session when given) and returns its result.
+    async fn send(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut command = json!({"id": id, "method": method, "params": params});
+        if let Some(session) = session {
+            command["sessionId"] = json!(session);
+        }
+        futures_util::SinkExt::send(&mut self.ws, Message::Text(command.to_string().into()))
+            .await
+            .expect("DevTools send");
+        let deadline = Instant::now() + STEP;
+        loop {
+            let message = timeout_at(deadline, self.ws.next())
+                .await
+                .unwrap_or_else(|_| panic!("DevTools: no answer to {method}"))
+                .expect("DevTools socket ended")
+                .expect("DevTools socket error");
+            let Message::Text(text) = message else {
+                continue;
+            };
+            let frame: Value = serde_json::from_str(&text).expect("DevTools sends JSON");
+            if frame["id"] == id {
+                assert!(frame.get("error").is_none(), "DevTools {method}: {frame}");
+                return frame["result"].clone();
+            }
+        }
+    }
+
+    /// `chrome-extension://<id>`, from the extension's service worker target.
+    async fn extension_origin(&mut self) -> String {
+        let deadline = Instant::now() + STEP;
+        loop {
+            let targets = self.send(None, "Target.getTargets", json!({})).await;
+            let found = targets["targetInfos"].as_array().and_then(|infos| {
+                infos.iter().find_map(|t| {
+                    let url = t["url"].as_str()?;
+                    let host = url.strip_prefix("chrome-extension://")?.split('/').next()?;
+                    (t["type"] == "service_worker").then(|| format!("chrome-extension://{host}"))
+                })
+            });
+            if let Some(origin) = found {
+                return origin;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no extension service worker: {targets}"
+            );
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Opens `url` in a new tab and returns a session attached to it.
+    async fn open_page(&mut self, url: &str) -> String {
+        let created = self
+            .send(None, "Target.createTarget", json!({"url": url}))
+            .await;
+        let attached = self
+            .send(
+                None,
+                "Target.attachToTarget",
+                json!({"targetId": created["targetId"], "flatten": true}),
+            )
+            .await;
+        attached["sessionId"]
+            .as_str()
+            .expect("a session id")
+            .to_owned()
+    }
+
+    /// Evaluates `expression` in the page (awaiting a promise) and returns its JSON value.
+    async fn eval(&mut self, session: &str, expression: &str) -> Value {
+        let evaluated = self
+            .send(
+                Some(session),
+                "Runtime.evaluate",
+                json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+            )
+            .await;
+        evaluated["result"]["value"].clone()
+    }
+
+    /// Polls `expression` until it equals `wanted`.
+    async fn wait_for(&mut self, session: &str, expression: &str, wanted: Value) {
+        let deadline = Instant::now() + STEP;
+        loop {
+            let value = self.eval(session, expression).await;
+            if value == wanted {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{expression}: {value}, never {wanted}"
+            );
+            tokio::time::sleep(POLL).await;
+        }
     }
 }
 
@@ -744,6 +898,126 @@ async fn serve_fixture(mut stream: TcpStream, root: PathBuf) {
     let _ = stream.write_all(head.as_bytes()).await;
     let _ = stream.write_all(&body).await;
     let _ = stream.shutdown().await;
+}
+
+async fn popup_and_options(chromium: &Path) {
+    let relay = relay().await;
+    let profile = Profile::new(&relay, "unused");
+    // No name in dev-config.json, so the one saved on the options page applies.
+    fs::write(
+        profile.extension_dir.join("dev-config.json"),
+        json!({
+            "relayUrl": relay.url("/extension"),
+            "token": token(USER, Some(Role::Extension)),
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
+    let mut mcp = Driver::handshake(&relay, "agent").await;
+    let extension_id = mcp.wait_for_extension(&browser).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
+    let text = |id: &str| format!("document.getElementById('{id}').textContent");
+
+    // The popup shows what the relay sees.
+    let popup = devtools.open_page(&format!("{origin}/ui/popup.html")).await;
+    devtools
+        .wait_for(&popup, &text("state"), json!("authenticated"))
+        .await;
+    devtools
+        .wait_for(&popup, &text("extension-id"), json!(extension_id))
+        .await;
+    devtools
+        .wait_for(&popup, &text("relay-url"), json!(relay.url("/extension")))
+        .await;
+    devtools.wait_for(&popup, &text("peers"), json!("0")).await;
+    mcp.connect(&extension_id).await;
+    devtools.wait_for(&popup, &text("peers"), json!("1")).await;
+
+    // Its switch takes the browser off the relay, and back.
+    let switch = "document.getElementById('enabled')";
+    assert_eq!(
+        devtools.eval(&popup, &format!("{switch}.checked")).await,
+        true
+    );
+    devtools.eval(&popup, &format!("{switch}.click()")).await;
+    let gone = mcp.notification("disconnected", |_| true).await;
+    assert_eq!(gone["params"]["extension_id"], extension_id, "{gone}");
+    devtools
+        .wait_for(&popup, &text("state"), json!("disconnected"))
+        .await;
+    let listed = mcp.ok("list_extensions", json!({})).await;
+    assert_eq!(listed["extensions"], json!([]), "{listed}");
+    devtools.eval(&popup, &format!("{switch}.click()")).await;
+    let back = mcp.notification("connected", |_| true).await;
+    assert_eq!(back["params"]["extension_id"], extension_id, "{back}");
+    devtools
+        .wait_for(&popup, &text("state"), json!("authenticated"))
+        .await;
+    mcp.ok("disconnect", json!({})).await;
+
+    // The options page shows the same state, says dev-config.json is in charge, previews
+    // the URL it would dial, and a browser name saved there reaches the relay.
+    let options = devtools
+        .open_page(&format!("{origin}/ui/options.html"))
+        .await;
+    devtools
+        .wait_for(&options, &text("state"), json!("authenticated"))
+        .await;
+    devtools
+        .wait_for(&options, &text("extension-id"), json!(extension_id))
+        .await;
+    let notice = devtools.eval(&options, &text("dev-config")).await;
+    assert!(
+        notice.as_str().unwrap().contains("dev-config.json"),
+        "{notice}"
+    );
+    let typed = devtools
+        .eval(
+            &options,
+            "(() => { const url = document.getElementById('relay-url-input'); \
+             url.value = 'wss://relay.example.com'; \
+             url.dispatchEvent(new Event('input')); \
+             return document.getElementById('url-preview').textContent; })()",
+        )
+        .await;
+    assert_eq!(
+        typed, "Will connect to wss://relay.example.com/extension",
+        "{typed}"
+    );
+    devtools
+        .eval(
+            &options,
+            "(() => { document.getElementById('relay-url-input').value = ''; \
+             document.getElementById('name-input').value = 'Named in options'; \
+             document.querySelector('button[type=submit]').click(); })()",
+        )
+        .await;
+    devtools
+        .wait_for(&options, &text("saved"), json!("Saved."))
+        .await;
+    let deadline = Instant::now() + STEP;
+    loop {
+        let listed = mcp.ok("list_extensions", json!({})).await;
+        let found = &listed["extensions"][0];
+        if found["name"] == "Named in options" {
+            assert_eq!(found["id"], extension_id, "{listed}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the saved name never reached the relay: {listed}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+
+    drop(devtools);
+    drop(browser);
+    relay.shutdown().await;
 }
 
 // ---------------------------------------------------------------------------
