@@ -23,15 +23,27 @@ pub type Socket =
 /// Where the load goes.
 #[derive(Clone)]
 pub enum Target {
-    /// `ws://addr`, with the HS256 secret to mint tokens. Extensions connect to `extension_base`
-    /// when set (another cluster node), MCP clients always to `base`.
+    /// One relay node or several cluster nodes (`ws://addr`), with the HS256 secret to mint
+    /// tokens. MCP client `i` connects to `mcp_bases[i % len]`, extension `j` to
+    /// `extension_bases[j % len]`, so the lists decide which pairs share a node.
     Relay {
-        base: String,
+        mcp_bases: Vec<String>,
+        extension_bases: Vec<String>,
         secret: String,
-        extension_base: Option<String>,
     },
     /// `ws://addr` of the baseline forwarder.
     Baseline { base: String },
+}
+
+impl Target {
+    /// One relay node for both sides.
+    pub fn relay(base: String, secret: String) -> Target {
+        Target::Relay {
+            mcp_bases: vec![base.clone()],
+            extension_bases: vec![base],
+            secret,
+        }
+    }
 }
 
 /// How requests are paced.
@@ -143,9 +155,9 @@ pub async fn open_pair(
             Ok(connect(&format!("{base}/pair/{client}/mcp")).await?)
         }
         Target::Relay {
-            base,
+            mcp_bases,
+            extension_bases,
             secret,
-            extension_base,
         } => {
             let which = client % extensions;
             let user = format!("bench-user-{which}");
@@ -153,7 +165,7 @@ pub async fn open_pair(
                 let mut spawned = spawned_extensions.lock().await;
                 if !spawned[which] {
                     spawned[which] = true;
-                    let ext_base = extension_base.as_deref().unwrap_or(base);
+                    let ext_base = &extension_bases[which % extension_bases.len()];
                     let ext = connect(&format!("{ext_base}/extension")).await?;
                     let auth = ExtensionAuth {
                         name: format!("bench {which}"),
@@ -163,6 +175,7 @@ pub async fn open_pair(
                     tokio::spawn(fake_extension(ext, Some(auth), payload));
                 }
             }
+            let base = &mcp_bases[client % mcp_bases.len()];
             let mut mcp = connect(&format!("{base}/mcp")).await?;
             let handshake = json!({"jsonrpc": "2.0", "id": 1, "method": "mcp_handshake",
                 "params": {"access_token": token(secret, &user, Role::Mcp)}});

@@ -39,7 +39,10 @@ pub enum Scenario {
     /// Two relay nodes joined through a local `nats-server`: cross-node against same-node
     /// round trips (not part of `all`; needs `nats-server` on the PATH).
     Cross,
-    /// All of the above.
+    /// A three-node cluster against one node: throughput and server CPU per request (not part
+    /// of `all`; needs `nats-server` on the PATH).
+    Scale,
+    /// All of the above but `cross` and `scale`.
     All,
 }
 
@@ -76,7 +79,8 @@ pub struct BenchArgs {
     /// Sockets for the idle scenario (mind `ulimit -n`: each costs a descriptor on both sides).
     #[arg(long, default_value_t = 10_000)]
     pub idle_sockets: usize,
-    /// Open-loop rate for the latency scenario; default: half the relay's measured peak.
+    /// Open-loop rate for the latency and cross scenarios; default: half the measured peak
+    /// (for cross: half and a quarter of the cross-node peak).
     #[arg(long)]
     pub rate: Option<f64>,
     /// Measure an already running relay at this base URL (e.g. `ws://10.0.0.5:8080`) instead
@@ -140,11 +144,7 @@ impl Server {
     fn target(&self, relay: bool) -> Target {
         let base = format!("ws://{}", self.addr);
         if relay {
-            Target::Relay {
-                base,
-                secret: SECRET.into(),
-                extension_base: None,
-            }
+            Target::relay(base, SECRET.into())
         } else {
             Target::Baseline { base }
         }
@@ -285,17 +285,15 @@ async fn measure(
     };
     let target = match (&server, &args.target) {
         (Some(server), _) => server.target(relay),
-        (None, base) => Target::Relay {
-            extension_base: None,
-            base: base
-                .as_deref()
+        (None, base) => Target::relay(
+            base.as_deref()
                 .unwrap_or_default()
                 .trim_end_matches('/')
                 .to_owned(),
-            secret: args.secret.clone().ok_or_else(|| {
+            args.secret.clone().ok_or_else(|| {
                 anyhow::anyhow!("--target needs --secret (or MCP_RELAY_JWT_SECRET)")
             })?,
-        },
+        ),
     };
     // Setup (sockets, handshakes) happens inside `run` before the clock starts; stats are
     // read around the whole run, which is dominated by the measured window.
@@ -506,6 +504,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.scenarios.contains(&Scenario::Cross) {
         cross(&args).await?;
     }
+    if args.scenarios.contains(&Scenario::Scale) {
+        scale(&args).await?;
+    }
     Ok(())
 }
 
@@ -664,49 +665,106 @@ impl Drop for Nats {
     }
 }
 
+/// Relay nodes joined through one local `nats-server`, fresh for every run.
+struct Cluster {
+    nodes: Vec<Server>,
+    nats: Nats,
+}
+
+impl Cluster {
+    async fn start(nodes: usize) -> anyhow::Result<Cluster> {
+        let nats = Nats::start()?;
+        let nodes = (0..nodes)
+            .map(|n| {
+                Server::relay(&[
+                    "--cluster",
+                    &nats.url,
+                    "--cluster-node-id",
+                    &format!("node-{n}"),
+                ])
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        // Let the nodes see each other's presence before extensions arrive.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        Ok(Cluster { nodes, nats })
+    }
+
+    fn base(&self, node: usize) -> String {
+        format!("ws://{}", self.nodes[node].addr)
+    }
+
+    /// CPU seconds of every node and of `nats-server`.
+    fn cpu_secs(&self) -> f64 {
+        self.nodes.iter().map(|n| n.stats().cpu_secs).sum::<f64>()
+            + ProcStats::read(self.nats.child.id()).cpu_secs
+    }
+}
+
+/// One measured run of `pacing` against cluster nodes, placed as `target` says.
+async fn cluster_run(
+    args: &BenchArgs,
+    target: &Target,
+    extensions: usize,
+    clients: usize,
+    pacing: Pacing,
+) -> anyhow::Result<Figures> {
+    let outcome = load::run(
+        target,
+        extensions,
+        clients,
+        pacing,
+        args.request_payload,
+        args.payload,
+        args.duration,
+    )
+    .await?;
+    Ok(Figures::from(
+        &outcome,
+        ProcStats::default(),
+        ProcStats::default(),
+    ))
+}
+
 /// Same-node against cross-node round trips on a two-node cluster: the MCP clients always on
-/// node A, the extensions on A (same node) or on B (cross node), alternating per run.
+/// node 0, the extensions on node 0 (same node) or node 1 (cross node), alternating per run.
+/// "Below saturation" is half (and a quarter of) the cross-node peak, measured first in the
+/// same invocation, unless `--rate` sets it.
 async fn cross(args: &BenchArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
-    for (name, clients, extensions, pacing) in [
+    let mut loads = vec![
         (
-            "one client, one in flight",
+            "one client, one in flight".to_owned(),
             1,
             1,
             Pacing::Closed { in_flight: 1 },
         ),
         (
-            "64 clients on 8 extensions, open loop at 10000 req/s",
+            format!(
+                "{} clients on {} extensions, {} in flight each (peak)",
+                args.clients, args.extensions, args.in_flight
+            ),
             args.clients,
             args.extensions,
-            Pacing::Open { rate: 10_000.0 },
+            Pacing::Closed {
+                in_flight: args.in_flight,
+            },
         ),
-    ] {
+    ];
+    let mut index = 0;
+    while index < loads.len() {
+        let (name, clients, extensions, pacing) = loads[index].clone();
+        index += 1;
         let mut same = Vec::new();
         let mut crossed = Vec::new();
         for run in 0..args.runs {
             for cross_node in [run % 2 == 0, run % 2 != 0] {
-                let nats = Nats::start()?;
-                let a = Server::relay(&["--cluster", &nats.url, "--cluster-node-id", "a"])?;
-                let b = Server::relay(&["--cluster", &nats.url, "--cluster-node-id", "b"])?;
-                // Let the nodes see each other's presence before extensions arrive.
-                tokio::time::sleep(Duration::from_millis(1500)).await;
+                let cluster = Cluster::start(2).await?;
                 let target = Target::Relay {
-                    base: format!("ws://{}", a.addr),
+                    mcp_bases: vec![cluster.base(0)],
+                    extension_bases: vec![cluster.base(usize::from(cross_node))],
                     secret: SECRET.into(),
-                    extension_base: cross_node.then(|| format!("ws://{}", b.addr)),
                 };
-                let outcome = load::run(
-                    &target,
-                    extensions,
-                    clients,
-                    pacing,
-                    args.request_payload,
-                    args.payload,
-                    args.duration,
-                )
-                .await?;
-                let figures = Figures::from(&outcome, ProcStats::default(), ProcStats::default());
+                let figures = cluster_run(args, &target, extensions, clients, pacing).await?;
                 eprintln!(
                     "  {name}, {}: {:.0} req/s, p50 {:.3} ms, p99 {:.3} ms",
                     if cross_node {
@@ -723,10 +781,32 @@ async fn cross(args: &BenchArgs) -> anyhow::Result<()> {
                 } else {
                     same.push(figures);
                 }
-                drop((a, b, nats));
             }
         }
-        rows.push((name, medians(&same), medians(&crossed)));
+        let (same, crossed) = (medians(&same), medians(&crossed));
+        if matches!(pacing, Pacing::Closed { in_flight } if in_flight > 1) {
+            let rates = match args.rate {
+                Some(rate) => vec![(rate, "set with --rate")],
+                None => vec![
+                    ((crossed.rps / 2.0).round(), "half the cross-node peak"),
+                    (
+                        (crossed.rps / 4.0).round(),
+                        "a quarter of the cross-node peak",
+                    ),
+                ],
+            };
+            for (rate, why) in rates {
+                loads.push((
+                    format!(
+                        "{clients} clients on {extensions} extensions, open loop at {rate:.0} req/s ({why})"
+                    ),
+                    clients,
+                    extensions,
+                    Pacing::Open { rate },
+                ));
+            }
+        }
+        rows.push((name, same, crossed));
     }
     println!("## cluster: cross-node against same-node (two nodes, one local nats-server)\n");
     println!("| load | path | req/s | p50 ms | p99 ms |");
@@ -749,6 +829,118 @@ async fn cross(args: &BenchArgs) -> anyhow::Result<()> {
         );
     }
     println!();
+    Ok(())
+}
+
+/// How the scale scenario places sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Placement {
+    /// One relay, no cluster.
+    OneNode,
+    /// Three nodes; every MCP client on the node of its extension (an affinity-aware balancer).
+    Colocated,
+    /// Three nodes; clients and extensions dealt round-robin, so most pairs cross nodes (a
+    /// balancer that knows nothing of users).
+    Spread,
+}
+
+impl Placement {
+    fn describe(self) -> &'static str {
+        match self {
+            Placement::OneNode => "one node",
+            Placement::Colocated => "three nodes, each pair on one node",
+            Placement::Spread => "three nodes, clients and extensions dealt round-robin",
+        }
+    }
+}
+
+/// Throughput of a three-node cluster against one node, closed loop, with the CPU time all
+/// server processes (nodes and `nats-server`) spent per request.
+async fn scale(args: &BenchArgs) -> anyhow::Result<()> {
+    let placements = [Placement::OneNode, Placement::Colocated, Placement::Spread];
+    let pacing = Pacing::Closed {
+        in_flight: args.in_flight,
+    };
+    let (clients, extensions) = (args.clients, args.extensions);
+    let mut results: Vec<(Vec<Figures>, Vec<f64>)> = vec![Default::default(); placements.len()];
+    for run in 0..args.runs {
+        // Rotate the order so drift on the machine hits every placement alike.
+        for k in 0..placements.len() {
+            let slot = (k + run) % placements.len();
+            let placement = placements[slot];
+            let (figures, cpu) = if placement == Placement::OneNode {
+                let server = Server::relay(&relay_args(args))?;
+                let before = server.stats();
+                let outcome = load::run(
+                    &server.target(true),
+                    extensions,
+                    clients,
+                    pacing,
+                    args.request_payload,
+                    args.payload,
+                    args.duration,
+                )
+                .await?;
+                let after = server.stats();
+                let figures = Figures::from(&outcome, before, after);
+                (figures, figures.cpu_secs)
+            } else {
+                let cluster = Cluster::start(3).await?;
+                let nodes: Vec<String> = (0..3).map(|n| cluster.base(n)).collect();
+                // Client i drives extension i % extensions (see `load::open_pair`).
+                let mcp_bases = match placement {
+                    Placement::Colocated => (0..extensions).map(|j| nodes[j % 3].clone()).collect(),
+                    _ => nodes.clone(),
+                };
+                let target = Target::Relay {
+                    mcp_bases,
+                    extension_bases: nodes.clone(),
+                    secret: SECRET.into(),
+                };
+                let before = cluster.cpu_secs();
+                let figures = cluster_run(args, &target, extensions, clients, pacing).await?;
+                (figures, cluster.cpu_secs() - before)
+            };
+            eprintln!(
+                "  {}: {:.0} req/s, p50 {:.3} ms, p99 {:.3} ms, server CPU {:.2} s",
+                placement.describe(),
+                figures.rps,
+                figures.p50,
+                figures.p99,
+                cpu
+            );
+            results[slot].0.push(figures);
+            // CPU per request, in microseconds.
+            results[slot]
+                .1
+                .push(cpu * 1e6 / (figures.rps * args.duration.as_secs_f64()));
+        }
+    }
+    let crossing = (0..clients)
+        .filter(|i| i % 3 != (i % extensions) % 3)
+        .count();
+    println!(
+        "## cluster: three nodes against one ({clients} clients on {extensions} extensions, {} in flight each, closed loop)\n",
+        args.in_flight
+    );
+    println!("| placement | req/s | vs one node | p50 ms | p99 ms | server CPU µs per request |");
+    println!("|---|---|---|---|---|---|");
+    let one = medians(&results[0].0).rps;
+    for (placement, (figures, cpu)) in placements.iter().zip(&results) {
+        let f = medians(figures);
+        println!(
+            "| {} | {:.0} | {:.0}% | {:.3} | {:.3} | {:.1} |",
+            placement.describe(),
+            f.rps,
+            100.0 * f.rps / one,
+            f.p50,
+            f.p99,
+            median(&mut cpu.clone())
+        );
+    }
+    println!(
+        "\nround-robin placement: {crossing} of {clients} clients drive an extension on another node\n"
+    );
     Ok(())
 }
 
