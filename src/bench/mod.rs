@@ -295,12 +295,35 @@ async fn measure(
             })?,
         ),
     };
+    measured(
+        server.as_ref(),
+        &target,
+        args,
+        extensions,
+        clients,
+        pacing,
+        payload,
+    )
+    .await
+}
+
+/// One run of the load against `target`, with `server`'s RSS and CPU time read around it when
+/// it is a local child process.
+async fn measured(
+    server: Option<&Server>,
+    target: &Target,
+    args: &BenchArgs,
+    extensions: usize,
+    clients: usize,
+    pacing: Pacing,
+    payload: usize,
+) -> anyhow::Result<Figures> {
     // Setup (sockets, handshakes) happens inside `run` before the clock starts; stats are
     // read around the whole run, which is dominated by the measured window.
-    let stats = || server.as_ref().map(Server::stats).unwrap_or_default();
+    let stats = || server.map(Server::stats).unwrap_or_default();
     let before = stats();
     let outcome = load::run(
-        &target,
+        target,
         extensions,
         clients,
         pacing,
@@ -700,31 +723,6 @@ impl Cluster {
     }
 }
 
-/// One measured run of `pacing` against cluster nodes, placed as `target` says.
-async fn cluster_run(
-    args: &BenchArgs,
-    target: &Target,
-    extensions: usize,
-    clients: usize,
-    pacing: Pacing,
-) -> anyhow::Result<Figures> {
-    let outcome = load::run(
-        target,
-        extensions,
-        clients,
-        pacing,
-        args.request_payload,
-        args.payload,
-        args.duration,
-    )
-    .await?;
-    Ok(Figures::from(
-        &outcome,
-        ProcStats::default(),
-        ProcStats::default(),
-    ))
-}
-
 /// Same-node against cross-node round trips on a two-node cluster: the MCP clients always on
 /// node 0, the extensions on node 0 (same node) or node 1 (cross node), alternating per run.
 /// "Below saturation" is half (and a quarter of) the cross-node peak, measured first in the
@@ -764,7 +762,16 @@ async fn cross(args: &BenchArgs) -> anyhow::Result<()> {
                     extension_bases: vec![cluster.base(usize::from(cross_node))],
                     secret: SECRET.into(),
                 };
-                let figures = cluster_run(args, &target, extensions, clients, pacing).await?;
+                let figures = measured(
+                    None,
+                    &target,
+                    args,
+                    extensions,
+                    clients,
+                    pacing,
+                    args.payload,
+                )
+                .await?;
                 eprintln!(
                     "  {name}, {}: {:.0} req/s, p50 {:.3} ms, p99 {:.3} ms",
                     if cross_node {
@@ -870,19 +877,17 @@ async fn scale(args: &BenchArgs) -> anyhow::Result<()> {
             let placement = placements[slot];
             let (figures, cpu) = if placement == Placement::OneNode {
                 let server = Server::relay(&relay_args(args))?;
-                let before = server.stats();
-                let outcome = load::run(
-                    &server.target(true),
+                let target = server.target(true);
+                let figures = measured(
+                    Some(&server),
+                    &target,
+                    args,
                     extensions,
                     clients,
                     pacing,
-                    args.request_payload,
                     args.payload,
-                    args.duration,
                 )
                 .await?;
-                let after = server.stats();
-                let figures = Figures::from(&outcome, before, after);
                 (figures, figures.cpu_secs)
             } else {
                 let cluster = Cluster::start(3).await?;
@@ -898,7 +903,16 @@ async fn scale(args: &BenchArgs) -> anyhow::Result<()> {
                     secret: SECRET.into(),
                 };
                 let before = cluster.cpu_secs();
-                let figures = cluster_run(args, &target, extensions, clients, pacing).await?;
+                let figures = measured(
+                    None,
+                    &target,
+                    args,
+                    extensions,
+                    clients,
+                    pacing,
+                    args.payload,
+                )
+                .await?;
                 (figures, cluster.cpu_secs() - before)
             };
             eprintln!(
