@@ -96,8 +96,19 @@ fn handle_frame(text: &str, mcp: &mut McpState, rate: &mut RateLimit, state: &Re
                 }
             }
         }
-        // The relay never sends requests to MCP clients, so a response answers nothing.
-        Ok(Incoming::Response(_)) => {}
+        // The relay never sends requests to MCP clients, so a response answers nothing and,
+        // as JSON-RPC requires, gets no reply. A frame with an id and nothing else is neither
+        // a request nor a response: the sender is waiting for something, so say what is wrong.
+        Ok(Incoming::Response(reply)) => {
+            if reply.result.is_none() && reply.error.is_none() {
+                state.metrics.error(code::INVALID_REQUEST);
+                mcp.peer.send(frame::error_response(
+                    reply.id.get(),
+                    code::INVALID_REQUEST,
+                    "Invalid Request: a frame with an \"id\" needs a \"method\" (request) or a \"result\" or \"error\" (response)",
+                ));
+            }
+        }
         Err(error) => {
             state.metrics.error(error.code);
             mcp.peer.send(error.to_response());

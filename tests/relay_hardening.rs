@@ -71,6 +71,8 @@ async fn bad_frames_get_json_rpc_errors_and_the_socket_stays_usable() {
             json!(4),
         ),
         (r#"{"jsonrpc":"1.0","id":5,"method":"x"}"#, -32600, json!(5)),
+        // An id alone is neither a request nor a response.
+        (r#"{"jsonrpc":"2.0","id":6}"#, -32600, json!(6)),
         (
             r#"{"jsonrpc":"2.0","id":"proxy:1","method":"x"}"#,
             -32600,
@@ -100,8 +102,16 @@ async fn bad_frames_get_json_rpc_errors_and_the_socket_stays_usable() {
         .await
         .unwrap();
     assert_eq!(mcp.client.recv().await["error"]["code"], -32700);
+    // Well-formed responses answer nothing the relay asked, and JSON-RPC forbids replying to
+    // them: the next frame the client sees is the answer to its next request.
+    mcp.client
+        .send_text(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#)
+        .await;
+    mcp.client
+        .send_text(r#"{"jsonrpc":"2.0","id":8,"error":{"code":1,"message":"no"}}"#)
+        .await;
     let ok = mcp.call("list_extensions", json!({})).await;
-    assert_eq!(ok["result"], json!({"extensions": []}));
+    assert_eq!(ok["result"], json!({"extensions": []}), "{ok}");
 }
 
 #[tokio::test]
