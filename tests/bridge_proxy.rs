@@ -1135,3 +1135,105 @@ async fn official_typescript_sdk_sees_the_proxy_meta_and_the_dynamic_tools() {
     );
     echo.abort();
 }
+
+/// A Python that has the official MCP SDK: `$MCP_PYTHON`, the virtualenv `.ci/run` creates in
+/// `tests/mcp-python-client/.venv`, or `python3`.
+fn python_with_mcp_sdk() -> Option<std::path::PathBuf> {
+    let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/mcp-python-client/.venv/bin/python");
+    std::env::var_os("MCP_PYTHON")
+        .map(Into::into)
+        .into_iter()
+        .chain([venv, "python3".into()])
+        .find(|python| {
+            std::process::Command::new(python)
+                .args(["-c", "import mcp.client.stdio"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|status| status.success())
+        })
+}
+
+#[tokio::test]
+async fn official_python_sdk_keeps_the_proxy_meta_and_calls_through_the_proxy() {
+    let Some(python) = python_with_mcp_sdk() else {
+        let setup = "python3 -m venv tests/mcp-python-client/.venv && \
+                     tests/mcp-python-client/.venv/bin/pip install -r tests/mcp-python-client/requirements.txt";
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("no Python with the MCP SDK: {setup}");
+        }
+        eprintln!(
+            "\n*** SKIP official_python_sdk_keeps_the_proxy_meta_and_calls_through_the_proxy: \
+             no Python with the MCP SDK ({setup}) ***\n"
+        );
+        return;
+    };
+    let relay = relay().await;
+    let echo = Extension::connect(&relay, USER, "Chrome", "client-1")
+        .await
+        .spawn_echo();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/mcp-python-client/proxy_client.py");
+    let output = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::process::Command::new(&python)
+            .arg(script)
+            .arg(env!("CARGO_BIN_EXE_mcp-relay"))
+            .args(["bridge", "--relay", &relay.url("/mcp"), "--tools", "all"])
+            .env("MCP_RELAY_TOKEN", token(USER, Some(Role::Mcp)))
+            .output(),
+    )
+    .await
+    .expect("the Python SDK client timed out")
+    .expect("running python");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "Python SDK client failed ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_str(stdout.trim().lines().last().unwrap())
+        .unwrap_or_else(|e| panic!("Python SDK client printed no JSON ({e}): {stdout}"));
+    assert_eq!(report["ok"], true);
+    assert_eq!(report["server"], "mcp-relay");
+    assert_eq!(report["tools"].as_array().unwrap().len(), BROWSER_TOOLS + 6);
+    assert_eq!(
+        report["listed"],
+        json!(["browser_list", "browser_connect", "browser_status"])
+    );
+    // The Python SDK drops the annotation keys the MCP schema does not define...
+    assert!(
+        report["annotations"].get("proxyAction").is_none(),
+        "{report}"
+    );
+    // ...and _meta.proxy carries them instead.
+    let meta = &report["meta"]["proxy"];
+    assert_eq!(meta["proxyAction"], "list", "{report}");
+    assert_eq!(meta["proxyType"], "tool", "{report}");
+    assert_eq!(meta["many"], true, "{report}");
+    assert_eq!(meta["totalCount"], BROWSER_TOOLS, "{report}");
+    assert_eq!(meta["limit"], 3, "{report}");
+    assert_eq!(meta["offset"], 0, "{report}");
+    assert_eq!(meta["dataType"], "Tool", "{report}");
+    assert_eq!(meta["pythonType"], "Tool", "{report}");
+    assert_eq!(
+        report["call_meta"]["proxy"],
+        json!({"proxyAction": "call", "proxyType": "tool", "proxyPath": "browser_evaluate"})
+    );
+    // `args` given as a JSON string reached the extension as an object.
+    assert_eq!(
+        report["answer"],
+        json!({"echo": "evaluate", "params": {"expression": "document.title"}})
+    );
+    assert_eq!(report["refused"]["is_error"], true);
+    assert!(
+        report["refused"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"path\" is not allowed"),
+        "{report}"
+    );
+    echo.abort();
+}
