@@ -12,7 +12,7 @@ use common::{relay, relay_with, token, Extension, SECRET, WAIT};
 use mcp_relay::auth::{mint_hs256, MintClaims, Role};
 use serde_json::{json, Value};
 
-use common::bridge::{call, is_error, ok_json, start_bridge, text, Bridge};
+use common::bridge::{call, is_error, ok_json, run_sdk_client, start_bridge, text, Bridge};
 
 /// Starts `mcp-relay bridge` with `args` (plus the user's MCP token) and initializes it.
 async fn bridge_with(args: &[&str], mcp_token: &str) -> Bridge {
@@ -841,27 +841,13 @@ async fn official_typescript_sdk_client_initializes_lists_and_calls_a_tool() {
     let echo = Extension::connect(&relay, USER, "Chrome", "client-1")
         .await
         .spawn_echo();
-    let output = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new("node")
-            .arg(client_dir.join("client.mjs"))
-            .arg(env!("CARGO_BIN_EXE_mcp-relay"))
-            .args(["bridge", "--relay", &relay.url("/mcp")])
-            .env("MCP_RELAY_TOKEN", token(USER, Some(Role::Mcp)))
-            .output(),
+    let report = run_sdk_client(
+        Path::new("node"),
+        &client_dir.join("client.mjs"),
+        &["--relay", &relay.url("/mcp")],
+        &token(USER, Some(Role::Mcp)),
     )
-    .await
-    .expect("the SDK client timed out")
-    .expect("running node");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "SDK client failed ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: Value = serde_json::from_str(stdout.trim().lines().last().unwrap())
-        .unwrap_or_else(|e| panic!("SDK client printed no JSON ({e}): {stdout}"));
+    .await;
     assert_eq!(report["ok"], true);
     assert_eq!(report["server"], "mcp-relay");
     assert_eq!(report["tools"], 12);

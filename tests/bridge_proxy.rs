@@ -21,7 +21,7 @@ const USER: &str = "alice";
 /// 12 browser tools and every command of the compiled-in CDP catalog.
 const BROWSER_TOOLS: usize = 12;
 
-use common::bridge::{bridge_command, call, is_error, ok_json, start_bridge, text};
+use common::bridge::{bridge_command, call, is_error, ok_json, run_sdk_client, start_bridge, text};
 
 fn command(relay_url: &str, extra: &[&str]) -> tokio::process::Command {
     let mut args = vec!["--relay", relay_url];
@@ -1087,28 +1087,20 @@ async fn official_typescript_sdk_sees_the_proxy_meta_and_the_dynamic_tools() {
     let echo = Extension::connect(&relay, USER, "Chrome", "client-1")
         .await
         .spawn_echo();
-    let output = tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        tokio::process::Command::new("node")
-            .arg(client_dir.join("proxy.mjs"))
-            .arg(env!("CARGO_BIN_EXE_mcp-relay"))
-            .args(["bridge", "--relay", &relay.url("/mcp")])
-            .args(["--tools", "all", "--dynamic", "2"])
-            .env("MCP_RELAY_TOKEN", token(USER, Some(Role::Mcp)))
-            .output(),
+    let report = run_sdk_client(
+        std::path::Path::new("node"),
+        &client_dir.join("proxy.mjs"),
+        &[
+            "--relay",
+            &relay.url("/mcp"),
+            "--tools",
+            "all",
+            "--dynamic",
+            "2",
+        ],
+        &token(USER, Some(Role::Mcp)),
     )
-    .await
-    .expect("the SDK client timed out")
-    .expect("running node");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "SDK client failed ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: Value = serde_json::from_str(stdout.trim().lines().last().unwrap())
-        .unwrap_or_else(|e| panic!("SDK client printed no JSON ({e}): {stdout}"));
+    .await;
     assert_eq!(report["ok"], true);
     assert_eq!(
         report["listed"],
@@ -1175,27 +1167,13 @@ async fn official_python_sdk_keeps_the_proxy_meta_and_calls_through_the_proxy() 
         .spawn_echo();
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/mcp-python-client/proxy_client.py");
-    let output = tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        tokio::process::Command::new(&python)
-            .arg(script)
-            .arg(env!("CARGO_BIN_EXE_mcp-relay"))
-            .args(["bridge", "--relay", &relay.url("/mcp"), "--tools", "all"])
-            .env("MCP_RELAY_TOKEN", token(USER, Some(Role::Mcp)))
-            .output(),
+    let report = run_sdk_client(
+        &python,
+        &script,
+        &["--relay", &relay.url("/mcp"), "--tools", "all"],
+        &token(USER, Some(Role::Mcp)),
     )
-    .await
-    .expect("the Python SDK client timed out")
-    .expect("running python");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "Python SDK client failed ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: Value = serde_json::from_str(stdout.trim().lines().last().unwrap())
-        .unwrap_or_else(|e| panic!("Python SDK client printed no JSON ({e}): {stdout}"));
+    .await;
     assert_eq!(report["ok"], true);
     assert_eq!(report["server"], "mcp-relay");
     assert_eq!(report["tools"].as_array().unwrap().len(), BROWSER_TOOLS + 6);

@@ -82,3 +82,37 @@ pub fn ok_json(result: &Value) -> Value {
     assert!(!is_error(result), "unexpected error: {result}");
     serde_json::from_str(&text(result)).unwrap_or_else(|e| panic!("not JSON ({e}): {result}"))
 }
+
+/// Runs a third-party MCP client script (the official TypeScript or Python SDK) that drives
+/// `mcp-relay bridge <bridge_args>` against a relay, and returns the JSON report it prints as
+/// its last line. `interpreter` runs `script`; the bridge gets `mcp_token` in its environment.
+pub async fn run_sdk_client(
+    interpreter: &std::path::Path,
+    script: &std::path::Path,
+    bridge_args: &[&str],
+    mcp_token: &str,
+) -> Value {
+    let output = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::process::Command::new(interpreter)
+            .arg(script)
+            .arg(env!("CARGO_BIN_EXE_mcp-relay"))
+            .arg("bridge")
+            .args(bridge_args)
+            .env("MCP_RELAY_TOKEN", mcp_token)
+            .output(),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{} timed out", script.display()))
+    .unwrap_or_else(|e| panic!("running {}: {e}", interpreter.display()));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{} failed ({}):\n{stdout}\n{}",
+        script.display(),
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim().lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{} printed no JSON ({e}): {stdout}", script.display()))
+}
