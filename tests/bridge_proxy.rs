@@ -1101,19 +1101,7 @@ async fn official_typescript_sdk_sees_the_proxy_meta_and_the_dynamic_tools() {
         &token(USER, Some(Role::Mcp)),
     )
     .await;
-    assert_eq!(report["ok"], true);
-    assert_eq!(
-        report["listed"],
-        json!(["browser_list", "browser_connect", "browser_status"])
-    );
-    // The official SDK, too, keeps only the schema's annotation keys; _meta.proxy survives.
-    assert!(
-        report["annotations"].get("proxyAction").is_none(),
-        "{report}"
-    );
-    assert_eq!(report["meta"]["proxy"]["proxyAction"], "list");
-    assert_eq!(report["meta"]["proxy"]["totalCount"], BROWSER_TOOLS);
-    assert_eq!(report["meta"]["proxy"]["limit"], 3);
+    assert_sdk_kept_the_list_metadata_in_meta(&report);
     assert_eq!(report["before"], BROWSER_TOOLS + 6);
     assert_eq!(report["registered"][0], "cdp_DOM_getDocument");
     assert!(report["listChanged"].as_u64().unwrap() >= 1);
@@ -1126,6 +1114,30 @@ async fn official_typescript_sdk_sees_the_proxy_meta_and_the_dynamic_tools() {
         json!({"echo": "forwardCDPCommand", "params": {"method": "DOM.getDocument", "params": {"depth": 1}}})
     );
     echo.abort();
+}
+
+/// What an SDK client script reports of `proxy {action: list, type: tool, filter_server:
+/// "browser_", limit: 3}`: the official SDKs keep only the annotation keys the MCP schema
+/// defines, and `_meta.proxy` carries the proxy metadata instead.
+fn assert_sdk_kept_the_list_metadata_in_meta(report: &Value) {
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(
+        report["listed"],
+        json!(["browser_list", "browser_connect", "browser_status"])
+    );
+    assert!(
+        report["annotations"].get("proxyAction").is_none(),
+        "{report}"
+    );
+    let meta = &report["meta"]["proxy"];
+    assert_eq!(meta["proxyAction"], "list", "{report}");
+    assert_eq!(meta["proxyType"], "tool", "{report}");
+    assert_eq!(meta["many"], true, "{report}");
+    assert_eq!(meta["totalCount"], BROWSER_TOOLS, "{report}");
+    assert_eq!(meta["limit"], 3, "{report}");
+    assert_eq!(meta["offset"], 0, "{report}");
+    assert_eq!(meta["dataType"], "Tool", "{report}");
+    assert_eq!(meta["pythonType"], "Tool", "{report}");
 }
 
 /// A Python that has the official MCP SDK: `$MCP_PYTHON`, the virtualenv `.ci/run` creates in
@@ -1174,28 +1186,9 @@ async fn official_python_sdk_keeps_the_proxy_meta_and_calls_through_the_proxy() 
         &token(USER, Some(Role::Mcp)),
     )
     .await;
-    assert_eq!(report["ok"], true);
     assert_eq!(report["server"], "mcp-relay");
     assert_eq!(report["tools"].as_array().unwrap().len(), BROWSER_TOOLS + 6);
-    assert_eq!(
-        report["listed"],
-        json!(["browser_list", "browser_connect", "browser_status"])
-    );
-    // The Python SDK drops the annotation keys the MCP schema does not define...
-    assert!(
-        report["annotations"].get("proxyAction").is_none(),
-        "{report}"
-    );
-    // ...and _meta.proxy carries them instead.
-    let meta = &report["meta"]["proxy"];
-    assert_eq!(meta["proxyAction"], "list", "{report}");
-    assert_eq!(meta["proxyType"], "tool", "{report}");
-    assert_eq!(meta["many"], true, "{report}");
-    assert_eq!(meta["totalCount"], BROWSER_TOOLS, "{report}");
-    assert_eq!(meta["limit"], 3, "{report}");
-    assert_eq!(meta["offset"], 0, "{report}");
-    assert_eq!(meta["dataType"], "Tool", "{report}");
-    assert_eq!(meta["pythonType"], "Tool", "{report}");
+    assert_sdk_kept_the_list_metadata_in_meta(&report);
     assert_eq!(
         report["call_meta"]["proxy"],
         json!({"proxyAction": "call", "proxyType": "tool", "proxyPath": "browser_evaluate"})
