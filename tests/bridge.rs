@@ -12,7 +12,9 @@ use common::{relay, relay_with, token, Extension, SECRET, WAIT};
 use mcp_relay::auth::{mint_hs256, MintClaims, Role};
 use serde_json::{json, Value};
 
-use common::bridge::{call, is_error, ok_json, run_sdk_client, start_bridge, text, Bridge};
+use common::bridge::{
+    call, is_error, ok_json, run_sdk_client, start_bridge, text, typescript_sdk_client, Bridge,
+};
 
 /// Starts `mcp-relay bridge` with `args` (plus the user's MCP token) and initializes it.
 async fn bridge_with(args: &[&str], mcp_token: &str) -> Bridge {
@@ -826,17 +828,11 @@ async fn stdout_carries_only_mcp_frames_and_closing_stdin_stops_the_bridge() {
 
 #[tokio::test]
 async fn official_typescript_sdk_client_initializes_lists_and_calls_a_tool() {
-    let client_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp-sdk-client");
-    if !client_dir.join("node_modules").exists() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("tests/mcp-sdk-client/node_modules is missing: run `npm ci` there");
-        }
-        eprintln!(
-            "\n*** SKIP official_typescript_sdk_client_initializes_lists_and_calls_a_tool: \
-             tests/mcp-sdk-client/node_modules is missing (run `npm ci` in tests/mcp-sdk-client) ***\n"
-        );
+    let Some(client_dir) =
+        typescript_sdk_client("official_typescript_sdk_client_initializes_lists_and_calls_a_tool")
+    else {
         return;
-    }
+    };
     let relay = relay().await;
     let echo = Extension::connect(&relay, USER, "Chrome", "client-1")
         .await

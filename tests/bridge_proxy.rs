@@ -21,7 +21,10 @@ const USER: &str = "alice";
 /// 12 browser tools and every command of the compiled-in CDP catalog.
 const BROWSER_TOOLS: usize = 12;
 
-use common::bridge::{bridge_command, call, is_error, ok_json, run_sdk_client, start_bridge, text};
+use common::bridge::{
+    bridge_command, call, is_error, ok_json, python_sdk_client, run_sdk_client, start_bridge, text,
+    typescript_sdk_client,
+};
 
 fn command(relay_url: &str, extra: &[&str]) -> tokio::process::Command {
     let mut args = vec!["--relay", relay_url];
@@ -1072,17 +1075,11 @@ async fn a_strict_client_keeps_the_proxy_metadata_in_meta() {
 
 #[tokio::test]
 async fn official_typescript_sdk_sees_the_proxy_meta_and_the_dynamic_tools() {
-    let client_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp-sdk-client");
-    if !client_dir.join("node_modules").exists() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("tests/mcp-sdk-client/node_modules is missing: run `npm ci` there");
-        }
-        eprintln!(
-            "\n*** SKIP official_typescript_sdk_sees_the_proxy_meta_and_the_dynamic_tools: \
-             tests/mcp-sdk-client/node_modules is missing (run `npm ci` in tests/mcp-sdk-client) ***\n"
-        );
+    let Some(client_dir) =
+        typescript_sdk_client("official_typescript_sdk_sees_the_proxy_meta_and_the_dynamic_tools")
+    else {
         return;
-    }
+    };
     let relay = relay().await;
     let echo = Extension::connect(&relay, USER, "Chrome", "client-1")
         .await
@@ -1140,37 +1137,11 @@ fn assert_sdk_kept_the_list_metadata_in_meta(report: &Value) {
     assert_eq!(meta["pythonType"], "Tool", "{report}");
 }
 
-/// A Python that has the official MCP SDK: `$MCP_PYTHON`, the virtualenv `.ci/run` creates in
-/// `tests/mcp-python-client/.venv`, or `python3`.
-fn python_with_mcp_sdk() -> Option<std::path::PathBuf> {
-    let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/mcp-python-client/.venv/bin/python");
-    std::env::var_os("MCP_PYTHON")
-        .map(Into::into)
-        .into_iter()
-        .chain([venv, "python3".into()])
-        .find(|python| {
-            std::process::Command::new(python)
-                .args(["-c", "import mcp.client.stdio"])
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status()
-                .is_ok_and(|status| status.success())
-        })
-}
-
 #[tokio::test]
 async fn official_python_sdk_keeps_the_proxy_meta_and_calls_through_the_proxy() {
-    let Some(python) = python_with_mcp_sdk() else {
-        let setup = "python3 -m venv tests/mcp-python-client/.venv && \
-                     tests/mcp-python-client/.venv/bin/pip install -r tests/mcp-python-client/requirements.txt";
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("no Python with the MCP SDK: {setup}");
-        }
-        eprintln!(
-            "\n*** SKIP official_python_sdk_keeps_the_proxy_meta_and_calls_through_the_proxy: \
-             no Python with the MCP SDK ({setup}) ***\n"
-        );
+    let Some(python) =
+        python_sdk_client("official_python_sdk_keeps_the_proxy_meta_and_calls_through_the_proxy")
+    else {
         return;
     };
     let relay = relay().await;
