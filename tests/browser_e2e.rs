@@ -11,7 +11,7 @@ mod common;
 use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
 use std::future::Future;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -519,23 +519,12 @@ async fn kill_and_restart(chromium: &Path) {
 /// The Chromium binary, or None (after a loud message) when it is missing outside CI.
 fn chromium_or_skip(test: &str) -> Option<PathBuf> {
     let path = PathBuf::from(std::env::var("CHROMIUM").unwrap_or_else(|_| DEFAULT_CHROMIUM.into()));
-    if path.is_file() {
-        return Some(path);
-    }
     let problem = format!(
-        "Chromium not found at {} (set CHROMIUM=/path/to/chromium)",
+        "Chromium not found at {} (set CHROMIUM=/path/to/chromium); browser end-to-end tests \
+         must run in CI",
         path.display()
     );
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{problem}; browser end-to-end tests must run in CI");
-    }
-    // Straight to stderr, not eprintln!: the test harness hides a passing test's eprintln.
-    let banner = "!".repeat(78);
-    let _ = writeln!(
-        std::io::stderr(),
-        "\n{banner}\n!!! SKIPPING {test}\n!!! {problem}\n{banner}\n"
-    );
-    None
+    common::present_or_skip(path.is_file().then_some(path), test, &problem)
 }
 
 /// A temporary copy of the extension with `dev-config.json` pointing at the relay, and a

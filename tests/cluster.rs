@@ -35,17 +35,15 @@ impl Nats {
     }
 
     fn start_with(args: &[&str]) -> Option<Nats> {
-        if Command::new("nats-server")
+        let installed = Command::new("nats-server")
             .arg("--version")
             .output()
-            .is_err()
-        {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!("nats-server is not installed; .ci/run must install it");
-            }
-            eprintln!("SKIP: nats-server not installed (apt-get install nats-server)");
-            return None;
-        }
+            .is_ok();
+        common::present_or_skip(
+            installed.then_some(()),
+            "cluster test",
+            "nats-server is not installed (apt-get install nats-server; .ci/run does)",
+        )?;
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()

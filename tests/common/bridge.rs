@@ -117,25 +117,11 @@ pub async fn run_sdk_client(
         .unwrap_or_else(|e| panic!("{} printed no JSON ({e}): {stdout}", script.display()))
 }
 
-/// A part a test needs from outside the repo (an SDK, an interpreter): in CI (`CI=true`) its
-/// absence fails the test; elsewhere the test is skipped with a loud message.
-fn present_or_skip<T>(found: Option<T>, test: &str, missing: &str) -> Option<T> {
-    if found.is_none() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{test}: {missing}");
-        }
-        // Straight to stderr: the test harness hides a passing test's eprintln!.
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "\n*** SKIP {test}: {missing} ***\n");
-    }
-    found
-}
-
 /// `tests/mcp-sdk-client`, once `npm ci` has installed the official TypeScript SDK there.
 pub fn typescript_sdk_client(test: &str) -> Option<std::path::PathBuf> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp-sdk-client");
     let found = dir.join("node_modules").exists().then_some(dir);
-    present_or_skip(
+    super::present_or_skip(
         found,
         test,
         "tests/mcp-sdk-client/node_modules is missing (run `npm ci` in tests/mcp-sdk-client)",
@@ -159,7 +145,7 @@ pub fn python_sdk_client(test: &str) -> Option<std::path::PathBuf> {
                 .status()
                 .is_ok_and(|status| status.success())
         });
-    present_or_skip(
+    super::present_or_skip(
         found,
         test,
         "no Python with the MCP SDK (python3 -m venv tests/mcp-python-client/.venv && \
