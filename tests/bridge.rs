@@ -833,17 +833,7 @@ async fn official_typescript_sdk_client_initializes_lists_and_calls_a_tool() {
     else {
         return;
     };
-    let relay = relay().await;
-    let echo = Extension::connect(&relay, USER, "Chrome", "client-1")
-        .await
-        .spawn_echo();
-    let report = run_sdk_client(
-        Path::new("node"),
-        &client_dir.join("client.mjs"),
-        &["--relay", &relay.url("/mcp")],
-        &token(USER, Some(Role::Mcp)),
-    )
-    .await;
+    let report = run_sdk_client(Path::new("node"), &client_dir.join("client.mjs"), &[], USER).await;
     assert_eq!(report["ok"], true);
     assert_eq!(report["server"], "mcp-relay");
     assert_eq!(report["tools"], 12);
@@ -851,5 +841,4 @@ async fn official_typescript_sdk_client_initializes_lists_and_calls_a_tool() {
         report["answer"],
         json!({"echo": "evaluate", "params": {"expression": "document.title"}})
     );
-    echo.abort();
 }

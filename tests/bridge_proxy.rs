@@ -1080,22 +1080,11 @@ async fn official_typescript_sdk_sees_the_proxy_meta_and_the_dynamic_tools() {
     else {
         return;
     };
-    let relay = relay().await;
-    let echo = Extension::connect(&relay, USER, "Chrome", "client-1")
-        .await
-        .spawn_echo();
     let report = run_sdk_client(
         std::path::Path::new("node"),
         &client_dir.join("proxy.mjs"),
-        &[
-            "--relay",
-            &relay.url("/mcp"),
-            "--tools",
-            "all",
-            "--dynamic",
-            "2",
-        ],
-        &token(USER, Some(Role::Mcp)),
+        &["--tools", "all", "--dynamic", "2"],
+        USER,
     )
     .await;
     assert_sdk_kept_the_list_metadata_in_meta(&report);
@@ -1110,7 +1099,6 @@ async fn official_typescript_sdk_sees_the_proxy_meta_and_the_dynamic_tools() {
         report["answer"],
         json!({"echo": "forwardCDPCommand", "params": {"method": "DOM.getDocument", "params": {"depth": 1}}})
     );
-    echo.abort();
 }
 
 /// What an SDK client script reports of `proxy {action: list, type: tool, filter_server:
@@ -1144,19 +1132,9 @@ async fn official_python_sdk_keeps_the_proxy_meta_and_calls_through_the_proxy() 
     else {
         return;
     };
-    let relay = relay().await;
-    let echo = Extension::connect(&relay, USER, "Chrome", "client-1")
-        .await
-        .spawn_echo();
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/mcp-python-client/proxy_client.py");
-    let report = run_sdk_client(
-        &python,
-        &script,
-        &["--relay", &relay.url("/mcp"), "--tools", "all"],
-        &token(USER, Some(Role::Mcp)),
-    )
-    .await;
+    let report = run_sdk_client(&python, &script, &["--tools", "all"], USER).await;
     assert_eq!(report["server"], "mcp-relay");
     assert_eq!(report["tools"].as_array().unwrap().len(), BROWSER_TOOLS + 6);
     assert_sdk_kept_the_list_metadata_in_meta(&report);
@@ -1177,5 +1155,4 @@ async fn official_python_sdk_keeps_the_proxy_meta_and_calls_through_the_proxy() 
             .contains("\"path\" is not allowed"),
         "{report}"
     );
-    echo.abort();
 }

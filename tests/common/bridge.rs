@@ -84,27 +84,36 @@ pub fn ok_json(result: &Value) -> Value {
 }
 
 /// Runs a third-party MCP client script (the official TypeScript or Python SDK) that drives
-/// `mcp-relay bridge <bridge_args>` against a relay, and returns the JSON report it prints as
-/// its last line. `interpreter` runs `script`; the bridge gets `mcp_token` in its environment.
+/// `mcp-relay bridge --relay <url> <bridge_args>` against a fresh relay with one echoing fake
+/// extension, and returns the JSON report the script prints as its last line. `interpreter`
+/// runs `script`; bridge and extension belong to `user`.
 pub async fn run_sdk_client(
     interpreter: &std::path::Path,
     script: &std::path::Path,
     bridge_args: &[&str],
-    mcp_token: &str,
+    user: &str,
 ) -> Value {
+    let relay = super::relay().await;
+    let echo = super::Extension::connect(&relay, user, "Chrome", "client-1")
+        .await
+        .spawn_echo();
     let output = tokio::time::timeout(
         std::time::Duration::from_secs(60),
         tokio::process::Command::new(interpreter)
             .arg(script)
             .arg(env!("CARGO_BIN_EXE_mcp-relay"))
-            .arg("bridge")
+            .args(["bridge", "--relay", &relay.url("/mcp")])
             .args(bridge_args)
-            .env("MCP_RELAY_TOKEN", mcp_token)
+            .env(
+                "MCP_RELAY_TOKEN",
+                super::token(user, Some(mcp_relay::auth::Role::Mcp)),
+            )
             .output(),
     )
     .await
     .unwrap_or_else(|_| panic!("{} timed out", script.display()))
     .unwrap_or_else(|e| panic!("running {}: {e}", interpreter.display()));
+    echo.abort();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
