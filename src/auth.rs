@@ -82,6 +82,18 @@ pub struct Identity {
     pub expires_at: u64,
 }
 
+impl Identity {
+    /// Time left until `exp` (zero once past), capped at ten years so that a far-future `exp`
+    /// still makes a valid timer deadline.
+    pub fn expires_in(&self) -> Duration {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        Duration::from_secs(self.expires_at.saturating_sub(now).min(10 * 365 * 86_400))
+    }
+}
+
 /// Why a token was refused, phrased for the person who has to fix it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
@@ -109,7 +121,14 @@ pub enum AuthError {
     WrongRole { found: String, needed: &'static str },
     #[error("malformed token")]
     Malformed,
+    #[error("token too large (the limit is {MAX_TOKEN_BYTES} bytes)")]
+    TooLarge,
 }
+
+/// The largest token the relay will look at. Real tokens are a few hundred bytes; checking the
+/// length before any base64 or JSON decoding means a hostile header or payload costs nothing
+/// (a 30 MiB "header" used to be decoded, and parsed, before its signature was checked).
+pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
 
 /// Verifies tokens with one pinned algorithm and key.
 #[derive(Clone)]
@@ -182,6 +201,9 @@ impl Verifier {
         if token.trim().is_empty() {
             return Err(AuthError::Missing);
         }
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(AuthError::TooLarge);
+        }
         let data = jsonwebtoken::decode::<WireClaims>(token, &self.key, &self.validation)
             .map_err(|e| self.describe(e.into_kind()))?;
         let claims = data.claims;
@@ -239,7 +261,8 @@ impl Verifier {
                 if text.contains("missing field `exp`") {
                     AuthError::MissingExp
                 } else {
-                    AuthError::BadClaims(text)
+                    // serde's message can quote the token's own text; keep it short.
+                    AuthError::BadClaims(crate::redact::clip(&text, 160).into_owned())
                 }
             }
             _ => AuthError::Malformed,

@@ -63,6 +63,12 @@ pub struct ServeConfig {
     #[arg(long, env = "MCP_RELAY_AUTH_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub auth_timeout: Duration,
 
+    /// How long a socket may outlive its token: at `exp` plus this grace the relay closes it
+    /// with 1008 "token expired", so an expired token stops working on sockets opened before
+    /// it expired, not only on new ones. Clients reconnect with a fresh token.
+    #[arg(long, env = "MCP_RELAY_TOKEN_EXPIRY_GRACE", default_value = "30s", value_parser = parse_duration)]
+    pub token_expiry_grace: Duration,
+
     /// WebSocket ping interval; a peer silent for two intervals is dropped.
     #[arg(long, env = "MCP_RELAY_PING_INTERVAL", default_value = "10s", value_parser = parse_duration)]
     pub ping_interval: Duration,

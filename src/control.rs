@@ -22,6 +22,9 @@ pub struct McpState {
     /// The active connection, if any. The hub is the authority: it may have ended the
     /// connection (extension gone), which this session learns when it next asks.
     pub connection: Option<String>,
+    /// When the token of the last successful handshake expires; a new handshake with a fresher
+    /// token of the same user moves it.
+    pub token_expires: Option<tokio::time::Instant>,
 }
 
 impl McpState {
@@ -77,8 +80,10 @@ pub fn handshake(
                     .into(),
             ));
         }
+        mcp.token_expires = Some(tokio::time::Instant::now() + identity.expires_in());
         return Ok(handshake_result(client));
     }
+    let expires = tokio::time::Instant::now() + identity.expires_in();
     state
         .hub
         .register_mcp(&identity.user_id)
@@ -90,6 +95,7 @@ pub fn handshake(
     };
     let result = handshake_result(&client);
     mcp.client = Some(client);
+    mcp.token_expires = Some(expires);
     Ok(result)
 }
 

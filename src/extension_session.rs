@@ -6,12 +6,16 @@
 //! authenticate, answer with `access_token` or `accessToken` plus a `client_id`, omit `jsonrpc`,
 //! and send error replies without a `code`.
 
-use std::sync::Arc;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use axum::extract::ws::WebSocket;
 use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::json;
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
 
 use crate::auth::Role;
 use crate::frame::{self, code, Incoming};
@@ -19,14 +23,14 @@ use crate::hub::ExtensionAuth;
 use crate::limits::SocketSlot;
 use crate::metrics::SocketGauge;
 use crate::peer::{self, close_code, Inbound, LastSeen, Peer};
+use crate::redact;
 use crate::server::RelayState;
 
-/// The id of the relay's one request to an extension.
-const AUTH_REQUEST_ID: &str = "proxy:1";
-
 /// What an extension answers to `authenticate`. Both spellings of the token are in use.
+/// Everything is read without building a JSON tree: before authentication nothing a client
+/// sends may cost the relay more than its own size.
 #[derive(Deserialize)]
-struct AuthAnswer {
+struct AuthAnswer<'a> {
     #[serde(default)]
     name: Option<String>,
     #[serde(default, rename = "accessToken")]
@@ -35,8 +39,64 @@ struct AuthAnswer {
     access_token: Option<String>,
     #[serde(default)]
     client_id: Option<String>,
-    #[serde(default)]
-    version: Option<serde_json::Value>,
+    #[serde(default, borrow)]
+    version: Option<&'a RawValue>,
+}
+
+/// The one field read from notifications sent before authentication (`build_info`).
+#[derive(Deserialize)]
+struct Announcement<'a> {
+    #[serde(default, borrow)]
+    version: Option<&'a RawValue>,
+}
+
+/// The one field read from an error answer to `authenticate`.
+#[derive(Deserialize)]
+struct Refusal<'a> {
+    #[serde(default, borrow)]
+    message: Option<Cow<'a, str>>,
+}
+
+/// A socket's verified answer to `authenticate`.
+struct Authenticated {
+    auth: ExtensionAuth,
+    /// Time left until the token's `exp`; the socket closes then (plus the grace).
+    expires_in: std::time::Duration,
+}
+
+/// The relay's `authenticate` requests still waiting for their answer, by request id, across
+/// every extension socket of this relay.
+///
+/// Blueprint's extension opens two sockets about 20 ms apart and always sends on its newest
+/// one, so the first socket's answer arrives on the second. Each socket's request therefore
+/// has its own unguessable id, and an answer that arrives on another socket is handed to the
+/// socket it was asked on: that one becomes an idle duplicate of the same browser instead of
+/// timing out, and its close (which the extension takes for its own disconnect) never happens.
+/// The ids are random because whoever knows one could attach that socket to their browser.
+#[derive(Default)]
+pub struct PendingAuths(Mutex<HashMap<String, oneshot::Sender<Authenticated>>>);
+
+impl PendingAuths {
+    fn insert(&self, id: String, adopt: oneshot::Sender<Authenticated>) {
+        self.0.lock().unwrap().insert(id, adopt);
+    }
+
+    fn remove(&self, id: &str) -> Option<oneshot::Sender<Authenticated>> {
+        self.0.lock().unwrap().remove(id)
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.0.lock().unwrap().contains_key(id)
+    }
+}
+
+/// Removes a socket's pending `authenticate` when the socket authenticates or goes away.
+struct PendingAuthGuard<'a>(&'a PendingAuths, String);
+
+impl Drop for PendingAuthGuard<'_> {
+    fn drop(&mut self) {
+        self.0.remove(&self.1);
+    }
 }
 
 pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
@@ -50,27 +110,41 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
         Arc::clone(&state.metrics),
         &state.tracker,
     );
+    let auth_id = format!("proxy:{}", uuid::Uuid::new_v4().simple());
+    let (adopt, adopted) = oneshot::channel();
+    let waiting = PendingAuthGuard(&state.pending_auths, auth_id.clone());
+    state.pending_auths.insert(auth_id.clone(), adopt);
     peer.send(frame::request(
-        &frame::json_string(AUTH_REQUEST_ID),
+        &frame::json_string(&auth_id),
         "authenticate",
-        Some(&serde_json::value::RawValue::from_string("{}".into()).expect("valid JSON")),
+        Some(&RawValue::from_string("{}".into()).expect("valid JSON")),
     ));
 
-    let Some(extension_id) = authenticate(&mut stream, &peer, &state, &last_seen).await else {
+    let Some((extension_id, expires_in)) =
+        authenticate(&mut stream, &peer, &state, &last_seen, &auth_id, adopted).await
+    else {
         return;
     };
+    drop(waiting);
     tracing::info!(%extension_id, "extension authenticated");
 
+    let expiry = tokio::time::sleep(expires_in + state.config.token_expiry_grace);
+    tokio::pin!(expiry);
     loop {
-        let text = match peer::next_inbound(
-            &mut stream,
-            &peer,
-            &state.shutdown,
-            &last_seen,
-            state.config.max_message_bytes,
-        )
-        .await
-        {
+        let inbound = tokio::select! {
+            _ = &mut expiry => {
+                peer.close_after_flush(close_code::POLICY, "token expired");
+                break;
+            }
+            inbound = peer::next_inbound(
+                &mut stream,
+                &peer,
+                &state.shutdown,
+                &last_seen,
+                state.config.max_message_bytes,
+            ) => inbound,
+        };
+        let text = match inbound {
             Inbound::Text(text) => text,
             Inbound::NotText => {
                 peer.send(not_text_error());
@@ -99,8 +173,11 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
 fn route(text: &str, extension_id: &str, peer: &Peer, state: &RelayState) {
     match frame::parse(text) {
         Ok(Incoming::Response(reply)) => {
-            if frame::id_string(reply.id).is_some_and(|id| id.starts_with("proxy:")) {
-                return; // a late or repeated answer to `authenticate`
+            if let Some(id) = frame::id_string(reply.id).filter(|id| id.starts_with("proxy:")) {
+                // A late or repeated answer to `authenticate`, or one meant for another socket
+                // of this browser that is still waiting (see `PendingAuths`).
+                answer_for_another_socket(&id, &reply, state);
+                return;
             }
             state.hub.deliver_response(extension_id, &reply);
         }
@@ -125,7 +202,7 @@ fn route(text: &str, extension_id: &str, peer: &Peer, state: &RelayState) {
                 &format!(
                     "Method not found: {:?}. Extensions answer requests; the relay does not \
                      forward requests from extensions",
-                    call.method
+                    redact::clip(&call.method, 100)
                 ),
             ));
         }
@@ -135,14 +212,30 @@ fn route(text: &str, extension_id: &str, peer: &Peer, state: &RelayState) {
     }
 }
 
-/// Waits for the answer to `authenticate`, tolerating notifications that arrive first.
-/// Returns the extension id, or `None` after closing the socket with a reason.
+/// Hands a valid answer to the socket it was asked on, if that socket is still waiting (it then
+/// becomes an idle duplicate). Anything else is a late or repeated answer, and ignored.
+fn answer_for_another_socket(id: &str, reply: &frame::Reply<'_>, state: &RelayState) {
+    if !state.pending_auths.contains(id) {
+        return;
+    }
+    if let Ok(answer) = check_answer(reply, state, None) {
+        if let Some(adopt) = state.pending_auths.remove(id) {
+            let _ = adopt.send(answer);
+        }
+    }
+}
+
+/// Waits for the answer to `authenticate`, tolerating notifications that arrive first, and
+/// registers the socket. Returns the extension id and the time until the token expires, or
+/// `None` after closing the socket with a reason.
 async fn authenticate(
     stream: &mut futures_util::stream::SplitStream<WebSocket>,
     peer: &Peer,
     state: &RelayState,
     last_seen: &LastSeen,
-) -> Option<String> {
+    auth_id: &str,
+    mut adopted: oneshot::Receiver<Authenticated>,
+) -> Option<(String, std::time::Duration)> {
     let deadline = tokio::time::sleep(state.config.auth_timeout);
     tokio::pin!(deadline);
     let mut version_hint: Option<String> = None;
@@ -157,6 +250,11 @@ async fn authenticate(
                     ),
                 );
                 return None;
+            }
+            Ok(answer) = &mut adopted => {
+                // Our `authenticate` was answered on another socket of the same browser: this
+                // socket stays open, authenticated and idle while that one carries the traffic.
+                return register(answer, peer, state, true);
             }
             inbound = peer::next_inbound(
                 stream,
@@ -179,30 +277,50 @@ async fn authenticate(
             Inbound::Closed => return None,
         };
         match frame::parse(&text) {
-            Ok(Incoming::Response(reply))
-                if frame::id_string(reply.id).as_deref() == Some(AUTH_REQUEST_ID) =>
-            {
-                return match check_answer(&reply, state, version_hint) {
-                    Ok(auth) => match state.hub.register_extension(&auth, peer) {
-                        Ok(extension_id) => Some(extension_id),
-                        Err(error) => {
-                            peer.close_after_flush(close_code::TRY_AGAIN_LATER, error.to_string());
-                            None
-                        }
-                    },
+            Ok(Incoming::Response(reply)) => {
+                let Some(id) = frame::id_string(reply.id).filter(|id| id.starts_with("proxy:"))
+                else {
+                    continue; // answers nothing the relay asked
+                };
+                let ours = id == auth_id;
+                if !ours && !state.pending_auths.contains(&id) {
+                    continue; // a stale id: nothing waits for it
+                }
+                let answer = match check_answer(&reply, state, version_hint.take()) {
+                    Ok(answer) => answer,
                     Err(reason) => {
-                        tracing::info!(%reason, "extension authentication failed");
+                        tracing::info!(
+                            reason = %redact::printable(&reason),
+                            "extension authentication failed"
+                        );
                         peer.close_after_flush(close_code::POLICY, reason);
-                        None
+                        return None;
                     }
                 };
+                if ours {
+                    return register(answer, peer, state, false);
+                }
+                // Another socket's answer arrived here while this one waits too: it
+                // authenticates this socket, and the socket it was asked on becomes this
+                // browser's idle duplicate.
+                let other = Authenticated {
+                    auth: answer.auth.clone(),
+                    expires_in: answer.expires_in,
+                };
+                let registered = register(answer, peer, state, false);
+                if registered.is_some() {
+                    if let Some(adopt) = state.pending_auths.remove(&id) {
+                        let _ = adopt.send(other);
+                    }
+                }
+                return registered;
             }
             Ok(Incoming::Notification(call)) => {
                 // Real extensions announce themselves (`build_info`) before being asked.
                 if let Some(version) = call
                     .params
-                    .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok())
-                    .and_then(|p| version_string(&p["version"]))
+                    .and_then(|p| serde_json::from_str::<Announcement<'_>>(p.get()).ok())
+                    .and_then(|p| p.version.and_then(version_string))
                 {
                     version_hint = Some(version);
                 }
@@ -215,10 +333,30 @@ async fn authenticate(
                     "Not authenticated: answer the relay's authenticate request first",
                 ));
             }
-            Ok(Incoming::Response(_)) => {}
             Err(error) => {
                 peer.send(error.to_response());
             }
+        }
+    }
+}
+
+/// Adds an authenticated socket to the hub, or closes it saying why not.
+fn register(
+    answer: Authenticated,
+    peer: &Peer,
+    state: &RelayState,
+    idle_duplicate: bool,
+) -> Option<(String, std::time::Duration)> {
+    let registered = if idle_duplicate {
+        state.hub.register_idle_duplicate(&answer.auth, peer)
+    } else {
+        state.hub.register_extension(&answer.auth, peer)
+    };
+    match registered {
+        Ok(extension_id) => Some((extension_id, answer.expires_in)),
+        Err(error) => {
+            peer.close_after_flush(close_code::TRY_AGAIN_LATER, error.to_string());
+            None
         }
     }
 }
@@ -228,19 +366,21 @@ fn check_answer(
     reply: &frame::Reply<'_>,
     state: &RelayState,
     version_hint: Option<String>,
-) -> Result<ExtensionAuth, String> {
+) -> Result<Authenticated, String> {
     if let Some(error) = reply.error {
-        let error: serde_json::Value =
-            serde_json::from_str(&frame::normalize_error(error)).unwrap_or_default();
+        let message = serde_json::from_str::<Refusal<'_>>(error.get())
+            .ok()
+            .and_then(|r| r.message)
+            .map(|m| redact::clip(&m, 200).into_owned())
+            .unwrap_or_else(|| "unknown error".to_owned());
         return Err(format!(
-            "authentication failed: the extension answered with an error: {}",
-            error["message"].as_str().unwrap_or("unknown error")
+            "authentication failed: the extension answered with an error: {message}"
         ));
     }
     let Some(result) = reply.result else {
         return Err("authentication failed: the answer has no result".into());
     };
-    let answer: AuthAnswer = serde_json::from_str(result.get()).map_err(|_| {
+    let answer: AuthAnswer<'_> = serde_json::from_str(result.get()).map_err(|_| {
         "authentication failed: the result must be an object with name and accessToken".to_owned()
     })?;
     let token = answer
@@ -256,24 +396,26 @@ fn check_answer(
         .map(|n| n.trim().to_owned())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "Browser".to_owned());
-    Ok(ExtensionAuth {
-        user_id: identity.user_id,
-        client_id: answer.client_id.filter(|c| !c.is_empty()),
-        name,
-        version: answer
-            .version
-            .as_ref()
-            .and_then(version_string)
-            .or(version_hint),
+    Ok(Authenticated {
+        expires_in: identity.expires_in(),
+        auth: ExtensionAuth {
+            user_id: identity.user_id,
+            client_id: answer.client_id.filter(|c| !c.is_empty()),
+            name,
+            version: answer.version.and_then(version_string).or(version_hint),
+        },
     })
 }
 
-fn version_string(value: &serde_json::Value) -> Option<String> {
-    match value {
-        serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
-        serde_json::Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
+/// A version given as a string or a number, read from raw JSON and kept short.
+fn version_string(raw: &RawValue) -> Option<String> {
+    let text = raw.get();
+    let version = match text.as_bytes().first()? {
+        b'"' => serde_json::from_str::<String>(text).ok()?,
+        b'-' | b'0'..=b'9' => text.to_owned(),
+        _ => return None,
+    };
+    (!version.is_empty()).then(|| redact::clip(&version, 64).into_owned())
 }
 
 fn not_text_error() -> String {

@@ -211,7 +211,9 @@ pub fn parse(text: &str) -> Result<Incoming<'_>, FrameError> {
             Some(id) => Ok(Incoming::Response(Reply {
                 id,
                 result: env.result,
-                error: env.error,
+                // Some peers write `"error": null` beside a successful `result`; that is a
+                // success, not an error without a code.
+                error: env.error.filter(|e| e.get() != "null" || env.result.is_none()),
             })),
             None => Err(FrameError::invalid(
                 "Invalid Request: a frame needs \"method\" (request or notification) or \"id\" (response)",
@@ -261,6 +263,25 @@ pub fn id_string(raw: &RawValue) -> Option<String> {
 /// Id prefixes that belong to the relay and the extension; an MCP client may not use them, or it
 /// could answer on the relay's behalf or collide with a mapped id.
 pub const RESERVED_ID_PREFIXES: [&str; 3] = ["proxy:", "ext:", "conn-"];
+
+/// Methods the relay itself sends to extensions. An MCP client may never send them: forwarded,
+/// they would reach the extension as if the relay had spoken (an `authenticate` forwarded from a
+/// client would make the extension answer with its own token; a forged `status` or
+/// `connection_closed` would make it release another connection's tabs). New relay-to-extension
+/// methods belong here the day they are added.
+pub const RELAY_METHODS: [&str; 6] = [
+    "authenticate",
+    "authenticated",
+    "status",
+    "connection_opened",
+    "connection_closed",
+    "shutdown",
+];
+
+/// True when `method` is one only the relay may send to an extension.
+pub fn is_relay_method(method: &str) -> bool {
+    RELAY_METHODS.contains(&method)
+}
 
 /// Returns the reserved prefix a string id starts with, if any.
 pub fn reserved_prefix(raw: &RawValue) -> Option<&'static str> {
@@ -451,5 +472,30 @@ mod tests {
         assert_eq!(reserved_prefix(&raw), Some("proxy:"));
         let raw = RawValue::from_string("1".into()).unwrap();
         assert_eq!(reserved_prefix(&raw), None);
+    }
+
+    #[test]
+    fn null_error_beside_a_result_is_a_success() {
+        let Incoming::Response(reply) =
+            parse(r#"{"jsonrpc":"2.0","id":1,"result":{"ok":true},"error":null}"#).unwrap()
+        else {
+            panic!("not a response")
+        };
+        assert!(reply.error.is_none());
+        assert_eq!(reply.result.unwrap().get(), r#"{"ok":true}"#);
+        // Without a result, a null error stays visible so the reply is not taken for a success.
+        let Incoming::Response(reply) = parse(r#"{"id":1,"error":null}"#).unwrap() else {
+            panic!("not a response")
+        };
+        assert!(reply.error.is_some());
+    }
+
+    #[test]
+    fn relay_methods_are_known_and_ordinary_ones_are_not() {
+        for method in ["authenticate", "status", "connection_closed", "shutdown"] {
+            assert!(is_relay_method(method), "{method}");
+        }
+        assert!(!is_relay_method("tools/call"));
+        assert!(!is_relay_method("Authenticate"));
     }
 }

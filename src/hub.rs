@@ -137,6 +137,16 @@ pub trait Hub: Send + Sync + 'static {
     /// Adds an authenticated extension socket, sends it the `authenticated` notification (then
     /// `status` when it joins a live extension), and returns the extension id.
     fn register_extension(&self, auth: &ExtensionAuth, peer: &Peer) -> Result<String, HubError>;
+    /// Adds an authenticated extension socket as the *oldest* of its identity: it is told
+    /// `authenticated` and `status` like any socket, but requests keep going to the newer one.
+    /// For a socket whose `authenticate` was answered on another socket of the same browser
+    /// (see `extension_session`). When the identity is not live, this is
+    /// [`Hub::register_extension`].
+    fn register_idle_duplicate(
+        &self,
+        auth: &ExtensionAuth,
+        peer: &Peer,
+    ) -> Result<String, HubError>;
     /// An extension socket closed. When it was the identity's last, the extension goes away.
     fn extension_socket_closed(&self, extension_id: &str, peer: &Peer, reason: &str);
     /// The caller's user's extensions.
@@ -515,36 +525,14 @@ impl LocalHub {
         self.former_peers.contains_key(extension_id)
     }
 
-    /// Removes the pending entry for `mapped`, if it is still there.
-    fn take_pending(&self, conn: &Connection, mapped: &str) -> Option<PendingRequest> {
-        let taken = conn.pending.lock().unwrap().as_mut()?.remove(mapped);
-        if taken.is_some() {
-            self.metrics.pending_requests.fetch_sub(1, Relaxed);
-        }
-        taken
-    }
-}
-
-impl Hub for LocalHub {
-    fn register_mcp(&self, user_id: &str) -> Result<(), HubError> {
-        let mut counts = self.users.entry(user_id.to_owned()).or_insert((0, 0));
-        if counts.1 >= self.limits.max_mcp_clients_per_user {
-            return Err(HubError::TooManyMcpClients(
-                self.limits.max_mcp_clients_per_user,
-            ));
-        }
-        counts.1 += 1;
-        Ok(())
-    }
-
-    fn unregister_mcp(&self, user_id: &str) {
-        if let Some(mut counts) = self.users.get_mut(user_id) {
-            counts.1 = counts.1.saturating_sub(1);
-        }
-        self.users.remove_if(user_id, |_, c| *c == (0, 0));
-    }
-
-    fn register_extension(&self, auth: &ExtensionAuth, peer: &Peer) -> Result<String, HubError> {
+    /// Adds an authenticated socket to its identity: as the newest (requests go to it) or, for
+    /// an idle duplicate, as the oldest.
+    fn register_socket(
+        &self,
+        auth: &ExtensionAuth,
+        peer: &Peer,
+        newest: bool,
+    ) -> Result<String, HubError> {
         // Without a client_id (spec-era extensions), the browser name is the best stable key.
         let key = auth
             .client_id
@@ -558,15 +546,26 @@ impl Hub for LocalHub {
         match self.extensions.entry(extension_id.clone()) {
             dashmap::Entry::Occupied(mut entry) => {
                 // A duplicate socket of a live extension: it becomes the one requests go to,
-                // and everything else (connections, pending requests) carries over as is.
+                // and everything else (connections, pending requests) carries over as is. An
+                // idle duplicate goes first in line instead, so the socket it was found through
+                // keeps the traffic.
                 let entry = entry.get_mut();
-                entry.sockets.push(peer.clone());
+                if newest {
+                    entry.sockets.push(peer.clone());
+                } else {
+                    entry.sockets.insert(0, peer.clone());
+                }
                 entry.name = auth.name.clone();
                 if auth.version.is_some() {
                     entry.version = auth.version.clone();
                 }
                 if entry.sockets.len() > self.limits.max_sockets_per_extension.max(1) {
-                    superseded = Some(entry.sockets.remove(0));
+                    // Beyond the limit the oldest other socket goes; never the one just taken
+                    // in as idle, nor the one requests go to.
+                    let oldest_other = if newest { 0 } else { 1 };
+                    if oldest_other < entry.sockets.len() - 1 {
+                        superseded = Some(entry.sockets.remove(oldest_other));
+                    }
                 }
                 joined_status = status_frame(&entry.connections);
                 new_identity = false;
@@ -619,6 +618,47 @@ impl Hub for LocalHub {
         // duplicate), so the extension can drop state of connections that no longer exist.
         peer.send(joined_status);
         Ok(extension_id)
+    }
+
+    /// Removes the pending entry for `mapped`, if it is still there.
+    fn take_pending(&self, conn: &Connection, mapped: &str) -> Option<PendingRequest> {
+        let taken = conn.pending.lock().unwrap().as_mut()?.remove(mapped);
+        if taken.is_some() {
+            self.metrics.pending_requests.fetch_sub(1, Relaxed);
+        }
+        taken
+    }
+}
+
+impl Hub for LocalHub {
+    fn register_mcp(&self, user_id: &str) -> Result<(), HubError> {
+        let mut counts = self.users.entry(user_id.to_owned()).or_insert((0, 0));
+        if counts.1 >= self.limits.max_mcp_clients_per_user {
+            return Err(HubError::TooManyMcpClients(
+                self.limits.max_mcp_clients_per_user,
+            ));
+        }
+        counts.1 += 1;
+        Ok(())
+    }
+
+    fn unregister_mcp(&self, user_id: &str) {
+        if let Some(mut counts) = self.users.get_mut(user_id) {
+            counts.1 = counts.1.saturating_sub(1);
+        }
+        self.users.remove_if(user_id, |_, c| *c == (0, 0));
+    }
+
+    fn register_extension(&self, auth: &ExtensionAuth, peer: &Peer) -> Result<String, HubError> {
+        self.register_socket(auth, peer, true)
+    }
+
+    fn register_idle_duplicate(
+        &self,
+        auth: &ExtensionAuth,
+        peer: &Peer,
+    ) -> Result<String, HubError> {
+        self.register_socket(auth, peer, false)
     }
 
     fn extension_socket_closed(&self, extension_id: &str, peer: &Peer, reason: &str) {

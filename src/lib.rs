@@ -27,6 +27,8 @@
 //!   cross-node connections and node failure, behind the same [`hub::Hub`] trait.
 //! - [`auth`]: JWT verification with a pinned algorithm, and token minting.
 //! - [`limits`]: the socket cap and per-connection rate limit.
+//! - [`redact`]: what a log line may contain of what clients send (escaped, clipped, never a
+//!   token).
 //! - [`metrics`]: Prometheus counters and gauges.
 //! - [`config`]: every `serve` flag and its `MCP_RELAY_*` variable.
 //! - [`bench`]: `mcp-relay bench`, the load generator and JSON-free baseline forwarder behind
@@ -53,5 +55,6 @@ pub mod limits;
 pub mod mcp_session;
 pub mod metrics;
 pub mod peer;
+pub mod redact;
 pub mod server;
 pub mod transport;

@@ -34,18 +34,27 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
         peer: peer.clone(),
         client: None,
         connection: None,
+        token_expires: None,
     };
     let mut rate = RateLimit::new(state.config.rate_limit, state.config.rate_burst);
     loop {
-        match peer::next_inbound(
-            &mut stream,
-            &peer,
-            &state.shutdown,
-            &last_seen,
-            state.config.max_message_bytes,
-        )
-        .await
-        {
+        let expiry = mcp.token_expires.map(|at| at + state.config.token_expiry_grace);
+        let inbound = tokio::select! {
+            _ = sleep_until_or_never(expiry) => {
+                // The token this socket was authenticated with has expired: a token that no
+                // longer opens a socket must not keep an old one working either.
+                peer.close_after_flush(close_code::POLICY, "token expired");
+                break;
+            }
+            inbound = peer::next_inbound(
+                &mut stream,
+                &peer,
+                &state.shutdown,
+                &last_seen,
+                state.config.max_message_bytes,
+            ) => inbound,
+        };
+        match inbound {
             Inbound::Text(text) => handle_frame(&text, &mut mcp, &mut rate, &state),
             Inbound::NotText => {
                 reply_error(
@@ -76,6 +85,14 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
     peer.close_after_flush(close_code::NORMAL, "");
 }
 
+/// Sleeps until `deadline`, or forever when there is none.
+async fn sleep_until_or_never(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 fn reply_error(peer: &Peer, state: &RelayState, id: &str, code: i64, message: &str) {
     state.metrics.error(code);
     peer.send(frame::error_response(id, code, message));
@@ -87,6 +104,12 @@ fn handle_frame(text: &str, mcp: &mut McpState, rate: &mut RateLimit, state: &Re
         Ok(Incoming::Notification(call)) => {
             // Notifications get no answer, so there is nothing to report if they cannot go
             // anywhere; forward them when there is a connection.
+            if frame::is_relay_method(&call.method) {
+                // Only the relay speaks for the relay (see `frame::RELAY_METHODS`); a
+                // notification gets no reply, so it is dropped and counted.
+                state.metrics.error(code::METHOD_NOT_FOUND);
+                return;
+            }
             if mcp.client.is_some() && routable(&call, mcp, state).is_ok() {
                 if let Some(connection_id) = &mcp.connection {
                     let _ =
@@ -158,6 +181,13 @@ fn handle_request(call: &Call<'_>, mcp: &mut McpState, rate: &mut RateLimit, sta
             Err(error) => Err(error),
         },
         "disconnect" => Ok(control::disconnect(mcp, state)),
+        method if frame::is_relay_method(method) => Err((
+            code::METHOD_NOT_FOUND,
+            format!(
+                "Method not allowed: {method:?} is sent by the relay to extensions; MCP clients \
+                 may not send it"
+            ),
+        )),
         _ => return forward(call, mcp, rate, state),
     };
     match result {

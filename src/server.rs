@@ -42,6 +42,8 @@ pub struct RelayState {
     pub shutdown: CancellationToken,
     /// Sockets open right now, for `--max-connections`.
     open_sockets: Arc<AtomicUsize>,
+    /// Extension sockets waiting for their answer to `authenticate`.
+    pub pending_auths: extension_session::PendingAuths,
     /// The cluster side of the hub when `--cluster` is set, for health and metrics.
     cluster: Option<Arc<ClusterHub>>,
 }
@@ -197,6 +199,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
         tracker: TaskTracker::new(),
         shutdown: CancellationToken::new(),
         open_sockets: Arc::new(AtomicUsize::new(0)),
+        pending_auths: Default::default(),
         cluster,
     });
 

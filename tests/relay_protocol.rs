@@ -10,14 +10,24 @@ use mcp_relay::auth::Role;
 use serde_json::{json, Value};
 
 #[tokio::test]
-async fn extension_is_asked_to_authenticate_with_the_exact_spec_frame() {
+async fn extension_is_asked_to_authenticate_with_the_spec_frame_and_an_id_of_its_own() {
     let relay = relay().await;
-    let mut ext = Client::connect(&relay.url("/extension")).await;
-    let text = ext.recv_text().await;
-    assert_eq!(
-        text,
-        r#"{"jsonrpc":"2.0","id":"proxy:1","method":"authenticate","params":{}}"#
-    );
+    let mut first = Client::connect(&relay.url("/extension")).await;
+    let mut second = Client::connect(&relay.url("/extension")).await;
+    let mut ids = Vec::new();
+    for ext in [&mut first, &mut second] {
+        let text = ext.recv_text().await;
+        let (head, tail) = text.split_at(text.find("proxy:").expect("a proxy: id"));
+        assert_eq!(head, r#"{"jsonrpc":"2.0","id":""#);
+        let (id, rest) = tail.split_at(tail.find('"').unwrap());
+        assert_eq!(rest, r#"","method":"authenticate","params":{}}"#);
+        // Unguessable: whoever knows a socket's id could answer for it.
+        let random = id.strip_prefix("proxy:").unwrap();
+        assert_eq!(random.len(), 32, "{id}");
+        assert!(random.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+        ids.push(id.to_owned());
+    }
+    assert_ne!(ids[0], ids[1], "every socket's authenticate has its own id");
 }
 
 #[tokio::test]

@@ -76,6 +76,8 @@ export class RelayConnection {
     this._opened = false;
     /** Set by the relay's `authenticated`; orphaned replies may only go out after it. */
     this.authenticated = false;
+    /** Set once this socket has answered the relay's `authenticate`; it never answers twice. */
+    this._authenticateAnswered = false;
     this._closed = false;
 
     this._onDebuggerEvent = this._onDebuggerEvent.bind(this);
@@ -168,10 +170,29 @@ export class RelayConnection {
       return;
     }
     if (message.method === 'authenticate') {
-      this._send(resultReply(message.id, this._authenticateResult()));
+      this._answerAuthenticate(message.id);
       return;
     }
     this._runForwarded(message);
+  }
+
+  /**
+   * The token leaves the browser only here, and only to the relay itself: the relay's own
+   * requests carry `proxy:` ids (which MCP clients may not use), it asks once per socket, and
+   * never after `authenticated`. Anything else named `authenticate` is a forwarded request in
+   * disguise, and answering it would hand the token to whoever sent it.
+   *
+   * @param {unknown} id
+   */
+  _answerAuthenticate(id) {
+    const fromRelay = typeof id === 'string' && id.startsWith('proxy:');
+    if (!fromRelay || this._authenticateAnswered || this.authenticated) {
+      this._send(errorReply(id, new RpcError(ErrorCode.INVALID_REQUEST,
+        'Invalid Request: authenticate is answered once per socket, to the relay only')));
+      return;
+    }
+    this._authenticateAnswered = true;
+    this._send(resultReply(id, this._authenticateResult()));
   }
 
   /** @returns {AuthenticateResult} */

@@ -110,6 +110,29 @@ test('authenticate is answered with the same id and every credential field', () 
   });
 });
 
+test('authenticate that is not the relay\'s own, repeated, or late never gets the token', () => {
+  const leaked = () => ws.sent.some(m => JSON.stringify(m).includes('header.payload.sig'));
+  // A forwarded request carries a connection id, not a proxy: id.
+  ws.receive({ jsonrpc: '2.0', id: `${A}:1`, method: 'authenticate', params: {} });
+  ws.receive({ jsonrpc: '2.0', id: 7, method: 'authenticate', params: {} });
+  assert.equal(replyTo(`${A}:1`).error.code, -32600);
+  assert.equal(replyTo(7).error.code, -32600);
+  assert.ok(!leaked());
+  // The relay's own request is answered once; a second one on the same socket is refused.
+  ws.receive({ jsonrpc: '2.0', id: 'proxy:1', method: 'authenticate', params: {} });
+  assert.equal(replyTo('proxy:1').result.accessToken, 'header.payload.sig');
+  ws.receive({ jsonrpc: '2.0', id: 'proxy:2', method: 'authenticate', params: {} });
+  assert.equal(replyTo('proxy:2').error.code, -32600);
+  assert.equal(ws.sent.filter(m => JSON.stringify(m).includes('header.payload.sig')).length, 1);
+});
+
+test('authenticate after authenticated is refused', () => {
+  ws.receive({ jsonrpc: '2.0', method: 'authenticated', params: { user_id: 'u', extension_id: 'ext-1', client_id: 'client-1' } });
+  ws.receive({ jsonrpc: '2.0', id: 'proxy:1', method: 'authenticate', params: {} });
+  assert.equal(replyTo('proxy:1').error.code, -32600);
+  assert.ok(!ws.sent.some(m => JSON.stringify(m).includes('header.payload.sig')));
+});
+
 test('authenticated, status and shutdown reach the supervisor', () => {
   ws.receive({ jsonrpc: '2.0', method: 'authenticated', params: { user_id: 'u', extension_id: 'ext-1', client_id: 'client-1' } });
   ws.receive({ jsonrpc: '2.0', method: 'status', params: { connected: true, peer_count: 2, timestamp: 't', connection_ids: [A, B] } });

@@ -637,6 +637,18 @@ impl Hub for ClusterHub {
         Ok(extension_id)
     }
 
+    fn register_idle_duplicate(
+        &self,
+        auth: &ExtensionAuth,
+        peer: &Peer,
+    ) -> Result<String, HubError> {
+        // Its identity is already live on this node (the socket it was found through is here),
+        // so presence only changes if that socket went away in between.
+        let extension_id = self.local.register_idle_duplicate(auth, peer)?;
+        self.presence_changed.notify_one();
+        Ok(extension_id)
+    }
+
     fn extension_socket_closed(&self, extension_id: &str, peer: &Peer, reason: &str) {
         self.local
             .extension_socket_closed(extension_id, peer, reason);
