@@ -38,7 +38,9 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
     };
     let mut rate = RateLimit::new(state.config.rate_limit, state.config.rate_burst);
     loop {
-        let expiry = mcp.token_expires.map(|at| at + state.config.token_expiry_grace);
+        let expiry = mcp
+            .token_expires
+            .map(|at| at + state.config.token_expiry_grace);
         let inbound = tokio::select! {
             _ = sleep_until_or_never(expiry) => {
                 // The token this socket was authenticated with has expired: a token that no

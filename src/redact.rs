@@ -64,7 +64,8 @@ mod tests {
 
     #[test]
     fn a_newline_cannot_start_a_forged_log_line() {
-        let shown = printable("HS256\n2026-11-23 ERROR mcp_relay: FORGED LINE\r\x1b[2J").to_string();
+        let shown =
+            printable("HS256\n2026-11-23 ERROR mcp_relay: FORGED LINE\r\x1b[2J").to_string();
         assert!(!shown.contains('\n') && !shown.contains('\r') && !shown.contains('\x1b'));
         assert!(shown.starts_with("HS256\\u{a}2026"));
     }
@@ -72,7 +73,10 @@ mod tests {
     #[test]
     fn long_strings_are_clipped_on_a_character_boundary() {
         let long = "é".repeat(1000);
-        assert_eq!(printable(&long).to_string().chars().count(), MAX_LOGGED_CHARS + 1);
+        assert_eq!(
+            printable(&long).to_string().chars().count(),
+            MAX_LOGGED_CHARS + 1
+        );
         assert_eq!(clip("ééé", 3), "é…");
         assert_eq!(clip("short", 10), "short");
     }

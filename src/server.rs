@@ -208,7 +208,19 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
         .route("/mcp", get(mcp_endpoint))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics_endpoint))
-        .layer(tower_http::trace::TraceLayer::new_for_http())
+        // The path only: a query string may carry a token (`/mcp?token=…`), and tokens
+        // never reach a log at any level.
+        .layer(
+            tower_http::trace::TraceLayer::new_for_http().make_span_with(
+                |request: &axum::http::Request<_>| {
+                    tracing::debug_span!(
+                        "request",
+                        method = %request.method(),
+                        path = %crate::redact::printable(request.uri().path()),
+                    )
+                },
+            ),
+        )
         .with_state(Arc::clone(&state));
 
     let listener = std::net::TcpListener::bind(state.config.listen)

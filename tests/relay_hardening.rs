@@ -204,15 +204,6 @@ async fn users_cannot_see_or_reach_each_others_extensions() {
     assert_eq!(response["result"], json!({"mine": true}));
 }
 
-fn raw_token(header: serde_json::Value, claims: serde_json::Value, signature: &str) -> String {
-    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    format!(
-        "{}.{}.{signature}",
-        b64.encode(header.to_string()),
-        b64.encode(claims.to_string())
-    )
-}
-
 async fn handshake_error(relay: &mcp_relay::server::RunningRelay, token: &str) -> String {
     let mut mcp = Client::connect(&relay.url("/mcp")).await;
     let response = mcp

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod bridge;
+pub mod child;
 
 use std::time::Duration;
 
@@ -317,4 +318,15 @@ pub fn present_or_skip<T>(found: Option<T>, test: &str, missing: &str) -> Option
         let _ = writeln!(std::io::stderr(), "\n*** SKIP {test}: {missing} ***\n");
     }
     found
+}
+
+/// A JWT assembled by hand from `header` and `claims`, with `signature` as its third part.
+pub fn raw_token(header: Value, claims: Value, signature: &str) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    format!(
+        "{}.{}.{signature}",
+        b64.encode(header.to_string()),
+        b64.encode(claims.to_string())
+    )
 }
