@@ -33,7 +33,7 @@ export function connectionIdOf(id) {
 }
 
 /**
- * True for the ids the relay uses for its own requests (`proxy:1`), which are
+ * True for the ids the relay uses for its own requests (`proxy:<random>`), which are
  * answered but never belong to an MCP connection.
  *
  * @param {unknown} id
