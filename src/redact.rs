@@ -36,8 +36,7 @@ pub struct Printable<'a>(&'a str);
 
 impl fmt::Display for Printable<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut shown = 0;
-        for c in self.0.chars() {
+        for (shown, c) in self.0.chars().enumerate() {
             if shown == MAX_LOGGED_CHARS {
                 return f.write_str("…");
             }
@@ -46,7 +45,6 @@ impl fmt::Display for Printable<'_> {
             } else {
                 fmt::Write::write_char(f, c)?;
             }
-            shown += 1;
         }
         Ok(())
     }

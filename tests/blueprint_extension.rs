@@ -18,9 +18,8 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
-type Socket = tokio_tungstenite::WebSocketStream<
-    tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
->;
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// What the scripted extension saw.
 #[derive(Default)]
@@ -177,15 +176,26 @@ async fn blueprint_answering_the_first_sockets_authenticate_on_the_second_loses_
     let duration = secs_from_env(60);
     let answered = drive(&relay, duration, 5).await;
     let expected = (duration.as_secs() * 5) as usize;
-    assert!(answered + 1 >= expected, "{answered} of {expected} answered");
+    assert!(
+        answered + 1 >= expected,
+        "{answered} of {expected} answered"
+    );
     assert_eq!(
         seen.closes.load(Ordering::SeqCst),
         0,
         "no socket was closed: Blueprint saw no disconnect, so it never reconnected"
     );
     assert_eq!(seen.answered.load(Ordering::SeqCst), answered);
-    assert_eq!(seen.authenticated[0].load(Ordering::SeqCst), 1, "A is authenticated");
-    assert_eq!(seen.authenticated[1].load(Ordering::SeqCst), 1, "B is authenticated");
+    assert_eq!(
+        seen.authenticated[0].load(Ordering::SeqCst),
+        1,
+        "A is authenticated"
+    );
+    assert_eq!(
+        seen.authenticated[1].load(Ordering::SeqCst),
+        1,
+        "B is authenticated"
+    );
 }
 
 #[tokio::test]

@@ -7,7 +7,6 @@ use std::io::{BufRead, BufReader};
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine;
 use common::*;
 use futures_util::{SinkExt, StreamExt};
 use mcp_relay::auth::{self, JwtAlgorithm, MintClaims, Role};
