@@ -37,12 +37,14 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
         token_expires: None,
     };
     let mut rate = RateLimit::new(state.config.rate_limit, state.config.rate_burst);
+    // One timer for the token's expiry, armed by the first successful handshake and moved by a
+    // later one; polled only while armed, so an ordinary frame costs no timer work.
+    let expiry = tokio::time::sleep(std::time::Duration::ZERO);
+    tokio::pin!(expiry);
+    let mut armed: Option<tokio::time::Instant> = None;
     loop {
-        let expiry = mcp
-            .token_expires
-            .map(|at| at + state.config.token_expiry_grace);
         let inbound = tokio::select! {
-            _ = sleep_until_or_never(expiry) => {
+            _ = &mut expiry, if armed.is_some() => {
                 // The token this socket was authenticated with has expired: a token that no
                 // longer opens a socket must not keep an old one working either.
                 peer.close_after_flush(close_code::POLICY, "token expired");
@@ -57,7 +59,15 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
             ) => inbound,
         };
         match inbound {
-            Inbound::Text(text) => handle_frame(&text, &mut mcp, &mut rate, &state),
+            Inbound::Text(text) => {
+                handle_frame(&text, &mut mcp, &mut rate, &state);
+                if mcp.token_expires != armed {
+                    armed = mcp.token_expires;
+                    if let Some(at) = armed {
+                        expiry.as_mut().reset(at + state.config.token_expiry_grace);
+                    }
+                }
+            }
             Inbound::NotText => {
                 reply_error(
                     &peer,
@@ -85,14 +95,6 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
     }
     // Let queued frames (a final error, a goodbye) go out before the close frame.
     peer.close_after_flush(close_code::NORMAL, "");
-}
-
-/// Sleeps until `deadline`, or forever when there is none.
-async fn sleep_until_or_never(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
 }
 
 fn reply_error(peer: &Peer, state: &RelayState, id: &str, code: i64, message: &str) {
