@@ -257,7 +257,7 @@ async fn pending_request_bytes_per_connection_are_bounded() {
         refused += 1;
     }
     let accepted = sent - refused;
-    // 1 MiB / (1000 + 1041 + 96) bytes = 490.
+    // 1 MiB / (1002-byte raw id + 1042-byte mapped id + 96) = 489.
     println!("row 8: 1000-byte ids, silent extension: {accepted} pending accepted, {refused} refused (-32002)");
     assert!((480..=500).contains(&accepted), "{accepted} accepted");
     let mut requests = Vec::new();
@@ -508,4 +508,143 @@ async fn list_extensions_index_stays_exact_through_register_and_close() {
         ["A1 again", "A2"]
     );
     drop(a2);
+}
+
+/// A `nats-server` on a loopback port, killed on drop.
+struct Nats(std::process::Child, u16);
+
+impl Nats {
+    fn start() -> Option<Nats> {
+        let installed = std::process::Command::new("nats-server")
+            .arg("--version")
+            .output()
+            .is_ok();
+        present_or_skip(
+            installed.then_some(()),
+            "hostile_state cluster test",
+            "nats-server is not installed (apt-get install nats-server; .ci/run does)",
+        )?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new("nats-server")
+            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("nats-server starts");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "nats-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(Nats(child, port))
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The same bounds hold when the client and its browser are on different cluster nodes: long
+/// ids are refused on the client's node, pending requests are bounded end to end, the list is
+/// the caller's only, and clients waiting for a vanished remote browser are forgotten after
+/// the window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bounds_hold_across_cluster_nodes() {
+    let _serial = SERIAL.lock().await;
+    let Some(nats) = Nats::start() else { return };
+    let url = format!("nats://127.0.0.1:{}", nats.1);
+    let node = |url: String| {
+        relay_with(move |c| {
+            c.cluster = Some(url);
+            c.cluster_options.heartbeat = Duration::from_millis(200);
+            c.cluster_options.node_ttl = Duration::from_millis(1200);
+            c.hub.reconnect_window = Duration::from_secs(1);
+        })
+    };
+    let a = node(url.clone()).await;
+    let b = node(url).await;
+    let ext = Extension::connect(&b, "alice", "Remote", "r").await;
+    let _bobs = Extension::connect(&b, "bob", "Bob's", "b").await;
+    let mut mcp = Mcp::connect(&a, "alice").await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let list = mcp.call("list_extensions", json!({})).await;
+        let names: Vec<&str> = list["result"]["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        if names == ["Remote"] {
+            break;
+        }
+        assert!(names.is_empty(), "only alice's browser: {names:?}");
+        assert!(Instant::now() < deadline, "the remote browser never showed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    mcp.connect_to(&ext.extension_id).await;
+    let refused = mcp
+        .client
+        .call(json!("i".repeat(64 * 1024)), "getTabs", json!({}))
+        .await;
+    assert_eq!(refused["error"]["code"], -32600);
+    let sent = 700;
+    for n in 0..sent {
+        let id = format!("{n:05}{}", "p".repeat(995));
+        mcp.client
+            .send(json!({"jsonrpc": "2.0", "id": id, "method": "slow", "params": {}}))
+            .await;
+    }
+    let mut refused = 0;
+    while let Ok(response) =
+        tokio::time::timeout(Duration::from_secs(2), mcp.client.recv_response()).await
+    {
+        assert_eq!(response["error"]["code"], -32002, "{response}");
+        refused += 1;
+    }
+    let accepted = sent - refused;
+    println!("cluster: 1000-byte ids to a remote silent browser: {accepted} pending accepted, {refused} refused");
+    assert!((480..=500).contains(&accepted), "{accepted} accepted");
+    // The browser goes away: the client on node A is remembered, then forgotten.
+    ext.client.close().await;
+    let _ = mcp.client.recv_notification("disconnected").await;
+    let awaited = || metric(&a.metrics().render(), "mcp_relay_awaited_extensions");
+    assert_eq!(awaited(), 1.0);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while awaited() > 0.0 {
+        assert!(Instant::now() < deadline, "never forgotten");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[test]
+fn serve_help_documents_the_new_bounds() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-relay"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(output.stdout).unwrap();
+    for flag in [
+        "--max-name-bytes",
+        "MCP_RELAY_MAX_NAME_BYTES",
+        "--max-id-bytes",
+        "MCP_RELAY_MAX_ID_BYTES",
+        "--max-pending-bytes",
+        "MCP_RELAY_MAX_PENDING_BYTES",
+        "--reconnect-window",
+        "MCP_RELAY_RECONNECT_WINDOW",
+        "--control-rate-limit",
+        "MCP_RELAY_CONTROL_RATE_LIMIT",
+        "--control-rate-burst",
+        "MCP_RELAY_CONTROL_RATE_BURST",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from --help");
+    }
 }
