@@ -1617,4 +1617,74 @@ mod tests {
         assert_index_consistent(&hub);
         let _ = a2;
     }
+
+    fn raw(json: String) -> Box<RawValue> {
+        RawValue::from_string(json).unwrap()
+    }
+
+    #[tokio::test]
+    async fn try_send_within_refuses_without_closing_the_peer() {
+        let s = sockets(1).await;
+        let peer = &s.peers[0];
+        // No await in between: the writer task cannot drain the queue meanwhile.
+        assert!(
+            peer.try_send_within("x".repeat(2 << 20), 1 << 20),
+            "an empty queue takes one"
+        );
+        assert!(!peer.try_send_within("small", 1 << 20));
+        assert!(peer.is_open(), "refused, not closed");
+        assert!(peer.try_send_within("small", 4 << 20));
+    }
+
+    #[tokio::test]
+    async fn forwarding_refuses_long_ids_and_keeps_clients_within_the_browser_queue() {
+        let hub = LocalHub::new(limits(), Arc::new(Metrics::default()));
+        let s = sockets(3).await;
+        let (browser, heavy, other) = (&s.peers[0], &s.peers[1], &s.peers[2]);
+        let ext = hub
+            .register_extension(&auth("alice", "1", "A"), browser)
+            .unwrap();
+        let connect = |peer: &Peer| {
+            hub.connect_sink(
+                "alice",
+                &ext,
+                McpSink::Socket(peer.clone()),
+                new_connection_id(),
+            )
+            .unwrap()
+            .connection_id
+        };
+        let (heavy_conn, other_conn) = (connect(heavy), connect(other));
+        let long_id = raw(format!("\"{}\"", "i".repeat(2000)));
+        assert_eq!(
+            hub.forward_request(&heavy_conn, &long_id, "m", None),
+            Err(HubError::IdTooLong(1024))
+        );
+        let params = raw(format!("{{\"data\":\"{}\"}}", "x".repeat(30 << 20)));
+        // Without awaiting, nothing leaves the browser's queue: the checks are deterministic.
+        hub.forward_request(&heavy_conn, &raw("1".into()), "upload", Some(&params))
+            .unwrap();
+        // Two connections share the 48 MiB budget: 24 MiB each, one request always allowed.
+        assert!(matches!(
+            hub.forward_request(&heavy_conn, &raw("2".into()), "upload", Some(&params)),
+            Err(HubError::FairShareExceeded(_))
+        ));
+        assert_eq!(
+            hub.forward_request(&other_conn, &raw("3".into()), "upload", Some(&params)),
+            Err(HubError::BrowserQueueFull)
+        );
+        hub.forward_request(&other_conn, &raw("4".into()), "small", None)
+            .unwrap();
+        assert!(
+            browser.is_open(),
+            "the browser is never disconnected for it"
+        );
+        assert_eq!(hub.metrics.pending_requests.load(Relaxed), 2);
+        // Refused requests leave no bookkeeping behind.
+        let heavy_pending = hub.connection(&heavy_conn).unwrap();
+        let guard = heavy_pending.pending.lock().unwrap();
+        let pending = guard.as_ref().unwrap();
+        assert_eq!(pending.requests.len(), 1);
+        assert!(pending.frame_bytes > 30 << 20 && pending.frame_bytes < (30 << 20) + 200);
+    }
 }
