@@ -75,10 +75,19 @@ async fn large_extension_with(
     let config = WebSocketConfig::default()
         .max_message_size(Some(64 * MIB))
         .max_frame_size(Some(64 * MIB));
-    let (ws, _) =
-        tokio_tungstenite::connect_async_with_config(relay.url("/extension"), Some(config), false)
-            .await
-            .unwrap();
+    // A fixed, small receive buffer (no autotuning): a browser that does not read leaves what
+    // the relay sends it in the relay's queue, not in this host's socket buffers (which may
+    // take 32 MiB here), so the queue checks are deterministic.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(64 * 1024).unwrap();
+    let stream = socket.connect(relay.local_addr).await.unwrap();
+    let (ws, _) = tokio_tungstenite::client_async_with_config(
+        relay.url("/extension"),
+        tokio_tungstenite::MaybeTlsStream::Plain(stream),
+        Some(config),
+    )
+    .await
+    .unwrap();
     let mut client = Client { ws };
     let auth = client.recv().await;
     assert_eq!(auth["method"], "authenticate");
