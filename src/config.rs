@@ -123,6 +123,11 @@ pub struct ServeConfig {
     #[arg(long, env = "MCP_RELAY_SHUTDOWN_GRACE", default_value = "5s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
 
+    /// Byte bounds and rates on what users control (names, ids, pending requests, remembered
+    /// clients, control methods); boxed like the cluster options. See docs/SECURITY_hub.md.
+    #[command(flatten)]
+    pub hub: Box<HubOptions>,
+
     /// NATS server(s) to join a relay cluster through (e.g. `nats://nats:4222`; several
     /// separated by commas). Without it the relay is a single node and never contacts NATS.
     /// See docs/CLUSTER.md.
@@ -133,6 +138,42 @@ pub struct ServeConfig {
     /// because they are rarely set and would otherwise weigh on every copy of this struct.
     #[command(flatten)]
     pub cluster_options: Box<ClusterOptions>,
+}
+
+/// Bounds on state users control; see docs/SECURITY_hub.md.
+#[derive(Debug, Clone, Args)]
+pub struct HubOptions {
+    /// Longest extension name (and version) the relay keeps, in bytes. Longer ones are cut at a
+    /// character boundary: names are stored per browser, listed by list_extensions and sent to
+    /// every node of a cluster, so their size must not be the browser's choice.
+    #[arg(long, env = "MCP_RELAY_MAX_NAME_BYTES", default_value = "256", value_parser = parse_bytes)]
+    pub max_name_bytes: usize,
+
+    /// Longest id (its raw JSON) of a request the relay forwards. Longer ids are refused with
+    /// -32600: the relay keeps every pending request's id twice (as sent, and mapped).
+    #[arg(long, env = "MCP_RELAY_MAX_ID_BYTES", default_value = "1KiB", value_parser = parse_bytes)]
+    pub max_id_bytes: usize,
+
+    /// Bytes of bookkeeping one MCP connection may hold for requests waiting for the
+    /// extension's answer (both forms of each id plus about 100 bytes per request). Beyond it
+    /// requests are refused with -32002 until earlier ones are answered.
+    #[arg(long, env = "MCP_RELAY_MAX_PENDING_BYTES", default_value = "1MiB", value_parser = parse_bytes)]
+    pub max_pending_bytes: usize,
+
+    /// How long the MCP clients of a browser that went away are remembered, to be told
+    /// `connected` when it comes back. At most --max-extensions-per-user vanished browsers are
+    /// remembered per user (the oldest is forgotten first).
+    #[arg(long, env = "MCP_RELAY_RECONNECT_WINDOW", default_value = "5m", value_parser = parse_duration)]
+    pub reconnect_window: Duration,
+
+    /// Control methods (mcp_handshake, list_extensions, connect, disconnect) per second allowed
+    /// per MCP socket (0 = unlimited); beyond it they are answered -32002.
+    #[arg(long, env = "MCP_RELAY_CONTROL_RATE_LIMIT", default_value_t = 50.0)]
+    pub control_rate_limit: f64,
+
+    /// Burst size for --control-rate-limit.
+    #[arg(long, env = "MCP_RELAY_CONTROL_RATE_BURST", default_value_t = 100.0)]
+    pub control_rate_burst: f64,
 }
 
 /// Cluster settings besides `--cluster` itself; see docs/CLUSTER.md.

@@ -1,5 +1,12 @@
 //! The control methods the relay answers itself for MCP clients: `mcp_handshake`,
 //! `list_extensions`, `connect` and `disconnect`. Everything else is forwarded.
+//!
+//! Control methods cost the relay work (a token check, a list, state changes) and, unlike
+//! forwarded requests, nothing downstream slows a client that calls them in a loop, so each MCP
+//! socket has its own token bucket for them (`--control-rate-limit`, `--control-rate-burst`);
+//! beyond it they are answered `-32002` at once ([`rate_limited`]). The default (50/s, bursts
+//! of 100) is far above what polling clients do (a bridge waiting for a browser, a test
+//! polling every 25 ms) and far below a loop.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -9,6 +16,7 @@ use uuid::Uuid;
 use crate::auth::Role;
 use crate::frame::code;
 use crate::hub::{EndCause, McpClient};
+use crate::limits::RateLimit;
 use crate::peer::Peer;
 use crate::server::RelayState;
 
@@ -25,6 +33,26 @@ pub struct McpState {
     /// When the token of the last successful handshake expires; a new handshake with a fresher
     /// token of the same user moves it.
     pub token_expires: Option<tokio::time::Instant>,
+    /// This socket's budget for control methods (see the module documentation).
+    pub control_rate: RateLimit,
+}
+
+/// True for the methods the relay answers itself.
+pub fn is_control(method: &str) -> bool {
+    matches!(
+        method,
+        "mcp_handshake" | "list_extensions" | "connect" | "disconnect"
+    )
+}
+
+/// The answer to a control method over `--control-rate-limit`.
+pub fn rate_limited() -> ControlError {
+    (
+        code::RATE_LIMITED,
+        "Rate limit exceeded for control methods (mcp_handshake, list_extensions, connect, \
+         disconnect); retry later"
+            .into(),
+    )
 }
 
 impl McpState {

@@ -183,6 +183,11 @@ fn route(text: &str, extension_id: &str, peer: &Peer, state: &RelayState) {
         }
         Ok(Incoming::Notification(call)) => {
             let target = call.connection_id.and_then(frame::id_string);
+            if call.connection_id.is_some() && target.is_none() {
+                // A `connectionId` that is not a string names no connection: it goes to no
+                // one, never to every client of this browser.
+                return;
+            }
             let frame = if call.connection_id.is_some() {
                 // `connectionId` is routing information for the relay, not for the client.
                 frame::notification_raw(&call.method, call.params)

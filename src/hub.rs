@@ -14,10 +14,28 @@
 //!   pending requests of that connection. A connection, not a socket, owns its pending requests,
 //!   which is what lets a duplicate extension socket take over without losing any of them.
 //!
+//! - `users`: per user, the ids of its extensions (the index `list_extensions` reads, so it
+//!   costs O(that user's browsers), not O(all browsers)) and its MCP socket count.
+//! - `former_peers`: MCP clients of extensions that went away, waiting to be told `connected`
+//!   ([`ReturnWatch`]: bounded per user and per extension, forgotten after
+//!   `--reconnect-window`).
+//!
+//! # Byte bounds (docs/SECURITY_hub.md)
+//! Everything a user controls and the hub keeps is bounded in bytes: extension names and
+//! versions are cut to `--max-name-bytes`; forwarded request ids longer than `--max-id-bytes`
+//! are refused (`-32600`); each connection's pending-request bookkeeping is capped at
+//! `--max-pending-bytes` (`-32002`); and what a client sends to an extension is queued with
+//! [`Peer::try_send_within`] against a budget below the extension socket's queue bound, shared
+//! fairly between the extension's connections, so one client's volume gets that client a
+//! `-32002` instead of overflowing the queue and disconnecting the browser for everyone.
+//! None of this adds a lock: the checks run under the locks the forwarding path already takes.
+//!
 //! Lock discipline: never hold a reference into one map while locking another; clone what is
-//! needed out first. A connection's `pending` mutex is the innermost lock.
+//! needed out first. A connection's `pending` mutex is the innermost lock. The one exception is
+//! `register_extension`, which counts a new identity in `users` while holding its `extensions`
+//! entry (always in that order).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -29,6 +47,7 @@ use serde_json::json;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
+use crate::config::ServeConfig;
 use crate::frame::{self, code, Reply};
 use crate::metrics::Metrics;
 use crate::peer::{close_code, Peer};
@@ -85,6 +104,20 @@ pub enum HubError {
     TooManyMcpClients(usize),
     #[error("Request too large for the cluster transport (NATS max_payload is {0} bytes)")]
     TooLargeForCluster(usize),
+    #[error("Invalid Request: the id is longer than {0} bytes; use a shorter id")]
+    IdTooLong(usize),
+    #[error(
+        "Too many pending requests on this connection (their bookkeeping would exceed {0} bytes); \
+         retry when earlier requests are answered"
+    )]
+    TooManyPending(usize),
+    #[error("The browser's queue is full; retry later")]
+    BrowserQueueFull,
+    #[error(
+        "This connection's share of the browser's queue is used up ({0} bytes of requests \
+         in flight); retry when earlier requests are answered"
+    )]
+    FairShareExceeded(usize),
 }
 
 impl HubError {
@@ -95,6 +128,10 @@ impl HubError {
             HubError::TooManyExtensions(_)
             | HubError::TooManyMcpClients(_)
             | HubError::TooLargeForCluster(_) => code::LIMIT_REACHED,
+            HubError::IdTooLong(_) => code::INVALID_REQUEST,
+            HubError::TooManyPending(_)
+            | HubError::BrowserQueueFull
+            | HubError::FairShareExceeded(_) => code::RATE_LIMITED,
         }
     }
 }
@@ -194,13 +231,277 @@ pub struct HubLimits {
     pub max_extensions_per_user: usize,
     pub max_mcp_clients_per_user: usize,
     pub max_sockets_per_extension: usize,
+    /// Extension names and versions are cut to this many bytes (`--max-name-bytes`).
+    pub max_name_bytes: usize,
+    /// Forwarded request ids longer than this (raw JSON) are refused (`--max-id-bytes`).
+    pub max_id_bytes: usize,
+    /// Pending-request bookkeeping per connection, in bytes (`--max-pending-bytes`).
+    pub max_pending_bytes: usize,
+    /// How long vanished extensions' MCP clients are remembered (`--reconnect-window`).
+    pub reconnect_window: Duration,
+    /// Bytes an extension socket's queue may hold after queuing a client's frame: the budget
+    /// clients share. Below the queue's own bound (`--max-send-queue-bytes`), so the relay's own
+    /// notices (`status`, `notifications/cancelled`) always fit and never overflow it.
+    pub extension_queue_budget: usize,
 }
+
+impl HubLimits {
+    /// The limits `serve` is configured with. The client budget on an extension's queue is
+    /// three quarters of `--max-send-queue-bytes`: the last quarter is headroom for the relay's
+    /// own frames to the extension.
+    pub fn from_config(config: &ServeConfig) -> Self {
+        HubLimits {
+            request_timeout: config.request_timeout,
+            max_extensions_per_user: config.max_extensions_per_user,
+            max_mcp_clients_per_user: config.max_mcp_clients_per_user,
+            max_sockets_per_extension: config.max_sockets_per_extension,
+            max_name_bytes: config.hub.max_name_bytes,
+            max_id_bytes: config.hub.max_id_bytes,
+            max_pending_bytes: config.hub.max_pending_bytes,
+            reconnect_window: config.hub.reconnect_window,
+            extension_queue_budget: config.max_send_queue_bytes / 4 * 3,
+        }
+    }
+}
+
+/// What one pending request costs besides its two ids: the map slot, this struct and the
+/// allocation headers, rounded up. Counted so that a flood of tiny ids is bounded too.
+pub const PENDING_OVERHEAD_BYTES: usize = 96;
 
 /// A request waiting for the extension's answer.
 struct PendingRequest {
     /// The id exactly as the MCP client wrote it (raw JSON).
     original_id: Box<str>,
     started: Instant,
+    /// What this entry counts against `--max-pending-bytes`.
+    cost: usize,
+    /// The forwarded frame's size (estimated), counted against the connection's fair share of
+    /// the extension's queue until the request is answered.
+    frame_bytes: usize,
+}
+
+/// A connection's pending requests by mapped id, with running byte totals (kept under the
+/// connection's `pending` mutex, which the forwarding path holds anyway).
+#[derive(Default)]
+struct Pending {
+    requests: HashMap<String, PendingRequest>,
+    /// Sum of `cost`: bounded by `--max-pending-bytes`.
+    bytes: usize,
+    /// Sum of `frame_bytes`: this connection's requests in flight to the extension.
+    frame_bytes: usize,
+}
+
+impl Pending {
+    /// Checks the bounds for a new request and records it; the error says which bound.
+    fn admit(
+        &mut self,
+        mapped: String,
+        request: PendingRequest,
+        max_bytes: usize,
+        fair_share: usize,
+    ) -> Result<(), HubError> {
+        // An empty map always admits one request, so tiny settings cannot lock a client out.
+        if !self.requests.is_empty() && self.bytes + request.cost > max_bytes {
+            return Err(HubError::TooManyPending(max_bytes));
+        }
+        if self.frame_bytes > 0 && self.frame_bytes + request.frame_bytes > fair_share {
+            return Err(HubError::FairShareExceeded(self.frame_bytes));
+        }
+        self.bytes += request.cost;
+        self.frame_bytes += request.frame_bytes;
+        self.requests.insert(mapped, request);
+        Ok(())
+    }
+
+    fn remove(&mut self, mapped: &str) -> Option<PendingRequest> {
+        let request = self.requests.remove(mapped)?;
+        self.bytes -= request.cost;
+        self.frame_bytes -= request.frame_bytes;
+        Some(request)
+    }
+}
+
+/// Cuts `text` to at most `max` bytes on a character boundary.
+pub fn truncate_utf8(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// An MCP client waiting for an extension to come back (a trait so that [`ReturnWatch`] can be
+/// unit-tested without sockets).
+pub trait Waiter: Clone {
+    fn is_open(&self) -> bool;
+    fn same(&self, other: &Self) -> bool;
+}
+
+impl Waiter for Peer {
+    fn is_open(&self) -> bool {
+        Peer::is_open(self)
+    }
+    fn same(&self, other: &Self) -> bool {
+        self.id() == other.id()
+    }
+}
+
+struct Waiting<P> {
+    user_id: String,
+    peers: Vec<P>,
+    /// When the extension last went away; the entry is forgotten `ttl` later.
+    since: Instant,
+}
+
+/// MCP clients waiting for vanished extensions to come back, to be told `connected`.
+///
+/// Without bounds this is a leak: a browser that never returns (or a user minting new browser
+/// identities) leaves an entry forever. So every entry ages out after `ttl`
+/// (`--reconnect-window`), entries whose clients all closed go at the next sweep, one extension
+/// keeps at most `max_per_extension` clients (an MCP socket count per user already bounds the
+/// open ones), and one user keeps at most `max_per_user` entries, the oldest forgotten first
+/// (`by_user` keeps that order, so eviction is O(that user's entries)).
+///
+/// The two maps are never locked together; a race between an add and a take can at worst leave
+/// an entry outside its user's order, and that entry still ages out.
+pub struct ReturnWatch<P> {
+    waiting: DashMap<String, Waiting<P>>,
+    by_user: DashMap<String, VecDeque<String>>,
+    ttl: Duration,
+    max_per_user: usize,
+    max_per_extension: usize,
+    metrics: Arc<Metrics>,
+}
+
+impl<P: Waiter> ReturnWatch<P> {
+    pub fn new(
+        ttl: Duration,
+        max_per_user: usize,
+        max_per_extension: usize,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        ReturnWatch {
+            waiting: DashMap::new(),
+            by_user: DashMap::new(),
+            ttl,
+            max_per_user: max_per_user.max(1),
+            max_per_extension: max_per_extension.max(1),
+            metrics,
+        }
+    }
+
+    /// Remembers `peers` as waiting for `extension_id` (of `user_id`) from `now` on.
+    pub fn add(&self, extension_id: &str, user_id: &str, peers: Vec<P>, now: Instant) {
+        if peers.is_empty() {
+            return;
+        }
+        let created = {
+            let mut created = false;
+            let mut entry = self
+                .waiting
+                .entry(extension_id.to_owned())
+                .or_insert_with(|| {
+                    created = true;
+                    Waiting {
+                        user_id: user_id.to_owned(),
+                        peers: Vec::new(),
+                        since: now,
+                    }
+                });
+            entry.since = now;
+            entry.peers.retain(P::is_open);
+            for peer in peers {
+                if !entry.peers.iter().any(|p| p.same(&peer)) {
+                    entry.peers.push(peer);
+                }
+            }
+            let excess = entry.peers.len().saturating_sub(self.max_per_extension);
+            entry.peers.drain(..excess);
+            created
+        };
+        if created {
+            self.metrics.awaited_extensions.fetch_add(1, Relaxed);
+        }
+        let evicted: Vec<String> = {
+            let mut order = self.by_user.entry(user_id.to_owned()).or_default();
+            order.retain(|id| id != extension_id);
+            order.push_back(extension_id.to_owned());
+            let excess = order.len().saturating_sub(self.max_per_user);
+            order.drain(..excess).collect()
+        };
+        for id in evicted {
+            if self.waiting.remove(&id).is_some() {
+                self.metrics.awaited_extensions.fetch_sub(1, Relaxed);
+            }
+        }
+    }
+
+    /// Takes the clients waiting for `extension_id` (it is back), open ones only.
+    pub fn take(&self, extension_id: &str) -> Vec<P> {
+        let Some((_, waiting)) = self.waiting.remove(extension_id) else {
+            return Vec::new();
+        };
+        self.metrics.awaited_extensions.fetch_sub(1, Relaxed);
+        self.forget_order(&waiting.user_id, extension_id);
+        waiting.peers.into_iter().filter(P::is_open).collect()
+    }
+
+    /// True when some client waits for `extension_id`.
+    pub fn contains(&self, extension_id: &str) -> bool {
+        self.waiting.contains_key(extension_id)
+    }
+
+    /// Extensions waited for right now.
+    pub fn len(&self) -> usize {
+        self.waiting.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+
+    /// Forgets entries older than the TTL and those whose clients have all closed.
+    pub fn sweep(&self, now: Instant) {
+        let mut gone = Vec::new();
+        self.waiting.retain(|id, waiting| {
+            waiting.peers.retain(P::is_open);
+            let keep = !waiting.peers.is_empty()
+                && now.saturating_duration_since(waiting.since) < self.ttl;
+            if !keep {
+                gone.push((id.clone(), std::mem::take(&mut waiting.user_id)));
+            }
+            keep
+        });
+        for (id, user_id) in gone {
+            self.metrics.awaited_extensions.fetch_sub(1, Relaxed);
+            self.forget_order(&user_id, &id);
+        }
+    }
+
+    fn forget_order(&self, user_id: &str, extension_id: &str) {
+        if let Some(mut order) = self.by_user.get_mut(user_id) {
+            order.retain(|id| id != extension_id);
+        }
+        self.by_user.remove_if(user_id, |_, order| order.is_empty());
+    }
+}
+
+/// Per user: the index `list_extensions` reads and the per-user counts.
+#[derive(Debug, Default)]
+struct UserState {
+    /// Ids of the user's extensions on this node.
+    extensions: Vec<String>,
+    /// Authenticated MCP sockets.
+    mcp_clients: usize,
+}
+
+impl UserState {
+    fn is_idle(&self) -> bool {
+        self.extensions.is_empty() && self.mcp_clients == 0
+    }
 }
 
 /// Where the frames for a connection's MCP client go.
@@ -245,7 +546,7 @@ struct Connection {
     mcp: McpSink,
     /// `None` once the connection has ended, so a request racing with the end cannot be
     /// inserted into a map nobody will ever drain.
-    pending: Mutex<Option<HashMap<String, PendingRequest>>>,
+    pending: Mutex<Option<Pending>>,
     /// Disambiguates requests that reuse an id that is still pending.
     collisions: AtomicU64,
 }
@@ -265,9 +566,9 @@ pub struct LocalHub {
     connections: DashMap<String, Arc<Connection>>,
     /// MCP peers that were connected to an extension when it went away, to be told `connected`
     /// when it comes back.
-    former_peers: DashMap<String, Vec<Peer>>,
-    /// Per user: (extension identities, authenticated MCP sockets).
-    users: DashMap<String, (usize, usize)>,
+    former_peers: ReturnWatch<Peer>,
+    /// Per user: its extensions (the `list_extensions` index) and MCP socket count.
+    users: DashMap<String, UserState>,
     metrics: Arc<Metrics>,
     limits: HubLimits,
 }
@@ -328,7 +629,12 @@ impl LocalHub {
         LocalHub {
             extensions: DashMap::new(),
             connections: DashMap::new(),
-            former_peers: DashMap::new(),
+            former_peers: ReturnWatch::new(
+                limits.reconnect_window,
+                limits.max_extensions_per_user,
+                limits.max_mcp_clients_per_user,
+                Arc::clone(&metrics),
+            ),
             users: DashMap::new(),
             metrics,
             limits,
@@ -378,7 +684,13 @@ impl LocalHub {
     ) -> Option<Arc<Connection>> {
         let (_, conn) = self.connections.remove(connection_id)?;
         self.metrics.connections.fetch_sub(1, Relaxed);
-        let pending = conn.pending.lock().unwrap().take().unwrap_or_default();
+        let pending = conn
+            .pending
+            .lock()
+            .unwrap()
+            .take()
+            .unwrap_or_default()
+            .requests;
         self.metrics
             .pending_requests
             .fetch_sub(pending.len() as i64, Relaxed);
@@ -442,7 +754,7 @@ impl LocalHub {
                 id: connection_id.clone(),
                 extension_id: extension_id.to_owned(),
                 mcp,
-                pending: Mutex::new(Some(HashMap::new())),
+                pending: Mutex::new(Some(Pending::default())),
                 collisions: AtomicU64::new(0),
             }),
         );
@@ -495,34 +807,26 @@ impl LocalHub {
     }
 
     /// Remembers MCP clients that lost their extension, to tell them `connected` when it is
-    /// back.
-    pub fn add_former_peers(&self, extension_id: &str, peers: Vec<Peer>) {
-        if peers.is_empty() {
-            return;
-        }
-        let mut former = self
-            .former_peers
-            .entry(extension_id.to_owned())
-            .or_default();
-        former.retain(|p| p.is_open());
-        former.extend(peers);
-        // Bounded: a browser flapping all day must not grow this list forever.
-        let excess = former.len().saturating_sub(256);
-        former.drain(..excess);
+    /// back (bounded and aging out: see [`ReturnWatch`]).
+    pub fn add_former_peers(&self, extension_id: &str, user_id: &str, peers: Vec<Peer>) {
+        self.former_peers
+            .add(extension_id, user_id, peers, Instant::now());
     }
 
     /// Takes the MCP clients waiting for an extension to come back (it came back on another
     /// node).
     pub fn take_former_peers(&self, extension_id: &str) -> Vec<Peer> {
-        self.former_peers
-            .remove(extension_id)
-            .map(|(_, peers)| peers)
-            .unwrap_or_default()
+        self.former_peers.take(extension_id)
     }
 
     /// True when some MCP client waits for this extension to come back.
     pub fn awaits_return(&self, extension_id: &str) -> bool {
-        self.former_peers.contains_key(extension_id)
+        self.former_peers.contains(extension_id)
+    }
+
+    /// Vanished extensions some MCP client here still waits for.
+    pub fn awaited_extensions(&self) -> usize {
+        self.former_peers.len()
     }
 
     /// Adds an authenticated socket to its identity: as the newest (requests go to it) or, for
@@ -540,6 +844,13 @@ impl LocalHub {
             .map(|c| format!("client:{c}"))
             .unwrap_or_else(|| format!("name:{}", auth.name));
         let extension_id = extension_id_for(&auth.user_id, &key);
+        // Stored per browser, listed, and sent to every cluster node: the browser must not
+        // choose their size (docs/SECURITY_hub.md).
+        let name = truncate_utf8(&auth.name, self.limits.max_name_bytes);
+        let version = auth
+            .version
+            .as_deref()
+            .map(|v| truncate_utf8(v, self.limits.max_name_bytes).to_owned());
         let mut superseded = None;
         let joined_status;
         let new_identity;
@@ -555,9 +866,9 @@ impl LocalHub {
                 } else {
                     entry.sockets.insert(0, peer.clone());
                 }
-                entry.name = auth.name.clone();
-                if auth.version.is_some() {
-                    entry.version = auth.version.clone();
+                name.clone_into(&mut entry.name);
+                if version.is_some() {
+                    entry.version = version;
                 }
                 if entry.sockets.len() > self.limits.max_sockets_per_extension.max(1) {
                     // Beyond the limit the oldest other socket goes; never the one just taken
@@ -572,18 +883,18 @@ impl LocalHub {
             }
             dashmap::Entry::Vacant(entry) => {
                 {
-                    let mut counts = self.users.entry(auth.user_id.clone()).or_insert((0, 0));
-                    if counts.0 >= self.limits.max_extensions_per_user {
+                    let mut user = self.users.entry(auth.user_id.clone()).or_default();
+                    if user.extensions.len() >= self.limits.max_extensions_per_user {
                         return Err(HubError::TooManyExtensions(
                             self.limits.max_extensions_per_user,
                         ));
                     }
-                    counts.0 += 1;
+                    user.extensions.push(extension_id.clone());
                 }
                 entry.insert(ExtensionEntry {
                     user_id: auth.user_id.clone(),
-                    name: auth.name.clone(),
-                    version: auth.version.clone(),
+                    name: name.to_owned(),
+                    version,
                     sockets: vec![peer.clone()],
                     connections: Vec::new(),
                 });
@@ -607,9 +918,10 @@ impl LocalHub {
             );
         }
         if new_identity {
-            if let Some((_, peers)) = self.former_peers.remove(&extension_id) {
-                let notice = connected_frame(&extension_id, &auth.name);
-                for mcp in peers.iter().filter(|p| p.is_open()) {
+            let peers = self.former_peers.take(&extension_id);
+            if !peers.is_empty() {
+                let notice = connected_frame(&extension_id, name);
+                for mcp in peers {
                     mcp.send(notice.clone());
                 }
             }
@@ -632,21 +944,21 @@ impl LocalHub {
 
 impl Hub for LocalHub {
     fn register_mcp(&self, user_id: &str) -> Result<(), HubError> {
-        let mut counts = self.users.entry(user_id.to_owned()).or_insert((0, 0));
-        if counts.1 >= self.limits.max_mcp_clients_per_user {
+        let mut user = self.users.entry(user_id.to_owned()).or_default();
+        if user.mcp_clients >= self.limits.max_mcp_clients_per_user {
             return Err(HubError::TooManyMcpClients(
                 self.limits.max_mcp_clients_per_user,
             ));
         }
-        counts.1 += 1;
+        user.mcp_clients += 1;
         Ok(())
     }
 
     fn unregister_mcp(&self, user_id: &str) {
-        if let Some(mut counts) = self.users.get_mut(user_id) {
-            counts.1 = counts.1.saturating_sub(1);
+        if let Some(mut user) = self.users.get_mut(user_id) {
+            user.mcp_clients = user.mcp_clients.saturating_sub(1);
         }
-        self.users.remove_if(user_id, |_, c| *c == (0, 0));
+        self.users.remove_if(user_id, |_, u| u.is_idle());
     }
 
     fn register_extension(&self, auth: &ExtensionAuth, peer: &Peer) -> Result<String, HubError> {
@@ -672,10 +984,10 @@ impl Hub for LocalHub {
             return;
         };
         self.metrics.extensions.fetch_sub(1, Relaxed);
-        if let Some(mut counts) = self.users.get_mut(&entry.user_id) {
-            counts.0 = counts.0.saturating_sub(1);
+        if let Some(mut user) = self.users.get_mut(&entry.user_id) {
+            user.extensions.retain(|id| id != extension_id);
         }
-        self.users.remove_if(&entry.user_id, |_, c| *c == (0, 0));
+        self.users.remove_if(&entry.user_id, |_, u| u.is_idle());
         let mut peers = Vec::new();
         for connection_id in &entry.connections {
             let Some(conn) = self.end_connection(
@@ -703,13 +1015,19 @@ impl Hub for LocalHub {
                 peers.push(peer.clone());
             }
         }
-        self.add_former_peers(extension_id, peers);
+        self.add_former_peers(extension_id, &entry.user_id, peers);
     }
 
+    /// O(that user's extensions): reads the per-user index, never scans other users'.
     fn list_extensions(&self, user_id: &str) -> Vec<ExtensionInfo> {
-        let mut list: Vec<ExtensionInfo> = self
-            .extensions
+        let ids = self
+            .users
+            .get(user_id)
+            .map(|u| u.extensions.clone())
+            .unwrap_or_default();
+        let mut list: Vec<ExtensionInfo> = ids
             .iter()
+            .filter_map(|id| self.extensions.get(id))
             .filter(|e| e.user_id == user_id)
             .map(|e| ExtensionInfo {
                 id: e.key().clone(),
@@ -751,9 +1069,21 @@ impl Hub for LocalHub {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<(), HubError> {
+        // Pending requests keep the id twice (as sent, and mapped): bound it before anything.
+        if id.get().len() > self.limits.max_id_bytes {
+            return Err(HubError::IdTooLong(self.limits.max_id_bytes));
+        }
         let conn = self
             .connection(connection_id)
             .ok_or(HubError::NotConnected)?;
+        // The socket and how many connections share it, in the one look-up this path always did.
+        let target = self.extensions.get(&conn.extension_id).and_then(|e| {
+            e.sockets
+                .last()
+                .map(|socket| (socket.clone(), e.connections.len().max(1)))
+        });
+        let budget = self.limits.extension_queue_budget;
+        let fair_share = budget / target.as_ref().map_or(1, |(_, sharers)| *sharers);
         let base = format!("{}:{}", conn.id, frame::id_text(id));
         let mapped = {
             let mut guard = conn.pending.lock().unwrap();
@@ -761,26 +1091,38 @@ impl Hub for LocalHub {
             let mut mapped = base.clone();
             // Some hosts reuse one id for concurrent requests; each still needs its own
             // answer, so a still-pending id gets a suffix the extension echoes back.
-            while pending.contains_key(&mapped) {
+            while pending.requests.contains_key(&mapped) {
                 let n = conn.collisions.fetch_add(1, Relaxed) + 1;
                 mapped = format!("{base}#{n}");
             }
-            pending.insert(
+            let request = PendingRequest {
+                original_id: id.get().into(),
+                started: Instant::now(),
+                cost: mapped.len() + id.get().len() + PENDING_OVERHEAD_BYTES,
+                // The frame built below: envelope, mapped id, method, params.
+                frame_bytes: 64 + mapped.len() + method.len() + params.map_or(0, |p| p.get().len()),
+            };
+            pending.admit(
                 mapped.clone(),
-                PendingRequest {
-                    original_id: id.get().into(),
-                    started: Instant::now(),
-                },
-            );
+                request,
+                self.limits.max_pending_bytes,
+                fair_share,
+            )?;
             mapped
         };
         self.metrics.pending_requests.fetch_add(1, Relaxed);
         let request = frame::request(&frame::json_string(&mapped), method, params);
-        let delivered = self
-            .newest_socket(&conn.extension_id)
-            .is_some_and(|socket| socket.send(request));
-        if !delivered && self.take_pending(&conn, &mapped).is_some() {
-            return Err(HubError::ExtensionGone);
+        // Never `send`: a queue overflow would disconnect the browser for every client. Over
+        // the budget, this client is refused instead and the browser stays.
+        let refused = match &target {
+            Some((socket, _)) if socket.try_send_within(request, budget) => None,
+            Some((socket, _)) if socket.is_open() => Some(HubError::BrowserQueueFull),
+            _ => Some(HubError::ExtensionGone),
+        };
+        if let Some(error) = refused {
+            if self.take_pending(&conn, &mapped).is_some() {
+                return Err(error);
+            }
         }
         self.metrics.forwarded_requests.fetch_add(1, Relaxed);
         Ok(())
@@ -795,7 +1137,22 @@ impl Hub for LocalHub {
         let conn = self
             .connection(connection_id)
             .ok_or(HubError::NotConnected)?;
-        self.send_to_extension(&conn.extension_id, frame::notification_raw(method, params));
+        if let Some(socket) = self.newest_socket(&conn.extension_id) {
+            // Client volume must not overflow the browser's queue (see forward_request). A
+            // notification has no answer to carry an error, so over the budget it is dropped,
+            // logged and counted under -32002.
+            let notification = frame::notification_raw(method, params);
+            if !socket.try_send_within(notification, self.limits.extension_queue_budget)
+                && socket.is_open()
+            {
+                tracing::warn!(
+                    connection_id,
+                    "browser queue full: client notification dropped"
+                );
+                self.metrics.error(code::RATE_LIMITED);
+                return Err(HubError::BrowserQueueFull);
+            }
+        }
         self.metrics.forwarded_notifications.fetch_add(1, Relaxed);
         Ok(())
     }
@@ -888,6 +1245,7 @@ impl Hub for LocalHub {
                     continue;
                 };
                 let keys: Vec<String> = pending
+                    .requests
                     .iter()
                     .filter(|(_, r)| now.duration_since(r.started) >= timeout)
                     .map(|(k, _)| k.clone())
@@ -914,6 +1272,7 @@ impl Hub for LocalHub {
                 );
             }
         }
+        self.former_peers.sweep(now);
     }
 
     fn shutdown(&self) {
@@ -925,5 +1284,447 @@ impl Hub for LocalHub {
                 None,
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn limits() -> HubLimits {
+        HubLimits::from_config(&ServeConfig::defaults())
+    }
+
+    #[test]
+    fn names_are_cut_on_a_character_boundary() {
+        assert_eq!(truncate_utf8("short", 256), "short");
+        let name = format!("abc{}", "é".repeat(1000));
+        let cut = truncate_utf8(&name, 256);
+        assert_eq!(cut.len(), 255, "the 256th byte is inside an é");
+        assert!(name.starts_with(cut));
+        assert_eq!(truncate_utf8("é", 1), "");
+    }
+
+    fn pending_request(id_len: usize, frame_bytes: usize) -> PendingRequest {
+        PendingRequest {
+            original_id: "x".repeat(id_len).into(),
+            started: Instant::now(),
+            cost: 2 * id_len + PENDING_OVERHEAD_BYTES,
+            frame_bytes,
+        }
+    }
+
+    #[test]
+    fn pending_bytes_are_bounded_and_freed() {
+        let mut pending = Pending::default();
+        let max = 10_000;
+        let mut admitted = 0;
+        let refused = loop {
+            match pending.admit(
+                format!("m{admitted}"),
+                pending_request(1000, 10),
+                max,
+                usize::MAX,
+            ) {
+                Ok(()) => admitted += 1,
+                Err(error) => break error,
+            }
+        };
+        assert_eq!(refused, HubError::TooManyPending(max));
+        assert_eq!(refused.code(), code::RATE_LIMITED);
+        assert_eq!(admitted, max / (2000 + PENDING_OVERHEAD_BYTES));
+        assert!(pending.bytes <= max);
+        // Answering one makes room for one.
+        assert!(pending.remove("m0").is_some());
+        assert!(pending
+            .admit("again".into(), pending_request(1000, 10), max, usize::MAX)
+            .is_ok());
+        for key in pending.requests.keys().cloned().collect::<Vec<_>>() {
+            pending.remove(&key);
+        }
+        assert_eq!((pending.bytes, pending.frame_bytes), (0, 0));
+        // An empty map admits one request whatever it costs.
+        assert!(pending
+            .admit("big".into(), pending_request(50_000, 10), max, usize::MAX)
+            .is_ok());
+    }
+
+    #[test]
+    fn a_connection_keeps_to_its_fair_share_of_the_extension_queue() {
+        let mut pending = Pending::default();
+        let share = 48 << 20;
+        // One request always goes, however large: the queue bound still applies to it.
+        assert!(pending
+            .admit("a".into(), pending_request(1, 30 << 20), 1 << 20, share)
+            .is_ok());
+        assert_eq!(
+            pending.admit("b".into(), pending_request(1, 30 << 20), 1 << 20, share),
+            Err(HubError::FairShareExceeded(30 << 20))
+        );
+        assert!(pending
+            .admit("c".into(), pending_request(1, 1 << 20), 1 << 20, share)
+            .is_ok());
+        pending.remove("a");
+        assert!(pending
+            .admit("b".into(), pending_request(1, 30 << 20), 1 << 20, share)
+            .is_ok());
+    }
+
+    #[test]
+    fn byte_bound_errors_have_their_codes() {
+        assert_eq!(HubError::IdTooLong(1024).code(), code::INVALID_REQUEST);
+        assert!(HubError::IdTooLong(1024).to_string().contains("1024 bytes"));
+        assert_eq!(HubError::BrowserQueueFull.code(), code::RATE_LIMITED);
+        assert_eq!(HubError::FairShareExceeded(1).code(), code::RATE_LIMITED);
+        let limits = limits();
+        assert_eq!(limits.max_name_bytes, 256);
+        assert_eq!(limits.max_id_bytes, 1024);
+        assert_eq!(limits.max_pending_bytes, 1 << 20);
+        assert_eq!(limits.extension_queue_budget, 48 << 20);
+    }
+
+    /// A waiting MCP client without a socket.
+    #[derive(Clone)]
+    struct FakePeer(u32, Arc<std::sync::atomic::AtomicBool>);
+
+    impl FakePeer {
+        fn new(id: u32) -> Self {
+            FakePeer(id, Arc::new(std::sync::atomic::AtomicBool::new(true)))
+        }
+        fn close(&self) {
+            self.1.store(false, Relaxed);
+        }
+    }
+
+    impl Waiter for FakePeer {
+        fn is_open(&self) -> bool {
+            self.1.load(Relaxed)
+        }
+        fn same(&self, other: &Self) -> bool {
+            self.0 == other.0
+        }
+    }
+
+    fn watch(ttl: Duration, per_user: usize, per_extension: usize) -> ReturnWatch<FakePeer> {
+        ReturnWatch::new(ttl, per_user, per_extension, Arc::new(Metrics::default()))
+    }
+
+    fn gauge(watch: &ReturnWatch<FakePeer>) -> i64 {
+        watch.metrics.awaited_extensions.load(Relaxed)
+    }
+
+    #[test]
+    fn return_watch_keeps_at_most_n_extensions_per_user_oldest_forgotten_first() {
+        let watch = watch(Duration::from_secs(60), 4, 64);
+        let now = Instant::now();
+        let client = FakePeer::new(1);
+        for i in 0..1000 {
+            watch.add(&format!("ext-{i}"), "alice", vec![client.clone()], now);
+        }
+        watch.add("ext-bob", "bob", vec![FakePeer::new(2)], now);
+        assert_eq!(watch.len(), 5);
+        assert_eq!(gauge(&watch), 5);
+        assert!(!watch.contains("ext-0"));
+        assert!(watch.contains("ext-999") && watch.contains("ext-996"));
+        assert!(
+            watch.contains("ext-bob"),
+            "another user's entry is untouched"
+        );
+        assert_eq!(watch.by_user.get("alice").unwrap().len(), 4);
+        // Coming back takes the entry and its place in the user's order.
+        assert_eq!(watch.take("ext-999").len(), 1);
+        assert!(watch.take("ext-999").is_empty());
+        assert_eq!(watch.by_user.get("alice").unwrap().len(), 3);
+        assert_eq!(gauge(&watch), 4);
+    }
+
+    #[test]
+    fn return_watch_bounds_clients_per_extension_and_counts_each_once() {
+        let watch = watch(Duration::from_secs(60), 4, 3);
+        let now = Instant::now();
+        let a = FakePeer::new(1);
+        for _ in 0..10 {
+            watch.add("ext-1", "alice", vec![a.clone()], now);
+        }
+        assert_eq!(watch.waiting.get("ext-1").unwrap().peers.len(), 1);
+        for id in 2..10 {
+            watch.add("ext-1", "alice", vec![FakePeer::new(id)], now);
+        }
+        assert_eq!(watch.waiting.get("ext-1").unwrap().peers.len(), 3);
+        assert_eq!(gauge(&watch), 1);
+    }
+
+    #[test]
+    fn return_watch_forgets_after_the_ttl_and_when_clients_close() {
+        let ttl = Duration::from_secs(300);
+        let watch = watch(ttl, 16, 64);
+        let t0 = Instant::now();
+        let closing = FakePeer::new(1);
+        watch.add("ext-old", "alice", vec![FakePeer::new(2)], t0);
+        watch.add("ext-closed", "alice", vec![closing.clone()], t0);
+        watch.add("ext-young", "bob", vec![FakePeer::new(3)], t0 + ttl / 2);
+        closing.close();
+        watch.sweep(t0 + ttl / 2);
+        assert!(!watch.contains("ext-closed"));
+        assert!(watch.contains("ext-old"));
+        watch.sweep(t0 + ttl);
+        assert!(!watch.contains("ext-old"));
+        assert!(watch.contains("ext-young"));
+        assert!(
+            watch.by_user.get("alice").is_none(),
+            "no empty per-user entry"
+        );
+        watch.sweep(t0 + ttl * 2);
+        assert!(watch.is_empty());
+        assert!(watch.by_user.is_empty());
+        assert_eq!(gauge(&watch), 0);
+        // Closed clients are not handed out.
+        let gone = FakePeer::new(4);
+        watch.add("ext-x", "carol", vec![gone.clone(), FakePeer::new(5)], t0);
+        gone.close();
+        assert_eq!(watch.take("ext-x").len(), 1);
+    }
+
+    /// Real peers over loopback: a `Peer` can only be made from a socket.
+    struct Sockets {
+        peers: Vec<Peer>,
+        _clients: Vec<
+            tokio_tungstenite::WebSocketStream<
+                tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+            >,
+        >,
+    }
+
+    async fn sockets(n: usize) -> Sockets {
+        use axum::extract::ws::WebSocketUpgrade;
+        use futures_util::StreamExt;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let app = axum::Router::new().route(
+            "/",
+            axum::routing::get(move |ws: WebSocketUpgrade| {
+                let tx = tx.clone();
+                async move {
+                    ws.on_upgrade(move |socket| async move {
+                        let _ = tx.send(socket);
+                    })
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("ws://{}/", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let config = crate::peer::SocketConfig {
+            ping_interval: Duration::from_secs(600),
+            send_timeout: Duration::from_secs(30),
+            max_queue_bytes: 64 << 20,
+        };
+        let tracker = tokio_util::task::TaskTracker::new();
+        let mut sockets = Sockets {
+            peers: Vec::new(),
+            _clients: Vec::new(),
+        };
+        for _ in 0..n {
+            let (client, _) = tokio_tungstenite::connect_async(url.as_str())
+                .await
+                .unwrap();
+            let (sink, _stream) = rx.recv().await.unwrap().split();
+            sockets.peers.push(crate::peer::spawn(
+                sink,
+                &config,
+                crate::peer::LastSeen::new(),
+                Arc::new(Metrics::default()),
+                &tracker,
+            ));
+            sockets._clients.push(client);
+        }
+        sockets
+    }
+
+    fn auth(user: &str, client_id: &str, name: &str) -> ExtensionAuth {
+        ExtensionAuth {
+            user_id: user.into(),
+            client_id: Some(client_id.into()),
+            name: name.into(),
+            version: Some("v".repeat(1000)),
+        }
+    }
+
+    /// The `users` index says exactly what a scan of `extensions` says.
+    fn assert_index_consistent(hub: &LocalHub) {
+        let mut scanned: HashMap<String, BTreeSet<String>> = HashMap::new();
+        for entry in hub.extensions.iter() {
+            scanned
+                .entry(entry.user_id.clone())
+                .or_default()
+                .insert(entry.key().clone());
+        }
+        for user in hub.users.iter() {
+            let indexed: BTreeSet<String> = user.extensions.iter().cloned().collect();
+            assert_eq!(indexed.len(), user.extensions.len(), "no duplicates");
+            assert_eq!(
+                &indexed,
+                scanned.get(user.key()).unwrap_or(&BTreeSet::new()),
+                "index of {}",
+                user.key()
+            );
+            assert!(!user.is_idle(), "idle users are removed");
+        }
+        for (user, ids) in &scanned {
+            assert!(
+                hub.users.contains_key(user),
+                "{user} missing from the index"
+            );
+            let listed: BTreeSet<String> = hub
+                .list_extensions(user)
+                .into_iter()
+                .map(|e| e.id)
+                .collect();
+            assert_eq!(&listed, ids);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_user_index_stays_consistent_through_register_and_close() {
+        let hub = LocalHub::new(limits(), Arc::new(Metrics::default()));
+        let s = sockets(12).await;
+        let p = &s.peers;
+        let a1 = hub
+            .register_extension(&auth("alice", "1", "A1"), &p[0])
+            .unwrap();
+        assert_index_consistent(&hub);
+        // A duplicate socket of the same identity adds no index entry.
+        assert_eq!(
+            hub.register_extension(&auth("alice", "1", "A1"), &p[1])
+                .unwrap(),
+            a1
+        );
+        let a2 = hub
+            .register_extension(&auth("alice", "2", "A2"), &p[2])
+            .unwrap();
+        let b1 = hub
+            .register_extension(&auth("bob", "1", "B1"), &p[3])
+            .unwrap();
+        hub.register_mcp("carol").unwrap();
+        let c1 = hub
+            .register_extension(&auth("carol", "1", "C1"), &p[4])
+            .unwrap();
+        assert_index_consistent(&hub);
+        assert_eq!(hub.list_extensions("alice").len(), 2);
+        // Closing one of two sockets keeps the identity; closing the last removes it.
+        hub.extension_socket_closed(&a1, &p[0], "closed");
+        assert_index_consistent(&hub);
+        assert_eq!(hub.list_extensions("alice").len(), 2);
+        hub.extension_socket_closed(&a1, &p[1], "closed");
+        hub.extension_socket_closed(&b1, &p[3], "closed");
+        assert_index_consistent(&hub);
+        assert!(!hub.users.contains_key("bob"), "bob has nothing left");
+        // Carol still has an MCP socket: her entry stays, with no extensions.
+        hub.extension_socket_closed(&c1, &p[4], "closed");
+        assert_index_consistent(&hub);
+        assert!(hub.users.get("carol").unwrap().extensions.is_empty());
+        hub.unregister_mcp("carol");
+        assert!(!hub.users.contains_key("carol"));
+        // A closed socket closing again, or an unknown one, changes nothing.
+        hub.extension_socket_closed(&a1, &p[0], "closed");
+        hub.extension_socket_closed("ext-unknown", &p[5], "closed");
+        assert_index_consistent(&hub);
+        // Refusal at the per-user limit leaves the index as it was.
+        let small = LocalHub::new(
+            HubLimits {
+                max_extensions_per_user: 1,
+                ..limits()
+            },
+            Arc::new(Metrics::default()),
+        );
+        small
+            .register_extension(&auth("dave", "1", "D1"), &p[6])
+            .unwrap();
+        assert_eq!(
+            small.register_extension(&auth("dave", "2", "D2"), &p[7]),
+            Err(HubError::TooManyExtensions(1))
+        );
+        assert_index_consistent(&small);
+        // Names and versions are stored cut to the bound.
+        let long = format!("x{}", "é".repeat(10_000));
+        let id = hub
+            .register_extension(&auth("erin", "1", &long), &p[8])
+            .unwrap();
+        let entry = hub.extensions.get(&id).unwrap();
+        assert_eq!(entry.name.len(), 255);
+        assert_eq!(entry.version.as_deref().map(str::len), Some(256));
+        drop(entry);
+        assert_index_consistent(&hub);
+        let _ = a2;
+    }
+
+    fn raw(json: String) -> Box<RawValue> {
+        RawValue::from_string(json).unwrap()
+    }
+
+    #[tokio::test]
+    async fn try_send_within_refuses_without_closing_the_peer() {
+        let s = sockets(1).await;
+        let peer = &s.peers[0];
+        // No await in between: the writer task cannot drain the queue meanwhile.
+        assert!(
+            peer.try_send_within("x".repeat(2 << 20), 1 << 20),
+            "an empty queue takes one"
+        );
+        assert!(!peer.try_send_within("small", 1 << 20));
+        assert!(peer.is_open(), "refused, not closed");
+        assert!(peer.try_send_within("small", 4 << 20));
+    }
+
+    #[tokio::test]
+    async fn forwarding_refuses_long_ids_and_keeps_clients_within_the_browser_queue() {
+        let hub = LocalHub::new(limits(), Arc::new(Metrics::default()));
+        let s = sockets(3).await;
+        let (browser, heavy, other) = (&s.peers[0], &s.peers[1], &s.peers[2]);
+        let ext = hub
+            .register_extension(&auth("alice", "1", "A"), browser)
+            .unwrap();
+        let connect = |peer: &Peer| {
+            hub.connect_sink(
+                "alice",
+                &ext,
+                McpSink::Socket(peer.clone()),
+                new_connection_id(),
+            )
+            .unwrap()
+            .connection_id
+        };
+        let (heavy_conn, other_conn) = (connect(heavy), connect(other));
+        let long_id = raw(format!("\"{}\"", "i".repeat(2000)));
+        assert_eq!(
+            hub.forward_request(&heavy_conn, &long_id, "m", None),
+            Err(HubError::IdTooLong(1024))
+        );
+        let params = raw(format!("{{\"data\":\"{}\"}}", "x".repeat(30 << 20)));
+        // Without awaiting, nothing leaves the browser's queue: the checks are deterministic.
+        hub.forward_request(&heavy_conn, &raw("1".into()), "upload", Some(&params))
+            .unwrap();
+        // Two connections share the 48 MiB budget: 24 MiB each, one request always allowed.
+        assert!(matches!(
+            hub.forward_request(&heavy_conn, &raw("2".into()), "upload", Some(&params)),
+            Err(HubError::FairShareExceeded(_))
+        ));
+        assert_eq!(
+            hub.forward_request(&other_conn, &raw("3".into()), "upload", Some(&params)),
+            Err(HubError::BrowserQueueFull)
+        );
+        hub.forward_request(&other_conn, &raw("4".into()), "small", None)
+            .unwrap();
+        assert!(
+            browser.is_open(),
+            "the browser is never disconnected for it"
+        );
+        assert_eq!(hub.metrics.pending_requests.load(Relaxed), 2);
+        // Refused requests leave no bookkeeping behind.
+        let heavy_pending = hub.connection(&heavy_conn).unwrap();
+        let guard = heavy_pending.pending.lock().unwrap();
+        let pending = guard.as_ref().unwrap();
+        assert_eq!(pending.requests.len(), 1);
+        assert!(pending.frame_bytes > 30 << 20 && pending.frame_bytes < (30 << 20) + 200);
     }
 }

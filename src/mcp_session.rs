@@ -35,6 +35,10 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
         client: None,
         connection: None,
         token_expires: None,
+        control_rate: RateLimit::new(
+            state.config.hub.control_rate_limit,
+            state.config.hub.control_rate_burst,
+        ),
     };
     let mut rate = RateLimit::new(state.config.rate_limit, state.config.rate_burst);
     // One timer for the token's expiry, armed by the first successful handshake and moved by a
@@ -170,6 +174,9 @@ fn handle_request(call: &Call<'_>, mcp: &mut McpState, rate: &mut RateLimit, sta
         );
     }
     let result = match call.method.as_str() {
+        m if control::is_control(m) && !mcp.control_rate.try_acquire() => {
+            Err(control::rate_limited())
+        }
         "mcp_handshake" => control::handshake(mcp, state, call.params),
         _ if mcp.client.is_none() => Err((code::SERVER_ERROR, "Not authenticated".to_owned())),
         "list_extensions" => Ok(control::list_extensions(

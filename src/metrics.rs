@@ -34,6 +34,8 @@ pub struct Metrics {
     pub timeouts: AtomicU64,
     pub rejected_sockets: AtomicU64,
     pub slow_peer_disconnects: AtomicU64,
+    /// Vanished extensions some MCP client still waits for (`hub::ReturnWatch`).
+    pub awaited_extensions: AtomicI64,
     errors_by_code: [AtomicU64; COUNTED_CODES.len()],
     latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
     latency_count: AtomicU64,
@@ -132,6 +134,12 @@ impl Metrics {
             "mcp_relay_pending_requests",
             "Forwarded requests waiting for the extension's answer.",
             self.pending_requests.load(Relaxed),
+        );
+        gauge(
+            &mut out,
+            "mcp_relay_awaited_extensions",
+            "Vanished extensions whose MCP clients wait to be told `connected` (bounded, aging out).",
+            self.awaited_extensions.load(Relaxed),
         );
         counter(
             &mut out,

@@ -143,6 +143,33 @@ impl Peer {
     pub fn close_reason(&self) -> Option<(u16, String)> {
         self.0.close_frame.lock().unwrap().clone()
     }
+
+    /// Queues a frame only if the queue then holds at most `limit` bytes (or was empty: one
+    /// frame always fits), and never closes the peer: `false` means "full" (or closing; ask
+    /// [`Peer::is_open`]). The hub queues what MCP clients send to an extension this way, with a
+    /// `limit` below the queue's bound, so a client's volume is refused with an error instead of
+    /// overflowing the queue and disconnecting the browser for every client.
+    pub fn try_send_within(&self, frame: impl Into<Utf8Bytes>, limit: usize) -> bool {
+        if self.0.closing.is_cancelled() {
+            return false;
+        }
+        let frame = frame.into();
+        let len = frame.len();
+        let fits = |before: usize| (before == 0 || before + len <= limit).then_some(before + len);
+        if self
+            .0
+            .queued_bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, fits)
+            .is_err()
+        {
+            return false;
+        }
+        if self.0.tx.send(Outgoing::Frame(frame)).is_err() {
+            self.0.queued_bytes.fetch_sub(len, Ordering::AcqRel);
+            return false;
+        }
+        true
+    }
 }
 
 /// What travels through a peer's queue.

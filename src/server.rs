@@ -172,12 +172,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
     let verifier = verifier(&config)?;
     let tls = tls_config(&config)?;
     let metrics = Arc::new(Metrics::default());
-    let limits = HubLimits {
-        request_timeout: config.request_timeout,
-        max_extensions_per_user: config.max_extensions_per_user,
-        max_mcp_clients_per_user: config.max_mcp_clients_per_user,
-        max_sockets_per_extension: config.max_sockets_per_extension,
-    };
+    let limits = HubLimits::from_config(&config);
     // Without --cluster nothing about NATS is even constructed.
     let (hub, cluster): (Arc<dyn Hub>, _) = match &config.cluster {
         Some(url) => {

@@ -330,3 +330,26 @@ async fn a_null_error_beside_a_result_is_delivered_as_a_success() {
         json!({"jsonrpc": "2.0", "id": "x", "result": {"tabs": []}})
     );
 }
+
+#[tokio::test]
+async fn an_extension_notification_with_a_non_string_connection_id_goes_to_no_one() {
+    let relay = relay().await;
+    let mut ext = Extension::connect(&relay, "alice", "Chrome", "c1").await;
+    let mut first = Mcp::connect(&relay, "alice").await;
+    let mut second = Mcp::connect(&relay, "alice").await;
+    first.connect_to(&ext.extension_id).await;
+    second.connect_to(&ext.extension_id).await;
+    for id in [json!(null), json!(7), json!({"all": true})] {
+        ext.client
+            .send(json!({"jsonrpc": "2.0", "method": "forwardCDPEvent", "connectionId": id, "params": {}}))
+            .await;
+    }
+    first
+        .client
+        .expect_silence(Duration::from_millis(300))
+        .await;
+    second
+        .client
+        .expect_silence(Duration::from_millis(100))
+        .await;
+}

@@ -18,6 +18,13 @@
 //!   for outstanding requests and `disconnected`; the MCP clients are told `connected` when the
 //!   extension shows up again on any node.
 //!
+//! The hub's byte bounds (docs/SECURITY_hub.md) hold here too: B's `LocalHub` applies names,
+//! pending bytes and the fair share of the extension's queue to remote clients exactly as to
+//! local ones (its refusals travel back as error frames); this node refuses over-long ids and
+//! bounds its outstanding list by `--max-pending-bytes` before publishing; clients waiting for a
+//! remote extension to return are a bounded, aging [`ReturnWatch`]; and `list_extensions`
+//! reads a per-user index of each node's presence, so it costs O(nodes + that user's browsers).
+//!
 //! Every [`Hub`] method stays synchronous: NATS traffic goes through one ordered outbound queue
 //! drained by a publisher task.
 
@@ -42,7 +49,8 @@ use crate::config::ServeConfig;
 use crate::frame::{self, code, Incoming, Reply};
 use crate::hub::{
     connected_frame, new_connection_id, ConnectInfo, EndCause, ExtensionAuth, ExtensionInfo, Hub,
-    HubError, HubLimits, LocalHub, McpClient, McpSink, PresenceEntry, RemoteMcp,
+    HubError, HubLimits, LocalHub, McpClient, McpSink, PresenceEntry, RemoteMcp, ReturnWatch,
+    PENDING_OVERHEAD_BYTES,
 };
 use crate::metrics::Metrics;
 use crate::peer::Peer;
@@ -74,7 +82,44 @@ struct NodeView {
     /// heartbeat.
     incarnation: String,
     extensions: Vec<PresenceEntry>,
+    /// Per user, positions in `extensions`: built once per heartbeat (which is parsed in full
+    /// anyway) so that `list_extensions` and `connect` never scan other users' browsers.
+    by_user: HashMap<String, Vec<usize>>,
     last_seen: Instant,
+}
+
+impl NodeView {
+    fn new(incarnation: String, extensions: Vec<PresenceEntry>) -> Self {
+        let mut by_user: HashMap<String, Vec<usize>> = HashMap::new();
+        for (index, entry) in extensions.iter().enumerate() {
+            by_user
+                .entry(entry.user_id.clone())
+                .or_default()
+                .push(index);
+        }
+        NodeView {
+            incarnation,
+            extensions,
+            by_user,
+            last_seen: Instant::now(),
+        }
+    }
+
+    /// The extensions of `user_id` on this node.
+    fn of_user<'a>(&'a self, user_id: &str) -> impl Iterator<Item = &'a PresenceEntry> + 'a {
+        self.by_user
+            .get(user_id)
+            .into_iter()
+            .flatten()
+            .map(|&index| &self.extensions[index])
+    }
+}
+
+/// What one outstanding request costs against `--max-pending-bytes` on the client's node: the
+/// same accounting as a local pending request (the owner node's mapped id is about as long as
+/// the raw id kept here).
+fn outstanding_cost(id: &str) -> usize {
+    2 * id.len() + PENDING_OVERHEAD_BYTES
 }
 
 /// An MCP client on this node connected to an extension on another node.
@@ -84,11 +129,16 @@ struct RemoteConnection {
     node: String,
     extension_id: String,
     extension_name: String,
+    /// The client's user, for the per-user bound on clients waiting for a return.
+    user_id: String,
     peer: Peer,
     /// Raw ids of requests sent and not yet answered, with when they were sent. The owner node
     /// answers them normally; this list lets this node answer them when the owner cannot, and
-    /// drop any answer that arrives after that.
+    /// drop any answer that arrives after that. Bounded like a local connection's pending
+    /// requests: ids by `--max-id-bytes`, the list by `--max-pending-bytes`.
     outstanding: Mutex<Vec<(Box<str>, Instant)>>,
+    /// Sum of [`outstanding_cost`] over `outstanding`; only changed with its mutex held.
+    outstanding_bytes: AtomicUsize,
 }
 
 impl RemoteConnection {
@@ -97,7 +147,9 @@ impl RemoteConnection {
         let mut outstanding = self.outstanding.lock().unwrap();
         match outstanding.iter().position(|(o, _)| &**o == id) {
             Some(index) => {
-                outstanding.remove(index);
+                let (id, _) = outstanding.remove(index);
+                self.outstanding_bytes
+                    .fetch_sub(outstanding_cost(&id), Relaxed);
                 true
             }
             None => false,
@@ -169,7 +221,7 @@ pub struct ClusterHub {
     /// The other live nodes and what they hold.
     view: Mutex<HashMap<String, NodeView>>,
     /// MCP clients here whose remote extension went away, waiting for `connected`.
-    former_remote: DashMap<String, Vec<Peer>>,
+    former_remote: ReturnWatch<Peer>,
     /// Whether NATS is reachable right now, for `/healthz` and `/metrics`.
     connected: Arc<AtomicBool>,
     /// The server's `max_payload`, which bounds one frame between nodes.
@@ -226,7 +278,12 @@ impl ClusterHub {
             remote: DashMap::new(),
             inbound: DashMap::new(),
             view: Mutex::new(HashMap::new()),
-            former_remote: DashMap::new(),
+            former_remote: ReturnWatch::new(
+                limits.reconnect_window,
+                limits.max_extensions_per_user,
+                limits.max_mcp_clients_per_user,
+                Arc::clone(&metrics),
+            ),
             connected,
             max_payload: Arc::new(AtomicUsize::new(DEFAULT_MAX_PAYLOAD)),
             presence_changed: Notify::new(),
@@ -347,14 +404,12 @@ impl ClusterHub {
             ));
         }
         if remember && conn.peer.is_open() {
-            let mut former = self
-                .former_remote
-                .entry(conn.extension_id.clone())
-                .or_default();
-            former.retain(|p| p.is_open());
-            former.push(conn.peer.clone());
-            let excess = former.len().saturating_sub(256);
-            former.drain(..excess);
+            self.former_remote.add(
+                &conn.extension_id,
+                &conn.user_id,
+                vec![conn.peer.clone()],
+                Instant::now(),
+            );
         }
     }
 
@@ -407,11 +462,9 @@ impl ClusterHub {
         for node in dead {
             self.node_gone(&node, "the extension's relay node stopped responding");
         }
-        // Clients that left while waiting for an extension that never came back.
-        self.former_remote.retain(|_, peers| {
-            peers.retain(|p| p.is_open());
-            !peers.is_empty()
-        });
+        // Clients that left, or waited longer than --reconnect-window, for an extension that
+        // never came back.
+        self.former_remote.sweep(now);
     }
 
     /// A heartbeat from another node.
@@ -454,11 +507,7 @@ impl ClusterHub {
             self.node_gone(&presence.node, "the extension's relay node restarted");
         }
         for entry in &presence.extensions {
-            let mut waiting = self
-                .former_remote
-                .remove(&entry.id)
-                .map(|(_, peers)| peers)
-                .unwrap_or_default();
+            let mut waiting = self.former_remote.take(&entry.id);
             if !self.local.holds_extension(&entry.id) {
                 waiting.extend(self.local.take_former_peers(&entry.id));
             }
@@ -471,11 +520,7 @@ impl ClusterHub {
         }
         self.view.lock().unwrap().insert(
             presence.node,
-            NodeView {
-                incarnation: presence.incarnation,
-                extensions: presence.extensions,
-                last_seen: Instant::now(),
-            },
+            NodeView::new(presence.incarnation, presence.extensions),
         );
     }
 
@@ -511,11 +556,7 @@ impl ClusterHub {
                             .lock()
                             .unwrap()
                             .entry(message.from.to_owned())
-                            .or_insert_with(|| NodeView {
-                                incarnation: String::new(),
-                                extensions: Vec::new(),
-                                last_seen: Instant::now(),
-                            });
+                            .or_insert_with(|| NodeView::new(String::new(), Vec::new()));
                         self.inbound
                             .insert(connection_id.to_owned(), message.from.to_owned());
                         self.presence_changed.notify_one();
@@ -608,9 +649,8 @@ impl ClusterHub {
     fn find_remote(&self, user_id: &str, extension_id: &str) -> Option<(String, PresenceEntry)> {
         let view = self.view.lock().unwrap();
         view.iter().find_map(|(node, v)| {
-            v.extensions
-                .iter()
-                .find(|e| e.id == extension_id && e.user_id == user_id)
+            v.of_user(user_id)
+                .find(|e| e.id == extension_id)
                 .map(|e| (node.clone(), e.clone()))
         })
     }
@@ -628,9 +668,11 @@ impl Hub for ClusterHub {
     fn register_extension(&self, auth: &ExtensionAuth, peer: &Peer) -> Result<String, HubError> {
         let extension_id = self.local.register_extension(auth, peer)?;
         self.presence_changed.notify_one();
-        if let Some((_, waiting)) = self.former_remote.remove(&extension_id) {
-            let notice = connected_frame(&extension_id, &auth.name);
-            for mcp in waiting.iter().filter(|p| p.is_open()) {
+        let waiting = self.former_remote.take(&extension_id);
+        if !waiting.is_empty() {
+            let name = crate::hub::truncate_utf8(&auth.name, self.limits.max_name_bytes);
+            let notice = connected_frame(&extension_id, name);
+            for mcp in waiting {
                 mcp.send(notice.clone());
             }
         }
@@ -663,11 +705,7 @@ impl Hub for ClusterHub {
         let mut list = self.local.list_extensions(user_id);
         {
             let view = self.view.lock().unwrap();
-            for entry in view
-                .values()
-                .flat_map(|v| &v.extensions)
-                .filter(|e| e.user_id == user_id)
-            {
+            for entry in view.values().flat_map(|v| v.of_user(user_id)) {
                 if !list.iter().any(|e| e.id == entry.id) {
                     list.push(ExtensionInfo {
                         id: entry.id.clone(),
@@ -699,8 +737,10 @@ impl Hub for ClusterHub {
                 node: node.clone(),
                 extension_id: extension_id.to_owned(),
                 extension_name: entry.name.clone(),
+                user_id: client.user_id.clone(),
                 peer: client.peer.clone(),
                 outstanding: Mutex::new(Vec::new()),
+                outstanding_bytes: AtomicUsize::new(0),
             }),
         );
         let body = serde_json::to_string(&ConnectBody {
@@ -750,15 +790,24 @@ impl Hub for ClusterHub {
                 .local
                 .forward_request(connection_id, id, method, params);
         };
+        if id.get().len() > self.limits.max_id_bytes {
+            return Err(HubError::IdTooLong(self.limits.max_id_bytes));
+        }
         let request = frame::request(id.get(), method, params);
         let limit = self.max_payload.load(Relaxed);
         if request.len() + ENVELOPE_OVERHEAD > limit {
             return Err(HubError::TooLargeForCluster(limit));
         }
-        conn.outstanding
-            .lock()
-            .unwrap()
-            .push((id.get().into(), Instant::now()));
+        {
+            let mut outstanding = conn.outstanding.lock().unwrap();
+            let cost = outstanding_cost(id.get());
+            let max = self.limits.max_pending_bytes;
+            if !outstanding.is_empty() && conn.outstanding_bytes.load(Relaxed) + cost > max {
+                return Err(HubError::TooManyPending(max));
+            }
+            conn.outstanding_bytes.fetch_add(cost, Relaxed);
+            outstanding.push((id.get().into(), Instant::now()));
+        }
         self.publish(&conn.node, Kind::Request, connection_id, &request);
         Ok(())
     }
@@ -806,6 +855,8 @@ impl Hub for ClusterHub {
                     .drain(..)
                     .partition(|(_, started)| now.duration_since(*started) >= timeout);
                 *outstanding = young;
+                let freed: usize = old.iter().map(|(id, _)| outstanding_cost(id)).sum();
+                conn.outstanding_bytes.fetch_sub(freed, Relaxed);
                 old.into_iter().map(|(id, _)| id).collect()
             };
             for id in expired {
