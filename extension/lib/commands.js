@@ -16,6 +16,9 @@
 import { validateParams } from './params.js';
 import { ErrorCode, RpcError, invalidParams, serverError } from './rpc.js';
 import { locateElement, pageExpression, pageState, prepareTyping, readValue, takeSnapshot } from './page-scripts.js';
+import {
+  CAPTURE_DEADLINE_MS, CaptureStalledError, DEFAULT_MAX_DIMENSION, captureParams, captureWithRetry, headOfBase64, imageSize, layoutMetrics,
+} from './screenshots.js';
 
 /**
  * @typedef {object} CommandContext
@@ -71,6 +74,7 @@ export const COMMANDS = {
       format: { type: 'string', oneOf: ['png', 'jpeg', 'webp'] },
       quality: { type: 'integer', min: 0, max: 100 },
       fullPage: { type: 'boolean' },
+      maxDimension: { type: 'integer', min: 16, max: 16_384 },
       tabId: TAB_ID,
     },
     run: screenshot,
@@ -137,16 +141,7 @@ async function createTab(ctx, { url, active = false }) {
   // Open blank, then navigate through CDP: that reports load failures
   // (net::ERR_…) and lets us wait for the load. A tab opened on chrome://newtab
   // could not be attached at all.
-  let tab;
-  try {
-    tab = await chrome.tabs.create({ url: 'about:blank', active });
-  } catch (error) {
-    // No normal window left (the user closed them all): open one, unfocused unless asked.
-    const window = await chrome.windows.create({ url: 'about:blank', focused: active });
-    tab = window.tabs?.[0];
-    if (!tab)
-      throw serverError(`Could not open a tab: ${messageOf(error)}`);
-  }
+  const tab = await openAgentTab(active);
   ctx.tabs.select(ctx.connectionId, tab.id);
   if (url === undefined || url === 'about:blank')
     return { tabId: tab.id, url: 'about:blank', title: '' };
@@ -156,6 +151,40 @@ async function createTab(ctx, { url, active = false }) {
   } catch (error) {
     throw new RpcError(ErrorCode.SERVER_ERROR, `Opened tab ${tab.id} but ${messageOf(error)}`);
   }
+}
+
+/**
+ * Opens an agent's tab as the only tab of a window of its own. Chrome paints
+ * only the front tab of each window, and captures wait for a painted frame;
+ * as the front tab of its own window, the agent's tab keeps painting whatever
+ * the person does, and the person's windows keep their tabs, their front tab
+ * and their focus. The window opens unfocused (unless `active`) with the size
+ * of the person's last window; if the window manager focused it anyway, focus
+ * goes back to the window that had it.
+ *
+ * @param {boolean} active bring it to the front and focus it
+ * @returns {Promise<chrome.tabs.Tab>}
+ */
+async function openAgentTab(active) {
+  const previous = await chrome.windows.getLastFocused({ windowTypes: ['normal'] }).catch(() => undefined);
+  const size = previous?.width && previous?.height && previous.state === 'normal'
+    ? { width: previous.width, height: previous.height }
+    : {};
+  let window;
+  try {
+    window = await chrome.windows.create({ url: 'about:blank', focused: active, type: 'normal', ...size });
+  } catch (error) {
+    throw serverError(`Could not open a window for the new tab: ${messageOf(error)}`);
+  }
+  const tab = window.tabs?.[0];
+  if (!tab)
+    throw serverError('Could not open a tab: Chrome created a window without one');
+  if (!active && previous?.focused) {
+    const now = await chrome.windows.get(window.id).catch(() => undefined);
+    if (now?.focused)
+      await chrome.windows.update(previous.id, { focused: true }).catch(() => {});
+  }
+  return tab;
 }
 
 /** @param {CommandContext} ctx @param {{tabId: number}} params */
@@ -302,30 +331,53 @@ async function hover(ctx, { selector, tabId }) {
 // ---------------------------------------------------------------------------
 // Reading the page
 
-/** @param {CommandContext} ctx */
-async function screenshot(ctx, { format = 'png', quality, fullPage = false, tabId }) {
+/**
+ * A screenshot sized for a model (see screenshots.js), answered within
+ * CAPTURE_DEADLINE_MS: an image, or an error saying why and what to do.
+ *
+ * @param {CommandContext} ctx
+ */
+async function screenshot(ctx, { format = 'png', quality, fullPage = false, maxDimension = DEFAULT_MAX_DIMENSION, tabId }) {
   if (quality !== undefined && format === 'png')
     throw invalidParams('parameter "quality" applies only to format "jpeg" or "webp"');
+  const started = Date.now();
   const id = await targetTab(ctx, tabId);
-  const params = { format };
-  if (quality !== undefined)
-    params.quality = quality;
-  if (fullPage) {
-    const metrics = await ctx.debuggers.send(id, 'Page.getLayoutMetrics');
-    const size = metrics.cssContentSize ?? metrics.contentSize;
-    params.captureBeyondViewport = true;
-    params.clip = { x: 0, y: 0, width: Math.ceil(size.width), height: Math.ceil(size.height), scale: 1 };
-  }
+  const metrics = layoutMetrics(await ctx.debuggers.send(id, 'Page.getLayoutMetrics', {}, { timeoutMs: CAPTURE_DEADLINE_MS }));
+  const planned = captureParams({ format, quality, fullPage, maxDimension }, metrics);
   let data;
   try {
-    ({ data } = await ctx.debuggers.send(id, 'Page.captureScreenshot', params));
+    ({ data } = await captureWithRetry(
+        (method, params) => ctx.debuggers.send(id, method, params),
+        planned.params,
+        { deadlineMs: CAPTURE_DEADLINE_MS - (Date.now() - started) }));
   } catch (error) {
-    // A headful Chrome does not paint background tabs, so the capture can wait forever.
-    if (/no answer within/.test(messageOf(error)))
-      throw serverError(`${messageOf(error)}; if tab ${id} is a background tab in a visible window, call activateTab first`);
+    if (error instanceof CaptureStalledError)
+      throw serverError(await stalledAdvice(id, Date.now() - started));
     throw error;
   }
-  return { tabId: id, data, mimeType: `image/${format}` };
+  const size = imageSize(headOfBase64(data)) ?? { width: planned.width, height: planned.height };
+  return { tabId: id, data, mimeType: `image/${format}`, format, width: size.width, height: size.height };
+}
+
+/**
+ * Why a tab produced no frame, and what the model can do about it.
+ *
+ * @param {number} tabId
+ * @param {number} ms how long the capture waited
+ */
+async function stalledAdvice(tabId, ms) {
+  const seconds = (ms / 1000).toFixed(1);
+  const tab = await chrome.tabs.get(tabId).catch(() => undefined);
+  const window = tab ? await chrome.windows.get(tab.windowId).catch(() => undefined) : undefined;
+  let why = 'the page did not paint (it may be hung, or showing a dialog)';
+  if (tab && !tab.active)
+    why = `it is a background tab of window ${tab.windowId}, and Chrome does not paint tabs that are not in front`;
+  else if (window?.state === 'minimized')
+    why = `its window ${tab?.windowId} is minimized, and Chrome does not paint minimized windows`;
+  return `Screenshot of tab ${tabId} failed: no frame within ${seconds} s because ${why}. ` +
+      'To read the page, take a snapshot (it needs no painting). For a screenshot, open the page in a tab of your ' +
+      'own with createTab (in mcp-relay bridge: browser_tabs with action "new" and the url), which gets a window ' +
+      'of its own that keeps painting; or bring this tab to the front with activateTab (the person will see it).';
 }
 
 /** @param {CommandContext} ctx */
