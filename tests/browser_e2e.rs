@@ -192,13 +192,34 @@ async fn screenshots_after_input(chromium: &Path, mode: Mode) {
         Mode::Headful => &["--remote-debugging-port=0"],
     };
     let browser = Browser::launch_in(chromium, &profile, mode, extra, &[&site.url("person.html")]);
-    // The person opens one more tab behind it.
+    // The person opens one more tab behind it, and another in a window they minimize.
     let mut devtools = DevTools::attach(&browser).await;
     devtools
         .send(
             None,
             "Target.createTarget",
             json!({"url": site.url("page2.html"), "background": true}),
+        )
+        .await;
+    let minimized = devtools
+        .send(
+            None,
+            "Target.createTarget",
+            json!({"url": site.url("page2.html?minimized"), "newWindow": true, "background": true}),
+        )
+        .await;
+    let window = devtools
+        .send(
+            None,
+            "Browser.getWindowForTarget",
+            json!({"targetId": minimized["targetId"]}),
+        )
+        .await;
+    devtools
+        .send(
+            None,
+            "Browser.setWindowBounds",
+            json!({"windowId": window["windowId"], "bounds": {"windowState": "minimized"}}),
         )
         .await;
     let (bridge, opened) = bridge_with_tab(&relay, &browser, &site.url("form.html")).await;
@@ -239,7 +260,9 @@ async fn screenshots_after_input(chromium: &Path, mode: Mode) {
         screenshot_sizes(&bridge, mode).await;
     }
     person_left_alone(&bridge, &agent_tab).await;
-    stalled_capture_is_explained(&bridge, &agent_tab).await;
+    screenshot_of_persons_tab(&bridge, &agent_tab, "page2.html").await;
+    screenshot_of_persons_tab(&bridge, &agent_tab, "page2.html?minimized").await;
+    screenshot_of_a_busy_page(&bridge, mode).await;
     person_left_alone(&bridge, &agent_tab).await;
     let _ = bridge.cancel().await;
     drop(browser);
@@ -354,46 +377,22 @@ async fn person_left_alone(bridge: &Bridge, agent_tab: &Value) {
     assert_ne!(agent["windowId"], person["windowId"], "{tabs:?}");
 }
 
-/// A tab Chrome does not paint (behind the person's front tab): the screenshot answers within
-/// 5 s, with an image or an error that says why and what to do, and it does not bring the tab
-/// to the front.
-async fn stalled_capture_is_explained(bridge: &Bridge, agent_tab: &Value) {
+/// A tab of the person's that Chrome may not paint (`url_end`: behind their front tab, or in
+/// a minimized window): the screenshot answers in time, with an image or an explained error.
+async fn screenshot_of_persons_tab(bridge: &Bridge, agent_tab: &Value, url_end: &str) {
     let tabs = ok_json(&tool(bridge, "browser_tabs", json!({"action": "list"})).await);
-    let behind = tabs["tabs"]
+    let target = tabs["tabs"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|tab| tab["url"].as_str().unwrap().ends_with("page2.html"))
-        .unwrap_or_else(|| panic!("no page2 tab: {tabs}"))["tabId"]
+        .find(|tab| tab["url"].as_str().unwrap().ends_with(url_end))
+        .unwrap_or_else(|| panic!("no {url_end} tab: {tabs}"))["tabId"]
         .clone();
-    let started = Instant::now();
-    let shot = try_tool(
-        bridge,
-        "browser_screenshot",
-        json!({"tabId": behind}),
-        SCREENSHOT_LIMIT + Duration::from_secs(1),
-    )
-    .await
-    .unwrap_or_else(|problem| panic!("screenshot of a background tab: {problem}"));
-    let took = started.elapsed();
-    assert!(took < SCREENSHOT_LIMIT, "took {took:?}: {shot}");
-    if is_error(&shot) {
-        let message = text(&shot);
-        for needed in ["background tab", "browser_tabs", "activateTab"] {
-            assert!(message.contains(needed), "{needed} missing from: {message}");
-        }
-    } else {
+    let shot = screenshot_in_time(bridge, json!({"tabId": target})).await;
+    if !is_error(&shot) {
         let (_, bytes) = image_of(&shot);
         assert!(bytes.len() > 1000, "{shot}");
     }
-    eprintln!(
-        "background tab screenshot: {} in {took:?}",
-        if is_error(&shot) {
-            "explained error"
-        } else {
-            "image"
-        }
-    );
     // Back to the agent's own tab for whatever follows.
     let selected = tool(
         bridge,
@@ -402,6 +401,51 @@ async fn stalled_capture_is_explained(bridge: &Bridge, agent_tab: &Value) {
     )
     .await;
     assert!(!is_error(&selected), "{selected}");
+}
+
+/// A page whose script keeps the renderer busy cannot paint: the screenshot fails within 5 s
+/// and says so; once the script is done, screenshots work again.
+async fn screenshot_of_a_busy_page(bridge: &Bridge, mode: Mode) {
+    let scheduled = tool(
+        bridge,
+        "browser_evaluate",
+        json!({"expression": "setTimeout(() => { const end = Date.now() + 7000; \
+                              while (Date.now() < end); }, 0); 'scheduled'"}),
+    )
+    .await;
+    assert!(!is_error(&scheduled), "{scheduled}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let shot = screenshot_in_time(bridge, json!({})).await;
+    assert!(is_error(&shot), "a busy page gave an image: {shot}");
+    assert!(text(&shot).contains("busy running script"), "{shot}");
+    // Answered once the script is done.
+    let done = tool(bridge, "browser_evaluate", json!({"expression": "1 + 1"})).await;
+    assert!(!is_error(&done), "{done}");
+    timed_screenshot(bridge, json!({}), mode).await;
+}
+
+/// A screenshot answered within [`SCREENSHOT_LIMIT`]; if it is an error, the error says what
+/// happened and what to do.
+async fn screenshot_in_time(bridge: &Bridge, args: Value) -> Value {
+    let started = Instant::now();
+    let shot = try_tool(
+        bridge,
+        "browser_screenshot",
+        args.clone(),
+        SCREENSHOT_LIMIT + Duration::from_secs(1),
+    )
+    .await
+    .unwrap_or_else(|problem| panic!("screenshot {args}: {problem}"));
+    let took = started.elapsed();
+    assert!(took < SCREENSHOT_LIMIT, "took {took:?}: {shot}");
+    if is_error(&shot) {
+        let message = text(&shot);
+        for needed in [" within ", "browser_tabs", "activateTab"] {
+            assert!(message.contains(needed), "{needed} missing from: {message}");
+        }
+    }
+    eprintln!("screenshot {args} in {took:?}: {}", text(&shot));
+    shot
 }
 
 // ---------------------------------------------------------------------------

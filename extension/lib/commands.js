@@ -27,6 +27,8 @@ import {
  * @property {import('./debugger-sessions.js').DebuggerSessions} debuggers
  */
 
+/** A screenshot's layout query; the rest of CAPTURE_DEADLINE_MS is for the capture. */
+const METRICS_TIMEOUT_MS = 2_000;
 /** How long a navigation may take before the client is told it timed out. */
 const NAVIGATION_TIMEOUT_MS = 30_000;
 const POLL_INTERVAL_MS = 100;
@@ -342,21 +344,22 @@ async function screenshot(ctx, { format = 'png', quality, fullPage = false, maxD
     throw invalidParams('parameter "quality" applies only to format "jpeg" or "webp"');
   const started = Date.now();
   const id = await targetTab(ctx, tabId);
-  const metrics = layoutMetrics(await ctx.debuggers.send(id, 'Page.getLayoutMetrics', {}, { timeoutMs: CAPTURE_DEADLINE_MS }));
-  const planned = captureParams({ format, quality, fullPage, maxDimension }, metrics);
-  let data;
+  let data, attempts, planned;
   try {
-    ({ data } = await captureWithRetry(
+    // A page stuck in a dialog or a long script does not even answer this.
+    const layout = await ctx.debuggers.send(id, 'Page.getLayoutMetrics', {}, { timeoutMs: METRICS_TIMEOUT_MS });
+    planned = captureParams({ format, quality, fullPage, maxDimension }, layoutMetrics(layout));
+    ({ data, attempts } = await captureWithRetry(
         (method, params) => ctx.debuggers.send(id, method, params),
         planned.params,
         { deadlineMs: CAPTURE_DEADLINE_MS - (Date.now() - started) }));
   } catch (error) {
-    if (error instanceof CaptureStalledError)
-      throw serverError(await stalledAdvice(id, Date.now() - started));
+    if (error instanceof CaptureStalledError || /no answer within/.test(messageOf(error)))
+      throw serverError(await stalledAdvice(id, Date.now() - started, planned !== undefined));
     throw error;
   }
   const size = imageSize(headOfBase64(data)) ?? { width: planned.width, height: planned.height };
-  return { tabId: id, data, mimeType: `image/${format}`, format, width: size.width, height: size.height };
+  return { tabId: id, data, mimeType: `image/${format}`, format, width: size.width, height: size.height, attempts };
 }
 
 /**
@@ -364,17 +367,19 @@ async function screenshot(ctx, { format = 'png', quality, fullPage = false, maxD
  *
  * @param {number} tabId
  * @param {number} ms how long the capture waited
+ * @param {boolean} answered whether the page answered the layout query (and only painted nothing)
  */
-async function stalledAdvice(tabId, ms) {
+async function stalledAdvice(tabId, ms, answered) {
   const seconds = (ms / 1000).toFixed(1);
   const tab = await chrome.tabs.get(tabId).catch(() => undefined);
   const window = tab ? await chrome.windows.get(tab.windowId).catch(() => undefined) : undefined;
-  let why = 'the page did not paint (it may be hung, or showing a dialog)';
+  let why = 'the page did not answer or paint: it may be busy running script, or showing a dialog ' +
+      '(alert, confirm) that waits for an answer';
   if (tab && !tab.active)
-    why = `it is a background tab of window ${tab.windowId}, and Chrome does not paint tabs that are not in front`;
+    why = `it is a background tab of window ${tab.windowId}, and Chrome may not paint tabs that are not in front`;
   else if (window?.state === 'minimized')
-    why = `its window ${tab?.windowId} is minimized, and Chrome does not paint minimized windows`;
-  return `Screenshot of tab ${tabId} failed: no frame within ${seconds} s because ${why}. ` +
+    why = `its window ${tab?.windowId} is minimized, and Chrome may not paint minimized windows`;
+  return `Screenshot of tab ${tabId} failed: ${answered ? 'no frame' : 'no answer from the page'} within ${seconds} s; ${why}. ` +
       'To read the page, take a snapshot (it needs no painting). For a screenshot, open the page in a tab of your ' +
       'own with createTab (in mcp-relay bridge: browser_tabs with action "new" and the url), which gets a window ' +
       'of its own that keeps painting; or bring this tab to the front with activateTab (the person will see it).';
