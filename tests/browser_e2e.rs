@@ -192,36 +192,6 @@ async fn screenshots_after_input(chromium: &Path, mode: Mode) {
         Mode::Headful => &["--remote-debugging-port=0"],
     };
     let browser = Browser::launch_in(chromium, &profile, mode, extra, &[&site.url("person.html")]);
-    // The person opens one more tab behind it, and another in a window they minimize.
-    let mut devtools = DevTools::attach(&browser).await;
-    devtools
-        .send(
-            None,
-            "Target.createTarget",
-            json!({"url": site.url("page2.html"), "background": true}),
-        )
-        .await;
-    let minimized = devtools
-        .send(
-            None,
-            "Target.createTarget",
-            json!({"url": site.url("page2.html?minimized"), "newWindow": true, "background": true}),
-        )
-        .await;
-    let window = devtools
-        .send(
-            None,
-            "Browser.getWindowForTarget",
-            json!({"targetId": minimized["targetId"]}),
-        )
-        .await;
-    devtools
-        .send(
-            None,
-            "Browser.setWindowBounds",
-            json!({"windowId": window["windowId"], "bounds": {"windowState": "minimized"}}),
-        )
-        .await;
     let (bridge, opened) = bridge_with_tab(&relay, &browser, &site.url("form.html")).await;
     let agent_tab = ok_json(&opened)["tabId"].clone();
 
@@ -259,11 +229,51 @@ async fn screenshots_after_input(chromium: &Path, mode: Mode) {
     if mode == Mode::Headless {
         screenshot_sizes(&bridge, mode).await;
     }
-    person_left_alone(&bridge, &agent_tab).await;
+    // The agent's windows took nothing from the person.
+    let person = person_left_alone(&bridge, &agent_tab, true).await;
+    if mode == Mode::Headless {
+        assert!(person.ends_with("blurs=0 focused=true"), "{person}");
+    }
+
+    // Now the person opens one more tab behind theirs, and another in a window they minimize
+    // (that window may take their focus for a moment: the baseline for what follows).
+    let mut devtools = DevTools::attach(&browser).await;
+    devtools
+        .send(
+            None,
+            "Target.createTarget",
+            json!({"url": site.url("page2.html"), "background": true}),
+        )
+        .await;
+    let minimized = devtools
+        .send(
+            None,
+            "Target.createTarget",
+            json!({"url": site.url("page2.html?minimized"), "newWindow": true, "background": true}),
+        )
+        .await;
+    let window = devtools
+        .send(
+            None,
+            "Browser.getWindowForTarget",
+            json!({"targetId": minimized["targetId"]}),
+        )
+        .await;
+    devtools
+        .send(
+            None,
+            "Browser.setWindowBounds",
+            json!({"windowId": window["windowId"], "bounds": {"windowState": "minimized"}}),
+        )
+        .await;
+    let had_focus = persons_tab(&bridge).await["title"]
+        .as_str()
+        .unwrap()
+        .ends_with("focused=true");
     screenshot_of_persons_tab(&bridge, &agent_tab, "page2.html").await;
     screenshot_of_persons_tab(&bridge, &agent_tab, "page2.html?minimized").await;
     screenshot_of_a_busy_page(&bridge, mode).await;
-    person_left_alone(&bridge, &agent_tab).await;
+    person_left_alone(&bridge, &agent_tab, had_focus).await;
     let _ = bridge.cancel().await;
     drop(browser);
     relay.shutdown().await;
@@ -352,41 +362,60 @@ async fn screenshot_sizes(bridge: &Bridge, mode: Mode) {
     );
 }
 
-/// The person's tab is still the front tab of its window and was never hidden; the agent's
-/// tab is the front tab of another window.
-async fn person_left_alone(bridge: &Bridge, agent_tab: &Value) {
+/// The person's tab (tests/fixtures/person.html) as `browser_tabs list` shows it, without
+/// attaching to it: its title says whether it was ever hidden or lost the focus.
+async fn persons_tab(bridge: &Bridge) -> Value {
+    tab_where(bridge, |tab| {
+        tab["url"].as_str().unwrap().ends_with("person.html")
+    })
+    .await
+}
+
+async fn tab_where(bridge: &Bridge, wanted: impl Fn(&Value) -> bool) -> Value {
     let tabs = ok_json(&tool(bridge, "browser_tabs", json!({"action": "list"})).await);
-    let tabs = tabs["tabs"].as_array().unwrap();
-    let person = tabs
+    tabs["tabs"]
+        .as_array()
+        .unwrap()
         .iter()
-        .find(|tab| tab["url"].as_str().unwrap().ends_with("person.html"))
-        .unwrap_or_else(|| panic!("no person tab in {tabs:?}"));
-    let agent = tabs
-        .iter()
-        .find(|tab| tab["tabId"] == *agent_tab)
-        .unwrap_or_else(|| panic!("no agent tab in {tabs:?}"));
+        .find(|tab| wanted(tab))
+        .cloned()
+        .unwrap_or_else(|| panic!("no such tab in {tabs}"))
+}
+
+/// The person's tab is still the front tab of its window, was never hidden, and has the focus
+/// if `focused` (tests/fixtures/person.html keeps the count of blurs in its title; a click in
+/// an agent's window can take the focus for a moment before the extension hands it back).
+/// The agent's tab is the front tab of another window. Returns the person's tab title.
+async fn person_left_alone(bridge: &Bridge, agent_tab: &Value, focused: bool) -> String {
+    let person = persons_tab(bridge).await;
+    let agent = tab_where(bridge, |tab| tab["tabId"] == *agent_tab).await;
     assert_eq!(
         person["active"], true,
-        "the person's tab lost the front: {tabs:?}"
+        "the person's tab lost the front: {person}"
+    );
+    let title = person["title"].as_str().unwrap();
+    assert!(
+        title.starts_with("person visible hidden=0 "),
+        "the person's tab was hidden: {person}"
     );
     assert_eq!(
-        person["title"], "person visible hidden=0",
-        "the person's tab was hidden: {tabs:?}"
+        title.ends_with(" focused=true"),
+        focused,
+        "the person's focus: {person}"
     );
-    assert_eq!(agent["active"], true, "{tabs:?}");
-    assert_ne!(agent["windowId"], person["windowId"], "{tabs:?}");
+    assert_eq!(agent["active"], true, "{agent}");
+    assert_ne!(agent["windowId"], person["windowId"], "{agent} {person}");
+    eprintln!("the person's tab: {title}");
+    title.to_owned()
 }
 
 /// A tab of the person's that Chrome may not paint (`url_end`: behind their front tab, or in
 /// a minimized window): the screenshot answers in time, with an image or an explained error.
 async fn screenshot_of_persons_tab(bridge: &Bridge, agent_tab: &Value, url_end: &str) {
-    let tabs = ok_json(&tool(bridge, "browser_tabs", json!({"action": "list"})).await);
-    let target = tabs["tabs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|tab| tab["url"].as_str().unwrap().ends_with(url_end))
-        .unwrap_or_else(|| panic!("no {url_end} tab: {tabs}"))["tabId"]
+    let target = tab_where(bridge, |tab| {
+        tab["url"].as_str().unwrap().ends_with(url_end)
+    })
+    .await["tabId"]
         .clone();
     let shot = screenshot_in_time(bridge, json!({"tabId": target})).await;
     if !is_error(&shot) {

@@ -161,8 +161,8 @@ async function createTab(ctx, { url, active = false }) {
  * as the front tab of its own window, the agent's tab keeps painting whatever
  * the person does, and the person's windows keep their tabs, their front tab
  * and their focus. The window opens unfocused (unless `active`) with the size
- * of the person's last window; if the window manager focused it anyway, focus
- * goes back to the window that had it.
+ * of the person's last window; the window that had the focus keeps it, and
+ * stays in front.
  *
  * @param {boolean} active bring it to the front and focus it
  * @returns {Promise<chrome.tabs.Tab>}
@@ -181,11 +181,10 @@ async function openAgentTab(active) {
   const tab = window.tabs?.[0];
   if (!tab)
     throw serverError('Could not open a tab: Chrome created a window without one');
-  if (!active && previous?.focused) {
-    const now = await chrome.windows.get(window.id).catch(() => undefined);
-    if (now?.focused)
-      await chrome.windows.update(previous.id, { focused: true }).catch(() => {});
-  }
+  // The person's window had the focus: keep it, and keep it above the new window (window
+  // managers without focus-stealing prevention, and bare X servers, map new windows on top).
+  if (!active && previous?.focused)
+    await chrome.windows.update(previous.id, { focused: true }).catch(() => {});
   return tab;
 }
 
@@ -299,9 +298,47 @@ async function click(ctx, { selector, x, y, button = 'left', clickCount = 1, tab
   const buttons = { left: 1, right: 2, middle: 4 }[button];
   const mouse = (type, extra) => ctx.debuggers.send(id, 'Input.dispatchMouseEvent', { type, ...point, ...extra });
   await mouse('mouseMoved', {});
-  await mouse('mousePressed', { button, buttons, clickCount });
-  await mouse('mouseReleased', { button, buttons: 0, clickCount });
+  await keepingTheFocus(id, async () => {
+    await mouse('mousePressed', { button, buttons, clickCount });
+    await mouse('mouseReleased', { button, buttons: 0, clickCount });
+  });
   return { tabId: id, clicked: true, x: point.x, y: point.y, ...(element ? { element } : {}) };
+}
+
+/** How long after a synthetic click focus is watched and handed back. */
+const FOCUS_WATCH_MS = 1_000;
+
+/**
+ * Runs `action` (a synthetic mouse press) and hands the focus back to the
+ * window that had it. Chrome activates the window of a tab that receives a
+ * mouse press, even a synthetic one from CDP; in the agent's own window, that
+ * would take the focus (and the keyboard) from the person. Activation can
+ * arrive a little after the press, so focus changes are watched for a moment.
+ *
+ * @param {number} tabId the tab being clicked
+ * @param {() => Promise<void>} action
+ */
+async function keepingTheFocus(tabId, action) {
+  const [focused, tab] = await Promise.all([
+    chrome.windows.getLastFocused({ windowTypes: ['normal'] }).catch(() => undefined),
+    chrome.tabs.get(tabId).catch(() => undefined),
+  ]);
+  if (!focused?.focused || !tab || focused.id === tab.windowId)
+    return action();
+  const giveBack = () => chrome.windows.update(focused.id, { focused: true }).catch(() => {});
+  const onFocusChanged = (/** @type {number} */ windowId) => {
+    if (windowId === tab.windowId)
+      giveBack();
+  };
+  chrome.windows.onFocusChanged.addListener(onFocusChanged);
+  setTimeout(() => chrome.windows.onFocusChanged.removeListener(onFocusChanged), FOCUS_WATCH_MS);
+  try {
+    await action();
+  } finally {
+    const now = await chrome.windows.get(tab.windowId).catch(() => undefined);
+    if (now?.focused)
+      await giveBack();
+  }
 }
 
 /** @param {CommandContext} ctx */
