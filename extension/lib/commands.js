@@ -176,7 +176,13 @@ async function openAgentTab(active) {
   try {
     window = await chrome.windows.create({ url: 'about:blank', focused: active, type: 'normal', ...size });
   } catch (error) {
-    throw serverError(`Could not open a window for the new tab: ${messageOf(error)}`);
+    // No new windows here (a kiosk, a policy): a tab in the current window, which may not
+    // paint while in the background (screenshots then say so within 5 s).
+    try {
+      return await chrome.tabs.create({ url: 'about:blank', active });
+    } catch {
+      throw serverError(`Could not open a window or a tab: ${messageOf(error)}`);
+    }
   }
   const tab = window.tabs?.[0];
   if (!tab)
