@@ -529,15 +529,16 @@ pub fn definitions() -> Vec<Tool> {
         tool(
             "browser_tabs",
             "Manage tabs",
-            "List, open, select or close tabs. \"new\" opens a background tab (optionally at \
-             url) and makes it this session's current tab; \"select\" makes an existing tab \
+            "List, open, select or close tabs. \"new\" opens a tab (optionally at url) in a \
+             window of its own, without taking the person's focus, and makes it this session's \
+             current tab; \"select\" makes an existing tab \
              current; \"close\" closes a tab (default: the current one).",
             json!({
                 "properties": {
                     "action": {"type": "string", "enum": ["list", "new", "select", "close"]},
                     "tabId": {"type": "integer", "description": "For select (required) and close."},
                     "url": {"type": "string", "description": "For new: the page to open."},
-                    "active": {"type": "boolean", "description": "For new: bring the tab to the front (default false)."}
+                    "active": {"type": "boolean", "description": "For new: bring its window to the front and focus it (default false)."}
                 },
                 "required": ["action"]
             }),
@@ -546,7 +547,7 @@ pub fn definitions() -> Vec<Tool> {
         tool(
             "browser_navigate",
             "Navigate",
-            "Load a URL in the current tab (opening a background tab if there is none), or go \
+            "Load a URL in the current tab (opening one in a window of its own if there is none), or go \
              back or forward in its history. Waits for the page to load.",
             json!({
                 "properties": {
