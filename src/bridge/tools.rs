@@ -547,8 +547,8 @@ pub fn definitions() -> Vec<Tool> {
         tool(
             "browser_navigate",
             "Navigate",
-            "Load a URL in the current tab (opening one in a window of its own if there is none), or go \
-             back or forward in its history. Waits for the page to load.",
+            "Load a URL in the current tab (opening one in a window of its own if there is \
+             none), or go back or forward in its history. Waits for the page to load.",
             json!({
                 "properties": {
                     "url": {"type": "string", "description": "The URL to load."},
