@@ -1101,17 +1101,22 @@ impl Mode {
     }
 }
 
-/// `xvfb-run`, or None (after a loud message) when it is missing outside CI.
+/// `xvfb-run` (with the `xauth` it needs), or None (after a loud message) when either is
+/// missing outside CI.
 fn xvfb_run_or_skip(test: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join("xvfb-run"))
-            .find(|candidate| candidate.is_file())
-    });
+    let on_path = |name: &str| {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(name))
+                .find(|candidate| candidate.is_file())
+        })
+    };
+    let found = on_path("xauth").and(on_path("xvfb-run"));
     common::present_or_skip(
         found,
         test,
-        "xvfb-run not found (Debian package xvfb); the headful browser tests must run in CI",
+        "xvfb-run or xauth not found (Debian packages xvfb and xauth); the headful browser \
+         tests must run in CI",
     )
 }
 
