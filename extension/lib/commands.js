@@ -231,7 +231,7 @@ async function closeTab(ctx, { tabId }) {
 /** @param {CommandContext} ctx @param {{url: string, tabId?: number}} params */
 async function navigate(ctx, { url, tabId }) {
   checkUrl(url);
-  // First command of a fresh connection: give it a background tab rather than an error.
+  // First command of a fresh connection: give it a tab of its own (unfocused) rather than an error.
   if (tabId === undefined && ctx.tabs.currentTab(ctx.connectionId) === undefined)
     return createTab(ctx, { url, active: false });
   const id = await targetTab(ctx, tabId);
