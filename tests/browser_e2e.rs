@@ -1209,9 +1209,18 @@ impl<'p> Browser<'p> {
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .status();
+            // Until the whole group is gone (Xvfb outlives xvfb-run by a moment), 3 s at most.
+            let _ = self.child.try_wait();
             let deadline = std::time::Instant::now() + Duration::from_secs(3);
-            while std::time::Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None))
+            while std::time::Instant::now() < deadline
+                && Command::new("kill")
+                    .args(["-0", "--", &group])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|status| status.success())
             {
+                let _ = self.child.try_wait();
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
