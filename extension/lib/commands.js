@@ -16,6 +16,9 @@
 import { validateParams } from './params.js';
 import { ErrorCode, RpcError, invalidParams, serverError } from './rpc.js';
 import { locateElement, pageExpression, pageState, prepareTyping, readValue, takeSnapshot } from './page-scripts.js';
+import {
+  CAPTURE_DEADLINE_MS, CaptureStalledError, DEFAULT_MAX_DIMENSION, captureParams, captureWithRetry, headOfBase64, imageSize, layoutMetrics,
+} from './screenshots.js';
 
 /**
  * @typedef {object} CommandContext
@@ -24,6 +27,8 @@ import { locateElement, pageExpression, pageState, prepareTyping, readValue, tak
  * @property {import('./debugger-sessions.js').DebuggerSessions} debuggers
  */
 
+/** A screenshot's layout query; the rest of CAPTURE_DEADLINE_MS is for the capture. */
+const METRICS_TIMEOUT_MS = 2_000;
 /** How long a navigation may take before the client is told it timed out. */
 const NAVIGATION_TIMEOUT_MS = 30_000;
 const POLL_INTERVAL_MS = 100;
@@ -71,6 +76,7 @@ export const COMMANDS = {
       format: { type: 'string', oneOf: ['png', 'jpeg', 'webp'] },
       quality: { type: 'integer', min: 0, max: 100 },
       fullPage: { type: 'boolean' },
+      maxDimension: { type: 'integer', min: 16, max: 16_384 },
       tabId: TAB_ID,
     },
     run: screenshot,
@@ -137,16 +143,7 @@ async function createTab(ctx, { url, active = false }) {
   // Open blank, then navigate through CDP: that reports load failures
   // (net::ERR_…) and lets us wait for the load. A tab opened on chrome://newtab
   // could not be attached at all.
-  let tab;
-  try {
-    tab = await chrome.tabs.create({ url: 'about:blank', active });
-  } catch (error) {
-    // No normal window left (the user closed them all): open one, unfocused unless asked.
-    const window = await chrome.windows.create({ url: 'about:blank', focused: active });
-    tab = window.tabs?.[0];
-    if (!tab)
-      throw serverError(`Could not open a tab: ${messageOf(error)}`);
-  }
+  const tab = await openAgentTab(active);
   ctx.tabs.select(ctx.connectionId, tab.id);
   if (url === undefined || url === 'about:blank')
     return { tabId: tab.id, url: 'about:blank', title: '' };
@@ -156,6 +153,45 @@ async function createTab(ctx, { url, active = false }) {
   } catch (error) {
     throw new RpcError(ErrorCode.SERVER_ERROR, `Opened tab ${tab.id} but ${messageOf(error)}`);
   }
+}
+
+/**
+ * Opens an agent's tab as the only tab of a window of its own. Chrome paints
+ * only the front tab of each window, and captures wait for a painted frame;
+ * as the front tab of its own window, the agent's tab keeps painting whatever
+ * the person does, and the person's windows keep their tabs, their front tab
+ * and their focus. The window opens unfocused (unless `active`) with the size
+ * of the person's last window; the window that had the focus keeps it, and
+ * stays in front.
+ *
+ * @param {boolean} active bring it to the front and focus it
+ * @returns {Promise<chrome.tabs.Tab>}
+ */
+async function openAgentTab(active) {
+  const previous = await chrome.windows.getLastFocused({ windowTypes: ['normal'] }).catch(() => undefined);
+  const size = previous?.width && previous?.height && previous.state === 'normal'
+    ? { width: previous.width, height: previous.height }
+    : {};
+  let window;
+  try {
+    window = await chrome.windows.create({ url: 'about:blank', focused: active, type: 'normal', ...size });
+  } catch (error) {
+    // No new windows here (a kiosk, a policy): a tab in the current window, which may not
+    // paint while in the background (screenshots then say so within 5 s).
+    try {
+      return await chrome.tabs.create({ url: 'about:blank', active });
+    } catch {
+      throw serverError(`Could not open a window or a tab: ${messageOf(error)}`);
+    }
+  }
+  const tab = window.tabs?.[0];
+  if (!tab)
+    throw serverError('Could not open a tab: Chrome created a window without one');
+  // The person's window had the focus: keep it, and keep it above the new window (window
+  // managers without focus-stealing prevention, and bare X servers, map new windows on top).
+  if (!active && previous?.focused)
+    await chrome.windows.update(previous.id, { focused: true }).catch(() => {});
+  return tab;
 }
 
 /** @param {CommandContext} ctx @param {{tabId: number}} params */
@@ -195,7 +231,7 @@ async function closeTab(ctx, { tabId }) {
 /** @param {CommandContext} ctx @param {{url: string, tabId?: number}} params */
 async function navigate(ctx, { url, tabId }) {
   checkUrl(url);
-  // First command of a fresh connection: give it a background tab rather than an error.
+  // First command of a fresh connection: give it a tab of its own (unfocused) rather than an error.
   if (tabId === undefined && ctx.tabs.currentTab(ctx.connectionId) === undefined)
     return createTab(ctx, { url, active: false });
   const id = await targetTab(ctx, tabId);
@@ -268,9 +304,47 @@ async function click(ctx, { selector, x, y, button = 'left', clickCount = 1, tab
   const buttons = { left: 1, right: 2, middle: 4 }[button];
   const mouse = (type, extra) => ctx.debuggers.send(id, 'Input.dispatchMouseEvent', { type, ...point, ...extra });
   await mouse('mouseMoved', {});
-  await mouse('mousePressed', { button, buttons, clickCount });
-  await mouse('mouseReleased', { button, buttons: 0, clickCount });
+  await keepingTheFocus(id, async () => {
+    await mouse('mousePressed', { button, buttons, clickCount });
+    await mouse('mouseReleased', { button, buttons: 0, clickCount });
+  });
   return { tabId: id, clicked: true, x: point.x, y: point.y, ...(element ? { element } : {}) };
+}
+
+/** How long after a synthetic click focus is watched and handed back. */
+const FOCUS_WATCH_MS = 1_000;
+
+/**
+ * Runs `action` (a synthetic mouse press) and hands the focus back to the
+ * window that had it. Chrome activates the window of a tab that receives a
+ * mouse press, even a synthetic one from CDP; in the agent's own window, that
+ * would take the focus (and the keyboard) from the person. Activation can
+ * arrive a little after the press, so focus changes are watched for a moment.
+ *
+ * @param {number} tabId the tab being clicked
+ * @param {() => Promise<void>} action
+ */
+async function keepingTheFocus(tabId, action) {
+  const [focused, tab] = await Promise.all([
+    chrome.windows.getLastFocused({ windowTypes: ['normal'] }).catch(() => undefined),
+    chrome.tabs.get(tabId).catch(() => undefined),
+  ]);
+  if (!focused?.focused || !tab || focused.id === tab.windowId)
+    return action();
+  const giveBack = () => chrome.windows.update(focused.id, { focused: true }).catch(() => {});
+  const onFocusChanged = (/** @type {number} */ windowId) => {
+    if (windowId === tab.windowId)
+      giveBack();
+  };
+  chrome.windows.onFocusChanged.addListener(onFocusChanged);
+  setTimeout(() => chrome.windows.onFocusChanged.removeListener(onFocusChanged), FOCUS_WATCH_MS);
+  try {
+    await action();
+  } finally {
+    const now = await chrome.windows.get(tab.windowId).catch(() => undefined);
+    if (now?.focused)
+      await giveBack();
+  }
 }
 
 /** @param {CommandContext} ctx */
@@ -302,30 +376,56 @@ async function hover(ctx, { selector, tabId }) {
 // ---------------------------------------------------------------------------
 // Reading the page
 
-/** @param {CommandContext} ctx */
-async function screenshot(ctx, { format = 'png', quality, fullPage = false, tabId }) {
+/**
+ * A screenshot sized for a model (see screenshots.js), answered within
+ * CAPTURE_DEADLINE_MS: an image, or an error saying why and what to do.
+ *
+ * @param {CommandContext} ctx
+ */
+async function screenshot(ctx, { format = 'png', quality, fullPage = false, maxDimension = DEFAULT_MAX_DIMENSION, tabId }) {
   if (quality !== undefined && format === 'png')
     throw invalidParams('parameter "quality" applies only to format "jpeg" or "webp"');
+  const started = Date.now();
   const id = await targetTab(ctx, tabId);
-  const params = { format };
-  if (quality !== undefined)
-    params.quality = quality;
-  if (fullPage) {
-    const metrics = await ctx.debuggers.send(id, 'Page.getLayoutMetrics');
-    const size = metrics.cssContentSize ?? metrics.contentSize;
-    params.captureBeyondViewport = true;
-    params.clip = { x: 0, y: 0, width: Math.ceil(size.width), height: Math.ceil(size.height), scale: 1 };
-  }
-  let data;
+  let data, attempts, planned;
   try {
-    ({ data } = await ctx.debuggers.send(id, 'Page.captureScreenshot', params));
+    // A page stuck in a dialog or a long script does not even answer this.
+    const layout = await ctx.debuggers.send(id, 'Page.getLayoutMetrics', {}, { timeoutMs: METRICS_TIMEOUT_MS });
+    planned = captureParams({ format, quality, fullPage, maxDimension }, layoutMetrics(layout));
+    ({ data, attempts } = await captureWithRetry(
+        (method, params) => ctx.debuggers.send(id, method, params),
+        planned.params,
+        { deadlineMs: CAPTURE_DEADLINE_MS - (Date.now() - started) }));
   } catch (error) {
-    // A headful Chrome does not paint background tabs, so the capture can wait forever.
-    if (/no answer within/.test(messageOf(error)))
-      throw serverError(`${messageOf(error)}; if tab ${id} is a background tab in a visible window, call activateTab first`);
+    if (error instanceof CaptureStalledError || /no answer within/.test(messageOf(error)))
+      throw serverError(await stalledAdvice(id, Date.now() - started, planned !== undefined));
     throw error;
   }
-  return { tabId: id, data, mimeType: `image/${format}` };
+  const size = imageSize(headOfBase64(data)) ?? { width: planned.width, height: planned.height };
+  return { tabId: id, data, mimeType: `image/${format}`, format, width: size.width, height: size.height, attempts };
+}
+
+/**
+ * Why a tab produced no frame, and what the model can do about it.
+ *
+ * @param {number} tabId
+ * @param {number} ms how long the capture waited
+ * @param {boolean} answered whether the page answered the layout query (and only painted nothing)
+ */
+async function stalledAdvice(tabId, ms, answered) {
+  const seconds = (ms / 1000).toFixed(1);
+  const tab = await chrome.tabs.get(tabId).catch(() => undefined);
+  const window = tab ? await chrome.windows.get(tab.windowId).catch(() => undefined) : undefined;
+  let why = 'the page did not answer or paint: it may be busy running script, or showing a dialog ' +
+      '(alert, confirm) that waits for an answer';
+  if (tab && !tab.active)
+    why = `it is a background tab of window ${tab.windowId}, and Chrome may not paint tabs that are not in front`;
+  else if (window?.state === 'minimized')
+    why = `its window ${tab?.windowId} is minimized, and Chrome may not paint minimized windows`;
+  return `Screenshot of tab ${tabId} failed: ${answered ? 'no frame' : 'no answer from the page'} within ${seconds} s; ${why}. ` +
+      'To read the page, take a snapshot (it needs no painting). For a screenshot, open the page in a tab of your ' +
+      'own with createTab (in mcp-relay bridge: browser_tabs with action "new" and the url), which gets a window ' +
+      'of its own that keeps painting; or bring this tab to the front with activateTab (the person will see it).';
 }
 
 /** @param {CommandContext} ctx */

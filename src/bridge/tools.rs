@@ -231,17 +231,28 @@ fn screenshot_result(result: &Value) -> CallToolResult {
         );
     };
     let mime = result["mimeType"].as_str().unwrap_or("image/png");
+    CallToolResult::success(vec![
+        ContentBlock::image(data, mime),
+        ContentBlock::text(screenshot_caption(result, mime, data.len())),
+    ])
+}
+
+/// "Screenshot of tab 7: PNG, 1280×800 px (…)": what a model needs to relate the image to
+/// the page (clicks take viewport coordinates, which differ from the pixels when scaled).
+fn screenshot_caption(result: &Value, mime: &str, base64_len: usize) -> String {
     let tab = match &result["tabId"] {
         Value::Null => String::new(),
         tab => format!(" of tab {tab}"),
     };
-    CallToolResult::success(vec![
-        ContentBlock::image(data, mime),
-        ContentBlock::text(format!(
-            "Screenshot{tab} ({mime}, {} bytes base64).",
-            data.len()
-        )),
-    ])
+    let format = result["format"]
+        .as_str()
+        .unwrap_or_else(|| mime.trim_start_matches("image/"))
+        .to_uppercase();
+    let size = match (result["width"].as_u64(), result["height"].as_u64()) {
+        (Some(width), Some(height)) => format!(", {width}×{height} px"),
+        _ => String::new(),
+    };
+    format!("Screenshot{tab}: {format}{size} ({mime}, {base64_len} bytes base64).")
 }
 
 /// What a model should read when a call fails.
@@ -380,7 +391,10 @@ fn plan(name: &str, args: &JsonObject) -> Result<Plan, String> {
         }
         "browser_screenshot" => Ok(Plan::Forward {
             method: "screenshot",
-            params: pick(args, &["format", "quality", "fullPage", "tabId"]),
+            params: pick(
+                args,
+                &["format", "quality", "fullPage", "maxDimension", "tabId"],
+            ),
             image: true,
         }),
         "browser_evaluate" => {
@@ -515,15 +529,16 @@ pub fn definitions() -> Vec<Tool> {
         tool(
             "browser_tabs",
             "Manage tabs",
-            "List, open, select or close tabs. \"new\" opens a background tab (optionally at \
-             url) and makes it this session's current tab; \"select\" makes an existing tab \
+            "List, open, select or close tabs. \"new\" opens a tab (optionally at url) in a \
+             window of its own, without taking the person's focus, and makes it this session's \
+             current tab; \"select\" makes an existing tab \
              current; \"close\" closes a tab (default: the current one).",
             json!({
                 "properties": {
                     "action": {"type": "string", "enum": ["list", "new", "select", "close"]},
                     "tabId": {"type": "integer", "description": "For select (required) and close."},
                     "url": {"type": "string", "description": "For new: the page to open."},
-                    "active": {"type": "boolean", "description": "For new: bring the tab to the front (default false)."}
+                    "active": {"type": "boolean", "description": "For new: bring its window to the front and focus it (default false)."}
                 },
                 "required": ["action"]
             }),
@@ -532,8 +547,8 @@ pub fn definitions() -> Vec<Tool> {
         tool(
             "browser_navigate",
             "Navigate",
-            "Load a URL in the current tab (opening a background tab if there is none), or go \
-             back or forward in its history. Waits for the page to load.",
+            "Load a URL in the current tab (opening one in a window of its own if there is \
+             none), or go back or forward in its history. Waits for the page to load.",
             json!({
                 "properties": {
                     "url": {"type": "string", "description": "The URL to load."},
@@ -596,12 +611,15 @@ pub fn definitions() -> Vec<Tool> {
         tool(
             "browser_screenshot",
             "Screenshot",
-            "Take a screenshot of the current tab, returned as an image.",
+            "Take a screenshot of the current tab's viewport, returned as an image scaled so its \
+             longest side is at most 1568 px (maxDimension changes that). Answers within about \
+             5 s; if the page cannot be painted, the error says what to do.",
             json!({
                 "properties": {
-                    "format": {"type": "string", "enum": ["png", "jpeg", "webp"], "description": "Default png."},
+                    "format": {"type": "string", "enum": ["png", "jpeg", "webp"], "description": "Default png; jpeg (with quality) is smaller."},
                     "quality": {"type": "integer", "minimum": 0, "maximum": 100, "description": "For jpeg and webp."},
-                    "fullPage": {"type": "boolean", "description": "The whole page, not only the viewport."},
+                    "fullPage": {"type": "boolean", "description": "The whole page, not only the viewport (scaled to maxDimension as well)."},
+                    "maxDimension": {"type": "integer", "minimum": 16, "maximum": 16384, "description": "Longest side in pixels (default 1568); smaller pages are not enlarged."},
                     "tabId": tab_id()
                 }
             }),
@@ -732,6 +750,37 @@ mod tests {
         assert_eq!(
             plan("browser_snapshot", &args(json!({"offset": 10}))).unwrap(),
             Plan::Continue(10)
+        );
+    }
+
+    #[test]
+    fn screenshots_pass_their_size_options_and_name_format_and_pixels() {
+        assert_eq!(
+            plan(
+                "browser_screenshot",
+                &args(json!({"format": "jpeg", "quality": 70, "maxDimension": 800, "x": 1}))
+            )
+            .unwrap(),
+            Plan::Forward {
+                method: "screenshot",
+                params: json!({"format": "jpeg", "quality": 70, "maxDimension": 800}),
+                image: true
+            }
+        );
+        let answer = json!({"tabId": 7, "data": "AAAA", "mimeType": "image/jpeg",
+                            "format": "jpeg", "width": 800, "height": 500});
+        let result = serde_json::to_value(screenshot_result(&answer)).unwrap();
+        assert_eq!(result["content"][0]["type"], "image");
+        assert_eq!(result["content"][0]["mimeType"], "image/jpeg");
+        assert_eq!(
+            result["content"][1]["text"],
+            "Screenshot of tab 7: JPEG, 800×500 px (image/jpeg, 4 bytes base64)."
+        );
+        // An older extension without the size still gets a caption.
+        let old = json!({"data": "AAAA", "mimeType": "image/png"});
+        assert_eq!(
+            screenshot_caption(&old, "image/png", 4),
+            "Screenshot: PNG (image/png, 4 bytes base64)."
         );
     }
 
