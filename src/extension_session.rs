@@ -20,6 +20,7 @@ use crate::limits::SocketSlot;
 use crate::metrics::SocketGauge;
 use crate::peer::{self, close_code, Inbound, LastSeen, Peer};
 use crate::server::RelayState;
+use crate::transport::ConnHandle;
 
 /// The id of the relay's one request to an extension.
 const AUTH_REQUEST_ID: &str = "proxy:1";
@@ -39,12 +40,13 @@ struct AuthAnswer {
     version: Option<serde_json::Value>,
 }
 
-pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
+pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot, conn: ConnHandle) {
     let _gauge = SocketGauge::open(&state.metrics, |m| &m.extension_sockets);
     let (sink, mut stream) = socket.split();
     let last_seen = LastSeen::new();
     let peer = peer::spawn(
         sink,
+        conn,
         &state.socket,
         last_seen.clone(),
         Arc::clone(&state.metrics),
@@ -59,6 +61,7 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
     let Some(extension_id) = authenticate(&mut stream, &peer, &state, &last_seen).await else {
         return;
     };
+    peer.authenticated();
     tracing::info!(%extension_id, "extension authenticated");
 
     loop {

@@ -158,6 +158,12 @@ fn token(args: TokenArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
+    // Every socket is a file descriptor: use all the hard limit allows (the relay keeps
+    // --fd-reserve of them free, see docs/SECURITY.md).
+    match mcp_relay::limits::raise_fd_limit() {
+        Some(limit) => tracing::info!(limit, "file-descriptor limit"),
+        None => tracing::warn!("could not read the file-descriptor limit"),
+    }
     let dev_secret = if config.dev && config.jwt_secret.is_none() && config.jwt_public_key.is_none()
     {
         let secret = format!(

@@ -18,13 +18,17 @@ use crate::limits::{RateLimit, SocketSlot};
 use crate::metrics::SocketGauge;
 use crate::peer::{self, close_code, Inbound, LastSeen, Peer};
 use crate::server::RelayState;
+use crate::transport::ConnHandle;
 
-pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
+/// Runs one MCP socket. It must complete `mcp_handshake` within `--auth-timeout` or is closed
+/// with 1008: until then it is anonymous and holds a slot of the unauthenticated pool.
+pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot, conn: ConnHandle) {
     let _gauge = SocketGauge::open(&state.metrics, |m| &m.mcp_sockets);
     let (sink, mut stream) = socket.split();
     let last_seen = LastSeen::new();
     let peer = peer::spawn(
         sink,
+        conn,
         &state.socket,
         last_seen.clone(),
         Arc::clone(&state.metrics),
@@ -36,17 +40,42 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
         connection: None,
     };
     let mut rate = RateLimit::new(state.config.rate_limit, state.config.rate_burst);
+    let deadline = tokio::time::sleep(state.config.auth_timeout);
+    tokio::pin!(deadline);
+    let mut authenticated = false;
     loop {
-        match peer::next_inbound(
+        let next = peer::next_inbound(
             &mut stream,
             &peer,
             &state.shutdown,
             &last_seen,
             state.config.max_message_bytes,
-        )
-        .await
-        {
-            Inbound::Text(text) => handle_frame(&text, &mut mcp, &mut rate, &state),
+        );
+        let inbound = if authenticated {
+            next.await
+        } else {
+            tokio::select! {
+                inbound = next => inbound,
+                _ = &mut deadline => {
+                    peer.close_after_flush(
+                        close_code::POLICY,
+                        format!(
+                            "authentication timed out: no successful mcp_handshake within {} s",
+                            state.config.auth_timeout.as_secs_f64()
+                        ),
+                    );
+                    break;
+                }
+            }
+        };
+        match inbound {
+            Inbound::Text(text) => {
+                handle_frame(&text, &mut mcp, &mut rate, &state);
+                if !authenticated && mcp.client.is_some() {
+                    authenticated = true;
+                    peer.authenticated();
+                }
+            }
             Inbound::NotText => {
                 reply_error(
                     &peer,
