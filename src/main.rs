@@ -23,7 +23,7 @@ enum Command {
     ///
     /// Every flag can also be set with the MCP_RELAY_* variable shown. For a first try, run
     /// `mcp-relay serve --dev`: it prints tokens and URLs ready to paste.
-    Serve(ServeConfig),
+    Serve(Box<ServeConfig>),
     /// Mint an access token (JWT) for an extension or an MCP client.
     Token(TokenArgs),
     /// Create a development CA and a localhost certificate for trying wss.
@@ -108,7 +108,7 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(config) => {
             init_logging();
-            serve(config).await
+            serve(*config).await
         }
         Command::Token(args) => token(args),
         Command::Bench(args) => mcp_relay::bench::run(args).await,

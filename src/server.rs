@@ -381,17 +381,16 @@ fn admit(
     headers: &HeaderMap,
     conn: &ConnHandle,
     extension: bool,
-) -> Result<SocketSlot, Response> {
+) -> Result<SocketSlot, (StatusCode, &'static str)> {
     if !origin_allowed(&state.config, headers, extension) {
         tracing::info!(origin = ?headers.get(axum::http::header::ORIGIN), "refused a WebSocket from a web origin");
         return Err((
             StatusCode::FORBIDDEN,
             "this Origin may not open the relay's WebSockets (see --allowed-origins)\n",
-        )
-            .into_response());
+        ));
     }
     if state.shutdown.is_cancelled() {
-        return Err((StatusCode::SERVICE_UNAVAILABLE, "relay is shutting down\n").into_response());
+        return Err((StatusCode::SERVICE_UNAVAILABLE, "relay is shutting down\n"));
     }
     let slot = SocketSlot::acquire(&state.open_sockets, state.config.max_connections).ok_or_else(
         || {
@@ -403,7 +402,6 @@ fn admit(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "relay is at its connection limit, try again later\n",
             )
-                .into_response()
         },
     )?;
     conn.upgrading();
@@ -418,7 +416,7 @@ async fn extension_endpoint(
 ) -> Response {
     let slot = match admit(&state, &headers, &conn, true) {
         Ok(slot) => slot,
-        Err(refusal) => return refusal,
+        Err(refusal) => return refusal.into_response(),
     };
     let tracker = state.tracker.clone();
     tune(ws, &state).on_upgrade(move |socket| {
@@ -434,7 +432,7 @@ async fn mcp_endpoint(
 ) -> Response {
     let slot = match admit(&state, &headers, &conn, false) {
         Ok(slot) => slot,
-        Err(refusal) => return refusal,
+        Err(refusal) => return refusal.into_response(),
     };
     let tracker = state.tracker.clone();
     tune(ws, &state)

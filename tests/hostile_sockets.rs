@@ -504,7 +504,7 @@ async fn sockets_that_never_handshake_are_closed_by_the_deadline_and_the_cap_rec
     );
     eprintln!("row 5: every socket closed {shortest:?} to {longest:?} after it opened");
     assert!(
-        *shortest >= deadline - Duration::from_millis(200),
+        *shortest >= deadline - Duration::from_millis(500),
         "{shortest:?}"
     );
     assert!(*longest < deadline + Duration::from_secs(3), "{longest:?}");
@@ -885,27 +885,77 @@ async fn mcp_sockets_must_handshake_within_the_auth_timeout() {
     assert!(mcp.call("list_extensions", json!({})).await["result"].is_object());
 }
 
+/// The queue's count is what it really holds, even for the costliest case: tiny replies.
 #[tokio::test]
-#[ignore]
-async fn measure_queue_overhead() {
+async fn queued_tiny_replies_cost_what_the_queue_counts() {
     let relay = ChildRelay::start(&["--send-timeout", "60s"], None);
     let mut s = small_window_socket(relay.addr, "/mcp").await;
     s.write_all(&handshake_frame("alice")).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let before = relay.rss();
-    let mut task = tokio::spawn(garbage(s, 60_000));
-    let mut peak_q: f64 = 0.0;
-    let mut peak_rss = 0;
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(8) {
-        peak_q = peak_q.max(relay.metric("mcp_relay_send_queue_bytes").await);
+    let _flood = tokio::spawn(garbage(s, 60_000));
+    let (mut peak_queue, mut peak_rss): (f64, usize) = (0.0, 0);
+    let (start, mut last_growth) = (Instant::now(), Instant::now());
+    while start.elapsed() < Duration::from_secs(6) && last_growth.elapsed() < Duration::from_secs(1)
+    {
+        let queue = relay.metric("mcp_relay_send_queue_bytes").await;
+        if queue > peak_queue {
+            peak_queue = queue;
+            last_growth = Instant::now();
+        }
         peak_rss = peak_rss.max(relay.rss());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let _ = (&mut task).await;
+    let growth = peak_rss.saturating_sub(before) as f64;
     eprintln!(
-        "queue peak {:.2} MiB, RSS +{:.2} MiB",
-        peak_q / MIB,
-        (peak_rss - before) as f64 / MIB
+        "row 7, tiny replies: queue count {:.2} MiB, RSS +{:.2} MiB ({:.2}x)",
+        peak_queue / MIB,
+        growth / MIB,
+        growth / peak_queue
     );
+    assert!(
+        peak_queue > 1.0 * MIB,
+        "the flood queued too little to measure"
+    );
+    assert!(
+        growth < 1.5 * peak_queue,
+        "the queue holds more than it counts"
+    );
+}
+
+#[test]
+fn serve_help_documents_every_new_limit_and_its_environment_variable() {
+    let output = Command::new(env!("CARGO_BIN_EXE_mcp-relay"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(output.stdout).unwrap();
+    for (flag, env) in [
+        ("--header-timeout", "MCP_RELAY_HEADER_TIMEOUT"),
+        (
+            "--max-pending-connections",
+            "MCP_RELAY_MAX_PENDING_CONNECTIONS",
+        ),
+        (
+            "--max-unauthenticated-connections",
+            "MCP_RELAY_MAX_UNAUTHENTICATED_CONNECTIONS",
+        ),
+        (
+            "--max-unauthenticated-bytes",
+            "MCP_RELAY_MAX_UNAUTHENTICATED_BYTES",
+        ),
+        (
+            "--max-unauthenticated-queue-bytes",
+            "MCP_RELAY_MAX_UNAUTHENTICATED_QUEUE_BYTES",
+        ),
+        (
+            "--max-total-send-queue-bytes",
+            "MCP_RELAY_MAX_TOTAL_SEND_QUEUE_BYTES",
+        ),
+        ("--allowed-origins", "MCP_RELAY_ALLOWED_ORIGINS"),
+        ("--fd-reserve", "MCP_RELAY_FD_RESERVE"),
+    ] {
+        assert!(help.contains(flag), "{flag} missing from --help");
+        assert!(help.contains(env), "{env} missing from --help");
+    }
 }
