@@ -208,6 +208,19 @@ struct Conn {
 }
 
 impl Conn {
+    /// A new pending connection, counted as open (not yet in the pending pool).
+    fn open(registry: &Arc<Registry>, fd: Option<RawFd>) -> Arc<Conn> {
+        registry.open.fetch_add(1, Ordering::AcqRel);
+        Arc::new(Conn {
+            registry: Arc::clone(registry),
+            stage: AtomicU8::new(PENDING),
+            since: AtomicU64::new(0),
+            requested: AtomicBool::new(false),
+            write_blocked_since: AtomicU64::new(0),
+            fd: Mutex::new(fd),
+        })
+    }
+
     fn stage(&self) -> u8 {
         self.stage.load(Ordering::Acquire)
     }
@@ -518,17 +531,9 @@ impl<S> axum_server::accept::Accept<TcpStream, S> for Acceptor {
         if let Err(error) = stream.set_nodelay(true) {
             return std::future::ready(Err(error));
         }
-        let open = registry.open.fetch_add(1, Ordering::AcqRel) + 1;
-        let conn = Arc::new(Conn {
-            registry: Arc::clone(registry),
-            stage: AtomicU8::new(PENDING),
-            since: AtomicU64::new(0),
-            requested: AtomicBool::new(false),
-            write_blocked_since: AtomicU64::new(0),
-            fd: Mutex::new(Some(stream.as_raw_fd())),
-        });
+        let conn = Conn::open(registry, Some(stream.as_raw_fd()));
         let io = BufferedIo::tracked(stream, Arc::clone(&conn));
-        if open > registry.limits.fd_budget
+        if registry.open.load(Ordering::Acquire) > registry.limits.fd_budget
             && !registry.pending.evict_oldest()
             && !registry.unauthenticated.evict_oldest()
         {
@@ -601,6 +606,81 @@ mod tests {
         assert_eq!(io.chunk.capacity(), 0);
         drop(client);
         assert_eq!(io.read(&mut small).await.unwrap(), 0);
+    }
+
+    fn registry(max_unauthenticated: usize, unauthenticated_bytes: usize) -> Arc<Registry> {
+        Registry::new(ConnLimits {
+            max_pending: 100,
+            max_unauthenticated,
+            unauthenticated_bytes,
+            header_timeout: std::time::Duration::from_secs(10),
+            fd_budget: usize::MAX,
+        })
+    }
+
+    #[tokio::test]
+    async fn unauthenticated_reads_are_capped_until_the_socket_authenticates() {
+        let registry = registry(10, 1000);
+        for authenticate in [false, true] {
+            let (mut client, server) = tokio::io::duplex(1 << 20);
+            let conn = Conn::open(&registry, None);
+            registry.pending.join(&conn);
+            let mut io = BufferedIo::tracked(server, Arc::clone(&conn));
+            let handle = ConnHandle(conn);
+            // HTTP headers are not counted (hyper bounds them).
+            client.write_all(&[1u8; 3000]).await.unwrap();
+            let mut buf = vec![0u8; 3000];
+            io.read_exact(&mut buf).await.unwrap();
+            handle.upgrading();
+            if authenticate {
+                handle.authenticated();
+            }
+            client.write_all(&[2u8; 1500]).await.unwrap();
+            let mut got = 0;
+            let result = loop {
+                match io.read(&mut buf[..100]).await {
+                    Ok(n) => got += n,
+                    Err(error) => break Err(error),
+                }
+                if got == 1500 {
+                    break Ok(());
+                }
+            };
+            if authenticate {
+                assert!(result.is_ok());
+            } else {
+                let error = result.unwrap_err();
+                assert!(error.to_string().contains(BUDGET_EXCEEDED), "{error}");
+                assert!(got <= 1000, "{got}");
+            }
+        }
+        // Both dropped: nothing is counted any more.
+        assert_eq!(registry.counts(), (0, 0, 0));
+    }
+
+    #[test]
+    fn a_full_pool_evicts_its_oldest_member() {
+        let registry = registry(2, 1000);
+        let handles: Vec<_> = (0..3)
+            .map(|_| {
+                let conn = Conn::open(&registry, None);
+                registry.pending.join(&conn);
+                ConnHandle(conn)
+            })
+            .collect();
+        assert_eq!(registry.counts(), (3, 3, 0));
+        for handle in &handles {
+            handle.upgrading();
+        }
+        assert_eq!(registry.counts(), (3, 0, 2));
+        assert_eq!(handles[0].0.stage(), EVICTED);
+        assert_eq!(registry.evicted.load(Ordering::Relaxed), 1);
+        handles[1].authenticated();
+        assert_eq!(registry.counts(), (3, 0, 1));
+        for handle in &handles {
+            handle.0.closed();
+        }
+        assert_eq!(registry.counts(), (0, 0, 0));
     }
 
     #[tokio::test]
