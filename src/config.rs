@@ -59,7 +59,8 @@ pub struct ServeConfig {
     #[arg(long, env = "MCP_RELAY_REQUEST_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub request_timeout: Duration,
 
-    /// How long a new extension socket has to answer `authenticate`.
+    /// How long a new socket has to authenticate: an extension to answer `authenticate`, an
+    /// MCP client to complete `mcp_handshake`. Closed with 1008 after it.
     #[arg(long, env = "MCP_RELAY_AUTH_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub auth_timeout: Duration,
 
@@ -127,6 +128,62 @@ pub struct ServeConfig {
     /// clients, control methods); boxed like the cluster options. See docs/SECURITY_hub.md.
     #[command(flatten)]
     pub hub: Box<HubOptions>,
+
+    // Hostile-input bounds for anonymous sockets (docs/SECURITY.md).
+    /// How long a new TCP connection has to deliver its first HTTP request headers (the
+    /// WebSocket upgrade, /healthz, …), and how long a kept-alive HTTP connection may wait
+    /// between requests. Idle or trickling connections are closed after it.
+    #[arg(long, env = "MCP_RELAY_HEADER_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub header_timeout: Duration,
+
+    /// Most TCP connections that have not (yet) become WebSockets: idle connections, requests
+    /// in progress, HTTP keep-alive. Over it the oldest such connection is closed to admit the
+    /// new one, so idle connections can never lock out a real client.
+    #[arg(
+        long,
+        env = "MCP_RELAY_MAX_PENDING_CONNECTIONS",
+        default_value_t = 1024
+    )]
+    pub max_pending_connections: usize,
+
+    /// Most WebSockets that have not authenticated yet (no `mcp_handshake` or `authenticate`
+    /// answer so far). Over it the oldest such socket is closed to admit the new one. Never
+    /// more than half of --max-connections (at least 2), so anonymous sockets cannot take the
+    /// slots of authenticated clients.
+    #[arg(
+        long,
+        env = "MCP_RELAY_MAX_UNAUTHENTICATED_CONNECTIONS",
+        default_value_t = 1000
+    )]
+    pub max_unauthenticated_connections: usize,
+
+    /// Most bytes a WebSocket may send before it has authenticated (frames, pings and headers
+    /// of frames together). More closes the socket with 1008; a real handshake needs a few KiB.
+    #[arg(long, env = "MCP_RELAY_MAX_UNAUTHENTICATED_BYTES", default_value = "64KiB", value_parser = parse_bytes)]
+    pub max_unauthenticated_bytes: usize,
+
+    /// Send queue bound of a WebSocket that has not authenticated yet (error replies to its
+    /// frames); raised to --max-send-queue-bytes once it authenticates.
+    #[arg(long, env = "MCP_RELAY_MAX_UNAUTHENTICATED_QUEUE_BYTES", default_value = "1MiB", value_parser = parse_bytes)]
+    pub max_unauthenticated_queue_bytes: usize,
+
+    /// Most bytes queued towards all peers together. A peer that is behind when the total is
+    /// reached is disconnected like one whose own queue overflowed.
+    #[arg(long, env = "MCP_RELAY_MAX_TOTAL_SEND_QUEUE_BYTES", default_value = "1GiB", value_parser = parse_bytes)]
+    pub max_total_send_queue_bytes: usize,
+
+    /// Web origins (e.g. `https://app.example.com`, comma-separated) allowed to open the
+    /// WebSocket endpoints. Requests without an `Origin` header (non-browser clients) and
+    /// `chrome-extension://` origins on /extension are always allowed; other origins get 403,
+    /// so a web page cannot drive a relay on localhost.
+    #[arg(long, env = "MCP_RELAY_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allowed_origins: Vec<String>,
+
+    /// File descriptors kept free for the relay itself: when open connections come this close
+    /// to the file-descriptor limit (raised to the hard limit at start), the oldest pending or
+    /// unauthenticated connection is closed, or the new one if there is none.
+    #[arg(long, env = "MCP_RELAY_FD_RESERVE", default_value_t = 64)]
+    pub fd_reserve: usize,
 
     /// NATS server(s) to join a relay cluster through (e.g. `nats://nats:4222`; several
     /// separated by commas). Without it the relay is a single node and never contacts NATS.

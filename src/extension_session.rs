@@ -25,6 +25,7 @@ use crate::metrics::SocketGauge;
 use crate::peer::{self, close_code, Inbound, LastSeen, Peer};
 use crate::redact;
 use crate::server::RelayState;
+use crate::transport::ConnHandle;
 
 /// What an extension answers to `authenticate`. Both spellings of the token are in use.
 /// Everything is read without building a JSON tree: before authentication nothing a client
@@ -99,12 +100,13 @@ impl Drop for PendingAuthGuard<'_> {
     }
 }
 
-pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
+pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot, conn: ConnHandle) {
     let _gauge = SocketGauge::open(&state.metrics, |m| &m.extension_sockets);
     let (sink, mut stream) = socket.split();
     let last_seen = LastSeen::new();
     let peer = peer::spawn(
         sink,
+        conn,
         &state.socket,
         last_seen.clone(),
         Arc::clone(&state.metrics),
@@ -126,6 +128,7 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
         return;
     };
     drop(waiting);
+    peer.authenticated();
     tracing::info!(%extension_id, "extension authenticated");
 
     let expiry = tokio::time::sleep(expires_in + state.config.token_expiry_grace);

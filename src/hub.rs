@@ -1518,6 +1518,9 @@ mod tests {
             ping_interval: Duration::from_secs(600),
             send_timeout: Duration::from_secs(30),
             max_queue_bytes: 64 << 20,
+            max_unauthenticated_queue_bytes: 64 << 20,
+            total_queued: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            max_total_queue_bytes: usize::MAX,
         };
         let tracker = tokio_util::task::TaskTracker::new();
         let mut sockets = Sockets {
@@ -1531,6 +1534,7 @@ mod tests {
             let (sink, _stream) = rx.recv().await.unwrap().split();
             sockets.peers.push(crate::peer::spawn(
                 sink,
+                crate::transport::ConnHandle::detached(),
                 &config,
                 crate::peer::LastSeen::new(),
                 Arc::new(Metrics::default()),

@@ -1,5 +1,5 @@
-//! Admission limits that do not belong to the hub: the global socket cap and the
-//! per-connection rate limit.
+//! Admission limits that do not belong to the hub: the global socket cap, the
+//! per-connection rate limit, and the process's file-descriptor limit.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -66,6 +66,42 @@ impl Drop for SocketSlot {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
+}
+
+/// The soft limit on open file descriptors (`RLIMIT_NOFILE`), or `None` if unknown.
+pub fn fd_limit() -> Option<usize> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    (ok && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur as usize)
+}
+
+/// Raises the soft file-descriptor limit to the hard limit, as servers must: many
+/// distributions start processes at a soft limit of 1,024, a few hundred idle clients' worth.
+/// Returns the limit now in force.
+pub fn raise_fd_limit() -> Option<usize> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return None;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            // On failure the soft limit simply stays where it was.
+            libc::setrlimit(libc::RLIMIT_NOFILE, &raised);
+        }
+    }
+    fd_limit()
 }
 
 #[cfg(test)]

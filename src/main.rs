@@ -23,7 +23,7 @@ enum Command {
     ///
     /// Every flag can also be set with the MCP_RELAY_* variable shown. For a first try, run
     /// `mcp-relay serve --dev`: it prints tokens and URLs ready to paste.
-    Serve(ServeConfig),
+    Serve(Box<ServeConfig>),
     /// Mint an access token (JWT) for an extension or an MCP client.
     Token(TokenArgs),
     /// Create a development CA and a localhost certificate for trying wss.
@@ -108,7 +108,7 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(config) => {
             init_logging();
-            serve(config).await
+            serve(*config).await
         }
         Command::Token(args) => token(args),
         Command::Bench(args) => mcp_relay::bench::run(args).await,
@@ -158,6 +158,12 @@ fn token(args: TokenArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
+    // Every socket is a file descriptor: use all the hard limit allows (the relay keeps
+    // --fd-reserve of them free, see docs/SECURITY.md).
+    match mcp_relay::limits::raise_fd_limit() {
+        Some(limit) => tracing::info!(limit, "file-descriptor limit"),
+        None => tracing::warn!("could not read the file-descriptor limit"),
+    }
     let dev_secret = if config.dev && config.jwt_secret.is_none() && config.jwt_public_key.is_none()
     {
         let secret = format!(

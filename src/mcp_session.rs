@@ -18,13 +18,17 @@ use crate::limits::{RateLimit, SocketSlot};
 use crate::metrics::SocketGauge;
 use crate::peer::{self, close_code, Inbound, LastSeen, Peer};
 use crate::server::RelayState;
+use crate::transport::ConnHandle;
 
-pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
+/// Runs one MCP socket. It must complete `mcp_handshake` within `--auth-timeout` or is closed
+/// with 1008: until then it is anonymous and holds a slot of the unauthenticated pool.
+pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot, conn: ConnHandle) {
     let _gauge = SocketGauge::open(&state.metrics, |m| &m.mcp_sockets);
     let (sink, mut stream) = socket.split();
     let last_seen = LastSeen::new();
     let peer = peer::spawn(
         sink,
+        conn,
         &state.socket,
         last_seen.clone(),
         Arc::clone(&state.metrics),
@@ -41,17 +45,26 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
         ),
     };
     let mut rate = RateLimit::new(state.config.rate_limit, state.config.rate_burst);
-    // One timer for the token's expiry, armed by the first successful handshake and moved by a
-    // later one; polled only while armed, so an ordinary frame costs no timer work.
-    let expiry = tokio::time::sleep(std::time::Duration::ZERO);
-    tokio::pin!(expiry);
-    let mut armed: Option<tokio::time::Instant> = None;
+    // One timer: until a handshake succeeds it is the --auth-timeout deadline; from then on it
+    // is the token's expiry (plus the grace), moved by a later handshake with a fresher token.
+    let deadline = tokio::time::sleep(state.config.auth_timeout);
+    tokio::pin!(deadline);
+    let mut expires: Option<tokio::time::Instant> = None;
     loop {
         let inbound = tokio::select! {
-            _ = &mut expiry, if armed.is_some() => {
-                // The token this socket was authenticated with has expired: a token that no
-                // longer opens a socket must not keep an old one working either.
-                peer.close_after_flush(close_code::POLICY, "token expired");
+            _ = &mut deadline => {
+                if expires.is_some() {
+                    // A token that no longer opens a socket must not keep an old one working.
+                    peer.close_after_flush(close_code::POLICY, "token expired");
+                } else {
+                    peer.close_after_flush(
+                        close_code::POLICY,
+                        format!(
+                            "authentication timed out: no successful mcp_handshake within {} s",
+                            state.config.auth_timeout.as_secs_f64()
+                        ),
+                    );
+                }
                 break;
             }
             inbound = peer::next_inbound(
@@ -65,10 +78,15 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot) {
         match inbound {
             Inbound::Text(text) => {
                 handle_frame(&text, &mut mcp, &mut rate, &state);
-                if mcp.token_expires != armed {
-                    armed = mcp.token_expires;
-                    if let Some(at) = armed {
-                        expiry.as_mut().reset(at + state.config.token_expiry_grace);
+                if mcp.token_expires != expires {
+                    if expires.is_none() {
+                        peer.authenticated();
+                    }
+                    expires = mcp.token_expires;
+                    if let Some(at) = expires {
+                        deadline
+                            .as_mut()
+                            .reset(at + state.config.token_expiry_grace);
                     }
                 }
             }

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::State;
-use axum::http::StatusCode;
+use axum::extract::{Extension, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -27,6 +27,7 @@ use crate::hub::{Hub, HubLimits, LocalHub};
 use crate::limits::SocketSlot;
 use crate::metrics::Metrics;
 use crate::peer::SocketConfig;
+use crate::transport::{ConnHandle, ConnLimits, Registry};
 use crate::{extension_session, mcp_session};
 
 /// Everything a session needs, shared by all of them.
@@ -44,6 +45,8 @@ pub struct RelayState {
     open_sockets: Arc<AtomicUsize>,
     /// Extension sockets waiting for their answer to `authenticate`.
     pub pending_auths: extension_session::PendingAuths,
+    /// Every TCP connection, and the pending and unauthenticated pools.
+    connections: Arc<Registry>,
     /// The cluster side of the hub when `--cluster` is set, for health and metrics.
     cluster: Option<Arc<ClusterHub>>,
 }
@@ -181,12 +184,17 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
         }
         None => (Arc::new(LocalHub::new(limits, Arc::clone(&metrics))), None),
     };
+    let connections = Registry::new(conn_limits(&config));
     let state = Arc::new(RelayState {
         socket: SocketConfig {
             ping_interval: config.ping_interval,
             send_timeout: config.send_timeout,
             max_queue_bytes: config.max_send_queue_bytes,
+            max_unauthenticated_queue_bytes: config.max_unauthenticated_queue_bytes,
+            total_queued: Arc::new(AtomicUsize::new(0)),
+            max_total_queue_bytes: config.max_total_send_queue_bytes,
         },
+        connections: Arc::clone(&connections),
         config,
         hub,
         verifier,
@@ -224,14 +232,18 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
     let local_addr = listener.local_addr()?;
     let handle = axum_server::Handle::new();
     let is_tls = tls.is_some();
+    let acceptor = crate::transport::Acceptor::new(Arc::clone(&connections));
+    let header_timeout = state.config.header_timeout;
     let server = match tls {
         Some(tls) => {
             let rustls = axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(tls));
             let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(rustls)
-                .acceptor(crate::transport::Acceptor);
-            let server = axum_server::from_tcp(listener)?
+                .handshake_timeout(header_timeout)
+                .acceptor(acceptor);
+            let mut server = axum_server::from_tcp(listener)?
                 .acceptor(acceptor)
                 .handle(handle.clone());
+            limit_http(server.http_builder(), header_timeout);
             tokio::spawn(server.serve(app.into_make_service()))
         }
         None => {
@@ -239,13 +251,15 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
                 "serving plain ws (no --tls-cert/--tls-key): terminate TLS in front of the relay \
                  for anything but localhost"
             );
-            let server = axum_server::from_tcp(listener)?
-                .acceptor(crate::transport::Acceptor)
+            let mut server = axum_server::from_tcp(listener)?
+                .acceptor(acceptor)
                 .handle(handle.clone());
+            limit_http(server.http_builder(), header_timeout);
             tokio::spawn(server.serve(app.into_make_service()))
         }
     };
     spawn_expiry_sweeper(&state);
+    spawn_pending_sweeper(&state);
     tracing::info!(%local_addr, tls = is_tls, "relay listening");
     Ok(RunningRelay {
         local_addr,
@@ -254,6 +268,55 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
         handle,
         server,
     })
+}
+
+/// The bounds on anonymous connections, from the configuration and the file-descriptor limit.
+fn conn_limits(config: &ServeConfig) -> ConnLimits {
+    let fd_budget = crate::limits::fd_limit()
+        .map_or(usize::MAX, |limit| limit.saturating_sub(config.fd_reserve));
+    ConnLimits {
+        max_pending: config.max_pending_connections,
+        // Anonymous sockets never get more than half of --max-connections: authenticated
+        // clients always have the other half.
+        max_unauthenticated: config
+            .max_unauthenticated_connections
+            .min((config.max_connections / 2).max(2)),
+        unauthenticated_bytes: config.max_unauthenticated_bytes,
+        header_timeout: config.header_timeout,
+        fd_budget,
+    }
+}
+
+/// HTTP/1 limits: request headers must arrive within `--header-timeout` (hyper restarts the
+/// timer for each request of a kept-alive connection), and at most 64 KiB of them are
+/// buffered. The first request's deadline also covers a connection that sends nothing at all
+/// (hyper's timer only starts with the first byte), see `spawn_pending_sweeper`.
+fn limit_http(
+    builder: &mut hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>,
+    header_timeout: Duration,
+) {
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .max_buf_size(64 * 1024);
+}
+
+/// Closes connections that have not delivered a request head within `--header-timeout` (idle
+/// TCP, trickled headers). One task for all connections, a few checks per timeout period.
+fn spawn_pending_sweeper(state: &Arc<RelayState>) {
+    let period = (state.config.header_timeout / 10)
+        .clamp(Duration::from_millis(10), Duration::from_millis(500));
+    let state = Arc::clone(state);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(period);
+        loop {
+            tokio::select! {
+                _ = state.shutdown.cancelled() => break,
+                _ = tick.tick() => state.connections.sweep_pending(),
+            }
+        }
+    });
 }
 
 /// Answers requests the extension never answered. A single sweeper checks all pending requests
@@ -273,55 +336,117 @@ fn spawn_expiry_sweeper(state: &Arc<RelayState>) {
     });
 }
 
-/// Applies the buffer sizes and message limit to an upgrade. Small read and write buffers
+/// Slack in the WebSocket write buffer beyond one largest message: room for pongs and close
+/// frames.
+const WRITE_BUFFER_SLACK: usize = 64 * 1024;
+
+/// Applies the buffer sizes and message limits to an upgrade. Small read and write buffers
 /// keep an idle socket at a few KiB instead of tungstenite's 128 KiB defaults.
+///
+/// The write buffer is bounded: it must hold one whole outgoing message (axum cannot send a
+/// message in fragments) plus some slack, and no more. Pongs tungstenite queues by itself in
+/// answer to pings go into that buffer; once it is full further pongs collapse into the one
+/// tungstenite keeps pending (RFC 6455 allows answering only the latest ping), so a ping flood
+/// from a peer that does not read can no longer grow it without limit. Before authentication
+/// the read budget bounds it far lower: pongs never exceed the pings read.
 fn tune(ws: WebSocketUpgrade, state: &RelayState) -> WebSocketUpgrade {
     let max = state.config.max_message_bytes;
     ws.read_buffer_size(state.config.read_buffer_bytes.max(64))
         .write_buffer_size(0)
-        .max_write_buffer_size(usize::MAX)
+        .max_write_buffer_size(max.saturating_add(WRITE_BUFFER_SLACK))
         .max_message_size(max)
         .max_frame_size(max)
 }
 
-/// Takes a socket slot, or says why the upgrade is refused (503 either way).
-fn admit(state: &RelayState) -> Result<SocketSlot, (StatusCode, &'static str)> {
+/// Whether a browser page from `origin` may open `endpoint`. Non-browser clients send no
+/// `Origin`; browsers always do, so this is what keeps a web page from reaching a relay on
+/// localhost. Extensions connect from `chrome-extension://<id>`.
+fn origin_allowed(config: &ServeConfig, headers: &HeaderMap, extension: bool) -> bool {
+    let Some(origin) = headers.get(axum::http::header::ORIGIN) else {
+        return true;
+    };
+    let Ok(origin) = origin.to_str() else {
+        return false;
+    };
+    let origin = origin.trim().trim_end_matches('/');
+    if extension
+        && origin
+            .get(.."chrome-extension://".len())
+            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("chrome-extension://"))
+    {
+        return true;
+    }
+    config.allowed_origins.iter().any(|allowed| {
+        allowed
+            .trim()
+            .trim_end_matches('/')
+            .eq_ignore_ascii_case(origin)
+    })
+}
+
+/// Checks the `Origin`, takes a socket slot and moves the connection into the unauthenticated
+/// pool, or says why the upgrade is refused (403 for an origin, 503 otherwise).
+fn admit(
+    state: &RelayState,
+    headers: &HeaderMap,
+    conn: &ConnHandle,
+    extension: bool,
+) -> Result<SocketSlot, (StatusCode, &'static str)> {
+    if !origin_allowed(&state.config, headers, extension) {
+        tracing::info!(origin = ?headers.get(axum::http::header::ORIGIN), "refused a WebSocket from a web origin");
+        return Err((
+            StatusCode::FORBIDDEN,
+            "this Origin may not open the relay's WebSockets (see --allowed-origins)\n",
+        ));
+    }
     if state.shutdown.is_cancelled() {
         return Err((StatusCode::SERVICE_UNAVAILABLE, "relay is shutting down\n"));
     }
-    SocketSlot::acquire(&state.open_sockets, state.config.max_connections).ok_or_else(|| {
-        state
-            .metrics
-            .rejected_sockets
-            .fetch_add(1, Ordering::Relaxed);
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "relay is at its connection limit, try again later\n",
-        )
-    })
+    let slot = SocketSlot::acquire(&state.open_sockets, state.config.max_connections).ok_or_else(
+        || {
+            state
+                .metrics
+                .rejected_sockets
+                .fetch_add(1, Ordering::Relaxed);
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "relay is at its connection limit, try again later\n",
+            )
+        },
+    )?;
+    conn.upgrading();
+    Ok(slot)
 }
 
 async fn extension_endpoint(
     ws: WebSocketUpgrade,
     State(state): State<Arc<RelayState>>,
+    Extension(conn): Extension<ConnHandle>,
+    headers: HeaderMap,
 ) -> Response {
-    let slot = match admit(&state) {
+    let slot = match admit(&state, &headers, &conn, true) {
         Ok(slot) => slot,
         Err(refusal) => return refusal.into_response(),
     };
     let tracker = state.tracker.clone();
-    tune(ws, &state)
-        .on_upgrade(move |socket| tracker.track_future(extension_session::run(socket, state, slot)))
+    tune(ws, &state).on_upgrade(move |socket| {
+        tracker.track_future(extension_session::run(socket, state, slot, conn))
+    })
 }
 
-async fn mcp_endpoint(ws: WebSocketUpgrade, State(state): State<Arc<RelayState>>) -> Response {
-    let slot = match admit(&state) {
+async fn mcp_endpoint(
+    ws: WebSocketUpgrade,
+    State(state): State<Arc<RelayState>>,
+    Extension(conn): Extension<ConnHandle>,
+    headers: HeaderMap,
+) -> Response {
+    let slot = match admit(&state, &headers, &conn, false) {
         Ok(slot) => slot,
         Err(refusal) => return refusal.into_response(),
     };
     let tracker = state.tracker.clone();
     tune(ws, &state)
-        .on_upgrade(move |socket| tracker.track_future(mcp_session::run(socket, state, slot)))
+        .on_upgrade(move |socket| tracker.track_future(mcp_session::run(socket, state, slot, conn)))
 }
 
 /// 200 while serving. A cluster node that lost NATS still serves its local pairs, so it stays
@@ -353,12 +478,34 @@ async fn healthz(State(state): State<Arc<RelayState>>) -> Response {
 }
 
 async fn metrics_endpoint(State(state): State<Arc<RelayState>>) -> Response {
-    (
-        [("content-type", "text/plain; version=0.0.4")],
-        match &state.cluster {
-            Some(cluster) => state.metrics.render() + &cluster.render_metrics(),
-            None => state.metrics.render(),
-        },
+    let mut text = state.metrics.render();
+    if let Some(cluster) = &state.cluster {
+        text += &cluster.render_metrics();
+    }
+    text += &connection_metrics(&state);
+    ([("content-type", "text/plain; version=0.0.4")], text).into_response()
+}
+
+/// The connection registry's figures (docs/SECURITY.md).
+fn connection_metrics(state: &RelayState) -> String {
+    let (open, pending, unauthenticated) = state.connections.counts();
+    let evicted = state.connections.evicted.load(Ordering::Relaxed);
+    let shed = state.connections.shed.load(Ordering::Relaxed);
+    let queued = state.socket.total_queued.load(Ordering::Relaxed);
+    format!(
+        "# HELP mcp_relay_tcp_connections Open TCP connections by stage.\n\
+         # TYPE mcp_relay_tcp_connections gauge\n\
+         mcp_relay_tcp_connections{{stage=\"all\"}} {open}\n\
+         mcp_relay_tcp_connections{{stage=\"pending\"}} {pending}\n\
+         mcp_relay_tcp_connections{{stage=\"unauthenticated\"}} {unauthenticated}\n\
+         # HELP mcp_relay_evicted_connections_total Anonymous connections closed to make room or for missing their header deadline.\n\
+         # TYPE mcp_relay_evicted_connections_total counter\n\
+         mcp_relay_evicted_connections_total {evicted}\n\
+         # HELP mcp_relay_shed_connections_total New connections closed at once because file descriptors ran short.\n\
+         # TYPE mcp_relay_shed_connections_total counter\n\
+         mcp_relay_shed_connections_total {shed}\n\
+         # HELP mcp_relay_send_queue_bytes Bytes queued towards all peers (with per-frame overhead).\n\
+         # TYPE mcp_relay_send_queue_bytes gauge\n\
+         mcp_relay_send_queue_bytes {queued}\n"
     )
-        .into_response()
 }

@@ -1,5 +1,5 @@
-//! The byte stream under every socket: TCP_NODELAY, and a read buffer that exists only while
-//! data is flowing.
+//! The byte stream under every socket: TCP_NODELAY, a read buffer that exists only while data
+//! is flowing, and the bookkeeping that keeps anonymous connections bounded.
 //!
 //! tungstenite allocates its whole read buffer for every socket up front and never reads more
 //! than that per call, so one buffer size has to serve two opposite needs: ten thousand idle
@@ -7,10 +7,34 @@
 //! calls per screenshot). [`BufferedIo`] sits under the WebSocket: a small read is served from a
 //! 64 KiB chunk filled by one system call, and that chunk is freed as soon as the socket has
 //! nothing more to read, so an idle socket holds no buffer here at all.
+//!
+//! ## Anonymous connections ([`Registry`], [`ConnHandle`])
+//!
+//! Every accepted TCP connection goes through three stages: *pending* (plain HTTP, before any
+//! upgrade), *unauthenticated* (a WebSocket that has not authenticated yet) and
+//! *authenticated*. The first two are anonymous, so each is a capped pool: when a pool is
+//! full, its **oldest** member is closed to admit the new connection. Refusing the newcomer
+//! instead would let whoever holds the pool lock everyone out; evicting the oldest means an
+//! attacker holding idle connections only ever loses them to real clients, which complete
+//! their handshake within a round trip. Eviction is `shutdown(2)` on the socket, so the task
+//! serving it sees end-of-stream and cleans up on its own: nothing is added to the data path.
+//!
+//! The byte stream enforces what no layer above can after the upgrade (axum gives no access
+//! to tungstenite's configuration once the socket is open): an unauthenticated WebSocket may
+//! read at most `--max-unauthenticated-bytes` in total, so an unfinished fragmented message or
+//! a ping flood holds at most that much before authentication. The write side records since
+//! when the socket has accepted nothing, so a peer that does not read is noticed whatever it
+//! sends (see `peer::next_inbound`). Once a socket is authenticated, the only cost left on
+//! the data path is one branch per read and one relaxed atomic load per write.
 
+use std::collections::VecDeque;
 use std::io;
+use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -21,13 +45,290 @@ const CHUNK: usize = 64 * 1024;
 /// Reads at least this large go straight to the socket; the chunk would only add a copy.
 const DIRECT: usize = 16 * 1024;
 
-/// A stream whose small reads are served from a transient 64 KiB chunk.
+/// The text of the read error an unauthenticated socket gets once it exceeds its budget;
+/// `peer::next_inbound` turns it into a 1008 close with a clear reason.
+pub const BUDGET_EXCEEDED: &str = "too many bytes before authenticating";
+
+// Connection stages.
+const PENDING: u8 = 0;
+const UNAUTHENTICATED: u8 = 1;
+const AUTHENTICATED: u8 = 2;
+const EVICTED: u8 = 3;
+const CLOSED: u8 = 4;
+
+/// Milliseconds since the first call; a cheap clock for atomics.
+fn now_ms() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64
+}
+
+/// The bounds [`Registry`] enforces (see `ServeConfig` for their meaning).
+#[derive(Debug, Clone)]
+pub struct ConnLimits {
+    pub max_pending: usize,
+    pub max_unauthenticated: usize,
+    pub unauthenticated_bytes: usize,
+    pub header_timeout: Duration,
+    /// Connections allowed open at once before the file-descriptor reserve is touched.
+    pub fd_budget: usize,
+}
+
+/// Every open TCP connection of one listener, and the two anonymous pools.
+pub struct Registry {
+    limits: ConnLimits,
+    pending: Pool,
+    unauthenticated: Pool,
+    /// Accepted connections not yet dropped (each holds a file descriptor).
+    open: AtomicUsize,
+    /// Connections closed to make room (pool full, header deadline, file descriptors).
+    pub evicted: AtomicU64,
+    /// New connections closed at once because file descriptors ran short.
+    pub shed: AtomicU64,
+}
+
+impl Registry {
+    pub fn new(limits: ConnLimits) -> Arc<Registry> {
+        Arc::new(Registry {
+            pending: Pool::new(PENDING, limits.max_pending),
+            unauthenticated: Pool::new(UNAUTHENTICATED, limits.max_unauthenticated),
+            limits,
+            open: AtomicUsize::new(0),
+            evicted: AtomicU64::new(0),
+            shed: AtomicU64::new(0),
+        })
+    }
+
+    /// Open connections: (all, pending, unauthenticated).
+    pub fn counts(&self) -> (usize, usize, usize) {
+        (
+            self.open.load(Ordering::Relaxed),
+            self.pending.count.load(Ordering::Relaxed),
+            self.unauthenticated.count.load(Ordering::Relaxed),
+        )
+    }
+
+    fn pool(&self, stage: u8) -> Option<&Pool> {
+        match stage {
+            PENDING => Some(&self.pending),
+            UNAUTHENTICATED => Some(&self.unauthenticated),
+            _ => None,
+        }
+    }
+
+    /// Closes pending connections that have not delivered a request head within
+    /// `--header-timeout`. Connections that did send a request (HTTP keep-alive) are left to
+    /// hyper's own header timeout and only move to the back of the queue. Called a few times
+    /// per timeout period by one task for all connections.
+    pub fn sweep_pending(&self) {
+        let now = now_ms();
+        let timeout = self.limits.header_timeout.as_millis() as u64;
+        let mut queue = self.pending.queue.lock().unwrap();
+        while let Some(front) = queue.front() {
+            let Some(conn) = front.upgrade().filter(|c| c.stage() == PENDING) else {
+                queue.pop_front();
+                continue;
+            };
+            if conn.since.load(Ordering::Relaxed) + timeout > now {
+                break;
+            }
+            let entry = queue.pop_front().expect("front exists");
+            if conn.requested.load(Ordering::Relaxed) {
+                conn.since.store(now, Ordering::Relaxed);
+                queue.push_back(entry);
+            } else {
+                conn.evict(PENDING);
+            }
+        }
+    }
+}
+
+/// A capped set of connections in one stage, oldest first. Members leave lazily: a
+/// connection that moved on (or closed) stays in the queue until it reaches the front or the
+/// queue is compacted, so joining and leaving are O(1) and take no lock on the way out.
+struct Pool {
+    stage: u8,
+    cap: usize,
+    count: AtomicUsize,
+    queue: Mutex<VecDeque<Weak<Conn>>>,
+}
+
+impl Pool {
+    fn new(stage: u8, cap: usize) -> Pool {
+        Pool {
+            stage,
+            cap: cap.max(1),
+            count: AtomicUsize::new(0),
+            queue: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// Adds a connection (already in this stage); evicts the oldest member when over the cap.
+    fn join(&self, conn: &Arc<Conn>) {
+        conn.since.store(now_ms(), Ordering::Relaxed);
+        let count = self.count.fetch_add(1, Ordering::AcqRel) + 1;
+        let mut queue = self.queue.lock().unwrap();
+        queue.push_back(Arc::downgrade(conn));
+        if queue.len() > 2 * count + 64 {
+            let stage = self.stage;
+            queue.retain(|w| w.upgrade().is_some_and(|c| c.stage() == stage));
+        }
+        if count > self.cap {
+            Self::evict_front(&mut queue, self.stage);
+        }
+    }
+
+    /// Closes the oldest member; `false` when there is none.
+    fn evict_oldest(&self) -> bool {
+        Self::evict_front(&mut self.queue.lock().unwrap(), self.stage)
+    }
+
+    fn evict_front(queue: &mut VecDeque<Weak<Conn>>, stage: u8) -> bool {
+        while let Some(entry) = queue.pop_front() {
+            if entry.upgrade().is_some_and(|conn| conn.evict(stage)) {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// The shared state of one accepted TCP connection.
+struct Conn {
+    registry: Arc<Registry>,
+    stage: AtomicU8,
+    /// When it entered its current pool (ms, `now_ms`).
+    since: AtomicU64,
+    /// Whether an HTTP request head has arrived.
+    requested: AtomicBool,
+    /// `now_ms() + 1` when a write last found the socket full, 0 while writes go through.
+    write_blocked_since: AtomicU64,
+    /// The socket, until it is closed; eviction shuts it down under this lock so a reused
+    /// descriptor number is never touched.
+    fd: Mutex<Option<RawFd>>,
+}
+
+impl Conn {
+    /// A new pending connection, counted as open (not yet in the pending pool).
+    fn open(registry: &Arc<Registry>, fd: Option<RawFd>) -> Arc<Conn> {
+        registry.open.fetch_add(1, Ordering::AcqRel);
+        Arc::new(Conn {
+            registry: Arc::clone(registry),
+            stage: AtomicU8::new(PENDING),
+            since: AtomicU64::new(0),
+            requested: AtomicBool::new(false),
+            write_blocked_since: AtomicU64::new(0),
+            fd: Mutex::new(fd),
+        })
+    }
+
+    fn stage(&self) -> u8 {
+        self.stage.load(Ordering::Acquire)
+    }
+
+    /// Moves from `from` to `to`; the pool of `from` loses a member. `false` if the
+    /// connection was not in `from` (already moved on, evicted or closed).
+    fn leave(&self, from: u8, to: u8) -> bool {
+        let moved = self
+            .stage
+            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if moved {
+            if let Some(pool) = self.registry.pool(from) {
+                pool.count.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        moved
+    }
+
+    /// Closes the connection if it is still in stage `from`.
+    fn evict(&self, from: u8) -> bool {
+        if !self.leave(from, EVICTED) {
+            return false;
+        }
+        if let Some(fd) = *self.fd.lock().unwrap() {
+            // SAFETY: `fd` is open: it is cleared under this lock before the socket is
+            // dropped. shutdown(2) only ends the connection; the owner still closes the fd.
+            unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        }
+        self.registry.evicted.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    fn closed(&self) {
+        *self.fd.lock().unwrap() = None;
+        let stage = self.stage.swap(CLOSED, Ordering::AcqRel);
+        if let Some(pool) = self.registry.pool(stage) {
+            pool.count.fetch_sub(1, Ordering::AcqRel);
+        }
+        self.registry.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A connection as the HTTP handlers and sessions see it (a request extension on every
+/// request of the connection).
+#[derive(Clone)]
+pub struct ConnHandle(Arc<Conn>);
+
+impl std::fmt::Debug for ConnHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ConnHandle(stage {})", self.0.stage())
+    }
+}
+
+impl ConnHandle {
+    /// The connection is becoming a WebSocket: it leaves the pending pool and joins the
+    /// unauthenticated one (evicting the oldest member if that is full), and from now on its
+    /// reads count against `--max-unauthenticated-bytes`.
+    pub fn upgrading(&self) {
+        if self.0.leave(PENDING, UNAUTHENTICATED) {
+            self.0.registry.unauthenticated.join(&self.0);
+        }
+    }
+
+    /// The socket has authenticated: it leaves the unauthenticated pool and its reads are no
+    /// longer counted. Sessions reach this through `Peer::authenticated`.
+    pub fn authenticated(&self) {
+        self.0.leave(UNAUTHENTICATED, AUTHENTICATED);
+    }
+
+    /// A handle for a socket no listener accepted, already authenticated: the hub's unit tests
+    /// build peers on plain loopback sockets.
+    #[cfg(test)]
+    pub(crate) fn detached() -> ConnHandle {
+        let registry = Registry::new(ConnLimits {
+            max_pending: usize::MAX,
+            max_unauthenticated: usize::MAX,
+            unauthenticated_bytes: usize::MAX,
+            header_timeout: Duration::from_secs(3600),
+            fd_budget: usize::MAX,
+        });
+        let conn = Conn::open(&registry, None);
+        conn.stage.store(AUTHENTICATED, Ordering::Release);
+        ConnHandle(conn)
+    }
+
+    /// How long writes have found the socket full (the peer is not reading), if they do.
+    pub fn write_stalled_for(&self) -> Option<Duration> {
+        match self.0.write_blocked_since.load(Ordering::Relaxed) {
+            0 => None,
+            since => Some(Duration::from_millis(now_ms().saturating_sub(since - 1))),
+        }
+    }
+}
+
+/// A stream whose small reads are served from a transient 64 KiB chunk, and which enforces
+/// the connection's read budget before authentication.
 pub struct BufferedIo<S> {
     inner: S,
     /// Bytes read from the socket and not yet handed out: `chunk[start..]`. Empty (and
     /// unallocated) whenever the socket has been drained.
     chunk: Vec<u8>,
     start: usize,
+    conn: Option<Arc<Conn>>,
+    /// Bytes this socket may still read before it authenticates.
+    budget: usize,
+    /// Authenticated (or not tracked): reads are no longer counted.
+    unlimited: bool,
 }
 
 impl<S> BufferedIo<S> {
@@ -36,6 +337,20 @@ impl<S> BufferedIo<S> {
             inner,
             chunk: Vec::new(),
             start: 0,
+            conn: None,
+            budget: usize::MAX,
+            unlimited: true,
+        }
+    }
+
+    fn tracked(inner: S, conn: Arc<Conn>) -> Self {
+        BufferedIo {
+            inner,
+            chunk: Vec::new(),
+            start: 0,
+            budget: conn.registry.limits.unauthenticated_bytes,
+            conn: Some(conn),
+            unlimited: false,
         }
     }
 
@@ -56,6 +371,98 @@ impl<S> BufferedIo<S> {
             self.start = 0;
         }
     }
+
+    /// Charges `n` bytes read against the budget while the socket is an unauthenticated
+    /// WebSocket; `false` once the budget is exceeded.
+    fn charge(&mut self, n: usize) -> bool {
+        let Some(conn) = &self.conn else {
+            return true;
+        };
+        match conn.stage() {
+            PENDING => true, // HTTP headers: bounded by hyper's buffer limit
+            UNAUTHENTICATED | EVICTED => match self.budget.checked_sub(n) {
+                Some(left) => {
+                    self.budget = left;
+                    true
+                }
+                None => {
+                    self.budget = 0;
+                    false
+                }
+            },
+            _ => {
+                self.unlimited = true;
+                true
+            }
+        }
+    }
+
+    fn note_write<T>(&self, result: &Poll<io::Result<T>>, wrote: impl Fn(&T) -> bool) {
+        let Some(conn) = &self.conn else { return };
+        let blocked = &conn.write_blocked_since;
+        match result {
+            Poll::Pending => {
+                if blocked.load(Ordering::Relaxed) == 0 {
+                    blocked.store(now_ms() + 1, Ordering::Relaxed);
+                }
+            }
+            Poll::Ready(Ok(n)) if wrote(n) => {
+                if blocked.load(Ordering::Relaxed) != 0 {
+                    blocked.store(0, Ordering::Relaxed);
+                }
+            }
+            Poll::Ready(_) => {}
+        }
+    }
+}
+
+impl<S> Drop for BufferedIo<S> {
+    fn drop(&mut self) {
+        if let Some(conn) = &self.conn {
+            conn.closed();
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> BufferedIo<S> {
+    fn poll_read_buffered(
+        &mut self,
+        cx: &mut Context<'_>,
+        dst: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.start < self.chunk.len() {
+            self.hand_out(dst);
+            return Poll::Ready(Ok(()));
+        }
+        if dst.remaining() >= DIRECT {
+            self.release();
+            return Pin::new(&mut self.inner).poll_read(cx, dst);
+        }
+        if self.chunk.capacity() < CHUNK {
+            self.chunk = Vec::with_capacity(CHUNK);
+        }
+        let mut fill = ReadBuf::uninit(&mut self.chunk.spare_capacity_mut()[..CHUNK]);
+        match Pin::new(&mut self.inner).poll_read(cx, &mut fill) {
+            Poll::Ready(Ok(())) => {
+                let filled = fill.filled().len();
+                // SAFETY: `ReadBuf` guarantees its first `filled` bytes were initialized by
+                // the read, and they lie within the vector's capacity.
+                unsafe { self.chunk.set_len(filled) };
+                self.start = 0;
+                if filled == 0 {
+                    self.release();
+                    return Poll::Ready(Ok(())); // end of stream
+                }
+                self.hand_out(dst);
+                Poll::Ready(Ok(()))
+            }
+            other => {
+                // Nothing to read (or an error): an idle socket keeps no buffer.
+                self.release();
+                other
+            }
+        }
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for BufferedIo<S> {
@@ -65,38 +472,15 @@ impl<S: AsyncRead + Unpin> AsyncRead for BufferedIo<S> {
         dst: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.start < this.chunk.len() {
-            this.hand_out(dst);
-            return Poll::Ready(Ok(()));
+        if this.unlimited {
+            return this.poll_read_buffered(cx, dst);
         }
-        if dst.remaining() >= DIRECT {
-            this.release();
-            return Pin::new(&mut this.inner).poll_read(cx, dst);
+        let before = dst.filled().len();
+        let result = this.poll_read_buffered(cx, dst);
+        if matches!(result, Poll::Ready(Ok(()))) && !this.charge(dst.filled().len() - before) {
+            return Poll::Ready(Err(io::Error::other(BUDGET_EXCEEDED)));
         }
-        if this.chunk.capacity() < CHUNK {
-            this.chunk = Vec::with_capacity(CHUNK);
-        }
-        let mut fill = ReadBuf::uninit(&mut this.chunk.spare_capacity_mut()[..CHUNK]);
-        match Pin::new(&mut this.inner).poll_read(cx, &mut fill) {
-            Poll::Ready(Ok(())) => {
-                let filled = fill.filled().len();
-                // SAFETY: `ReadBuf` guarantees its first `filled` bytes were initialized by
-                // the read, and they lie within the vector's capacity.
-                unsafe { this.chunk.set_len(filled) };
-                this.start = 0;
-                if filled == 0 {
-                    this.release();
-                    return Poll::Ready(Ok(())); // end of stream
-                }
-                this.hand_out(dst);
-                Poll::Ready(Ok(()))
-            }
-            other => {
-                // Nothing to read (or an error): an idle socket keeps no buffer.
-                this.release();
-                other
-            }
-        }
+        result
     }
 }
 
@@ -106,7 +490,10 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for BufferedIo<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+        let this = self.get_mut();
+        let result = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.note_write(&result, |n| *n > 0);
+        result
     }
 
     fn poll_write_vectored(
@@ -114,7 +501,10 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for BufferedIo<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        let result = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.note_write(&result, |n| *n > 0);
+        result
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -131,21 +521,79 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for BufferedIo<S> {
 }
 
 /// The relay's acceptor: TCP_NODELAY (JSON-RPC frames are small and latency-bound; Nagle's
-/// algorithm would hold them back waiting for ACKs) and [`BufferedIo`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Acceptor;
+/// algorithm would hold them back waiting for ACKs), [`BufferedIo`], and admission into the
+/// [`Registry`]: the new connection joins the pending pool, and when open connections reach
+/// the file-descriptor budget the oldest anonymous connection is closed first (or, with none
+/// to close, the new one), so `accept` never fails for lack of descriptors and /healthz and
+/// authenticated clients keep being served.
+#[derive(Clone)]
+pub struct Acceptor {
+    registry: Arc<Registry>,
+}
+
+impl Acceptor {
+    pub fn new(registry: Arc<Registry>) -> Self {
+        Acceptor { registry }
+    }
+}
 
 impl<S> axum_server::accept::Accept<TcpStream, S> for Acceptor {
     type Stream = BufferedIo<TcpStream>;
-    type Service = S;
-    type Future = std::future::Ready<io::Result<(Self::Stream, S)>>;
+    type Service = WithConn<S>;
+    type Future = std::future::Ready<io::Result<(Self::Stream, Self::Service)>>;
 
     fn accept(&self, stream: TcpStream, service: S) -> Self::Future {
-        std::future::ready(
-            stream
-                .set_nodelay(true)
-                .map(|()| (BufferedIo::new(stream), service)),
-        )
+        let registry = &self.registry;
+        if let Err(error) = stream.set_nodelay(true) {
+            return std::future::ready(Err(error));
+        }
+        let conn = Conn::open(registry, Some(stream.as_raw_fd()));
+        let io = BufferedIo::tracked(stream, Arc::clone(&conn));
+        if registry.open.load(Ordering::Acquire) > registry.limits.fd_budget
+            && !registry.pending.evict_oldest()
+            && !registry.unauthenticated.evict_oldest()
+        {
+            registry.shed.fetch_add(1, Ordering::Relaxed);
+            // Never joined a pool; dropping `io` closes the socket and undoes the open count.
+            conn.stage.store(EVICTED, Ordering::Release);
+            return std::future::ready(Err(io::Error::other("file-descriptor reserve reached")));
+        }
+        // Counted in the pending pool from here on (the stage is already PENDING).
+        registry.pending.join(&conn);
+        std::future::ready(Ok((
+            io,
+            WithConn {
+                inner: service,
+                conn: ConnHandle(conn),
+            },
+        )))
+    }
+}
+
+/// The service of one connection: puts its [`ConnHandle`] into every request's extensions
+/// and notes that a request head has arrived (which ends the pending header deadline).
+#[derive(Clone)]
+pub struct WithConn<S> {
+    inner: S,
+    conn: ConnHandle,
+}
+
+impl<S, B> tower_service::Service<axum::http::Request<B>> for WithConn<S>
+where
+    S: tower_service::Service<axum::http::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: axum::http::Request<B>) -> Self::Future {
+        self.conn.0.requested.store(true, Ordering::Relaxed);
+        request.extensions_mut().insert(self.conn.clone());
+        self.inner.call(request)
     }
 }
 
@@ -174,6 +622,81 @@ mod tests {
         assert_eq!(io.chunk.capacity(), 0);
         drop(client);
         assert_eq!(io.read(&mut small).await.unwrap(), 0);
+    }
+
+    fn registry(max_unauthenticated: usize, unauthenticated_bytes: usize) -> Arc<Registry> {
+        Registry::new(ConnLimits {
+            max_pending: 100,
+            max_unauthenticated,
+            unauthenticated_bytes,
+            header_timeout: std::time::Duration::from_secs(10),
+            fd_budget: usize::MAX,
+        })
+    }
+
+    #[tokio::test]
+    async fn unauthenticated_reads_are_capped_until_the_socket_authenticates() {
+        let registry = registry(10, 1000);
+        for authenticate in [false, true] {
+            let (mut client, server) = tokio::io::duplex(1 << 20);
+            let conn = Conn::open(&registry, None);
+            registry.pending.join(&conn);
+            let mut io = BufferedIo::tracked(server, Arc::clone(&conn));
+            let handle = ConnHandle(conn);
+            // HTTP headers are not counted (hyper bounds them).
+            client.write_all(&[1u8; 3000]).await.unwrap();
+            let mut buf = vec![0u8; 3000];
+            io.read_exact(&mut buf).await.unwrap();
+            handle.upgrading();
+            if authenticate {
+                handle.authenticated();
+            }
+            client.write_all(&[2u8; 1500]).await.unwrap();
+            let mut got = 0;
+            let result = loop {
+                match io.read(&mut buf[..100]).await {
+                    Ok(n) => got += n,
+                    Err(error) => break Err(error),
+                }
+                if got == 1500 {
+                    break Ok(());
+                }
+            };
+            if authenticate {
+                assert!(result.is_ok());
+            } else {
+                let error = result.unwrap_err();
+                assert!(error.to_string().contains(BUDGET_EXCEEDED), "{error}");
+                assert!(got <= 1000, "{got}");
+            }
+        }
+        // Both dropped: nothing is counted any more.
+        assert_eq!(registry.counts(), (0, 0, 0));
+    }
+
+    #[test]
+    fn a_full_pool_evicts_its_oldest_member() {
+        let registry = registry(2, 1000);
+        let handles: Vec<_> = (0..3)
+            .map(|_| {
+                let conn = Conn::open(&registry, None);
+                registry.pending.join(&conn);
+                ConnHandle(conn)
+            })
+            .collect();
+        assert_eq!(registry.counts(), (3, 3, 0));
+        for handle in &handles {
+            handle.upgrading();
+        }
+        assert_eq!(registry.counts(), (3, 0, 2));
+        assert_eq!(handles[0].0.stage(), EVICTED);
+        assert_eq!(registry.evicted.load(Ordering::Relaxed), 1);
+        handles[1].authenticated();
+        assert_eq!(registry.counts(), (3, 0, 1));
+        for handle in &handles {
+            handle.0.closed();
+        }
+        assert_eq!(registry.counts(), (0, 0, 0));
     }
 
     #[tokio::test]
