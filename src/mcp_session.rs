@@ -40,9 +40,8 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot, c
         connection: None,
     };
     let mut rate = RateLimit::new(state.config.rate_limit, state.config.rate_burst);
-    let deadline = tokio::time::sleep(state.config.auth_timeout);
-    tokio::pin!(deadline);
-    let mut authenticated = false;
+    // Boxed and dropped at authentication, so an authenticated socket does not carry a timer.
+    let mut deadline = Some(Box::pin(tokio::time::sleep(state.config.auth_timeout)));
     loop {
         let next = peer::next_inbound(
             &mut stream,
@@ -51,12 +50,11 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot, c
             &last_seen,
             state.config.max_message_bytes,
         );
-        let inbound = if authenticated {
-            next.await
-        } else {
-            tokio::select! {
+        let inbound = match deadline.as_mut() {
+            None => next.await,
+            Some(deadline) => tokio::select! {
                 inbound = next => inbound,
-                _ = &mut deadline => {
+                _ = deadline.as_mut() => {
                     peer.close_after_flush(
                         close_code::POLICY,
                         format!(
@@ -66,13 +64,13 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot, c
                     );
                     break;
                 }
-            }
+            },
         };
         match inbound {
             Inbound::Text(text) => {
                 handle_frame(&text, &mut mcp, &mut rate, &state);
-                if !authenticated && mcp.client.is_some() {
-                    authenticated = true;
+                if deadline.is_some() && mcp.client.is_some() {
+                    deadline = None;
                     peer.authenticated();
                 }
             }
