@@ -709,7 +709,11 @@ async fn a_real_client_is_served_with_1100_idle_connections_at_a_1024_fd_limit()
     );
     let (_, metrics) = http_get(relay.addr, "/metrics").await;
     let open = metric(&metrics, "mcp_relay_tcp_connections{stage=\"all\"}");
+    let evicted = metric(&metrics, "mcp_relay_evicted_connections_total");
+    let shed = metric(&metrics, "mcp_relay_shed_connections_total");
+    eprintln!("row 6: {open} connections open, {evicted} idle ones evicted, {shed} shed");
     assert!(open <= 1024.0 - 64.0 + 2.0, "{metrics}");
+    assert!(evicted >= 1100.0 - (1024.0 - 64.0), "{metrics}");
     drop(idle);
 }
 
