@@ -411,6 +411,11 @@ pub async fn next_inbound(
         // it sends (pongs to its pings pile up in the write buffer, not in the queue).
         if let Some(stalled) = peer.0.conn.write_stalled_for() {
             if stalled > peer.0.send_timeout {
+                tracing::info!(
+                    peer = peer.id(),
+                    ?stalled,
+                    "peer not reading, disconnecting it"
+                );
                 peer.0
                     .metrics
                     .slow_peer_disconnects

@@ -33,7 +33,10 @@ impl ChildRelay {
             .args(["serve", "--listen", "127.0.0.1:0", "--rate-limit", "0"])
             .args(args)
             .env("MCP_RELAY_JWT_SECRET", SECRET)
-            .env("MCP_RELAY_LOG", "info")
+            .env(
+                "MCP_RELAY_LOG",
+                std::env::var("HOSTILE_DEBUG").unwrap_or_else(|_| "info".into()),
+            )
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         if let Some(limit) = nofile {
@@ -285,6 +288,27 @@ async fn wait_dropped(stream: &mut TcpStream, within: Duration) -> Duration {
     }
 }
 
+/// Completes `mcp_handshake` on a raw socket and reads its answer, so what follows is sent by
+/// an authenticated socket (not charged to the unauthenticated read budget).
+async fn handshake(s: &mut TcpStream, user: &str) {
+    s.write_all(&handshake_frame(user)).await.unwrap();
+    let mut head = [0u8; 2];
+    tokio::time::timeout(WAIT, s.read_exact(&mut head))
+        .await
+        .expect("handshake answer")
+        .unwrap();
+    let mut len = (head[1] & 0x7f) as usize;
+    if len == 126 {
+        let mut ext = [0u8; 2];
+        s.read_exact(&mut ext).await.unwrap();
+        len = u16::from_be_bytes(ext) as usize;
+    }
+    let mut payload = vec![0u8; len];
+    s.read_exact(&mut payload).await.unwrap();
+    let answer: serde_json::Value = serde_json::from_slice(&payload).unwrap();
+    assert_eq!(answer["result"]["authenticated"], true, "{answer}");
+}
+
 fn handshake_frame(user: &str) -> Vec<u8> {
     let request = json!({"jsonrpc": "2.0", "id": 1, "method": "mcp_handshake",
         "params": {"accessToken": token(user, None)}});
@@ -296,11 +320,11 @@ fn handshake_frame(user: &str) -> Vec<u8> {
 
 /// Sends pings as fast as allowed (at most `rate` bytes/s) without ever reading, until a
 /// write fails; returns how long the relay took to drop the socket and the bytes written.
-async fn ping_flood(mut stream: TcpStream, rate: f64, give_up: Duration) -> (Duration, usize) {
+async fn ping_flood(stream: &mut TcpStream, rate: f64, give_up: Duration) -> (Duration, usize) {
     let ping = frame(PING, true, &[b'p'; 125]);
     let batch: Vec<u8> = ping.iter().copied().cycle().take(ping.len() * 64).collect();
     let start = Instant::now();
-    let mut written = 0usize;
+    let (mut written, mut offset) = (0usize, 0usize);
     loop {
         assert!(
             start.elapsed() < give_up,
@@ -311,9 +335,15 @@ async fn ping_flood(mut stream: TcpStream, rate: f64, give_up: Duration) -> (Dur
         if due > elapsed {
             tokio::time::sleep(Duration::from_secs_f64(due - elapsed)).await;
         }
-        match tokio::time::timeout(Duration::from_millis(200), stream.write_all(&batch)).await {
-            Ok(Ok(())) => written += batch.len(),
-            Ok(Err(_)) => return (start.elapsed(), written),
+        // One `write` at a time (cancelling it writes nothing), so a timeout never leaves a
+        // frame half sent.
+        match tokio::time::timeout(Duration::from_millis(200), stream.write(&batch[offset..])).await
+        {
+            Ok(Ok(0)) | Ok(Err(_)) => return (start.elapsed(), written),
+            Ok(Ok(n)) => {
+                written += n;
+                offset = (offset + n) % batch.len();
+            }
             Err(_) => {
                 // Our own send buffer is full (the relay stopped reading): check whether the
                 // relay has closed the socket.
@@ -333,8 +363,8 @@ async fn ping_flood_without_reading_is_bounded_and_closed_within_the_send_timeou
     let relay = ChildRelay::start(&["--send-timeout", "2s", "--ping-interval", "60s"], None);
     let rate = 40.0 * MIB;
     // Warm the relay up (runtime, allocator) so the figure below is the attack's alone.
-    let warm = raw_socket(relay.addr, "/mcp").await;
-    ping_flood(warm, rate, Duration::from_secs(10)).await;
+    let mut warm = raw_socket(relay.addr, "/mcp").await;
+    ping_flood(&mut warm, rate, Duration::from_secs(10)).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let before = relay.rss();
 
@@ -342,8 +372,10 @@ async fn ping_flood_without_reading_is_bounded_and_closed_within_the_send_timeou
     let flood = async {
         let mut tasks = Vec::new();
         for _ in 0..20 {
-            let s = raw_socket(relay.addr, "/mcp").await;
-            tasks.push(tokio::spawn(ping_flood(s, rate, Duration::from_secs(10))));
+            let mut s = raw_socket(relay.addr, "/mcp").await;
+            tasks.push(tokio::spawn(async move {
+                ping_flood(&mut s, rate, Duration::from_secs(10)).await
+            }));
         }
         let (mut slowest, mut sent) = (Duration::ZERO, 0);
         for task in tasks {
@@ -367,11 +399,13 @@ async fn ping_flood_without_reading_is_bounded_and_closed_within_the_send_timeou
     // Authenticated: pongs pile up in the bounded write buffer until the socket has accepted
     // nothing for --send-timeout (2 s); then the next ping closes it.
     let mut authed = raw_socket(relay.addr, "/mcp").await;
-    authed.write_all(&handshake_frame("alice")).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    handshake(&mut authed, "alice").await;
     let before = relay.rss();
-    let ((took, written), peak) =
-        peak_rss_during(&relay, ping_flood(authed, rate, Duration::from_secs(10))).await;
+    let ((took, written), peak) = peak_rss_during(
+        &relay,
+        ping_flood(&mut authed, rate, Duration::from_secs(10)),
+    )
+    .await;
     let growth = peak.saturating_sub(before);
     eprintln!(
         "row 1, authenticated: closed after {took:?}, {:.1} MiB sent, RSS +{:.1} MiB",
@@ -806,9 +840,7 @@ async fn unread_error_replies_are_bounded_per_socket_and_in_total() {
         let mut tasks = Vec::new();
         for i in 0..10 {
             let mut s = small_window_socket(relay.addr, "/mcp").await;
-            s.write_all(&handshake_frame(&format!("user{i}")))
-                .await
-                .unwrap();
+            handshake(&mut s, &format!("user{i}")).await;
             tasks.push(tokio::spawn(long_id_requests(s, 8 * 1024, 3_000)));
         }
         let mut sockets = Vec::new();
@@ -881,7 +913,7 @@ async fn web_origins_are_refused_unless_allowed() {
 async fn invalid_utf8_closes_with_1007_and_protocol_errors_with_1002() {
     let relay = relay().await;
     let mut s = raw_socket(relay.local_addr, "/mcp").await;
-    s.write_all(&handshake_frame("alice")).await.unwrap();
+    handshake(&mut s, "alice").await;
     s.write_all(&frame(TEXT, true, &[b'"', 0xff, 0xfe, b'"']))
         .await
         .unwrap();
@@ -921,7 +953,7 @@ async fn mcp_sockets_must_handshake_within_the_auth_timeout() {
 async fn queued_tiny_replies_cost_what_the_queue_counts() {
     let relay = ChildRelay::start(&["--send-timeout", "60s"], None);
     let mut s = small_window_socket(relay.addr, "/mcp").await;
-    s.write_all(&handshake_frame("alice")).await.unwrap();
+    handshake(&mut s, "alice").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let before = relay.rss();
     // The socket stays in the task's output until it is awaited at the end.
