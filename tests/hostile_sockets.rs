@@ -27,6 +27,7 @@ struct ChildRelay {
 
 impl ChildRelay {
     /// Starts `mcp-relay serve` with `args`; `nofile` sets its file-descriptor limit.
+    /// `HOSTILE_DEBUG=<log filter>` prints the relay's log, e.g. `HOSTILE_DEBUG=mcp_relay=debug`.
     fn start(args: &[&str], nofile: Option<u64>) -> ChildRelay {
         let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-relay"));
         command
