@@ -213,18 +213,21 @@ impl Peer {
             return false;
         }
         let frame = frame.into();
-        let len = frame.len();
-        let fits = |before: usize| (before == 0 || before + len <= limit).then_some(before + len);
-        if self
-            .0
-            .queued_bytes
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, fits)
-            .is_err()
-        {
+        // Charged like `send` charges it, since the writer takes the same cost off again.
+        let cost = frame.len() + FRAME_OVERHEAD;
+        let fits = |before: usize| (before == 0 || before + cost <= limit).then_some(before + cost);
+        let Ok(before) =
+            self.0
+                .queued_bytes
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, fits)
+        else {
             return false;
-        }
-        if self.0.tx.send(Outgoing::Frame(frame)).is_err() {
-            self.0.queued_bytes.fetch_sub(len, Ordering::AcqRel);
+        };
+        let total = self.0.total_queued.fetch_add(cost, Ordering::AcqRel);
+        let refused = (before != 0 && total + cost > self.0.max_total_queue_bytes)
+            || self.0.tx.send(Outgoing::Frame(frame)).is_err();
+        if refused {
+            self.unqueue(cost);
             return false;
         }
         true

@@ -45,8 +45,17 @@ async fn settle(ws: &mut Client) -> &'static str {
 
 #[test]
 fn pre_auth_frames_cost_the_relay_less_than_four_times_their_size() {
+    // The pre-auth read budget (64 KiB by default) would close these sockets after their
+    // first 64 KiB; lifted, the frames reach the parser, which is what this test measures.
     let relay = ChildRelay::start(
-        &["--max-message-bytes", "32MiB", "--auth-timeout", "120s"],
+        &[
+            "--max-message-bytes",
+            "32MiB",
+            "--auth-timeout",
+            "120s",
+            "--max-unauthenticated-bytes",
+            "64MiB",
+        ],
         &[],
     );
     let url = relay.url("/extension");
@@ -115,16 +124,29 @@ fn pre_auth_frames_cost_the_relay_less_than_four_times_their_size() {
 #[tokio::test]
 async fn a_huge_token_is_refused_before_it_is_decoded() {
     let relay = relay().await;
-    // A "header" of 1 MiB of base64: the relay must not decode or parse it.
-    let token = format!("{}.e30.sig", "A".repeat(MIB));
     let started = Instant::now();
+    // Before authentication (within the pre-auth read budget) and after it (a repeated
+    // handshake, where no such budget applies): a "header" of base64 the relay must not decode.
     let mut mcp = Client::connect(&relay.url("/mcp")).await;
-    let response = mcp
-        .call(json!(1), "mcp_handshake", json!({"accessToken": token}))
-        .await;
-    assert_eq!(response["error"]["code"], -32000, "{response}");
-    let message = response["error"]["message"].as_str().unwrap();
-    assert!(message.contains("token too large"), "{message}");
+    for (id, size) in [(1, 32 * 1024), (3, MIB)] {
+        let huge = format!("{}.e30.sig", "A".repeat(size));
+        let response = mcp
+            .call(json!(id), "mcp_handshake", json!({"accessToken": huge}))
+            .await;
+        assert_eq!(response["error"]["code"], -32000, "{response}");
+        let message = response["error"]["message"].as_str().unwrap();
+        assert!(message.contains("token too large"), "{message}");
+        if id == 1 {
+            let ok = mcp
+                .call(
+                    json!(2),
+                    "mcp_handshake",
+                    json!({"accessToken": token("alice", Some(Role::Mcp))}),
+                )
+                .await;
+            assert_eq!(ok["result"]["authenticated"], true, "{ok}");
+        }
+    }
     assert!(started.elapsed() < Duration::from_secs(2));
 }
 

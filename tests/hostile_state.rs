@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use futures_util::future::join_all;
+use futures_util::SinkExt;
 use serde_json::{json, Value};
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -131,8 +132,15 @@ fn grown_mib(base: usize) -> f64 {
 async fn sixteen_browsers_with_16_mib_names_keep_256_byte_names_and_little_memory() {
     let _serial = SERIAL.lock().await;
     // The test reads none of these sockets while it uploads 512 MiB (half a minute or more
-    // in a debug build): no keepalive verdicts meanwhile.
-    let relay = relay_with(|c| c.ping_interval = Duration::from_secs(600)).await;
+    // in a debug build): no keepalive verdicts meanwhile. With the default 64 KiB a socket may
+    // send before it authenticates, such answers never arrive at all (see
+    // `a_16_mib_authenticate_answer_is_refused_by_the_pre_auth_budget`); the budget is lifted
+    // here so that the name bound is measured on its own.
+    let relay = relay_with(|c| {
+        c.ping_interval = Duration::from_secs(600);
+        c.max_unauthenticated_bytes = 64 * MIB;
+    })
+    .await;
     let mut listers = Vec::new();
     for _ in 0..4 {
         listers.push(Mcp::connect(&relay, "alice").await);
@@ -200,6 +208,32 @@ async fn sixteen_browsers_with_16_mib_names_keep_256_byte_names_and_little_memor
         "list_extensions grew RSS by {listing:.1} MiB"
     );
     drop(browsers);
+}
+
+/// Row 8 with the defaults: a browser's 16 MiB `authenticate` answer is more than a socket may
+/// send before it authenticates, so it closes the socket (1008) before anything is stored.
+#[tokio::test]
+async fn a_16_mib_authenticate_answer_is_refused_by_the_pre_auth_budget() {
+    let relay = relay().await;
+    let mut ext = Client::connect(&relay.url("/extension")).await;
+    let auth = ext.recv().await;
+    let name = "é".repeat(8 * MIB);
+    let _ = ext
+        .ws
+        .send(tokio_tungstenite::tungstenite::Message::Text(
+            json!({"jsonrpc": "2.0", "id": auth["id"], "result": {
+                "name": name,
+                "access_token": token("alice", Some(mcp_relay::auth::Role::Extension)),
+            }})
+            .to_string()
+            .into(),
+        ))
+        .await;
+    let (code, reason) = ext.expect_close().await;
+    assert_eq!(code, 1008, "{reason}");
+    let mut mcp = Mcp::connect(&relay, "alice").await;
+    let listed = mcp.call("list_extensions", json!({})).await;
+    assert_eq!(listed["result"]["extensions"], json!([]), "{listed}");
 }
 
 /// Row 8: 64 KiB request ids are refused with -32600; ids up to `--max-id-bytes` pass.
