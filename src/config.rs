@@ -125,7 +125,7 @@ pub struct ServeConfig {
     pub shutdown_grace: Duration,
 
     /// Byte bounds and rates on what users control (names, ids, pending requests, remembered
-    /// clients, control methods); boxed like the cluster options. See docs/SECURITY_hub.md.
+    /// clients, control methods); boxed like the cluster options. See docs/SECURITY.md.
     #[command(flatten)]
     pub hub: Box<HubOptions>,
 
@@ -197,7 +197,7 @@ pub struct ServeConfig {
     pub cluster_options: Box<ClusterOptions>,
 }
 
-/// Bounds on state users control; see docs/SECURITY_hub.md.
+/// Bounds on state users control; see docs/SECURITY.md.
 #[derive(Debug, Clone, Args)]
 pub struct HubOptions {
     /// Longest extension name (and version) the relay keeps, in bytes. Longer ones are cut at a

@@ -20,7 +20,7 @@
 //!   ([`ReturnWatch`]: bounded per user and per extension, forgotten after
 //!   `--reconnect-window`).
 //!
-//! # Byte bounds (docs/SECURITY_hub.md)
+//! # Byte bounds (docs/SECURITY.md)
 //! Everything a user controls and the hub keeps is bounded in bytes: extension names and
 //! versions are cut to `--max-name-bytes`; forwarded request ids longer than `--max-id-bytes`
 //! are refused (`-32600`); each connection's pending-request bookkeeping is capped at
@@ -845,7 +845,7 @@ impl LocalHub {
             .unwrap_or_else(|| format!("name:{}", auth.name));
         let extension_id = extension_id_for(&auth.user_id, &key);
         // Stored per browser, listed, and sent to every cluster node: the browser must not
-        // choose their size (docs/SECURITY_hub.md).
+        // choose their size (docs/SECURITY.md).
         let name = truncate_utf8(&auth.name, self.limits.max_name_bytes);
         let version = auth
             .version

@@ -9,15 +9,18 @@
 //! routes → peer session writes.
 //!
 //! - [`server`]: the listener. HTTP routes (`/extension`, `/mcp`, `/healthz`, `/metrics`), TLS,
-//!   socket admission, the request-timeout sweeper and graceful shutdown.
-//! - [`transport`]: the byte stream under each socket: TCP_NODELAY and a read buffer that
-//!   exists only while data flows (idle sockets stay small, large messages stay fast).
+//!   the `Origin` check, socket admission, the request-timeout sweeper and graceful shutdown.
+//! - [`transport`]: every TCP connection from accept to close: TCP_NODELAY, a read buffer that
+//!   exists only while data flows, the pools of connections not yet upgraded or authenticated
+//!   (header deadline, caps, the oldest evicted first), the file-descriptor reserve, and the
+//!   read budget of a socket that has not authenticated.
 //! - [`peer`]: one socket's outgoing side: a send queue bounded in bytes, its writer task, the
 //!   keepalive, and the reading helper both sessions share.
 //! - [`frame`]: the JSON-RPC frame model. Parses only the envelope; payloads stay raw JSON so
 //!   ids are restored byte for byte and large results are never re-parsed.
-//! - [`extension_session`]: one extension socket: `authenticate`, then answers and
-//!   notifications from the browser.
+//! - [`extension_session`]: one extension socket: `authenticate` (with its own random id, and
+//!   answers that arrive on another socket of the same browser), then answers and
+//!   notifications from the browser, until the socket or its token ends.
 //! - [`mcp_session`]: one MCP client socket: handshake, control methods, forwarding.
 //! - [`control`]: the control methods the relay answers itself (`mcp_handshake`,
 //!   `list_extensions`, `connect`, `disconnect`).

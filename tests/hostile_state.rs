@@ -1,7 +1,7 @@
 //! Issue 11, rows 8, 9, 11 and 12: state a user controls stays bounded in bytes, remembered
 //! state ages out, one client's volume never disconnects its browser, and control methods are
 //! rate-limited. Each test drives a real relay over loopback sockets and asserts the bound;
-//! `docs/SECURITY_hub.md` records the figures they print (run with `--nocapture`).
+//! `docs/SECURITY.md` records the figures they print (run with `--nocapture`).
 //!
 //! The relay runs in this process, so its memory is this process's RSS (`/proc/self/status`).
 //! Tests in one binary run in parallel threads; every test here takes [`SERIAL`] so that a

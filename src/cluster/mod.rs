@@ -18,7 +18,7 @@
 //!   for outstanding requests and `disconnected`; the MCP clients are told `connected` when the
 //!   extension shows up again on any node.
 //!
-//! The hub's byte bounds (docs/SECURITY_hub.md) hold here too: B's `LocalHub` applies names,
+//! The hub's byte bounds (docs/SECURITY.md) hold here too: B's `LocalHub` applies names,
 //! pending bytes and the fair share of the extension's queue to remote clients exactly as to
 //! local ones (its refusals travel back as error frames); this node refuses over-long ids and
 //! bounds its outstanding list by `--max-pending-bytes` before publishing; clients waiting for a
