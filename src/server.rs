@@ -303,34 +303,36 @@ fn limit_http(
 }
 
 /// Closes connections that have not delivered a request head within `--header-timeout` (idle
-/// TCP, trickled headers). One task for all connections, a few checks per timeout period.
+/// TCP, trickled headers): a few checks per timeout period.
 fn spawn_pending_sweeper(state: &Arc<RelayState>) {
     let period = (state.config.header_timeout / 10)
         .clamp(Duration::from_millis(10), Duration::from_millis(500));
-    let state = Arc::clone(state);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(period);
-        loop {
-            tokio::select! {
-                _ = state.shutdown.cancelled() => break,
-                _ = tick.tick() => state.connections.sweep_pending(),
-            }
-        }
-    });
+    spawn_sweeper(state, period, |state| state.connections.sweep_pending());
 }
 
-/// Answers requests the extension never answered. A single sweeper checks all pending requests
-/// a few times per timeout period; cheaper than a timer per request, precise enough.
+/// Answers requests the extension never answered: a few checks per timeout period.
 fn spawn_expiry_sweeper(state: &Arc<RelayState>) {
     let period = (state.config.request_timeout / 20)
         .clamp(Duration::from_millis(10), Duration::from_millis(500));
+    spawn_sweeper(state, period, |state| {
+        state.hub.expire_requests(Instant::now())
+    });
+}
+
+/// Runs `sweep` every `period` until shutdown. One task checks a whole class of deadlines;
+/// cheaper than a timer per connection or request, and precise enough.
+fn spawn_sweeper(
+    state: &Arc<RelayState>,
+    period: Duration,
+    sweep: impl Fn(&RelayState) + Send + 'static,
+) {
     let state = Arc::clone(state);
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(period);
         loop {
             tokio::select! {
                 _ = state.shutdown.cancelled() => break,
-                _ = tick.tick() => state.hub.expire_requests(Instant::now()),
+                _ = tick.tick() => sweep(&state),
             }
         }
     });

@@ -47,19 +47,16 @@ async fn settle(ws: &mut Client) -> &'static str {
 fn pre_auth_frames_cost_the_relay_less_than_four_times_their_size() {
     // The pre-auth read budget (64 KiB by default) would close these sockets after their
     // first 64 KiB; lifted, the frames reach the parser, which is what this test measures.
-    let relay = ChildRelay::start(
-        &[
-            "--max-message-bytes",
-            "32MiB",
-            "--auth-timeout",
-            "120s",
-            "--max-unauthenticated-bytes",
-            "64MiB",
-        ],
-        &[],
-    );
+    let relay = ChildRelay::start(&[
+        "--max-message-bytes",
+        "32MiB",
+        "--auth-timeout",
+        "120s",
+        "--max-unauthenticated-bytes",
+        "64MiB",
+    ]);
     let url = relay.url("/extension");
-    let baseline = relay.peak_rss_bytes();
+    let baseline = relay.peak_rss();
     let sockets = 4;
     let frame = 16 * MIB;
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -106,12 +103,12 @@ fn pre_auth_frames_cost_the_relay_less_than_four_times_their_size() {
         }
         outcomes
     });
-    let grown = relay.peak_rss_bytes().saturating_sub(baseline);
-    let sent = (sockets * 2 * frame) as u64;
+    let grown = relay.peak_rss().saturating_sub(baseline);
+    let sent = sockets * 2 * frame;
     eprintln!(
         "pre-auth frames: {} MiB sent on {sockets} sockets, relay peak RSS grew {} MiB ({:.2}x); outcomes {outcomes:?}",
-        sent / MIB as u64,
-        grown / MIB as u64,
+        sent / MIB,
+        grown / MIB,
         grown as f64 / sent as f64
     );
     assert!(
@@ -217,7 +214,7 @@ async fn another_socket_cannot_answer_an_authenticate_it_did_not_see() {
 
 #[test]
 fn client_strings_cannot_forge_log_lines_and_tokens_never_reach_the_log() {
-    let relay = ChildRelay::start(&[], &[("MCP_RELAY_LOG", "debug")]);
+    let relay = ChildRelay::start_with(&[], &[("MCP_RELAY_LOG", "debug")], None);
     let extension_url = relay.url("/extension");
     let mcp_url = relay.url("/mcp?token=QUERYSECRET");
     let good_token = token("alice", Some(Role::Extension));

@@ -7,119 +7,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::child::ChildRelay;
 use common::*;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-// ---------------------------------------------------------------------------------------------
-// A relay in a child process.
-
-struct ChildRelay {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl ChildRelay {
-    /// Starts `mcp-relay serve` with `args`; `nofile` sets its file-descriptor limit.
-    /// `HOSTILE_DEBUG=<log filter>` prints the relay's log, e.g. `HOSTILE_DEBUG=mcp_relay=debug`.
-    fn start(args: &[&str], nofile: Option<u64>) -> ChildRelay {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-relay"));
-        command
-            .args(["serve", "--listen", "127.0.0.1:0", "--rate-limit", "0"])
-            .args(args)
-            .env("MCP_RELAY_JWT_SECRET", SECRET)
-            .env(
-                "MCP_RELAY_LOG",
-                std::env::var("HOSTILE_DEBUG").unwrap_or_else(|_| "info".into()),
-            )
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        if let Some(limit) = nofile {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
-            unsafe {
-                command.pre_exec(move || {
-                    let rlimit = libc::rlimit {
-                        rlim_cur: limit,
-                        rlim_max: limit,
-                    };
-                    if libc::setrlimit(libc::RLIMIT_NOFILE, &rlimit) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-        }
-        let mut child = command.spawn().expect("relay binary starts");
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        // Keep draining stderr for the child's whole life, or it blocks on a full pipe.
-        std::thread::spawn(move || {
-            let mut tx = Some(tx);
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if std::env::var_os("HOSTILE_DEBUG").is_some() {
-                    eprintln!("relay: {line}");
-                }
-                if let Some(addr) = line.split("local_addr=").nth(1) {
-                    let addr = addr.split_whitespace().next().unwrap_or("").to_owned();
-                    if let Some(tx) = tx.take() {
-                        let _ = tx.send(addr);
-                    }
-                }
-            }
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(20))
-            .expect("the relay logs its address")
-            .parse()
-            .unwrap();
-        ChildRelay { child, addr }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("ws://{}{path}", self.addr)
-    }
-
-    /// Resident memory of the relay process, in bytes.
-    fn rss(&self) -> usize {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .expect("relay process is alive");
-        let kib: usize = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap();
-        kib * 1024
-    }
-
-    async fn metric(&self, name: &str) -> f64 {
-        let (_, body) = http_get(self.addr, "/metrics").await;
-        metric(&body, name)
-    }
-}
-
-impl Drop for ChildRelay {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn metric(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
-        .unwrap_or_else(|| panic!("metric {name} missing in\n{text}"))
-        .trim()
-        .parse()
-        .unwrap()
-}
 
 /// Samples the relay's RSS every 50 ms while `work` runs; returns the work's output and the
 /// peak RSS seen.
@@ -127,7 +22,7 @@ async fn peak_rss_during<T>(
     relay: &ChildRelay,
     work: impl std::future::Future<Output = T>,
 ) -> (T, usize) {
-    let pid = relay.child.id();
+    let pid = relay.pid();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sampler = {
         let stop = stop.clone();
@@ -361,7 +256,7 @@ async fn ping_flood(stream: &mut TcpStream, rate: f64, give_up: Duration) -> (Du
 
 #[tokio::test]
 async fn ping_flood_without_reading_is_bounded_and_closed_within_the_send_timeout() {
-    let relay = ChildRelay::start(&["--send-timeout", "2s", "--ping-interval", "60s"], None);
+    let relay = ChildRelay::start(&["--send-timeout", "2s", "--ping-interval", "60s"]);
     let rate = 40.0 * MIB;
     // Warm the relay up (runtime, allocator) so the figure below is the attack's alone.
     let mut warm = raw_socket(relay.addr, "/mcp").await;
@@ -427,7 +322,7 @@ async fn ping_flood_without_reading_is_bounded_and_closed_within_the_send_timeou
 
 #[tokio::test]
 async fn unfinished_messages_are_closed_by_the_handshake_deadline_or_the_read_budget() {
-    let relay = ChildRelay::start(&["--auth-timeout", "2s"], None);
+    let relay = ChildRelay::start(&["--auth-timeout", "2s"]);
     let before = relay.rss();
 
     // Eight messages that never finish, each kept under the 64 KiB budget and kept alive with
@@ -716,7 +611,7 @@ async fn a_real_client_is_served_with_1100_idle_connections_at_a_1024_fd_limit()
     raise_own_fd_limit();
     // A long header timeout: what keeps the relay reachable here is the descriptor reserve
     // and the eviction of the oldest idle connection, not the timeout.
-    let relay = ChildRelay::start(&["--header-timeout", "60s"], Some(1024));
+    let relay = ChildRelay::start_with(&["--header-timeout", "60s"], &[], Some(1024));
     let mut idle = Vec::new();
     for _ in 0..1100 {
         match tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(relay.addr)).await {
@@ -788,17 +683,14 @@ async fn send_frames(mut s: TcpStream, one: Vec<u8>, frames: usize) -> (usize, T
 
 #[tokio::test]
 async fn unread_error_replies_are_bounded_per_socket_and_in_total() {
-    let relay = ChildRelay::start(
-        &[
-            "--max-send-queue-bytes",
-            "4MiB",
-            "--max-total-send-queue-bytes",
-            "8MiB",
-            "--send-timeout",
-            "30s",
-        ],
-        None,
-    );
+    let relay = ChildRelay::start(&[
+        "--max-send-queue-bytes",
+        "4MiB",
+        "--max-total-send-queue-bytes",
+        "8MiB",
+        "--send-timeout",
+        "30s",
+    ]);
     let before = relay.rss();
     // Anonymous: at most 64 KiB read and 1 MiB of replies each.
     let anonymous = async {
@@ -952,7 +844,7 @@ async fn mcp_sockets_must_handshake_within_the_auth_timeout() {
 /// The queue's count is what it really holds, even for the costliest case: tiny replies.
 #[tokio::test]
 async fn queued_tiny_replies_cost_what_the_queue_counts() {
-    let relay = ChildRelay::start(&["--send-timeout", "60s"], None);
+    let relay = ChildRelay::start(&["--send-timeout", "60s"]);
     let mut s = small_window_socket(relay.addr, "/mcp").await;
     handshake(&mut s, "alice").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -988,41 +880,4 @@ async fn queued_tiny_replies_cost_what_the_queue_counts() {
         growth > 0.5 * peak_queue && growth < 1.5 * peak_queue,
         "the queue holds more than it counts"
     );
-}
-
-#[test]
-fn serve_help_documents_every_new_limit_and_its_environment_variable() {
-    let output = Command::new(env!("CARGO_BIN_EXE_mcp-relay"))
-        .args(["serve", "--help"])
-        .output()
-        .unwrap();
-    let help = String::from_utf8(output.stdout).unwrap();
-    for (flag, env) in [
-        ("--header-timeout", "MCP_RELAY_HEADER_TIMEOUT"),
-        (
-            "--max-pending-connections",
-            "MCP_RELAY_MAX_PENDING_CONNECTIONS",
-        ),
-        (
-            "--max-unauthenticated-connections",
-            "MCP_RELAY_MAX_UNAUTHENTICATED_CONNECTIONS",
-        ),
-        (
-            "--max-unauthenticated-bytes",
-            "MCP_RELAY_MAX_UNAUTHENTICATED_BYTES",
-        ),
-        (
-            "--max-unauthenticated-queue-bytes",
-            "MCP_RELAY_MAX_UNAUTHENTICATED_QUEUE_BYTES",
-        ),
-        (
-            "--max-total-send-queue-bytes",
-            "MCP_RELAY_MAX_TOTAL_SEND_QUEUE_BYTES",
-        ),
-        ("--allowed-origins", "MCP_RELAY_ALLOWED_ORIGINS"),
-        ("--fd-reserve", "MCP_RELAY_FD_RESERVE"),
-    ] {
-        assert!(help.contains(flag), "{flag} missing from --help");
-        assert!(help.contains(env), "{env} missing from --help");
-    }
 }

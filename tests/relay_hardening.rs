@@ -13,15 +13,6 @@ use mcp_relay::auth::{self, JwtAlgorithm, MintClaims, Role};
 use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
-fn metric(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
-        .unwrap_or_else(|| panic!("metric {name} missing"))
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 #[tokio::test]
 async fn healthz_and_metrics_are_served() {
     let relay = relay().await;
@@ -530,25 +521,28 @@ fn serve_help_documents_every_flag_and_its_environment_variable() {
         .output()
         .unwrap();
     let help = String::from_utf8(output.stdout).unwrap();
-    for flag in [
-        "--listen",
-        "--dev",
-        "--jwt-secret",
-        "--jwt-public-key",
-        "--jwt-alg",
-        "--tls-cert",
-        "--tls-key",
-        "--request-timeout",
-        "--ping-interval",
-        "--max-message-bytes",
-        "--max-connections",
-        "--rate-limit",
-        "--max-send-queue-bytes",
-    ] {
-        assert!(help.contains(flag), "{flag} missing from --help");
+    // Every flag `ServeConfig` defines, read from the definition itself, so a new flag cannot
+    // be added without its help text and variable.
+    let defined =
+        <mcp_relay::config::ServeConfig as clap::Args>::augment_args(clap::Command::new("serve"));
+    let mut checked = 0;
+    for arg in defined.get_arguments() {
+        let Some(long) = arg.get_long() else { continue };
+        assert!(
+            help.contains(&format!("--{long}")),
+            "--{long} missing from --help"
+        );
+        let env = arg
+            .get_env()
+            .expect("every flag has an MCP_RELAY_* variable");
+        let env = env.to_str().unwrap();
+        assert!(env.starts_with("MCP_RELAY_"), "{env}");
+        assert!(help.contains(env), "{env} missing from --help");
+        let text = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+        assert!(text.len() > 20, "--{long} has no real help text: {text:?}");
+        checked += 1;
     }
-    assert!(help.contains("MCP_RELAY_JWT_SECRET"));
-    assert!(help.contains("MCP_RELAY_LISTEN"));
+    assert!(checked > 40, "only {checked} flags found");
 }
 
 #[tokio::test]

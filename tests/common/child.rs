@@ -1,13 +1,14 @@
 //! The relay binary as a child process: for tests that measure what the relay itself holds
-//! (its RSS, apart from the test's own clients) or read what it logs.
+//! (its RSS, apart from the test's own clients, and undisturbed by tests running in parallel
+//! threads), read what it logs, or run it under a file-descriptor limit.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::SECRET;
+use super::{http_get, metric, SECRET};
 
 pub struct ChildRelay {
     child: Child,
@@ -17,21 +18,25 @@ pub struct ChildRelay {
 }
 
 impl ChildRelay {
-    /// Starts `mcp-relay serve` on a free loopback port with the tests' secret, plus `args`
-    /// and `env`, and waits until it accepts connections.
-    pub fn start(args: &[&str], env: &[(&str, &str)]) -> ChildRelay {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    /// `mcp-relay serve` on a free loopback port with the tests' secret, no rate limit, and
+    /// `args`.
+    pub fn start(args: &[&str]) -> ChildRelay {
+        Self::start_with(args, &[], None)
+    }
+
+    /// As [`ChildRelay::start`], with extra environment variables and, with `nofile`, that
+    /// file-descriptor limit. `HOSTILE_DEBUG=<log filter>` (e.g. `mcp_relay=debug`) prints the
+    /// relay's log as it comes.
+    pub fn start_with(args: &[&str], env: &[(&str, &str)], nofile: Option<u64>) -> ChildRelay {
         let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-relay"));
         command
-            .args(["serve", "--listen", &addr.to_string()])
+            .args(["serve", "--listen", "127.0.0.1:0", "--rate-limit", "0"])
             .args(args)
             .env("MCP_RELAY_JWT_SECRET", SECRET)
-            .env_remove("MCP_RELAY_LOG")
+            .env(
+                "MCP_RELAY_LOG",
+                std::env::var("HOSTILE_DEBUG").unwrap_or_else(|_| "info".into()),
+            )
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -39,25 +44,51 @@ impl ChildRelay {
         for (key, value) in env {
             command.env(key, value);
         }
+        if let Some(limit) = nofile {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+            unsafe {
+                command.pre_exec(move || {
+                    let rlimit = libc::rlimit {
+                        rlim_cur: limit,
+                        rlim_max: limit,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &rlimit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
         let mut child = command.spawn().expect("starting mcp-relay serve");
-        let log = Arc::new(Mutex::new(String::new()));
         let stderr = child.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
         let sink = Arc::clone(&log);
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Drain stderr for the child's whole life, or it blocks on a full pipe; the address it
+        // listens on is read from its first log line that names one (port 0: no race for it).
         std::thread::spawn(move || {
+            let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if std::env::var_os("HOSTILE_DEBUG").is_some() {
+                    eprintln!("relay: {line}");
+                }
+                if let Some(addr) = line.split("local_addr=").nth(1) {
+                    let addr = addr.split_whitespace().next().unwrap_or("").to_owned();
+                    if let Some(tx) = tx.take() {
+                        let _ = tx.send(addr);
+                    }
+                }
                 let mut log = sink.lock().unwrap();
                 log.push_str(&line);
                 log.push('\n');
             }
         });
-        let started = Instant::now();
-        while std::net::TcpStream::connect(addr).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "the relay did not start listening"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let addr = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the relay logs its address")
+            .parse()
+            .unwrap();
         ChildRelay { child, addr, log }
     }
 
@@ -65,14 +96,24 @@ impl ChildRelay {
         format!("ws://{}{path}", self.addr)
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The relay's log so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
     }
 
-    fn status_kib(&self, field: &str) -> u64 {
+    /// A value from the relay's `/metrics`.
+    pub async fn metric(&self, name: &str) -> f64 {
+        let (_, body) = http_get(self.addr, "/metrics").await;
+        metric(&body, name)
+    }
+
+    fn status_kib(&self, field: &str) -> usize {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .expect("reading the relay's /proc status");
+            .expect("the relay process is alive");
         status
             .lines()
             .find_map(|line| line.strip_prefix(field))
@@ -81,12 +122,12 @@ impl ChildRelay {
     }
 
     /// Resident memory now, in bytes.
-    pub fn rss_bytes(&self) -> u64 {
+    pub fn rss(&self) -> usize {
         self.status_kib("VmRSS:") * 1024
     }
 
     /// Peak resident memory so far, in bytes.
-    pub fn peak_rss_bytes(&self) -> u64 {
+    pub fn peak_rss(&self) -> usize {
         self.status_kib("VmHWM:") * 1024
     }
 }

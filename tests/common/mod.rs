@@ -330,3 +330,13 @@ pub fn raw_token(header: Value, claims: Value, signature: &str) -> String {
         b64.encode(claims.to_string())
     )
 }
+
+/// A value from Prometheus text (`name` includes its labels), failing the test when missing.
+pub fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
+        .unwrap_or_else(|| panic!("metric {name} missing in\n{text}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
