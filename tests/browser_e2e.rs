@@ -846,17 +846,8 @@ async fn benchmark(chromium: &Path, mode: Mode, rounds: usize) -> String {
             }
         }
     }
-    for (name, mut samples, failed) in timings {
-        samples.sort_by(f64::total_cmp);
-        let rank = |q: f64| samples[((q * samples.len() as f64).ceil() as usize).max(1) - 1];
-        println!(
-            "| {} | {name} | {} | {failed} | {:.0} | {:.0} | {:.0} |",
-            mode.name(),
-            samples.len(),
-            rank(0.50),
-            rank(0.99),
-            samples.last().unwrap()
-        );
+    for (name, samples, failed) in timings {
+        println!("{}", timing_row(mode.name(), name, samples, failed));
     }
     for failure in failures.iter().take(10) {
         eprintln!("{}: {failure}", mode.name());
@@ -889,6 +880,117 @@ async fn benchmark(chromium: &Path, mode: Mode, rounds: usize) -> String {
         person["title"],
         person["active"]
     )
+}
+
+/// One benchmark table row: `| mode | tool | calls | failed | p50 ms | p99 ms | max ms |`.
+fn timing_row(mode: &str, name: &str, mut samples: Vec<f64>, failed: usize) -> String {
+    samples.sort_by(f64::total_cmp);
+    let rank = |q: f64| samples[((q * samples.len() as f64).ceil() as usize).max(1) - 1];
+    format!(
+        "| {mode} | {name} | {} | {failed} | {:.0} | {:.0} | {:.0} |",
+        samples.len(),
+        rank(0.50),
+        rank(0.99),
+        samples.last().unwrap()
+    )
+}
+
+/// Not a test but the benchmark of the Playwright-named tools (issue 14): each one called
+/// `BENCH_CALLS` (default 20) times through `mcp-relay bridge` on `controls.html` in headless
+/// Chromium; prints p50, p99 and max per tool. Run:
+/// `cargo test --test browser_e2e playwright_tools_benchmark -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark, run on purpose (docs/BENCHMARKS.md)"]
+async fn playwright_tools_benchmark() {
+    let Some(chromium) = chromium_or_skip("playwright_tools_benchmark") else {
+        return;
+    };
+    let calls: usize = std::env::var("BENCH_CALLS")
+        .ok()
+        .map(|n| n.parse().expect("BENCH_CALLS is a number"))
+        .unwrap_or(20);
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Benchmark Chromium");
+    let browser = Browser::launch(&chromium, &profile);
+    let (bridge, _) = bridge_with_tab(&relay, &browser, &site.url("controls.html")).await;
+    tool(&bridge, "browser_click", json!({"selector": "#keys"})).await;
+    tool(&bridge, "browser_click", json!({"selector": "#log"})).await;
+
+    // (tool, arguments of call i); the dialog round opens a confirm before each answer.
+    type Args = fn(usize) -> Value;
+    let steps: [(&str, Args); 9] = [
+        (
+            "browser_select_option",
+            |i| json!({"selector": "#colour", "values": [(["r", "g", "b"][i % 3])]}),
+        ),
+        (
+            "browser_press_key",
+            |i| json!({"key": (["ArrowLeft", "Shift+ArrowRight", "a"][i % 3])}),
+        ),
+        ("browser_hover", |_| json!({"selector": "#hover-target"})),
+        ("browser_wait_for", |_| json!({"text": "Controls"})),
+        (
+            "browser_console_messages",
+            |i| json!({"onlyErrors": i % 2 == 1}),
+        ),
+        ("browser_click", |_| json!({"selector": "#confirm"})),
+        ("browser_handle_dialog", |i| json!({"accept": i % 2 == 0})),
+        ("browser_navigate_back", |_| json!({})),
+        ("browser_navigate_forward", |_| json!({})),
+    ];
+    let mut rows = Vec::new();
+    for (index, (name, args)) in steps.iter().enumerate() {
+        if *name == "browser_navigate_back" {
+            // History to walk: controls.html → page2.html, then back and forth.
+            tool(&bridge, "browser_click", json!({"selector": "#next"})).await;
+            let deadline = Instant::now() + STEP;
+            while page_value(&bridge, "document.title").await != "Page two" {
+                assert!(Instant::now() < deadline, "the link did not lead to page 2");
+                tokio::time::sleep(POLL).await;
+            }
+        }
+        if matches!(*name, "browser_click" | "browser_navigate_back") {
+            continue; // timed together with the next step, in turns
+        }
+        let paired = match *name {
+            "browser_handle_dialog" => Some(steps[index - 1]),
+            "browser_navigate_forward" => Some(steps[index - 1]),
+            _ => None,
+        };
+        let mut samples = [Vec::new(), Vec::new()];
+        let mut failed = [0, 0];
+        for i in 0..calls {
+            let round: Vec<(&str, Args)> = paired.into_iter().chain([(*name, *args)]).collect();
+            for (slot, (step, step_args)) in round.into_iter().enumerate() {
+                // Slot 0 is the paired call, slot 1 the tool itself.
+                let slot = slot + usize::from(paired.is_none());
+                let started = Instant::now();
+                let outcome = try_tool(&bridge, step, step_args(i), BENCH_CALL_LIMIT).await;
+                samples[slot].push(started.elapsed().as_secs_f64() * 1000.0);
+                if !matches!(&outcome, Ok(result) if !is_error(result)) {
+                    failed[slot] += 1;
+                    eprintln!("{step} call {i}: {outcome:?}");
+                }
+            }
+        }
+        if let Some((first, _)) = paired {
+            let label = if first == "browser_click" {
+                "browser_click (opens a confirm)"
+            } else {
+                first
+            };
+            rows.push(timing_row("headless", label, samples[0].clone(), failed[0]));
+        }
+        rows.push(timing_row("headless", name, samples[1].clone(), failed[1]));
+    }
+    println!("| mode | tool | calls | failed | p50 ms | p99 ms | max ms |");
+    println!("|---|---|---|---|---|---|---|");
+    for row in rows {
+        println!("{row}");
+    }
+    let _ = bridge.cancel().await;
 }
 
 // ---------------------------------------------------------------------------
