@@ -774,10 +774,7 @@ async fn browser_benchmark() {
     let Some(chromium) = chromium_or_skip("browser_benchmark") else {
         return;
     };
-    let rounds: usize = std::env::var("BENCH_ROUNDS")
-        .ok()
-        .map(|n| n.parse().expect("BENCH_ROUNDS is a number"))
-        .unwrap_or(50);
+    let rounds = env_count("BENCH_ROUNDS", 50);
     let modes = std::env::var("BENCH_MODES").unwrap_or_else(|_| "headless,headful".into());
     let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
     println!("| mode | tool | calls | failed | p50 ms | p99 ms | max ms |");
@@ -882,6 +879,14 @@ async fn benchmark(chromium: &Path, mode: Mode, rounds: usize) -> String {
     )
 }
 
+/// A count from the environment variable `name`, or `default`.
+fn env_count(name: &str, default: usize) -> usize {
+    std::env::var(name).map_or(default, |n| {
+        n.parse()
+            .unwrap_or_else(|_| panic!("{name} is a number, not {n}"))
+    })
+}
+
 /// One benchmark table row: `| mode | tool | calls | failed | p50 ms | p99 ms | max ms |`.
 fn timing_row(mode: &str, name: &str, mut samples: Vec<f64>, failed: usize) -> String {
     samples.sort_by(f64::total_cmp);
@@ -905,10 +910,7 @@ async fn playwright_tools_benchmark() {
     let Some(chromium) = chromium_or_skip("playwright_tools_benchmark") else {
         return;
     };
-    let calls: usize = std::env::var("BENCH_CALLS")
-        .ok()
-        .map(|n| n.parse().expect("BENCH_CALLS is a number"))
-        .unwrap_or(20);
+    let calls = env_count("BENCH_CALLS", 20);
     let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
     let relay = relay().await;
     let site = FixtureSite::start().await;
