@@ -329,6 +329,10 @@ async fn playwright_tools(chromium: &Path) {
         "{timed_out}"
     );
     assert!(started.elapsed() < Duration::from_secs(5));
+    let started = Instant::now();
+    let slept = tool_ok(&bridge, "browser_wait_for", json!({"time": 0.5})).await;
+    assert_eq!(slept["waited"], 0.5, "{slept}");
+    assert!(started.elapsed() >= Duration::from_millis(500));
 
     // browser_handle_dialog: the click that opens a dialog reports it; the answer reaches the page.
     let opened = tool_ok(&bridge, "browser_click", json!({"selector": "#confirm"})).await;

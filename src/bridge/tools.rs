@@ -425,6 +425,9 @@ fn plan(name: &str, args: &JsonObject) -> Result<Plan, String> {
         "browser_click" => {
             let by_point = has(args, "x") && has(args, "y");
             if !(has(args, "selector") || by_point) {
+                if has(args, "ref") {
+                    element_selector(args)?;
+                }
                 return Err("give \"selector\", or both \"x\" and \"y\"".into());
             }
             forward(
@@ -436,11 +439,11 @@ fn plan(name: &str, args: &JsonObject) -> Result<Plan, String> {
             )
         }
         "browser_type" => {
-            require_string(args, "selector")?;
+            let params = with_selector(args, &["text", "submit", "tabId"])?;
             if string(args, "text").is_none() {
                 return Err("\"text\" (a string) is required".into());
             }
-            forward("type", pick(args, &["selector", "text", "submit", "tabId"]))
+            forward("type", params)
         }
         "browser_hover" => forward("hover", with_selector(args, &["tabId"])?),
         "browser_navigate_back" => forward("goBack", pick(args, &["tabId"])),
@@ -688,6 +691,7 @@ pub fn definitions() -> Vec<Tool> {
             json!({
                 "properties": {
                     "selector": {"type": "string", "description": "CSS selector of the element."},
+                    "element": element(),
                     "x": {"type": "number", "description": "Viewport x, with y, instead of selector."},
                     "y": {"type": "number"},
                     "button": {"type": "string", "enum": ["left", "right", "middle"]},
@@ -704,6 +708,7 @@ pub fn definitions() -> Vec<Tool> {
             json!({
                 "properties": {
                     "selector": {"type": "string", "description": "CSS selector of the field."},
+                    "element": element(),
                     "text": {"type": "string"},
                     "submit": {"type": "boolean", "description": "Press Enter afterwards (default false)."},
                     "tabId": tab_id()
@@ -992,6 +997,18 @@ mod tests {
                 json!({"key": "Control+A"}),
             ),
             (
+                "browser_type",
+                json!({"element": "Name", "selector": "#name", "text": "Ada", "submit": true}),
+                "type",
+                json!({"selector": "#name", "text": "Ada", "submit": true}),
+            ),
+            (
+                "browser_click",
+                json!({"element": "Save", "selector": "#save"}),
+                "click",
+                json!({"selector": "#save"}),
+            ),
+            (
                 "browser_hover",
                 json!({"element": "Menu", "selector": "#menu"}),
                 "hover",
@@ -1071,6 +1088,13 @@ mod tests {
             "{by_ref}"
         );
         assert!(err("browser_hover", json!({"element": "Menu"})).contains("\"selector\""));
+        for tool in ["browser_click", "browser_type", "browser_hover"] {
+            let by_ref = err(tool, json!({"element": "Save", "ref": "e7", "text": "x"}));
+            assert!(
+                by_ref.contains("\"ref\" is not supported yet"),
+                "{tool}: {by_ref}"
+            );
+        }
         assert!(err("browser_press_key", json!({})).contains("\"key\""));
         assert!(err("browser_press_key", json!({"key": ""})).contains("\"key\""));
         assert!(err("browser_wait_for", json!({})).contains("\"time\""));
