@@ -288,6 +288,12 @@ async fn playwright_tools(chromium: &Path) {
         page_value(&bridge, "document.activeElement.id").await,
         "keys"
     );
+    let selection = "(f => [f.selectionStart, f.selectionEnd])(document.querySelector('#keys'))";
+    assert_eq!(
+        page_value(&bridge, selection).await,
+        json!([0, 10]),
+        "Control+A did not select the field's text"
+    );
     let bad_key = tool(&bridge, "browser_press_key", json!({"key": "Hyper+Q"})).await;
     assert!(
         is_error(&bad_key) && text(&bad_key).contains("not a modifier"),
@@ -366,6 +372,24 @@ async fn playwright_tools(chromium: &Path) {
     let dismissed = tool_ok(&bridge, "browser_handle_dialog", json!({"accept": false})).await;
     assert_eq!(dismissed["message"], "Just so you know", "{dismissed}");
     assert_eq!(page_value(&bridge, "seen.alerted").await, true);
+    // A page that alerts while it loads: the navigation reports the dialog instead of waiting
+    // for a load that cannot finish; answered, the page loads. Then back to the controls.
+    let greeting = site.url("alert-on-load.html");
+    let started = Instant::now();
+    let arrived = tool_ok(&bridge, "browser_navigate", json!({ "url": greeting })).await;
+    assert_eq!(arrived["dialog"]["message"], "Welcome aboard", "{arrived}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{arrived}");
+    tool_ok(&bridge, "browser_handle_dialog", json!({"accept": true})).await;
+    let deadline = Instant::now() + STEP;
+    while page_value(&bridge, "document.title").await != "Greeted" {
+        assert!(
+            Instant::now() < deadline,
+            "the page did not load after its alert"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+    tool_ok(&bridge, "browser_navigate", json!({ "url": controls })).await;
+
     let none = tool(&bridge, "browser_handle_dialog", json!({"accept": true})).await;
     assert!(
         is_error(&none) && text(&none).contains("no JavaScript dialog"),

@@ -144,12 +144,14 @@ export async function runCommand(ctx, method, params) {
     throw new RpcError(ErrorCode.METHOD_NOT_FOUND, `Method not found: "${method}"; this extension handles ${Object.keys(COMMANDS).join(', ')}`);
   const command = COMMANDS[method];
   const valid = validateParams(command.params, params);
+  const dialogsBefore = ctx.debuggers?.events?.openDialogs() ?? new Map();
   try {
     return await command.run(ctx, valid);
   } catch (error) {
-    // The command made the page open a dialog (a click on a button that calls confirm()):
-    // it did its work, and the page now waits for an answer. Say so rather than fail.
-    if (error instanceof DialogOpenError && error.openedDuring)
+    // The command made the page open a dialog (a click on a button that calls confirm(), a
+    // page that alerts while it loads): it did its work, and the page now waits for an
+    // answer. Say so rather than fail.
+    if (error instanceof DialogOpenError && (error.openedDuring || dialogsBefore.get(error.tabId) !== error.dialog))
       return { tabId: error.tabId, dialog: error.dialog, note: dialogNote(error.dialog) };
     if (error instanceof DialogOpenError)
       throw serverError(error.message);
@@ -756,7 +758,7 @@ async function pageInfo(ctx, tabId) {
  */
 async function waitForDocumentComplete(ctx, tabId, deadline, url) {
   await poll(deadline, async () => {
-    const state = await evaluateFunction(ctx, tabId, pageState).catch(() => null);
+    const state = await evaluateFunction(ctx, tabId, pageState).catch(rethrowDialog);
     return state?.readyState === 'complete';
   }, () => `${url} did not finish loading in tab ${tabId} within ${NAVIGATION_TIMEOUT_MS / 1000} s`);
 }

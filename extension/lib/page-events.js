@@ -98,6 +98,11 @@ export class PageEvents {
     return this._dialogs.get(tabId);
   }
 
+  /** @returns {Map<number, OpenDialog>} the dialogs open now, by tab (a copy) */
+  openDialogs() {
+    return new Map(this._dialogs);
+  }
+
   /**
    * Calls `onOpen` when a dialog opens on the tab; returns the function that stops watching.
    *

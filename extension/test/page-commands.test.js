@@ -103,12 +103,19 @@ test('handleDialog waits briefly for a dialog that is about to open', async () =
 });
 
 test('a dialog opened by a command is its result; one already open is an error', async () => {
+  // Opened while the command ran, whether or not a CDP call was waiting at that moment.
   const dialog = { type: 'confirm', message: 'Sure?' };
   ctx.debuggers.send = async () => { throw new DialogOpenError(TAB, dialog, true); };
   const result = await runCommand(ctx, 'evaluate', { expression: 'confirm("Sure?")' });
   assert.deepEqual(result.dialog, dialog);
   assert.match(result.note, /browser_handle_dialog/);
+  // Refused by a later CDP call of the same command (a page that alerts while it loads).
   ctx.debuggers.send = async () => { throw new DialogOpenError(TAB, dialog, false); };
+  assert.deepEqual((await runCommand(ctx, 'evaluate', { expression: '1' })).dialog, dialog);
+  // Open before the command began: the command is refused, it did nothing.
+  ctx.debuggers.events.handle({ tabId: TAB }, 'Page.javascriptDialogOpening', dialog);
+  const open = ctx.debuggers.events.dialog(TAB);
+  ctx.debuggers.send = async () => { throw new DialogOpenError(TAB, open, false); };
   await assert.rejects(runCommand(ctx, 'evaluate', { expression: '1' }),
       rpcError(ErrorCode.SERVER_ERROR, /tab 5 shows a JavaScript confirm dialog \("Sure\?"\)/));
 });
