@@ -157,7 +157,22 @@ async fn playwright_named_tools_act_on_a_real_page() {
         return;
     };
     let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
-    within(SCENARIO_LIMIT, playwright_tools(&chromium)).await;
+    within(SCENARIO_LIMIT, playwright_tools(&chromium, Mode::Headless)).await;
+}
+
+/// The same in a real window on an X display (`xvfb-run`): dialogs there are native windows
+/// of the browser, which the person could see, and must still be reported and answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_playwright_named_tools_act_on_a_real_page_under_xvfb() {
+    let test = "headful_playwright_named_tools_act_on_a_real_page_under_xvfb";
+    let Some(chromium) = chromium_or_skip(test) else {
+        return;
+    };
+    if xvfb_run_or_skip(test).is_none() {
+        return;
+    }
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, playwright_tools(&chromium, Mode::Headful)).await;
 }
 
 // ---------------------------------------------------------------------------
@@ -201,11 +216,11 @@ async fn page_value(bridge: &Bridge, expression: &str) -> Value {
     tool_ok(bridge, "browser_evaluate", args).await["value"].clone()
 }
 
-async fn playwright_tools(chromium: &Path) {
+async fn playwright_tools(chromium: &Path, mode: Mode) {
     let relay = relay().await;
     let site = FixtureSite::start().await;
     let profile = Profile::new(&relay, "Playwright-tools Chromium");
-    let browser = Browser::launch(chromium, &profile);
+    let browser = Browser::launch_in(chromium, &profile, mode, &[], &[]);
     let controls = site.url("controls.html");
     let (bridge, _) = bridge_with_tab(&relay, &browser, &controls).await;
 
