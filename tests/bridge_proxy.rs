@@ -18,8 +18,8 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 const USER: &str = "alice";
-/// 12 browser tools and every command of the compiled-in CDP catalog.
-const BROWSER_TOOLS: usize = 12;
+/// 19 browser tools and every command of the compiled-in CDP catalog.
+const BROWSER_TOOLS: usize = 19;
 
 use common::bridge::{
     bridge_command, call, is_error, ok_json, python_sdk_client, run_sdk_client, start_bridge, text,
@@ -243,7 +243,16 @@ async fn proxy_lists_describes_and_calls_tools_with_the_spec_annotations() {
         .iter()
         .map(|t| t["name"].clone())
         .collect();
-    assert_eq!(names, [json!("browser_snapshot"), json!("browser_cdp")]);
+    assert_eq!(
+        names,
+        [
+            json!("browser_snapshot"),
+            json!("browser_cdp"),
+            json!("browser_navigate_back"),
+            json!("browser_navigate_forward"),
+            json!("browser_select_option")
+        ]
+    );
     let cdp_network = client
         .call("proxy", json!({"action": "list", "type": "tool", "filter_server": "cdp:Network.", "limit": 1000}))
         .await;

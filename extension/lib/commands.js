@@ -13,9 +13,14 @@
  * to test the param schemas.
  */
 
+import { CONSOLE_LIMIT as CONSOLE_KEPT } from './page-events.js';
 import { validateParams } from './params.js';
 import { ErrorCode, RpcError, invalidParams, serverError } from './rpc.js';
-import { locateElement, pageExpression, pageState, prepareTyping, readValue, takeSnapshot } from './page-scripts.js';
+import { DialogOpenError } from './debugger-sessions.js';
+import { keyPressEvents } from './keys.js';
+import {
+  elementExpression, locateElement, pageExpression, pageShowsText, pageState, prepareTyping, readValue, selectOptions, takeSnapshot,
+} from './page-scripts.js';
 import {
   CAPTURE_DEADLINE_MS, CaptureStalledError, DEFAULT_MAX_DIMENSION, captureParams, captureWithRetry, headOfBase64, imageSize, layoutMetrics,
 } from './screenshots.js';
@@ -34,6 +39,12 @@ const NAVIGATION_TIMEOUT_MS = 30_000;
 const POLL_INTERVAL_MS = 100;
 /** Snapshot limits: enough for a model to act on, small enough for one WebSocket frame. */
 const SNAPSHOT_LIMITS = Object.freeze({ maxTextLength: 20_000, maxElements: 500 });
+
+/** waitFor: how long by default, and at most (under the relay's and the bridge's 60 s request timeouts). */
+export const WAIT_DEFAULT_MS = 10_000;
+export const WAIT_MAX_MS = 30_000;
+/** handleDialog: how long it waits for a dialog that is about to open (the click that opens it just returned). */
+const DIALOG_GRACE_MS = 2_000;
 
 /** Optional on every command that acts on a page: defaults to the connection's current tab. */
 const TAB_ID = Object.freeze({ type: 'integer', min: 0 });
@@ -71,6 +82,30 @@ export const COMMANDS = {
     run: type,
   },
   hover: { params: { selector: { type: 'string', required: true, nonEmpty: true }, tabId: TAB_ID }, run: hover },
+  selectOption: {
+    params: {
+      selector: { type: 'string', required: true, nonEmpty: true },
+      values: { type: 'string[]', required: true, nonEmpty: true, maxItems: 1_000 },
+      tabId: TAB_ID,
+    },
+    run: selectOption,
+  },
+  pressKey: { params: { key: { type: 'string', required: true }, tabId: TAB_ID }, run: pressKey },
+  waitFor: {
+    params: {
+      text: { type: 'string', nonEmpty: true },
+      textGone: { type: 'string', nonEmpty: true },
+      time: { type: 'number', min: 0, max: WAIT_MAX_MS / 1000 },
+      timeout: { type: 'number', min: 0.1, max: WAIT_MAX_MS / 1000 },
+      tabId: TAB_ID,
+    },
+    run: waitFor,
+  },
+  handleDialog: {
+    params: { accept: { type: 'boolean', required: true }, promptText: { type: 'string' }, tabId: TAB_ID },
+    run: handleDialog,
+  },
+  consoleMessages: { params: { onlyErrors: { type: 'boolean' }, tabId: TAB_ID }, run: consoleMessages },
   screenshot: {
     params: {
       format: { type: 'string', oneOf: ['png', 'jpeg', 'webp'] },
@@ -108,7 +143,26 @@ export async function runCommand(ctx, method, params) {
   if (!Object.hasOwn(COMMANDS, method))
     throw new RpcError(ErrorCode.METHOD_NOT_FOUND, `Method not found: "${method}"; this extension handles ${Object.keys(COMMANDS).join(', ')}`);
   const command = COMMANDS[method];
-  return command.run(ctx, validateParams(command.params, params));
+  const valid = validateParams(command.params, params);
+  const dialogsBefore = ctx.debuggers?.events?.openDialogs() ?? new Map();
+  try {
+    return await command.run(ctx, valid);
+  } catch (error) {
+    // The command made the page open a dialog (a click on a button that calls confirm(), a
+    // page that alerts while it loads): it did its work, and the page now waits for an
+    // answer. Say so rather than fail.
+    if (error instanceof DialogOpenError && (error.openedDuring || dialogsBefore.get(error.tabId) !== error.dialog))
+      return { tabId: error.tabId, dialog: error.dialog, note: dialogNote(error.dialog) };
+    if (error instanceof DialogOpenError)
+      throw serverError(error.message);
+    throw error;
+  }
+}
+
+/** @param {import('./page-events.js').OpenDialog} dialog */
+function dialogNote(dialog) {
+  return `The page opened a JavaScript ${dialog.type} dialog and waits for an answer; answer it with handleDialog ` +
+      '(in mcp-relay bridge: browser_handle_dialog with accept true or false, and promptText for a prompt).';
 }
 
 // ---------------------------------------------------------------------------
@@ -373,6 +427,113 @@ async function hover(ctx, { selector, tabId }) {
   return { tabId: id, hovered: true, x, y, element };
 }
 
+/** @param {CommandContext} ctx */
+async function selectOption(ctx, { selector, values, tabId }) {
+  const id = await targetTab(ctx, tabId);
+  const result = await evaluateExpression(ctx, id, elementExpression(selectOptions, selector, values));
+  if (result?.error) {
+    switch (result.error) {
+      case 'not-select':
+        throw serverError(`Element "${selector}" is a <${result.element}>, not a <select>; click custom drop-downs instead`);
+      case 'no-option':
+        throw serverError(`<select> "${selector}" has no option with value or label "${result.value}"; its options are: ${result.available.join(', ')}`);
+      case 'option-disabled':
+        throw serverError(`The option "${result.value}" of "${selector}" is disabled`);
+      case 'not-multiple':
+        throw invalidParams(`<select> "${selector}" takes one value, not ${result.count}: it is not a multi-select`);
+      default:
+        throw elementError(result, selector);
+    }
+  }
+  return { tabId: id, selected: result.values, labels: result.labels };
+}
+
+/** @param {CommandContext} ctx */
+async function pressKey(ctx, { key, tabId }) {
+  const plan = keyPressEvents(key);
+  if ('error' in plan)
+    throw invalidParams(`parameter "key": ${plan.error}`);
+  const id = await targetTab(ctx, tabId);
+  for (const event of plan.events)
+    await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
+  return { tabId: id, pressed: key };
+}
+
+/** @param {CommandContext} ctx */
+async function waitFor(ctx, { text, textGone, time, timeout, tabId }) {
+  if (text === undefined && textGone === undefined && time === undefined)
+    throw invalidParams('waitFor needs "text", "textGone" or "time"');
+  if (time !== undefined && (text !== undefined || textGone !== undefined))
+    throw invalidParams('give either "time", or "text"/"textGone", not both');
+  const id = await targetTab(ctx, tabId);
+  const started = Date.now();
+  if (time !== undefined) {
+    await new Promise(resolve => setTimeout(resolve, time * 1000));
+    return { tabId: id, waited: time };
+  }
+  const limitMs = timeout === undefined ? WAIT_DEFAULT_MS : timeout * 1000;
+  const wanted = [
+    ...(text !== undefined ? [`"${text}" to appear`] : []),
+    ...(textGone !== undefined ? [`"${textGone}" to disappear`] : []),
+  ].join(' and ');
+  await poll(started + limitMs, async () => {
+    const shown = text === undefined || await evaluateFunction(ctx, id, pageShowsText, text).catch(rethrowDialog) === true;
+    const gone = textGone === undefined || await evaluateFunction(ctx, id, pageShowsText, textGone).catch(rethrowDialog) === false;
+    return shown && gone;
+  }, () => `waited ${limitMs / 1000} s (the timeout) for ${wanted} in tab ${id}, in vain; ` +
+      `take a snapshot to see the page, or wait longer with "timeout" (at most ${WAIT_MAX_MS / 1000} s)`);
+  return { tabId: id, found: true, ...(text !== undefined ? { text } : {}), ...(textGone !== undefined ? { textGone } : {}), waitedMs: Date.now() - started };
+}
+
+/** Page scripts fail while a document is replaced (retried by the poll); a dialog ends the wait. */
+function rethrowDialog(error) {
+  if (error instanceof DialogOpenError)
+    throw error;
+  return null;
+}
+
+/** @param {CommandContext} ctx */
+async function handleDialog(ctx, { accept, promptText, tabId }) {
+  const id = await targetTab(ctx, tabId);
+  const events = ctx.debuggers.events;
+  let dialog = events.dialog(id);
+  if (!dialog) {
+    // The command that opens it may have returned a moment before the dialog appeared.
+    await ctx.debuggers.attach(id);
+    dialog = await new Promise(resolve => {
+      const timer = setTimeout(() => {
+        stop();
+        resolve(events.dialog(id));
+      }, DIALOG_GRACE_MS);
+      const stop = events.watchDialogs(id, opened => {
+        clearTimeout(timer);
+        stop();
+        resolve(opened);
+      });
+    });
+  }
+  if (!dialog)
+    throw serverError(`tab ${id} shows no JavaScript dialog (none opened within ${DIALOG_GRACE_MS / 1000} s) to answer`);
+  const params = { accept, ...(promptText !== undefined ? { promptText } : {}) };
+  await ctx.debuggers.send(id, 'Page.handleJavaScriptDialog', params);
+  // Chrome also sends Page.javascriptDialogClosed; do not wait for it, but do not report it open either.
+  events.answered(id);
+  return { tabId: id, handled: true, type: dialog.type, message: dialog.message, accepted: accept, ...(promptText !== undefined && dialog.type === 'prompt' ? { promptText } : {}) };
+}
+
+/** @param {CommandContext} ctx */
+async function consoleMessages(ctx, { onlyErrors = false, tabId }) {
+  const id = await targetTab(ctx, tabId);
+  // Recording starts with the attachment; attach now so later messages are kept.
+  await ctx.debuggers.attach(id);
+  const { messages, dropped } = ctx.debuggers.events.consoleMessages(id, { onlyErrors });
+  return {
+    tabId: id,
+    messages,
+    ...(dropped ? { dropped, note: `${dropped} older messages were dropped: only the last ${CONSOLE_KEPT} of each tab are kept` } : {}),
+  };
+}
+
 // ---------------------------------------------------------------------------
 // Reading the page
 
@@ -523,8 +684,19 @@ function checkUrl(url) {
  * @param {...unknown} args
  */
 async function evaluateFunction(ctx, tabId, fn, ...args) {
+  return evaluateExpression(ctx, tabId, pageExpression(fn, ...args));
+}
+
+/**
+ * Runs an expression built by page-scripts.js in the tab and returns its JSON result.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {string} expression
+ */
+async function evaluateExpression(ctx, tabId, expression) {
   const { result, exceptionDetails } = await ctx.debuggers.send(tabId, 'Runtime.evaluate', {
-    expression: pageExpression(fn, ...args),
+    expression,
     returnByValue: true,
     awaitPromise: true,
   });
@@ -586,7 +758,7 @@ async function pageInfo(ctx, tabId) {
  */
 async function waitForDocumentComplete(ctx, tabId, deadline, url) {
   await poll(deadline, async () => {
-    const state = await evaluateFunction(ctx, tabId, pageState).catch(() => null);
+    const state = await evaluateFunction(ctx, tabId, pageState).catch(rethrowDialog);
     return state?.readyState === 'complete';
   }, () => `${url} did not finish loading in tab ${tabId} within ${NAVIGATION_TIMEOUT_MS / 1000} s`);
 }

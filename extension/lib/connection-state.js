@@ -25,8 +25,10 @@ export class ConnectionState {
     this.debuggers = new DebuggerSessions();
     this._onTabRemoved = this._onTabRemoved.bind(this);
     this._onDebuggerDetach = this._onDebuggerDetach.bind(this);
+    this._onDebuggerEvent = this._onDebuggerEvent.bind(this);
     chrome.tabs.onRemoved.addListener(this._onTabRemoved);
     chrome.debugger.onDetach.addListener(this._onDebuggerDetach);
+    chrome.debugger.onEvent.addListener(this._onDebuggerEvent);
   }
 
   /**
@@ -77,12 +79,19 @@ export class ConnectionState {
   dispose() {
     chrome.tabs.onRemoved.removeListener(this._onTabRemoved);
     chrome.debugger.onDetach.removeListener(this._onDebuggerDetach);
+    chrome.debugger.onEvent.removeListener(this._onDebuggerEvent);
     return this.releaseAll();
+  }
+
+  /** Dialogs and console messages, kept for the tools that report them. */
+  _onDebuggerEvent(source, method, params) {
+    this.debuggers.events.handle(source, method, params);
   }
 
   /** @param {number} tabId */
   _onTabRemoved(tabId) {
     this.debuggers.forget(tabId);
+    this.debuggers.events.forget(tabId);
     this.tabs.dropTab(tabId);
   }
 

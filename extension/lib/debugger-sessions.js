@@ -13,11 +13,41 @@
  * Chrome reports a detach.
  */
 
+import { PageEvents } from './page-events.js';
+
 /** CDP protocol version every Chromium since 2017 speaks. */
 const PROTOCOL_VERSION = '1.3';
 
 /** Default time a CDP command may take before we give up and tell the client. */
 export const DEFAULT_CDP_TIMEOUT_MS = 30_000;
+/** How long attaching waits for Page and Runtime events to be enabled. */
+const ENABLE_TIMEOUT_MS = 3_000;
+
+/**
+ * CDP methods that still work while the page shows a JavaScript dialog; any other command
+ * would wait behind the dialog until it is answered, so it is refused at once instead.
+ */
+const WORK_DESPITE_DIALOG = new Set([
+  'Page.handleJavaScriptDialog', 'Page.getNavigationHistory', 'Target.getTargetInfo', 'Browser.getVersion',
+]);
+
+/** A command that cannot run, or stopped waiting, because the page shows a dialog. */
+export class DialogOpenError extends Error {
+  /**
+   * @param {number} tabId
+   * @param {import('./page-events.js').OpenDialog} dialog
+   * @param {boolean} openedDuring whether the dialog opened while the command ran (so the
+   *   command itself most likely opened it)
+   */
+  constructor(tabId, dialog, openedDuring) {
+    super(`tab ${tabId} shows a JavaScript ${dialog.type} dialog ("${dialog.message}"), and the page waits ` +
+        'for an answer before doing anything else; answer it with handleDialog (in mcp-relay bridge: ' +
+        'browser_handle_dialog with accept true or false)');
+    this.tabId = tabId;
+    this.dialog = dialog;
+    this.openedDuring = openedDuring;
+  }
+}
 
 export class DebuggerSessions {
   constructor() {
@@ -28,6 +58,8 @@ export class DebuggerSessions {
      * @type {Map<number, Promise<void>>}
      */
     this._attachments = new Map();
+    /** Dialogs and console messages of the attached tabs, fed by ConnectionState. */
+    this.events = new PageEvents();
   }
 
   /** @param {number} tabId */
@@ -75,6 +107,11 @@ export class DebuggerSessions {
     // :focus styles and typed text behave as if the user clicked elsewhere.
     await chrome.debugger.sendCommand({ tabId }, 'Emulation.setFocusEmulationEnabled', { enabled: true })
         .catch(() => {});
+    // Dialog events (Page) and console messages (Runtime). Bounded: on a tab that already
+    // shows a dialog these hang until it is answered, and attaching must not.
+    await Promise.all(['Page.enable', 'Runtime.enable'].map(method =>
+      withTimeout(chrome.debugger.sendCommand({ tabId }, method, {}), ENABLE_TIMEOUT_MS, () => `${method} timed out`)
+          .catch(() => {})));
   }
 
   /**
@@ -92,9 +129,18 @@ export class DebuggerSessions {
     for (let attempt = 0; ; attempt++) {
       await this.attach(tabId);
       const target = sessionId ? { tabId, sessionId } : { tabId };
+      const mayBlock = !sessionId && !WORK_DESPITE_DIALOG.has(method);
+      const open = mayBlock ? this.events.dialog(tabId) : undefined;
+      if (open)
+        throw new DialogOpenError(tabId, open, false);
+      let stopWatching = () => {};
+      const dialogOpened = new Promise((_, reject) => {
+        if (mayBlock)
+          stopWatching = this.events.watchDialogs(tabId, dialog => reject(new DialogOpenError(tabId, dialog, true)));
+      });
       try {
         return await withTimeout(
-            chrome.debugger.sendCommand(target, method, params),
+            Promise.race([chrome.debugger.sendCommand(target, method, params), dialogOpened]),
             timeoutMs,
             () => `CDP ${method} on tab ${tabId} got no answer within ${Math.round(timeoutMs / 1000)} s; ` +
                 'the page may be hung or showing a dialog');
@@ -105,6 +151,8 @@ export class DebuggerSessions {
           continue;
         }
         throw error;
+      } finally {
+        stopWatching();
       }
     }
   }
@@ -112,6 +160,7 @@ export class DebuggerSessions {
   /** Chrome already dropped the attachment (onDetach, tab closed). */
   forget(tabId) {
     this._attachments.delete(tabId);
+    this.events.detached(tabId);
   }
 
   /** @param {number} tabId */
@@ -120,6 +169,7 @@ export class DebuggerSessions {
     if (!attachment)
       return;
     this._attachments.delete(tabId);
+    this.events.detached(tabId);
     try {
       await attachment;
       await chrome.debugger.detach({ tabId });

@@ -21,6 +21,35 @@ export function pageExpression(fn, ...args) {
 }
 
 /**
+ * Like {@link pageExpression} for a function whose first argument is an
+ * element: the expression finds `selector`'s element and calls
+ * `fn(element, ...args)`, or returns `{error: 'invalid-selector'|'not-found'}`.
+ *
+ * @param {Function} fn
+ * @param {string} selector
+ * @param {...unknown} args JSON-serialisable arguments
+ */
+export function elementExpression(fn, selector, ...args) {
+  const json = [selector, ...args].map(arg => JSON.stringify(arg)).join(', ');
+  return `(${findElementThen.toString()})(${fn.toString()}, ${json})`;
+}
+
+/**
+ * @param {(element: Element, ...args: any[]) => object} fn
+ * @param {string} selector
+ * @param {...unknown} args
+ */
+export function findElementThen(fn, selector, ...args) {
+  let el;
+  try {
+    el = document.querySelector(selector);
+  } catch (e) {
+    return { error: 'invalid-selector', message: String(e && e.message || e) };
+  }
+  return el ? fn(el, ...args) : { error: 'not-found' };
+}
+
+/**
  * Finds the element a selector names, scrolls it to the middle of the viewport
  * and returns the point a real mouse would click: its centre, in CSS pixels of
  * the top-level viewport, which is what Input.dispatchMouseEvent expects.
@@ -285,4 +314,57 @@ export function takeSnapshot(limits) {
     elements,
     elementsTruncated,
   };
+}
+
+/**
+ * Selects the options of a `<select>` whose value or visible label is one of
+ * `values` (value first, then label, both exact after trimming), deselects
+ * the rest, and fires `input` and `change` as a person's choice would. Runs
+ * through {@link elementExpression}.
+ *
+ * @param {Element} el
+ * @param {string[]} values
+ */
+export function selectOptions(el, values) {
+  if (el.localName !== 'select')
+    return { error: 'not-select', element: el.localName };
+  if (el.disabled)
+    return { error: 'disabled', element: el.localName };
+  const options = Array.from(el.options);
+  const label = option => (option.label || option.textContent || '').replace(/\s+/g, ' ').trim();
+  const chosen = [];
+  for (const wanted of values) {
+    const text = wanted.trim();
+    const option = options.find(o => o.value === wanted) || options.find(o => label(o) === text);
+    if (!option) {
+      return {
+        error: 'no-option',
+        value: wanted,
+        available: options.slice(0, 30).map(o => (o.value === label(o) ? o.value : `${o.value} (${label(o)})`)),
+      };
+    }
+    if (option.disabled)
+      return { error: 'option-disabled', value: wanted };
+    if (!chosen.includes(option))
+      chosen.push(option);
+  }
+  if (!el.multiple && chosen.length > 1)
+    return { error: 'not-multiple', count: chosen.length };
+  for (const option of options)
+    option.selected = chosen.includes(option);
+  el.dispatchEvent(new Event('input', { bubbles: true, composed: true }));
+  el.dispatchEvent(new Event('change', { bubbles: true }));
+  const selected = options.filter(o => o.selected);
+  return { values: selected.map(o => o.value), labels: selected.map(label) };
+}
+
+/**
+ * Whether `text` is in the page's visible text (`innerText`, so hidden
+ * elements do not count).
+ *
+ * @param {string} text
+ */
+export function pageShowsText(text) {
+  const root = document.body || document.documentElement;
+  return Boolean(root && root.innerText.includes(text));
 }

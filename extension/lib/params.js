@@ -13,12 +13,13 @@ import { invalidParams } from './rpc.js';
 
 /**
  * @typedef {object} ParamSpec
- * @property {'string'|'integer'|'number'|'boolean'|'object'} type
+ * @property {'string'|'integer'|'number'|'boolean'|'object'|'string[]'} type
  * @property {boolean} [required]
  * @property {readonly string[]} [oneOf] allowed values (strings only)
  * @property {number} [min] inclusive, numbers only
  * @property {number} [max] inclusive, numbers only
- * @property {boolean} [nonEmpty] strings only
+ * @property {boolean} [nonEmpty] strings only; for string[], also at least one item
+ * @property {number} [maxItems] string[] only
  */
 
 /**
@@ -78,6 +79,14 @@ function checkValue(name, spec, value) {
     case 'object':
       if (typeof value !== 'object' || Array.isArray(value))
         throw invalidParams(`parameter "${name}" must be an object`);
+      return;
+    case 'string[]':
+      if (!Array.isArray(value) || value.some(item => typeof item !== 'string'))
+        throw invalidParams(`parameter "${name}" must be an array of strings`);
+      if (spec.nonEmpty && value.length === 0)
+        throw invalidParams(`parameter "${name}" must hold at least one string`);
+      if (spec.maxItems !== undefined && value.length > spec.maxItems)
+        throw invalidParams(`parameter "${name}" must hold at most ${spec.maxItems} strings`);
       return;
     default:
       throw new Error(`schema error: unknown type ${spec.type} for "${name}"`);

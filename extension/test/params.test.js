@@ -80,3 +80,12 @@ test('click needs a selector or both coordinates', async () => {
   await assert.rejects(runCommand(ctx, 'click', { x: 10 }), invalid(/"selector", or both "x" and "y"/));
   await assert.rejects(runCommand(ctx, 'click', { x: 'a', y: 1 }), invalid(/"x"/));
 });
+
+test('string arrays are checked item by item, for emptiness and size', () => {
+  const spec = { values: { type: 'string[]', required: true, nonEmpty: true, maxItems: 2 } };
+  assert.deepEqual(validateParams(spec, { values: ['a', 'b'] }), { values: ['a', 'b'] });
+  assert.throws(() => validateParams(spec, { values: 'a' }), invalid(/"values" must be an array of strings/));
+  assert.throws(() => validateParams(spec, { values: ['a', 1] }), invalid(/"values" must be an array of strings/));
+  assert.throws(() => validateParams(spec, { values: [] }), invalid(/at least one/));
+  assert.throws(() => validateParams(spec, { values: ['a', 'b', 'c'] }), invalid(/at most 2/));
+});

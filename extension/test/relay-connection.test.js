@@ -240,10 +240,11 @@ test('a tab closed by the user is dropped from ownership', async () => {
 });
 
 test('a drop reports code and reason, and removes exactly the listener it added', () => {
-  assert.equal(chrome.debugger.onEvent.listeners.size, 1);
+  // One forwards the socket's events, the other keeps the shared state's dialogs and console.
+  assert.equal(chrome.debugger.onEvent.listeners.size, 2);
   ws.drop(1008, 'invalid token');
   assert.deepEqual(events.closed, [{ code: 1008, reason: 'invalid token', opened: true }]);
-  assert.equal(chrome.debugger.onEvent.listeners.size, 0);
+  assert.equal(chrome.debugger.onEvent.listeners.size, 1, 'the shared state keeps its event listener');
   assert.equal(chrome.debugger.onDetach.listeners.size, 1, 'the shared state keeps its bookkeeping listeners');
   assert.equal(chrome.tabs.onRemoved.listeners.size, 1);
 });
@@ -270,5 +271,6 @@ test('a reply finished after the socket closed is handed over, not lost or sent 
 test('the shared state removes exactly the listeners it added', async () => {
   await state.dispose();
   assert.equal(chrome.debugger.onDetach.listeners.size, 0);
+  assert.equal(chrome.debugger.onEvent.listeners.size, 1, "only the open socket's own listener is left");
   assert.equal(chrome.tabs.onRemoved.listeners.size, 0);
 });

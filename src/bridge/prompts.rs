@@ -164,8 +164,9 @@ pub fn get(name: &str, args: &Map<String, Value>) -> Result<Value, String> {
             };
             format!(
                 "Fill a form in my browser. {open}Take a browser_snapshot to find the form's \
-                 fields and their selectors. Then enter, with browser_type (text fields) and \
-                 browser_click (checkboxes, radio buttons, options): {}. If a value does not \
+                 fields and their selectors. Then enter, with browser_type (text fields), \
+                 browser_select_option (drop-downs) and browser_click (checkboxes, radio \
+                 buttons): {}. If a value does not \
                  fit any field, or a required field has no value, ask me instead of guessing. \
                  {submit} {TOOL_NOTE}",
                 arg("description").unwrap_or_default()
@@ -173,8 +174,9 @@ pub fn get(name: &str, args: &Map<String, Value>) -> Result<Value, String> {
         }
         "debug_page" => format!(
             "Debug a problem on the page in my browser's current tab: {}. Take a \
-             browser_snapshot to see the page. Use retrieve_tools to find Chrome DevTools \
-             commands (for example console messages with Runtime or Log, failed requests with \
+             browser_snapshot to see the page and browser_console_messages (onlyErrors) for its \
+             console errors and uncaught exceptions. Use retrieve_tools to find Chrome DevTools \
+             commands (for example log entries with Log, failed requests with \
              Network, exceptions with Debugger), call read-only ones with call_tool_read, and \
              explain the cause you find, with evidence. Ask before anything that changes the \
              page. {TOOL_NOTE}",

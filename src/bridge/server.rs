@@ -24,7 +24,9 @@ use super::resources::ReadError;
 /// What the host reads once, at `initialize`.
 const INSTRUCTIONS: &str = "Drives the person's own web browser through an mcp-relay extension. \
 Start with browser_snapshot (or browser_screenshot) to see the page, act with browser_navigate, \
-browser_click, browser_type and browser_hover, and use browser_tabs for tabs. If a tool says no \
+browser_click, browser_type, browser_select_option, browser_press_key and browser_hover, wait for \
+text with browser_wait_for, answer alert/confirm/prompt dialogs with browser_handle_dialog, read \
+console errors with browser_console_messages, and use browser_tabs for tabs. If a tool says no \
 browser is connected, call browser_status; with several browsers, pick one with browser_list and \
 browser_connect.";
 const PROXY_INSTRUCTIONS: &str =

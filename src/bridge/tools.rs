@@ -12,7 +12,8 @@
 //! Results: screenshots become MCP image content (hosts show them and models see them). Every
 //! other result is the extension's JSON, as text, byte for byte. With `--max-result-bytes`,
 //! long text is cut at that size and ends with a note; the tools whose results get long
-//! (`browser_snapshot`, `browser_evaluate`, `browser_cdp`, `browser_tabs`) take an `offset`
+//! (`browser_snapshot`, `browser_evaluate`, `browser_cdp`, `browser_tabs`,
+//! `browser_console_messages`) take an `offset`
 //! that returns the rest of the same result from memory, without running the command again.
 
 use std::collections::HashMap;
@@ -25,11 +26,12 @@ use super::relay_client::{RelayClient, RelayError};
 use crate::frame::code;
 
 /// Tools whose results can be long and that therefore take `offset`.
-const PAGED: [&str; 4] = [
+const PAGED: [&str; 5] = [
     "browser_snapshot",
     "browser_evaluate",
     "browser_cdp",
     "browser_tabs",
+    "browser_console_messages",
 ];
 
 /// What a tool call turns into.
@@ -325,6 +327,61 @@ fn require_string<'a>(args: &'a JsonObject, key: &str) -> Result<&'a str, String
         .ok_or_else(|| format!("\"{key}\" (a non-empty string) is required"))
 }
 
+/// The element a tool acts on: `selector` (a CSS selector, e.g. from `browser_snapshot`).
+/// Playwright MCP's callers also send `element` (a description, for the person's
+/// permission prompt) and `ref`; refs are not produced by this bridge's snapshot yet, so one
+/// without a selector gets an error that says what to send instead.
+fn element_selector(args: &JsonObject) -> Result<Value, String> {
+    if let Some(selector) = string(args, "selector").filter(|s| !s.trim().is_empty()) {
+        return Ok(json!(selector));
+    }
+    if has(args, "ref") {
+        return Err(
+            "\"ref\" is not supported yet: this bridge's browser_snapshot lists a CSS \
+                    \"selector\" for each element; pass that as \"selector\""
+                .into(),
+        );
+    }
+    Err("\"selector\" (the element's CSS selector, from browser_snapshot) is required".into())
+}
+
+/// `params` with `selector` set from [`element_selector`].
+fn with_selector(args: &JsonObject, keys: &[&str]) -> Result<Value, String> {
+    let mut params = pick(args, keys);
+    params["selector"] = element_selector(args)?;
+    Ok(params)
+}
+
+/// `browser_wait_for`'s limits, in seconds: under the relay's and the bridge's 60 s
+/// request timeouts, so the wait's own error (which names its timeout) is what comes back.
+const WAIT_DEFAULT_SECS: f64 = 10.0;
+const WAIT_MAX_SECS: f64 = 30.0;
+
+fn seconds(args: &JsonObject, key: &str) -> Result<Option<f64>, String> {
+    match args.get(key).filter(|v| !v.is_null()) {
+        None => Ok(None),
+        Some(v) => match v.as_f64() {
+            Some(secs) if (0.0..=WAIT_MAX_SECS).contains(&secs) => Ok(Some(secs)),
+            _ => Err(format!(
+                "\"{key}\" must be a number of seconds from 0 to {WAIT_MAX_SECS}"
+            )),
+        },
+    }
+}
+
+/// An optional argument that, when present, must pass `is` (`what` says what it must be).
+fn optional(
+    args: &JsonObject,
+    key: &str,
+    is: fn(&Value) -> bool,
+    what: &str,
+) -> Result<(), String> {
+    match args.get(key) {
+        Some(value) if !value.is_null() && !is(value) => Err(format!("\"{key}\" must be {what}")),
+        _ => Ok(()),
+    }
+}
+
 fn forward(method: &'static str, params: Value) -> Result<Plan, String> {
     Ok(Plan::Forward {
         method,
@@ -368,6 +425,9 @@ fn plan(name: &str, args: &JsonObject) -> Result<Plan, String> {
         "browser_click" => {
             let by_point = has(args, "x") && has(args, "y");
             if !(has(args, "selector") || by_point) {
+                if has(args, "ref") {
+                    element_selector(args)?;
+                }
                 return Err("give \"selector\", or both \"x\" and \"y\"".into());
             }
             forward(
@@ -379,15 +439,73 @@ fn plan(name: &str, args: &JsonObject) -> Result<Plan, String> {
             )
         }
         "browser_type" => {
-            require_string(args, "selector")?;
+            let params = with_selector(args, &["text", "submit", "tabId"])?;
             if string(args, "text").is_none() {
                 return Err("\"text\" (a string) is required".into());
             }
-            forward("type", pick(args, &["selector", "text", "submit", "tabId"]))
+            forward("type", params)
         }
-        "browser_hover" => {
-            require_string(args, "selector")?;
-            forward("hover", pick(args, &["selector", "tabId"]))
+        "browser_hover" => forward("hover", with_selector(args, &["tabId"])?),
+        "browser_navigate_back" => forward("goBack", pick(args, &["tabId"])),
+        "browser_navigate_forward" => forward("goForward", pick(args, &["tabId"])),
+        "browser_select_option" => {
+            let values = match args.get("values") {
+                Some(Value::Array(values))
+                    if !values.is_empty() && values.iter().all(Value::is_string) =>
+                {
+                    values.clone()
+                }
+                Some(Value::String(one)) => vec![json!(one)],
+                _ => {
+                    return Err("\"values\" (an array of option values or labels, e.g. \
+                                [\"blue\"]) is required"
+                        .into())
+                }
+            };
+            let mut params = with_selector(args, &["tabId"])?;
+            params["values"] = Value::Array(values);
+            forward("selectOption", params)
+        }
+        "browser_press_key" => {
+            require_string(args, "key")?;
+            forward("pressKey", pick(args, &["key", "tabId"]))
+        }
+        "browser_wait_for" => {
+            let waits_for_text = has(args, "text") || has(args, "textGone");
+            for key in ["text", "textGone"] {
+                if has(args, key) {
+                    require_string(args, key)?;
+                }
+            }
+            let time = seconds(args, "time")?;
+            let timeout = seconds(args, "timeout")?;
+            if time.is_some() && waits_for_text {
+                return Err("give either \"time\", or \"text\"/\"textGone\", not both".into());
+            }
+            if time.is_none() && !waits_for_text {
+                return Err(
+                    "give \"text\" to wait for, \"textGone\", or \"time\" (seconds)".into(),
+                );
+            }
+            let mut params = pick(args, &["text", "textGone", "time", "tabId"]);
+            if waits_for_text {
+                params["timeout"] = json!(timeout.unwrap_or(WAIT_DEFAULT_SECS));
+            }
+            forward("waitFor", params)
+        }
+        "browser_handle_dialog" => {
+            if !args.get("accept").is_some_and(Value::is_boolean) {
+                return Err("\"accept\" (true or false) is required".into());
+            }
+            optional(args, "promptText", Value::is_string, "a string")?;
+            forward(
+                "handleDialog",
+                pick(args, &["accept", "promptText", "tabId"]),
+            )
+        }
+        "browser_console_messages" => {
+            optional(args, "onlyErrors", Value::is_boolean, "true or false")?;
+            forward("consoleMessages", pick(args, &["onlyErrors", "tabId"]))
         }
         "browser_screenshot" => Ok(Plan::Forward {
             method: "screenshot",
@@ -485,6 +603,13 @@ fn tool(
         )
 }
 
+fn element() -> Value {
+    json!({
+        "type": "string",
+        "description": "Optional: what the element is, in words (e.g. \"Country drop-down\"), for the person's record."
+    })
+}
+
 fn tab_id() -> Value {
     json!({
         "type": "integer",
@@ -566,6 +691,7 @@ pub fn definitions() -> Vec<Tool> {
             json!({
                 "properties": {
                     "selector": {"type": "string", "description": "CSS selector of the element."},
+                    "element": element(),
                     "x": {"type": "number", "description": "Viewport x, with y, instead of selector."},
                     "y": {"type": "number"},
                     "button": {"type": "string", "enum": ["left", "right", "middle"]},
@@ -582,6 +708,7 @@ pub fn definitions() -> Vec<Tool> {
             json!({
                 "properties": {
                     "selector": {"type": "string", "description": "CSS selector of the field."},
+                    "element": element(),
                     "text": {"type": "string"},
                     "submit": {"type": "boolean", "description": "Press Enter afterwards (default false)."},
                     "tabId": tab_id()
@@ -597,6 +724,7 @@ pub fn definitions() -> Vec<Tool> {
             json!({
                 "properties": {
                     "selector": {"type": "string", "description": "CSS selector of the element."},
+                    "element": element(),
                     "tabId": tab_id()
                 },
                 "required": ["selector"]
@@ -662,6 +790,100 @@ pub fn definitions() -> Vec<Tool> {
             }),
             PAGE_ACTION,
         ),
+        tool(
+            "browser_navigate_back",
+            "Navigate back",
+            "Go back to the previous page in the current tab's history; waits for it to load.",
+            json!({"properties": {"tabId": tab_id()}}),
+            PAGE_ACTION,
+        ),
+        tool(
+            "browser_navigate_forward",
+            "Navigate forward",
+            "Go forward to the next page in the current tab's history (after going back); \
+             waits for it to load.",
+            json!({"properties": {"tabId": tab_id()}}),
+            PAGE_ACTION,
+        ),
+        tool(
+            "browser_select_option",
+            "Select option",
+            "Choose options in a <select> drop-down or list, by value or by visible label; fires \
+             the input and change events a person's choice would. Several values only for a \
+             multi-select; the options not named are deselected.",
+            json!({
+                "properties": {
+                    "selector": {"type": "string", "description": "CSS selector of the <select>."},
+                    "element": element(),
+                    "values": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Values or labels of the options to select."},
+                    "tabId": tab_id()
+                },
+                "required": ["selector", "values"]
+            }),
+            PAGE_ACTION,
+        ),
+        tool(
+            "browser_press_key",
+            "Press a key",
+            "Press a key or key combination in the page, as a keyboard would, on the focused \
+             element: Playwright key names such as Enter, Escape, Tab, ArrowDown, Backspace, \
+             PageDown, F5, a character like \"a\", or combinations like Control+A or Shift+Tab.",
+            json!({
+                "properties": {
+                    "key": {"type": "string", "description": "e.g. Enter, ArrowDown, Control+A"},
+                    "tabId": tab_id()
+                },
+                "required": ["key"]
+            }),
+            PAGE_ACTION,
+        ),
+        tool(
+            "browser_wait_for",
+            "Wait for text",
+            "Wait until text appears on the page, or disappears (textGone), or simply for time \
+             seconds. Text waits give up after timeout seconds (default 10, at most 30) with an \
+             error that says so.",
+            json!({
+                "properties": {
+                    "text": {"type": "string", "description": "Text to wait for (in the page's visible text)."},
+                    "textGone": {"type": "string", "description": "Text to wait to disappear."},
+                    "time": {"type": "number", "minimum": 0, "maximum": 30, "description": "Instead of text: seconds to wait."},
+                    "timeout": {"type": "number", "minimum": 0.1, "maximum": 30, "description": "Seconds to wait for text before giving up (default 10)."},
+                    "tabId": tab_id()
+                }
+            }),
+            PAGE_READ,
+        ),
+        tool(
+            "browser_handle_dialog",
+            "Answer a dialog",
+            "Answer the JavaScript dialog (alert, confirm, prompt) the page shows: accept (OK) or \
+             dismiss (Cancel), with promptText for a prompt. An open dialog is reported in the \
+             result of the tool that opened it, and blocks the page until it is answered.",
+            json!({
+                "properties": {
+                    "accept": {"type": "boolean", "description": "true for OK, false for Cancel."},
+                    "promptText": {"type": "string", "description": "For a prompt: the text to answer with."},
+                    "tabId": tab_id()
+                },
+                "required": ["accept"]
+            }),
+            PAGE_ACTION,
+        ),
+        tool(
+            "browser_console_messages",
+            "Console messages",
+            "List the console messages (console.log, console.error, …) and uncaught errors of \
+             the current tab since the bridge began controlling it, oldest first; the last 500 \
+             are kept, each clipped to 2000 characters.",
+            json!({
+                "properties": {
+                    "onlyErrors": {"type": "boolean", "description": "Only errors: console.error, failed console.assert and uncaught exceptions."},
+                    "tabId": tab_id()
+                }
+            }),
+            PAGE_READ,
+        ),
     ]
 }
 
@@ -676,7 +898,7 @@ mod tests {
     #[test]
     fn every_tool_has_a_title_an_object_schema_and_all_four_hints() {
         let tools = definitions();
-        assert_eq!(tools.len(), 12);
+        assert_eq!(tools.len(), 19);
         for tool in &tools {
             assert!(tool.title.is_some(), "{}", tool.name);
             assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
@@ -750,6 +972,146 @@ mod tests {
         assert_eq!(
             plan("browser_snapshot", &args(json!({"offset": 10}))).unwrap(),
             Plan::Continue(10)
+        );
+    }
+
+    #[test]
+    fn playwright_named_tools_map_onto_extension_commands() {
+        let cases = [
+            (
+                "browser_select_option",
+                json!({"element": "Colour", "selector": "#colour", "values": ["Blue", "red"]}),
+                "selectOption",
+                json!({"selector": "#colour", "values": ["Blue", "red"]}),
+            ),
+            (
+                "browser_select_option",
+                json!({"selector": "#colour", "values": "red", "tabId": 4}),
+                "selectOption",
+                json!({"selector": "#colour", "values": ["red"], "tabId": 4}),
+            ),
+            (
+                "browser_press_key",
+                json!({"key": "Control+A"}),
+                "pressKey",
+                json!({"key": "Control+A"}),
+            ),
+            (
+                "browser_type",
+                json!({"element": "Name", "selector": "#name", "text": "Ada", "submit": true}),
+                "type",
+                json!({"selector": "#name", "text": "Ada", "submit": true}),
+            ),
+            (
+                "browser_click",
+                json!({"element": "Save", "selector": "#save"}),
+                "click",
+                json!({"selector": "#save"}),
+            ),
+            (
+                "browser_hover",
+                json!({"element": "Menu", "selector": "#menu"}),
+                "hover",
+                json!({"selector": "#menu"}),
+            ),
+            ("browser_navigate_back", json!({}), "goBack", json!({})),
+            (
+                "browser_navigate_forward",
+                json!({"tabId": 2}),
+                "goForward",
+                json!({"tabId": 2}),
+            ),
+            (
+                "browser_wait_for",
+                json!({"text": "Done"}),
+                "waitFor",
+                json!({"text": "Done", "timeout": 10.0}),
+            ),
+            (
+                "browser_wait_for",
+                json!({"textGone": "Loading", "timeout": 2}),
+                "waitFor",
+                json!({"textGone": "Loading", "timeout": 2.0}),
+            ),
+            (
+                "browser_wait_for",
+                json!({"time": 1.5}),
+                "waitFor",
+                json!({"time": 1.5}),
+            ),
+            (
+                "browser_handle_dialog",
+                json!({"accept": true, "promptText": "Ada"}),
+                "handleDialog",
+                json!({"accept": true, "promptText": "Ada"}),
+            ),
+            (
+                "browser_console_messages",
+                json!({"onlyErrors": true}),
+                "consoleMessages",
+                json!({"onlyErrors": true}),
+            ),
+        ];
+        for (tool, call, method, params) in cases {
+            assert_eq!(
+                plan(tool, &args(call.clone())).unwrap(),
+                Plan::Forward {
+                    method,
+                    params,
+                    image: false
+                },
+                "{tool} {call}"
+            );
+        }
+    }
+
+    #[test]
+    fn playwright_named_tools_explain_bad_arguments() {
+        let err = |tool: &str, call: Value| plan(tool, &args(call)).unwrap_err();
+        assert!(err("browser_select_option", json!({"selector": "#s"})).contains("\"values\""));
+        assert!(err(
+            "browser_select_option",
+            json!({"selector": "#s", "values": []})
+        )
+        .contains("\"values\""));
+        assert!(err(
+            "browser_select_option",
+            json!({"selector": "#s", "values": [1]})
+        )
+        .contains("\"values\""));
+        let by_ref = err(
+            "browser_select_option",
+            json!({"ref": "e3", "values": ["a"]}),
+        );
+        assert!(
+            by_ref.contains("\"ref\" is not supported yet") && by_ref.contains("selector"),
+            "{by_ref}"
+        );
+        assert!(err("browser_hover", json!({"element": "Menu"})).contains("\"selector\""));
+        for tool in ["browser_click", "browser_type", "browser_hover"] {
+            let by_ref = err(tool, json!({"element": "Save", "ref": "e7", "text": "x"}));
+            assert!(
+                by_ref.contains("\"ref\" is not supported yet"),
+                "{tool}: {by_ref}"
+            );
+        }
+        assert!(err("browser_press_key", json!({})).contains("\"key\""));
+        assert!(err("browser_press_key", json!({"key": ""})).contains("\"key\""));
+        assert!(err("browser_wait_for", json!({})).contains("\"time\""));
+        assert!(err("browser_wait_for", json!({"text": "a", "time": 1})).contains("not both"));
+        assert!(err("browser_wait_for", json!({"time": 61})).contains("0 to 30"));
+        assert!(err("browser_wait_for", json!({"text": "a", "timeout": "x"})).contains("seconds"));
+        assert!(err("browser_handle_dialog", json!({})).contains("\"accept\""));
+        assert!(err("browser_handle_dialog", json!({"accept": "yes"})).contains("\"accept\""));
+        assert!(err(
+            "browser_handle_dialog",
+            json!({"accept": true, "promptText": 3})
+        )
+        .contains("\"promptText\""));
+        assert!(err("browser_console_messages", json!({"onlyErrors": 1})).contains("onlyErrors"));
+        assert_eq!(
+            plan("browser_console_messages", &args(json!({"offset": 5}))).unwrap(),
+            Plan::Continue(5)
         );
     }
 

@@ -1,0 +1,196 @@
+/**
+ * What the pages of attached tabs say on their own: JavaScript dialogs
+ * (`alert`, `confirm`, `prompt`, `beforeunload`) and console messages.
+ *
+ * Fed from `chrome.debugger.onEvent` (Page and Runtime are enabled on attach,
+ * see debugger-sessions.js). A dialog is tracked from its
+ * `Page.javascriptDialogOpening` event, never by asking the page: while a
+ * dialog is open the page's renderer is blocked, and commands that need it
+ * (`Runtime.evaluate`, even `Page.enable`) hang until it is answered.
+ *
+ * Console messages are kept per tab in a bounded ring, each message clipped,
+ * so a chatty page cannot grow the service worker's memory.
+ *
+ * Pure: no `chrome.*`, so Node tests it directly.
+ */
+
+/** Messages kept per tab; older ones are dropped (and counted). */
+export const CONSOLE_LIMIT = 500;
+/** Characters kept of one message. */
+export const MESSAGE_CLIP = 2_000;
+
+/**
+ * @typedef {{type: string, message: string, defaultPrompt?: string, url?: string}} OpenDialog
+ * @typedef {{type: string, text: string, url?: string, line?: number, time: number}} ConsoleEntry
+ */
+
+/** Console API types that count as errors for `onlyErrors`; uncaught exceptions are `error` too. */
+const ERROR_TYPES = new Set(['error', 'assert']);
+
+export class PageEvents {
+  /** @param {{limit?: number, clip?: number}} [options] */
+  constructor({ limit = CONSOLE_LIMIT, clip = MESSAGE_CLIP } = {}) {
+    this._limit = limit;
+    this._clip = clip;
+    /** @type {Map<number, OpenDialog>} */
+    this._dialogs = new Map();
+    /** @type {Map<number, {entries: ConsoleEntry[], dropped: number}>} */
+    this._console = new Map();
+    /** @type {Map<number, Set<(dialog: OpenDialog) => void>>} */
+    this._dialogWatchers = new Map();
+  }
+
+  /**
+   * One `chrome.debugger.onEvent`. Events of child sessions (iframes, workers) are ignored:
+   * the tools speak of the tab's page.
+   *
+   * @param {{tabId?: number, sessionId?: string}} source
+   * @param {string} method
+   * @param {any} params
+   */
+  handle(source, method, params) {
+    const tabId = source?.tabId;
+    if (tabId === undefined || source.sessionId)
+      return;
+    switch (method) {
+      case 'Page.javascriptDialogOpening': {
+        /** @type {OpenDialog} */
+        const dialog = { type: String(params?.type ?? 'alert'), message: this._clipped(String(params?.message ?? '')) };
+        if (dialog.type === 'prompt')
+          dialog.defaultPrompt = String(params?.defaultPrompt ?? '');
+        if (params?.url)
+          dialog.url = String(params.url);
+        this._dialogs.set(tabId, dialog);
+        for (const watcher of this._dialogWatchers.get(tabId) ?? [])
+          watcher(dialog);
+        return;
+      }
+      case 'Page.javascriptDialogClosed':
+        this._dialogs.delete(tabId);
+        return;
+      case 'Runtime.consoleAPICalled': {
+        const frame = params?.stackTrace?.callFrames?.[0];
+        this._push(tabId, {
+          type: String(params?.type ?? 'log'),
+          text: (params?.args ?? []).map(describeRemoteObject).join(' '),
+          ...(frame?.url ? { url: frame.url, line: frame.lineNumber + 1 } : {}),
+          time: typeof params?.timestamp === 'number' ? params.timestamp : Date.now(),
+        });
+        return;
+      }
+      case 'Runtime.exceptionThrown': {
+        const details = params?.exceptionDetails ?? {};
+        const text = details.exception?.description ?? details.exception?.value ?? details.text ?? 'Uncaught exception';
+        this._push(tabId, {
+          type: 'error',
+          text: `Uncaught ${String(text).replace(/^Uncaught /, '')}`,
+          ...(details.url ? { url: details.url, line: (details.lineNumber ?? 0) + 1 } : {}),
+          time: typeof params?.timestamp === 'number' ? params.timestamp : Date.now(),
+        });
+        return;
+      }
+      default:
+    }
+  }
+
+  /** @param {number} tabId @returns {OpenDialog | undefined} */
+  dialog(tabId) {
+    return this._dialogs.get(tabId);
+  }
+
+  /** @returns {Map<number, OpenDialog>} the dialogs open now, by tab (a copy) */
+  openDialogs() {
+    return new Map(this._dialogs);
+  }
+
+  /**
+   * Calls `onOpen` when a dialog opens on the tab; returns the function that stops watching.
+   *
+   * @param {number} tabId
+   * @param {(dialog: OpenDialog) => void} onOpen
+   */
+  watchDialogs(tabId, onOpen) {
+    let watchers = this._dialogWatchers.get(tabId);
+    if (!watchers) {
+      watchers = new Set();
+      this._dialogWatchers.set(tabId, watchers);
+    }
+    watchers.add(onOpen);
+    return () => {
+      watchers.delete(onOpen);
+      if (watchers.size === 0 && this._dialogWatchers.get(tabId) === watchers)
+        this._dialogWatchers.delete(tabId);
+    };
+  }
+
+  /**
+   * The tab's kept console messages, oldest first.
+   *
+   * @param {number} tabId
+   * @param {{onlyErrors?: boolean}} [options]
+   * @returns {{messages: ConsoleEntry[], dropped: number}}
+   */
+  consoleMessages(tabId, { onlyErrors = false } = {}) {
+    const ring = this._console.get(tabId);
+    if (!ring)
+      return { messages: [], dropped: 0 };
+    const messages = onlyErrors ? ring.entries.filter(entry => ERROR_TYPES.has(entry.type)) : [...ring.entries];
+    return { messages, dropped: ring.dropped };
+  }
+
+  /** The debugger let go of the tab: an open dialog can no longer be known to be open. */
+  detached(tabId) {
+    this._dialogs.delete(tabId);
+  }
+
+  /** The tab's dialog was answered. */
+  answered(tabId) {
+    this._dialogs.delete(tabId);
+  }
+
+  /** The tab is gone. */
+  forget(tabId) {
+    this._dialogs.delete(tabId);
+    this._console.delete(tabId);
+  }
+
+  /** @param {number} tabId @param {ConsoleEntry} entry */
+  _push(tabId, entry) {
+    let ring = this._console.get(tabId);
+    if (!ring) {
+      ring = { entries: [], dropped: 0 };
+      this._console.set(tabId, ring);
+    }
+    entry.text = this._clipped(entry.text);
+    ring.entries.push(entry);
+    const excess = ring.entries.length - this._limit;
+    if (excess > 0) {
+      ring.entries.splice(0, excess);
+      ring.dropped += excess;
+    }
+  }
+
+  /** @param {string} text */
+  _clipped(text) {
+    return text.length > this._clip ? `${text.slice(0, this._clip)}… [${text.length - this._clip} more characters]` : text;
+  }
+}
+
+/**
+ * How the DevTools console would print one argument, briefly.
+ *
+ * @param {any} object CDP Runtime.RemoteObject
+ */
+export function describeRemoteObject(object) {
+  if (!object)
+    return 'undefined';
+  if (object.type === 'string')
+    return String(object.value);
+  if (object.unserializableValue !== undefined)
+    return String(object.unserializableValue);
+  if (object.type === 'undefined')
+    return 'undefined';
+  if ('value' in object)
+    return typeof object.value === 'object' ? JSON.stringify(object.value) : String(object.value);
+  return String(object.description ?? object.className ?? object.type);
+}

@@ -1,0 +1,72 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { PageEvents, describeRemoteObject } from '../lib/page-events.js';
+
+const log = (events, tabId, type, ...args) => events.handle({ tabId }, 'Runtime.consoleAPICalled', {
+  type, args: args.map(value => (typeof value === 'string' ? { type: 'string', value } : { type: typeof value, value })), timestamp: 1,
+});
+
+test('dialogs are tracked from their events, per tab, and watchers hear them open', () => {
+  const events = new PageEvents();
+  const heard = [];
+  const stop = events.watchDialogs(7, dialog => heard.push(dialog));
+  events.handle({ tabId: 7 }, 'Page.javascriptDialogOpening', { type: 'prompt', message: 'Name?', defaultPrompt: 'x', url: 'https://a.test/' });
+  assert.deepEqual(events.dialog(7), { type: 'prompt', message: 'Name?', defaultPrompt: 'x', url: 'https://a.test/' });
+  assert.equal(events.dialog(8), undefined);
+  assert.equal(heard.length, 1);
+  stop();
+  events.handle({ tabId: 7 }, 'Page.javascriptDialogClosed', { result: true });
+  assert.equal(events.dialog(7), undefined);
+  events.handle({ tabId: 7 }, 'Page.javascriptDialogOpening', { type: 'alert', message: 'hi' });
+  assert.equal(heard.length, 1, 'a stopped watcher hears nothing');
+  assert.deepEqual(events.dialog(7), { type: 'alert', message: 'hi' });
+  events.detached(7);
+  assert.equal(events.dialog(7), undefined);
+});
+
+test('events of child sessions and of no tab are ignored', () => {
+  const events = new PageEvents();
+  events.handle({ tabId: 1, sessionId: 'iframe' }, 'Page.javascriptDialogOpening', { type: 'alert', message: 'x' });
+  events.handle({}, 'Runtime.consoleAPICalled', { type: 'log', args: [] });
+  assert.equal(events.dialog(1), undefined);
+  assert.deepEqual(events.consoleMessages(1), { messages: [], dropped: 0 });
+});
+
+test('console calls and uncaught exceptions are kept, and onlyErrors keeps the errors', () => {
+  const events = new PageEvents();
+  log(events, 3, 'log', 'hello', 42);
+  log(events, 3, 'error', 'broke');
+  log(events, 3, 'warning', 'careful');
+  events.handle({ tabId: 3 }, 'Runtime.exceptionThrown', {
+    timestamp: 2,
+    exceptionDetails: { text: 'Uncaught', url: 'https://a.test/x.js', lineNumber: 9, exception: { description: 'Error: boom\n    at f (x.js:10)' } },
+  });
+  const all = events.consoleMessages(3).messages;
+  assert.deepEqual(all.map(m => `${m.type}: ${m.text.split('\n')[0]}`),
+      ['log: hello 42', 'error: broke', 'warning: careful', 'error: Uncaught Error: boom']);
+  assert.equal(all[3].line, 10);
+  assert.deepEqual(events.consoleMessages(3, { onlyErrors: true }).messages.map(m => m.text.split('\n')[0]),
+      ['broke', 'Uncaught Error: boom']);
+  events.forget(3);
+  assert.deepEqual(events.consoleMessages(3).messages, []);
+});
+
+test('the ring is bounded and counts what it dropped; long messages are clipped', () => {
+  const events = new PageEvents({ limit: 3, clip: 10 });
+  for (let i = 0; i < 5; i++)
+    log(events, 1, 'log', `m${i}`);
+  const { messages, dropped } = events.consoleMessages(1);
+  assert.deepEqual(messages.map(m => m.text), ['m2', 'm3', 'm4']);
+  assert.equal(dropped, 2);
+  log(events, 1, 'log', 'x'.repeat(25));
+  assert.equal(events.consoleMessages(1).messages.at(-1).text, `${'x'.repeat(10)}… [15 more characters]`);
+});
+
+test('remote objects read as the console would print them', () => {
+  assert.equal(describeRemoteObject({ type: 'string', value: 'a' }), 'a');
+  assert.equal(describeRemoteObject({ type: 'number', unserializableValue: 'NaN' }), 'NaN');
+  assert.equal(describeRemoteObject({ type: 'undefined' }), 'undefined');
+  assert.equal(describeRemoteObject({ type: 'boolean', value: true }), 'true');
+  assert.equal(describeRemoteObject({ type: 'object', subtype: 'null', value: null }), 'null');
+  assert.equal(describeRemoteObject({ type: 'object', className: 'Object', description: 'Object' }), 'Object');
+});
