@@ -164,6 +164,21 @@ impl Peer {
         self.0.conn.authenticated();
     }
 
+    /// Closes a peer that has accepted nothing for `--send-timeout`, and counts it.
+    fn close_as_not_reading(&self) {
+        self.0
+            .metrics
+            .slow_peer_disconnects
+            .fetch_add(1, Ordering::Relaxed);
+        self.close(
+            close_code::POLICY,
+            format!(
+                "the peer did not read for {} s",
+                self.0.send_timeout.as_secs_f64()
+            ),
+        );
+    }
+
     /// Asks the socket to close with `code` and `reason`.
     pub fn close(&self, code: u16, reason: impl Into<String>) {
         {
@@ -355,17 +370,7 @@ async fn write_loop(
                 break;
             }
             Err(_) => {
-                peer.0
-                    .metrics
-                    .slow_peer_disconnects
-                    .fetch_add(1, Ordering::Relaxed);
-                peer.close(
-                    close_code::POLICY,
-                    format!(
-                        "the peer did not read for {} s",
-                        config.send_timeout.as_secs_f64()
-                    ),
-                );
+                peer.close_as_not_reading();
                 break;
             }
         }
@@ -446,17 +451,7 @@ pub async fn next_inbound(
                     ?stalled,
                     "peer not reading, disconnecting it"
                 );
-                peer.0
-                    .metrics
-                    .slow_peer_disconnects
-                    .fetch_add(1, Ordering::Relaxed);
-                peer.close(
-                    close_code::POLICY,
-                    format!(
-                        "the peer did not read for {} s",
-                        peer.0.send_timeout.as_secs_f64()
-                    ),
-                );
+                peer.close_as_not_reading();
                 return Inbound::Closed;
             }
         }
