@@ -1681,6 +1681,29 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn what_try_send_within_and_send_charge_the_writer_takes_off_again() {
+        let s = sockets(1).await;
+        let peer = &s.peers[0];
+        for round in 0..50 {
+            assert!(peer.try_send_within(format!("frame {round}"), 1 << 20));
+            assert!(peer.send(format!("frame {round}")));
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while peer.queued_bytes() != 0 {
+            assert!(
+                Instant::now() < deadline,
+                "{} bytes never drained",
+                peer.queued_bytes()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // A queue whose count had drifted (charged less than taken off) would refuse this.
+        assert!(peer.try_send_within("small", 64));
+        assert!(peer.try_send_within("small", 1 << 20));
+        assert!(peer.is_open());
+    }
+
+    #[tokio::test]
     async fn forwarding_refuses_long_ids_and_keeps_clients_within_the_browser_queue() {
         let hub = LocalHub::new(limits(), Arc::new(Metrics::default()));
         let s = sockets(3).await;

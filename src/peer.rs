@@ -164,6 +164,12 @@ impl Peer {
         self.0.conn.authenticated();
     }
 
+    /// Bytes the queue counts right now (tests check the count returns to zero).
+    #[cfg(test)]
+    pub(crate) fn queued_bytes(&self) -> usize {
+        self.0.queued_bytes.load(Ordering::Acquire)
+    }
+
     /// Closes a peer that has accepted nothing for `--send-timeout`, and counts it.
     fn close_as_not_reading(&self) {
         self.0
