@@ -556,7 +556,10 @@ async function screenshot(ctx, { format = 'png', quality, fullPage = false, maxD
     ({ data, attempts } = await captureWithRetry(
         (method, params) => ctx.debuggers.send(id, method, params),
         planned.params,
-        { deadlineMs: CAPTURE_DEADLINE_MS - (Date.now() - started) }));
+        {
+          deadlineMs: CAPTURE_DEADLINE_MS - (Date.now() - started),
+          muteKick: () => ctx.debuggers.mute(id, 'Page.screencastFrame'),
+        }));
   } catch (error) {
     if (error instanceof CaptureStalledError || /no answer within/.test(messageOf(error)))
       throw serverError(await stalledAdvice(id, Date.now() - started, planned !== undefined));

@@ -40,15 +40,19 @@ export class ConnectionState {
   }
 
   /**
-   * The connection a tab's CDP events belong to: its owner, if we are
-   * attached to it.
+   * The connection a tab's CDP event belongs to: its owner, if we are
+   * attached to it and the event is not one the extension caused itself.
    *
    * @param {number} tabId
+   * @param {string} [method]
    * @returns {string | undefined}
    */
-  eventRecipient(tabId) {
+  eventRecipient(tabId, method) {
+    if (method !== undefined && this.debuggers.isMuted(tabId, method))
+      return undefined;
     return this.debuggers.isAttached(tabId) ? this.tabs.ownerOf(tabId) : undefined;
   }
+
 
   /** An MCP connection ended: detach from its tabs and un-own them (they stay open). */
   release(connectionId) {

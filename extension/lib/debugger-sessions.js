@@ -60,6 +60,41 @@ export class DebuggerSessions {
     this._attachments = new Map();
     /** Dialogs and console messages of the attached tabs, fed by ConnectionState. */
     this.events = new PageEvents();
+    /**
+     * "tab id method" → how many mutes are open: events the extension causes itself (a
+     * screenshot's screencast kick) that the client never asked for.
+     * @type {Map<string, number>}
+     */
+    this._muted = new Map();
+  }
+
+  /**
+   * Keeps a tab's `method` events from the client until the returned function is called.
+   * Mutes nest; calling the returned function twice undoes only one.
+   *
+   * @param {number} tabId
+   * @param {string} method
+   * @returns {() => void}
+   */
+  mute(tabId, method) {
+    const key = `${tabId} ${method}`;
+    this._muted.set(key, (this._muted.get(key) ?? 0) + 1);
+    let done = false;
+    return () => {
+      if (done)
+        return;
+      done = true;
+      const left = (this._muted.get(key) ?? 1) - 1;
+      if (left > 0)
+        this._muted.set(key, left);
+      else
+        this._muted.delete(key);
+    };
+  }
+
+  /** @param {number} tabId @param {string} method */
+  isMuted(tabId, method) {
+    return this._muted.has(`${tabId} ${method}`);
   }
 
   /** @param {number} tabId */

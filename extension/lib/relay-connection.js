@@ -259,7 +259,7 @@ export class RelayConnection {
   _onDebuggerEvent(source, method, params) {
     if (source.tabId === undefined)
       return;
-    const owner = this._state.eventRecipient(source.tabId);
+    const owner = this._state.eventRecipient(source.tabId, method);
     // An un-owned tab's events have nobody to go to.
     if (owner === undefined)
       return;

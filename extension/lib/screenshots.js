@@ -25,6 +25,9 @@
 export const DEFAULT_MAX_DIMENSION = 1568;
 /** A capture answers (with an image or an error) within this time. */
 export const CAPTURE_DEADLINE_MS = 5_000;
+/** How long after the kick its screencast frames are still kept from the client. */
+export const KICK_TAIL_MS = 250;
+
 /** How long the first capture may take before the kick and the retry. */
 export const FIRST_ATTEMPT_MS = 1_500;
 /** Kept free at the end of the deadline for the reply to leave in time. */
@@ -177,13 +180,16 @@ export class CaptureStalledError extends Error {
  *
  * @param {(method: string, params?: object) => Promise<any>} send one CDP command to the tab
  * @param {object} params for `Page.captureScreenshot`
- * @param {{deadlineMs?: number, firstAttemptMs?: number, stalledMessage?: (ms: number) => string}} [options]
+ * @param {{deadlineMs?: number, firstAttemptMs?: number, stalledMessage?: (ms: number) => string, muteKick?: () => () => void}} [options]
+ *   `muteKick` keeps the kick's screencast frames from the client: called before the kick, the
+ *   function it returns is called a moment after it (frames can trail the stop).
  * @returns {Promise<{data: string, attempts: number, kicked: boolean}>}
  */
 export async function captureWithRetry(send, params, {
   deadlineMs = CAPTURE_DEADLINE_MS,
   firstAttemptMs = FIRST_ATTEMPT_MS,
   stalledMessage = ms => `the page produced no frame within ${ms} ms`,
+  muteKick = () => () => {},
 } = {}) {
   const started = Date.now();
   const budget = deadlineMs - DEADLINE_MARGIN_MS;
@@ -193,7 +199,9 @@ export async function captureWithRetry(send, params, {
     return { data: answer.value.data, attempts: 1, kicked: false };
   // Stalled: make the compositor produce frames, then ask again. Whichever
   // capture answers first wins (the first one may just have been slow).
+  const unmute = muteKick();
   await within(kick(send), Math.max(0, budget - (Date.now() - started)));
+  setTimeout(unmute, KICK_TAIL_MS);
   const retry = send('Page.captureScreenshot', params);
   const either = Promise.race([first, retry]);
   const second = await within(either, Math.max(0, budget - (Date.now() - started)));

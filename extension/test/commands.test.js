@@ -85,8 +85,14 @@ function pngHeader(width, height) {
 /** The CDP session of every tab: records commands; `paints(tabId)` says whether captures answer. */
 function fakeDebuggers({ paints = () => true, onMousePressed = () => {} } = {}) {
   const sent = [];
+  const muted = [];
   return {
     sent,
+    muted,
+    mute: (tabId, method) => {
+      muted.push({ tabId, method });
+      return () => {};
+    },
     send: async (tabId, method, params = {}) => {
       sent.push({ tabId, method, params });
       switch (method) {
@@ -203,6 +209,8 @@ test('a background tab that never paints gets an explained error within 5 s, and
   const methods = ctx.debuggers.sent.map(c => c.method);
   assert.deepEqual(methods.filter(m => m !== 'Page.getLayoutMetrics'),
       ['Page.captureScreenshot', 'Page.startScreencast', 'Page.stopScreencast', 'Page.captureScreenshot']);
+  // The kick's own frames are kept from the client, which never asked for a screencast.
+  assert.deepEqual(ctx.debuggers.muted, [{ tabId: 11, method: 'Page.screencastFrame' }]);
   assert.deepEqual(browser.updates, []);
   assert.equal(browser.tabs.get(10).active, true);
 });

@@ -54,3 +54,17 @@ test('while a dialog is open, commands are refused at once, except answering it'
   await sessions.send(3, 'Runtime.evaluate', {});
   assert.equal(sent.at(-1), 'Runtime.evaluate');
 });
+
+test('muted events are kept from the client until every mute is undone', () => {
+  const sessions = new DebuggerSessions();
+  const first = sessions.mute(1, 'Page.screencastFrame');
+  const second = sessions.mute(1, 'Page.screencastFrame');
+  assert.ok(sessions.isMuted(1, 'Page.screencastFrame'));
+  assert.ok(!sessions.isMuted(2, 'Page.screencastFrame'), 'only that tab');
+  assert.ok(!sessions.isMuted(1, 'Page.loadEventFired'), 'only that method');
+  first();
+  first();
+  assert.ok(sessions.isMuted(1, 'Page.screencastFrame'), 'one undo per mute');
+  second();
+  assert.ok(!sessions.isMuted(1, 'Page.screencastFrame'));
+});

@@ -229,6 +229,24 @@ test('CDP events go to the owning connection with a top-level connectionId', asy
   }]);
 });
 
+test('CDP events the extension caused itself (a muted screencast kick) are not forwarded', async () => {
+  ws.receive({ jsonrpc: '2.0', id: `${A}:1`, method: 'selectTab', params: { tabId: 1 } });
+  await tick();
+  ws.receive({ jsonrpc: '2.0', id: `${A}:2`, method: 'forwardCDPCommand', params: { method: 'Page.enable' } });
+  await tick();
+  await tick();
+  const unmute = state.debuggers.mute(1, 'Page.screencastFrame');
+  chrome.debugger.onEvent.fire({ tabId: 1 }, 'Page.screencastFrame', { sessionId: 1 });
+  chrome.debugger.onEvent.fire({ tabId: 1 }, 'Page.loadEventFired', {});
+  unmute();
+  chrome.debugger.onEvent.fire({ tabId: 1 }, 'Page.screencastFrame', { sessionId: 2 });
+  const forwarded = ws.sent.filter(message => message.method === 'forwardCDPEvent').map(m => m.params);
+  assert.deepEqual(forwarded, [
+    { tabId: 1, method: 'Page.loadEventFired', params: {} },
+    { tabId: 1, method: 'Page.screencastFrame', params: { sessionId: 2 } },
+  ]);
+});
+
 test('a tab closed by the user is dropped from ownership', async () => {
   ws.receive({ jsonrpc: '2.0', id: `${A}:1`, method: 'selectTab', params: { tabId: 2 } });
   await tick();

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  CAPTURE_DEADLINE_MS, CaptureStalledError, DEFAULT_MAX_DIMENSION, captureParams, captureWithRetry, headOfBase64, imageSize,
+  CAPTURE_DEADLINE_MS, CaptureStalledError, DEFAULT_MAX_DIMENSION, KICK_TAIL_MS, captureParams, captureWithRetry, headOfBase64, imageSize,
   layoutMetrics, scaleFor,
 } from '../lib/screenshots.js';
 
@@ -124,6 +124,19 @@ test('a stalled capture is kicked with a screencast and retried once', async () 
   assert.equal(shot.attempts, 2);
   assert.equal(shot.kicked, true);
   assert.deepEqual(calls, ['Page.captureScreenshot', 'Page.startScreencast', 'Page.stopScreencast', 'Page.captureScreenshot']);
+});
+
+test('the kick is muted for the client while it runs and a moment after', async () => {
+  const { send } = fakeSend({ 'Page.captureScreenshot': [Infinity, 5], 'Page.startScreencast': 1, 'Page.stopScreencast': 1 });
+  const events = [];
+  const muteKick = () => {
+    events.push('mute');
+    return () => events.push('unmute');
+  };
+  await captureWithRetry(send, {}, { firstAttemptMs: 50, muteKick });
+  assert.deepEqual(events, ['mute'], 'still muted right after the retry');
+  await new Promise(resolve => setTimeout(resolve, KICK_TAIL_MS + 50));
+  assert.deepEqual(events, ['mute', 'unmute']);
 });
 
 test('a capture that never completes fails with a clear error before the deadline', async () => {
