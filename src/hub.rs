@@ -262,6 +262,15 @@ impl HubLimits {
             extension_queue_budget: config.max_send_queue_bytes / 4 * 3,
         }
     }
+
+    /// Refuses a forwarded request id longer than `max_id_bytes`. Pending requests keep the id
+    /// twice (as sent, and mapped), on whichever node holds them: bound it before anything.
+    pub fn check_id(&self, id: &RawValue) -> Result<(), HubError> {
+        if id.get().len() > self.max_id_bytes {
+            return Err(HubError::IdTooLong(self.max_id_bytes));
+        }
+        Ok(())
+    }
 }
 
 /// What one pending request costs besides its two ids: the map slot, this struct and the
@@ -1069,10 +1078,7 @@ impl Hub for LocalHub {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<(), HubError> {
-        // Pending requests keep the id twice (as sent, and mapped): bound it before anything.
-        if id.get().len() > self.limits.max_id_bytes {
-            return Err(HubError::IdTooLong(self.limits.max_id_bytes));
-        }
+        self.limits.check_id(id)?;
         let conn = self
             .connection(connection_id)
             .ok_or(HubError::NotConnected)?;

@@ -790,9 +790,7 @@ impl Hub for ClusterHub {
                 .local
                 .forward_request(connection_id, id, method, params);
         };
-        if id.get().len() > self.limits.max_id_bytes {
-            return Err(HubError::IdTooLong(self.limits.max_id_bytes));
-        }
+        self.limits.check_id(id)?;
         let request = frame::request(id.get(), method, params);
         let limit = self.max_payload.load(Relaxed);
         if request.len() + ENVELOPE_OVERHEAD > limit {
