@@ -59,6 +59,7 @@ struct Refusal<'a> {
 }
 
 /// A socket's verified answer to `authenticate`.
+#[derive(Clone)]
 struct Authenticated {
     auth: ExtensionAuth,
     /// Time left until the token's `exp`; the socket closes then (plus the grace).
@@ -88,6 +89,13 @@ impl PendingAuths {
 
     fn contains(&self, id: &str) -> bool {
         self.0.lock().unwrap().contains_key(id)
+    }
+
+    /// Gives a verified answer to the socket waiting for `id`, if one still is.
+    fn hand_over(&self, id: &str, answer: Authenticated) {
+        if let Some(adopt) = self.remove(id) {
+            let _ = adopt.send(answer);
+        }
     }
 }
 
@@ -227,9 +235,7 @@ fn answer_for_another_socket(id: &str, reply: &frame::Reply<'_>, state: &RelaySt
         return;
     }
     if let Ok(answer) = check_answer(reply, state, None) {
-        if let Some(adopt) = state.pending_auths.remove(id) {
-            let _ = adopt.send(answer);
-        }
+        state.pending_auths.hand_over(id, answer);
     }
 }
 
@@ -311,15 +317,9 @@ async fn authenticate(
                 // Another socket's answer arrived here while this one waits too: it
                 // authenticates this socket, and the socket it was asked on becomes this
                 // browser's idle duplicate.
-                let other = Authenticated {
-                    auth: answer.auth.clone(),
-                    expires_in: answer.expires_in,
-                };
-                let registered = register(answer, peer, state, false);
+                let registered = register(answer.clone(), peer, state, false);
                 if registered.is_some() {
-                    if let Some(adopt) = state.pending_auths.remove(&id) {
-                        let _ = adopt.send(other);
-                    }
+                    state.pending_auths.hand_over(&id, answer);
                 }
                 return registered;
             }
