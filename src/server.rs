@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::ws::{WebSocket, WebSocketUpgrade};
 use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -426,14 +426,7 @@ async fn extension_endpoint(
     Extension(conn): Extension<ConnHandle>,
     headers: HeaderMap,
 ) -> Response {
-    let slot = match admit(&state, &headers, &conn, true) {
-        Ok(slot) => slot,
-        Err(refusal) => return refusal.into_response(),
-    };
-    let tracker = state.tracker.clone();
-    tune(ws, &state).on_upgrade(move |socket| {
-        tracker.track_future(extension_session::run(socket, state, slot, conn))
-    })
+    upgrade(ws, state, conn, &headers, true, extension_session::run)
 }
 
 async fn mcp_endpoint(
@@ -442,13 +435,29 @@ async fn mcp_endpoint(
     Extension(conn): Extension<ConnHandle>,
     headers: HeaderMap,
 ) -> Response {
-    let slot = match admit(&state, &headers, &conn, false) {
+    upgrade(ws, state, conn, &headers, false, mcp_session::run)
+}
+
+/// Admits an upgrade (or says why not) and runs `session` on the socket, tracked for shutdown.
+fn upgrade<Session, Running>(
+    ws: WebSocketUpgrade,
+    state: Arc<RelayState>,
+    conn: ConnHandle,
+    headers: &HeaderMap,
+    extension: bool,
+    session: Session,
+) -> Response
+where
+    Session: FnOnce(WebSocket, Arc<RelayState>, SocketSlot, ConnHandle) -> Running + Send + 'static,
+    Running: std::future::Future<Output = ()> + Send + 'static,
+{
+    let slot = match admit(&state, headers, &conn, extension) {
         Ok(slot) => slot,
         Err(refusal) => return refusal.into_response(),
     };
     let tracker = state.tracker.clone();
     tune(ws, &state)
-        .on_upgrade(move |socket| tracker.track_future(mcp_session::run(socket, state, slot, conn)))
+        .on_upgrade(move |socket| tracker.track_future(session(socket, state, slot, conn)))
 }
 
 /// 200 while serving. A cluster node that lost NATS still serves its local pairs, so it stays
