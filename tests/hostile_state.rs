@@ -80,28 +80,24 @@ async fn large_extension_with(
     )
     .await
     .unwrap();
-    let mut client = Client { ws };
-    let auth = client.recv().await;
-    assert_eq!(auth["method"], "authenticate");
-    client
-        .send(json!({"jsonrpc": "2.0", "id": auth["id"], "result": {
-            "name": name,
-            "access_token": token(user, Some(mcp_relay::auth::Role::Extension)),
-            "client_id": client_id,
-            "padding": padding,
-        }}))
-        .await;
-    let authenticated = client.recv_notification("authenticated").await;
-    let extension_id = authenticated["params"]["extension_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let initial_status = client.recv_notification("status").await;
-    Extension {
-        client,
-        extension_id,
-        user_id: user.to_owned(),
-        initial_status,
+    Extension::authenticate(
+        Client { ws },
+        user,
+        name,
+        client_id,
+        json!({ "padding": padding }),
+    )
+    .await
+}
+
+/// `count` requests (`slow`) whose ids are 1000 bytes long: each one pending costs about
+/// 2.1 KB of bookkeeping.
+async fn send_requests_with_1000_byte_ids(mcp: &mut Mcp, count: usize) {
+    for n in 0..count {
+        let id = format!("{n:05}{}", "p".repeat(995));
+        mcp.client
+            .send(json!({"jsonrpc": "2.0", "id": id, "method": "slow", "params": {}}))
+            .await;
     }
 }
 
@@ -268,13 +264,7 @@ async fn pending_request_bytes_per_connection_are_bounded() {
     let mut mcp = Mcp::connect(&relay, "alice").await;
     mcp.connect_to(&ext.extension_id).await;
     let sent = 700;
-    for n in 0..sent {
-        // 1000-byte ids: each pending request costs about 2.1 KB of bookkeeping.
-        let id = format!("{n:05}{}", "p".repeat(995));
-        mcp.client
-            .send(json!({"jsonrpc": "2.0", "id": id, "method": "slow", "params": {}}))
-            .await;
-    }
+    send_requests_with_1000_byte_ids(&mut mcp, sent).await;
     // The marker's answer comes after every refusal (answers go out in order).
     mcp.client
         .send(json!({"jsonrpc": "2.0", "id": "marker", "method": "list_extensions"}))
@@ -630,12 +620,7 @@ async fn the_bounds_hold_across_cluster_nodes() {
         .await;
     assert_eq!(refused["error"]["code"], -32600);
     let sent = 700;
-    for n in 0..sent {
-        let id = format!("{n:05}{}", "p".repeat(995));
-        mcp.client
-            .send(json!({"jsonrpc": "2.0", "id": id, "method": "slow", "params": {}}))
-            .await;
-    }
+    send_requests_with_1000_byte_ids(&mut mcp, sent).await;
     let mut refused = 0;
     while let Ok(response) =
         tokio::time::timeout(Duration::from_secs(2), mcp.client.recv_response()).await

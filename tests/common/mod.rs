@@ -170,19 +170,31 @@ impl Extension {
         client
             .send(json!({"jsonrpc": "2.0", "method": "build_info", "params": {"version": "1.2.3"}}))
             .await;
+        Self::authenticate(client, user, name, client_id, json!({})).await
+    }
+
+    /// Answers the relay's `authenticate` on an open socket, with `extra` fields added to the
+    /// answer, and waits for `authenticated` and the first `status`.
+    pub async fn authenticate(
+        mut client: Client,
+        user: &str,
+        name: &str,
+        client_id: &str,
+        extra: Value,
+    ) -> Self {
         let auth = client.recv().await;
         assert_eq!(auth["method"], "authenticate");
         assert!(auth["id"].as_str().unwrap().starts_with("proxy:"));
+        let mut result = json!({
+            "name": name,
+            "access_token": token(user, Some(Role::Extension)),
+            "client_id": client_id,
+        });
+        if let (Some(result), Value::Object(extra)) = (result.as_object_mut(), extra) {
+            result.extend(extra);
+        }
         client
-            .send(json!({
-                "jsonrpc": "2.0",
-                "id": auth["id"],
-                "result": {
-                    "name": name,
-                    "access_token": token(user, Some(Role::Extension)),
-                    "client_id": client_id,
-                }
-            }))
+            .send(json!({"jsonrpc": "2.0", "id": auth["id"], "result": result}))
             .await;
         let authenticated = client.recv_notification("authenticated").await;
         let extension_id = authenticated["params"]["extension_id"]
