@@ -4,7 +4,7 @@
 //! Control methods cost the relay work (a token check, a list, state changes) and, unlike
 //! forwarded requests, nothing downstream slows a client that calls them in a loop, so each MCP
 //! socket has its own token bucket for them (`--control-rate-limit`, `--control-rate-burst`);
-//! beyond it they are answered `-32002` at once ([`rate_limited`]). The default (50/s, bursts
+//! beyond it they are answered `-32002` at once ([`RelayError::ControlRateLimited`]). The default (50/s, bursts
 //! of 100) is far above what polling clients do (a bridge waiting for a browser, a test
 //! polling every 25 ms) and far below a loop.
 
@@ -14,14 +14,11 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::auth::Role;
-use crate::frame::code;
 use crate::hub::{EndCause, McpClient};
 use crate::limits::RateLimit;
 use crate::peer::Peer;
+use crate::protocol::{self, RelayError};
 use crate::server::RelayState;
-
-/// A control method's error: JSON-RPC code and message.
-pub type ControlError = (i64, String);
 
 /// What an MCP socket knows about itself.
 pub struct McpState {
@@ -45,16 +42,6 @@ pub fn is_control(method: &str) -> bool {
     )
 }
 
-/// The answer to a control method over `--control-rate-limit`.
-pub fn rate_limited() -> ControlError {
-    (
-        code::RATE_LIMITED,
-        "Rate limit exceeded for control methods (mcp_handshake, list_extensions, connect, \
-         disconnect); retry later"
-            .into(),
-    )
-}
-
 impl McpState {
     /// The active connection, after checking that it still exists.
     pub fn live_connection(&mut self, state: &RelayState) -> Option<String> {
@@ -65,10 +52,6 @@ impl McpState {
         }
         self.connection.clone()
     }
-}
-
-fn invalid_params(message: &str) -> ControlError {
-    (code::INVALID_PARAMS, format!("Invalid params: {message}"))
 }
 
 #[derive(Deserialize, Default)]
@@ -84,10 +67,12 @@ pub fn handshake(
     mcp: &mut McpState,
     state: &RelayState,
     params: Option<&RawValue>,
-) -> Result<Value, ControlError> {
+) -> Result<Value, RelayError> {
     let params: HandshakeParams = match params {
         Some(p) => serde_json::from_str(p.get()).map_err(|_| {
-            invalid_params("mcp_handshake takes an object with accessToken (or access_token)")
+            RelayError::InvalidParams(
+                "mcp_handshake takes an object with accessToken (or access_token)",
+            )
         })?,
         None => HandshakeParams::default(),
     };
@@ -98,24 +83,17 @@ pub fn handshake(
     let identity = state
         .verifier
         .verify(&token, Role::Mcp)
-        .map_err(|e| (code::SERVER_ERROR, format!("Authentication failed: {e}")))?;
+        .map_err(|e| RelayError::AuthenticationFailed(e.to_string()))?;
     if let Some(client) = &mcp.client {
         // A repeated handshake is harmless when it names the same user.
         if client.user_id != identity.user_id {
-            return Err((
-                code::SERVER_ERROR,
-                "Authentication failed: this socket is already authenticated as another user"
-                    .into(),
-            ));
+            return Err(RelayError::AuthenticatedAsAnotherUser);
         }
         mcp.token_expires = Some(tokio::time::Instant::now() + identity.expires_in());
         return Ok(handshake_result(client));
     }
     let expires = tokio::time::Instant::now() + identity.expires_in();
-    state
-        .hub
-        .register_mcp(&identity.user_id)
-        .map_err(|e| (e.code(), e.to_string()))?;
+    state.hub.register_mcp(&identity.user_id)?;
     let client = McpClient {
         user_id: identity.user_id,
         mcp_client_id: format!("mcp-{}", Uuid::new_v4()),
@@ -146,32 +124,22 @@ pub fn connect(
     mcp: &mut McpState,
     state: &RelayState,
     params: Option<&RawValue>,
-) -> Result<(Value, Value), ControlError> {
+) -> Result<(Value, String), RelayError> {
     let params: Value = params
         .and_then(|p| serde_json::from_str(p.get()).ok())
         .unwrap_or(Value::Null);
     let Some(extension_id) = params.get("extension_id").and_then(Value::as_str) else {
-        return Err(invalid_params("extension_id (a string) is required"));
+        return Err(RelayError::InvalidParams(
+            "extension_id (a string) is required",
+        ));
     };
     if mcp.live_connection(state).is_some() {
-        return Err((
-            code::ALREADY_CONNECTED,
-            "MCP client already connected to an extension; call disconnect first".into(),
-        ));
+        return Err(RelayError::AlreadyConnected);
     }
     let client = mcp.client.as_ref().expect("checked by the session");
-    let info = state
-        .hub
-        .connect(client, extension_id)
-        .map_err(|e| (e.code(), e.to_string()))?;
+    let info = state.hub.connect(client, extension_id)?;
     mcp.connection = Some(info.connection_id.clone());
-    let status = json!({
-        "connected": true,
-        "peer_count": info.peer_count,
-        "extension_id": info.extension_id,
-        "connection_id": info.connection_id,
-        "timestamp": crate::hub::timestamp(),
-    });
+    let status = protocol::client_status(&info.connection_id, &info.extension_id, info.peer_count);
     Ok((
         json!({
             "connection_id": info.connection_id,

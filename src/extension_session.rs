@@ -13,16 +13,16 @@ use std::sync::{Arc, Mutex};
 use axum::extract::ws::WebSocket;
 use futures_util::StreamExt;
 use serde::Deserialize;
-use serde_json::json;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
 use crate::auth::Role;
-use crate::frame::{self, code, Incoming};
+use crate::frame::{self, Incoming};
 use crate::hub::ExtensionAuth;
 use crate::limits::SocketSlot;
 use crate::metrics::SocketGauge;
 use crate::peer::{self, close_code, Inbound, LastSeen, Peer};
+use crate::protocol::{self, RelayError};
 use crate::redact;
 use crate::server::RelayState;
 use crate::transport::ConnHandle;
@@ -212,15 +212,10 @@ fn route(text: &str, extension_id: &str, peer: &Peer, state: &RelayState) {
         Ok(Incoming::Request(call)) => {
             // Extensions are passive; the relay never forwards requests to MCP clients.
             let id = call.id.map_or("null", |id| id.get());
-            peer.send(frame::error_response(
-                id,
-                code::METHOD_NOT_FOUND,
-                &format!(
-                    "Method not found: {:?}. Extensions answer requests; the relay does not \
-                     forward requests from extensions",
-                    redact::clip(&call.method, 100)
-                ),
-            ));
+            peer.send(
+                RelayError::ExtensionRequest(redact::clip(&call.method, 100).into_owned())
+                    .response(id),
+            );
         }
         Err(error) => {
             peer.send(error.to_response());
@@ -335,11 +330,7 @@ async fn authenticate(
             }
             Ok(Incoming::Request(call)) => {
                 let id = call.id.map_or("null", |id| id.get());
-                peer.send(frame::error_response(
-                    id,
-                    code::SERVER_ERROR,
-                    "Not authenticated: answer the relay's authenticate request first",
-                ));
+                peer.send(RelayError::ExtensionNotAuthenticated.response(id));
             }
             Err(error) => {
                 peer.send(error.to_response());
@@ -427,18 +418,11 @@ fn version_string(raw: &RawValue) -> Option<String> {
 }
 
 fn not_text_error() -> String {
-    frame::error_response(
-        "null",
-        code::PARSE_ERROR,
-        "Parse error: binary frame is not UTF-8 JSON",
-    )
+    RelayError::BinaryNotUtf8.response("null")
 }
 
 /// Tells the peer the relay is going away, then closes with 1001 after the notice is written.
 pub(crate) fn say_goodbye(peer: &Peer) {
-    peer.send(frame::notification(
-        "shutdown",
-        &json!({ "reason": "relay shutting down" }),
-    ));
+    peer.send(protocol::shutdown());
     peer.close_after_flush(close_code::GOING_AWAY, "relay shutting down");
 }

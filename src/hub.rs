@@ -43,7 +43,6 @@ use std::time::{Duration, Instant};
 use axum::extract::ws::Utf8Bytes;
 use dashmap::DashMap;
 use serde::Serialize;
-use serde_json::json;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
@@ -51,6 +50,7 @@ use crate::config::ServeConfig;
 use crate::frame::{self, code, Reply};
 use crate::metrics::Metrics;
 use crate::peer::{close_code, Peer};
+use crate::protocol::{self, RelayError};
 
 /// What an extension told the relay about itself when it authenticated.
 #[derive(Debug, Clone)]
@@ -89,53 +89,6 @@ pub struct ConnectInfo {
     pub peer_count: usize,
 }
 
-/// Why the hub refused something, with the JSON-RPC code and message the client will see.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HubError {
-    #[error("Extension not found or not accessible")]
-    ExtensionNotFound,
-    #[error("Not connected to an extension")]
-    NotConnected,
-    #[error("The extension disconnected before the request could be delivered")]
-    ExtensionGone,
-    #[error("Too many extensions for this user (limit {0})")]
-    TooManyExtensions(usize),
-    #[error("Too many MCP clients for this user (limit {0})")]
-    TooManyMcpClients(usize),
-    #[error("Request too large for the cluster transport (NATS max_payload is {0} bytes)")]
-    TooLargeForCluster(usize),
-    #[error("Invalid Request: the id is longer than {0} bytes; use a shorter id")]
-    IdTooLong(usize),
-    #[error(
-        "Too many pending requests on this connection (their bookkeeping would exceed {0} bytes); \
-         retry when earlier requests are answered"
-    )]
-    TooManyPending(usize),
-    #[error("The browser's queue is full; retry later")]
-    BrowserQueueFull,
-    #[error(
-        "This connection's share of the browser's queue is used up ({0} bytes of requests \
-         in flight); retry when earlier requests are answered"
-    )]
-    FairShareExceeded(usize),
-}
-
-impl HubError {
-    pub fn code(&self) -> i64 {
-        match self {
-            HubError::ExtensionNotFound | HubError::NotConnected => code::SERVER_ERROR,
-            HubError::ExtensionGone => code::EXTENSION_GONE,
-            HubError::TooManyExtensions(_)
-            | HubError::TooManyMcpClients(_)
-            | HubError::TooLargeForCluster(_) => code::LIMIT_REACHED,
-            HubError::IdTooLong(_) => code::INVALID_REQUEST,
-            HubError::TooManyPending(_)
-            | HubError::BrowserQueueFull
-            | HubError::FairShareExceeded(_) => code::RATE_LIMITED,
-        }
-    }
-}
-
 /// Why a connection ends while its MCP client is still listening.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EndCause {
@@ -148,19 +101,10 @@ pub enum EndCause {
 impl EndCause {
     /// The error pending requests are answered with, and the reason the extension is given
     /// when it is told to cancel them.
-    pub fn replies(self) -> ((i64, &'static str), &'static str) {
+    pub fn replies(self) -> (RelayError, &'static str) {
         match self {
-            EndCause::ClientRequest => (
-                (
-                    code::EXTENSION_GONE,
-                    "The connection was closed by disconnect before the extension answered",
-                ),
-                "MCP client disconnected",
-            ),
-            EndCause::ShuttingDown => (
-                (code::SHUTTING_DOWN, "The relay is shutting down"),
-                "relay shutting down",
-            ),
+            EndCause::ClientRequest => (RelayError::ClosedByDisconnect, "MCP client disconnected"),
+            EndCause::ShuttingDown => (RelayError::ShuttingDown, "relay shutting down"),
         }
     }
 }
@@ -168,12 +112,12 @@ impl EndCause {
 /// The routing interface the sessions use. See the module documentation.
 pub trait Hub: Send + Sync + 'static {
     /// Counts an authenticated MCP socket against its user's limit.
-    fn register_mcp(&self, user_id: &str) -> Result<(), HubError>;
+    fn register_mcp(&self, user_id: &str) -> Result<(), RelayError>;
     /// Releases what [`Hub::register_mcp`] counted.
     fn unregister_mcp(&self, user_id: &str);
     /// Adds an authenticated extension socket, sends it the `authenticated` notification (then
     /// `status` when it joins a live extension), and returns the extension id.
-    fn register_extension(&self, auth: &ExtensionAuth, peer: &Peer) -> Result<String, HubError>;
+    fn register_extension(&self, auth: &ExtensionAuth, peer: &Peer) -> Result<String, RelayError>;
     /// Adds an authenticated extension socket as the *oldest* of its identity: it is told
     /// `authenticated` and `status` like any socket, but requests keep going to the newer one.
     /// For a socket whose `authenticate` was answered on another socket of the same browser
@@ -183,13 +127,13 @@ pub trait Hub: Send + Sync + 'static {
         &self,
         auth: &ExtensionAuth,
         peer: &Peer,
-    ) -> Result<String, HubError>;
+    ) -> Result<String, RelayError>;
     /// An extension socket closed. When it was the identity's last, the extension goes away.
     fn extension_socket_closed(&self, extension_id: &str, peer: &Peer, reason: &str);
     /// The caller's user's extensions.
     fn list_extensions(&self, user_id: &str) -> Vec<ExtensionInfo>;
     /// Connects an MCP client to one of its user's extensions.
-    fn connect(&self, client: &McpClient, extension_id: &str) -> Result<ConnectInfo, HubError>;
+    fn connect(&self, client: &McpClient, extension_id: &str) -> Result<ConnectInfo, RelayError>;
     /// Ends a connection while its MCP client is still there: pending requests are answered
     /// with an error saying why, and the extension is told to cancel them.
     fn disconnect(&self, connection_id: &str, cause: EndCause);
@@ -205,14 +149,14 @@ pub trait Hub: Send + Sync + 'static {
         id: &RawValue,
         method: &str,
         params: Option<&RawValue>,
-    ) -> Result<(), HubError>;
+    ) -> Result<(), RelayError>;
     /// Forwards an MCP notification to the connection's extension.
     fn forward_notification(
         &self,
         connection_id: &str,
         method: &str,
         params: Option<&RawValue>,
-    ) -> Result<(), HubError>;
+    ) -> Result<(), RelayError>;
     /// Routes an extension's response back to its requester. Returns `false` for unknown ids.
     fn deliver_response(&self, extension_id: &str, reply: &Reply<'_>) -> bool;
     /// Routes an extension's notification to one connection (`target`) or all of its
@@ -265,9 +209,9 @@ impl HubLimits {
 
     /// Refuses a forwarded request id longer than `max_id_bytes`. Pending requests keep the id
     /// twice (as sent, and mapped), on whichever node holds them: bound it before anything.
-    pub fn check_id(&self, id: &RawValue) -> Result<(), HubError> {
+    pub fn check_id(&self, id: &RawValue) -> Result<(), RelayError> {
         if id.get().len() > self.max_id_bytes {
-            return Err(HubError::IdTooLong(self.max_id_bytes));
+            return Err(RelayError::IdTooLong(self.max_id_bytes));
         }
         Ok(())
     }
@@ -308,13 +252,13 @@ impl Pending {
         request: PendingRequest,
         max_bytes: usize,
         fair_share: usize,
-    ) -> Result<(), HubError> {
+    ) -> Result<(), RelayError> {
         // An empty map always admits one request, so tiny settings cannot lock a client out.
         if !self.requests.is_empty() && self.bytes + request.cost > max_bytes {
-            return Err(HubError::TooManyPending(max_bytes));
+            return Err(RelayError::TooManyPending(max_bytes));
         }
         if self.frame_bytes > 0 && self.frame_bytes + request.frame_bytes > fair_share {
-            return Err(HubError::FairShareExceeded(self.frame_bytes));
+            return Err(RelayError::FairShareExceeded(self.frame_bytes));
         }
         self.bytes += request.cost;
         self.frame_bytes += request.frame_bytes;
@@ -600,39 +544,6 @@ pub fn new_connection_id() -> String {
     format!("conn-{}", Uuid::new_v4())
 }
 
-/// The `connected` notification MCP clients get when their extension is back.
-pub fn connected_frame(extension_id: &str, name: &str) -> String {
-    frame::notification(
-        "connected",
-        &json!({
-            "id": extension_id,
-            "extension_id": extension_id,
-            "name": name,
-            "reconnection": true,
-        }),
-    )
-}
-
-/// The `status` notification an extension gets: its MCP peers.
-fn status_frame(connections: &[String]) -> String {
-    frame::notification(
-        "status",
-        &json!({
-            "connected": !connections.is_empty(),
-            "peer_count": connections.len(),
-            "timestamp": timestamp(),
-            "connection_ids": connections,
-        }),
-    )
-}
-
-/// The `status` timestamp, in the format the spec shows (`2025-10-20T21:43:53.163+0000`).
-pub fn timestamp() -> String {
-    chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%S%.3f%z")
-        .to_string()
-}
-
 impl LocalHub {
     pub fn new(limits: HubLimits, metrics: Arc<Metrics>) -> Self {
         LocalHub {
@@ -670,7 +581,7 @@ impl LocalHub {
         else {
             return;
         };
-        let status = status_frame(&connections);
+        let status = protocol::extension_status(&connections);
         for socket in sockets {
             socket.send(status.clone());
         }
@@ -688,7 +599,7 @@ impl LocalHub {
     fn end_connection(
         &self,
         connection_id: &str,
-        answer: Option<(i64, &str)>,
+        answer: Option<RelayError>,
         cancel_reason: Option<&str>,
     ) -> Option<Arc<Connection>> {
         let (_, conn) = self.connections.remove(connection_id)?;
@@ -703,22 +614,15 @@ impl LocalHub {
         self.metrics
             .pending_requests
             .fetch_sub(pending.len() as i64, Relaxed);
-        if let Some((code, message)) = answer {
+        if let Some(answer) = answer {
             for request in pending.values() {
-                conn.mcp
-                    .send(frame::error_response(&request.original_id, code, message));
-                self.metrics.error(code);
+                conn.mcp.send(answer.response(&request.original_id));
+                self.metrics.error(answer.code());
             }
         }
         if let Some(reason) = cancel_reason {
             for mapped in pending.keys() {
-                self.send_to_extension(
-                    &conn.extension_id,
-                    frame::notification(
-                        "notifications/cancelled",
-                        &json!({ "requestId": mapped, "reason": reason }),
-                    ),
-                );
+                self.send_to_extension(&conn.extension_id, protocol::cancelled(mapped, reason));
             }
             let removed = self
                 .extensions
@@ -728,10 +632,7 @@ impl LocalHub {
             if removed {
                 self.send_to_extension(
                     &conn.extension_id,
-                    frame::notification(
-                        "connection_closed",
-                        &json!({ "connection_id": connection_id, "reason": reason }),
-                    ),
+                    protocol::connection_closed(connection_id, reason),
                 );
                 self.send_status_to_extension(&conn.extension_id);
             }
@@ -747,7 +648,7 @@ impl LocalHub {
         extension_id: &str,
         mcp: McpSink,
         connection_id: String,
-    ) -> Result<ConnectInfo, HubError> {
+    ) -> Result<ConnectInfo, RelayError> {
         // Check ownership before creating anything; the same answer for "absent" and
         // "someone else's" so ids of other users' browsers cannot be probed.
         let owned = self
@@ -755,7 +656,7 @@ impl LocalHub {
             .get(extension_id)
             .is_some_and(|e| e.user_id == user_id);
         if !owned || self.connections.contains_key(&connection_id) {
-            return Err(HubError::ExtensionNotFound);
+            return Err(RelayError::ExtensionNotFound);
         }
         self.connections.insert(
             connection_id.clone(),
@@ -778,7 +679,7 @@ impl LocalHub {
         });
         let Some((extension_name, peer_count)) = attached else {
             self.end_connection(&connection_id, None, None);
-            return Err(HubError::ExtensionNotFound);
+            return Err(RelayError::ExtensionNotFound);
         };
         self.send_status_to_extension(extension_id);
         Ok(ConnectInfo {
@@ -845,7 +746,7 @@ impl LocalHub {
         auth: &ExtensionAuth,
         peer: &Peer,
         newest: bool,
-    ) -> Result<String, HubError> {
+    ) -> Result<String, RelayError> {
         // Without a client_id (spec-era extensions), the browser name is the best stable key.
         let key = auth
             .client_id
@@ -887,14 +788,14 @@ impl LocalHub {
                         superseded = Some(entry.sockets.remove(oldest_other));
                     }
                 }
-                joined_status = status_frame(&entry.connections);
+                joined_status = protocol::extension_status(&entry.connections);
                 new_identity = false;
             }
             dashmap::Entry::Vacant(entry) => {
                 {
                     let mut user = self.users.entry(auth.user_id.clone()).or_default();
                     if user.extensions.len() >= self.limits.max_extensions_per_user {
-                        return Err(HubError::TooManyExtensions(
+                        return Err(RelayError::TooManyExtensions(
                             self.limits.max_extensions_per_user,
                         ));
                     }
@@ -908,17 +809,14 @@ impl LocalHub {
                     connections: Vec::new(),
                 });
                 self.metrics.extensions.fetch_add(1, Relaxed);
-                joined_status = status_frame(&[]);
+                joined_status = protocol::extension_status(&[]);
                 new_identity = true;
             }
         }
-        peer.send(frame::notification(
-            "authenticated",
-            &json!({
-                "user_id": auth.user_id,
-                "extension_id": extension_id,
-                "client_id": auth.client_id,
-            }),
+        peer.send(protocol::authenticated(
+            &auth.user_id,
+            &extension_id,
+            auth.client_id.as_deref(),
         ));
         if let Some(old) = superseded {
             old.close(
@@ -929,7 +827,7 @@ impl LocalHub {
         if new_identity {
             let peers = self.former_peers.take(&extension_id);
             if !peers.is_empty() {
-                let notice = connected_frame(&extension_id, name);
+                let notice = protocol::connected(&extension_id, name);
                 for mcp in peers {
                     mcp.send(notice.clone());
                 }
@@ -952,10 +850,10 @@ impl LocalHub {
 }
 
 impl Hub for LocalHub {
-    fn register_mcp(&self, user_id: &str) -> Result<(), HubError> {
+    fn register_mcp(&self, user_id: &str) -> Result<(), RelayError> {
         let mut user = self.users.entry(user_id.to_owned()).or_default();
         if user.mcp_clients >= self.limits.max_mcp_clients_per_user {
-            return Err(HubError::TooManyMcpClients(
+            return Err(RelayError::TooManyMcpClients(
                 self.limits.max_mcp_clients_per_user,
             ));
         }
@@ -970,7 +868,7 @@ impl Hub for LocalHub {
         self.users.remove_if(user_id, |_, u| u.is_idle());
     }
 
-    fn register_extension(&self, auth: &ExtensionAuth, peer: &Peer) -> Result<String, HubError> {
+    fn register_extension(&self, auth: &ExtensionAuth, peer: &Peer) -> Result<String, RelayError> {
         self.register_socket(auth, peer, true)
     }
 
@@ -978,7 +876,7 @@ impl Hub for LocalHub {
         &self,
         auth: &ExtensionAuth,
         peer: &Peer,
-    ) -> Result<String, HubError> {
+    ) -> Result<String, RelayError> {
         self.register_socket(auth, peer, false)
     }
 
@@ -999,25 +897,16 @@ impl Hub for LocalHub {
         self.users.remove_if(&entry.user_id, |_, u| u.is_idle());
         let mut peers = Vec::new();
         for connection_id in &entry.connections {
-            let Some(conn) = self.end_connection(
-                connection_id,
-                Some((
-                    code::EXTENSION_GONE,
-                    "Extension disconnected before responding",
-                )),
-                None,
-            ) else {
+            let Some(conn) =
+                self.end_connection(connection_id, Some(RelayError::ExtensionLeft), None)
+            else {
                 continue;
             };
-            conn.mcp.send(frame::notification(
-                "disconnected",
-                &json!({
-                    "connection_id": connection_id,
-                    "extension_id": extension_id,
-                    "id": extension_id,
-                    "name": entry.name,
-                    "reason": reason,
-                }),
+            conn.mcp.send(protocol::disconnected(
+                connection_id,
+                extension_id,
+                Some(&entry.name),
+                reason,
             ));
             // Clients on other nodes are told `connected` by their own node (see `cluster`).
             if let McpSink::Socket(peer) = &conn.mcp {
@@ -1049,7 +938,7 @@ impl Hub for LocalHub {
         list
     }
 
-    fn connect(&self, client: &McpClient, extension_id: &str) -> Result<ConnectInfo, HubError> {
+    fn connect(&self, client: &McpClient, extension_id: &str) -> Result<ConnectInfo, RelayError> {
         self.connect_sink(
             &client.user_id,
             extension_id,
@@ -1077,11 +966,11 @@ impl Hub for LocalHub {
         id: &RawValue,
         method: &str,
         params: Option<&RawValue>,
-    ) -> Result<(), HubError> {
+    ) -> Result<(), RelayError> {
         self.limits.check_id(id)?;
         let conn = self
             .connection(connection_id)
-            .ok_or(HubError::NotConnected)?;
+            .ok_or(RelayError::NotConnected)?;
         // The socket and how many connections share it, in the one look-up this path always did.
         let target = self.extensions.get(&conn.extension_id).and_then(|e| {
             e.sockets
@@ -1093,7 +982,7 @@ impl Hub for LocalHub {
         let base = format!("{}:{}", conn.id, frame::id_text(id));
         let mapped = {
             let mut guard = conn.pending.lock().unwrap();
-            let pending = guard.as_mut().ok_or(HubError::NotConnected)?;
+            let pending = guard.as_mut().ok_or(RelayError::NotConnected)?;
             let mut mapped = base.clone();
             // Some hosts reuse one id for concurrent requests; each still needs its own
             // answer, so a still-pending id gets a suffix the extension echoes back.
@@ -1122,8 +1011,8 @@ impl Hub for LocalHub {
         // the budget, this client is refused instead and the browser stays.
         let refused = match &target {
             Some((socket, _)) if socket.try_send_within(request, budget) => None,
-            Some((socket, _)) if socket.is_open() => Some(HubError::BrowserQueueFull),
-            _ => Some(HubError::ExtensionGone),
+            Some((socket, _)) if socket.is_open() => Some(RelayError::BrowserQueueFull),
+            _ => Some(RelayError::ExtensionGone),
         };
         if let Some(error) = refused {
             if self.take_pending(&conn, &mapped).is_some() {
@@ -1139,10 +1028,10 @@ impl Hub for LocalHub {
         connection_id: &str,
         method: &str,
         params: Option<&RawValue>,
-    ) -> Result<(), HubError> {
+    ) -> Result<(), RelayError> {
         let conn = self
             .connection(connection_id)
-            .ok_or(HubError::NotConnected)?;
+            .ok_or(RelayError::NotConnected)?;
         if let Some(socket) = self.newest_socket(&conn.extension_id) {
             // Client volume must not overflow the browser's queue (see forward_request). A
             // notification has no answer to carry an error, so over the budget it is dropped,
@@ -1156,7 +1045,7 @@ impl Hub for LocalHub {
                     "browser queue full: client notification dropped"
                 );
                 self.metrics.error(code::RATE_LIMITED);
-                return Err(HubError::BrowserQueueFull);
+                return Err(RelayError::BrowserQueueFull);
             }
         }
         self.metrics.forwarded_notifications.fetch_add(1, Relaxed);
@@ -1189,12 +1078,8 @@ impl Hub for LocalHub {
                 }
                 (None, Some(result)) => frame::result_response(&request.original_id, result.get()),
                 (None, None) => {
-                    self.metrics.error(code::INTERNAL_ERROR);
-                    frame::error_response(
-                        &request.original_id,
-                        code::INTERNAL_ERROR,
-                        "Internal error: the extension replied with neither result nor error",
-                    )
+                    self.metrics.error(RelayError::EmptyReply.code());
+                    RelayError::EmptyReply.response(&request.original_id)
                 }
             };
             self.metrics.observe_latency(request.started.elapsed());
@@ -1239,10 +1124,7 @@ impl Hub for LocalHub {
 
     fn expire_requests(&self, now: Instant) {
         let timeout = self.limits.request_timeout;
-        let message = format!(
-            "Request timed out: the extension did not answer within {} s",
-            timeout.as_secs_f64()
-        );
+        let answer = RelayError::RequestTimedOut(timeout);
         let conns: Vec<Arc<Connection>> = self.connections.iter().map(|c| Arc::clone(&c)).collect();
         for conn in conns {
             let expired: Vec<(String, PendingRequest)> = {
@@ -1263,18 +1145,11 @@ impl Hub for LocalHub {
             for (mapped, request) in expired {
                 self.metrics.pending_requests.fetch_sub(1, Relaxed);
                 self.metrics.timeouts.fetch_add(1, Relaxed);
-                self.metrics.error(code::REQUEST_TIMEOUT);
-                conn.mcp.send(frame::error_response(
-                    &request.original_id,
-                    code::REQUEST_TIMEOUT,
-                    &message,
-                ));
+                self.metrics.error(answer.code());
+                conn.mcp.send(answer.response(&request.original_id));
                 self.send_to_extension(
                     &conn.extension_id,
-                    frame::notification(
-                        "notifications/cancelled",
-                        &json!({ "requestId": mapped, "reason": "request timed out" }),
-                    ),
+                    protocol::cancelled(&mapped, "request timed out"),
                 );
             }
         }
@@ -1284,11 +1159,7 @@ impl Hub for LocalHub {
     fn shutdown(&self) {
         let ids: Vec<String> = self.connections.iter().map(|c| c.key().clone()).collect();
         for id in ids {
-            self.end_connection(
-                &id,
-                Some((code::SHUTTING_DOWN, "The relay is shutting down")),
-                None,
-            );
+            self.end_connection(&id, Some(RelayError::ShuttingDown), None);
         }
     }
 }
@@ -1337,7 +1208,7 @@ mod tests {
                 Err(error) => break error,
             }
         };
-        assert_eq!(refused, HubError::TooManyPending(max));
+        assert_eq!(refused, RelayError::TooManyPending(max));
         assert_eq!(refused.code(), code::RATE_LIMITED);
         assert_eq!(admitted, max / (2000 + PENDING_OVERHEAD_BYTES));
         assert!(pending.bytes <= max);
@@ -1366,7 +1237,7 @@ mod tests {
             .is_ok());
         assert_eq!(
             pending.admit("b".into(), pending_request(1, 30 << 20), 1 << 20, share),
-            Err(HubError::FairShareExceeded(30 << 20))
+            Err(RelayError::FairShareExceeded(30 << 20))
         );
         assert!(pending
             .admit("c".into(), pending_request(1, 1 << 20), 1 << 20, share)
@@ -1379,10 +1250,12 @@ mod tests {
 
     #[test]
     fn byte_bound_errors_have_their_codes() {
-        assert_eq!(HubError::IdTooLong(1024).code(), code::INVALID_REQUEST);
-        assert!(HubError::IdTooLong(1024).to_string().contains("1024 bytes"));
-        assert_eq!(HubError::BrowserQueueFull.code(), code::RATE_LIMITED);
-        assert_eq!(HubError::FairShareExceeded(1).code(), code::RATE_LIMITED);
+        assert_eq!(RelayError::IdTooLong(1024).code(), code::INVALID_REQUEST);
+        assert!(RelayError::IdTooLong(1024)
+            .to_string()
+            .contains("1024 bytes"));
+        assert_eq!(RelayError::BrowserQueueFull.code(), code::RATE_LIMITED);
+        assert_eq!(RelayError::FairShareExceeded(1).code(), code::RATE_LIMITED);
         let limits = limits();
         assert_eq!(limits.max_name_bytes, 256);
         assert_eq!(limits.max_id_bytes, 1024);
@@ -1652,7 +1525,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             small.register_extension(&auth("dave", "2", "D2"), &p[7]),
-            Err(HubError::TooManyExtensions(1))
+            Err(RelayError::TooManyExtensions(1))
         );
         assert_index_consistent(&small);
         // Names and versions are stored cut to the bound.
@@ -1731,7 +1604,7 @@ mod tests {
         let long_id = raw(format!("\"{}\"", "i".repeat(2000)));
         assert_eq!(
             hub.forward_request(&heavy_conn, &long_id, "m", None),
-            Err(HubError::IdTooLong(1024))
+            Err(RelayError::IdTooLong(1024))
         );
         let params = raw(format!("{{\"data\":\"{}\"}}", "x".repeat(30 << 20)));
         // Without awaiting, nothing leaves the browser's queue: the checks are deterministic.
@@ -1740,11 +1613,11 @@ mod tests {
         // Two connections share the 48 MiB budget: 24 MiB each, one request always allowed.
         assert!(matches!(
             hub.forward_request(&heavy_conn, &raw("2".into()), "upload", Some(&params)),
-            Err(HubError::FairShareExceeded(_))
+            Err(RelayError::FairShareExceeded(_))
         ));
         assert_eq!(
             hub.forward_request(&other_conn, &raw("3".into()), "upload", Some(&params)),
-            Err(HubError::BrowserQueueFull)
+            Err(RelayError::BrowserQueueFull)
         );
         hub.forward_request(&other_conn, &raw("4".into()), "small", None)
             .unwrap();

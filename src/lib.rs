@@ -58,6 +58,7 @@ pub mod limits;
 pub mod mcp_session;
 pub mod metrics;
 pub mod peer;
+pub mod protocol;
 pub mod redact;
 pub mod server;
 pub mod transport;

@@ -13,10 +13,11 @@ use futures_util::StreamExt;
 use crate::control::{self, McpState};
 use crate::extension_session::say_goodbye;
 use crate::frame::{self, code, Call, Incoming};
-use crate::hub::{EndCause, HubError};
+use crate::hub::EndCause;
 use crate::limits::{RateLimit, SocketSlot};
 use crate::metrics::SocketGauge;
 use crate::peer::{self, close_code, Inbound, LastSeen, Peer};
+use crate::protocol::RelayError;
 use crate::server::RelayState;
 use crate::transport::ConnHandle;
 
@@ -91,13 +92,7 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot, c
                 }
             }
             Inbound::NotText => {
-                reply_error(
-                    &peer,
-                    &state,
-                    "null",
-                    code::PARSE_ERROR,
-                    "Parse error: binary frame is not UTF-8 JSON",
-                );
+                reply_error(&peer, &state, "null", &RelayError::BinaryNotUtf8);
             }
             Inbound::Shutdown => {
                 if let Some(connection_id) = mcp.connection.take() {
@@ -119,9 +114,9 @@ pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot, c
     peer.close_after_flush(close_code::NORMAL, "");
 }
 
-fn reply_error(peer: &Peer, state: &RelayState, id: &str, code: i64, message: &str) {
-    state.metrics.error(code);
-    peer.send(frame::error_response(id, code, message));
+fn reply_error(peer: &Peer, state: &RelayState, id: &str, error: &RelayError) {
+    state.metrics.error(error.code());
+    peer.send(error.response(id));
 }
 
 fn handle_frame(text: &str, mcp: &mut McpState, rate: &mut RateLimit, state: &RelayState) {
@@ -150,12 +145,12 @@ fn handle_frame(text: &str, mcp: &mut McpState, rate: &mut RateLimit, state: &Re
         // a request nor a response: the sender is waiting for something, so say what is wrong.
         Ok(Incoming::Response(reply)) => {
             if reply.result.is_none() && reply.error.is_none() {
-                state.metrics.error(code::INVALID_REQUEST);
-                mcp.peer.send(frame::error_response(
+                reply_error(
+                    &mcp.peer,
+                    state,
                     reply.id.get(),
-                    code::INVALID_REQUEST,
-                    "Invalid Request: a frame with an \"id\" needs a \"method\" (request) or a \"result\" or \"error\" (response)",
-                ));
+                    &RelayError::IdWithoutMethod,
+                );
             }
         }
         Err(error) => {
@@ -166,15 +161,15 @@ fn handle_frame(text: &str, mcp: &mut McpState, rate: &mut RateLimit, state: &Re
 }
 
 /// Checks a top-level `connectionId`, if present, against this socket's connection.
-fn routable(call: &Call<'_>, mcp: &mut McpState, state: &RelayState) -> Result<(), String> {
+fn routable(call: &Call<'_>, mcp: &mut McpState, state: &RelayState) -> Result<(), RelayError> {
     let live = mcp.live_connection(state);
     let Some(named) = call.connection_id else {
         return Ok(());
     };
     match (frame::id_string(named), live) {
         (Some(named), Some(live)) if named == live => Ok(()),
-        (_, None) => Err("Not connected to an extension".into()),
-        _ => Err("connectionId does not name this client's connection".into()),
+        (_, None) => Err(RelayError::NotConnected),
+        _ => Err(RelayError::WrongConnection),
     }
 }
 
@@ -183,20 +178,14 @@ fn handle_request(call: &Call<'_>, mcp: &mut McpState, rate: &mut RateLimit, sta
     let id = id_raw.get();
     let peer = mcp.peer.clone();
     if let Some(prefix) = frame::reserved_prefix(id_raw) {
-        return reply_error(
-            &peer,
-            state,
-            id,
-            code::INVALID_REQUEST,
-            &format!("Invalid Request: ids starting with {prefix:?} are reserved by the relay"),
-        );
+        return reply_error(&peer, state, id, &RelayError::ReservedId(prefix));
     }
     let result = match call.method.as_str() {
         m if control::is_control(m) && !mcp.control_rate.try_acquire() => {
-            Err(control::rate_limited())
+            Err(RelayError::ControlRateLimited)
         }
         "mcp_handshake" => control::handshake(mcp, state, call.params),
-        _ if mcp.client.is_none() => Err((code::SERVER_ERROR, "Not authenticated".to_owned())),
+        _ if mcp.client.is_none() => Err(RelayError::NotAuthenticated),
         "list_extensions" => Ok(control::list_extensions(
             mcp.client.as_ref().expect("checked above"),
             state,
@@ -204,26 +193,20 @@ fn handle_request(call: &Call<'_>, mcp: &mut McpState, rate: &mut RateLimit, sta
         "connect" => match control::connect(mcp, state, call.params) {
             Ok((result, status)) => {
                 peer.send(frame::result_response(id, &result.to_string()));
-                peer.send(frame::notification("status", &status));
+                peer.send(status);
                 return;
             }
             Err(error) => Err(error),
         },
         "disconnect" => Ok(control::disconnect(mcp, state)),
-        method if frame::is_relay_method(method) => Err((
-            code::METHOD_NOT_FOUND,
-            format!(
-                "Method not allowed: {method:?} is sent by the relay to extensions; MCP clients \
-                 may not send it"
-            ),
-        )),
+        method if frame::is_relay_method(method) => Err(RelayError::RelayMethod(method.to_owned())),
         _ => return forward(call, mcp, rate, state),
     };
     match result {
         Ok(result) => {
             peer.send(frame::result_response(id, &result.to_string()));
         }
-        Err((code, message)) => reply_error(&peer, state, id, code, &message),
+        Err(error) => reply_error(&peer, state, id, &error),
     }
 }
 
@@ -231,36 +214,25 @@ fn forward(call: &Call<'_>, mcp: &mut McpState, rate: &mut RateLimit, state: &Re
     let id_raw = call.id.expect("a request has an id");
     let id = id_raw.get();
     let peer = mcp.peer.clone();
-    if let Err(message) = routable(call, mcp, state) {
-        return reply_error(&peer, state, id, code::SERVER_ERROR, &message);
+    if let Err(error) = routable(call, mcp, state) {
+        return reply_error(&peer, state, id, &error);
     }
     let Some(connection_id) = mcp.connection.clone() else {
-        return reply_error(
-            &peer,
-            state,
-            id,
-            code::SERVER_ERROR,
-            "Not connected to an extension",
-        );
+        return reply_error(&peer, state, id, &RelayError::NotConnected);
     };
     if !rate.try_acquire() {
-        return reply_error(&peer, state, id, code::RATE_LIMITED, "Rate limit exceeded");
+        return reply_error(&peer, state, id, &RelayError::RateLimited);
     }
     match state
         .hub
         .forward_request(&connection_id, id_raw, &call.method, call.params)
     {
         Ok(()) => {}
-        Err(HubError::NotConnected) => {
-            mcp.connection = None;
-            reply_error(
-                &peer,
-                state,
-                id,
-                code::SERVER_ERROR,
-                "Not connected to an extension",
-            );
+        Err(error) => {
+            if error == RelayError::NotConnected {
+                mcp.connection = None;
+            }
+            reply_error(&peer, state, id, &error);
         }
-        Err(error) => reply_error(&peer, state, id, error.code(), &error.to_string()),
     }
 }

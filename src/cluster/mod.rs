@@ -40,20 +40,19 @@ use axum::extract::ws::Utf8Bytes;
 use bytes::Bytes;
 use dashmap::DashMap;
 use futures_util::StreamExt;
-use serde_json::json;
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
 use crate::config::ServeConfig;
-use crate::frame::{self, code, Incoming, Reply};
+use crate::frame::{self, Incoming, Reply};
 use crate::hub::{
-    connected_frame, new_connection_id, ConnectInfo, EndCause, ExtensionAuth, ExtensionInfo, Hub,
-    HubError, HubLimits, LocalHub, McpClient, McpSink, PresenceEntry, RemoteMcp, ReturnWatch,
-    PENDING_OVERHEAD_BYTES,
+    new_connection_id, ConnectInfo, EndCause, ExtensionAuth, ExtensionInfo, Hub, HubLimits,
+    LocalHub, McpClient, McpSink, PresenceEntry, RemoteMcp, ReturnWatch, PENDING_OVERHEAD_BYTES,
 };
 use crate::metrics::Metrics;
 use crate::peer::Peer;
+use crate::protocol::{self, RelayError};
 use wire::{ConnectBody, Kind, Presence};
 
 /// NATS's default `max_payload`, assumed until the server tells its own.
@@ -184,15 +183,11 @@ impl RemoteMcp for RemoteSink {
                 );
                 return false;
             };
-            replacement = frame::error_response(
-                reply.id.get(),
-                code::INTERNAL_ERROR,
-                &format!(
-                    "Internal error: the answer ({} bytes) exceeds the cluster transport's \
-                     limit (NATS max_payload {limit} bytes)",
-                    body.len()
-                ),
-            );
+            replacement = RelayError::AnswerTooLargeForCluster {
+                size: body.len(),
+                limit,
+            }
+            .response(reply.id.get());
             body = &replacement;
         }
         self.outbound
@@ -377,7 +372,7 @@ impl ClusterHub {
     fn end_remote(
         &self,
         connection_id: &str,
-        answer: Option<(i64, &str)>,
+        answer: Option<RelayError>,
         notice: Option<&str>,
         remember: bool,
     ) {
@@ -385,22 +380,18 @@ impl ClusterHub {
             return;
         };
         let outstanding = std::mem::take(&mut *conn.outstanding.lock().unwrap());
-        if let Some((code, message)) = answer {
+        if let Some(answer) = answer {
             for (id, _) in &outstanding {
-                conn.peer.send(frame::error_response(id, code, message));
-                self.metrics.error(code);
+                conn.peer.send(answer.response(id));
+                self.metrics.error(answer.code());
             }
         }
         if let Some(reason) = notice {
-            conn.peer.send(frame::notification(
-                "disconnected",
-                &json!({
-                    "connection_id": conn.id,
-                    "extension_id": conn.extension_id,
-                    "id": conn.extension_id,
-                    "name": conn.extension_name,
-                    "reason": reason,
-                }),
+            conn.peer.send(protocol::disconnected(
+                &conn.id,
+                &conn.extension_id,
+                Some(&conn.extension_name),
+                reason,
             ));
         }
         if remember && conn.peer.is_open() {
@@ -428,10 +419,7 @@ impl ClusterHub {
         for connection_id in lost {
             self.end_remote(
                 &connection_id,
-                Some((
-                    code::EXTENSION_GONE,
-                    "Extension disconnected before responding",
-                )),
+                Some(RelayError::ExtensionLeft),
                 Some(reason),
                 true,
             );
@@ -512,7 +500,7 @@ impl ClusterHub {
                 waiting.extend(self.local.take_former_peers(&entry.id));
             }
             if !waiting.is_empty() {
-                let notice = connected_frame(&entry.id, &entry.name);
+                let notice = protocol::connected(&entry.id, &entry.name);
                 for peer in waiting.iter().filter(|p| p.is_open()) {
                     peer.send(notice.clone());
                 }
@@ -563,14 +551,11 @@ impl ClusterHub {
                     }
                     Err(_) => {
                         // The extension left between the client node's look-up and now.
-                        let notice = frame::notification(
-                            "disconnected",
-                            &json!({
-                                "connection_id": connection_id,
-                                "extension_id": body.extension_id,
-                                "id": body.extension_id,
-                                "reason": "Extension not found on its relay node",
-                            }),
+                        let notice = protocol::disconnected(
+                            connection_id,
+                            &body.extension_id,
+                            None,
+                            "Extension not found on its relay node",
                         );
                         self.publish(message.from, Kind::Frame, connection_id, &notice);
                     }
@@ -585,15 +570,8 @@ impl ClusterHub {
                     self.local
                         .forward_request(connection_id, id, &call.method, call.params)
                 {
-                    let (code, text) = match error {
-                        HubError::NotConnected => (
-                            code::SERVER_ERROR,
-                            "Not connected to an extension".to_owned(),
-                        ),
-                        other => (other.code(), other.to_string()),
-                    };
-                    self.metrics.error(code);
-                    let answer = frame::error_response(id.get(), code, &text);
+                    self.metrics.error(error.code());
+                    let answer = error.response(id.get());
                     self.publish(message.from, Kind::Frame, connection_id, &answer);
                 }
             }
@@ -629,15 +607,7 @@ impl ClusterHub {
             }
             Ok(Incoming::Notification(call)) if call.method == "disconnected" => {
                 conn.peer.send(body.to_owned());
-                self.end_remote(
-                    connection_id,
-                    Some((
-                        code::EXTENSION_GONE,
-                        "Extension disconnected before responding",
-                    )),
-                    None,
-                    true,
-                );
+                self.end_remote(connection_id, Some(RelayError::ExtensionLeft), None, true);
             }
             _ => {
                 conn.peer.send(body.to_owned());
@@ -657,7 +627,7 @@ impl ClusterHub {
 }
 
 impl Hub for ClusterHub {
-    fn register_mcp(&self, user_id: &str) -> Result<(), HubError> {
+    fn register_mcp(&self, user_id: &str) -> Result<(), RelayError> {
         self.local.register_mcp(user_id)
     }
 
@@ -665,13 +635,13 @@ impl Hub for ClusterHub {
         self.local.unregister_mcp(user_id)
     }
 
-    fn register_extension(&self, auth: &ExtensionAuth, peer: &Peer) -> Result<String, HubError> {
+    fn register_extension(&self, auth: &ExtensionAuth, peer: &Peer) -> Result<String, RelayError> {
         let extension_id = self.local.register_extension(auth, peer)?;
         self.presence_changed.notify_one();
         let waiting = self.former_remote.take(&extension_id);
         if !waiting.is_empty() {
             let name = crate::hub::truncate_utf8(&auth.name, self.limits.max_name_bytes);
-            let notice = connected_frame(&extension_id, name);
+            let notice = protocol::connected(&extension_id, name);
             for mcp in waiting {
                 mcp.send(notice.clone());
             }
@@ -683,7 +653,7 @@ impl Hub for ClusterHub {
         &self,
         auth: &ExtensionAuth,
         peer: &Peer,
-    ) -> Result<String, HubError> {
+    ) -> Result<String, RelayError> {
         // Its identity is already live on this node (the socket it was found through is here),
         // so presence only changes if that socket went away in between.
         let extension_id = self.local.register_idle_duplicate(auth, peer)?;
@@ -720,13 +690,13 @@ impl Hub for ClusterHub {
         list
     }
 
-    fn connect(&self, client: &McpClient, extension_id: &str) -> Result<ConnectInfo, HubError> {
+    fn connect(&self, client: &McpClient, extension_id: &str) -> Result<ConnectInfo, RelayError> {
         if self.local.holds_extension(extension_id) {
             return self.local.connect(client, extension_id);
         }
         let (node, entry) = self
             .find_remote(&client.user_id, extension_id)
-            .ok_or(HubError::ExtensionNotFound)?;
+            .ok_or(RelayError::ExtensionNotFound)?;
         // Answered without waiting for the owner node (the hub is synchronous). Should the
         // extension have left meanwhile, the owner answers `connect` with `disconnected`.
         let connection_id = new_connection_id();
@@ -784,7 +754,7 @@ impl Hub for ClusterHub {
         id: &RawValue,
         method: &str,
         params: Option<&RawValue>,
-    ) -> Result<(), HubError> {
+    ) -> Result<(), RelayError> {
         let Some(conn) = self.remote_connection(connection_id) else {
             return self
                 .local
@@ -794,14 +764,14 @@ impl Hub for ClusterHub {
         let request = frame::request(id.get(), method, params);
         let limit = self.max_payload.load(Relaxed);
         if request.len() + ENVELOPE_OVERHEAD > limit {
-            return Err(HubError::TooLargeForCluster(limit));
+            return Err(RelayError::TooLargeForCluster(limit));
         }
         {
             let mut outstanding = conn.outstanding.lock().unwrap();
             let cost = outstanding_cost(id.get());
             let max = self.limits.max_pending_bytes;
             if !outstanding.is_empty() && conn.outstanding_bytes.load(Relaxed) + cost > max {
-                return Err(HubError::TooManyPending(max));
+                return Err(RelayError::TooManyPending(max));
             }
             conn.outstanding_bytes.fetch_add(cost, Relaxed);
             outstanding.push((id.get().into(), Instant::now()));
@@ -815,7 +785,7 @@ impl Hub for ClusterHub {
         connection_id: &str,
         method: &str,
         params: Option<&RawValue>,
-    ) -> Result<(), HubError> {
+    ) -> Result<(), RelayError> {
         let Some(conn) = self.remote_connection(connection_id) else {
             return self
                 .local
@@ -840,10 +810,7 @@ impl Hub for ClusterHub {
         // The owner node times requests out and answers; this is the fallback for when its
         // answer cannot arrive (NATS down), a little later so the owner's normally wins.
         let timeout = self.limits.request_timeout + self.node_ttl;
-        let message = format!(
-            "Request timed out: the extension did not answer within {} s",
-            self.limits.request_timeout.as_secs_f64()
-        );
+        let answer = RelayError::RequestTimedOut(self.limits.request_timeout);
         let conns: Vec<Arc<RemoteConnection>> =
             self.remote.iter().map(|c| Arc::clone(&c)).collect();
         for conn in conns {
@@ -859,9 +826,8 @@ impl Hub for ClusterHub {
             };
             for id in expired {
                 self.metrics.timeouts.fetch_add(1, Relaxed);
-                self.metrics.error(code::REQUEST_TIMEOUT);
-                conn.peer
-                    .send(frame::error_response(&id, code::REQUEST_TIMEOUT, &message));
+                self.metrics.error(answer.code());
+                conn.peer.send(answer.response(&id));
             }
         }
     }
@@ -875,12 +841,7 @@ impl Hub for ClusterHub {
             .map(|c| (c.key().clone(), c.node.clone()))
             .collect();
         for (connection_id, node) in ids {
-            self.end_remote(
-                &connection_id,
-                Some((code::SHUTTING_DOWN, "The relay is shutting down")),
-                None,
-                false,
-            );
+            self.end_remote(&connection_id, Some(RelayError::ShuttingDown), None, false);
             self.publish(&node, Kind::End, &connection_id, "relay shutting down");
         }
         let _ = self.outbound.send(Outbound::Presence { leaving: true });

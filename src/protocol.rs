@@ -1,0 +1,321 @@
+//! What the relay itself says on the wire: one constructor per notification it sends and one
+//! enum of the errors it answers with, each with its JSON-RPC code and message.
+//!
+//! `docs/PROTOCOL.md` documents these frames; this module is where they are made, so the two
+//! can be compared side by side and a frame is never spelled twice (a `disconnected` built in
+//! three places once drifted apart). Forwarded frames are not here: the relay passes those
+//! through byte for byte (see [`crate::frame`]).
+//!
+//! Messages are part of the protocol too: clients and people read them, and tests match them,
+//! so changing one here is a protocol change.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::frame::{self, code};
+
+/// Every error the relay answers with itself, as the client sees it: [`RelayError::code`]
+/// and the `Display` message. Errors an extension sends are forwarded as they are and are
+/// not here.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RelayError {
+    // --- Authentication and session state (-32000 unless noted) ---
+    #[error("Not authenticated")]
+    NotAuthenticated,
+    #[error("Not authenticated: answer the relay's authenticate request first")]
+    ExtensionNotAuthenticated,
+    #[error("Authentication failed: {0}")]
+    AuthenticationFailed(String),
+    #[error("Authentication failed: this socket is already authenticated as another user")]
+    AuthenticatedAsAnotherUser,
+    /// `-32001`.
+    #[error("MCP client already connected to an extension; call disconnect first")]
+    AlreadyConnected,
+    #[error("Extension not found or not accessible")]
+    ExtensionNotFound,
+    #[error("Not connected to an extension")]
+    NotConnected,
+    #[error("connectionId does not name this client's connection")]
+    WrongConnection,
+
+    // --- Malformed or forbidden frames ---
+    /// `-32602`.
+    #[error("Invalid params: {0}")]
+    InvalidParams(&'static str),
+    /// `-32600`: a request id in a reserved namespace (`conn-`, `proxy:`).
+    #[error("Invalid Request: ids starting with {0:?} are reserved by the relay")]
+    ReservedId(&'static str),
+    /// `-32600`.
+    #[error("Invalid Request: the id is longer than {0} bytes; use a shorter id")]
+    IdTooLong(usize),
+    /// `-32600`: an id with neither method nor result nor error.
+    #[error(
+        "Invalid Request: a frame with an \"id\" needs a \"method\" (request) or a \"result\" or \
+         \"error\" (response)"
+    )]
+    IdWithoutMethod,
+    /// `-32601`: an MCP client sending one of the methods only the relay sends.
+    #[error(
+        "Method not allowed: {0:?} is sent by the relay to extensions; MCP clients may not send it"
+    )]
+    RelayMethod(String),
+    /// `-32601`: an extension sending a request (the method already clipped for display).
+    #[error(
+        "Method not found: {0:?}. Extensions answer requests; the relay does not forward \
+         requests from extensions"
+    )]
+    ExtensionRequest(String),
+    /// `-32700`.
+    #[error("Parse error: binary frame is not UTF-8 JSON")]
+    BinaryNotUtf8,
+    /// `-32603`.
+    #[error("Internal error: the extension replied with neither result nor error")]
+    EmptyReply,
+
+    // --- Rates and capacity ---
+    /// `-32002`.
+    #[error("Rate limit exceeded")]
+    RateLimited,
+    /// `-32002`.
+    #[error(
+        "Rate limit exceeded for control methods (mcp_handshake, list_extensions, connect, \
+         disconnect); retry later"
+    )]
+    ControlRateLimited,
+    /// `-32002`.
+    #[error(
+        "Too many pending requests on this connection (their bookkeeping would exceed {0} bytes); \
+         retry when earlier requests are answered"
+    )]
+    TooManyPending(usize),
+    /// `-32002`.
+    #[error("The browser's queue is full; retry later")]
+    BrowserQueueFull,
+    /// `-32002`.
+    #[error(
+        "This connection's share of the browser's queue is used up ({0} bytes of requests \
+         in flight); retry when earlier requests are answered"
+    )]
+    FairShareExceeded(usize),
+    /// `-32006`.
+    #[error("Too many extensions for this user (limit {0})")]
+    TooManyExtensions(usize),
+    /// `-32006`.
+    #[error("Too many MCP clients for this user (limit {0})")]
+    TooManyMcpClients(usize),
+    /// `-32006`.
+    #[error("Request too large for the cluster transport (NATS max_payload is {0} bytes)")]
+    TooLargeForCluster(usize),
+    /// `-32603`: an answer the cluster transport cannot carry between nodes.
+    #[error(
+        "Internal error: the answer ({size} bytes) exceeds the cluster transport's limit (NATS \
+         max_payload {limit} bytes)"
+    )]
+    AnswerTooLargeForCluster { size: usize, limit: usize },
+
+    // --- A request that will never be answered by the extension ---
+    /// `-32003`.
+    #[error("Request timed out: the extension did not answer within {} s", .0.as_secs_f64())]
+    RequestTimedOut(Duration),
+    /// `-32004`: the request could not even be handed to the extension.
+    #[error("The extension disconnected before the request could be delivered")]
+    ExtensionGone,
+    /// `-32004`: the extension left with the request in flight.
+    #[error("Extension disconnected before responding")]
+    ExtensionLeft,
+    /// `-32004`: the client's own `disconnect` ended the connection.
+    #[error("The connection was closed by disconnect before the extension answered")]
+    ClosedByDisconnect,
+    /// `-32005`.
+    #[error("The relay is shutting down")]
+    ShuttingDown,
+}
+
+impl RelayError {
+    /// The JSON-RPC error code (the relay's own codes are listed in `docs/PROTOCOL.md`).
+    pub fn code(&self) -> i64 {
+        use RelayError::*;
+        match self {
+            NotAuthenticated
+            | ExtensionNotAuthenticated
+            | AuthenticationFailed(_)
+            | AuthenticatedAsAnotherUser
+            | ExtensionNotFound
+            | NotConnected
+            | WrongConnection => code::SERVER_ERROR,
+            AlreadyConnected => code::ALREADY_CONNECTED,
+            InvalidParams(_) => code::INVALID_PARAMS,
+            ReservedId(_) | IdTooLong(_) | IdWithoutMethod => code::INVALID_REQUEST,
+            RelayMethod(_) | ExtensionRequest(_) => code::METHOD_NOT_FOUND,
+            BinaryNotUtf8 => code::PARSE_ERROR,
+            EmptyReply | AnswerTooLargeForCluster { .. } => code::INTERNAL_ERROR,
+            RateLimited | ControlRateLimited | TooManyPending(_) | BrowserQueueFull
+            | FairShareExceeded(_) => code::RATE_LIMITED,
+            TooManyExtensions(_) | TooManyMcpClients(_) | TooLargeForCluster(_) => {
+                code::LIMIT_REACHED
+            }
+            RequestTimedOut(_) => code::REQUEST_TIMEOUT,
+            ExtensionGone | ExtensionLeft | ClosedByDisconnect => code::EXTENSION_GONE,
+            ShuttingDown => code::SHUTTING_DOWN,
+        }
+    }
+
+    /// The error response to the request whose raw JSON id is `id`.
+    pub fn response(&self, id: &str) -> String {
+        frame::error_response(id, self.code(), &self.to_string())
+    }
+}
+
+/// `authenticated`: tells a new extension socket who the relay takes it for.
+pub fn authenticated(user_id: &str, extension_id: &str, client_id: Option<&str>) -> String {
+    frame::notification(
+        "authenticated",
+        &json!({
+            "user_id": user_id,
+            "extension_id": extension_id,
+            "client_id": client_id,
+        }),
+    )
+}
+
+/// `status` to an extension: the MCP connections it currently serves.
+pub fn extension_status(connections: &[String]) -> String {
+    frame::notification(
+        "status",
+        &json!({
+            "connected": !connections.is_empty(),
+            "peer_count": connections.len(),
+            "timestamp": timestamp(),
+            "connection_ids": connections,
+        }),
+    )
+}
+
+/// `status` to an MCP client, sent right after a successful `connect`'s response.
+pub fn client_status(connection_id: &str, extension_id: &str, peer_count: usize) -> String {
+    frame::notification(
+        "status",
+        &json!({
+            "connected": true,
+            "peer_count": peer_count,
+            "extension_id": extension_id,
+            "connection_id": connection_id,
+            "timestamp": timestamp(),
+        }),
+    )
+}
+
+/// `connected`: an extension an MCP client was connected to is back (the client reconnects
+/// with `connect`).
+pub fn connected(extension_id: &str, name: &str) -> String {
+    frame::notification(
+        "connected",
+        &json!({
+            "id": extension_id,
+            "extension_id": extension_id,
+            "name": name,
+            "reconnection": true,
+        }),
+    )
+}
+
+/// `disconnected`: the MCP client's connection ended without the client asking. `name` is
+/// absent when the relay no longer knows the extension (it left before a cross-node connect
+/// arrived).
+pub fn disconnected(
+    connection_id: &str,
+    extension_id: &str,
+    name: Option<&str>,
+    reason: &str,
+) -> String {
+    let mut params = json!({
+        "connection_id": connection_id,
+        "extension_id": extension_id,
+        "id": extension_id,
+        "reason": reason,
+    });
+    if let Some(name) = name {
+        params["name"] = name.into();
+    }
+    frame::notification("disconnected", &params)
+}
+
+/// `connection_closed`: tells an extension one of its MCP connections ended.
+pub fn connection_closed(connection_id: &str, reason: &str) -> String {
+    frame::notification(
+        "connection_closed",
+        &json!({ "connection_id": connection_id, "reason": reason }),
+    )
+}
+
+/// `notifications/cancelled`: tells an extension to stop working on a request nobody will
+/// read the answer to. `request_id` is the relay's rewritten id (`conn-…:<id>`).
+pub fn cancelled(request_id: &str, reason: &str) -> String {
+    frame::notification(
+        "notifications/cancelled",
+        &json!({ "requestId": request_id, "reason": reason }),
+    )
+}
+
+/// `shutdown`: the relay is going away; sent to every socket before it closes with 1001.
+pub fn shutdown() -> String {
+    frame::notification("shutdown", &json!({ "reason": "relay shutting down" }))
+}
+
+/// The `status` timestamp, in the format the spec shows (`2025-10-20T21:43:53.163+0000`).
+pub fn timestamp() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.3f%z")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_carry_the_codes_docs_protocol_lists() {
+        assert_eq!(RelayError::NotConnected.code(), -32000);
+        assert_eq!(RelayError::AlreadyConnected.code(), -32001);
+        assert_eq!(RelayError::RateLimited.code(), -32002);
+        assert_eq!(
+            RelayError::RequestTimedOut(Duration::from_secs(30)).code(),
+            -32003
+        );
+        assert_eq!(RelayError::ExtensionLeft.code(), -32004);
+        assert_eq!(RelayError::ShuttingDown.code(), -32005);
+        assert_eq!(RelayError::TooManyExtensions(2).code(), -32006);
+        assert_eq!(RelayError::ReservedId("conn-").code(), -32600);
+        assert_eq!(RelayError::RelayMethod("status".into()).code(), -32601);
+        assert_eq!(RelayError::InvalidParams("x").code(), -32602);
+    }
+
+    #[test]
+    fn a_timeout_names_the_bound_in_seconds() {
+        assert_eq!(
+            RelayError::RequestTimedOut(Duration::from_millis(1500)).to_string(),
+            "Request timed out: the extension did not answer within 1.5 s"
+        );
+    }
+
+    #[test]
+    fn an_error_response_keeps_the_raw_id() {
+        let frame = RelayError::NotConnected.response("\"a\\u0062\"");
+        assert_eq!(
+            frame,
+            "{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0062\",\"error\":{\"code\":-32000,\"message\":\"Not connected to an extension\"}}"
+        );
+    }
+
+    #[test]
+    fn disconnected_names_the_extension_only_when_known() {
+        let with: serde_json::Value =
+            serde_json::from_str(&disconnected("conn-1", "ext-1", Some("Chrome"), "gone")).unwrap();
+        assert_eq!(with["params"]["name"], "Chrome");
+        assert_eq!(with["params"]["id"], "ext-1");
+        let without: serde_json::Value =
+            serde_json::from_str(&disconnected("conn-1", "ext-1", None, "gone")).unwrap();
+        assert!(without["params"].get("name").is_none());
+    }
+}
