@@ -5,8 +5,8 @@
 //! when a figure drops more than 0.05 below its record, so a ranking change that makes things
 //! worse cannot slip in. Run with `--nocapture` to see every miss.
 
-use mcp_relay::bridge::retrieve::ToolIndex;
-use mcp_relay::bridge::tools::definitions;
+use mcp_relay_bridge::retrieve::ToolIndex;
+use mcp_relay_bridge::tools::definitions;
 use serde_json::Value;
 
 /// How far a figure may fall below the record before the test fails.

@@ -40,7 +40,7 @@ use base64::Engine;
 use clap::Args;
 use rmcp::ServiceExt;
 
-use crate::config::{parse_bytes, parse_duration};
+use mcp_relay_wire::units::{parse_bytes, parse_duration};
 use relay_client::{RelayClient, RelayConfig};
 
 /// Options of `mcp-relay bridge`.

@@ -23,7 +23,7 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotation
 use serde_json::{json, Map, Value};
 
 use super::relay_client::{RelayClient, RelayError};
-use crate::frame::code;
+use mcp_relay_wire::code;
 
 /// Tools whose results can be long and that therefore take `offset`.
 const PAGED: [&str; 5] = [

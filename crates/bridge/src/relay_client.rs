@@ -30,7 +30,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
 use tokio_util::sync::CancellationToken;
 
-use crate::frame::code;
+use mcp_relay_wire::code;
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 

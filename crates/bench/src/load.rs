@@ -15,7 +15,7 @@ use serde_json::json;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::auth::{mint_hs256, MintClaims, Role};
+use mcp_relay_wire::token::{mint_hs256, MintClaims, Role};
 
 pub type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;

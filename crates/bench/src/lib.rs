@@ -18,8 +18,9 @@ use futures_util::SinkExt;
 use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::config::{parse_bytes, parse_duration};
 use load::{Outcome, Pacing, Target};
+use mcp_relay_test_support::NatsServer;
+use mcp_relay_wire::units::{parse_bytes, parse_duration};
 
 /// What `bench` can measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -580,9 +581,9 @@ async fn idle(args: &BenchArgs) -> anyhow::Result<()> {
 
 async fn handshaken(url: &str) -> anyhow::Result<load::Socket> {
     let mut ws = load::connect(url).await?;
-    let token = crate::auth::mint_hs256(
+    let token = mcp_relay_wire::token::mint_hs256(
         SECRET.as_bytes(),
-        &crate::auth::MintClaims::new("idle", None, Duration::from_secs(3600)),
+        &mcp_relay_wire::token::MintClaims::new("idle", None, Duration::from_secs(3600)),
     );
     let handshake = json!({"jsonrpc": "2.0", "id": 1, "method": "mcp_handshake",
         "params": {"access_token": token}});
@@ -654,58 +655,19 @@ async fn slow(args: &BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A local `nats-server` on a free loopback port, killed on drop.
-struct Nats {
-    child: Child,
-    url: String,
-}
-
-impl Nats {
-    fn start() -> anyhow::Result<Nats> {
-        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let child = Command::new("nats-server")
-            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| anyhow::anyhow!("starting nats-server (is it installed?): {e}"))?;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            anyhow::ensure!(Instant::now() < deadline, "nats-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(Nats {
-            child,
-            url: format!("nats://127.0.0.1:{port}"),
-        })
-    }
-}
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Relay nodes joined through one local `nats-server`, fresh for every run.
 struct Cluster {
     nodes: Vec<Server>,
-    nats: Nats,
+    nats: NatsServer,
 }
 
 impl Cluster {
     async fn start(nodes: usize) -> anyhow::Result<Cluster> {
-        let nats = Nats::start()?;
+        let nats = NatsServer::start(&[])
+            .map_err(|e| anyhow::anyhow!("{e} (is nats-server installed?)"))?;
+        let url = nats.url();
         let nodes = (0..nodes)
-            .map(|n| {
-                Server::relay(&[
-                    "--cluster",
-                    &nats.url,
-                    "--cluster-node-id",
-                    &format!("node-{n}"),
-                ])
-            })
+            .map(|n| Server::relay(&["--cluster", &url, "--cluster-node-id", &format!("node-{n}")]))
             .collect::<anyhow::Result<Vec<_>>>()?;
         // Let the nodes see each other's presence before extensions arrive.
         tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -719,7 +681,10 @@ impl Cluster {
     /// CPU seconds of every node and of `nats-server`.
     fn cpu_secs(&self) -> f64 {
         self.nodes.iter().map(|n| n.stats().cpu_secs).sum::<f64>()
-            + ProcStats::read(self.nats.child.id()).cpu_secs
+            + self
+                .nats
+                .pid()
+                .map_or(0.0, |pid| ProcStats::read(pid).cpu_secs)
     }
 }
 
