@@ -269,7 +269,7 @@ impl Gateway {
     }
 
     pub fn relay_url(&self) -> &str {
-        self.toolbox.relay().relay_url()
+        self.toolbox.link().describe()
     }
 
     /// The `tools/list` answer.
@@ -655,7 +655,7 @@ impl Gateway {
                 None => not_found("tool"),
             },
             (Action::Call, Kind::Resource) => {
-                match resources::read(self.toolbox.relay(), &path).await {
+                match resources::read(self.toolbox.link(), &path).await {
                     Ok(contents) => CallToolResult::success(proxy::resource_call(contents, &path)),
                     Err(ReadError::NotFound(m) | ReadError::Failed(m)) => {
                         error(format!("proxy: {m}"))
@@ -680,7 +680,7 @@ impl Gateway {
 
     /// Resources then templates, keyed by URI (template) for paging and filtering.
     async fn resource_items(&self) -> Vec<(String, Value)> {
-        let mut items: Vec<(String, Value)> = resources::list(self.toolbox.relay())
+        let mut items: Vec<(String, Value)> = resources::list(self.toolbox.link())
             .await
             .into_iter()
             .map(|r| (r["uri"].as_str().unwrap_or_default().to_owned(), r))
@@ -718,12 +718,12 @@ impl Gateway {
     }
 
     pub async fn list_resources(&self) -> Vec<Value> {
-        resources::list(self.toolbox.relay()).await
+        resources::list(self.toolbox.link()).await
     }
 
     pub async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContents>, ReadError> {
         let started = Instant::now();
-        let result = resources::read(self.toolbox.relay(), uri).await;
+        let result = resources::read(self.toolbox.link(), uri).await;
         let error = match &result {
             Ok(_) => None,
             Err(ReadError::NotFound(m) | ReadError::Failed(m)) => Some(m.clone()),

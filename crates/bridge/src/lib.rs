@@ -5,7 +5,9 @@
 //! subprocess: it keeps one authenticated socket to the relay's `/mcp` endpoint and turns MCP
 //! tool calls into the extension's commands.
 //!
-//! - [`relay_client`]: the socket to the relay (handshake, request matching, notifications,
+//! - [`link`]: the [`link::BrowserLink`] interface the tools use to reach a browser, so they
+//!   do not depend on how (the relay's socket here; the relay itself, in process, later).
+//! - [`relay_client`]: the socket to the relay, the bridge's `BrowserLink` (handshake, request matching, notifications,
 //!   reconnecting, returning to the chosen browser).
 //! - [`tools`]: the browser tools and how each maps onto an extension command.
 //! - [`gateway`]: what the host sees by `--tools` mode (direct tools, [`proxy`], retrieval
@@ -22,6 +24,7 @@ pub mod catalog;
 pub mod dynamic;
 pub mod gateway;
 pub mod intent;
+pub mod link;
 pub mod prompts;
 pub mod proxy;
 pub mod relay_client;
@@ -155,7 +158,7 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
         request_timeout: args.request_timeout,
         browser: args.browser.clone(),
     });
-    let toolbox = tools::Toolbox::new(relay.clone(), args.max_result_bytes);
+    let toolbox = tools::Toolbox::new(Arc::new(relay.clone()), args.max_result_bytes);
     let gateway = gateway::Gateway::new(Arc::new(toolbox), args.tools, dynamic, audit);
     let (stdout, pump) = wire::stdout_pump();
     let service = server::BrowserServer::new(Arc::new(gateway))

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use serde_json::{json, Map, Value};
 
-use super::relay_client::{RelayClient, RelayError};
+use crate::link::{BrowserLink, LinkError};
 use mcp_relay_wire::code;
 
 /// Tools whose results can be long and that therefore take `offset`.
@@ -55,8 +55,8 @@ enum Plan {
 
 /// The tool definitions and their execution.
 pub struct Toolbox {
-    /// Where every call ends up; shared with the server and the reconnect logic.
-    relay: RelayClient,
+    /// Where every call ends up (the relay's socket, for the bridge).
+    link: Arc<dyn BrowserLink>,
     /// Built once: the list must be identical for every `tools/list` (see the module docs).
     tools: Vec<Tool>,
     /// `--max-result-bytes`; 0 for no limit.
@@ -66,9 +66,9 @@ pub struct Toolbox {
 }
 
 impl Toolbox {
-    pub fn new(relay: RelayClient, max_result_bytes: usize) -> Toolbox {
+    pub fn new(link: Arc<dyn BrowserLink>, max_result_bytes: usize) -> Toolbox {
         Toolbox {
-            relay,
+            link,
             tools: definitions(),
             max_result_bytes,
             cut_results: Mutex::new(HashMap::new()),
@@ -79,9 +79,9 @@ impl Toolbox {
         &self.tools
     }
 
-    /// The relay connection, for the resources that read the browser directly.
-    pub fn relay(&self) -> &RelayClient {
-        &self.relay
+    /// The way to the browser, for the resources that read it directly.
+    pub fn link(&self) -> &dyn BrowserLink {
+        &*self.link
     }
 
     pub fn knows(&self, name: &str) -> bool {
@@ -95,9 +95,9 @@ impl Toolbox {
             Err(message) => return error(format!("{name}: {message}")),
         };
         let outcome = match plan {
-            Plan::Status => Ok(self.json_result(name, &json!(self.relay.status()))),
+            Plan::Status => Ok(self.json_result(name, &json!(self.link.status()))),
             Plan::List => self.list().await,
-            Plan::Connect(wanted) => self.relay.choose(&wanted).await.map(|chosen| {
+            Plan::Connect(wanted) => self.link.choose(&wanted).await.map(|chosen| {
                 self.json_result(
                     name,
                     &json!({"connected": true, "extension_id": chosen.extension_id, "name": chosen.name}),
@@ -107,7 +107,7 @@ impl Toolbox {
                 method,
                 params,
                 image,
-            } => self.relay.call(method, params).await.map(|result| {
+            } => self.link.call(method, params).await.map(|result| {
                 if image {
                     screenshot_result(&result)
                 } else {
@@ -119,9 +119,9 @@ impl Toolbox {
         outcome.unwrap_or_else(|e| error(format!("{name} failed: {}", advice(&e))))
     }
 
-    async fn list(&self) -> Result<CallToolResult, RelayError> {
-        let list = self.relay.list_extensions().await?;
-        let status = self.relay.status();
+    async fn list(&self) -> Result<CallToolResult, LinkError> {
+        let list = self.link.list_browsers().await?;
+        let status = self.link.status();
         let current = status
             .browser
             .filter(|_| status.browser_connected)
@@ -258,15 +258,15 @@ fn screenshot_caption(result: &Value, mime: &str, base64_len: usize) -> String {
 }
 
 /// What a model should read when a call fails.
-pub(crate) fn advice(error: &RelayError) -> String {
+pub(crate) fn advice(error: &LinkError) -> String {
     match error {
-        RelayError::Unreachable(m) | RelayError::NoBrowser(m) => m.clone(),
-        RelayError::ConnectionLost => error.to_string(),
-        RelayError::Timeout(d) => format!(
+        LinkError::Unreachable(m) | LinkError::NoBrowser(m) => m.clone(),
+        LinkError::ConnectionLost => error.to_string(),
+        LinkError::Timeout(d) => format!(
             "no answer within {d:?} (the bridge's --request-timeout): the page may be busy or \
              the browser asleep; call browser_status, then retry"
         ),
-        RelayError::Rpc { code, message } => {
+        LinkError::Rpc { code, message } => {
             match *code {
                 code::RATE_LIMITED => {
                     format!("the relay's rate limit was hit ({message}): wait a few seconds, then retry")
