@@ -17,7 +17,7 @@ use serde_json::Value;
 use std::time::Duration;
 
 /// A way to reach the user's browser.
-pub trait BrowserLink: Send + Sync {
+pub(crate) trait BrowserLink: Send + Sync {
     /// Where the browser is reached (the relay's URL), for the server's instructions.
     fn describe(&self) -> &str;
     /// Sends an extension command to the browser, connecting to it first when needed.
@@ -38,7 +38,7 @@ pub trait BrowserLink: Send + Sync {
 /// of a model (see `tools`). The codes in [`LinkError::Rpc`] are the relay's
 /// (`mcp_relay_wire::code`), whichever way the browser is reached.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum LinkError {
+pub(crate) enum LinkError {
     /// No authenticated socket, and the last attempt failed; the message says why.
     #[error("{0}")]
     Unreachable(String),
@@ -61,7 +61,7 @@ pub enum LinkError {
 
 /// One row of `list_extensions`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ExtensionRow {
+pub(crate) struct ExtensionRow {
     pub id: String,
     pub name: String,
     #[serde(default)]
@@ -73,14 +73,14 @@ pub struct ExtensionRow {
 /// The browser the bridge uses, kept across relay reconnects and extension restarts so the
 /// bridge can return to it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ChosenBrowser {
+pub(crate) struct ChosenBrowser {
     pub extension_id: String,
     pub name: String,
 }
 
 /// A snapshot of the bridge's state, for `browser_status`.
 #[derive(Debug, Clone, Serialize)]
-pub struct Status {
+pub(crate) struct Status {
     pub relay_url: String,
     pub relay_connected: bool,
     #[serde(skip_serializing_if = "Option::is_none")]

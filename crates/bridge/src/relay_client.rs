@@ -57,7 +57,7 @@ const PING_EVERY: Duration = Duration::from_secs(15);
 const SILENCE_LIMIT: Duration = Duration::from_secs(45);
 
 /// What the bridge needs to reach the relay.
-pub struct RelayConfig {
+pub(crate) struct RelayConfig {
     /// `ws(s)://host/mcp`.
     pub url: String,
     pub token: String,
@@ -113,7 +113,7 @@ struct Shared {
 
 /// A handle on the relay connection; cheap to clone.
 #[derive(Clone)]
-pub struct RelayClient {
+pub(crate) struct RelayClient {
     shared: Arc<Shared>,
     /// The task that owns the socket, so [`RelayClient::close`] can wait for its goodbye.
     supervisor: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
@@ -121,7 +121,7 @@ pub struct RelayClient {
 
 impl RelayClient {
     /// Starts the supervisor, which connects in the background and keeps reconnecting.
-    pub fn start(config: RelayConfig) -> RelayClient {
+    pub(crate) fn start(config: RelayConfig) -> RelayClient {
         let shared = Arc::new(Shared {
             config,
             next_id: AtomicU64::new(1),
@@ -142,7 +142,7 @@ impl RelayClient {
     }
 
     /// Says goodbye to the relay (close 1000) and stops reconnecting.
-    pub async fn close(&self) {
+    pub(crate) async fn close(&self) {
         self.shared.shutdown.cancel();
         let handle = self.supervisor.lock().unwrap().take();
         if let Some(handle) = handle {
@@ -150,12 +150,12 @@ impl RelayClient {
         }
     }
 
-    pub fn relay_url(&self) -> &str {
+    pub(crate) fn relay_url(&self) -> &str {
         &self.shared.config.url
     }
 
     /// Sends a request on the current socket and waits for its answer.
-    pub async fn request(&self, method: &str, params: Value) -> Result<Value, LinkError> {
+    pub(crate) async fn request(&self, method: &str, params: Value) -> Result<Value, LinkError> {
         let outgoing = self.outgoing().await?;
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
@@ -177,7 +177,7 @@ impl RelayClient {
     }
 
     /// Sends an extension command to the browser, connecting to it first when needed.
-    pub async fn call(&self, method: &str, params: Value) -> Result<Value, LinkError> {
+    pub(crate) async fn call(&self, method: &str, params: Value) -> Result<Value, LinkError> {
         let connection_id = self.ensure_browser().await?;
         match self.request(method, params.clone()).await {
             // The relay ended the connection (extension gone) and the notification has not
@@ -194,7 +194,7 @@ impl RelayClient {
     }
 
     /// The browsers of this user that the relay knows.
-    pub async fn list_extensions(&self) -> Result<Vec<ExtensionRow>, LinkError> {
+    pub(crate) async fn list_extensions(&self) -> Result<Vec<ExtensionRow>, LinkError> {
         let result = self.request("list_extensions", json!({})).await?;
         serde_json::from_value(result["extensions"].clone()).map_err(|e| LinkError::Rpc {
             code: code::INTERNAL_ERROR,
@@ -203,7 +203,7 @@ impl RelayClient {
     }
 
     /// Switches to the browser named by `wanted` (an extension id or a name).
-    pub async fn choose(&self, wanted: &str) -> Result<ChosenBrowser, LinkError> {
+    pub(crate) async fn choose(&self, wanted: &str) -> Result<ChosenBrowser, LinkError> {
         let _guard = self.shared.connecting.lock().await;
         let list = self.list_extensions().await?;
         let Some(row) = find_browser(&list, wanted) else {
@@ -230,7 +230,7 @@ impl RelayClient {
     }
 
     /// What the bridge knows right now, without asking the relay.
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         let link = self.shared.link.lock().unwrap();
         let browser = self.shared.browser.lock().unwrap();
         Status {

@@ -54,7 +54,7 @@ enum Plan {
 }
 
 /// The tool definitions and their execution.
-pub struct Toolbox {
+pub(crate) struct Toolbox {
     /// Where every call ends up (the relay's socket, for the bridge).
     link: Arc<dyn BrowserLink>,
     /// Built once: the list must be identical for every `tools/list` (see the module docs).
@@ -66,7 +66,7 @@ pub struct Toolbox {
 }
 
 impl Toolbox {
-    pub fn new(link: Arc<dyn BrowserLink>, max_result_bytes: usize) -> Toolbox {
+    pub(crate) fn new(link: Arc<dyn BrowserLink>, max_result_bytes: usize) -> Toolbox {
         Toolbox {
             link,
             tools: definitions(),
@@ -75,21 +75,21 @@ impl Toolbox {
         }
     }
 
-    pub fn definitions(&self) -> &[Tool] {
+    pub(crate) fn definitions(&self) -> &[Tool] {
         &self.tools
     }
 
     /// The way to the browser, for the resources that read it directly.
-    pub fn link(&self) -> &dyn BrowserLink {
+    pub(crate) fn link(&self) -> &dyn BrowserLink {
         &*self.link
     }
 
-    pub fn knows(&self, name: &str) -> bool {
+    pub(crate) fn knows(&self, name: &str) -> bool {
         self.tools.iter().any(|tool| tool.name == name)
     }
 
     /// Runs a tool. Never fails: problems are results with `isError: true`.
-    pub async fn call(&self, name: &str, args: &JsonObject) -> CallToolResult {
+    pub(crate) async fn call(&self, name: &str, args: &JsonObject) -> CallToolResult {
         let plan = match plan(name, args) {
             Ok(plan) => plan,
             Err(message) => return error(format!("{name}: {message}")),

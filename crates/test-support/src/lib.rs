@@ -9,10 +9,12 @@
 //!
 //! - [`present_or_skip`] (this file): the one rule for a part a test needs from outside the
 //!   repository: skip loudly on a workstation, fail in CI.
-//! - [`nats`]: a `nats-server` child process on a free loopback port, for the cluster tests
+//! - `nats` ([`NatsServer`]): a `nats-server` child process on a free loopback port, for the cluster tests
 //!   and the bench's cluster scenarios (one launcher instead of a copy in each).
 
-pub mod nats;
+#![warn(unreachable_pub)]
+
+mod nats;
 
 pub use nats::NatsServer;
 

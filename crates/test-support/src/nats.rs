@@ -24,7 +24,7 @@ pub struct NatsServer {
 
 impl NatsServer {
     /// Whether a `nats-server` binary is on the PATH.
-    pub fn installed() -> bool {
+    fn installed() -> bool {
         Command::new("nats-server")
             .arg("--version")
             .output()

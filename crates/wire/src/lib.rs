@@ -16,6 +16,8 @@
 //! - [`io`]: the buffered byte stream under the relay's sockets, shared with the bench's
 //!   baseline forwarder so the baseline does the same I/O as the relay.
 
+#![warn(unreachable_pub)]
+
 pub mod code;
 pub mod io;
 pub mod token;
