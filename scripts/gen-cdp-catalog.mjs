@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// Generates src/bridge/data/cdp_catalog.json, the Chrome DevTools Protocol command catalog that
+// Generates crates/bridge/src/data/cdp_catalog.json, the Chrome DevTools Protocol command catalog that
 // the bridge's `retrieve_tools` searches and `call_tool_*` checks, from the `devtools-protocol`
 // npm package:
 //
 //   tmp=$(mktemp -d) && npm install --prefix "$tmp" devtools-protocol
-//   node scripts/gen-cdp-catalog.mjs "$tmp/node_modules/devtools-protocol" > src/bridge/data/cdp_catalog.json
+//   node scripts/gen-cdp-catalog.mjs "$tmp/node_modules/devtools-protocol" > crates/bridge/src/data/cdp_catalog.json
 //
 // Each command gets an `access` class: "read", "write" or "destructive". The rule (also written
 // into the catalog as `rule`) looks at the first camel-case word of the command name:

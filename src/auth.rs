@@ -11,24 +11,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-/// Which endpoint a token may be used on. Tokens without a `role` claim work on both.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Extension,
-    Mcp,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Extension => "extension",
-            Role::Mcp => "mcp",
-        }
-    }
-}
+// Minting (the claims, HS256, the role) is shared with the bench, which mints its clients' tokens.
+pub use mcp_relay_wire::token::{mint_hs256, now_secs, MintClaims, Role};
 
 /// The JWT algorithms the relay can be pinned to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -270,48 +256,6 @@ impl Verifier {
     }
 }
 
-/// What `mint` puts into a token.
-#[derive(Debug, Clone, Serialize)]
-pub struct MintClaims {
-    pub sub: String,
-    pub exp: u64,
-    pub iat: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub role: Option<Role>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub connection_url: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub iss: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub aud: Option<String>,
-}
-
-impl MintClaims {
-    /// Claims for `user` valid for `ttl` from now.
-    pub fn new(user: &str, role: Option<Role>, ttl: Duration) -> Self {
-        let now = now_secs();
-        MintClaims {
-            sub: user.to_owned(),
-            exp: now + ttl.as_secs(),
-            iat: now,
-            role,
-            connection_url: None,
-            iss: None,
-            aud: None,
-        }
-    }
-}
-
-/// Signs an HS256 token.
-pub fn mint_hs256(secret: &[u8], claims: &MintClaims) -> String {
-    jsonwebtoken::encode(
-        &Header::new(Algorithm::HS256),
-        claims,
-        &EncodingKey::from_secret(secret),
-    )
-    .expect("HS256 signing cannot fail")
-}
-
 /// Signs a token with a PEM private key for an asymmetric algorithm.
 pub fn mint_with_private_pem(
     alg: JwtAlgorithm,
@@ -329,13 +273,6 @@ pub fn mint_with_private_pem(
         claims,
         &key,
     )?)
-}
-
-pub fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

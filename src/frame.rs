@@ -14,34 +14,8 @@ use serde::de::{Deserializer, IgnoredAny};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-/// JSON-RPC error codes the relay itself produces. The `-32000..-32099` band is ours; the values
-/// are documented in `docs/PROTOCOL.md` and must not change meaning once published.
-pub mod code {
-    /// Not JSON at all.
-    pub const PARSE_ERROR: i64 = -32700;
-    /// JSON, but not a request, notification or response (or a reserved id).
-    pub const INVALID_REQUEST: i64 = -32600;
-    /// A method the receiver does not implement.
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    /// Missing or mistyped parameters.
-    pub const INVALID_PARAMS: i64 = -32602;
-    /// The extension answered with neither `result` nor `error`.
-    pub const INTERNAL_ERROR: i64 = -32603;
-    /// Authentication, routing and other relay errors (the spec's catch-all).
-    pub const SERVER_ERROR: i64 = -32000;
-    /// `connect` while this MCP socket already has a connection.
-    pub const ALREADY_CONNECTED: i64 = -32001;
-    /// The per-connection rate limit rejected a forwarded request.
-    pub const RATE_LIMITED: i64 = -32002;
-    /// The extension did not answer within `--request-timeout`.
-    pub const REQUEST_TIMEOUT: i64 = -32003;
-    /// The extension went away (or the connection was closed) before answering.
-    pub const EXTENSION_GONE: i64 = -32004;
-    /// The relay is shutting down.
-    pub const SHUTTING_DOWN: i64 = -32005;
-    /// A per-user or global capacity limit was reached.
-    pub const LIMIT_REACHED: i64 = -32006;
-}
+/// JSON-RPC error codes the relay itself produces (shared with the bridge, which acts on them).
+pub use mcp_relay_wire::code;
 
 /// One incoming frame, classified. Everything borrows from the frame's text.
 #[derive(Debug)]

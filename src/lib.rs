@@ -34,19 +34,26 @@
 //!   token).
 //! - [`metrics`]: Prometheus counters and gauges.
 //! - [`config`]: every `serve` flag and its `MCP_RELAY_*` variable.
-//! - [`bench`]: `mcp-relay bench`, the load generator and JSON-free baseline forwarder behind
-//!   `docs/BENCHMARKS.md`.
 //! - [`certs`]: a development CA and localhost certificate for trying wss.
-//! - [`bridge`]: `mcp-relay bridge`, an MCP server over stdio that drives a browser through
-//!   the relay's `/mcp` endpoint (for Claude Desktop, Cursor, …). Inside: `relay_client`
-//!   (the socket to the relay), `tools` (the browser tools), `server` (the MCP handler),
-//!   `gateway` (exposure modes), `proxy` (the `proxy` tool), `retrieve` + `bm25` + `catalog`
-//!   (tool retrieval over the CDP catalog), `intent` (intent-checked calls), `dynamic`
-//!   (registered hits), `resources`, `prompts`, `audit`, `wire` (annotation lifting on stdout).
+//!
+//! ## Beside the relay (`crates/`)
+//!
+//! The same `mcp-relay` binary also carries two programs that reach the relay only over the
+//! wire, each a crate of its own behind a cargo feature of this package (both on by default;
+//! `--no-default-features` builds the relay alone):
+//!
+//! - `crates/bridge` (`mcp-relay bridge`, feature `bridge`): an MCP server over stdio that
+//!   drives a browser through the relay's `/mcp` endpoint (for Claude Desktop, Cursor, …).
+//! - `crates/bench` (`mcp-relay bench`, feature `bench`): the load generator and JSON-free
+//!   baseline forwarder behind `docs/BENCHMARKS.md`.
+//! - `crates/wire`: what the relay shares with both: error codes ([`frame::code`]), token
+//!   minting ([`auth::mint_hs256`]), `30s`/`32MiB` parsers ([`config::parse_duration`]) and
+//!   the chunked socket reader under [`transport::BufferedIo`]. Re-exported here from their
+//!   old paths.
+//! - `crates/test-support`: what the tests share with the bench (the skip rule, a
+//!   `nats-server` launcher).
 
 pub mod auth;
-pub mod bench;
-pub mod bridge;
 pub mod certs;
 pub mod cluster;
 pub mod config;

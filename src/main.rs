@@ -1,4 +1,7 @@
-//! The `mcp-relay` command: `serve`, `token`, `dev-certs`.
+//! The `mcp-relay` command: `serve`, `token`, `dev-certs`, and (with the default features
+//! `bridge` and `bench`) `bridge`, `bench` and the hidden `bench-baseline`, which live in their
+//! own crates under `crates/` and are built into this one binary so host configs keep running
+//! `mcp-relay bridge`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -30,15 +33,19 @@ enum Command {
     DevCerts(DevCertsArgs),
     /// Run an MCP server over stdio that drives the browser through the relay (for Claude
     /// Desktop, Cursor, …).
-    Bridge(mcp_relay::bridge::BridgeArgs),
+    #[cfg(feature = "bridge")]
+    Bridge(mcp_relay_bridge::BridgeArgs),
     /// Measure the relay against a JSON-free WebSocket forwarder (the figures in
     /// docs/BENCHMARKS.md). Starts both as child processes on loopback ports.
-    Bench(mcp_relay::bench::BenchArgs),
+    #[cfg(feature = "bench")]
+    Bench(mcp_relay_bench::BenchArgs),
     /// The baseline forwarder `bench` measures against (started by `bench` itself).
+    #[cfg(feature = "bench")]
     #[command(hide = true)]
     BenchBaseline(BaselineArgs),
 }
 
+#[cfg(feature = "bench")]
 #[derive(Args)]
 struct BaselineArgs {
     #[arg(long)]
@@ -111,13 +118,16 @@ async fn main() -> anyhow::Result<()> {
             serve(*config).await
         }
         Command::Token(args) => token(args),
-        Command::Bench(args) => mcp_relay::bench::run(args).await,
+        #[cfg(feature = "bench")]
+        Command::Bench(args) => mcp_relay_bench::run(args).await,
+        #[cfg(feature = "bench")]
         Command::BenchBaseline(args) => {
-            mcp_relay::bench::baseline::serve(args.listen, args.max_message_bytes).await
+            mcp_relay_bench::baseline::serve(args.listen, args.max_message_bytes).await
         }
+        #[cfg(feature = "bridge")]
         Command::Bridge(args) => {
             init_logging();
-            mcp_relay::bridge::run(args).await
+            mcp_relay_bridge::run(args).await
         }
         Command::DevCerts(args) => {
             let certs = mcp_relay::certs::generate(&args.names)?;

@@ -6,7 +6,8 @@
 //! sockets want it tiny, a 5 MiB screenshot wants it large (a 2 KiB buffer means 2,600 system
 //! calls per screenshot). [`BufferedIo`] sits under the WebSocket: a small read is served from a
 //! 64 KiB chunk filled by one system call, and that chunk is freed as soon as the socket has
-//! nothing more to read, so an idle socket holds no buffer here at all.
+//! nothing more to read, so an idle socket holds no buffer here at all. (The chunk itself is
+//! `mcp_relay_wire::io::ChunkedIo`, so the bench's baseline forwarder reads exactly alike.)
 //!
 //! ## Anonymous connections ([`Registry`], [`ConnHandle`])
 //!
@@ -36,14 +37,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use mcp_relay_wire::io::ChunkedIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
-
-/// Size of the chunk read from the socket when the caller asks for less.
-const CHUNK: usize = 64 * 1024;
-
-/// Reads at least this large go straight to the socket; the chunk would only add a copy.
-const DIRECT: usize = 16 * 1024;
 
 /// The text of the read error an unauthenticated socket gets once it exceeds its budget;
 /// `peer::next_inbound` turns it into a 1008 close with a clear reason.
@@ -316,14 +312,11 @@ impl ConnHandle {
     }
 }
 
-/// A stream whose small reads are served from a transient 64 KiB chunk, and which enforces
-/// the connection's read budget before authentication.
+/// The relay's byte stream: [`ChunkedIo`]'s transient read buffer (shared with the bench's
+/// baseline forwarder, see `mcp_relay_wire::io`), plus the connection's read budget before
+/// authentication and its write-stall clock.
 pub struct BufferedIo<S> {
-    inner: S,
-    /// Bytes read from the socket and not yet handed out: `chunk[start..]`. Empty (and
-    /// unallocated) whenever the socket has been drained.
-    chunk: Vec<u8>,
-    start: usize,
+    io: ChunkedIo<S>,
     conn: Option<Arc<Conn>>,
     /// Bytes this socket may still read before it authenticates.
     budget: usize,
@@ -332,46 +325,14 @@ pub struct BufferedIo<S> {
 }
 
 impl<S> BufferedIo<S> {
-    pub fn new(inner: S) -> Self {
-        BufferedIo {
-            inner,
-            chunk: Vec::new(),
-            start: 0,
-            conn: None,
-            budget: usize::MAX,
-            unlimited: true,
-        }
-    }
-
     fn tracked(inner: S, conn: Arc<Conn>) -> Self {
         BufferedIo {
-            inner,
-            chunk: Vec::new(),
-            start: 0,
+            io: ChunkedIo::new(inner),
             budget: conn.registry.limits.unauthenticated_bytes,
             conn: Some(conn),
             unlimited: false,
         }
     }
-
-    fn release(&mut self) {
-        self.chunk = Vec::new();
-        self.start = 0;
-    }
-
-    /// Copies buffered bytes into `dst`; frees the chunk once it is empty.
-    fn hand_out(&mut self, dst: &mut ReadBuf<'_>) {
-        let n = dst.remaining().min(self.chunk.len() - self.start);
-        dst.put_slice(&self.chunk[self.start..self.start + n]);
-        self.start += n;
-        if self.start == self.chunk.len() {
-            // Keep the allocation for the next read of this burst only if the socket is busy;
-            // the next poll that finds nothing frees it (see `poll_read`).
-            self.chunk.clear();
-            self.start = 0;
-        }
-    }
-
     /// Charges `n` bytes read against the budget while the socket is an unauthenticated
     /// WebSocket; `false` once the budget is exceeded.
     fn charge(&mut self, n: usize) -> bool {
@@ -424,47 +385,6 @@ impl<S> Drop for BufferedIo<S> {
     }
 }
 
-impl<S: AsyncRead + Unpin> BufferedIo<S> {
-    fn poll_read_buffered(
-        &mut self,
-        cx: &mut Context<'_>,
-        dst: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        if self.start < self.chunk.len() {
-            self.hand_out(dst);
-            return Poll::Ready(Ok(()));
-        }
-        if dst.remaining() >= DIRECT {
-            self.release();
-            return Pin::new(&mut self.inner).poll_read(cx, dst);
-        }
-        if self.chunk.capacity() < CHUNK {
-            self.chunk = Vec::with_capacity(CHUNK);
-        }
-        let mut fill = ReadBuf::uninit(&mut self.chunk.spare_capacity_mut()[..CHUNK]);
-        match Pin::new(&mut self.inner).poll_read(cx, &mut fill) {
-            Poll::Ready(Ok(())) => {
-                let filled = fill.filled().len();
-                // SAFETY: `ReadBuf` guarantees its first `filled` bytes were initialized by
-                // the read, and they lie within the vector's capacity.
-                unsafe { self.chunk.set_len(filled) };
-                self.start = 0;
-                if filled == 0 {
-                    self.release();
-                    return Poll::Ready(Ok(())); // end of stream
-                }
-                self.hand_out(dst);
-                Poll::Ready(Ok(()))
-            }
-            other => {
-                // Nothing to read (or an error): an idle socket keeps no buffer.
-                self.release();
-                other
-            }
-        }
-    }
-}
-
 impl<S: AsyncRead + Unpin> AsyncRead for BufferedIo<S> {
     fn poll_read(
         self: Pin<&mut Self>,
@@ -473,10 +393,10 @@ impl<S: AsyncRead + Unpin> AsyncRead for BufferedIo<S> {
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         if this.unlimited {
-            return this.poll_read_buffered(cx, dst);
+            return Pin::new(&mut this.io).poll_read(cx, dst);
         }
         let before = dst.filled().len();
-        let result = this.poll_read_buffered(cx, dst);
+        let result = Pin::new(&mut this.io).poll_read(cx, dst);
         if matches!(result, Poll::Ready(Ok(()))) && !this.charge(dst.filled().len() - before) {
             return Poll::Ready(Err(io::Error::other(BUDGET_EXCEEDED)));
         }
@@ -491,7 +411,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for BufferedIo<S> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        let result = Pin::new(&mut this.inner).poll_write(cx, buf);
+        let result = Pin::new(&mut this.io).poll_write(cx, buf);
         this.note_write(&result, |n| *n > 0);
         result
     }
@@ -502,21 +422,21 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for BufferedIo<S> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        let result = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        let result = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
         this.note_write(&result, |n| *n > 0);
         result
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
+        self.io.is_write_vectored()
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
     }
 }
 
@@ -602,28 +522,6 @@ mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    #[tokio::test]
-    async fn small_reads_get_every_byte_in_order_and_idle_frees_the_chunk() {
-        let (mut client, server) = tokio::io::duplex(1 << 20);
-        let mut io = BufferedIo::new(server);
-        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
-        client.write_all(&data).await.unwrap();
-        let mut got = Vec::new();
-        let mut small = [0u8; 1000];
-        while got.len() < data.len() {
-            let n = io.read(&mut small).await.unwrap();
-            got.extend_from_slice(&small[..n]);
-        }
-        assert_eq!(got, data);
-        // Nothing left to read: the poll returns Pending and the chunk is freed.
-        let pending =
-            tokio::time::timeout(std::time::Duration::from_millis(20), io.read(&mut small)).await;
-        assert!(pending.is_err());
-        assert_eq!(io.chunk.capacity(), 0);
-        drop(client);
-        assert_eq!(io.read(&mut small).await.unwrap(), 0);
-    }
-
     fn registry(max_unauthenticated: usize, unauthenticated_bytes: usize) -> Arc<Registry> {
         Registry::new(ConnLimits {
             max_pending: 100,
@@ -697,16 +595,5 @@ mod tests {
             handle.0.closed();
         }
         assert_eq!(registry.counts(), (0, 0, 0));
-    }
-
-    #[tokio::test]
-    async fn large_reads_go_straight_through() {
-        let (mut client, server) = tokio::io::duplex(1 << 20);
-        let mut io = BufferedIo::new(server);
-        client.write_all(&[7u8; 100_000]).await.unwrap();
-        let mut big = vec![0u8; 64 * 1024];
-        let n = io.read(&mut big).await.unwrap();
-        assert!(n > 0 && big[..n].iter().all(|b| *b == 7));
-        assert_eq!(io.chunk.capacity(), 0);
     }
 }

@@ -203,7 +203,7 @@ async fn proxy_lists_describes_and_calls_tools_with_the_spec_annotations() {
     let relay = relay().await;
     let mut extension = Extension::connect(&relay, USER, "Chrome Test", "client-1").await;
     let mut client = RawClient::start(&relay.url("/mcp"), &["--tools", "proxy"]).await;
-    let total = BROWSER_TOOLS + mcp_relay::bridge::catalog::catalog().commands.len();
+    let total = BROWSER_TOOLS + mcp_relay_bridge::catalog().commands.len();
 
     // list: one JSON resource, default page, every annotation.
     let list = client

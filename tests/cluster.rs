@@ -14,92 +14,20 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use mcp_relay::server::RunningRelay;
+use mcp_relay_test_support::NatsServer;
 use serde_json::{json, Value};
 
 /// Heartbeat and TTL short enough for tests; `docs/CLUSTER.md` has the production defaults.
 const HEARTBEAT: Duration = Duration::from_millis(200);
 const NODE_TTL: Duration = Duration::from_millis(1200);
 
-/// A `nats-server` child process on a loopback port, killed on drop.
-struct Nats {
-    child: Option<Child>,
-    port: u16,
-    /// Extra `nats-server` arguments (authentication, TLS).
-    args: Vec<String>,
-}
-
-impl Nats {
-    /// Starts a server, or returns `None` (after a loud SKIP) when none is installed.
-    fn start() -> Option<Nats> {
-        Self::start_with(&[])
-    }
-
-    fn start_with(args: &[&str]) -> Option<Nats> {
-        let installed = Command::new("nats-server")
-            .arg("--version")
-            .output()
-            .is_ok();
-        common::present_or_skip(
-            installed.then_some(()),
-            "cluster test",
-            "nats-server is not installed (apt-get install nats-server; .ci/run does)",
-        )?;
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut nats = Nats {
-            child: None,
-            port,
-            args: args.iter().map(|a| a.to_string()).collect(),
-        };
-        nats.restart();
-        Some(nats)
-    }
-
-    fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
-    }
-
-    /// Starts the server (again) on the same port and waits until it accepts connections.
-    fn restart(&mut self) {
-        let child = Command::new("nats-server")
-            .args(["-a", "127.0.0.1", "-p", &self.port.to_string()])
-            .args(&self.args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("nats-server starts");
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < deadline, "nats-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
 /// A relay node joined to `nats`.
-async fn node(nats: &Nats) -> RunningRelay {
+async fn node(nats: &NatsServer) -> RunningRelay {
     node_with(nats, |_| {}).await
 }
 
 async fn node_with(
-    nats: &Nats,
+    nats: &NatsServer,
     tweak: impl FnOnce(&mut mcp_relay::config::ServeConfig),
 ) -> RunningRelay {
     let relay = unjoined_node(nats, tweak).await;
@@ -113,7 +41,7 @@ async fn node_with(
 
 /// A relay node told to join `nats`, without waiting until it has.
 async fn unjoined_node(
-    nats: &Nats,
+    nats: &NatsServer,
     tweak: impl FnOnce(&mut mcp_relay::config::ServeConfig),
 ) -> RunningRelay {
     let url = nats.url();
@@ -187,7 +115,9 @@ async fn raw_call(mcp: &mut Mcp, raw_id: &str, method: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_extensions_shows_the_users_extensions_on_every_node_and_never_another_users() {
-    let Some(nats) = Nats::start() else { return };
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
     let a = node(&nats).await;
     let b = node(&nats).await;
     let on_a = Extension::connect(&a, "alice", "Firefox", "laptop").await;
@@ -214,7 +144,9 @@ async fn list_extensions_shows_the_users_extensions_on_every_node_and_never_anot
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_extension_keeps_its_id_when_it_reconnects_to_another_node() {
-    let Some(nats) = Nats::start() else { return };
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
     let a = node(&nats).await;
     let b = node(&nats).await;
     let first = Extension::connect(&a, "alice", "Chrome", "laptop").await;
@@ -226,7 +158,9 @@ async fn an_extension_keeps_its_id_when_it_reconnects_to_another_node() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_cross_nodes_with_ids_restored_byte_for_byte_and_notifications_both_ways() {
-    let Some(nats) = Nats::start() else { return };
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
     let a = node(&nats).await;
     let b = node(&nats).await;
     let mut ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
@@ -280,7 +214,9 @@ async fn requests_cross_nodes_with_ids_restored_byte_for_byte_and_notifications_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_user_cannot_connect_to_another_users_extension_on_another_node() {
-    let Some(nats) = Nats::start() else { return };
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
     let a = node(&nats).await;
     let b = node(&nats).await;
     let alices = Extension::connect(&b, "alice", "Chrome", "laptop").await;
@@ -299,7 +235,9 @@ async fn a_user_cannot_connect_to_another_users_extension_on_another_node() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cross_node_requests_time_out_and_disconnect_answers_pending_ones() {
-    let Some(nats) = Nats::start() else { return };
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
     let a = node(&nats).await;
     let b = node_with(&nats, |c| c.request_timeout = Duration::from_millis(800)).await;
     let mut ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
@@ -342,7 +280,9 @@ async fn cross_node_requests_time_out_and_disconnect_answers_pending_ones() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_extension_leaving_one_node_disconnects_clients_on_others_until_it_returns_elsewhere() {
-    let Some(nats) = Nats::start() else { return };
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
     let a = node(&nats).await;
     let b = node(&nats).await;
     let c = node(&nats).await;
@@ -382,7 +322,9 @@ async fn an_extension_leaving_one_node_disconnects_clients_on_others_until_it_re
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_killed_mid_request_is_answered_and_disconnected_within_the_ttl() {
-    let Some(nats) = Nats::start() else { return };
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
     let a = node(&nats).await;
     let b = node(&nats).await;
     let c = node(&nats).await;
@@ -422,7 +364,9 @@ async fn a_node_killed_mid_request_is_answered_and_disconnected_within_the_ttl()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_the_clients_node_dies_the_extension_is_told_its_peer_left() {
-    let Some(nats) = Nats::start() else { return };
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
     let a = node(&nats).await;
     let b = node(&nats).await;
     let mut ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
@@ -443,7 +387,9 @@ async fn when_the_clients_node_dies_the_extension_is_told_its_peer_left() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_shutting_down_gracefully_disconnects_remote_clients_at_once() {
-    let Some(nats) = Nats::start() else { return };
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
     let a = node(&nats).await;
     let b = node_with(&nats, |c| c.shutdown_grace = Duration::from_secs(1)).await;
     let ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
@@ -461,7 +407,7 @@ async fn a_node_shutting_down_gracefully_disconnects_remote_clients_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nats_outage_keeps_local_pairs_working_shows_in_health_and_heals() {
-    let Some(mut nats) = Nats::start() else {
+    let Some(mut nats) = NatsServer::start_or_skip("cluster test", &[]) else {
         return;
     };
     let a = node(&nats).await;
@@ -504,7 +450,7 @@ async fn a_nats_outage_keeps_local_pairs_working_shows_in_health_and_heals() {
     let answer = mcp.call("tools/list", json!({})).await;
     assert_eq!(answer["result"]["echo"], "tools/list", "{answer}");
 
-    nats.restart();
+    nats.restart().expect("nats-server restarts");
     wait_until("node A reconnects", || {
         let cluster = cluster.clone();
         async move { cluster.is_connected() }
@@ -541,7 +487,7 @@ struct NodeProcess {
 }
 
 impl NodeProcess {
-    fn start(nats: &Nats) -> NodeProcess {
+    fn start(nats: &NatsServer) -> NodeProcess {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -588,7 +534,9 @@ impl Drop for NodeProcess {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relay_process_killed_with_sigkill_mid_request_is_answered_and_disconnected() {
-    let Some(nats) = Nats::start() else { return };
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
     let a = node(&nats).await;
     let c = node(&nats).await;
     let mut b = NodeProcess::start(&nats);
@@ -620,7 +568,9 @@ async fn a_relay_process_killed_with_sigkill_mid_request_is_answered_and_disconn
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_concurrent_cross_node_requests_are_each_answered_exactly_once() {
-    let Some(nats) = Nats::start() else { return };
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
     let a = node(&nats).await;
     let b = node(&nats).await;
     let ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
@@ -649,7 +599,9 @@ async fn many_concurrent_cross_node_requests_are_each_answered_exactly_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frames_above_the_nats_limit_become_error_replies_not_silence() {
-    let Some(nats) = Nats::start() else { return };
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
     let a = node(&nats).await;
     let b = node(&nats).await;
     let mut ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
@@ -682,7 +634,9 @@ async fn frames_above_the_nats_limit_become_error_replies_not_silence() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_restarted_under_the_same_name_counts_as_a_new_node() {
-    let Some(nats) = Nats::start() else { return };
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
     let a = node(&nats).await;
     let b = node_with(&nats, |c| {
         c.cluster_options.node_id = Some("relay-b".into())
@@ -709,7 +663,10 @@ async fn a_node_restarted_under_the_same_name_counts_as_a_new_node() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nodes_authenticate_to_nats_with_user_and_password() {
-    let Some(nats) = Nats::start_with(&["--user", "relay", "--pass", "nats-secret"]) else {
+    let Some(nats) = NatsServer::start_or_skip(
+        "cluster test",
+        &["--user", "relay", "--pass", "nats-secret"],
+    ) else {
         return;
     };
     let with_password = |c: &mut mcp_relay::config::ServeConfig| {
@@ -740,13 +697,16 @@ async fn nodes_reach_nats_over_tls_verified_with_the_given_ca() {
     let certs = mcp_relay::certs::generate(&[]).unwrap();
     let (cert, key) = mcp_relay::certs::write(dir.path(), &certs).unwrap();
     let ca = dir.path().join("ca.pem");
-    let Some(nats) = Nats::start_with(&[
-        "--tls",
-        "--tlscert",
-        cert.to_str().unwrap(),
-        "--tlskey",
-        key.to_str().unwrap(),
-    ]) else {
+    let Some(nats) = NatsServer::start_or_skip(
+        "cluster test",
+        &[
+            "--tls",
+            "--tlscert",
+            cert.to_str().unwrap(),
+            "--tlskey",
+            key.to_str().unwrap(),
+        ],
+    ) else {
         return;
     };
     let with_ca = |c: &mut mcp_relay::config::ServeConfig| {
@@ -766,7 +726,9 @@ async fn nodes_reach_nats_over_tls_verified_with_the_given_ca() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extension_notifications_reach_clients_on_every_node_or_only_the_one_addressed() {
-    let Some(nats) = Nats::start() else { return };
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
     let a = node(&nats).await;
     let b = node(&nats).await;
     let mut ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;

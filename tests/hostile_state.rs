@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use futures_util::future::join_all;
 use futures_util::SinkExt;
+use mcp_relay_test_support::NatsServer;
 use serde_json::{json, Value};
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -534,47 +535,6 @@ async fn list_extensions_index_stays_exact_through_register_and_close() {
     drop(a2);
 }
 
-/// A `nats-server` on a loopback port, killed on drop.
-struct Nats(std::process::Child, u16);
-
-impl Nats {
-    fn start() -> Option<Nats> {
-        let installed = std::process::Command::new("nats-server")
-            .arg("--version")
-            .output()
-            .is_ok();
-        present_or_skip(
-            installed.then_some(()),
-            "hostile_state cluster test",
-            "nats-server is not installed (apt-get install nats-server; .ci/run does)",
-        )?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = std::process::Command::new("nats-server")
-            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("nats-server starts");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "nats-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Some(Nats(child, port))
-    }
-}
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The same bounds hold when the client and its browser are on different cluster nodes: long
 /// ids are refused on the client's node, pending requests are bounded end to end, the list is
 /// the caller's only, and clients waiting for a vanished remote browser are forgotten after
@@ -582,8 +542,10 @@ impl Drop for Nats {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bounds_hold_across_cluster_nodes() {
     let _serial = SERIAL.lock().await;
-    let Some(nats) = Nats::start() else { return };
-    let url = format!("nats://127.0.0.1:{}", nats.1);
+    let Some(nats) = NatsServer::start_or_skip("hostile_state cluster test", &[]) else {
+        return;
+    };
+    let url = nats.url();
     let node = |url: String| {
         relay_with(move |c| {
             c.cluster = Some(url);

@@ -318,19 +318,7 @@ pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     (status, body)
 }
 
-/// A part a test needs from outside the repo (an SDK, an interpreter): in CI (`CI=true`) its
-/// absence fails the test; elsewhere the test is skipped with a loud message.
-pub fn present_or_skip<T>(found: Option<T>, test: &str, missing: &str) -> Option<T> {
-    if found.is_none() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{test}: {missing}");
-        }
-        // Straight to stderr: the test harness hides a passing test's eprintln!.
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "\n*** SKIP {test}: {missing} ***\n");
-    }
-    found
-}
+pub use mcp_relay_test_support::present_or_skip;
 
 /// A JWT assembled by hand from `header` and `claims`, with `signature` as its third part.
 pub fn raw_token(header: Value, claims: Value, signature: &str) -> String {

@@ -17,7 +17,7 @@ use super::intent::Intent;
 /// How a call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Ok,
     /// The target ran and failed, or the arguments were wrong.
     Error,
@@ -27,7 +27,7 @@ pub enum Outcome {
 
 /// One line of the log.
 #[derive(Debug, Clone, Serialize)]
-pub struct AuditRecord {
+pub(crate) struct AuditRecord {
     /// RFC 3339, UTC, milliseconds.
     pub time: String,
     /// The MCP tool the host called.
@@ -48,24 +48,24 @@ pub struct AuditRecord {
 
 /// The open log, or nothing when `--audit-log` is not given.
 #[derive(Debug, Default)]
-pub struct AuditLog {
+pub(crate) struct AuditLog {
     /// Behind a mutex so concurrent calls never interleave inside a line.
     file: Option<Mutex<File>>,
 }
 
 impl AuditLog {
-    pub fn disabled() -> AuditLog {
+    pub(crate) fn disabled() -> AuditLog {
         AuditLog { file: None }
     }
 
-    pub fn open(path: &Path) -> std::io::Result<AuditLog> {
+    pub(crate) fn open(path: &Path) -> std::io::Result<AuditLog> {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         Ok(AuditLog {
             file: Some(Mutex::new(file)),
         })
     }
 
-    pub fn append(&self, record: &AuditRecord) {
+    pub(crate) fn append(&self, record: &AuditRecord) {
         let Some(file) = &self.file else { return };
         let mut line = serde_json::to_vec(record).expect("audit records serialize");
         line.push(b'\n');

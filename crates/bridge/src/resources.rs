@@ -14,10 +14,10 @@ use std::time::Duration;
 use rmcp::model::ResourceContents;
 use serde_json::{json, Value};
 
-use super::relay_client::RelayClient;
 use super::tools::advice;
+use crate::link::BrowserLink;
 
-pub const TABS_URI: &str = "browser://tabs";
+pub(crate) const TABS_URI: &str = "browser://tabs";
 const SNAPSHOT_TEMPLATE: &str = "browser://tabs/{tabId}/snapshot";
 const SCREENSHOT_TEMPLATE: &str = "browser://tabs/{tabId}/screenshot";
 /// How long `resources/list` waits for the tab list.
@@ -25,14 +25,14 @@ const LIST_WAIT: Duration = Duration::from_secs(3);
 
 /// What a resource URI names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BrowserResource {
+pub(crate) enum BrowserResource {
     Tabs,
     Snapshot(i64),
     Screenshot(i64),
 }
 
 impl BrowserResource {
-    pub fn parse(uri: &str) -> Option<BrowserResource> {
+    pub(crate) fn parse(uri: &str) -> Option<BrowserResource> {
         if uri == TABS_URI {
             return Some(BrowserResource::Tabs);
         }
@@ -49,7 +49,7 @@ impl BrowserResource {
 
 /// Why a read failed.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// No such resource: a protocol error for `resources/read`.
     NotFound(String),
     /// The browser could not answer; the message says what to do.
@@ -57,7 +57,7 @@ pub enum ReadError {
 }
 
 /// The resource templates, as MCP `ResourceTemplate` JSON.
-pub fn templates() -> Vec<Value> {
+pub(crate) fn templates() -> Vec<Value> {
     vec![
         json!({
             "uriTemplate": SNAPSHOT_TEMPLATE,
@@ -88,9 +88,9 @@ fn tabs_resource() -> Value {
 
 /// The concrete resources: the tab list, and a snapshot and a screenshot per open tab when the
 /// browser answers in time.
-pub async fn list(relay: &RelayClient) -> Vec<Value> {
+pub(crate) async fn list(link: &dyn BrowserLink) -> Vec<Value> {
     let mut resources = vec![tabs_resource()];
-    let Ok(Ok(tabs)) = tokio::time::timeout(LIST_WAIT, relay.call("getTabs", json!({}))).await
+    let Ok(Ok(tabs)) = tokio::time::timeout(LIST_WAIT, link.call("getTabs", json!({}))).await
     else {
         return resources;
     };
@@ -119,7 +119,10 @@ pub async fn list(relay: &RelayClient) -> Vec<Value> {
 }
 
 /// Reads one resource from the browser.
-pub async fn read(relay: &RelayClient, uri: &str) -> Result<Vec<ResourceContents>, ReadError> {
+pub(crate) async fn read(
+    link: &dyn BrowserLink,
+    uri: &str,
+) -> Result<Vec<ResourceContents>, ReadError> {
     let Some(resource) = BrowserResource::parse(uri) else {
         return Err(ReadError::NotFound(format!(
             "no resource {uri}: the resources are {TABS_URI}, {SNAPSHOT_TEMPLATE} and \
@@ -129,18 +132,18 @@ pub async fn read(relay: &RelayClient, uri: &str) -> Result<Vec<ResourceContents
     let failed = |e| ReadError::Failed(format!("reading {uri} failed: {}", advice(&e)));
     match resource {
         BrowserResource::Tabs => {
-            let tabs = relay.call("getTabs", json!({})).await.map_err(failed)?;
+            let tabs = link.call("getTabs", json!({})).await.map_err(failed)?;
             Ok(vec![json_contents(uri, &tabs)])
         }
         BrowserResource::Snapshot(tab) => {
-            let snapshot = relay
+            let snapshot = link
                 .call("snapshot", json!({"tabId": tab}))
                 .await
                 .map_err(failed)?;
             Ok(vec![json_contents(uri, &snapshot)])
         }
         BrowserResource::Screenshot(tab) => {
-            let shot = relay
+            let shot = link
                 .call("screenshot", json!({"tabId": tab}))
                 .await
                 .map_err(failed)?;

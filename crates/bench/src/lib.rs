@@ -6,8 +6,11 @@
 //! that moment (these machines are shared and noisy). Servers run as child processes so their
 //! RSS and CPU time can be read from `/proc` without the generator's own.
 
+// Only what another crate uses is `pub`; the lint keeps it that way.
+#![warn(unreachable_pub)]
+
 pub mod baseline;
-pub mod load;
+mod load;
 
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
@@ -18,8 +21,9 @@ use futures_util::SinkExt;
 use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::config::{parse_bytes, parse_duration};
 use load::{Outcome, Pacing, Target};
+use mcp_relay_test_support::NatsServer;
+use mcp_relay_wire::units::{parse_bytes, parse_duration};
 
 /// What `bench` can measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -393,130 +397,18 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         args.duration.as_secs_f64()
     );
     let mut relay_peak = None;
+    // `latency` runs at half the peak `small` measures, unless `--rate` sets its rate.
     if wants(Scenario::Small) || (wants(Scenario::Latency) && args.rate.is_none()) {
-        eprintln!(
-            "small: {} clients on {} extensions, {} in flight each",
-            args.clients, args.extensions, args.in_flight
-        );
-        let (relay, base) = compare(
-            &args,
-            args.extensions,
-            args.clients,
-            Pacing::Closed {
-                in_flight: args.in_flight,
-            },
-            args.payload,
-        )
-        .await?;
-        println!(
-            "## small requests, closed loop ({} clients on {} extensions, {} in flight each, {} B results)\n",
-            args.clients, args.extensions, args.in_flight, args.payload
-        );
-        latency_table(&relay, &base);
-        println!(
-            "\nrelay throughput = {:.0}% of baseline\n",
-            100.0 * relay.rps / base.rps
-        );
-        relay_peak = Some(relay.rps);
-        if args.extensions != args.clients {
-            // The baseline pairs one extension socket per client; the same topology through
-            // the relay separates the cost of the relay's work from that of fewer sockets.
-            let mut runs = Vec::new();
-            for _ in 0..args.runs {
-                let pacing = Pacing::Closed {
-                    in_flight: args.in_flight,
-                };
-                runs.push(
-                    measure(
-                        true,
-                        &args,
-                        args.clients,
-                        args.clients,
-                        pacing,
-                        args.payload,
-                    )
-                    .await?,
-                );
-            }
-            let same = medians(&runs);
-            println!(
-                "same topology as the baseline ({} clients on {} extensions): relay {:.0} req/s = {:.0}% of baseline, p50 {:.3} ms, p99 {:.3} ms\n",
-                args.clients, args.clients, same.rps, 100.0 * same.rps / base.rps, same.p50, same.p99
-            );
-        }
+        relay_peak = Some(small(&args).await?);
     }
     if wants(Scenario::Latency) {
-        let rate = args
-            .rate
-            .unwrap_or_else(|| relay_peak.unwrap_or(1000.0) / 2.0);
-        eprintln!("latency: open loop at {rate:.0} req/s");
-        let (relay, base) = compare(
-            &args,
-            args.extensions,
-            args.clients,
-            Pacing::Open { rate },
-            args.payload,
-        )
-        .await?;
-        let why = if args.rate.is_some() {
-            "set with --rate"
-        } else {
-            "half the relay's peak"
-        };
-        println!("## latency below saturation, open loop at {rate:.0} req/s ({why})\n");
-        latency_table(&relay, &base);
-        println!(
-            "\nrelay adds {:.3} ms at p50 and {:.3} ms at p99 over the baseline\n",
-            relay.p50 - base.p50,
-            relay.p99 - base.p99
-        );
+        latency(&args, relay_peak).await?;
     }
     if wants(Scenario::Rtt) {
-        eprintln!("rtt: one client, one request in flight");
-        let (relay, base) =
-            compare(&args, 1, 1, Pacing::Closed { in_flight: 1 }, args.payload).await?;
-        println!(
-            "## round trip, one client, one request in flight ({} B results)\n",
-            args.payload
-        );
-        latency_table(&relay, &base);
-        println!(
-            "\nrelay adds {:.3} ms at p50 and {:.3} ms at p99 over the baseline\n",
-            relay.p50 - base.p50,
-            relay.p99 - base.p99
-        );
+        rtt(&args).await?;
     }
     if wants(Scenario::Large) {
-        eprintln!("large: one client, {} B results", args.large_payload);
-        let (relay, base) = compare(
-            &args,
-            1,
-            1,
-            Pacing::Closed { in_flight: 1 },
-            args.large_payload,
-        )
-        .await?;
-        println!(
-            "## large results ({:.1} MiB each, one client, one in flight)\n",
-            args.large_payload as f64 / 1048576.0
-        );
-        println!("| | results/s | MiB/s | p50 ms | p99 ms | server peak RSS growth MiB |");
-        println!("|---|---|---|---|---|---|");
-        for (name, f) in [("relay", &relay), ("baseline", &base)] {
-            println!(
-                "| {name} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
-                f.rps,
-                f.bytes_per_sec / 1048576.0,
-                f.p50,
-                f.p99,
-                f.peak_growth_mib
-            );
-        }
-        println!(
-            "\nrelay bytes/s = {:.0}% of baseline; relay peak RSS growth = {:.1}x the payload\n",
-            100.0 * relay.bytes_per_sec / base.bytes_per_sec,
-            relay.peak_growth_mib * 1048576.0 / args.large_payload as f64
-        );
+        large(&args).await?;
     }
     if wants(Scenario::Idle) {
         idle(&args).await?;
@@ -530,6 +422,137 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.scenarios.contains(&Scenario::Scale) {
         scale(&args).await?;
     }
+    Ok(())
+}
+
+/// Peak throughput of small requests, closed loop, relay against baseline; returns the
+/// relay's requests/s.
+async fn small(args: &BenchArgs) -> anyhow::Result<f64> {
+    eprintln!(
+        "small: {} clients on {} extensions, {} in flight each",
+        args.clients, args.extensions, args.in_flight
+    );
+    let (relay, base) = compare(
+        args,
+        args.extensions,
+        args.clients,
+        Pacing::Closed {
+            in_flight: args.in_flight,
+        },
+        args.payload,
+    )
+    .await?;
+    println!(
+        "## small requests, closed loop ({} clients on {} extensions, {} in flight each, {} B results)\n",
+        args.clients, args.extensions, args.in_flight, args.payload
+    );
+    latency_table(&relay, &base);
+    println!(
+        "\nrelay throughput = {:.0}% of baseline\n",
+        100.0 * relay.rps / base.rps
+    );
+    if args.extensions != args.clients {
+        same_topology_as_baseline(args, &base).await?;
+    }
+    Ok(relay.rps)
+}
+
+/// The baseline pairs one extension socket per client; the same topology through the relay
+/// separates the cost of the relay's work from that of fewer sockets.
+async fn same_topology_as_baseline(args: &BenchArgs, base: &Figures) -> anyhow::Result<()> {
+    let mut runs = Vec::new();
+    for _ in 0..args.runs {
+        let pacing = Pacing::Closed {
+            in_flight: args.in_flight,
+        };
+        runs.push(measure(true, args, args.clients, args.clients, pacing, args.payload).await?);
+    }
+    let same = medians(&runs);
+    println!(
+        "same topology as the baseline ({} clients on {} extensions): relay {:.0} req/s = {:.0}% of baseline, p50 {:.3} ms, p99 {:.3} ms\n",
+        args.clients, args.clients, same.rps, 100.0 * same.rps / base.rps, same.p50, same.p99
+    );
+    Ok(())
+}
+
+/// Latency below saturation, open loop at `--rate` or half the relay's peak.
+async fn latency(args: &BenchArgs, relay_peak: Option<f64>) -> anyhow::Result<()> {
+    let rate = args
+        .rate
+        .unwrap_or_else(|| relay_peak.unwrap_or(1000.0) / 2.0);
+    eprintln!("latency: open loop at {rate:.0} req/s");
+    let (relay, base) = compare(
+        args,
+        args.extensions,
+        args.clients,
+        Pacing::Open { rate },
+        args.payload,
+    )
+    .await?;
+    let why = if args.rate.is_some() {
+        "set with --rate"
+    } else {
+        "half the relay's peak"
+    };
+    println!("## latency below saturation, open loop at {rate:.0} req/s ({why})\n");
+    latency_table(&relay, &base);
+    println!(
+        "\nrelay adds {:.3} ms at p50 and {:.3} ms at p99 over the baseline\n",
+        relay.p50 - base.p50,
+        relay.p99 - base.p99
+    );
+    Ok(())
+}
+
+/// Round trip of one client with one request in flight.
+async fn rtt(args: &BenchArgs) -> anyhow::Result<()> {
+    eprintln!("rtt: one client, one request in flight");
+    let (relay, base) = compare(args, 1, 1, Pacing::Closed { in_flight: 1 }, args.payload).await?;
+    println!(
+        "## round trip, one client, one request in flight ({} B results)\n",
+        args.payload
+    );
+    latency_table(&relay, &base);
+    println!(
+        "\nrelay adds {:.3} ms at p50 and {:.3} ms at p99 over the baseline\n",
+        relay.p50 - base.p50,
+        relay.p99 - base.p99
+    );
+    Ok(())
+}
+
+/// One large result at a time: bytes/s and how much the server's memory grows with it.
+async fn large(args: &BenchArgs) -> anyhow::Result<()> {
+    eprintln!("large: one client, {} B results", args.large_payload);
+    let (relay, base) = compare(
+        args,
+        1,
+        1,
+        Pacing::Closed { in_flight: 1 },
+        args.large_payload,
+    )
+    .await?;
+    println!(
+        "## large results ({:.1} MiB each, one client, one in flight)\n",
+        args.large_payload as f64 / 1048576.0
+    );
+    println!("| | results/s | MiB/s | p50 ms | p99 ms | server peak RSS growth MiB |");
+    println!("|---|---|---|---|---|---|");
+    for (name, f) in [("relay", &relay), ("baseline", &base)] {
+        println!(
+            "| {name} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            f.rps,
+            f.bytes_per_sec / 1048576.0,
+            f.p50,
+            f.p99,
+            f.peak_growth_mib
+        );
+    }
+    println!(
+        "\nrelay bytes/s = {:.0}% of baseline; relay peak RSS growth = {:.1}x the payload\n",
+        100.0 * relay.bytes_per_sec / base.bytes_per_sec,
+        relay.peak_growth_mib * 1048576.0 / args.large_payload as f64
+    );
     Ok(())
 }
 
@@ -580,9 +603,9 @@ async fn idle(args: &BenchArgs) -> anyhow::Result<()> {
 
 async fn handshaken(url: &str) -> anyhow::Result<load::Socket> {
     let mut ws = load::connect(url).await?;
-    let token = crate::auth::mint_hs256(
+    let token = mcp_relay_wire::token::mint_hs256(
         SECRET.as_bytes(),
-        &crate::auth::MintClaims::new("idle", None, Duration::from_secs(3600)),
+        &mcp_relay_wire::token::MintClaims::new("idle", None, Duration::from_secs(3600)),
     );
     let handshake = json!({"jsonrpc": "2.0", "id": 1, "method": "mcp_handshake",
         "params": {"access_token": token}});
@@ -654,58 +677,19 @@ async fn slow(args: &BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A local `nats-server` on a free loopback port, killed on drop.
-struct Nats {
-    child: Child,
-    url: String,
-}
-
-impl Nats {
-    fn start() -> anyhow::Result<Nats> {
-        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let child = Command::new("nats-server")
-            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| anyhow::anyhow!("starting nats-server (is it installed?): {e}"))?;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            anyhow::ensure!(Instant::now() < deadline, "nats-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(Nats {
-            child,
-            url: format!("nats://127.0.0.1:{port}"),
-        })
-    }
-}
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Relay nodes joined through one local `nats-server`, fresh for every run.
 struct Cluster {
     nodes: Vec<Server>,
-    nats: Nats,
+    nats: NatsServer,
 }
 
 impl Cluster {
     async fn start(nodes: usize) -> anyhow::Result<Cluster> {
-        let nats = Nats::start()?;
+        let nats = NatsServer::start(&[])
+            .map_err(|e| anyhow::anyhow!("{e} (is nats-server installed?)"))?;
+        let url = nats.url();
         let nodes = (0..nodes)
-            .map(|n| {
-                Server::relay(&[
-                    "--cluster",
-                    &nats.url,
-                    "--cluster-node-id",
-                    &format!("node-{n}"),
-                ])
-            })
+            .map(|n| Server::relay(&["--cluster", &url, "--cluster-node-id", &format!("node-{n}")]))
             .collect::<anyhow::Result<Vec<_>>>()?;
         // Let the nodes see each other's presence before extensions arrive.
         tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -719,7 +703,10 @@ impl Cluster {
     /// CPU seconds of every node and of `nats-server`.
     fn cpu_secs(&self) -> f64 {
         self.nodes.iter().map(|n| n.stats().cpu_secs).sum::<f64>()
-            + ProcStats::read(self.nats.child.id()).cpu_secs
+            + self
+                .nats
+                .pid()
+                .map_or(0.0, |pid| ProcStats::read(pid).cpu_secs)
     }
 }
 

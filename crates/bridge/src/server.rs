@@ -38,12 +38,12 @@ retrieve_tools, then call a hit with the call_tool_* variant it names (call_with
 
 /// The rmcp handler. Cloned per session by rmcp; the clones share the gateway.
 #[derive(Clone)]
-pub struct BrowserServer {
+pub(crate) struct BrowserServer {
     gateway: Arc<Gateway>,
 }
 
 impl BrowserServer {
-    pub fn new(gateway: Arc<Gateway>) -> BrowserServer {
+    pub(crate) fn new(gateway: Arc<Gateway>) -> BrowserServer {
         BrowserServer { gateway }
     }
 }

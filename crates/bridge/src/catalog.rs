@@ -17,7 +17,7 @@ use super::intent::Access;
 const CATALOG_JSON: &str = include_str!("data/cdp_catalog.json");
 
 /// Prefix of CDP commands in `retrieve_tools`, `describe_tool` and `call_tool_*` names.
-pub const CDP_PREFIX: &str = "cdp:";
+pub(crate) const CDP_PREFIX: &str = "cdp:";
 
 #[derive(Debug, Deserialize)]
 struct RawCatalog {

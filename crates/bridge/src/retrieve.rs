@@ -302,7 +302,7 @@ fn property_names(schema: &serde_json::Map<String, Value>) -> Vec<String> {
 }
 
 /// `browser_click(selector?: string, x?: number, …)`.
-pub fn tool_signature(tool: &Tool) -> String {
+pub(crate) fn tool_signature(tool: &Tool) -> String {
     let required: Vec<&str> = tool
         .input_schema
         .get("required")
@@ -339,7 +339,7 @@ pub fn tool_signature(tool: &Tool) -> String {
 }
 
 /// `describe_tool`'s answer for a CDP command.
-pub fn describe_cdp(command: &CdpCommand) -> Value {
+pub(crate) fn describe_cdp(command: &CdpCommand) -> Value {
     json!({
         "name": command.tool_name(),
         "method": command.method,
@@ -357,7 +357,7 @@ pub fn describe_cdp(command: &CdpCommand) -> Value {
 }
 
 /// `describe_tool`'s answer for a bridge tool.
-pub fn describe_tool(tool: &Tool) -> Value {
+pub(crate) fn describe_tool(tool: &Tool) -> Value {
     let access = Access::from_annotations(tool.annotations.as_ref());
     json!({
         "name": tool.name,

@@ -14,7 +14,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 const MARKER: &str = "\"_meta\":{\"proxy\":";
 
 /// The rewritten line, or `None` when it has nothing to lift.
-pub fn lift(line: &str) -> Option<String> {
+pub(crate) fn lift(line: &str) -> Option<String> {
     if !line.contains(MARKER) {
         return None;
     }
@@ -60,7 +60,7 @@ pub fn lift(line: &str) -> Option<String> {
 
 /// Starts the pump: rmcp writes into the returned stream; the task writes the (lifted) lines
 /// to stdout and ends, flushed, when rmcp drops its end.
-pub fn stdout_pump() -> (DuplexStream, tokio::task::JoinHandle<()>) {
+pub(crate) fn stdout_pump() -> (DuplexStream, tokio::task::JoinHandle<()>) {
     let (for_rmcp, ours) = tokio::io::duplex(1 << 16);
     let task = tokio::spawn(async move {
         let mut reader = BufReader::new(ours);

@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use futures_util::{SinkExt, StreamExt};
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -30,7 +30,9 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
 use tokio_util::sync::CancellationToken;
 
-use crate::frame::code;
+use mcp_relay_wire::code;
+
+use crate::link::{BrowserLink, ChosenBrowser, ExtensionRow, LinkError, Status};
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -55,7 +57,7 @@ const PING_EVERY: Duration = Duration::from_secs(15);
 const SILENCE_LIMIT: Duration = Duration::from_secs(45);
 
 /// What the bridge needs to reach the relay.
-pub struct RelayConfig {
+pub(crate) struct RelayConfig {
     /// `ws(s)://host/mcp`.
     pub url: String,
     pub token: String,
@@ -66,67 +68,6 @@ pub struct RelayConfig {
     pub request_timeout: Duration,
     /// `--browser`: the extension id or name to connect to when none is chosen yet.
     pub browser: Option<String>,
-}
-
-/// Why a request got no result. Every message says what to do next, because it ends up in front
-/// of a model (see `tools`).
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum RelayError {
-    /// No authenticated socket, and the last attempt failed; the message says why.
-    #[error("{0}")]
-    Unreachable(String),
-    /// There is no browser to send the command to; the message says what to do.
-    #[error("{0}")]
-    NoBrowser(String),
-    /// The relay or the extension answered with a JSON-RPC error.
-    #[error("{message}")]
-    Rpc { code: i64, message: String },
-    /// No answer within `--request-timeout`.
-    #[error("no answer from the relay within {0:?}")]
-    Timeout(Duration),
-    /// The socket closed while the request was in flight (the command may or may not have run).
-    #[error(
-        "the connection to the relay was lost before the answer arrived (the command may or may \
-         not have run); the bridge is reconnecting: call the tool again in a moment"
-    )]
-    ConnectionLost,
-}
-
-/// One row of `list_extensions`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ExtensionRow {
-    pub id: String,
-    pub name: String,
-    #[serde(default)]
-    pub connected: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-}
-
-/// The browser the bridge uses, kept across relay reconnects and extension restarts so the
-/// bridge can return to it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ChosenBrowser {
-    pub extension_id: String,
-    pub name: String,
-}
-
-/// A snapshot of the bridge's state, for `browser_status`.
-#[derive(Debug, Clone, Serialize)]
-pub struct Status {
-    pub relay_url: String,
-    pub relay_connected: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub user_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub relay_error: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub browser: Option<ChosenBrowser>,
-    pub browser_connected: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub connection_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub browser_problem: Option<String>,
 }
 
 /// The socket side of the state.
@@ -144,7 +85,7 @@ struct Link {
 
 /// The browser side of the state.
 #[derive(Default)]
-struct BrowserLink {
+struct BrowserState {
     chosen: Option<ChosenBrowser>,
     /// The relay's connection to `chosen`; `None` until connected and after it ends.
     connection_id: Option<String>,
@@ -158,11 +99,11 @@ struct Shared {
     /// answer to a timed-out request cannot be taken for another one's.
     next_id: AtomicU64,
     /// Requests waiting for their answer, by the numeric id we gave them.
-    pending: Mutex<HashMap<u64, oneshot::Sender<Result<Value, RelayError>>>>,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Result<Value, LinkError>>>>,
     link: Mutex<Link>,
     /// Bumped whenever `link` changes, so a call can wait for the first attempt.
     link_changed: watch::Sender<u64>,
-    browser: Mutex<BrowserLink>,
+    browser: Mutex<BrowserState>,
     /// Held while connecting to a browser, so a tool call and a `connected` notification (or
     /// two tool calls) do not both send `connect` and trip over "already connected".
     connecting: tokio::sync::Mutex<()>,
@@ -172,7 +113,7 @@ struct Shared {
 
 /// A handle on the relay connection; cheap to clone.
 #[derive(Clone)]
-pub struct RelayClient {
+pub(crate) struct RelayClient {
     shared: Arc<Shared>,
     /// The task that owns the socket, so [`RelayClient::close`] can wait for its goodbye.
     supervisor: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
@@ -180,14 +121,14 @@ pub struct RelayClient {
 
 impl RelayClient {
     /// Starts the supervisor, which connects in the background and keeps reconnecting.
-    pub fn start(config: RelayConfig) -> RelayClient {
+    pub(crate) fn start(config: RelayConfig) -> RelayClient {
         let shared = Arc::new(Shared {
             config,
             next_id: AtomicU64::new(1),
             pending: Mutex::new(HashMap::new()),
             link: Mutex::new(Link::default()),
             link_changed: watch::channel(0).0,
-            browser: Mutex::new(BrowserLink::default()),
+            browser: Mutex::new(BrowserState::default()),
             connecting: tokio::sync::Mutex::new(()),
             shutdown: CancellationToken::new(),
         });
@@ -201,7 +142,7 @@ impl RelayClient {
     }
 
     /// Says goodbye to the relay (close 1000) and stops reconnecting.
-    pub async fn close(&self) {
+    pub(crate) async fn close(&self) {
         self.shared.shutdown.cancel();
         let handle = self.supervisor.lock().unwrap().take();
         if let Some(handle) = handle {
@@ -209,12 +150,12 @@ impl RelayClient {
         }
     }
 
-    pub fn relay_url(&self) -> &str {
+    pub(crate) fn relay_url(&self) -> &str {
         &self.shared.config.url
     }
 
     /// Sends a request on the current socket and waits for its answer.
-    pub async fn request(&self, method: &str, params: Value) -> Result<Value, RelayError> {
+    pub(crate) async fn request(&self, method: &str, params: Value) -> Result<Value, LinkError> {
         let outgoing = self.outgoing().await?;
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
@@ -222,26 +163,26 @@ impl RelayClient {
         let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         if outgoing.send(frame.to_string()).is_err() {
             self.shared.pending.lock().unwrap().remove(&id);
-            return Err(RelayError::ConnectionLost);
+            return Err(LinkError::ConnectionLost);
         }
         let timeout = self.shared.config.request_timeout;
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => Err(RelayError::ConnectionLost),
+            Ok(Err(_)) => Err(LinkError::ConnectionLost),
             Err(_) => {
                 self.shared.pending.lock().unwrap().remove(&id);
-                Err(RelayError::Timeout(timeout))
+                Err(LinkError::Timeout(timeout))
             }
         }
     }
 
     /// Sends an extension command to the browser, connecting to it first when needed.
-    pub async fn call(&self, method: &str, params: Value) -> Result<Value, RelayError> {
+    pub(crate) async fn call(&self, method: &str, params: Value) -> Result<Value, LinkError> {
         let connection_id = self.ensure_browser().await?;
         match self.request(method, params.clone()).await {
             // The relay ended the connection (extension gone) and the notification has not
             // arrived yet: the command never reached a browser, so trying once more is safe.
-            Err(RelayError::Rpc { code, message })
+            Err(LinkError::Rpc { code, message })
                 if code == code::SERVER_ERROR && message.starts_with("Not connected") =>
             {
                 self.forget_connection(&connection_id, "the relay ended the connection");
@@ -253,20 +194,20 @@ impl RelayClient {
     }
 
     /// The browsers of this user that the relay knows.
-    pub async fn list_extensions(&self) -> Result<Vec<ExtensionRow>, RelayError> {
+    pub(crate) async fn list_extensions(&self) -> Result<Vec<ExtensionRow>, LinkError> {
         let result = self.request("list_extensions", json!({})).await?;
-        serde_json::from_value(result["extensions"].clone()).map_err(|e| RelayError::Rpc {
+        serde_json::from_value(result["extensions"].clone()).map_err(|e| LinkError::Rpc {
             code: code::INTERNAL_ERROR,
             message: format!("the relay's list_extensions answer was not understood: {e}"),
         })
     }
 
     /// Switches to the browser named by `wanted` (an extension id or a name).
-    pub async fn choose(&self, wanted: &str) -> Result<ChosenBrowser, RelayError> {
+    pub(crate) async fn choose(&self, wanted: &str) -> Result<ChosenBrowser, LinkError> {
         let _guard = self.shared.connecting.lock().await;
         let list = self.list_extensions().await?;
         let Some(row) = find_browser(&list, wanted) else {
-            return Err(RelayError::NoBrowser(format!(
+            return Err(LinkError::NoBrowser(format!(
                 "no connected browser matches \"{wanted}\". {}",
                 online_hint(&list)
             )));
@@ -289,7 +230,7 @@ impl RelayClient {
     }
 
     /// What the bridge knows right now, without asking the relay.
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         let link = self.shared.link.lock().unwrap();
         let browser = self.shared.browser.lock().unwrap();
         Status {
@@ -309,7 +250,7 @@ impl RelayClient {
     }
 
     /// The connection id of the browser to use, connecting (or reconnecting) first if needed.
-    async fn ensure_browser(&self) -> Result<String, RelayError> {
+    async fn ensure_browser(&self) -> Result<String, LinkError> {
         if let Some(id) = self.connection_id() {
             return Ok(id);
         }
@@ -323,17 +264,15 @@ impl RelayClient {
         };
         let target = match chosen {
             Some(chosen) => match self.connect_locked(&chosen.extension_id).await {
-                Ok(_) => return self.connection_id().ok_or(RelayError::ConnectionLost),
-                Err(RelayError::Rpc { code, .. }) if code == code::SERVER_ERROR => {
+                Ok(_) => return self.connection_id().ok_or(LinkError::ConnectionLost),
+                Err(LinkError::Rpc { code, .. }) if code == code::SERVER_ERROR => {
                     // Not there under its id. An extension whose storage was cleared comes back
                     // with a new id but the same name: follow the name.
                     let list = self.list_extensions().await?;
                     match list.iter().find(|row| row.name == chosen.name) {
                         Some(row) => row.id.clone(),
                         None => {
-                            return Err(RelayError::NoBrowser(gone_message(
-                                &chosen, problem, &list,
-                            )))
+                            return Err(LinkError::NoBrowser(gone_message(&chosen, problem, &list)))
                         }
                     }
                 }
@@ -342,16 +281,16 @@ impl RelayClient {
             None => self.pick_first_browser().await?,
         };
         self.connect_locked(&target).await?;
-        self.connection_id().ok_or(RelayError::ConnectionLost)
+        self.connection_id().ok_or(LinkError::ConnectionLost)
     }
 
     /// With no browser chosen yet: `--browser`, else the only one online.
-    async fn pick_first_browser(&self) -> Result<String, RelayError> {
+    async fn pick_first_browser(&self) -> Result<String, LinkError> {
         let list = self.list_extensions().await?;
         if let Some(wanted) = &self.shared.config.browser {
             return match find_browser(&list, wanted) {
                 Some(row) => Ok(row.id.clone()),
-                None => Err(RelayError::NoBrowser(format!(
+                None => Err(LinkError::NoBrowser(format!(
                     "the browser \"{wanted}\" (given with --browser) is not connected to the relay. \
                      Open that browser and check that its mcp-relay extension is connected, or \
                      call browser_connect to use another one. {}",
@@ -360,14 +299,14 @@ impl RelayClient {
             };
         }
         match list.as_slice() {
-            [] => Err(RelayError::NoBrowser(
+            [] => Err(LinkError::NoBrowser(
                 "no browser connected: open the browser with the mcp-relay extension and check its \
                  token in the extension's options (it must belong to the same user as the \
                  bridge's token), then call this tool again"
                     .into(),
             )),
             [only] => Ok(only.id.clone()),
-            several => Err(RelayError::NoBrowser(format!(
+            several => Err(LinkError::NoBrowser(format!(
                 "several browsers are connected ({}): call browser_connect with the name or id of \
                  the one to use",
                 describe(several)
@@ -376,12 +315,12 @@ impl RelayClient {
     }
 
     /// `connect`, with `connecting` held by the caller.
-    async fn connect_locked(&self, extension_id: &str) -> Result<ChosenBrowser, RelayError> {
+    async fn connect_locked(&self, extension_id: &str) -> Result<ChosenBrowser, LinkError> {
         let params = json!({ "extension_id": extension_id });
         let result = match self.request("connect", params.clone()).await {
             // The relay still has a connection we gave up on (an answer lost with a socket):
             // end it and connect again.
-            Err(RelayError::Rpc { code, .. }) if code == code::ALREADY_CONNECTED => {
+            Err(LinkError::Rpc { code, .. }) if code == code::ALREADY_CONNECTED => {
                 self.request("disconnect", json!({})).await?;
                 self.request("connect", params).await?
             }
@@ -414,7 +353,7 @@ impl RelayClient {
     }
 
     /// The sender of the authenticated socket; waits for the first attempt, not for retries.
-    async fn outgoing(&self) -> Result<mpsc::UnboundedSender<String>, RelayError> {
+    async fn outgoing(&self) -> Result<mpsc::UnboundedSender<String>, LinkError> {
         let mut changes = self.shared.link_changed.subscribe();
         let deadline = tokio::time::Instant::now() + LINK_WAIT;
         loop {
@@ -424,7 +363,7 @@ impl RelayClient {
                     return Ok(outgoing.clone());
                 }
                 if link.failures > 0 || self.shared.shutdown.is_cancelled() {
-                    return Err(RelayError::Unreachable(unreachable_message(
+                    return Err(LinkError::Unreachable(unreachable_message(
                         &self.shared.config.url,
                         &link,
                     )));
@@ -435,7 +374,7 @@ impl RelayClient {
                 .is_err()
             {
                 let link = self.shared.link.lock().unwrap();
-                return Err(RelayError::Unreachable(unreachable_message(
+                return Err(LinkError::Unreachable(unreachable_message(
                     &self.shared.config.url,
                     &link,
                 )));
@@ -464,7 +403,7 @@ impl RelayClient {
         }
         let pending = std::mem::take(&mut *self.shared.pending.lock().unwrap());
         for (_, waiter) in pending {
-            let _ = waiter.send(Err(RelayError::ConnectionLost));
+            let _ = waiter.send(Err(LinkError::ConnectionLost));
         }
     }
 
@@ -490,7 +429,7 @@ impl RelayClient {
             return;
         };
         let answer = match frame.get("error") {
-            Some(error) => Err(RelayError::Rpc {
+            Some(error) => Err(LinkError::Rpc {
                 code: error["code"].as_i64().unwrap_or(code::INTERNAL_ERROR),
                 message: error["message"]
                     .as_str()
@@ -540,6 +479,33 @@ impl RelayClient {
             "status" => tracing::debug!(%params, "relay status"),
             other => tracing::debug!(method = other, "extension notification (not forwarded)"),
         }
+    }
+}
+
+/// The tools reach the browser through the relay's `/mcp` socket.
+impl BrowserLink for RelayClient {
+    fn describe(&self) -> &str {
+        self.relay_url()
+    }
+
+    fn call<'a>(
+        &'a self,
+        method: &'a str,
+        params: Value,
+    ) -> BoxFuture<'a, Result<Value, LinkError>> {
+        Box::pin(RelayClient::call(self, method, params))
+    }
+
+    fn list_browsers(&self) -> BoxFuture<'_, Result<Vec<ExtensionRow>, LinkError>> {
+        Box::pin(self.list_extensions())
+    }
+
+    fn choose<'a>(&'a self, wanted: &'a str) -> BoxFuture<'a, Result<ChosenBrowser, LinkError>> {
+        Box::pin(RelayClient::choose(self, wanted))
+    }
+
+    fn status(&self) -> Status {
+        RelayClient::status(self)
     }
 }
 

@@ -59,7 +59,7 @@ impl Exposure {
 
 /// `--dynamic K` with its pool size.
 #[derive(Debug, Clone, Copy)]
-pub struct Dynamic {
+pub(crate) struct Dynamic {
     /// How many hits of each search become tools.
     pub top_k: usize,
     /// How many registered tools are kept at most.
@@ -88,7 +88,7 @@ struct Note {
     refused: bool,
 }
 
-pub struct Gateway {
+pub(crate) struct Gateway {
     /// The browser tools, which every path ends in.
     toolbox: Arc<Toolbox>,
     exposure: Exposure,
@@ -242,7 +242,7 @@ fn meta_tools(exposure: Exposure) -> Vec<Tool> {
 }
 
 impl Gateway {
-    pub fn new(
+    pub(crate) fn new(
         toolbox: Arc<Toolbox>,
         exposure: Exposure,
         dynamic: Option<Dynamic>,
@@ -260,20 +260,20 @@ impl Gateway {
         }
     }
 
-    pub fn exposure(&self) -> Exposure {
+    pub(crate) fn exposure(&self) -> Exposure {
         self.exposure
     }
 
-    pub fn dynamic(&self) -> bool {
+    pub(crate) fn dynamic(&self) -> bool {
         self.dynamic.is_some()
     }
 
-    pub fn relay_url(&self) -> &str {
-        self.toolbox.relay().relay_url()
+    pub(crate) fn relay_url(&self) -> &str {
+        self.toolbox.link().describe()
     }
 
     /// The `tools/list` answer.
-    pub fn tools(&self) -> Vec<Tool> {
+    pub(crate) fn tools(&self) -> Vec<Tool> {
         let mut tools = Vec::new();
         if self.exposure.direct() {
             tools.extend(self.toolbox.definitions().iter().cloned());
@@ -310,7 +310,7 @@ impl Gateway {
             .cloned()
     }
 
-    pub fn knows(&self, name: &str) -> bool {
+    pub(crate) fn knows(&self, name: &str) -> bool {
         (self.exposure.direct() && self.toolbox.knows(name))
             || self.meta_tools.iter().any(|t| t.name == name)
             || (self.dynamic.is_some() && self.pool.lock().unwrap().contains(name))
@@ -349,7 +349,7 @@ impl Gateway {
     }
 
     /// Runs a tool call (the name is known, see [`Gateway::knows`]) and logs it.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         name: &str,
         args: &JsonObject,
@@ -655,7 +655,7 @@ impl Gateway {
                 None => not_found("tool"),
             },
             (Action::Call, Kind::Resource) => {
-                match resources::read(self.toolbox.relay(), &path).await {
+                match resources::read(self.toolbox.link(), &path).await {
                     Ok(contents) => CallToolResult::success(proxy::resource_call(contents, &path)),
                     Err(ReadError::NotFound(m) | ReadError::Failed(m)) => {
                         error(format!("proxy: {m}"))
@@ -680,7 +680,7 @@ impl Gateway {
 
     /// Resources then templates, keyed by URI (template) for paging and filtering.
     async fn resource_items(&self) -> Vec<(String, Value)> {
-        let mut items: Vec<(String, Value)> = resources::list(self.toolbox.relay())
+        let mut items: Vec<(String, Value)> = resources::list(self.toolbox.link())
             .await
             .into_iter()
             .map(|r| (r["uri"].as_str().unwrap_or_default().to_owned(), r))
@@ -717,13 +717,16 @@ impl Gateway {
         }))
     }
 
-    pub async fn list_resources(&self) -> Vec<Value> {
-        resources::list(self.toolbox.relay()).await
+    pub(crate) async fn list_resources(&self) -> Vec<Value> {
+        resources::list(self.toolbox.link()).await
     }
 
-    pub async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContents>, ReadError> {
+    pub(crate) async fn read_resource(
+        &self,
+        uri: &str,
+    ) -> Result<Vec<ResourceContents>, ReadError> {
         let started = Instant::now();
-        let result = resources::read(self.toolbox.relay(), uri).await;
+        let result = resources::read(self.toolbox.link(), uri).await;
         let error = match &result {
             Ok(_) => None,
             Err(ReadError::NotFound(m) | ReadError::Failed(m)) => Some(m.clone()),
@@ -741,7 +744,7 @@ impl Gateway {
         result
     }
 
-    pub fn get_prompt(&self, name: &str, args: &JsonObject) -> Result<Value, String> {
+    pub(crate) fn get_prompt(&self, name: &str, args: &JsonObject) -> Result<Value, String> {
         let started = Instant::now();
         let result = prompts::get(name, args);
         let note = Note {

@@ -73,7 +73,7 @@ impl Access {
 
 /// Checks that `variant` may call a target of class `target`; the refusal names the variant
 /// to use instead.
-pub fn check(variant: Access, target: Access, name: &str) -> Result<(), String> {
+pub(crate) fn check(variant: Access, target: Access, name: &str) -> Result<(), String> {
     if variant >= target {
         return Ok(());
     }
@@ -91,7 +91,7 @@ pub fn check(variant: Access, target: Access, name: &str) -> Result<(), String> 
 
 /// The declared intent that goes to the audit log.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Intent {
+pub(crate) struct Intent {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data_sensitivity: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -100,7 +100,7 @@ pub struct Intent {
 
 /// A parsed `call_tool_*` request.
 #[derive(Debug, Clone, PartialEq)]
-pub struct IntentCall {
+pub(crate) struct IntentCall {
     pub name: String,
     pub args: JsonObject,
     pub intent: Intent,
@@ -118,7 +118,7 @@ const KEYS: [&str; 6] = [
 
 /// Reads `{name, args | args_json, intent_data_sensitivity?, intent_reason?}`, also accepting
 /// the nested `intent {operation_type, data_sensitivity, reason}` of mcpproxy.
-pub fn parse(variant: Access, args: &JsonObject) -> Result<IntentCall, String> {
+pub(crate) fn parse(variant: Access, args: &JsonObject) -> Result<IntentCall, String> {
     let tool = variant.call_with();
     if let Some(unknown) = args.keys().find(|k| !KEYS.contains(&k.as_str())) {
         return Err(format!(

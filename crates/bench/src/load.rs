@@ -15,14 +15,14 @@ use serde_json::json;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::auth::{mint_hs256, MintClaims, Role};
+use mcp_relay_wire::token::{mint_hs256, MintClaims, Role};
 
-pub type Socket =
+pub(crate) type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// Where the load goes.
 #[derive(Clone)]
-pub enum Target {
+pub(crate) enum Target {
     /// One relay node or several cluster nodes (`ws://addr`), with the HS256 secret to mint
     /// tokens. MCP client `i` connects to `mcp_bases[i % len]`, extension `j` to
     /// `extension_bases[j % len]`, so the lists decide which pairs share a node.
@@ -37,7 +37,7 @@ pub enum Target {
 
 impl Target {
     /// One relay node for both sides.
-    pub fn relay(base: String, secret: String) -> Target {
+    pub(crate) fn relay(base: String, secret: String) -> Target {
         Target::Relay {
             mcp_bases: vec![base.clone()],
             extension_bases: vec![base],
@@ -48,7 +48,7 @@ impl Target {
 
 /// How requests are paced.
 #[derive(Clone, Copy, Debug)]
-pub enum Pacing {
+pub(crate) enum Pacing {
     /// Keep this many requests in flight per client.
     Closed { in_flight: usize },
     /// Send at this total rate (requests/s) spread over all clients.
@@ -56,7 +56,7 @@ pub enum Pacing {
 }
 
 /// What one run measured on the client side.
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub requests: u64,
     pub response_bytes: u64,
     pub elapsed: Duration,
@@ -69,7 +69,7 @@ fn config(max: usize) -> WebSocketConfig {
         .max_frame_size(Some(max))
 }
 
-pub async fn connect(url: &str) -> anyhow::Result<Socket> {
+pub(crate) async fn connect(url: &str) -> anyhow::Result<Socket> {
     let (ws, _) =
         tokio_tungstenite::connect_async_with_config(url, Some(config(64 << 20)), true).await?;
     Ok(ws)
@@ -91,7 +91,7 @@ fn response_id(text: &str) -> Option<u64> {
 }
 
 /// How a fake extension answers `authenticate`.
-pub struct ExtensionAuth {
+pub(crate) struct ExtensionAuth {
     pub name: String,
     pub client_id: String,
     pub token: String,
@@ -99,7 +99,7 @@ pub struct ExtensionAuth {
 
 /// A fake extension: authenticates (relay only), then answers every request with `payload`
 /// bytes of result data. Runs until its socket closes.
-pub async fn fake_extension(mut ws: Socket, auth: Option<ExtensionAuth>, payload: usize) {
+pub(crate) async fn fake_extension(mut ws: Socket, auth: Option<ExtensionAuth>, payload: usize) {
     let tail = format!(r#","result":{{"data":"{}"}}}}"#, "x".repeat(payload));
     while let Some(Ok(message)) = ws.next().await {
         let Message::Text(text) = message else {
@@ -139,7 +139,7 @@ pub async fn fake_extension(mut ws: Socket, auth: Option<ExtensionAuth>, payload
 
 /// Opens the extension side and the MCP side of one client's path through `target`; returns
 /// the MCP socket ready for forwarded requests, and spawns the extension (if it is new).
-pub async fn open_pair(
+pub(crate) async fn open_pair(
     target: &Target,
     client: usize,
     extensions: usize,
@@ -225,7 +225,7 @@ async fn expect_result(ws: &mut Socket) -> anyhow::Result<serde_json::Value> {
 
 /// Drives one MCP socket for `duration` and returns what it measured. `epoch` is shared by
 /// all clients so ids (send times) are comparable.
-pub async fn drive(
+pub(crate) async fn drive(
     ws: Socket,
     pacing: Pacing,
     clients: usize,
@@ -350,7 +350,7 @@ pub async fn drive(
 
 /// Runs `clients` MCP clients against `target` and merges what they measured.
 #[allow(clippy::too_many_arguments)]
-pub async fn run(
+pub(crate) async fn run(
     target: &Target,
     extensions: usize,
     clients: usize,

@@ -5,7 +5,9 @@
 //! subprocess: it keeps one authenticated socket to the relay's `/mcp` endpoint and turns MCP
 //! tool calls into the extension's commands.
 //!
-//! - [`relay_client`]: the socket to the relay (handshake, request matching, notifications,
+//! - [`link`]: the [`link::BrowserLink`] interface the tools use to reach a browser, so they
+//!   do not depend on how (the relay's socket here; the relay itself, in process, later).
+//! - [`relay_client`]: the socket to the relay, the bridge's `BrowserLink` (handshake, request matching, notifications,
 //!   reconnecting, returning to the chosen browser).
 //! - [`tools`]: the browser tools and how each maps onto an extension command.
 //! - [`gateway`]: what the host sees by `--tools` mode (direct tools, [`proxy`], retrieval
@@ -16,20 +18,29 @@
 //!
 //! Stdout carries MCP frames only; every log line goes to stderr.
 
-pub mod audit;
-pub mod bm25;
-pub mod catalog;
-pub mod dynamic;
-pub mod gateway;
-pub mod intent;
-pub mod prompts;
-pub mod proxy;
-pub mod relay_client;
-pub mod resources;
-pub mod retrieve;
-pub mod server;
-pub mod tools;
-pub mod wire;
+// Only what another crate uses is `pub`; the lint keeps it that way.
+#![warn(unreachable_pub)]
+
+mod audit;
+mod bm25;
+mod catalog;
+mod dynamic;
+mod gateway;
+mod intent;
+mod link;
+mod prompts;
+mod proxy;
+mod relay_client;
+mod resources;
+mod retrieve;
+mod server;
+mod tools;
+mod wire;
+
+// What the tests outside this crate use: the retrieval benchmark and the catalog count.
+pub use catalog::catalog;
+pub use retrieve::ToolIndex;
+pub use tools::definitions as tool_definitions;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,7 +51,7 @@ use base64::Engine;
 use clap::Args;
 use rmcp::ServiceExt;
 
-use crate::config::{parse_bytes, parse_duration};
+use mcp_relay_wire::units::{parse_bytes, parse_duration};
 use relay_client::{RelayClient, RelayConfig};
 
 /// Options of `mcp-relay bridge`.
@@ -155,7 +166,7 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
         request_timeout: args.request_timeout,
         browser: args.browser.clone(),
     });
-    let toolbox = tools::Toolbox::new(relay.clone(), args.max_result_bytes);
+    let toolbox = tools::Toolbox::new(Arc::new(relay.clone()), args.max_result_bytes);
     let gateway = gateway::Gateway::new(Arc::new(toolbox), args.tools, dynamic, audit);
     let (stdout, pump) = wire::stdout_pump();
     let service = server::BrowserServer::new(Arc::new(gateway))

@@ -8,14 +8,14 @@
 use std::collections::VecDeque;
 
 #[derive(Debug)]
-pub struct ToolPool {
+pub(crate) struct ToolPool {
     capacity: usize,
     /// Least recently used first.
     names: VecDeque<String>,
 }
 
 impl ToolPool {
-    pub fn new(capacity: usize) -> ToolPool {
+    pub(crate) fn new(capacity: usize) -> ToolPool {
         ToolPool {
             capacity: capacity.max(1),
             names: VecDeque::new(),
@@ -23,7 +23,7 @@ impl ToolPool {
     }
 
     /// Registers `names` (most relevant first); returns whether the set of tools changed.
-    pub fn register(&mut self, names: &[String]) -> bool {
+    pub(crate) fn register(&mut self, names: &[String]) -> bool {
         let before: Vec<String> = {
             let mut v: Vec<String> = self.names.iter().cloned().collect();
             v.sort();
@@ -43,19 +43,19 @@ impl ToolPool {
     }
 
     /// Marks a registered tool as just used.
-    pub fn touch(&mut self, name: &str) {
+    pub(crate) fn touch(&mut self, name: &str) {
         if let Some(i) = self.names.iter().position(|n| n == name) {
             let n = self.names.remove(i).expect("index in range");
             self.names.push_back(n);
         }
     }
 
-    pub fn contains(&self, name: &str) -> bool {
+    pub(crate) fn contains(&self, name: &str) -> bool {
         self.names.iter().any(|n| n == name)
     }
 
     /// The registered tools, least recently used first.
-    pub fn names(&self) -> Vec<String> {
+    pub(crate) fn names(&self) -> Vec<String> {
         self.names.iter().cloned().collect()
     }
 }

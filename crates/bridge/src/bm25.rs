@@ -23,7 +23,7 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 /// Splits an identifier or a sentence into lower-case word stems.
-pub fn tokenize(text: &str) -> Vec<String> {
+pub(crate) fn tokenize(text: &str) -> Vec<String> {
     let mut words = Vec::new();
     for chunk in text.split(|c: char| !c.is_alphanumeric()) {
         split_camel(chunk, &mut words);
@@ -59,7 +59,7 @@ fn split_camel(chunk: &str, out: &mut Vec<String>) {
 }
 
 /// A deliberately small stemmer: plural, -ing/-ed/-ion, final e, doubled final consonant.
-pub fn stem(word: &str) -> String {
+pub(crate) fn stem(word: &str) -> String {
     let mut w = word.to_owned();
     if w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") {
         w.pop();
@@ -89,7 +89,7 @@ pub fn stem(word: &str) -> String {
 
 /// An index over documents made of weighted text fields.
 #[derive(Debug)]
-pub struct Bm25 {
+pub(crate) struct Bm25 {
     /// Weighted term frequencies of each document.
     docs: Vec<HashMap<String, f32>>,
     /// Weighted length of each document.
@@ -101,7 +101,7 @@ pub struct Bm25 {
 
 impl Bm25 {
     /// `docs[i]` is a list of `(text, weight)` fields.
-    pub fn new(docs: &[Vec<(String, f32)>]) -> Bm25 {
+    pub(crate) fn new(docs: &[Vec<(String, f32)>]) -> Bm25 {
         let mut index = Bm25 {
             docs: Vec::with_capacity(docs.len()),
             lengths: Vec::with_capacity(docs.len()),
@@ -128,14 +128,6 @@ impl Bm25 {
         index
     }
 
-    pub fn len(&self) -> usize {
-        self.docs.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.docs.is_empty()
-    }
-
     /// Inverse document frequency (the non-negative variant).
     fn idf(&self, term: &str) -> f32 {
         let n = self.docs.len() as f32;
@@ -144,7 +136,7 @@ impl Bm25 {
     }
 
     /// The score of every document for weighted query terms (0 where nothing matches).
-    pub fn scores(&self, query: &[(String, f32)]) -> Vec<f32> {
+    pub(crate) fn scores(&self, query: &[(String, f32)]) -> Vec<f32> {
         let mut scores = vec![0.0; self.docs.len()];
         for (term, query_weight) in query {
             let idf = self.idf(term);

@@ -5,8 +5,7 @@
 //! when a figure drops more than 0.05 below its record, so a ranking change that makes things
 //! worse cannot slip in. Run with `--nocapture` to see every miss.
 
-use mcp_relay::bridge::retrieve::ToolIndex;
-use mcp_relay::bridge::tools::definitions;
+use mcp_relay_bridge::{tool_definitions, ToolIndex};
 use serde_json::Value;
 
 /// How far a figure may fall below the record before the test fails.
@@ -67,7 +66,7 @@ fn evaluate(index: &ToolIndex, path: &str) -> (usize, [(&'static str, f64); 3]) 
 #[test]
 fn retrieval_quality_holds_its_recorded_figures() {
     let recorded = load("tests/data/retrieval_figures.json");
-    let index = ToolIndex::new(&definitions());
+    let index = ToolIndex::new(&tool_definitions());
     println!("{} entries", index.entries.len());
     let mut failures = Vec::new();
     for (set, path, minimum) in [

@@ -13,11 +13,11 @@ use rmcp::model::{ContentBlock, JsonObject, MetaObject, ResourceContents};
 use serde_json::{json, Map, Value};
 
 /// Default and largest `limit` of a list.
-pub const DEFAULT_LIMIT: u64 = 100;
-pub const MAX_LIMIT: u64 = 1000;
+pub(crate) const DEFAULT_LIMIT: u64 = 100;
+pub(crate) const MAX_LIMIT: u64 = 1000;
 
 /// The key of `_meta` that holds the proxy annotations.
-pub const META_KEY: &str = "proxy";
+pub(crate) const META_KEY: &str = "proxy";
 
 const PARAMETERS: [&str; 8] = [
     "action",
@@ -31,14 +31,14 @@ const PARAMETERS: [&str; 8] = [
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     List,
     Info,
     Call,
 }
 
 impl Action {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Action::List => "list",
             Action::Info => "info",
@@ -48,14 +48,14 @@ impl Action {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Tool,
     Resource,
     Prompt,
 }
 
 impl Kind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::Tool => "tool",
             Kind::Resource => "resource",
@@ -64,7 +64,7 @@ impl Kind {
     }
 
     /// The type identifier of a query result's data.
-    pub fn data_type(self) -> &'static str {
+    pub(crate) fn data_type(self) -> &'static str {
         match self {
             Kind::Tool => "Tool",
             Kind::Resource => "Resource|ResourceTemplate",
@@ -75,7 +75,7 @@ impl Kind {
 
 /// A validated proxy call.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ProxyRequest {
+pub(crate) struct ProxyRequest {
     pub action: Action,
     pub kind: Kind,
     /// Required for info and call, absent for list.
@@ -92,92 +92,126 @@ fn given<'a>(args: &'a JsonObject, key: &str) -> Option<&'a Value> {
     args.get(key).filter(|v| !v.is_null())
 }
 
-/// Reads the proxy tool's arguments, refusing every combination the specs forbid.
-pub fn parse(args: &JsonObject) -> Result<ProxyRequest, String> {
-    if let Some(unknown) = args.keys().find(|k| !PARAMETERS.contains(&k.as_str())) {
-        return Err(format!(
+/// Reads the proxy tool's arguments, refusing every combination the specs forbid. The checks
+/// run in a fixed order (unknown keys, action, type, path, args, list options), so a call
+/// with several mistakes always hears about the same one first.
+pub(crate) fn parse(args: &JsonObject) -> Result<ProxyRequest, String> {
+    reject_unknown_parameters(args)?;
+    let action = parse_action(args)?;
+    let kind = parse_kind(args)?;
+    let path = parse_path(args, action, kind)?;
+    let call_args = parse_call_args(args, action)?;
+    let list = parse_list_options(args, action)?;
+    Ok(ProxyRequest {
+        action,
+        kind,
+        path,
+        args: call_args,
+        limit: list.limit,
+        offset: list.offset,
+        filter_server: list.filter_server,
+    })
+}
+
+fn reject_unknown_parameters(args: &JsonObject) -> Result<(), String> {
+    match args.keys().find(|k| !PARAMETERS.contains(&k.as_str())) {
+        Some(unknown) => Err(format!(
             "unknown parameter \"{unknown}\"; proxy takes action, type, path, args, limit, \
              offset and filter_server"
-        ));
+        )),
+        None => Ok(()),
     }
-    let action = match given(args, "action").map(|a| a.as_str()) {
-        None => return Err("\"action\" is required: one of list, info, call".into()),
-        Some(Some("list")) => Action::List,
-        Some(Some("info")) => Action::Info,
-        Some(Some("call")) => Action::Call,
-        Some(other) => {
-            return Err(format!(
-                "unknown action {}: use list, info or call",
-                other.map_or_else(
-                    || given(args, "action").unwrap().to_string(),
-                    |s| format!("\"{s}\"")
-                )
-            ))
-        }
-    };
+}
+
+fn parse_action(args: &JsonObject) -> Result<Action, String> {
+    match given(args, "action").map(|a| a.as_str()) {
+        None => Err("\"action\" is required: one of list, info, call".into()),
+        Some(Some("list")) => Ok(Action::List),
+        Some(Some("info")) => Ok(Action::Info),
+        Some(Some("call")) => Ok(Action::Call),
+        Some(other) => Err(format!(
+            "unknown action {}: use list, info or call",
+            other.map_or_else(
+                || given(args, "action").unwrap().to_string(),
+                |s| format!("\"{s}\"")
+            )
+        )),
+    }
+}
+
+/// `type`, or its alias `a_type` (never both).
+fn parse_kind(args: &JsonObject) -> Result<Kind, String> {
     let kind_value = match (given(args, "type"), given(args, "a_type")) {
         (Some(_), Some(_)) => return Err("give \"type\" once (a_type is its alias)".into()),
         (Some(v), None) | (None, Some(v)) => v,
         (None, None) => return Err("\"type\" is required: one of tool, resource, prompt".into()),
     };
-    let kind = match kind_value.as_str() {
-        Some("tool") => Kind::Tool,
-        Some("resource") => Kind::Resource,
-        Some("prompt") => Kind::Prompt,
-        Some(other) => {
-            return Err(format!(
-                "unknown type \"{other}\": use tool, resource or prompt"
-            ))
-        }
-        None => {
-            return Err(format!(
-                "unknown type {kind_value}: use tool, resource or prompt"
-            ))
-        }
-    };
+    match kind_value.as_str() {
+        Some("tool") => Ok(Kind::Tool),
+        Some("resource") => Ok(Kind::Resource),
+        Some("prompt") => Ok(Kind::Prompt),
+        Some(other) => Err(format!(
+            "unknown type \"{other}\": use tool, resource or prompt"
+        )),
+        None => Err(format!(
+            "unknown type {kind_value}: use tool, resource or prompt"
+        )),
+    }
+}
+
+/// `path`: required for info and call, refused for list.
+fn parse_path(args: &JsonObject, action: Action, kind: Kind) -> Result<Option<String>, String> {
     let path = match given(args, "path") {
         None => None,
         Some(Value::String(p)) if !p.is_empty() => Some(p.clone()),
         Some(_) => return Err("\"path\" must be a non-empty string".into()),
     };
     match (action, &path) {
-        (Action::List, Some(_)) => {
-            return Err(
-                "\"path\" is not allowed for action list (it lists everything; use \
-                 filter_server to narrow, or action info for one item)"
-                    .into(),
-            )
-        }
-        (Action::Info | Action::Call, None) => {
-            return Err(format!(
-                "\"path\" is required for action {} (the {} name{}; see action list)",
-                action.as_str(),
-                kind.as_str(),
-                if kind == Kind::Resource {
-                    " or URI"
-                } else {
-                    ""
-                }
-            ))
-        }
-        _ => {}
+        (Action::List, Some(_)) => Err(
+            "\"path\" is not allowed for action list (it lists everything; use \
+             filter_server to narrow, or action info for one item)"
+                .into(),
+        ),
+        (Action::Info | Action::Call, None) => Err(format!(
+            "\"path\" is required for action {} (the {} name{}; see action list)",
+            action.as_str(),
+            kind.as_str(),
+            if kind == Kind::Resource {
+                " or URI"
+            } else {
+                ""
+            }
+        )),
+        _ => Ok(path),
     }
-    let call_args = match given(args, "args") {
-        None => JsonObject::new(),
-        Some(_) if action != Action::Call => {
-            return Err(format!(
-                "\"args\" is only allowed for action call, not {}",
-                action.as_str()
-            ))
-        }
-        Some(Value::Object(o)) => o.clone(),
+}
+
+/// `args`, only for call: an object, or a JSON string holding one.
+fn parse_call_args(args: &JsonObject, action: Action) -> Result<JsonObject, String> {
+    match given(args, "args") {
+        None => Ok(JsonObject::new()),
+        Some(_) if action != Action::Call => Err(format!(
+            "\"args\" is only allowed for action call, not {}",
+            action.as_str()
+        )),
+        Some(Value::Object(o)) => Ok(o.clone()),
         Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
-            Ok(Value::Object(o)) => o,
-            Ok(_) => return Err("\"args\" as a string must hold a JSON object".into()),
-            Err(e) => return Err(format!("\"args\" is a string but not valid JSON: {e}")),
+            Ok(Value::Object(o)) => Ok(o),
+            Ok(_) => Err("\"args\" as a string must hold a JSON object".into()),
+            Err(e) => Err(format!("\"args\" is a string but not valid JSON: {e}")),
         },
-        Some(_) => return Err("\"args\" must be an object (or a JSON string of one)".into()),
-    };
+        Some(_) => Err("\"args\" must be an object (or a JSON string of one)".into()),
+    }
+}
+
+/// `limit`, `offset` and `filter_server`: only for list.
+struct ListOptions {
+    limit: u64,
+    offset: u64,
+    filter_server: Option<String>,
+}
+
+fn parse_list_options(args: &JsonObject, action: Action) -> Result<ListOptions, String> {
     for key in ["limit", "offset", "filter_server"] {
         if action != Action::List && given(args, key).is_some() {
             return Err(format!(
@@ -208,11 +242,7 @@ pub fn parse(args: &JsonObject) -> Result<ProxyRequest, String> {
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => return Err("\"filter_server\" must be a string (a name prefix)".into()),
     };
-    Ok(ProxyRequest {
-        action,
-        kind,
-        path,
-        args: call_args,
+    Ok(ListOptions {
         limit,
         offset,
         filter_server,
@@ -254,7 +284,7 @@ fn merge(existing: Option<MetaObject>, mut new: MetaObject) -> MetaObject {
 
 /// A `list` or `info` answer: one embedded JSON resource with the query annotations.
 /// `page` is `(totalCount, offset, limit)` for lists.
-pub fn query_result(
+pub(crate) fn query_result(
     action: Action,
     kind: Kind,
     path: Option<&str>,
@@ -295,7 +325,7 @@ fn call_annotations(kind: Kind, path: &str) -> Value {
 }
 
 /// A tool's result content, each item annotated.
-pub fn annotate_tool_call(content: Vec<ContentBlock>, path: &str) -> Vec<ContentBlock> {
+pub(crate) fn annotate_tool_call(content: Vec<ContentBlock>, path: &str) -> Vec<ContentBlock> {
     content
         .into_iter()
         .map(|c| with_proxy_meta(c, call_annotations(Kind::Tool, path)))
@@ -305,7 +335,7 @@ pub fn annotate_tool_call(content: Vec<ContentBlock>, path: &str) -> Vec<Content
 /// A resource read as tool content: each content an embedded resource; text that parses as
 /// JSON is objectified (re-encoded, `application/json`, the original type kept as
 /// `contentType`).
-pub fn resource_call(contents: Vec<ResourceContents>, path: &str) -> Vec<ContentBlock> {
+pub(crate) fn resource_call(contents: Vec<ResourceContents>, path: &str) -> Vec<ContentBlock> {
     contents
         .into_iter()
         .map(|contents| {
@@ -342,7 +372,7 @@ pub fn resource_call(contents: Vec<ResourceContents>, path: &str) -> Vec<Content
 }
 
 /// A prompt result wrapped in one embedded JSON resource.
-pub fn prompt_call(prompt_result: &Value, path: &str) -> ContentBlock {
+pub(crate) fn prompt_call(prompt_result: &Value, path: &str) -> ContentBlock {
     let mut annotations = call_annotations(Kind::Prompt, path);
     annotations["dataType"] = json!("GetPromptResult");
     annotations["pythonType"] = json!("GetPromptResult");
@@ -357,7 +387,7 @@ pub fn prompt_call(prompt_result: &Value, path: &str) -> ContentBlock {
 }
 
 /// The page `[offset, offset + limit)` of the items whose name starts with `filter`.
-pub fn page(items: Vec<(String, Value)>, request: &ProxyRequest) -> (Vec<Value>, usize) {
+pub(crate) fn page(items: Vec<(String, Value)>, request: &ProxyRequest) -> (Vec<Value>, usize) {
     let filtered: Vec<Value> = items
         .into_iter()
         .filter(|(name, _)| {
@@ -378,7 +408,7 @@ pub fn page(items: Vec<(String, Value)>, request: &ProxyRequest) -> (Vec<Value>,
 }
 
 /// The proxy tool's input schema.
-pub fn input_schema() -> Map<String, Value> {
+pub(crate) fn input_schema() -> Map<String, Value> {
     let Value::Object(schema) = json!({
         "type": "object",
         "properties": {

@@ -14,6 +14,7 @@ use axum::routing::get;
 use axum::Router;
 use dashmap::DashMap;
 use futures_util::{SinkExt, StreamExt};
+use mcp_relay_wire::io::ChunkedIo;
 use tokio::sync::oneshot;
 
 /// Sockets waiting for their partner, by pair key.
@@ -53,12 +54,14 @@ async fn pair(
         })
 }
 
-/// Gives the baseline's sockets the relay's transport (TCP_NODELAY and
-/// [`crate::transport::BufferedIo`]), so only the relay's own work differs.
+/// Gives the baseline's sockets the relay's transport (TCP_NODELAY and the chunked reader under
+/// the relay's `transport::BufferedIo`, [`ChunkedIo`]), so only the relay's own work differs.
+/// The relay's wrapper adds only its pre-authentication budget, which an authenticated
+/// socket skips with one branch per read.
 struct SameTransport(tokio::net::TcpListener);
 
 impl axum::serve::Listener for SameTransport {
-    type Io = crate::transport::BufferedIo<tokio::net::TcpStream>;
+    type Io = ChunkedIo<tokio::net::TcpStream>;
     type Addr = std::net::SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
@@ -66,7 +69,7 @@ impl axum::serve::Listener for SameTransport {
             match self.0.accept().await {
                 Ok((stream, addr)) => {
                     let _ = stream.set_nodelay(true);
-                    return (crate::transport::BufferedIo::new(stream), addr);
+                    return (ChunkedIo::new(stream), addr);
                 }
                 Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
             }

@@ -77,7 +77,7 @@ them with retrieve_tools and call them with call_tool_read / call_tool_write / \
 call_tool_destructive.)";
 
 /// The `prompts/list` entries, as MCP `Prompt` JSON.
-pub fn list() -> Vec<Value> {
+pub(crate) fn list() -> Vec<Value> {
     PROMPTS
         .iter()
         .map(|p| {
@@ -94,7 +94,7 @@ pub fn list() -> Vec<Value> {
 }
 
 /// `prompts/get`: the result as MCP `GetPromptResult` JSON, or a message for a bad request.
-pub fn get(name: &str, args: &Map<String, Value>) -> Result<Value, String> {
+pub(crate) fn get(name: &str, args: &Map<String, Value>) -> Result<Value, String> {
     let def = PROMPTS.iter().find(|p| p.name == name).ok_or_else(|| {
         format!(
             "unknown prompt {name}; the prompts are {}",

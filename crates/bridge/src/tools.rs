@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use serde_json::{json, Map, Value};
 
-use super::relay_client::{RelayClient, RelayError};
-use crate::frame::code;
+use crate::link::{BrowserLink, LinkError};
+use mcp_relay_wire::code;
 
 /// Tools whose results can be long and that therefore take `offset`.
 const PAGED: [&str; 5] = [
@@ -54,9 +54,9 @@ enum Plan {
 }
 
 /// The tool definitions and their execution.
-pub struct Toolbox {
-    /// Where every call ends up; shared with the server and the reconnect logic.
-    relay: RelayClient,
+pub(crate) struct Toolbox {
+    /// Where every call ends up (the relay's socket, for the bridge).
+    link: Arc<dyn BrowserLink>,
     /// Built once: the list must be identical for every `tools/list` (see the module docs).
     tools: Vec<Tool>,
     /// `--max-result-bytes`; 0 for no limit.
@@ -66,38 +66,38 @@ pub struct Toolbox {
 }
 
 impl Toolbox {
-    pub fn new(relay: RelayClient, max_result_bytes: usize) -> Toolbox {
+    pub(crate) fn new(link: Arc<dyn BrowserLink>, max_result_bytes: usize) -> Toolbox {
         Toolbox {
-            relay,
+            link,
             tools: definitions(),
             max_result_bytes,
             cut_results: Mutex::new(HashMap::new()),
         }
     }
 
-    pub fn definitions(&self) -> &[Tool] {
+    pub(crate) fn definitions(&self) -> &[Tool] {
         &self.tools
     }
 
-    /// The relay connection, for the resources that read the browser directly.
-    pub fn relay(&self) -> &RelayClient {
-        &self.relay
+    /// The way to the browser, for the resources that read it directly.
+    pub(crate) fn link(&self) -> &dyn BrowserLink {
+        &*self.link
     }
 
-    pub fn knows(&self, name: &str) -> bool {
+    pub(crate) fn knows(&self, name: &str) -> bool {
         self.tools.iter().any(|tool| tool.name == name)
     }
 
     /// Runs a tool. Never fails: problems are results with `isError: true`.
-    pub async fn call(&self, name: &str, args: &JsonObject) -> CallToolResult {
+    pub(crate) async fn call(&self, name: &str, args: &JsonObject) -> CallToolResult {
         let plan = match plan(name, args) {
             Ok(plan) => plan,
             Err(message) => return error(format!("{name}: {message}")),
         };
         let outcome = match plan {
-            Plan::Status => Ok(self.json_result(name, &json!(self.relay.status()))),
+            Plan::Status => Ok(self.json_result(name, &json!(self.link.status()))),
             Plan::List => self.list().await,
-            Plan::Connect(wanted) => self.relay.choose(&wanted).await.map(|chosen| {
+            Plan::Connect(wanted) => self.link.choose(&wanted).await.map(|chosen| {
                 self.json_result(
                     name,
                     &json!({"connected": true, "extension_id": chosen.extension_id, "name": chosen.name}),
@@ -107,7 +107,7 @@ impl Toolbox {
                 method,
                 params,
                 image,
-            } => self.relay.call(method, params).await.map(|result| {
+            } => self.link.call(method, params).await.map(|result| {
                 if image {
                     screenshot_result(&result)
                 } else {
@@ -119,9 +119,9 @@ impl Toolbox {
         outcome.unwrap_or_else(|e| error(format!("{name} failed: {}", advice(&e))))
     }
 
-    async fn list(&self) -> Result<CallToolResult, RelayError> {
-        let list = self.relay.list_extensions().await?;
-        let status = self.relay.status();
+    async fn list(&self) -> Result<CallToolResult, LinkError> {
+        let list = self.link.list_browsers().await?;
+        let status = self.link.status();
         let current = status
             .browser
             .filter(|_| status.browser_connected)
@@ -258,15 +258,15 @@ fn screenshot_caption(result: &Value, mime: &str, base64_len: usize) -> String {
 }
 
 /// What a model should read when a call fails.
-pub(crate) fn advice(error: &RelayError) -> String {
+pub(crate) fn advice(error: &LinkError) -> String {
     match error {
-        RelayError::Unreachable(m) | RelayError::NoBrowser(m) => m.clone(),
-        RelayError::ConnectionLost => error.to_string(),
-        RelayError::Timeout(d) => format!(
+        LinkError::Unreachable(m) | LinkError::NoBrowser(m) => m.clone(),
+        LinkError::ConnectionLost => error.to_string(),
+        LinkError::Timeout(d) => format!(
             "no answer within {d:?} (the bridge's --request-timeout): the page may be busy or \
              the browser asleep; call browser_status, then retry"
         ),
-        RelayError::Rpc { code, message } => {
+        LinkError::Rpc { code, message } => {
             match *code {
                 code::RATE_LIMITED => {
                     format!("the relay's rate limit was hit ({message}): wait a few seconds, then retry")

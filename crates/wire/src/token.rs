@@ -1,0 +1,76 @@
+//! Minting access tokens: the claims every token carries and HS256 signing.
+//!
+//! The relay mints them for `mcp-relay token` and `--dev`, and the bench mints them for its
+//! load clients; verification (the pinned algorithm, the strict `exp`) stays in the relay's
+//! `auth` module, the only place that decides whether a token is good.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde::{Deserialize, Serialize};
+
+/// Which endpoint a token may be used on. Tokens without a `role` claim work on both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Extension,
+    Mcp,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Extension => "extension",
+            Role::Mcp => "mcp",
+        }
+    }
+}
+
+/// What `mint` puts into a token.
+#[derive(Debug, Clone, Serialize)]
+pub struct MintClaims {
+    pub sub: String,
+    pub exp: u64,
+    pub iat: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connection_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iss: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aud: Option<String>,
+}
+
+impl MintClaims {
+    /// Claims for `user` valid for `ttl` from now.
+    pub fn new(user: &str, role: Option<Role>, ttl: Duration) -> Self {
+        let now = now_secs();
+        MintClaims {
+            sub: user.to_owned(),
+            exp: now + ttl.as_secs(),
+            iat: now,
+            role,
+            connection_url: None,
+            iss: None,
+            aud: None,
+        }
+    }
+}
+
+/// Signs an HS256 token.
+pub fn mint_hs256(secret: &[u8], claims: &MintClaims) -> String {
+    jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        claims,
+        &EncodingKey::from_secret(secret),
+    )
+    .expect("HS256 signing cannot fail")
+}
+
+pub fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
