@@ -194,7 +194,12 @@ impl Cluster {
         let presence = client.subscribe(wire::PRESENCE_SUBJECT).await?;
         let inbox = client.subscribe(wire::node_subject(&node_id)).await?;
         let (outbound, outbound_rx) = mpsc::unbounded_channel();
-        let cluster = Cluster::new(node_id, outbound, connected, config.cluster_options.node_ttl);
+        let cluster = Cluster::new(
+            node_id,
+            outbound,
+            connected,
+            config.cluster_options.node_ttl,
+        );
         *cluster.client.lock().unwrap() = Some(client.clone());
         *cluster.startup.lock().unwrap() = Some(Startup {
             client,
@@ -440,7 +445,7 @@ impl Cluster {
     }
 
     /// Expires nodes not heard from within the TTL.
-    fn expire_nodes(&self, routing: &dyn Routing, now: Instant) {
+    pub(crate) fn expire_nodes(&self, routing: &dyn Routing, now: Instant) {
         let dead: Vec<String> = self
             .view
             .lock()
@@ -485,7 +490,11 @@ impl Cluster {
             return;
         }
         if presence.leaving {
-            self.node_gone(routing, &presence.node, "the extension's relay node shut down");
+            self.node_gone(
+                routing,
+                &presence.node,
+                "the extension's relay node shut down",
+            );
             return;
         }
         let restarted = self
@@ -495,7 +504,11 @@ impl Cluster {
             .get(&presence.node)
             .is_some_and(|v| !v.incarnation.is_empty() && v.incarnation != presence.incarnation);
         if restarted {
-            self.node_gone(routing, &presence.node, "the extension's relay node restarted");
+            self.node_gone(
+                routing,
+                &presence.node,
+                "the extension's relay node restarted",
+            );
         }
         for entry in &presence.extensions {
             routing.extension_seen(&entry.id, &entry.name);
@@ -528,7 +541,12 @@ impl Cluster {
             return;
         };
         let connection_id = message.connection_id;
-        match routing.open_from(message.from, connection_id, &body.user_id, &body.extension_id) {
+        match routing.open_from(
+            message.from,
+            connection_id,
+            &body.user_id,
+            &body.extension_id,
+        ) {
             Ok(()) => {
                 // A node can connect before its first heartbeat reached this one; it must be
                 // known here to be expired should it die.

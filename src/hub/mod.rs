@@ -642,8 +642,7 @@ impl Hub {
         let mapped = {
             let mut guard = conn.pending.lock().unwrap();
             let pending = guard.as_mut().ok_or(RelayError::NotConnected)?;
-            let mapped =
-                conn.unique_key(pending, format!("{}:{}", conn.id, frame::id_text(id)));
+            let mapped = conn.unique_key(pending, format!("{}:{}", conn.id, frame::id_text(id)));
             let request = PendingRequest {
                 original_id: id.get().into(),
                 started: Instant::now(),
@@ -703,12 +702,7 @@ impl Hub {
                 cost: key.len() + id.get().len() + PENDING_OVERHEAD_BYTES,
                 frame_bytes: 0,
             };
-            pending.admit(
-                key,
-                outstanding,
-                self.limits.max_pending_bytes,
-                usize::MAX,
-            )?;
+            pending.admit(key, outstanding, self.limits.max_pending_bytes, usize::MAX)?;
         }
         cluster.request(node, &conn.id, &request);
         Ok(())
@@ -724,9 +718,12 @@ impl Hub {
         let conn = self
             .connection(connection_id)
             .ok_or(RelayError::NotConnected)?;
-        if let (ExtensionSide::Remote { node }, Some(cluster)) = (&conn.extension, &self.cluster)
-        {
-            cluster.notify(node, connection_id, &frame::notification_raw(method, params));
+        if let (ExtensionSide::Remote { node }, Some(cluster)) = (&conn.extension, &self.cluster) {
+            cluster.notify(
+                node,
+                connection_id,
+                &frame::notification_raw(method, params),
+            );
             return Ok(());
         }
         if let Some(socket) = self.newest_socket(&conn.extension_id) {
@@ -829,7 +826,11 @@ impl Hub {
     pub fn expire_requests(&self, now: Instant) {
         let timeout = self.limits.request_timeout;
         let answer = RelayError::RequestTimedOut(timeout);
-        let fallback = timeout + self.cluster.as_ref().map_or_else(Default::default, |c| c.node_ttl());
+        let fallback = timeout
+            + self
+                .cluster
+                .as_ref()
+                .map_or_else(Default::default, |c| c.node_ttl());
         let conns: Vec<Arc<Connection>> = self.connections.iter().map(|c| Arc::clone(&c)).collect();
         for conn in conns {
             let local = conn.extension.is_local();

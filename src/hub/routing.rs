@@ -33,7 +33,13 @@ impl Routing for Hub {
             .map(|c| (c.key().clone(), c.extension_name.clone()))
             .collect();
         for (connection_id, name) in lost {
-            self.end(&connection_id, Ending::ExtensionGone { name: &name, reason });
+            self.end(
+                &connection_id,
+                Ending::ExtensionGone {
+                    name: &name,
+                    reason,
+                },
+            );
         }
         let orphans: Vec<String> = self
             .connections
