@@ -34,7 +34,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
 use crate::config::ServeConfig;
-use crate::frame::{self, Incoming};
+use crate::frame::{self, Call, Incoming};
 use crate::protocol::{self, RelayError};
 use wire::{ConnectBody, Envelope, Kind, Presence, PresenceEntry};
 
@@ -52,22 +52,10 @@ pub trait Routing: Send + Sync + 'static {
     fn extension_seen(&self, extension_id: &str, name: &str);
     /// `node` is gone (expired, left, restarted): its connections end, `reason` says why.
     fn node_gone(&self, node: &str, reason: &str);
-    /// `connect`: a client on `node` connects to an extension held here.
-    fn open_from(
-        &self,
-        node: &str,
-        connection_id: &str,
-        user_id: &str,
-        extension_id: &str,
-    ) -> Result<(), RelayError>;
+    /// `connect`: a client on the sending node connects to an extension held here.
+    fn open_from(&self, message: &Envelope<'_>, body: &ConnectBody) -> Result<(), RelayError>;
     /// `request`: a remote client's request to an extension here; an error is for the client.
-    fn request_from(
-        &self,
-        connection_id: &str,
-        id: &RawValue,
-        method: &str,
-        params: Option<&RawValue>,
-    ) -> Result<(), RelayError>;
+    fn request_from(&self, connection_id: &str, call: &Call<'_>) -> Result<(), RelayError>;
     /// `notify`: a remote client's notification to an extension here.
     fn notification_from(&self, connection_id: &str, method: &str, params: Option<&RawValue>);
     /// `end`: a remote client's node ended the connection, for `reason`.
@@ -541,12 +529,7 @@ impl Cluster {
             return;
         };
         let connection_id = message.connection_id;
-        match routing.open_from(
-            message.from,
-            connection_id,
-            &body.user_id,
-            &body.extension_id,
-        ) {
+        match routing.open_from(message, &body) {
             Ok(()) => {
                 // A node can connect before its first heartbeat reached this one; it must be
                 // known here to be expired should it die.
@@ -576,7 +559,7 @@ impl Cluster {
         };
         let id = call.id.expect("a request has an id");
         let connection_id = message.connection_id;
-        if let Err(error) = routing.request_from(connection_id, id, &call.method, call.params) {
+        if let Err(error) = routing.request_from(connection_id, &call) {
             let answer = error.response(id.get());
             self.publish(message.from, Kind::Frame, connection_id, &answer);
         }

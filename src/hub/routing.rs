@@ -7,9 +7,9 @@ use serde_json::value::RawValue;
 
 use super::connection::{ClientSide, ExtensionSide};
 use super::{Ending, Hub};
-use crate::cluster::wire::PresenceEntry;
+use crate::cluster::wire::{ConnectBody, Envelope, PresenceEntry};
 use crate::cluster::Routing;
-use crate::frame::{self, Incoming};
+use crate::frame::{self, Call, Incoming};
 use crate::protocol::RelayError;
 
 impl Routing for Hub {
@@ -52,28 +52,21 @@ impl Routing for Hub {
         }
     }
 
-    fn open_from(
-        &self,
-        node: &str,
-        connection_id: &str,
-        user_id: &str,
-        extension_id: &str,
-    ) -> Result<(), RelayError> {
+    fn open_from(&self, message: &Envelope<'_>, body: &ConnectBody) -> Result<(), RelayError> {
         let client = ClientSide::Remote {
-            node: node.to_owned(),
+            node: message.from.to_owned(),
         };
-        self.attach(user_id, extension_id, client, connection_id.to_owned())
+        let connection_id = message.connection_id.to_owned();
+        self.attach(&body.user_id, &body.extension_id, client, connection_id)
             .map(drop)
     }
 
-    fn request_from(
-        &self,
-        connection_id: &str,
-        id: &RawValue,
-        method: &str,
-        params: Option<&RawValue>,
-    ) -> Result<(), RelayError> {
-        let result = self.forward_request(connection_id, id, method, params);
+    fn request_from(&self, connection_id: &str, call: &Call<'_>) -> Result<(), RelayError> {
+        // `frame::parse` gives every request an id; without one there is nobody to answer.
+        let Some(id) = call.id else {
+            return Ok(());
+        };
+        let result = self.forward_request(connection_id, id, &call.method, call.params);
         if let Err(error) = &result {
             self.metrics.error(error.code());
         }

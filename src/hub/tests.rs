@@ -213,39 +213,36 @@ fn an_answer_reaches_its_requester_with_the_original_id_once() {
 }
 
 #[test]
-fn a_client_disconnect_answers_pending_requests_and_tells_the_extension() {
-    let (hub, conn, mut mcp_rx, _ext, _peer, mut ext_rx) = pair_with_a_pending_request();
-    hub.disconnect(&conn, EndCause::ClientRequest);
-    let code = RelayError::ClosedByDisconnect.code();
-    assert_eq!(got(&mut mcp_rx), [format!("error 7 {code}")]);
-    assert_eq!(
-        got(&mut ext_rx),
-        [
-            format!("cancelled {conn}:7 (MCP client disconnected)"),
-            "connection_closed (MCP client disconnected)".to_owned(),
-            "status 0".to_owned(),
-        ]
-    );
-    assert!(!hub.is_connected(&conn));
-    assert!(!hub.end(&conn, Ending::ClientGone), "ended once");
-    assert_eq!(hub.metrics.connections.load(Relaxed), 0);
-    assert_eq!(hub.metrics.pending_requests.load(Relaxed), 0);
-}
-
-#[test]
-fn a_session_shutting_down_answers_and_tells_the_extension_why() {
-    let (hub, conn, mut mcp_rx, _ext, _peer, mut ext_rx) = pair_with_a_pending_request();
-    hub.disconnect(&conn, EndCause::ShuttingDown);
-    let code = RelayError::ShuttingDown.code();
-    assert_eq!(got(&mut mcp_rx), [format!("error 7 {code}")]);
-    assert_eq!(
-        got(&mut ext_rx),
-        [
-            format!("cancelled {conn}:7 (relay shutting down)"),
-            "connection_closed (relay shutting down)".to_owned(),
-            "status 0".to_owned(),
-        ]
-    );
+fn a_disconnect_answers_pending_requests_and_tells_the_extension_why() {
+    let causes = [
+        (
+            EndCause::ClientRequest,
+            RelayError::ClosedByDisconnect,
+            "MCP client disconnected",
+        ),
+        (
+            EndCause::ShuttingDown,
+            RelayError::ShuttingDown,
+            "relay shutting down",
+        ),
+    ];
+    for (cause, answer, reason) in causes {
+        let (hub, conn, mut mcp_rx, _ext, _peer, mut ext_rx) = pair_with_a_pending_request();
+        hub.disconnect(&conn, cause);
+        assert_eq!(got(&mut mcp_rx), [format!("error 7 {}", answer.code())]);
+        assert_eq!(
+            got(&mut ext_rx),
+            [
+                format!("cancelled {conn}:7 ({reason})"),
+                format!("connection_closed ({reason})"),
+                "status 0".to_owned(),
+            ]
+        );
+        assert!(!hub.is_connected(&conn));
+        assert!(!hub.end(&conn, Ending::ClientGone), "ended once");
+        assert_eq!(hub.metrics.connections.load(Relaxed), 0);
+        assert_eq!(hub.metrics.pending_requests.load(Relaxed), 0);
+    }
 }
 
 #[test]
