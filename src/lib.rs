@@ -24,10 +24,10 @@
 //! - [`mcp_session`]: one MCP client socket: handshake, control methods, forwarding.
 //! - [`control`]: the control methods the relay answers itself (`mcp_handshake`,
 //!   `list_extensions`, `connect`, `disconnect`).
-//! - [`hub`]: live state and routing behind the [`hub::Hub`] trait: extensions, connections,
-//!   pending requests, id mapping, notifications.
-//! - [`cluster`]: `serve --cluster`: several relay nodes joined through NATS; presence,
-//!   cross-node connections and node failure, behind the same [`hub::Hub`] trait.
+//! - [`hub`]: live state and routing ([`hub::Hub`]): extensions, connections (each end here or
+//!   on another node), pending requests, id mapping, notifications, and how connections end.
+//! - [`cluster`]: `serve --cluster`: several relay nodes joined through NATS; presence and the
+//!   transport between nodes, which the hub owns and routes through.
 //! - [`auth`]: JWT verification with a pinned algorithm, and token minting.
 //! - [`limits`]: the socket cap and per-connection rate limit.
 //! - [`redact`]: what a log line may contain of what clients send (escaped, clipped, never a

@@ -255,6 +255,54 @@ impl Peer {
     }
 }
 
+/// The receiving end of a detached peer's queue: what a socket's writer would have written.
+#[cfg(test)]
+pub(crate) struct DetachedRx {
+    peer: Peer,
+    rx: mpsc::UnboundedReceiver<Outgoing>,
+}
+
+#[cfg(test)]
+impl DetachedRx {
+    /// Takes every frame queued so far, taking each one's cost off the counts as the writer
+    /// does once it has written it.
+    pub(crate) fn frames(&mut self) -> Vec<String> {
+        let mut frames = Vec::new();
+        while let Ok(outgoing) = self.rx.try_recv() {
+            if let Outgoing::Frame(frame) = outgoing {
+                self.peer.unqueue(frame.len() + FRAME_OVERHEAD);
+                frames.push(frame.as_str().to_owned());
+            }
+        }
+        frames
+    }
+}
+
+#[cfg(test)]
+impl Peer {
+    /// A peer without a socket and its queue's receiving end, so routing rules get fast,
+    /// deterministic unit tests: nothing is written until the test reads it. Queue bounds are
+    /// the defaults of an authenticated socket (64 MiB).
+    pub(crate) fn detached() -> (Peer, DetachedRx) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let peer = Peer(Arc::new(PeerInner {
+            id: NEXT_PEER_ID.fetch_add(1, Ordering::Relaxed),
+            tx,
+            queued_bytes: AtomicUsize::new(0),
+            max_queue_bytes: AtomicUsize::new(64 << 20),
+            authenticated_queue_bytes: 64 << 20,
+            total_queued: Arc::new(AtomicUsize::new(0)),
+            max_total_queue_bytes: usize::MAX,
+            send_timeout: Duration::from_secs(30),
+            conn: ConnHandle::detached(),
+            closing: CancellationToken::new(),
+            close_frame: Mutex::new(None),
+            metrics: Arc::new(Metrics::default()),
+        }));
+        (peer.clone(), DetachedRx { peer, rx })
+    }
+}
+
 /// What travels through a peer's queue.
 enum Outgoing {
     Frame(Utf8Bytes),

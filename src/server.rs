@@ -21,9 +21,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::auth::Verifier;
-use crate::cluster::ClusterHub;
+use crate::cluster::Cluster;
 use crate::config::ServeConfig;
-use crate::hub::{Hub, HubLimits, LocalHub};
+use crate::hub::{Hub, HubLimits};
 use crate::limits::SocketSlot;
 use crate::metrics::Metrics;
 use crate::peer::SocketConfig;
@@ -33,7 +33,7 @@ use crate::{extension_session, mcp_session};
 /// Everything a session needs, shared by all of them.
 pub struct RelayState {
     pub config: ServeConfig,
-    pub hub: Arc<dyn Hub>,
+    pub hub: Arc<Hub>,
     pub verifier: Verifier,
     pub metrics: Arc<Metrics>,
     pub socket: SocketConfig,
@@ -47,8 +47,6 @@ pub struct RelayState {
     pub pending_auths: extension_session::PendingAuths,
     /// Every TCP connection, and the pending and unauthenticated pools.
     connections: Arc<Registry>,
-    /// The cluster side of the hub when `--cluster` is set, for health and metrics.
-    cluster: Option<Arc<ClusterHub>>,
 }
 
 /// A relay that is accepting connections.
@@ -85,7 +83,7 @@ impl RunningRelay {
         {
             tracing::warn!("some sockets did not close within the shutdown grace period");
         }
-        if let Some(cluster) = &self.state.cluster {
+        if let Some(cluster) = self.state.hub.cluster() {
             cluster.flush().await;
             cluster.kill();
         }
@@ -93,15 +91,15 @@ impl RunningRelay {
     }
 
     /// The cluster node, when started with `--cluster`.
-    pub fn cluster(&self) -> Option<Arc<ClusterHub>> {
-        self.state.cluster.clone()
+    pub fn cluster(&self) -> Option<Arc<Cluster>> {
+        self.state.hub.cluster().cloned()
     }
 
     /// Stops at once, as a crash would for the rest of the cluster: the cluster tasks and the
     /// NATS connection go without a goodbye, pending requests are not answered, and sockets
     /// are dropped. For fault-injection tests of a node dying mid-request.
     pub async fn kill(self) {
-        if let Some(cluster) = &self.state.cluster {
+        if let Some(cluster) = self.state.hub.cluster() {
             cluster.kill();
         }
         self.server.abort();
@@ -177,13 +175,12 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
     let metrics = Arc::new(Metrics::default());
     let limits = HubLimits::from_config(&config);
     // Without --cluster nothing about NATS is even constructed.
-    let (hub, cluster): (Arc<dyn Hub>, _) = match &config.cluster {
-        Some(url) => {
-            let cluster = ClusterHub::start(&config, url, limits, Arc::clone(&metrics)).await?;
-            (cluster.clone(), Some(cluster))
-        }
-        None => (Arc::new(LocalHub::new(limits, Arc::clone(&metrics))), None),
+    let cluster = match &config.cluster {
+        Some(url) => Some(Cluster::connect(&config, url).await?),
+        None => None,
     };
+    let hub = Arc::new(Hub::new(limits, Arc::clone(&metrics), cluster));
+    hub.start_cluster();
     let connections = Registry::new(conn_limits(&config));
     let state = Arc::new(RelayState {
         socket: SocketConfig {
@@ -203,7 +200,6 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
         shutdown: CancellationToken::new(),
         open_sockets: Arc::new(AtomicUsize::new(0)),
         pending_auths: Default::default(),
-        cluster,
     });
 
     let app = Router::new()
@@ -466,7 +462,7 @@ async fn healthz(State(state): State<Arc<RelayState>>) -> Response {
     if state.shutdown.is_cancelled() {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
     }
-    match &state.cluster {
+    match state.hub.cluster() {
         None => (StatusCode::OK, "ok\n").into_response(),
         Some(cluster) if cluster.is_connected() => (
             StatusCode::OK,
@@ -490,9 +486,7 @@ async fn healthz(State(state): State<Arc<RelayState>>) -> Response {
 
 async fn metrics_endpoint(State(state): State<Arc<RelayState>>) -> Response {
     let mut text = state.metrics.render();
-    if let Some(cluster) = &state.cluster {
-        text += &cluster.render_metrics();
-    }
+    text += &state.hub.render_cluster_metrics();
     text += &connection_metrics(&state);
     ([("content-type", "text/plain; version=0.0.4")], text).into_response()
 }

@@ -13,7 +13,17 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::hub::PresenceEntry;
+/// One extension as other relay nodes see it (what a node's heartbeat lists).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PresenceEntry {
+    pub id: String,
+    pub user_id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// MCP connections to it, for the `peer_count` a remote `connect` reports.
+    pub connections: usize,
+}
 
 /// The subject all presence heartbeats go to.
 pub const PRESENCE_SUBJECT: &str = "mcp-relay.presence";
