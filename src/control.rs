@@ -18,7 +18,7 @@ use crate::hub::{EndCause, McpClient};
 use crate::limits::RateLimit;
 use crate::peer::Peer;
 use crate::protocol::{self, RelayError};
-use crate::server::RelayState;
+use crate::state::RelayState;
 
 /// What an MCP socket knows about itself.
 pub struct McpState {

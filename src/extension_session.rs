@@ -7,8 +7,7 @@
 //! and send error replies without a `code`.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::extract::ws::WebSocket;
 use futures_util::StreamExt;
@@ -24,7 +23,7 @@ use crate::metrics::SocketGauge;
 use crate::peer::{self, close_code, Inbound, LastSeen, Peer};
 use crate::protocol::{self, RelayError};
 use crate::redact;
-use crate::server::RelayState;
+use crate::state::{Authenticated, PendingAuths, RelayState};
 use crate::transport::ConnHandle;
 
 /// What an extension answers to `authenticate`. Both spellings of the token are in use.
@@ -56,47 +55,6 @@ struct Announcement<'a> {
 struct Refusal<'a> {
     #[serde(default, borrow)]
     message: Option<Cow<'a, str>>,
-}
-
-/// A socket's verified answer to `authenticate`.
-#[derive(Clone)]
-struct Authenticated {
-    auth: ExtensionAuth,
-    /// Time left until the token's `exp`; the socket closes then (plus the grace).
-    expires_in: std::time::Duration,
-}
-
-/// The relay's `authenticate` requests still waiting for their answer, by request id, across
-/// every extension socket of this relay.
-///
-/// Blueprint's extension opens two sockets about 20 ms apart and always sends on its newest
-/// one, so the first socket's answer arrives on the second. Each socket's request therefore
-/// has its own unguessable id, and an answer that arrives on another socket is handed to the
-/// socket it was asked on: that one becomes an idle duplicate of the same browser instead of
-/// timing out, and its close (which the extension takes for its own disconnect) never happens.
-/// The ids are random because whoever knows one could attach that socket to their browser.
-#[derive(Default)]
-pub struct PendingAuths(Mutex<HashMap<String, oneshot::Sender<Authenticated>>>);
-
-impl PendingAuths {
-    fn insert(&self, id: String, adopt: oneshot::Sender<Authenticated>) {
-        self.0.lock().unwrap().insert(id, adopt);
-    }
-
-    fn remove(&self, id: &str) -> Option<oneshot::Sender<Authenticated>> {
-        self.0.lock().unwrap().remove(id)
-    }
-
-    fn contains(&self, id: &str) -> bool {
-        self.0.lock().unwrap().contains_key(id)
-    }
-
-    /// Gives a verified answer to the socket waiting for `id`, if one still is.
-    fn hand_over(&self, id: &str, answer: Authenticated) {
-        if let Some(adopt) = self.remove(id) {
-            let _ = adopt.send(answer);
-        }
-    }
 }
 
 /// Removes a socket's pending `authenticate` when the socket authenticates or goes away.

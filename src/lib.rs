@@ -24,6 +24,8 @@
 //! - [`mcp_session`]: one MCP client socket: handshake, control methods, forwarding.
 //! - [`control`]: the control methods the relay answers itself (`mcp_handshake`,
 //!   `list_extensions`, `connect`, `disconnect`).
+//! - [`state`]: what every session shares (configuration, verifier, hub, metrics, shutdown,
+//!   pending `authenticate` requests); it imports no session.
 //! - [`hub`]: live state and routing behind the [`hub::Hub`] trait: extensions, connections,
 //!   pending requests, id mapping, notifications.
 //! - [`cluster`]: `serve --cluster`: several relay nodes joined through NATS; presence,
@@ -61,4 +63,5 @@ pub mod peer;
 pub mod protocol;
 pub mod redact;
 pub mod server;
+pub mod state;
 pub mod transport;

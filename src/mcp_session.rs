@@ -18,7 +18,7 @@ use crate::limits::{RateLimit, SocketSlot};
 use crate::metrics::SocketGauge;
 use crate::peer::{self, close_code, Inbound, LastSeen, Peer};
 use crate::protocol::RelayError;
-use crate::server::RelayState;
+use crate::state::RelayState;
 use crate::transport::ConnHandle;
 
 /// Runs one MCP socket. It must complete `mcp_handshake` within `--auth-timeout` or is closed
