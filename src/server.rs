@@ -1,7 +1,9 @@
 //! The listener: HTTP routes (`/extension`, `/mcp`, `/healthz`, `/metrics`), TLS, the `Origin`
 //! check and socket admission, the sweepers, and graceful shutdown.
 //!
-//! It builds the shared [`RelayState`] and hands each upgraded socket to its session.
+//! It is the only module that knows both sessions: it builds the shared [`RelayState`] and
+//! hands each upgraded socket to an [`McpSession`] or an [`ExtensionSession`], which know the
+//! state and never the listener.
 //!
 //! axum's graceful shutdown does not wait for upgraded WebSocket tasks, so every session and
 //! writer task is spawned on a [`TaskTracker`](tokio_util::task::TaskTracker) and shutdown
@@ -23,12 +25,13 @@ use axum::Router;
 use crate::auth::Verifier;
 use crate::cluster::ClusterHub;
 use crate::config::ServeConfig;
+use crate::extension_session::ExtensionSession;
 use crate::hub::{Hub, HubLimits, LocalHub};
 use crate::limits::SocketSlot;
+use crate::mcp_session::McpSession;
 use crate::metrics::Metrics;
 pub use crate::state::RelayState;
 use crate::transport::ConnHandle;
-use crate::{extension_session, mcp_session};
 
 /// A relay that is accepting connections.
 pub struct RunningRelay {
@@ -368,7 +371,14 @@ async fn extension_endpoint(
     Extension(conn): Extension<ConnHandle>,
     headers: HeaderMap,
 ) -> Response {
-    upgrade(ws, state, conn, &headers, true, extension_session::run)
+    upgrade(
+        ws,
+        state,
+        conn,
+        &headers,
+        true,
+        |socket, state, slot, conn| ExtensionSession::new(socket, state, slot, conn).run(),
+    )
 }
 
 async fn mcp_endpoint(
@@ -377,7 +387,14 @@ async fn mcp_endpoint(
     Extension(conn): Extension<ConnHandle>,
     headers: HeaderMap,
 ) -> Response {
-    upgrade(ws, state, conn, &headers, false, mcp_session::run)
+    upgrade(
+        ws,
+        state,
+        conn,
+        &headers,
+        false,
+        |socket, state, slot, conn| McpSession::new(socket, state, slot, conn).run(),
+    )
 }
 
 /// Admits an upgrade (or says why not) and runs `session` on the socket, tracked for shutdown.

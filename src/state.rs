@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
+use axum::extract::ws::WebSocket;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -19,8 +20,8 @@ use crate::cluster::ClusterHub;
 use crate::config::ServeConfig;
 use crate::hub::{ExtensionAuth, Hub};
 use crate::metrics::Metrics;
-use crate::peer::SocketConfig;
-use crate::transport::{ConnLimits, Registry};
+use crate::peer::{self, Peer, PeerReader, SocketConfig};
+use crate::transport::{ConnHandle, ConnLimits, Registry};
 
 /// Everything a session needs, shared by all of them.
 pub struct RelayState {
@@ -75,6 +76,20 @@ impl RelayState {
             pending_auths: PendingAuths::default(),
             cluster,
         }
+    }
+
+    /// Opens the peer of an upgraded socket: its writer task runs on the tracker, and the
+    /// reader stops at this relay's shutdown and message limit.
+    pub(crate) fn open_peer(&self, socket: WebSocket, conn: ConnHandle) -> (Peer, PeerReader) {
+        peer::open(
+            socket,
+            conn,
+            &self.socket,
+            Arc::clone(&self.metrics),
+            &self.tracker,
+            self.shutdown.clone(),
+            self.config.max_message_bytes,
+        )
     }
 }
 
@@ -134,4 +149,22 @@ impl PendingAuths {
             let _ = adopt.send(answer);
         }
     }
+}
+
+/// A relay state around a local hub and no listener, for unit tests of what sessions leave in
+/// the hub.
+#[cfg(test)]
+pub(crate) fn for_tests(config: ServeConfig) -> Arc<RelayState> {
+    let metrics = Arc::new(Metrics::default());
+    let hub = crate::hub::LocalHub::new(
+        crate::hub::HubLimits::from_config(&config),
+        Arc::clone(&metrics),
+    );
+    Arc::new(RelayState::new(
+        config,
+        Verifier::hs256(b"unit-test-secret-0123456789"),
+        metrics,
+        Arc::new(hub),
+        None,
+    ))
 }
