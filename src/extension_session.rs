@@ -1,4 +1,8 @@
-//! One extension socket, from `authenticate` to close.
+//! One extension socket, from `authenticate` to close: [`ExtensionSession`] asks the browser to
+//! authenticate, registers the socket in the hub, then routes the browser's answers and
+//! notifications until the socket or its token ends. Leaving the hub is the drop of
+//! [`ExtensionRegistration`], so no path out of the session (a panic included) leaves a socket
+//! registered.
 //!
 //! The extension is the passive side: the relay asks it to `authenticate`, and from then on it
 //! answers forwarded requests and sends notifications. Real extensions differ from the spec in
@@ -7,11 +11,10 @@
 //! and send error replies without a `code`.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::ws::WebSocket;
-use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
@@ -21,10 +24,10 @@ use crate::frame::{self, Incoming};
 use crate::hub::ExtensionAuth;
 use crate::limits::SocketSlot;
 use crate::metrics::SocketGauge;
-use crate::peer::{self, close_code, Inbound, LastSeen, Peer};
-use crate::protocol::{self, RelayError};
+use crate::peer::{close_code, Inbound, Peer, PeerReader};
+use crate::protocol::RelayError;
 use crate::redact;
-use crate::server::RelayState;
+use crate::state::{Authenticated, RelayState};
 use crate::transport::ConnHandle;
 
 /// What an extension answers to `authenticate`. Both spellings of the token are in use.
@@ -58,167 +61,307 @@ struct Refusal<'a> {
     message: Option<Cow<'a, str>>,
 }
 
-/// A socket's verified answer to `authenticate`.
-#[derive(Clone)]
-struct Authenticated {
-    auth: ExtensionAuth,
-    /// Time left until the token's `exp`; the socket closes then (plus the grace).
-    expires_in: std::time::Duration,
-}
-
-/// The relay's `authenticate` requests still waiting for their answer, by request id, across
-/// every extension socket of this relay.
-///
-/// Blueprint's extension opens two sockets about 20 ms apart and always sends on its newest
-/// one, so the first socket's answer arrives on the second. Each socket's request therefore
-/// has its own unguessable id, and an answer that arrives on another socket is handed to the
-/// socket it was asked on: that one becomes an idle duplicate of the same browser instead of
-/// timing out, and its close (which the extension takes for its own disconnect) never happens.
-/// The ids are random because whoever knows one could attach that socket to their browser.
-#[derive(Default)]
-pub struct PendingAuths(Mutex<HashMap<String, oneshot::Sender<Authenticated>>>);
-
-impl PendingAuths {
-    fn insert(&self, id: String, adopt: oneshot::Sender<Authenticated>) {
-        self.0.lock().unwrap().insert(id, adopt);
-    }
-
-    fn remove(&self, id: &str) -> Option<oneshot::Sender<Authenticated>> {
-        self.0.lock().unwrap().remove(id)
-    }
-
-    fn contains(&self, id: &str) -> bool {
-        self.0.lock().unwrap().contains_key(id)
-    }
-
-    /// Gives a verified answer to the socket waiting for `id`, if one still is.
-    fn hand_over(&self, id: &str, answer: Authenticated) {
-        if let Some(adopt) = self.remove(id) {
-            let _ = adopt.send(answer);
-        }
-    }
-}
-
 /// Removes a socket's pending `authenticate` when the socket authenticates or goes away.
-struct PendingAuthGuard<'a>(&'a PendingAuths, String);
+struct PendingAuth {
+    state: Arc<RelayState>,
+    id: String,
+}
 
-impl Drop for PendingAuthGuard<'_> {
+impl PendingAuth {
+    /// Records that the socket waits for the answer to its `authenticate` request `id`; an
+    /// answer that arrives on another socket comes through `adopt`.
+    fn wait(
+        state: &Arc<RelayState>,
+        id: String,
+        adopt: oneshot::Sender<Authenticated>,
+    ) -> PendingAuth {
+        state.pending_auths.insert(id.clone(), adopt);
+        PendingAuth {
+            state: Arc::clone(state),
+            id,
+        }
+    }
+}
+
+impl Drop for PendingAuth {
     fn drop(&mut self) {
-        self.0.remove(&self.1);
+        self.state.pending_auths.remove(&self.id);
     }
 }
 
-pub async fn run(socket: WebSocket, state: Arc<RelayState>, _slot: SocketSlot, conn: ConnHandle) {
-    let _gauge = SocketGauge::open(&state.metrics, |m| &m.extension_sockets);
-    let (sink, mut stream) = socket.split();
-    let last_seen = LastSeen::new();
-    let peer = peer::spawn(
-        sink,
-        conn,
-        &state.socket,
-        last_seen.clone(),
-        Arc::clone(&state.metrics),
-        &state.tracker,
-    );
-    let auth_id = format!("proxy:{}", uuid::Uuid::new_v4().simple());
-    let (adopt, adopted) = oneshot::channel();
-    let waiting = PendingAuthGuard(&state.pending_auths, auth_id.clone());
-    state.pending_auths.insert(auth_id.clone(), adopt);
-    peer.send(frame::request(
-        &frame::json_string(&auth_id),
-        "authenticate",
-        Some(&RawValue::from_string("{}".into()).expect("valid JSON")),
-    ));
-
-    let Some((extension_id, expires_in)) =
-        authenticate(&mut stream, &peer, &state, &last_seen, &auth_id, adopted).await
-    else {
-        return;
-    };
-    drop(waiting);
-    peer.authenticated();
-    tracing::info!(%extension_id, "extension authenticated");
-
-    let expiry = tokio::time::sleep(expires_in + state.config.token_expiry_grace);
-    tokio::pin!(expiry);
-    loop {
-        let inbound = tokio::select! {
-            _ = &mut expiry => {
-                peer.close_after_flush(close_code::POLICY, "token expired");
-                break;
-            }
-            inbound = peer::next_inbound(
-                &mut stream,
-                &peer,
-                &state.shutdown,
-                &last_seen,
-                state.config.max_message_bytes,
-            ) => inbound,
-        };
-        let text = match inbound {
-            Inbound::Text(text) => text,
-            Inbound::NotText => {
-                peer.send(not_text_error());
-                continue;
-            }
-            Inbound::Shutdown => {
-                say_goodbye(&peer);
-                break;
-            }
-            Inbound::Closed => break,
-        };
-        route(&text, &extension_id, &peer, &state);
-    }
-    let reason = match peer.close_reason() {
-        Some((_, reason)) if !reason.is_empty() => format!("Extension closed: {reason}"),
-        _ => "Extension closed".to_owned(),
-    };
-    state
-        .hub
-        .extension_socket_closed(&extension_id, &peer, &reason);
-    // Let queued frames (a final error, a goodbye) go out before the close frame.
-    peer.close_after_flush(close_code::NORMAL, "");
+/// An extension socket registered in the hub. Dropping it tells the hub the socket closed,
+/// however the session ends, so an early return or a panic cannot leave a dead socket
+/// registered (where requests would be routed to it and the extension would stay listed).
+pub struct ExtensionRegistration {
+    state: Arc<RelayState>,
+    extension_id: String,
+    peer: Peer,
 }
 
-/// Handles one frame from an authenticated extension.
-fn route(text: &str, extension_id: &str, peer: &Peer, state: &RelayState) {
-    match frame::parse(text) {
-        Ok(Incoming::Response(reply)) => {
-            if let Some(id) = frame::id_string(reply.id).filter(|id| id.starts_with("proxy:")) {
-                // A late or repeated answer to `authenticate`, or one meant for another socket
-                // of this browser that is still waiting (see `PendingAuths`).
-                answer_for_another_socket(&id, &reply, state);
-                return;
-            }
-            state.hub.deliver_response(extension_id, &reply);
+impl Drop for ExtensionRegistration {
+    fn drop(&mut self) {
+        // The reason the session recorded when it closed the socket, if any.
+        let reason = match self.peer.close_reason() {
+            Some((_, reason)) if !reason.is_empty() => format!("Extension closed: {reason}"),
+            _ => "Extension closed".to_owned(),
+        };
+        self.state
+            .hub
+            .extension_socket_closed(&self.extension_id, &self.peer, &reason);
+    }
+}
+
+/// One extension socket and what it needs until it closes.
+pub struct ExtensionSession {
+    state: Arc<RelayState>,
+    /// The writing side: `authenticate`, errors and the goodbye go here, and the hub routes
+    /// requests to it.
+    peer: Peer,
+    /// The reading side, shared by the `authenticate` phase and the routing after it.
+    reader: PeerReader,
+    /// Its place under `--max-connections`, given back when the session ends.
+    _slot: SocketSlot,
+    /// Counts it in `mcp_relay_extension_sockets` while it lives.
+    _gauge: SocketGauge,
+}
+
+impl ExtensionSession {
+    /// Opens the session of an upgraded `/extension` socket.
+    pub fn new(
+        socket: WebSocket,
+        state: Arc<RelayState>,
+        slot: SocketSlot,
+        conn: ConnHandle,
+    ) -> ExtensionSession {
+        let gauge = SocketGauge::open(&state.metrics, |m| &m.extension_sockets);
+        let (peer, reader) = state.open_peer(socket, conn);
+        ExtensionSession {
+            state,
+            peer,
+            reader,
+            _slot: slot,
+            _gauge: gauge,
         }
-        Ok(Incoming::Notification(call)) => {
-            let target = call.connection_id.and_then(frame::id_string);
-            if call.connection_id.is_some() && target.is_none() {
-                // A `connectionId` that is not a string names no connection: it goes to no
-                // one, never to every client of this browser.
-                return;
-            }
-            let frame = if call.connection_id.is_some() {
-                // `connectionId` is routing information for the relay, not for the client.
-                frame::notification_raw(&call.method, call.params)
-            } else {
-                text.to_owned()
+    }
+
+    /// Runs the socket to its end: `authenticate`, then the browser's traffic until the socket
+    /// closes, its token expires or the relay shuts down.
+    pub async fn run(mut self) {
+        let auth_id = format!("proxy:{}", uuid::Uuid::new_v4().simple());
+        let (adopt, adopted) = oneshot::channel();
+        let waiting = PendingAuth::wait(&self.state, auth_id.clone(), adopt);
+        self.peer.send(frame::request(
+            &frame::json_string(&auth_id),
+            "authenticate",
+            Some(&RawValue::from_string("{}".into()).expect("valid JSON")),
+        ));
+
+        let Some((registration, expires_in)) = self.authenticate(&auth_id, adopted).await else {
+            return;
+        };
+        drop(waiting);
+        self.peer.authenticated();
+        let extension_id = registration.extension_id.clone();
+        tracing::info!(%extension_id, "extension authenticated");
+
+        let expiry = tokio::time::sleep(expires_in + self.state.config.token_expiry_grace);
+        tokio::pin!(expiry);
+        loop {
+            let inbound = tokio::select! {
+                _ = &mut expiry => {
+                    self.peer.close_after_flush(close_code::POLICY, "token expired");
+                    break;
+                }
+                inbound = self.reader.next_text() => inbound,
             };
-            state
-                .hub
-                .extension_notification(extension_id, target.as_deref(), frame);
+            let text = match inbound {
+                Inbound::Text(text) => text,
+                Inbound::NotText => {
+                    self.peer.send(not_text_error());
+                    continue;
+                }
+                Inbound::Shutdown => {
+                    self.peer.say_goodbye();
+                    break;
+                }
+                Inbound::Closed => break,
+            };
+            self.route(&text, &extension_id);
         }
-        Ok(Incoming::Request(call)) => {
-            // Extensions are passive; the relay never forwards requests to MCP clients.
-            let id = call.id.map_or("null", |id| id.get());
-            peer.send(
-                RelayError::ExtensionRequest(redact::clip(&call.method, 100).into_owned())
-                    .response(id),
-            );
+        // Leave the hub with the reason the socket closed for, before the close frame goes.
+        drop(registration);
+        // Let queued frames (a final error, a goodbye) go out before the close frame.
+        self.peer.close_after_flush(close_code::NORMAL, "");
+    }
+
+    /// Handles one frame from an authenticated extension.
+    fn route(&self, text: &str, extension_id: &str) {
+        let state = &self.state;
+        match frame::parse(text) {
+            Ok(Incoming::Response(reply)) => {
+                if let Some(id) = frame::id_string(reply.id).filter(|id| id.starts_with("proxy:")) {
+                    // A late or repeated answer to `authenticate`, or one meant for another
+                    // socket of this browser that is still waiting (see `PendingAuths`).
+                    answer_for_another_socket(&id, &reply, state);
+                    return;
+                }
+                state.hub.deliver_response(extension_id, &reply);
+            }
+            Ok(Incoming::Notification(call)) => {
+                let target = call.connection_id.and_then(frame::id_string);
+                if call.connection_id.is_some() && target.is_none() {
+                    // A `connectionId` that is not a string names no connection: it goes to no
+                    // one, never to every client of this browser.
+                    return;
+                }
+                let frame = if call.connection_id.is_some() {
+                    // `connectionId` is routing information for the relay, not for the client.
+                    frame::notification_raw(&call.method, call.params)
+                } else {
+                    text.to_owned()
+                };
+                state
+                    .hub
+                    .extension_notification(extension_id, target.as_deref(), frame);
+            }
+            Ok(Incoming::Request(call)) => {
+                // Extensions are passive; the relay never forwards requests to MCP clients.
+                let id = call.id.map_or("null", |id| id.get());
+                self.peer.send(
+                    RelayError::ExtensionRequest(redact::clip(&call.method, 100).into_owned())
+                        .response(id),
+                );
+            }
+            Err(error) => {
+                self.peer.send(error.to_response());
+            }
         }
-        Err(error) => {
-            peer.send(error.to_response());
+    }
+
+    /// Waits for the answer to `authenticate`, tolerating notifications that arrive first, and
+    /// registers the socket. Returns its registration and the time until the token expires, or
+    /// `None` after closing the socket with a reason.
+    async fn authenticate(
+        &mut self,
+        auth_id: &str,
+        mut adopted: oneshot::Receiver<Authenticated>,
+    ) -> Option<(ExtensionRegistration, Duration)> {
+        let deadline = tokio::time::sleep(self.state.config.auth_timeout);
+        tokio::pin!(deadline);
+        let mut version_hint: Option<String> = None;
+        loop {
+            let inbound = tokio::select! {
+                _ = &mut deadline => {
+                    self.peer.close_after_flush(
+                        close_code::POLICY,
+                        format!(
+                            "authentication timed out: no answer to authenticate within {} s",
+                            self.state.config.auth_timeout.as_secs_f64()
+                        ),
+                    );
+                    return None;
+                }
+                Ok(answer) = &mut adopted => {
+                    // Our `authenticate` was answered on another socket of the same browser:
+                    // this socket stays open, authenticated and idle while that one carries the
+                    // traffic.
+                    return self.register(answer, true);
+                }
+                inbound = self.reader.next_text() => inbound,
+            };
+            let text = match inbound {
+                Inbound::Text(text) => text,
+                Inbound::NotText => {
+                    self.peer.send(not_text_error());
+                    continue;
+                }
+                Inbound::Shutdown => {
+                    self.peer.say_goodbye();
+                    return None;
+                }
+                Inbound::Closed => return None,
+            };
+            match frame::parse(&text) {
+                Ok(Incoming::Response(reply)) => {
+                    let Some(id) = frame::id_string(reply.id).filter(|id| id.starts_with("proxy:"))
+                    else {
+                        continue; // answers nothing the relay asked
+                    };
+                    let ours = id == auth_id;
+                    if !ours && !self.state.pending_auths.contains(&id) {
+                        continue; // a stale id: nothing waits for it
+                    }
+                    let answer = match check_answer(&reply, &self.state, version_hint.take()) {
+                        Ok(answer) => answer,
+                        Err(reason) => {
+                            tracing::info!(
+                                reason = %redact::printable(&reason),
+                                "extension authentication failed"
+                            );
+                            self.peer.close_after_flush(close_code::POLICY, reason);
+                            return None;
+                        }
+                    };
+                    if ours {
+                        return self.register(answer, false);
+                    }
+                    // Another socket's answer arrived here while this one waits too: it
+                    // authenticates this socket, and the socket it was asked on becomes this
+                    // browser's idle duplicate.
+                    let registered = self.register(answer.clone(), false);
+                    if registered.is_some() {
+                        self.state.pending_auths.hand_over(&id, answer);
+                    }
+                    return registered;
+                }
+                Ok(Incoming::Notification(call)) => {
+                    // Real extensions announce themselves (`build_info`) before being asked.
+                    if let Some(version) = call
+                        .params
+                        .and_then(|p| serde_json::from_str::<Announcement<'_>>(p.get()).ok())
+                        .and_then(|p| p.version.and_then(version_string))
+                    {
+                        version_hint = Some(version);
+                    }
+                }
+                Ok(Incoming::Request(call)) => {
+                    let id = call.id.map_or("null", |id| id.get());
+                    self.peer
+                        .send(RelayError::ExtensionNotAuthenticated.response(id));
+                }
+                Err(error) => {
+                    self.peer.send(error.to_response());
+                }
+            }
+        }
+    }
+
+    /// Adds the authenticated socket to the hub, or closes it saying why not.
+    fn register(
+        &self,
+        answer: Authenticated,
+        idle_duplicate: bool,
+    ) -> Option<(ExtensionRegistration, Duration)> {
+        let hub = &self.state.hub;
+        let registered = if idle_duplicate {
+            hub.register_idle_duplicate(&answer.auth, &self.peer)
+        } else {
+            hub.register_extension(&answer.auth, &self.peer)
+        };
+        match registered {
+            Ok(extension_id) => Some((
+                ExtensionRegistration {
+                    state: Arc::clone(&self.state),
+                    extension_id,
+                    peer: self.peer.clone(),
+                },
+                answer.expires_in,
+            )),
+            Err(error) => {
+                self.peer
+                    .close_after_flush(close_code::TRY_AGAIN_LATER, error.to_string());
+                None
+            }
         }
     }
 }
@@ -231,132 +374,6 @@ fn answer_for_another_socket(id: &str, reply: &frame::Reply<'_>, state: &RelaySt
     }
     if let Ok(answer) = check_answer(reply, state, None) {
         state.pending_auths.hand_over(id, answer);
-    }
-}
-
-/// Waits for the answer to `authenticate`, tolerating notifications that arrive first, and
-/// registers the socket. Returns the extension id and the time until the token expires, or
-/// `None` after closing the socket with a reason.
-async fn authenticate(
-    stream: &mut futures_util::stream::SplitStream<WebSocket>,
-    peer: &Peer,
-    state: &RelayState,
-    last_seen: &LastSeen,
-    auth_id: &str,
-    mut adopted: oneshot::Receiver<Authenticated>,
-) -> Option<(String, std::time::Duration)> {
-    let deadline = tokio::time::sleep(state.config.auth_timeout);
-    tokio::pin!(deadline);
-    let mut version_hint: Option<String> = None;
-    loop {
-        let inbound = tokio::select! {
-            _ = &mut deadline => {
-                peer.close_after_flush(
-                    close_code::POLICY,
-                    format!(
-                        "authentication timed out: no answer to authenticate within {} s",
-                        state.config.auth_timeout.as_secs_f64()
-                    ),
-                );
-                return None;
-            }
-            Ok(answer) = &mut adopted => {
-                // Our `authenticate` was answered on another socket of the same browser: this
-                // socket stays open, authenticated and idle while that one carries the traffic.
-                return register(answer, peer, state, true);
-            }
-            inbound = peer::next_inbound(
-                stream,
-                peer,
-                &state.shutdown,
-                last_seen,
-                state.config.max_message_bytes,
-            ) => inbound,
-        };
-        let text = match inbound {
-            Inbound::Text(text) => text,
-            Inbound::NotText => {
-                peer.send(not_text_error());
-                continue;
-            }
-            Inbound::Shutdown => {
-                say_goodbye(peer);
-                return None;
-            }
-            Inbound::Closed => return None,
-        };
-        match frame::parse(&text) {
-            Ok(Incoming::Response(reply)) => {
-                let Some(id) = frame::id_string(reply.id).filter(|id| id.starts_with("proxy:"))
-                else {
-                    continue; // answers nothing the relay asked
-                };
-                let ours = id == auth_id;
-                if !ours && !state.pending_auths.contains(&id) {
-                    continue; // a stale id: nothing waits for it
-                }
-                let answer = match check_answer(&reply, state, version_hint.take()) {
-                    Ok(answer) => answer,
-                    Err(reason) => {
-                        tracing::info!(
-                            reason = %redact::printable(&reason),
-                            "extension authentication failed"
-                        );
-                        peer.close_after_flush(close_code::POLICY, reason);
-                        return None;
-                    }
-                };
-                if ours {
-                    return register(answer, peer, state, false);
-                }
-                // Another socket's answer arrived here while this one waits too: it
-                // authenticates this socket, and the socket it was asked on becomes this
-                // browser's idle duplicate.
-                let registered = register(answer.clone(), peer, state, false);
-                if registered.is_some() {
-                    state.pending_auths.hand_over(&id, answer);
-                }
-                return registered;
-            }
-            Ok(Incoming::Notification(call)) => {
-                // Real extensions announce themselves (`build_info`) before being asked.
-                if let Some(version) = call
-                    .params
-                    .and_then(|p| serde_json::from_str::<Announcement<'_>>(p.get()).ok())
-                    .and_then(|p| p.version.and_then(version_string))
-                {
-                    version_hint = Some(version);
-                }
-            }
-            Ok(Incoming::Request(call)) => {
-                let id = call.id.map_or("null", |id| id.get());
-                peer.send(RelayError::ExtensionNotAuthenticated.response(id));
-            }
-            Err(error) => {
-                peer.send(error.to_response());
-            }
-        }
-    }
-}
-
-/// Adds an authenticated socket to the hub, or closes it saying why not.
-fn register(
-    answer: Authenticated,
-    peer: &Peer,
-    state: &RelayState,
-    idle_duplicate: bool,
-) -> Option<(String, std::time::Duration)> {
-    let registered = if idle_duplicate {
-        state.hub.register_idle_duplicate(&answer.auth, peer)
-    } else {
-        state.hub.register_extension(&answer.auth, peer)
-    };
-    match registered {
-        Ok(extension_id) => Some((extension_id, answer.expires_in)),
-        Err(error) => {
-            peer.close_after_flush(close_code::TRY_AGAIN_LATER, error.to_string());
-            None
-        }
     }
 }
 
@@ -419,10 +436,4 @@ fn version_string(raw: &RawValue) -> Option<String> {
 
 fn not_text_error() -> String {
     RelayError::BinaryNotUtf8.response("null")
-}
-
-/// Tells the peer the relay is going away, then closes with 1001 after the notice is written.
-pub(crate) fn say_goodbye(peer: &Peer) {
-    peer.send(protocol::shutdown());
-    peer.close_after_flush(close_code::GOING_AWAY, "relay shutting down");
 }

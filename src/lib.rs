@@ -15,19 +15,20 @@
 //!   (header deadline, caps, the oldest evicted first), the file-descriptor reserve, and the
 //!   read budget of a socket that has not authenticated.
 //! - [`peer`]: one socket's outgoing side: a send queue bounded in bytes, its writer task, the
-//!   keepalive, and the reading helper both sessions share.
+//!   keepalive, and the reader both sessions share.
 //! - [`frame`]: the JSON-RPC frame model. Parses only the envelope; payloads stay raw JSON so
 //!   ids are restored byte for byte and large results are never re-parsed.
 //! - [`extension_session`]: one extension socket: `authenticate` (with its own random id, and
 //!   answers that arrive on another socket of the same browser), then answers and
 //!   notifications from the browser, until the socket or its token ends.
-//! - [`mcp_session`]: one MCP client socket: handshake, control methods, forwarding.
-//! - [`control`]: the control methods the relay answers itself (`mcp_handshake`,
-//!   `list_extensions`, `connect`, `disconnect`).
-//! - [`hub`]: live state and routing ([`hub::Hub`]): extensions, connections (each end here or
-//!   on another node), pending requests, id mapping, notifications, and how connections end.
-//! - [`cluster`]: `serve --cluster`: several relay nodes joined through NATS; presence and the
-//!   transport between nodes, which the hub owns and routes through.
+//! - [`mcp_session`]: one MCP client socket: handshake, control methods (in its `control`
+//!   file: `mcp_handshake`, `list_extensions`, `connect`, `disconnect`), forwarding.
+//! - [`state`]: what every session shares (configuration, verifier, hub, metrics, shutdown,
+//!   pending `authenticate` requests); it imports no session.
+//! - [`hub`]: live state and routing behind the [`hub::Hub`] trait: extensions, connections,
+//!   pending requests, id mapping, notifications.
+//! - [`cluster`]: `serve --cluster`: several relay nodes joined through NATS; presence,
+//!   cross-node connections and node failure, behind the same [`hub::Hub`] trait.
 //! - [`auth`]: JWT verification with a pinned algorithm, and token minting.
 //! - [`limits`]: the socket cap and per-connection rate limit.
 //! - [`redact`]: what a log line may contain of what clients send (escaped, clipped, never a
@@ -57,7 +58,6 @@ pub mod auth;
 pub mod certs;
 pub mod cluster;
 pub mod config;
-pub mod control;
 pub mod extension_session;
 pub mod frame;
 pub mod hub;
@@ -68,4 +68,5 @@ pub mod peer;
 pub mod protocol;
 pub mod redact;
 pub mod server;
+pub mod state;
 pub mod transport;

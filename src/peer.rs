@@ -1,5 +1,6 @@
-//! One WebSocket peer's outgoing side: a send queue bounded in bytes, the task that writes it to
-//! the socket, and the keepalive.
+//! One WebSocket peer: its outgoing side (a send queue bounded in bytes, the task that writes
+//! it to the socket, the keepalive) and its reading side, [`PeerReader`], the one read loop
+//! both sessions use.
 //!
 //! Anything in the relay that wants to talk to a peer holds a cheap [`Peer`] handle and calls
 //! [`Peer::send`], which never blocks and never waits for the network: forwarding stays off
@@ -24,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
-use futures_util::stream::SplitSink;
+use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::SinkExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -467,6 +468,41 @@ fn truncate_reason(reason: &str) -> &str {
     &reason[..end]
 }
 
+/// Opens both sides of an upgraded socket: the [`Peer`] that writes to it (its writer task
+/// spawned on `tracker`) and the [`PeerReader`] the session reads it with. They share the
+/// liveness clock, so frames the reader sees keep the writer's keepalive from dropping the peer.
+pub fn open(
+    socket: WebSocket,
+    conn: ConnHandle,
+    config: &SocketConfig,
+    metrics: Arc<Metrics>,
+    tracker: &tokio_util::task::TaskTracker,
+    shutdown: CancellationToken,
+    max_message_bytes: usize,
+) -> (Peer, PeerReader) {
+    use futures_util::StreamExt;
+    let (sink, stream) = socket.split();
+    let last_seen = LastSeen::new();
+    let peer = spawn(sink, conn, config, last_seen.clone(), metrics, tracker);
+    let reader = PeerReader {
+        stream,
+        peer: peer.clone(),
+        shutdown,
+        last_seen,
+        max_message_bytes,
+    };
+    (peer, reader)
+}
+
+impl Peer {
+    /// Tells the peer the relay is going away, then closes with 1001 once the notice is
+    /// written. Both roles get the same goodbye (docs/PROTOCOL.md, shutdown).
+    pub fn say_goodbye(&self) {
+        self.send(crate::protocol::shutdown());
+        self.close_after_flush(close_code::GOING_AWAY, "relay shutting down");
+    }
+}
+
 /// What the reading side of a session sees next.
 pub enum Inbound {
     /// A text frame (binary frames holding UTF-8 are accepted as text).
@@ -479,69 +515,87 @@ pub enum Inbound {
     Closed,
 }
 
-/// Reads the next meaningful frame, handling pings, liveness and oversized frames on the way.
-pub async fn next_inbound(
-    stream: &mut futures_util::stream::SplitStream<WebSocket>,
-    peer: &Peer,
-    shutdown: &CancellationToken,
-    last_seen: &LastSeen,
+/// The reading side of one socket: the one read loop every session and the extension's
+/// `authenticate` phase share, so keepalive, stalled writers, size limits and shutdown are
+/// handled alike for both roles.
+pub struct PeerReader {
+    stream: SplitStream<WebSocket>,
+    /// The same socket's writing side: closed with the reason when reading fails, and asked
+    /// whether the socket is already closing.
+    peer: Peer,
+    /// The relay's shutdown signal; reading stops with [`Inbound::Shutdown`] when it fires.
+    shutdown: CancellationToken,
+    /// Touched on every frame, so the writer's keepalive knows the peer is alive.
+    last_seen: LastSeen,
+    /// `--max-message-bytes`, for the close reason of a frame beyond it.
     max_message_bytes: usize,
-) -> Inbound {
-    use futures_util::StreamExt;
-    loop {
-        let message = tokio::select! {
-            biased;
-            _ = peer.closed() => return Inbound::Closed,
-            _ = shutdown.cancelled() => return Inbound::Shutdown,
-            message = stream.next() => message,
-        };
-        last_seen.touch();
-        // A peer whose socket has accepted nothing for --send-timeout is not reading, whatever
-        // it sends (pongs to its pings pile up in the write buffer, not in the queue).
-        if let Some(stalled) = peer.0.conn.write_stalled_for() {
-            if stalled > peer.0.send_timeout {
-                tracing::info!(
-                    peer = peer.id(),
-                    ?stalled,
-                    "peer not reading, disconnecting it"
-                );
-                peer.close_as_not_reading();
-                return Inbound::Closed;
-            }
-        }
-        match message {
-            Some(Ok(Message::Text(text))) => return Inbound::Text(text),
-            Some(Ok(Message::Binary(bytes))) => {
-                return match Utf8Bytes::try_from(bytes) {
-                    Ok(text) => Inbound::Text(text),
-                    Err(_) => Inbound::NotText,
+}
+
+impl PeerReader {
+    /// Reads the next meaningful frame, handling pings, liveness and oversized frames on the
+    /// way. Cancel-safe: a `select!` may drop it between frames.
+    pub async fn next_text(&mut self) -> Inbound {
+        use futures_util::StreamExt;
+        let peer = &self.peer;
+        loop {
+            let message = tokio::select! {
+                biased;
+                _ = peer.closed() => return Inbound::Closed,
+                _ = self.shutdown.cancelled() => return Inbound::Shutdown,
+                message = self.stream.next() => message,
+            };
+            self.last_seen.touch();
+            // A peer whose socket has accepted nothing for --send-timeout is not reading,
+            // whatever it sends (pongs to its pings pile up in the write buffer, not in the
+            // queue).
+            if let Some(stalled) = peer.0.conn.write_stalled_for() {
+                if stalled > peer.0.send_timeout {
+                    tracing::info!(
+                        peer = peer.id(),
+                        ?stalled,
+                        "peer not reading, disconnecting it"
+                    );
+                    peer.close_as_not_reading();
+                    return Inbound::Closed;
                 }
             }
-            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
-            Some(Ok(Message::Close(_))) | None => {
-                peer.close(close_code::NORMAL, "closed by the peer");
-                return Inbound::Closed;
-            }
-            Some(Err(error)) => {
-                let text = error.to_string();
-                if text.contains("too long") || text.contains("Space limit") {
-                    peer.close(
-                        close_code::TOO_BIG,
-                        format!("message too large: the limit is {max_message_bytes} bytes"),
-                    );
-                } else if text.contains(crate::transport::BUDGET_EXCEEDED) {
-                    peer.close(
-                        close_code::POLICY,
-                        format!("{}: authenticate first", crate::transport::BUDGET_EXCEEDED),
-                    );
-                } else if text.contains("UTF-8") {
-                    peer.close(close_code::INVALID_DATA, "text frame is not valid UTF-8");
-                } else if text.contains("protocol error") {
-                    peer.close(close_code::PROTOCOL, text);
-                } else {
-                    peer.close(close_code::GOING_AWAY, "connection lost");
+            match message {
+                Some(Ok(Message::Text(text))) => return Inbound::Text(text),
+                Some(Ok(Message::Binary(bytes))) => {
+                    return match Utf8Bytes::try_from(bytes) {
+                        Ok(text) => Inbound::Text(text),
+                        Err(_) => Inbound::NotText,
+                    }
                 }
-                return Inbound::Closed;
+                Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+                Some(Ok(Message::Close(_))) | None => {
+                    peer.close(close_code::NORMAL, "closed by the peer");
+                    return Inbound::Closed;
+                }
+                Some(Err(error)) => {
+                    let text = error.to_string();
+                    if text.contains("too long") || text.contains("Space limit") {
+                        peer.close(
+                            close_code::TOO_BIG,
+                            format!(
+                                "message too large: the limit is {} bytes",
+                                self.max_message_bytes
+                            ),
+                        );
+                    } else if text.contains(crate::transport::BUDGET_EXCEEDED) {
+                        peer.close(
+                            close_code::POLICY,
+                            format!("{}: authenticate first", crate::transport::BUDGET_EXCEEDED),
+                        );
+                    } else if text.contains("UTF-8") {
+                        peer.close(close_code::INVALID_DATA, "text frame is not valid UTF-8");
+                    } else if text.contains("protocol error") {
+                        peer.close(close_code::PROTOCOL, text);
+                    } else {
+                        peer.close(close_code::GOING_AWAY, "connection lost");
+                    }
+                    return Inbound::Closed;
+                }
             }
         }
     }

@@ -1,53 +1,37 @@
-//! The listener: HTTP routes (`/extension`, `/mcp`, `/healthz`, `/metrics`), TLS, the request
-//! timeout sweeper, and graceful shutdown.
+//! The listener: HTTP routes (`/extension`, `/mcp`, `/healthz`, `/metrics`), TLS, the `Origin`
+//! check and socket admission, the sweepers, and graceful shutdown.
+//!
+//! It is the only module that knows both sessions: it builds the shared [`RelayState`] and
+//! hands each upgraded socket to an [`McpSession`] or an [`ExtensionSession`], which know the
+//! state and never the listener.
 //!
 //! axum's graceful shutdown does not wait for upgraded WebSocket tasks, so every session and
-//! writer task is spawned on a [`TaskTracker`] and shutdown waits on it explicitly (bounded by
-//! `--shutdown-grace`).
+//! writer task is spawned on a [`TaskTracker`](tokio_util::task::TaskTracker) and shutdown
+//! waits on it explicitly (bounded by `--shutdown-grace`).
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use axum::extract::ws::{WebSocket, WebSocketUpgrade};
+use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use crate::auth::Verifier;
 use crate::cluster::Cluster;
 use crate::config::ServeConfig;
+use crate::extension_session::ExtensionSession;
 use crate::hub::{Hub, HubLimits};
 use crate::limits::SocketSlot;
+use crate::mcp_session::McpSession;
 use crate::metrics::Metrics;
-use crate::peer::SocketConfig;
-use crate::transport::{ConnHandle, ConnLimits, Registry};
-use crate::{extension_session, mcp_session};
-
-/// Everything a session needs, shared by all of them.
-pub struct RelayState {
-    pub config: ServeConfig,
-    pub hub: Arc<Hub>,
-    pub verifier: Verifier,
-    pub metrics: Arc<Metrics>,
-    pub socket: SocketConfig,
-    /// Every session and writer task, so shutdown can wait for them.
-    pub tracker: TaskTracker,
-    /// Cancelled when shutdown begins; sessions then say goodbye and close with 1001.
-    pub shutdown: CancellationToken,
-    /// Sockets open right now, for `--max-connections`.
-    open_sockets: Arc<AtomicUsize>,
-    /// Extension sockets waiting for their answer to `authenticate`.
-    pub pending_auths: extension_session::PendingAuths,
-    /// Every TCP connection, and the pending and unauthenticated pools.
-    connections: Arc<Registry>,
-}
+pub use crate::state::RelayState;
+use crate::transport::ConnHandle;
 
 /// A relay that is accepting connections.
 pub struct RunningRelay {
@@ -181,26 +165,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
     };
     let hub = Arc::new(Hub::new(limits, Arc::clone(&metrics), cluster));
     hub.start_cluster();
-    let connections = Registry::new(conn_limits(&config));
-    let state = Arc::new(RelayState {
-        socket: SocketConfig {
-            ping_interval: config.ping_interval,
-            send_timeout: config.send_timeout,
-            max_queue_bytes: config.max_send_queue_bytes,
-            max_unauthenticated_queue_bytes: config.max_unauthenticated_queue_bytes,
-            total_queued: Arc::new(AtomicUsize::new(0)),
-            max_total_queue_bytes: config.max_total_send_queue_bytes,
-        },
-        connections: Arc::clone(&connections),
-        config,
-        hub,
-        verifier,
-        metrics,
-        tracker: TaskTracker::new(),
-        shutdown: CancellationToken::new(),
-        open_sockets: Arc::new(AtomicUsize::new(0)),
-        pending_auths: Default::default(),
-    });
+    let state = Arc::new(RelayState::new(config, verifier, metrics, hub));
 
     let app = Router::new()
         .route("/extension", get(extension_endpoint))
@@ -228,7 +193,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
     let local_addr = listener.local_addr()?;
     let handle = axum_server::Handle::new();
     let is_tls = tls.is_some();
-    let acceptor = crate::transport::Acceptor::new(Arc::clone(&connections));
+    let acceptor = crate::transport::Acceptor::new(Arc::clone(&state.connections));
     let header_timeout = state.config.header_timeout;
     let server = match tls {
         Some(tls) => {
@@ -264,23 +229,6 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
         handle,
         server,
     })
-}
-
-/// The bounds on anonymous connections, from the configuration and the file-descriptor limit.
-fn conn_limits(config: &ServeConfig) -> ConnLimits {
-    let fd_budget = crate::limits::fd_limit()
-        .map_or(usize::MAX, |limit| limit.saturating_sub(config.fd_reserve));
-    ConnLimits {
-        max_pending: config.max_pending_connections,
-        // Anonymous sockets never get more than half of --max-connections: authenticated
-        // clients always have the other half.
-        max_unauthenticated: config
-            .max_unauthenticated_connections
-            .min((config.max_connections / 2).max(2)),
-        unauthenticated_bytes: config.max_unauthenticated_bytes,
-        header_timeout: config.header_timeout,
-        fd_budget,
-    }
 }
 
 /// HTTP/1 limits: request headers must arrive within `--header-timeout` (hyper restarts the
@@ -422,7 +370,14 @@ async fn extension_endpoint(
     Extension(conn): Extension<ConnHandle>,
     headers: HeaderMap,
 ) -> Response {
-    upgrade(ws, state, conn, &headers, true, extension_session::run)
+    upgrade(
+        ws,
+        state,
+        conn,
+        &headers,
+        true,
+        |socket, state, slot, conn| ExtensionSession::new(socket, state, slot, conn).run(),
+    )
 }
 
 async fn mcp_endpoint(
@@ -431,7 +386,14 @@ async fn mcp_endpoint(
     Extension(conn): Extension<ConnHandle>,
     headers: HeaderMap,
 ) -> Response {
-    upgrade(ws, state, conn, &headers, false, mcp_session::run)
+    upgrade(
+        ws,
+        state,
+        conn,
+        &headers,
+        false,
+        |socket, state, slot, conn| McpSession::new(socket, state, slot, conn).run(),
+    )
 }
 
 /// Admits an upgrade (or says why not) and runs `session` on the socket, tracked for shutdown.
@@ -444,7 +406,9 @@ fn upgrade<Session, Running>(
     session: Session,
 ) -> Response
 where
-    Session: FnOnce(WebSocket, Arc<RelayState>, SocketSlot, ConnHandle) -> Running + Send + 'static,
+    Session: FnOnce(axum::extract::ws::WebSocket, Arc<RelayState>, SocketSlot, ConnHandle) -> Running
+        + Send
+        + 'static,
     Running: std::future::Future<Output = ()> + Send + 'static,
 {
     let slot = match admit(&state, headers, &conn, extension) {

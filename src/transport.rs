@@ -25,8 +25,8 @@
 //! read at most `--max-unauthenticated-bytes` in total, so an unfinished fragmented message or
 //! a ping flood holds at most that much before authentication. The write side records since
 //! when the socket has accepted nothing, so a peer that does not read is noticed whatever it
-//! sends (see `peer::next_inbound`). Once a socket is authenticated, the only cost left on
-//! the data path is one branch per read and one relaxed atomic load per write.
+//! sends (see `peer::PeerReader::next_text`). Once a socket is authenticated, the only cost
+//! left on the data path is one branch per read and one relaxed atomic load per write.
 
 use std::collections::VecDeque;
 use std::io;
@@ -42,7 +42,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 /// The text of the read error an unauthenticated socket gets once it exceeds its budget;
-/// `peer::next_inbound` turns it into a 1008 close with a clear reason.
+/// `peer::PeerReader::next_text` turns it into a 1008 close with a clear reason.
 pub const BUDGET_EXCEEDED: &str = "too many bytes before authenticating";
 
 // Connection stages.

@@ -202,6 +202,7 @@ async fn sixteen_browsers_with_16_mib_names_keep_256_byte_names_and_little_memor
 /// send before it authenticates, so it closes the socket (1008) before anything is stored.
 #[tokio::test]
 async fn a_16_mib_authenticate_answer_is_refused_by_the_pre_auth_budget() {
+    let _serial = SERIAL.lock().await;
     let relay = relay().await;
     let mut ext = Client::connect(&relay.url("/extension")).await;
     let auth = ext.recv().await;

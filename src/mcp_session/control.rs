@@ -1,0 +1,147 @@
+//! The control methods the relay answers itself for MCP clients: `mcp_handshake`,
+//! `list_extensions`, `connect` and `disconnect`, as methods of [`McpSession`]. Everything
+//! else is forwarded.
+//!
+//! Control methods cost the relay work (a token check, a list, state changes) and, unlike
+//! forwarded requests, nothing downstream slows a client that calls them in a loop, so each MCP
+//! socket has its own token bucket for them (`--control-rate-limit`, `--control-rate-burst`);
+//! beyond it they are answered `-32002` at once ([`RelayError::ControlRateLimited`]). The
+//! default (50/s, bursts of 100) is far above what polling clients do (a bridge waiting for a
+//! browser, a test polling every 25 ms) and far below a loop.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::{McpRegistration, McpSession};
+use crate::auth::Role;
+use crate::hub::{EndCause, McpClient};
+use crate::protocol::{self, RelayError};
+
+/// True for the methods the relay answers itself.
+pub(super) fn is_control(method: &str) -> bool {
+    matches!(
+        method,
+        "mcp_handshake" | "list_extensions" | "connect" | "disconnect"
+    )
+}
+
+#[derive(Deserialize, Default)]
+struct HandshakeParams {
+    #[serde(default, rename = "accessToken")]
+    access_token_camel: Option<String>,
+    #[serde(default)]
+    access_token: Option<String>,
+}
+
+impl McpSession {
+    /// The active connection, after checking that it still exists.
+    pub(super) fn live_connection(&mut self) -> Option<String> {
+        let registration = self.registration.as_mut()?;
+        if let Some(id) = &registration.connection {
+            if !self.state.hub.is_connected(id) {
+                registration.connection = None;
+            }
+        }
+        registration.connection.clone()
+    }
+
+    /// `mcp_handshake {accessToken | access_token, client_id?}`.
+    pub(super) fn handshake(&mut self, params: Option<&RawValue>) -> Result<Value, RelayError> {
+        let params: HandshakeParams = match params {
+            Some(p) => serde_json::from_str(p.get()).map_err(|_| {
+                RelayError::InvalidParams(
+                    "mcp_handshake takes an object with accessToken (or access_token)",
+                )
+            })?,
+            None => HandshakeParams::default(),
+        };
+        let token = params
+            .access_token_camel
+            .or(params.access_token)
+            .unwrap_or_default();
+        let identity = self
+            .state
+            .verifier
+            .verify(&token, Role::Mcp)
+            .map_err(|e| RelayError::AuthenticationFailed(e.to_string()))?;
+        if let Some(client) = &self.client {
+            // A repeated handshake is harmless when it names the same user.
+            if client.user_id != identity.user_id {
+                return Err(RelayError::AuthenticatedAsAnotherUser);
+            }
+            self.token_expires = Some(tokio::time::Instant::now() + identity.expires_in());
+            return Ok(handshake_result(client));
+        }
+        let expires = tokio::time::Instant::now() + identity.expires_in();
+        let registration = McpRegistration::register(&self.state, &identity.user_id)?;
+        let client = McpClient {
+            user_id: identity.user_id,
+            mcp_client_id: format!("mcp-{}", Uuid::new_v4()),
+            peer: self.peer.clone(),
+        };
+        let result = handshake_result(&client);
+        self.client = Some(client);
+        self.registration = Some(registration);
+        self.token_expires = Some(expires);
+        Ok(result)
+    }
+
+    /// `list_extensions`: the caller's user's extensions only.
+    pub(super) fn list_extensions(&self) -> Value {
+        let client = self.client.as_ref().expect("checked by the session");
+        json!({ "extensions": self.state.hub.list_extensions(&client.user_id) })
+    }
+
+    /// `connect {extension_id}`. On success also returns the `status` notification to send
+    /// after the response.
+    pub(super) fn connect(
+        &mut self,
+        params: Option<&RawValue>,
+    ) -> Result<(Value, String), RelayError> {
+        let params: Value = params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(Value::Null);
+        let Some(extension_id) = params.get("extension_id").and_then(Value::as_str) else {
+            return Err(RelayError::InvalidParams(
+                "extension_id (a string) is required",
+            ));
+        };
+        if self.live_connection().is_some() {
+            return Err(RelayError::AlreadyConnected);
+        }
+        let client = self.client.as_ref().expect("checked by the session");
+        let info = self.state.hub.connect(client, extension_id)?;
+        let registration = self.registration.as_mut().expect("set with the client");
+        registration.connection = Some(info.connection_id.clone());
+        let status =
+            protocol::client_status(&info.connection_id, &info.extension_id, info.peer_count);
+        Ok((
+            json!({
+                "connection_id": info.connection_id,
+                "extension_id": info.extension_id,
+                "extension_name": info.extension_name,
+            }),
+            status,
+        ))
+    }
+
+    /// `disconnect`: succeeds also when not connected.
+    pub(super) fn disconnect(&mut self) -> Value {
+        if let Some(connection_id) = self.take_connection() {
+            self.state
+                .hub
+                .disconnect(&connection_id, EndCause::ClientRequest);
+        }
+        json!({ "disconnected": true })
+    }
+}
+
+fn handshake_result(client: &McpClient) -> Value {
+    json!({
+        "authenticated": true,
+        "user_id": client.user_id,
+        "mcp_client_id": client.mcp_client_id,
+    })
+}
