@@ -437,3 +437,67 @@ fn version_string(raw: &RawValue) -> Option<String> {
 fn not_text_error() -> String {
     RelayError::BinaryNotUtf8.response("null")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ServeConfig;
+    use crate::hub::ExtensionAuth;
+
+    fn auth() -> ExtensionAuth {
+        ExtensionAuth {
+            user_id: "alice".into(),
+            client_id: Some("laptop".into()),
+            name: "Chrome".into(),
+            version: None,
+        }
+    }
+
+    /// What `register` builds, without a socket.
+    fn registered(state: &Arc<RelayState>, peer: &Peer) -> ExtensionRegistration {
+        let extension_id = state.hub.register_extension(&auth(), peer).unwrap();
+        ExtensionRegistration {
+            state: Arc::clone(state),
+            extension_id,
+            peer: peer.clone(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_session_that_panics_takes_its_browser_out_of_the_list() {
+        let state = crate::state::for_tests(ServeConfig::defaults());
+        let (peer, _rx) = Peer::detached();
+        let session_state = Arc::clone(&state);
+        let session = tokio::spawn(async move {
+            let _registration = registered(&session_state, &peer);
+            assert_eq!(session_state.hub.list_extensions("alice").len(), 1);
+            panic!("a bug in the session");
+        });
+        assert!(session.await.unwrap_err().is_panic());
+        assert!(state.hub.list_extensions("alice").is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_dropped_registration_tells_connected_clients_why_the_browser_left() {
+        let state = crate::state::for_tests(ServeConfig::defaults());
+        let (extension, _extension_rx) = Peer::detached();
+        let (client, mut client_rx) = Peer::detached();
+        let registration = registered(&state, &extension);
+        let mcp = crate::hub::McpClient {
+            user_id: "alice".into(),
+            mcp_client_id: "mcp-1".into(),
+            peer: client,
+        };
+        let extension_id = state.hub.list_extensions("alice")[0].id.clone();
+        state.hub.connect(&mcp, &extension_id).unwrap();
+        extension.close(close_code::POLICY, "token expired");
+        drop(registration);
+        let frames = client_rx.frames();
+        let notice: serde_json::Value = serde_json::from_str(frames.last().unwrap()).unwrap();
+        assert_eq!(notice["method"], "disconnected");
+        assert_eq!(
+            notice["params"]["reason"],
+            "Extension closed: token expired"
+        );
+    }
+}

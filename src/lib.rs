@@ -5,31 +5,49 @@
 //!
 //! ## Layout
 //!
-//! Follow a forwarded request by file name: socket in → frame parsed → session decides → hub
-//! routes → peer session writes.
+//! Follow a frame by file name. One forwarded request: [`transport`] accepts the TCP connection
+//! → [`server`] upgrades it on `/mcp` → [`peer`]'s reader yields its text → [`frame`] parses the
+//! envelope → [`mcp_session`] decides it is not a control method → [`hub`] rewrites the id and
+//! queues it on the extension's [`peer`] (or, clustered, hands it to [`cluster`] for another
+//! node) → the extension's answer comes in through [`extension_session`] → [`hub`] restores the
+//! id → the client's [`peer`] writes it. `docs/ARCHITECTURE.md` draws this and an extension
+//! dropping, file by file.
 //!
+//! Sockets:
 //! - [`server`]: the listener. HTTP routes (`/extension`, `/mcp`, `/healthz`, `/metrics`), TLS,
 //!   the `Origin` check, socket admission, the request-timeout sweeper and graceful shutdown.
+//!   It starts one session per socket and is imported by none.
 //! - [`transport`]: every TCP connection from accept to close: TCP_NODELAY, a read buffer that
 //!   exists only while data flows, the pools of connections not yet upgraded or authenticated
 //!   (header deadline, caps, the oldest evicted first), the file-descriptor reserve, and the
 //!   read budget of a socket that has not authenticated.
-//! - [`peer`]: one socket's outgoing side: a send queue bounded in bytes, its writer task, the
-//!   keepalive, and the reader both sessions share.
+//! - [`peer`]: one socket's two halves: the send queue bounded in bytes with its writer task
+//!   and keepalive, and the reader (`next_text()`) both sessions use; the goodbye at shutdown.
 //! - [`frame`]: the JSON-RPC frame model. Parses only the envelope; payloads stay raw JSON so
 //!   ids are restored byte for byte and large results are never re-parsed.
-//! - [`extension_session`]: one extension socket: `authenticate` (with its own random id, and
-//!   answers that arrive on another socket of the same browser), then answers and
-//!   notifications from the browser, until the socket or its token ends.
-//! - [`mcp_session`]: one MCP client socket: handshake, control methods (in its `control`
-//!   file: `mcp_handshake`, `list_extensions`, `connect`, `disconnect`), forwarding.
+//!
+//! Sessions (one struct per socket kind, each with `run(self)`, leaving the hub through a guard
+//! that acts on drop, so a panic cannot leak a registration):
+//! - [`mcp_session`]: one MCP client socket (`McpSession`): handshake, control methods (in its
+//!   `control` file: `mcp_handshake`, `list_extensions`, `connect`, `disconnect`), forwarding.
+//! - [`extension_session`]: one extension socket (`ExtensionSession`): `authenticate` (with its
+//!   own random id, and answers that arrive on another socket of the same browser), then
+//!   answers and notifications from the browser, until the socket or its token ends.
 //! - [`state`]: what every session shares (configuration, verifier, hub, metrics, shutdown,
 //!   pending `authenticate` requests); it imports no session.
-//! - [`hub`]: live state and routing behind the [`hub::Hub`] trait: extensions, connections,
-//!   pending requests, id mapping, notifications.
-//! - [`cluster`]: `serve --cluster`: several relay nodes joined through NATS; presence,
-//!   cross-node connections and node failure, behind the same [`hub::Hub`] trait.
-//! - [`auth`]: JWT verification with a pinned algorithm, and token minting.
+//!
+//! Routing:
+//! - [`hub`]: the one routing core: extensions, connections (each end here or on another node),
+//!   pending requests, id mapping, and how a connection ends (`hub::Ending`). Synchronous: it
+//!   never awaits, so it is unit-tested with detached peers and no sockets.
+//! - [`cluster`]: `serve --cluster`: presence of each node's extensions and the NATS transport
+//!   between nodes. The hub owns it and routes through it; it reaches the hub only through its
+//!   `Routing` trait.
+//! - [`protocol`]: every notification the relay itself sends and `protocol::RelayError`, every
+//!   error it answers with (code and message).
+//!
+//! Around them:
+//! - [`auth`]: JWT verification with a pinned algorithm (minting lives in `crates/wire`).
 //! - [`limits`]: the socket cap and per-connection rate limit.
 //! - [`redact`]: what a log line may contain of what clients send (escaped, clipped, never a
 //!   token).

@@ -6,11 +6,11 @@
 //!
 //! - **Presence.** Each node publishes the extensions it holds every `--cluster-heartbeat`
 //!   and at once when that changes. A node not heard from for `--cluster-node-ttl` is dead.
-//!   [`NodeView`]s keep a per-user index of each live node's presence, so listing and finding a
+//!   `NodeView`s keep a per-user index of each live node's presence, so listing and finding a
 //!   user's remote extensions costs O(nodes + that user's browsers).
 //! - **Transport.** Node messages ([`wire`]) go out through one ordered queue drained by a
 //!   publisher task (so the hub's methods stay synchronous), and come in through one receive
-//!   loop that hands each kind of message to its handler ([`Cluster::on_node_message`]).
+//!   loop that hands each kind of message to its handler (`Cluster::on_node_message`).
 //! - **Faults.** When a node's presence expires or says `leaving`, or a node restarts, the hub
 //!   is told ([`Routing::node_gone`]) and ends that node's connections; when an extension shows
 //!   up in any node's presence, clients waiting for it are told ([`Routing::extension_seen`]).

@@ -2,15 +2,15 @@
 //! and how a frame gets from one socket to another.
 //!
 //! There is one hub type, [`Hub`], with or without a cluster. A connection is one record
-//! ([`connection`]) whose two ends, the MCP client and the extension, are each either on this
+//! (`connection.rs`) whose two ends, the MCP client and the extension, are each either on this
 //! node or on another node of the cluster; routing looks at where an end is and either queues
 //! onto a local [`Peer`] or hands the frame to the cluster link. Every way a connection can end
-//! goes through one [`Hub::end`] with an [`Ending`] ([`ending`]).
+//! goes through one [`Hub::end`] with an [`Ending`] (`ending.rs`).
 //!
 //! Module edges: the hub owns an optional [`Cluster`] (presence and NATS transport) and calls
 //! it to publish; the cluster never imports the hub. What the cluster's receive loop needs from
 //! the hub is the small [`crate::cluster::Routing`] interface, which the hub implements in
-//! [`routing`]. So the dependency goes one way, hub → cluster.
+//! `routing.rs`. So the dependency goes one way, hub → cluster.
 //!
 //! Every method is synchronous and non-blocking: sending means pushing onto a peer's queue
 //! ([`Peer::send`]) or onto the cluster's ordered outbound queue, never awaiting the network.

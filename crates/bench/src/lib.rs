@@ -375,6 +375,15 @@ async fn compare(
     Ok((medians(&relay_runs), medians(&base_runs)))
 }
 
+/// The one line a latency scenario ends with: what the relay costs over the baseline.
+fn added_latency(relay: &Figures, base: &Figures) {
+    println!(
+        "\nrelay adds {:.3} ms at p50 and {:.3} ms at p99 over the baseline\n",
+        relay.p50 - base.p50,
+        relay.p99 - base.p99
+    );
+}
+
 fn latency_table(relay: &Figures, base: &Figures) {
     println!("| | req/s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | server CPU s |");
     println!("|---|---|---|---|---|---|---|---|");
@@ -496,11 +505,7 @@ async fn latency(args: &BenchArgs, relay_peak: Option<f64>) -> anyhow::Result<()
     };
     println!("## latency below saturation, open loop at {rate:.0} req/s ({why})\n");
     latency_table(&relay, &base);
-    println!(
-        "\nrelay adds {:.3} ms at p50 and {:.3} ms at p99 over the baseline\n",
-        relay.p50 - base.p50,
-        relay.p99 - base.p99
-    );
+    added_latency(&relay, &base);
     Ok(())
 }
 
@@ -513,11 +518,7 @@ async fn rtt(args: &BenchArgs) -> anyhow::Result<()> {
         args.payload
     );
     latency_table(&relay, &base);
-    println!(
-        "\nrelay adds {:.3} ms at p50 and {:.3} ms at p99 over the baseline\n",
-        relay.p50 - base.p50,
-        relay.p99 - base.p99
-    );
+    added_latency(&relay, &base);
     Ok(())
 }
 
