@@ -186,8 +186,13 @@ async fn sixteen_browsers_with_16_mib_names_keep_256_byte_names_and_little_memor
         }
     }
     println!("row 8: 4 concurrent list_extensions: RSS growth {listing:.1} MiB");
+    // Kept whole, the names would cost at least 256 MiB (16 x 16 MiB, more as JSON values).
+    // Cut, they cost 4 KiB; what is left of the difference is the allocator: a freed frame-sized
+    // block that `malloc_trim` cannot hand back because something small sits above it. CI has
+    // seen exactly one such block (16.1 MiB), so the bound allows a few and still tells a cut
+    // name from a kept one by a factor of four.
     assert!(
-        names - control < 16.0,
+        names - control < 64.0,
         "16 MiB names cost {:.1} MiB more than short ones",
         names - control
     );
