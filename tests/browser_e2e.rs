@@ -1451,6 +1451,8 @@ impl Profile {
             "relayUrl": relay.url("/extension"),
             "token": token(USER, Some(Role::Extension)),
             "name": browser_name,
+            // These tests are about driving the browser; consent has its own (tests/browser_owner.rs).
+            "autoAllow": true,
         });
         fs::write(
             extension_dir.join("dev-config.json"),
@@ -1885,6 +1887,7 @@ async fn popup_and_options(chromium: &Path) {
         json!({
             "relayUrl": relay.url("/extension"),
             "token": token(USER, Some(Role::Extension)),
+            "autoAllow": true,
         })
         .to_string(),
     )
