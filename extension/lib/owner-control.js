@@ -24,6 +24,8 @@ export const ASSISTANTS_KEY = 'assistants';
 /** The popup shows this many recent actions per assistant: enough to see what it is doing, not a log. */
 const RECENT_ACTIONS = 5;
 const NOTIFICATION_PREFIX = 'consent:';
+/** How long a tab's group change settles before it counts as the person's drag (closing tabs ungroup too). */
+const SETTLE_MS = 150;
 
 /**
  * @typedef {object} Assistant one MCP connection, as the person sees it
@@ -257,7 +259,12 @@ export class OwnerControl {
     }
     if (change.groupId === undefined || this._grouping.has(tabId))
       return;
-    const move = this._groups.classifyMove(this._ownerOf(tabId), change.groupId);
+    // A closing tab leaves its group first; only a tab still there a moment later was dragged.
+    await new Promise(resolve => setTimeout(resolve, SETTLE_MS));
+    const tab = await chrome.tabs.get(tabId).catch(() => undefined);
+    if (!tab || this._grouping.has(tabId))
+      return;
+    const move = this._groups.classifyMove(this._ownerOf(tabId), tab.groupId ?? change.groupId);
     if (move.kind === 'taken' || move.kind === 'moved')
       await this._takeBack(tabId, 'ungrouped', { ungroup: false });
     if (move.kind === 'given' || move.kind === 'moved')
