@@ -188,11 +188,14 @@ export class OwnerControl {
     }
     assistant.actions = [...assistant.actions, { method, at: Date.now() }].slice(-RECENT_ACTIONS);
     this._publish();
-    await this._checkReach(ctx, assistant, params ?? {});
+    const target = await this._checkReach(ctx, assistant, params ?? {});
     let result;
     try {
       result = await runCommand(ctx, method, params);
     } catch (error) {
+      // The tab went off limits or out of the group while the command ran (Chrome says "Detached…").
+      if (target !== undefined && ctx.tabs.ownerOf(target) === undefined && assistant.takenBack[target])
+        throw takenBackError(target, assistant.takenBack[target]);
       // "No current tab" because the owner took it: say that, so the assistant does not guess.
       const lost = assistant.lostCurrent;
       if (lost !== undefined && ctx.tabs.currentTab(ctx.connectionId) === undefined && /no current tab/.test(String(error?.message)))
@@ -223,6 +226,7 @@ export class OwnerControl {
    * @param {import('./commands.js').CommandContext} ctx
    * @param {Assistant} assistant
    * @param {Record<string, unknown>} params
+   * @returns {Promise<number | undefined>} the tab the command will act on, when known
    */
   async _checkReach(ctx, assistant, params) {
     if (typeof params.url === 'string' && blockingPattern(this._blocked, params.url))
@@ -233,13 +237,18 @@ export class OwnerControl {
       throw takenBackError(named, assistant.takenBack[named]);
     const tabId = named ?? current;
     if (tabId === undefined)
-      return;
+      return undefined;
     const tab = await chrome.tabs.get(tabId).catch(() => undefined);
     const url = tab?.url || tab?.pendingUrl;
     if (blockingPattern(this._blocked, url)) {
       await this._takeBack(tabId, 'blocked');
       throw blockedSiteError(url, tabId);
     }
+    if (assistant.takenBack[tabId]) {
+      const { [tabId]: _, ...rest } = assistant.takenBack;
+      assistant.takenBack = rest;
+    }
+    return tabId;
   }
 
   /** getTabs shows a blocked tab as present, but not what it shows. @param {{url?: string, title?: string}} tab */
