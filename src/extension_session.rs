@@ -224,8 +224,17 @@ impl ExtensionSession {
                     .hub
                     .extension_notification(extension_id, target.as_deref(), frame);
             }
+            Ok(Incoming::Request(call)) if call.method == "close_connection" => {
+                let id = call.id.map_or("null", |id| id.get());
+                self.peer
+                    .send(match self.close_connection(extension_id, call.params) {
+                        Ok(()) => frame::result_response(id, r#"{"closed":true}"#),
+                        Err(error) => error.response(id),
+                    });
+            }
             Ok(Incoming::Request(call)) => {
-                // Extensions are passive; the relay never forwards requests to MCP clients.
+                // Extensions answer requests; the only one they send the relay is
+                // `close_connection`, and nothing is forwarded to MCP clients.
                 let id = call.id.map_or("null", |id| id.get());
                 self.peer.send(
                     RelayError::ExtensionRequest(redact::clip(&call.method, 100).into_owned())
@@ -334,6 +343,33 @@ impl ExtensionSession {
                 }
             }
         }
+    }
+
+    /// `close_connection {connection_id, reason?}`: the browser's owner stops one assistant
+    /// from the extension (its "Stop" button). The relay, not the extension, ends the MCP side,
+    /// so the client hears why and its pending requests are answered.
+    fn close_connection(
+        &self,
+        extension_id: &str,
+        params: Option<&RawValue>,
+    ) -> Result<(), RelayError> {
+        #[derive(Deserialize)]
+        struct Params<'a> {
+            #[serde(borrow)]
+            connection_id: Cow<'a, str>,
+            #[serde(default, borrow)]
+            reason: Option<Cow<'a, str>>,
+        }
+        let params: Params<'_> = params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .ok_or(RelayError::InvalidParams(
+                "close_connection takes {connection_id, reason?} with string values",
+            ))?;
+        self.state.hub.stop_by_owner(
+            extension_id,
+            &params.connection_id,
+            params.reason.as_deref(),
+        )
     }
 
     /// Adds the authenticated socket to the hub, or closes it saying why not.
@@ -486,6 +522,8 @@ mod tests {
         let mcp = crate::hub::McpClient {
             user_id: "alice".into(),
             mcp_client_id: "mcp-1".into(),
+            client_id: None,
+            client_name: None,
             peer: client,
         };
         let extension_id = state.hub.list_extensions("alice")[0].id.clone();

@@ -124,6 +124,12 @@ pub enum RelayError {
     /// `-32004`: the extension left with the request in flight.
     #[error("Extension disconnected before responding")]
     ExtensionLeft,
+    /// `-32004`: the browser's owner stopped the connection (`close_connection`).
+    #[error("The browser's owner stopped this connection before the extension answered")]
+    StoppedByOwner,
+    /// `-32000`: `close_connection` naming a connection that is not this browser's.
+    #[error("No connection {0:?} belongs to this browser")]
+    NotThisBrowsersConnection(String),
     /// `-32004`: the client's own `disconnect` ended the connection.
     #[error("The connection was closed by disconnect before the extension answered")]
     ClosedByDisconnect,
@@ -143,7 +149,8 @@ impl RelayError {
             | AuthenticatedAsAnotherUser
             | ExtensionNotFound
             | NotConnected
-            | WrongConnection => code::SERVER_ERROR,
+            | WrongConnection
+            | NotThisBrowsersConnection(_) => code::SERVER_ERROR,
             AlreadyConnected => code::ALREADY_CONNECTED,
             InvalidParams(_) => code::INVALID_PARAMS,
             ReservedId(_) | IdTooLong(_) | IdWithoutMethod => code::INVALID_REQUEST,
@@ -156,7 +163,9 @@ impl RelayError {
                 code::LIMIT_REACHED
             }
             RequestTimedOut(_) => code::REQUEST_TIMEOUT,
-            ExtensionGone | ExtensionLeft | ClosedByDisconnect => code::EXTENSION_GONE,
+            ExtensionGone | ExtensionLeft | ClosedByDisconnect | StoppedByOwner => {
+                code::EXTENSION_GONE
+            }
             ShuttingDown => code::SHUTTING_DOWN,
         }
     }
@@ -204,6 +213,38 @@ pub fn client_status(connection_id: &str, extension_id: &str, peer_count: usize)
             "timestamp": timestamp(),
         }),
     )
+}
+
+/// `connection_opened`: tells an extension which MCP client just connected to it, so it can ask
+/// its owner before acting for an assistant it has not seen (the extension may answer that
+/// client's requests `-32010` until then). `client_id` and `client_name` are what the client
+/// declared in `mcp_handshake`; absent when it declared nothing.
+pub fn connection_opened(
+    connection_id: &str,
+    mcp_client_id: &str,
+    client_id: Option<&str>,
+    client_name: Option<&str>,
+) -> String {
+    let mut params = json!({
+        "connection_id": connection_id,
+        "mcp_client_id": mcp_client_id,
+    });
+    if let Some(client_id) = client_id {
+        params["client_id"] = client_id.into();
+    }
+    if let Some(client_name) = client_name {
+        params["client_name"] = client_name.into();
+    }
+    frame::notification("connection_opened", &params)
+}
+
+/// The `disconnected` reason when the browser's owner stopped a connection from the extension
+/// (`close_connection`), with the reason the extension gave, if any.
+pub fn stopped_by_owner_reason(reason: Option<&str>) -> String {
+    match reason.map(str::trim).filter(|r| !r.is_empty()) {
+        Some(reason) => format!("Stopped by the browser's owner: {reason}"),
+        None => "Stopped by the browser's owner".to_owned(),
+    }
 }
 
 /// `connected`: an extension an MCP client was connected to is back (the client reconnects

@@ -849,3 +849,67 @@ async fn official_typescript_sdk_client_initializes_lists_and_calls_a_tool() {
         json!({"echo": "evaluate", "params": {"expression": "document.title"}})
     );
 }
+
+/// Issue 15: the browser's owner is told which assistant asks (the host's `clientInfo.name`
+/// and the bridge's stable client id), and a call refused with `-32010` ("not allowed yet")
+/// goes through by itself once the owner allows it, or ends in advice to ask the person.
+#[tokio::test]
+async fn the_owner_sees_the_hosts_name_and_a_call_waits_for_their_approval() {
+    let relay = relay().await;
+    let mut extension = Extension::connect(&relay, USER, "Chrome", "client-1").await;
+    let bridge = bridge(&relay.url("/mcp"), &["--approval-wait", "3s"]).await;
+    let owner = async {
+        let opened = extension
+            .client
+            .recv_notification("connection_opened")
+            .await;
+        // Refused twice while the person decides, then allowed.
+        for _ in 0..2 {
+            let request = extension.next_request().await;
+            extension
+                .client
+                .send(
+                    json!({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32010,
+                    "message": "The browser's owner has not allowed \"rmcp\" yet"}}),
+                )
+                .await;
+        }
+        let request = extension.next_request().await;
+        extension.reply(&request, json!({"tabs": []})).await;
+        opened
+    };
+    let started = Instant::now();
+    let (result, opened) = tokio::join!(
+        call(&bridge, "browser_tabs", json!({"action": "list"})),
+        owner
+    );
+    assert!(!is_error(&result), "{result}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "it waited between tries"
+    );
+    // rmcp's client introduces itself as "rmcp" (its `clientInfo.name`).
+    assert_eq!(opened["params"]["client_name"], "rmcp", "{opened}");
+    assert!(opened["params"]["client_id"].is_string(), "{opened}");
+
+    // Never allowed: after --approval-wait the model is told what to ask the person.
+    let refusing = async {
+        loop {
+            let request = extension.next_request().await;
+            extension
+                .client
+                .send(
+                    json!({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32010,
+                    "message": "The browser's owner has not allowed \"rmcp\" yet"}}),
+                )
+                .await;
+        }
+    };
+    let result = tokio::select! {
+        result = call(&bridge, "browser_tabs", json!({"action": "list"})) => result,
+        () = refusing => unreachable!(),
+    };
+    assert!(is_error(&result), "{result}");
+    assert!(text(&result).contains("click Allow"), "{result}");
+    bridge.cancel().await.unwrap();
+}

@@ -766,3 +766,56 @@ async fn extension_notifications_reach_clients_on_every_node_or_only_the_one_add
         .expect_silence(Duration::from_millis(300))
         .await;
 }
+
+/// Issue 15 across nodes: the extension's node announces who connected with the labels the
+/// client gave its own node, and the owner's "Stop" reaches a client on another node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_owner_sees_and_stops_a_client_connected_through_another_node() {
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
+    let a = node(&nats).await;
+    let b = node(&nats).await;
+    let mut ext = Extension::connect(&b, "alice", "Chrome", "laptop").await;
+    let mut mcp = Mcp::connect(&a, "alice").await;
+    let named = mcp
+        .call(
+            "mcp_handshake",
+            json!({"access_token": token("alice", Some(mcp_relay::auth::Role::Mcp)), "client_name": "Claude Code"}),
+        )
+        .await;
+    assert_eq!(named["result"]["authenticated"], true, "{named}");
+    wait_listed(&mut mcp, &[&ext.extension_id]).await;
+    let conn = mcp.connect_to(&ext.extension_id).await;
+
+    let opened = ext.client.recv_notification("connection_opened").await;
+    assert_eq!(opened["params"]["connection_id"], conn["connection_id"]);
+    assert_eq!(opened["params"]["client_name"], "Claude Code");
+    assert_eq!(opened["params"]["client_id"], "test-client");
+    assert!(opened["params"]["mcp_client_id"]
+        .as_str()
+        .unwrap()
+        .starts_with("mcp-"));
+
+    mcp.client
+        .send(json!({"jsonrpc": "2.0", "id": "pending-1", "method": "tools/call"}))
+        .await;
+    ext.next_request().await;
+    ext.client
+        .send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "close_connection",
+                     "params": {"connection_id": conn["connection_id"], "reason": "Stop clicked"}}),
+        )
+        .await;
+    assert_eq!(ext.client.recv_response().await["result"]["closed"], true);
+    let pending = mcp.client.recv_response().await;
+    assert_eq!(pending["id"], "pending-1");
+    assert_eq!(pending["error"]["code"], -32004, "{pending}");
+    let notice = mcp.client.recv_notification("disconnected").await;
+    assert_eq!(
+        notice["params"]["reason"],
+        "Stopped by the browser's owner: Stop clicked"
+    );
+    let after = mcp.call("tools/call", json!({})).await;
+    assert_eq!(after["error"]["message"], "Not connected to an extension");
+}

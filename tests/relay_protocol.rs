@@ -793,3 +793,177 @@ async fn status_after_connect_reaches_the_mcp_client() {
     let ts = status["params"]["timestamp"].as_str().unwrap();
     assert!(ts.len() >= 28 && ts.contains('T'), "{ts}");
 }
+
+/// The browser's owner sees who connected: `connection_opened` arrives before the new
+/// `status`, with the labels the client gave in `mcp_handshake` (issue 15).
+#[tokio::test]
+async fn extension_is_told_who_connected_before_the_new_status() {
+    let relay = relay().await;
+    let mut ext = Extension::connect(&relay, "alice", "Chrome", "laptop").await;
+    let mut client = Client::connect(&relay.url("/mcp")).await;
+    let handshake = client
+        .call(
+            json!(1),
+            "mcp_handshake",
+            json!({"access_token": token("alice", Some(Role::Mcp)),
+                   "client_id": "bridge-7", "client_name": "Claude Desktop"}),
+        )
+        .await;
+    let mcp_client_id = handshake["result"]["mcp_client_id"].clone();
+    let connected = client
+        .call(
+            json!(2),
+            "connect",
+            json!({"extension_id": ext.extension_id}),
+        )
+        .await;
+    let opened = ext.client.recv().await;
+    assert_eq!(opened["method"], "connection_opened", "{opened}");
+    assert_eq!(
+        opened["params"],
+        json!({
+            "connection_id": connected["result"]["connection_id"],
+            "mcp_client_id": mcp_client_id,
+            "client_id": "bridge-7",
+            "client_name": "Claude Desktop",
+        })
+    );
+    let status = ext.client.recv().await;
+    assert_eq!(status["method"], "status");
+    assert_eq!(status["params"]["peer_count"], 1);
+}
+
+/// A label given in a later handshake (a bridge learns its host's name after the host
+/// initializes) is what the next connection is announced with; labels that are not strings
+/// are ignored rather than refusing the handshake.
+#[tokio::test]
+async fn a_repeated_handshake_names_the_client_for_later_connections() {
+    let relay = relay().await;
+    let mut ext = Extension::connect(&relay, "alice", "Chrome", "laptop").await;
+    let mut client = Client::connect(&relay.url("/mcp")).await;
+    let token = token("alice", Some(Role::Mcp));
+    let first = client
+        .call(
+            json!(1),
+            "mcp_handshake",
+            json!({"access_token": token, "client_id": 42}),
+        )
+        .await;
+    assert_eq!(first["result"]["authenticated"], true, "{first}");
+    let again = client
+        .call(
+            json!(2),
+            "mcp_handshake",
+            json!({"access_token": token, "client_name": "Cursor"}),
+        )
+        .await;
+    assert_eq!(again["result"]["authenticated"], true, "{again}");
+    client
+        .call(
+            json!(3),
+            "connect",
+            json!({"extension_id": ext.extension_id}),
+        )
+        .await;
+    let opened = ext.client.recv_notification("connection_opened").await;
+    assert_eq!(opened["params"]["client_name"], "Cursor");
+    assert!(opened["params"].get("client_id").is_none(), "{opened}");
+}
+
+/// "Stop" in the extension: `close_connection` ends the MCP side with a reason that says the
+/// owner stopped it, answers what was pending, tells the extension `connection_closed`, and
+/// is not followed by `connected` (the browser did not leave).
+#[tokio::test]
+async fn the_owner_stops_a_connection_from_the_extension() {
+    let relay = relay().await;
+    let mut ext = Extension::connect(&relay, "alice", "Chrome", "laptop").await;
+    let mut mcp = Mcp::connect(&relay, "alice").await;
+    let conn = mcp.connect_to(&ext.extension_id).await;
+    mcp.client
+        .send(json!({"jsonrpc": "2.0", "id": "pending-1", "method": "tabs/list"}))
+        .await;
+    ext.next_request().await;
+    ext.client
+        .send(
+            json!({"jsonrpc": "2.0", "id": "stop-1", "method": "close_connection",
+                     "params": {"connection_id": conn["connection_id"], "reason": "Stop clicked"}}),
+        )
+        .await;
+    // The extension hears the connection end (`notifications/cancelled`, `connection_closed`,
+    // `status`) before the answer to its request.
+    let mut heard = Vec::new();
+    let answer = loop {
+        let frame = ext.client.recv().await;
+        if frame.get("method").is_none() {
+            break frame;
+        }
+        heard.push(frame["method"].as_str().unwrap().to_owned());
+    };
+    assert_eq!(
+        answer,
+        json!({"jsonrpc": "2.0", "id": "stop-1", "result": {"closed": true}})
+    );
+    assert_eq!(
+        heard,
+        ["notifications/cancelled", "connection_closed", "status"]
+    );
+    let pending = mcp.client.recv_response().await;
+    assert_eq!(pending["id"], "pending-1");
+    assert_eq!(pending["error"]["code"], -32004, "{pending}");
+    let notice = mcp.client.recv_notification("disconnected").await;
+    assert_eq!(notice["params"]["connection_id"], conn["connection_id"]);
+    assert_eq!(
+        notice["params"]["reason"],
+        "Stopped by the browser's owner: Stop clicked"
+    );
+    assert_eq!(notice["params"]["name"], "Chrome");
+    let still_there = mcp.call("tabs/list", json!({})).await;
+    assert_eq!(
+        still_there["error"]["message"],
+        "Not connected to an extension"
+    );
+    // Stopped, not dropped: no `connected` follows, and connecting again is the client's call.
+    mcp.client.expect_silence(Duration::from_millis(300)).await;
+}
+
+/// Only the browser a connection belongs to may stop it: another browser of the same user
+/// cannot, nor can anyone name a connection that does not exist.
+#[tokio::test]
+async fn only_the_connections_own_browser_may_stop_it() {
+    let relay = relay().await;
+    let ext = Extension::connect(&relay, "alice", "Chrome", "laptop").await;
+    let mut other = Extension::connect(&relay, "alice", "Firefox", "desktop").await;
+    let mut mcp = Mcp::connect(&relay, "alice").await;
+    let conn = mcp.connect_to(&ext.extension_id).await;
+    for (id, params) in [
+        ("a", json!({"connection_id": conn["connection_id"]})),
+        (
+            "b",
+            json!({"connection_id": "conn-00000000-0000-4000-8000-000000000000"}),
+        ),
+    ] {
+        other
+            .client
+            .send(
+                json!({"jsonrpc": "2.0", "id": id, "method": "close_connection", "params": params}),
+            )
+            .await;
+        let refused = other.client.recv_response().await;
+        assert_eq!(refused["error"]["code"], -32000, "{refused}");
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("belongs to this browser"),
+            "{refused}"
+        );
+    }
+    other
+        .client
+        .send(json!({"jsonrpc": "2.0", "id": "c", "method": "close_connection", "params": {}}))
+        .await;
+    assert_eq!(other.client.recv_response().await["error"]["code"], -32602);
+    let _echo = ext.spawn_echo();
+    let alive = mcp.call("tabs/list", json!({})).await;
+    assert_eq!(alive["result"]["echo"], "tabs/list", "{alive}");
+}

@@ -353,12 +353,8 @@ impl Cluster {
     }
 
     /// Asks `node` to connect a client here to its extension.
-    pub fn open(&self, node: &str, connection_id: &str, user_id: &str, extension_id: &str) {
-        let body = serde_json::to_string(&ConnectBody {
-            user_id: user_id.to_owned(),
-            extension_id: extension_id.to_owned(),
-        })
-        .expect("serializable");
+    pub fn open(&self, node: &str, connection_id: &str, who: &ConnectBody) {
+        let body = serde_json::to_string(who).expect("serializable");
         self.publish(node, Kind::Connect, connection_id, &body);
     }
 

@@ -87,11 +87,20 @@ impl Kind {
     }
 }
 
-/// The body of [`Kind::Connect`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The body of [`Kind::Connect`]: who connects to which extension. The client's labels travel
+/// with it because the extension's node tells the extension who connected
+/// (`connection_opened`); they default to empty so a node of the previous version still
+/// connects.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ConnectBody {
     pub user_id: String,
     pub extension_id: String,
+    #[serde(default)]
+    pub mcp_client_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
 }
 
 /// Builds a node message.

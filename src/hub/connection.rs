@@ -51,6 +51,10 @@ pub(super) struct Connection {
     pub extension_name: String,
     pub client: ClientSide,
     pub extension: ExtensionSide,
+    /// The `connection_opened` the extension was sent (empty where the extension is on another
+    /// node): a socket that takes over from a duplicate is sent it again, so it knows who is
+    /// behind each connection it inherits.
+    pub opened: String,
     /// `None` once the connection has ended, so a request racing with the end cannot be
     /// inserted into a map nobody will ever drain.
     pub pending: Mutex<Option<Pending>>,
@@ -66,6 +70,7 @@ impl Connection {
         extension_name: &str,
         client: ClientSide,
         extension: ExtensionSide,
+        opened: String,
     ) -> Self {
         Connection {
             id,
@@ -74,6 +79,7 @@ impl Connection {
             extension_name: extension_name.to_owned(),
             client,
             extension,
+            opened,
             pending: Mutex::new(Some(Pending::default())),
             collisions: AtomicU64::new(0),
         }

@@ -11,6 +11,7 @@
 //! | `ClientNodeGone` | (nobody to answer) | "MCP client's relay node went away" | | |
 //! | `ExtensionGone` | extension left | (gone) | `disconnected` | yes |
 //! | `ExtensionReportedGone` | extension left | (gone) | (its node's `disconnected` was forwarded) | yes |
+//! | `StoppedByOwner(reason)` | stopped by the owner | `reason` | `disconnected` | |
 //! | `Shutdown` | shutting down | only a remote extension's node | | |
 //! | `Abandoned` | (none yet) | | | |
 //!
@@ -52,6 +53,10 @@ pub enum Ending<'a> {
     ExtensionGone { name: &'a str, reason: &'a str },
     /// The extension's node said it is gone, in a `disconnected` already passed to the client.
     ExtensionReportedGone,
+    /// The browser's owner stopped it from the extension (`close_connection`); `reason` is
+    /// the whole `disconnected` reason. The extension stays, so the client is not told
+    /// `connected` later: it was stopped, not dropped.
+    StoppedByOwner(&'a str),
     /// This relay is shutting down.
     Shutdown,
     /// `connect` lost a race with the extension leaving: nobody has heard of it yet.
@@ -69,6 +74,7 @@ impl<'a> Ending<'a> {
             Ending::ExtensionGone { .. } | Ending::ExtensionReportedGone => {
                 Some(RelayError::ExtensionLeft)
             }
+            Ending::StoppedByOwner(_) => Some(RelayError::StoppedByOwner),
             Ending::ClientGone
             | Ending::ClientEnded(_)
             | Ending::ClientNodeGone
@@ -84,6 +90,7 @@ impl<'a> Ending<'a> {
             Ending::ClientGone => Some("MCP client went away"),
             Ending::ClientEnded(reason) => Some(reason),
             Ending::ClientNodeGone => Some("MCP client's relay node went away"),
+            Ending::StoppedByOwner(reason) => Some(reason),
             Ending::Shutdown if !extension.is_local() => Some("relay shutting down"),
             Ending::Shutdown
             | Ending::ExtensionGone { .. }
@@ -119,7 +126,12 @@ impl Hub {
                 self.metrics.error(answer.code());
             }
         }
-        if let Ending::ExtensionGone { name, reason } = ending {
+        let notice = match ending {
+            Ending::ExtensionGone { name, reason } => Some((name, reason)),
+            Ending::StoppedByOwner(reason) => Some((conn.extension_name.as_str(), reason)),
+            _ => None,
+        };
+        if let Some((name, reason)) = notice {
             self.send_to_client(
                 &conn,
                 protocol::disconnected(connection_id, &conn.extension_id, Some(name), reason),

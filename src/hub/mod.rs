@@ -60,7 +60,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
-use crate::cluster::wire::PresenceEntry;
+use crate::cluster::wire::{ConnectBody, PresenceEntry};
 use crate::cluster::Cluster;
 use crate::frame::{self, code, Reply};
 use crate::metrics::Metrics;
@@ -87,7 +87,25 @@ pub struct ExtensionAuth {
 pub struct McpClient {
     pub user_id: String,
     pub mcp_client_id: String,
+    /// What the client says it is (`mcp_handshake`'s `client_id` and `client_name`), passed to
+    /// the extension in `connection_opened` so its owner can tell assistants apart. Declared by
+    /// the client, not proven: the relay vouches only for the user.
+    pub client_id: Option<String>,
+    pub client_name: Option<String>,
     pub peer: Peer,
+}
+
+impl McpClient {
+    /// The cluster's `connect` body for this client and `extension_id`.
+    fn connect_body(&self, extension_id: &str) -> ConnectBody {
+        ConnectBody {
+            user_id: self.user_id.clone(),
+            extension_id: extension_id.to_owned(),
+            mcp_client_id: self.mcp_client_id.clone(),
+            client_id: self.client_id.clone(),
+            client_name: self.client_name.clone(),
+        }
+    }
 }
 
 /// One row of `list_extensions`.
@@ -284,11 +302,11 @@ impl Hub {
     /// `connection_id` is chosen by the client's node, so both nodes name it the same.
     fn attach(
         &self,
-        user_id: &str,
-        extension_id: &str,
+        who: &ConnectBody,
         client: ClientSide,
         connection_id: String,
     ) -> Result<ConnectInfo, RelayError> {
+        let (user_id, extension_id) = (who.user_id.as_str(), who.extension_id.as_str());
         // Check ownership before creating anything; the same answer for "absent" and
         // "someone else's" so ids of other users' browsers cannot be probed.
         let name = self
@@ -302,6 +320,12 @@ impl Hub {
         if self.connections.contains_key(&connection_id) {
             return Err(RelayError::ExtensionNotFound);
         }
+        let opened = protocol::connection_opened(
+            &connection_id,
+            &who.mcp_client_id,
+            who.client_id.as_deref(),
+            who.client_name.as_deref(),
+        );
         self.connections.insert(
             connection_id.clone(),
             Arc::new(Connection::new(
@@ -311,6 +335,7 @@ impl Hub {
                 &name,
                 client,
                 ExtensionSide::Local,
+                opened.clone(),
             )),
         );
         self.metrics.connections.fetch_add(1, Relaxed);
@@ -326,6 +351,9 @@ impl Hub {
             self.end(&connection_id, Ending::Abandoned);
             return Err(RelayError::ExtensionNotFound);
         };
+        // Who connected first, then the new count: an extension that asks its owner before
+        // acting for a new assistant learns whom to ask about before any request arrives.
+        self.send_to_extension(extension_id, opened);
         self.send_status_to_extension(extension_id);
         Ok(ConnectInfo {
             connection_id,
@@ -357,9 +385,10 @@ impl Hub {
                 &entry.name,
                 ClientSide::Local(client.peer.clone()),
                 ExtensionSide::Remote { node: node.clone() },
+                String::new(),
             )),
         );
-        cluster.open(&node, &connection_id, &client.user_id, extension_id);
+        cluster.open(&node, &connection_id, &client.connect_body(extension_id));
         Ok(ConnectInfo {
             connection_id,
             extension_id: extension_id.to_owned(),
@@ -391,6 +420,7 @@ impl Hub {
             .as_deref()
             .map(|v| truncate_utf8(v, self.limits.max_name_bytes).to_owned());
         let mut superseded = None;
+        let mut inherited = Vec::new();
         let joined_status;
         let new_identity;
         match self.extensions.entry(extension_id.clone()) {
@@ -418,6 +448,7 @@ impl Hub {
                     }
                 }
                 joined_status = protocol::extension_status(&entry.connections);
+                inherited.clone_from(&entry.connections);
                 new_identity = false;
             }
             dashmap::Entry::Vacant(entry) => {
@@ -460,7 +491,13 @@ impl Hub {
             self.tell_returned(&extension_id, name);
         }
         // Every new socket learns its peers right away (none, or those it inherits from a
-        // duplicate), so the extension can drop state of connections that no longer exist.
+        // duplicate, each with who is behind it), so the extension can drop state of
+        // connections that no longer exist and knows whom it acts for in the others.
+        for connection_id in &inherited {
+            if let Some(conn) = self.connection(connection_id) {
+                peer.send(conn.opened.clone());
+            }
+        }
         peer.send(joined_status);
         self.presence_changed();
         Ok(extension_id)
@@ -591,8 +628,7 @@ impl Hub {
                 self.attach_remote(cluster, client, extension_id)
             }
             _ => self.attach(
-                &client.user_id,
-                extension_id,
+                &client.connect_body(extension_id),
                 ClientSide::Local(client.peer.clone()),
                 new_connection_id(),
             ),
@@ -609,6 +645,28 @@ impl Hub {
     /// extension is told to cancel them.
     pub fn mcp_closed(&self, connection_id: &str) {
         self.end(connection_id, Ending::ClientGone);
+    }
+
+    /// The browser's owner stops one of this extension's connections (`close_connection` from
+    /// the extension). Only the extension the connection belongs to may do so, and only where
+    /// it is held: the relay node its socket is on.
+    pub fn stop_by_owner(
+        &self,
+        extension_id: &str,
+        connection_id: &str,
+        reason: Option<&str>,
+    ) -> Result<(), RelayError> {
+        let owned = self
+            .connection(connection_id)
+            .is_some_and(|c| c.extension_id == extension_id && c.extension.is_local());
+        // The reason reaches MCP clients: bounded like every name an extension gives.
+        let reason = protocol::stopped_by_owner_reason(reason.map(|r| truncate_utf8(r, 256)));
+        if owned && self.end(connection_id, Ending::StoppedByOwner(&reason)) {
+            return Ok(());
+        }
+        Err(RelayError::NotThisBrowsersConnection(
+            crate::redact::clip(connection_id, 100).into_owned(),
+        ))
     }
 
     /// True while the connection exists.

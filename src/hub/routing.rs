@@ -57,8 +57,7 @@ impl Routing for Hub {
             node: message.from.to_owned(),
         };
         let connection_id = message.connection_id.to_owned();
-        self.attach(&body.user_id, &body.extension_id, client, connection_id)
-            .map(drop)
+        self.attach(body, client, connection_id).map(drop)
     }
 
     fn request_from(&self, connection_id: &str, call: &Call<'_>) -> Result<(), RelayError> {

@@ -73,6 +73,11 @@ fn summary(frame: &str) -> String {
         (Some("connection_closed"), None) => format!("connection_closed ({})", text(&p["reason"])),
         (Some("disconnected"), None) => format!("disconnected ({})", text(&p["reason"])),
         (Some("connected"), None) => format!("connected {}", text(&p["name"])),
+        (Some("connection_opened"), None) => format!(
+            "connection_opened {} by {}",
+            text(&p["connection_id"]),
+            text(&p["client_name"])
+        ),
         (Some(method), None) => method.to_owned(),
         (None, Some(id)) if v.get("error").is_some() => {
             format!("error {} {}", text(id), v["error"]["code"])
@@ -126,6 +131,8 @@ fn client(user: &str) -> (McpClient, DetachedRx) {
     let client = McpClient {
         user_id: user.into(),
         mcp_client_id: "mcp-1".into(),
+        client_id: Some("bridge-1".into()),
+        client_name: Some("Claude Desktop".into()),
         peer,
     };
     (client, rx)
@@ -166,6 +173,7 @@ fn pair_with_a_pending_request() -> (Hub, String, DetachedRx, String, Peer, Deta
     assert_eq!(
         got(&mut ext_rx),
         [
+            format!("connection_opened {conn} by Claude Desktop"),
             "status 1".to_owned(),
             format!("request {conn}:7 tools/call")
         ]
@@ -329,7 +337,13 @@ fn connecting_to_a_vanished_or_foreign_extension_leaves_nothing_behind() {
     let (ext, _peer, mut ext_rx) = extension(&hub, "alice", "2");
     let (mcp, mut mcp_rx) = client("alice");
     let conn = hub.connect(&mcp, &ext).unwrap().connection_id;
-    assert_eq!(got(&mut ext_rx), ["status 1"]);
+    assert_eq!(
+        got(&mut ext_rx),
+        [
+            format!("connection_opened {conn} by Claude Desktop"),
+            "status 1".to_owned()
+        ]
+    );
     hub.extensions.get_mut(&ext).unwrap().connections.clear();
     assert!(hub.end(&conn, Ending::Abandoned));
     assert!(got(&mut mcp_rx).is_empty() && got(&mut ext_rx).is_empty());
@@ -342,7 +356,15 @@ fn a_duplicate_socket_takes_over_the_traffic_and_keeps_the_pending_requests() {
     let (new, mut new_rx) = Peer::detached();
     hub.register_extension(&auth("alice", "1", "Browser 1"), &new)
         .unwrap();
-    assert_eq!(got(&mut new_rx), ["authenticated", "status 1"]);
+    // The socket taking over is told who is behind the connection it inherits.
+    assert_eq!(
+        got(&mut new_rx),
+        [
+            "authenticated".to_owned(),
+            format!("connection_opened {conn} by Claude Desktop"),
+            "status 1".to_owned()
+        ]
+    );
     hub.extension_socket_closed(&ext, &old, "closed");
     hub.forward_request(&conn, &raw("8"), "m", None).unwrap();
     assert_eq!(got(&mut new_rx), [format!("request {conn}:8 m")]);
@@ -613,6 +635,9 @@ fn extension_node_with_a_remote_client() -> (
     let connect = serde_json::to_string(&wire::ConnectBody {
         user_id: "alice".into(),
         extension_id: ext.clone(),
+        mcp_client_id: "mcp-a".into(),
+        client_id: None,
+        client_name: Some("Claude Code".into()),
     })
     .unwrap();
     cluster.on_node_message(
@@ -621,7 +646,11 @@ fn extension_node_with_a_remote_client() -> (
     );
     assert!(hub.is_connected("conn-x"));
     assert_eq!(cluster.live_nodes(), 1, "node A is known, to be expired");
-    assert_eq!(got(&mut ext_rx), ["status 1"]);
+    // The client's labels crossed with the connect.
+    assert_eq!(
+        got(&mut ext_rx),
+        ["connection_opened conn-x by Claude Code", "status 1"]
+    );
     let request = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call"}"#;
     cluster.on_node_message(
         hub.as_ref(),
@@ -776,7 +805,7 @@ fn client_node_with_a_remote_extension() -> (
     assert_eq!(
         published(&mut out),
         [
-            r#"Connect node-b: {"user_id":"alice","extension_id":"ext-1"}"#,
+            r#"Connect node-b: {"user_id":"alice","extension_id":"ext-1","mcp_client_id":"mcp-1","client_id":"bridge-1","client_name":"Claude Desktop"}"#,
             "Request node-b: request 9 tools/call"
         ]
     );
@@ -948,4 +977,40 @@ fn a_silent_node_expires_after_its_ttl() {
         Some("disconnected (the extension's relay node stopped responding)")
     );
     assert_eq!(cluster.live_nodes(), 0);
+}
+
+#[test]
+fn the_owner_stopping_a_connection_answers_tells_both_sides_and_waits_for_nothing() {
+    let (hub, conn, mut mcp_rx, ext, _peer, mut ext_rx) = pair_with_a_pending_request();
+    assert_eq!(
+        hub.stop_by_owner("ext-someone-else", &conn, Some("Stop clicked")),
+        Err(RelayError::NotThisBrowsersConnection(conn.clone())),
+        "only the connection's own browser may stop it"
+    );
+    assert!(hub.is_connected(&conn));
+    hub.stop_by_owner(&ext, &conn, Some("Stop clicked"))
+        .unwrap();
+    let reason = "Stopped by the browser's owner: Stop clicked";
+    let code = RelayError::StoppedByOwner.code();
+    assert_eq!(
+        got(&mut mcp_rx),
+        [
+            format!("error 7 {code}"),
+            format!("disconnected ({reason})")
+        ]
+    );
+    assert_eq!(
+        got(&mut ext_rx),
+        [
+            format!("cancelled {conn}:7 ({reason})"),
+            format!("connection_closed ({reason})"),
+            "status 0".to_owned(),
+        ]
+    );
+    assert_eq!(
+        hub.metrics.awaited_extensions.load(Relaxed),
+        0,
+        "stopped, not dropped: nobody waits for `connected`"
+    );
+    assert!(hub.stop_by_owner(&ext, &conn, None).is_err(), "ended once");
 }

@@ -33,6 +33,21 @@ struct HandshakeParams {
     access_token_camel: Option<String>,
     #[serde(default)]
     access_token: Option<String>,
+    /// Labels the client gives itself for the browser's owner (`connection_opened`). Taken
+    /// only when they are strings: older clients send other shapes, and a label is never a
+    /// reason to refuse a handshake.
+    #[serde(default)]
+    client_id: Option<Value>,
+    #[serde(default)]
+    client_name: Option<Value>,
+}
+
+impl HandshakeParams {
+    /// A label as the relay keeps it: a non-empty string, cut to `--max-name-bytes`.
+    fn label(value: &Option<Value>, max_bytes: usize) -> Option<String> {
+        let text = value.as_ref()?.as_str()?.trim();
+        (!text.is_empty()).then(|| crate::hub::truncate_utf8(text, max_bytes).to_owned())
+    }
 }
 
 impl McpSession {
@@ -47,7 +62,9 @@ impl McpSession {
         registration.connection.clone()
     }
 
-    /// `mcp_handshake {accessToken | access_token, client_id?}`.
+    /// `mcp_handshake {accessToken | access_token, client_id?, client_name?}`. A repeated
+    /// handshake of the same user refreshes the token's expiry and, when given, the labels
+    /// (a bridge learns its host's name only after the host initializes).
     pub(super) fn handshake(&mut self, params: Option<&RawValue>) -> Result<Value, RelayError> {
         let params: HandshakeParams = match params {
             Some(p) => serde_json::from_str(p.get()).map_err(|_| {
@@ -57,6 +74,9 @@ impl McpSession {
             })?,
             None => HandshakeParams::default(),
         };
+        let max_label = self.state.config.hub.max_name_bytes;
+        let client_id = HandshakeParams::label(&params.client_id, max_label);
+        let client_name = HandshakeParams::label(&params.client_name, max_label);
         let token = params
             .access_token_camel
             .or(params.access_token)
@@ -66,11 +86,13 @@ impl McpSession {
             .verifier
             .verify(&token, Role::Mcp)
             .map_err(|e| RelayError::AuthenticationFailed(e.to_string()))?;
-        if let Some(client) = &self.client {
+        if let Some(client) = &mut self.client {
             // A repeated handshake is harmless when it names the same user.
             if client.user_id != identity.user_id {
                 return Err(RelayError::AuthenticatedAsAnotherUser);
             }
+            client.client_id = client_id.or(client.client_id.take());
+            client.client_name = client_name.or(client.client_name.take());
             self.token_expires = Some(tokio::time::Instant::now() + identity.expires_in());
             return Ok(handshake_result(client));
         }
@@ -79,6 +101,8 @@ impl McpSession {
         let client = McpClient {
             user_id: identity.user_id,
             mcp_client_id: format!("mcp-{}", Uuid::new_v4()),
+            client_id,
+            client_name,
             peer: self.peer.clone(),
         };
         let result = handshake_result(&client);

@@ -26,6 +26,7 @@ pub fn bridge_command(args: &[&str], mcp_token: &str) -> tokio::process::Command
         "MCP_RELAY_CA_CERT",
         "MCP_RELAY_MAX_RESULT_BYTES",
         "MCP_RELAY_BRIDGE_REQUEST_TIMEOUT",
+        "MCP_RELAY_BRIDGE_APPROVAL_WAIT",
         "MCP_RELAY_BRIDGE_TOOLS",
         "MCP_RELAY_BRIDGE_DYNAMIC",
         "MCP_RELAY_BRIDGE_DYNAMIC_POOL",

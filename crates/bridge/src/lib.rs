@@ -90,6 +90,10 @@ pub struct BridgeArgs {
     /// variable is not serve's MCP_RELAY_REQUEST_TIMEOUT, so one environment can hold both.)
     #[arg(long, env = "MCP_RELAY_BRIDGE_REQUEST_TIMEOUT", default_value = "75s", value_parser = parse_duration)]
     pub request_timeout: Duration,
+    /// How long a tool call waits for the browser's owner to allow this assistant in the
+    /// extension (it refuses with -32010 until then) before the model is told to ask them.
+    #[arg(long, env = "MCP_RELAY_BRIDGE_APPROVAL_WAIT", default_value = "20s", value_parser = parse_duration)]
+    pub approval_wait: Duration,
 
     /// Which tools the host sees: `direct` (one tool per browser action), `proxy` (the single
     /// `proxy` tool), `retrieve` (`retrieve_tools`, `describe_tool`, `call_tool_read`/`_write`/
@@ -164,12 +168,14 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
         client_id,
         tls,
         request_timeout: args.request_timeout,
+        approval_wait: args.approval_wait,
         browser: args.browser.clone(),
     });
-    let toolbox = tools::Toolbox::new(Arc::new(relay.clone()), args.max_result_bytes);
+    let link: Arc<dyn link::BrowserLink> = Arc::new(relay.clone());
+    let toolbox = tools::Toolbox::new(Arc::clone(&link), args.max_result_bytes);
     let gateway = gateway::Gateway::new(Arc::new(toolbox), args.tools, dynamic, audit);
     let (stdout, pump) = wire::stdout_pump();
-    let service = server::BrowserServer::new(Arc::new(gateway))
+    let service = server::BrowserServer::new(Arc::new(gateway), link)
         .serve((tokio::io::stdin(), stdout))
         .await
         .context("starting the MCP server on stdio")?;

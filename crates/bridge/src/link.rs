@@ -32,6 +32,10 @@ pub(crate) trait BrowserLink: Send + Sync {
     fn choose<'a>(&'a self, wanted: &'a str) -> BoxFuture<'a, Result<ChosenBrowser, LinkError>>;
     /// What the link knows right now, without asking anyone.
     fn status(&self) -> Status;
+    /// Names the MCP host (its `clientInfo.name`, possibly empty) to the browser's owner, who
+    /// decides whether this assistant may act; called once, at `initialize`. A link that has
+    /// nobody to tell ignores it.
+    fn introduce(&self, _client_name: &str) {}
 }
 
 /// Why a request got no result. Every message says what to do next, because it ends up in front

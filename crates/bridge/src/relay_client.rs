@@ -53,6 +53,8 @@ const BROWSER_RETRY: Duration = Duration::from_secs(2);
 /// A laptop that sleeps or a NAT that forgets the flow leaves a socket that is dead without an
 /// error; calls would then each wait for their timeout. So the bridge pings, and gives the
 /// socket up when nothing at all (not even a pong) has arrived for `SILENCE_LIMIT`.
+/// How often a call waiting for the owner's approval tries again.
+const APPROVAL_POLL: Duration = Duration::from_millis(500);
 const PING_EVERY: Duration = Duration::from_secs(15);
 const SILENCE_LIMIT: Duration = Duration::from_secs(45);
 
@@ -66,6 +68,10 @@ pub(crate) struct RelayConfig {
     pub tls: Arc<rustls::ClientConfig>,
     /// How long a request waits for its answer.
     pub request_timeout: Duration,
+    /// `--approval-wait`: how long a call waits for the browser's owner to allow this
+    /// assistant (the extension answers `-32010` until then) before the model is told to ask
+    /// the person. Short by default: the model should say what is happening, not sit silent.
+    pub approval_wait: Duration,
     /// `--browser`: the extension id or name to connect to when none is chosen yet.
     pub browser: Option<String>,
 }
@@ -107,6 +113,12 @@ struct Shared {
     /// Held while connecting to a browser, so a tool call and a `connected` notification (or
     /// two tool calls) do not both send `connect` and trip over "already connected".
     connecting: tokio::sync::Mutex<()>,
+    /// The MCP host's name (`clientInfo.name` at `initialize`), sent to the relay as
+    /// `client_name` so the browser's owner sees which assistant asks ("Claude Desktop").
+    client_name: Mutex<Option<String>>,
+    /// Set once the host has initialized. Until then the bridge does not connect to a browser
+    /// by itself: the browser's owner would be asked about an assistant with no name.
+    introduced: std::sync::atomic::AtomicBool,
     /// Cancelled by [`RelayClient::close`].
     shutdown: CancellationToken,
 }
@@ -130,6 +142,8 @@ impl RelayClient {
             link_changed: watch::channel(0).0,
             browser: Mutex::new(BrowserState::default()),
             connecting: tokio::sync::Mutex::new(()),
+            client_name: Mutex::new(None),
+            introduced: std::sync::atomic::AtomicBool::new(false),
             shutdown: CancellationToken::new(),
         });
         let client = RelayClient {
@@ -176,8 +190,36 @@ impl RelayClient {
         }
     }
 
-    /// Sends an extension command to the browser, connecting to it first when needed.
+    /// Names the MCP host for the browser's owner; every later handshake carries it, and
+    /// [`Self::connect_locked`] repeats the handshake before each `connect`, so the extension
+    /// is told the name with the connection whichever came first.
+    pub(crate) fn introduce(&self, client_name: &str) {
+        let name = client_name.trim();
+        if !name.is_empty() {
+            *self.shared.client_name.lock().unwrap() = Some(name.to_owned());
+        }
+        self.shared.introduced.store(true, Ordering::Relaxed);
+    }
+
+    /// Sends an extension command to the browser, connecting to it first when needed. While
+    /// the browser's owner has not allowed this assistant (`-32010`), tries again for up to
+    /// `--approval-wait`, so a call made just before the person clicks "Allow" goes through.
     pub(crate) async fn call(&self, method: &str, params: Value) -> Result<Value, LinkError> {
+        let deadline = tokio::time::Instant::now() + self.shared.config.approval_wait;
+        loop {
+            match self.call_once(method, params.clone()).await {
+                Err(LinkError::Rpc { code, .. })
+                    if code == code::OWNER_APPROVAL_REQUIRED
+                        && tokio::time::Instant::now() + APPROVAL_POLL < deadline =>
+                {
+                    tokio::time::sleep(APPROVAL_POLL).await;
+                }
+                answer => return answer,
+            }
+        }
+    }
+
+    async fn call_once(&self, method: &str, params: Value) -> Result<Value, LinkError> {
         let connection_id = self.ensure_browser().await?;
         match self.request(method, params.clone()).await {
             // The relay ended the connection (extension gone) and the notification has not
@@ -316,6 +358,13 @@ impl RelayClient {
 
     /// `connect`, with `connecting` held by the caller.
     async fn connect_locked(&self, extension_id: &str) -> Result<ChosenBrowser, LinkError> {
+        // The socket's handshake may predate the host's `initialize` (the bridge connects at
+        // start): repeat it with the host's name, which the relay announces with the
+        // connection (`connection_opened`). One round trip per connect, which is rare.
+        if self.shared.client_name.lock().unwrap().is_some() {
+            self.request("mcp_handshake", handshake_params(&self.shared))
+                .await?;
+        }
         let params = json!({ "extension_id": extension_id });
         let result = match self.request("connect", params.clone()).await {
             // The relay still has a connection we gave up on (an answer lost with a socket):
@@ -504,6 +553,10 @@ impl BrowserLink for RelayClient {
         Box::pin(RelayClient::choose(self, wanted))
     }
 
+    fn introduce(&self, client_name: &str) {
+        RelayClient::introduce(self, client_name);
+    }
+
     fn status(&self) -> Status {
         RelayClient::status(self)
     }
@@ -556,6 +609,17 @@ fn backoff(failures: u32) -> Duration {
     full / 2 + full / 2 * random / 1000
 }
 
+/// `mcp_handshake`'s params: the token, this bridge's stable `client_id`, and the host's name
+/// once known.
+fn handshake_params(shared: &Shared) -> Value {
+    let mut params =
+        json!({"access_token": shared.config.token, "client_id": shared.config.client_id});
+    if let Some(name) = shared.client_name.lock().unwrap().as_deref() {
+        params["client_name"] = name.into();
+    }
+    params
+}
+
 /// Connects and handshakes. Returns the socket and the user id, or a message for a person.
 async fn open_session(shared: &Shared) -> Result<(Socket, String), String> {
     let url = &shared.config.url;
@@ -588,7 +652,7 @@ async fn open_session(shared: &Shared) -> Result<(Socket, String), String> {
             "jsonrpc": "2.0",
             "id": id,
             "method": "mcp_handshake",
-            "params": {"access_token": shared.config.token, "client_id": shared.config.client_id},
+            "params": handshake_params(shared),
         });
         socket
             .send(Message::Text(handshake.to_string().into()))
@@ -677,7 +741,8 @@ async fn run_session(client: &RelayClient, socket: Socket, user_id: String) -> S
             }
             _ = browser_check.tick() => {
                 let idle = browser_attempt.as_ref().is_none_or(|a| a.is_finished());
-                if idle && client.connection_id().is_none() {
+                let introduced = client.shared.introduced.load(Ordering::Relaxed);
+                if idle && introduced && client.connection_id().is_none() {
                     let retry = client.clone();
                     browser_attempt = Some(tokio::spawn(async move {
                         if let Err(e) = retry.ensure_browser().await {

@@ -10,15 +10,17 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
+    GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::json;
 
 use super::gateway::{Exposure, Gateway};
+use super::link::BrowserLink;
 use super::resources::ReadError;
 
 /// What the host reads once, at `initialize`.
@@ -40,11 +42,13 @@ retrieve_tools, then call a hit with the call_tool_* variant it names (call_with
 #[derive(Clone)]
 pub(crate) struct BrowserServer {
     gateway: Arc<Gateway>,
+    /// The way to the browser, told the host's name at `initialize`.
+    link: Arc<dyn BrowserLink>,
 }
 
 impl BrowserServer {
-    pub(crate) fn new(gateway: Arc<Gateway>) -> BrowserServer {
-        BrowserServer { gateway }
+    pub(crate) fn new(gateway: Arc<Gateway>, link: Arc<dyn BrowserLink>) -> BrowserServer {
+        BrowserServer { gateway, link }
     }
 }
 
@@ -54,6 +58,20 @@ fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result
 }
 
 impl ServerHandler for BrowserServer {
+    /// Answers as rmcp does, and passes the host's name on: the browser's owner is asked about
+    /// "Claude Desktop", not about an anonymous bridge.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        let name = request.client_info.name.trim();
+        tracing::info!(host = name, "the MCP host introduced itself");
+        self.link.introduce(name);
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     fn get_info(&self) -> ServerConfig {
         let capabilities: ServerCapabilities = serde_json::from_value(json!({
             "tools": {"listChanged": self.gateway.dynamic()},

@@ -284,6 +284,11 @@ pub(crate) fn advice(error: &LinkError) -> String {
                  tool again in a few seconds"
             ),
                 code::INVALID_PARAMS => format!("the browser rejected the arguments: {message}"),
+                code::OWNER_APPROVAL_REQUIRED => format!(
+                    "the browser's owner has not allowed this assistant yet ({message}); the \
+                     bridge waited --approval-wait for them. Tell the person to click Allow in the mcp-relay \
+                     extension (its toolbar icon or the notification), then call the tool again"
+                ),
                 code::METHOD_NOT_FOUND => format!(
                     "the browser extension does not know this command ({message}): update the \
                  mcp-relay extension"

@@ -26,3 +26,7 @@ pub const EXTENSION_GONE: i64 = -32004;
 pub const SHUTTING_DOWN: i64 = -32005;
 /// A per-user or global capacity limit was reached.
 pub const LIMIT_REACHED: i64 = -32006;
+/// Sent by an extension, not the relay: the browser's owner has not allowed this assistant
+/// yet (or denied it). The relay forwards it unchanged; the bridge waits a little for the
+/// owner's decision and otherwise tells the model to ask the person.
+pub const OWNER_APPROVAL_REQUIRED: i64 = -32010;
