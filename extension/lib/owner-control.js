@@ -24,8 +24,7 @@ export const ASSISTANTS_KEY = 'assistants';
 /** The popup shows this many recent actions per assistant: enough to see what it is doing, not a log. */
 const RECENT_ACTIONS = 5;
 const NOTIFICATION_PREFIX = 'consent:';
-/** How long a tab's group change settles before it counts as the person's drag (closing tabs ungroup too). */
-const SETTLE_MS = 150;
+
 
 /**
  * @typedef {object} Assistant one MCP connection, as the person sees it
@@ -56,6 +55,11 @@ export class OwnerControl {
     this._groups = new AssistantGroups();
     /** Tabs we are grouping right now: their groupId events are ours, not the person's drag. */
     this._grouping = new Set();
+    /**
+     * Tabs already put in (or dragged into) an assistant's group. Never regrouped: one that left
+     * its group was moved by the person, and putting it back would undo their drag.
+     */
+    this._grouped = new Set();
     /** @type {import('./connection-state.js').ConnectionState | null} */
     this._connections = null;
     this._userId = null;
@@ -266,18 +270,30 @@ export class OwnerControl {
       await this._takeBack(tabId, 'blocked');
       return;
     }
-    if (change.groupId === undefined || this._grouping.has(tabId))
+    // Our own grouping moves tabs into groups; leaving every group (-1) is never ours.
+    if (change.groupId === undefined || (this._grouping.has(tabId) && change.groupId !== -1))
       return;
-    // A closing tab leaves its group first; only a tab still there a moment later was dragged.
-    await new Promise(resolve => setTimeout(resolve, SETTLE_MS));
-    const tab = await chrome.tabs.get(tabId).catch(() => undefined);
-    if (!tab || this._grouping.has(tabId))
-      return;
-    const move = this._groups.classifyMove(this._ownerOf(tabId), tab.groupId ?? change.groupId);
+    // At once, before a command in flight could put the tab back into the group. A closing tab
+    // leaves its group too; tabRemoved forgets that it was "taken back".
+    const move = this._groups.classifyMove(this._ownerOf(tabId), change.groupId);
     if (move.kind === 'taken' || move.kind === 'moved')
       await this._takeBack(tabId, 'ungrouped', { ungroup: false });
     if (move.kind === 'given' || move.kind === 'moved')
       this._give(tabId, move.to);
+  }
+
+  /** A closed tab was not taken back, it is gone: the assistant hears "no current tab" as before. @param {number} tabId */
+  tabRemoved(tabId) {
+    this._grouped.delete(tabId);
+    for (const assistant of this._assistants.values()) {
+      if (assistant.lostCurrent === tabId)
+        delete assistant.lostCurrent;
+      if (assistant.takenBack[tabId]) {
+        const { [tabId]: _, ...rest } = assistant.takenBack;
+        assistant.takenBack = rest;
+      }
+    }
+    this._publish();
   }
 
   /** The person closed the group (its tabs close too) or Chrome removed it empty. @param {number} groupId */
@@ -382,13 +398,15 @@ export class OwnerControl {
       return;
     const assistant = this._assistants.get(owner);
     const wasCurrent = this._connections.tabs.currentTab(owner) === tabId;
+    this._grouped.delete(tabId);
+    // All books first, before any await: a command in flight, or the next one, must see the tab gone.
     this._connections.tabs.dropTab(tabId);
-    await this._connections.debuggers.detach(tabId).catch(() => {});
     if (assistant) {
       assistant.takenBack = { ...assistant.takenBack, [tabId]: why };
       if (wasCurrent)
         assistant.lostCurrent = tabId;
     }
+    await this._connections.debuggers.detach(tabId).catch(() => {});
     if (ungroup) {
       this._grouping.add(tabId);
       await chrome.tabs.ungroup(tabId).catch(() => {}).finally(() => this._grouping.delete(tabId));
@@ -402,6 +420,7 @@ export class OwnerControl {
     if (!assistant || !this._connections)
       return;
     this._connections.tabs.claim(connectionId, tabId);
+    this._grouped.add(tabId);
     const { [tabId]: _, ...rest } = assistant.takenBack;
     assistant.takenBack = rest;
     this._publish();
@@ -430,6 +449,10 @@ export class OwnerControl {
       if (!tab || tab.windowId === undefined)
         continue;
       const groupId = this._groups.groupIn(assistant.connectionId, tab.windowId);
+      // The person may have taken it back while we looked it up.
+      if (this._grouped.has(tabId) || this._ownerOf(tabId) !== assistant.connectionId)
+        continue;
+      this._grouped.add(tabId);
       if (groupId !== undefined && tab.groupId === groupId)
         continue;
       this._grouping.add(tabId);

@@ -28,6 +28,7 @@ export function registerOwnerControl(devConfig, closeConnection) {
     if (change.url !== undefined || change.groupId !== undefined)
       owner.tabUpdated(tabId, change).catch(error => console.warn('[mcp-relay] tab update:', error));
   });
+  chrome.tabs.onRemoved.addListener(tabId => owner.tabRemoved(tabId));
   chrome.tabGroups?.onRemoved.addListener(group => owner.groupRemoved(group.id));
   chrome.notifications?.onButtonClicked.addListener((id, button) => {
     owner.notificationButton(id, button).catch(error => console.warn('[mcp-relay] notification:', error));

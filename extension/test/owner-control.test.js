@@ -86,15 +86,23 @@ test('the assistant\'s tabs are grouped; a tab dragged out is refused to it with
   await owner.run(ctx, 'selectTab', { tabId: 5 }, select);
   const groupId = tabs.get(5).groupId;
   assert.ok(groupId >= 100);
-  tabs.get(5).groupId = -1;
   await owner.tabUpdated(5, { groupId: -1 });
   assert.equal(ctx.tabs.ownerOf(5), undefined);
   await assert.rejects(owner.run(ctx, 'click', { tabId: 5 }, async () => assert.fail('ran')), /tab 5 was taken back by the browser's owner/);
   const noCurrent = async () => { throw new Error('This MCP connection has no current tab; call createTab'); };
   await assert.rejects(owner.run(ctx, 'snapshot', {}, noCurrent), /tab 5 was taken back/);
-  tabs.get(5).groupId = groupId;
   await owner.tabUpdated(5, { groupId });
   assert.equal(ctx.tabs.ownerOf(5), 'conn-1');
+});
+
+test('a tab that leaves its group because it closes is gone, not "taken back"', async () => {
+  const { owner, ctx, select } = setUp({ autoAllow: true });
+  await owner.connectionOpened({ connection_id: 'conn-1', client_name: 'Claude Desktop' });
+  await owner.run(ctx, 'selectTab', { tabId: 5 }, select);
+  await owner.tabUpdated(5, { groupId: -1 });
+  owner.tabRemoved(5);
+  const noCurrent = async () => { throw new Error('This MCP connection has no current tab; call createTab'); };
+  await assert.rejects(owner.run(ctx, 'snapshot', {}, noCurrent), /no current tab/);
 });
 
 test('the popup gets name, tabs and the last five actions, methods only', async () => {
