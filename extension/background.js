@@ -10,6 +10,7 @@
  */
 
 import { DebuggerSessions } from './lib/debugger-sessions.js';
+import { registerOwnerControl } from './lib/owner-wiring.js';
 import { RelaySupervisor } from './lib/relay-supervisor.js';
 import { STATE_KEY, SettingsKey, loadClientId, loadDevConfig, loadSettings } from './lib/settings.js';
 
@@ -22,11 +23,15 @@ const SETTINGS_KEYS = new Set([SettingsKey.RELAY_URL, SettingsKey.TOKEN, Setting
 /** Read once per worker start: tests drop the file in before Chrome starts. */
 const devConfig = loadDevConfig();
 
+/** Consent, tab groups, off-limits sites, Stop: see lib/owner-control.js. */
+const owner = registerOwnerControl(devConfig, (connectionId, reason) => supervisor.closeConnection(connectionId, reason));
+
 const supervisor = new RelaySupervisor({
   loadSettings: async () => loadSettings(await devConfig),
   loadClientId,
   version: chrome.runtime.getManifest().version,
   publish: publishState,
+  owner,
 });
 
 chrome.alarms.onAlarm.addListener(alarm => {
@@ -63,8 +68,7 @@ DebuggerSessions.detachLeftovers().catch(() => {}).finally(() => supervisor.rest
  */
 function publishState(state) {
   chrome.storage.session.set({ [STATE_KEY]: state }).catch(() => {});
-  const badge = { authenticated: 'ON', connecting: '…', disconnected: '' }[state.state] ?? '';
-  chrome.action.setBadgeText({ text: badge }).catch(() => {});
-  chrome.action.setBadgeBackgroundColor({ color: state.state === 'authenticated' ? '#188038' : '#80868b' }).catch(() => {});
+  // The badge counts assistants (and asks for decisions) first; the relay state shows when there are none.
+  owner.relayStateChanged(state);
   chrome.action.setTitle({ title: `mcp-relay: ${state.state}${state.lastError ? ` (${state.lastError})` : ''}` }).catch(() => {});
 }

@@ -23,6 +23,8 @@ export class ConnectionState {
   constructor() {
     this.tabs = new TabOwnership();
     this.debuggers = new DebuggerSessions();
+    /** @type {import('./owner-control.js').OwnerControl | null} the owner's rules; the service worker installs them */
+    this.owner = null;
     this._onTabRemoved = this._onTabRemoved.bind(this);
     this._onDebuggerDetach = this._onDebuggerDetach.bind(this);
     this._onDebuggerEvent = this._onDebuggerEvent.bind(this);

@@ -42,6 +42,9 @@ import { runCommand } from './commands.js';
 import { DIRECT_CONNECTION, connectionIdOf } from './ids.js';
 import { ErrorCode, RpcError, errorReply, notification, resultReply } from './rpc.js';
 
+/** How long the relay gets to answer one of our own requests; it answers close_connection at once. */
+const REQUEST_TIMEOUT_MS = 5_000;
+
 /**
  * @typedef {object} Credentials
  * @property {string} name browser name shown to MCP users
@@ -79,6 +82,9 @@ export class RelayConnection {
     /** Set once this socket has answered the relay's `authenticate`; it never answers twice. */
     this._authenticateAnswered = false;
     this._closed = false;
+    /** @type {Map<string, {resolve: Function, reject: Function, timer: any}>} our own requests (close_connection) by id */
+    this._requests = new Map();
+    this._nextRequest = 0;
 
     this._onDebuggerEvent = this._onDebuggerEvent.bind(this);
     chrome.debugger.onEvent.addListener(this._onDebuggerEvent);
@@ -107,7 +113,47 @@ export class RelayConnection {
     this._cleanUp();
   }
 
+  /**
+   * Sends the relay a request of our own (only `close_connection` so far) and
+   * resolves with its result. Ids start with `ext:`, which no forwarded
+   * request carries, so a reply cannot be mistaken for anything else.
+   *
+   * @param {string} method
+   * @param {object} params
+   * @param {number} [timeoutMs]
+   * @returns {Promise<any>}
+   */
+  request(method, params, timeoutMs = REQUEST_TIMEOUT_MS) {
+    if (!this.authenticated || !this.isOpen)
+      return Promise.reject(new Error('Not connected to the relay'));
+    const id = `ext:${++this._nextRequest}`;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this._requests.delete(id);
+        reject(new Error(`The relay did not answer ${method} within ${timeoutMs / 1000} s`));
+      }, timeoutMs);
+      this._requests.set(id, { resolve, reject, timer });
+      this._send({ jsonrpc: '2.0', id, method, params });
+    });
+  }
+
+  /** @param {RpcReply} reply */
+  _settleRequest(reply) {
+    const pending = this._requests.get(reply.id);
+    this._requests.delete(reply.id);
+    clearTimeout(pending.timer);
+    if (reply.error)
+      pending.reject(new RpcError(reply.error.code, reply.error.message));
+    else
+      pending.resolve(reply.result);
+  }
+
   _cleanUp() {
+    for (const { reject, timer } of this._requests.values()) {
+      clearTimeout(timer);
+      reject(new Error('The connection to the relay closed before it answered'));
+    }
+    this._requests.clear();
     this._closed = true;
     chrome.debugger.onEvent.removeListener(this._onDebuggerEvent);
   }
@@ -159,8 +205,12 @@ export class RelayConnection {
       return;
     }
     const hasId = message.id !== undefined && message.id !== null;
+    if (typeof message.method !== 'string' && hasId && this._requests.has(message.id)) {
+      this._settleRequest(message);
+      return;
+    }
     if (typeof message.method !== 'string') {
-      // A reply to something we sent: we never send requests, so there is nothing to match it to.
+      // A reply to nothing we sent: there is nothing to match it to.
       if (hasId && !('result' in message) && !('error' in message))
         this._send(errorReply(message.id, new RpcError(ErrorCode.INVALID_REQUEST, 'Invalid Request: "method" must be a string')));
       return;
@@ -205,8 +255,10 @@ export class RelayConnection {
   async _runForwarded(request) {
     const ctx = this._state.contextFor(connectionIdOf(request.id));
     let reply;
+    // The browser's owner decides first (consent, taken-back tabs, off-limits sites); see owner-control.js.
+    const run = this._state.owner ? (...args) => this._state.owner.run(...args, runCommand) : runCommand;
     try {
-      reply = resultReply(request.id, await runCommand(ctx, request.method, request.params));
+      reply = resultReply(request.id, await run(ctx, request.method, request.params));
     } catch (error) {
       reply = errorReply(request.id, error);
     }
@@ -228,14 +280,22 @@ export class RelayConnection {
         return;
       case 'status': {
         const status = /** @type {StatusParams} */ (params);
-        if (Array.isArray(status.connection_ids))
+        if (Array.isArray(status.connection_ids)) {
           this._state.retainOnly(status.connection_ids);
+          this._state.owner?.retainOnly(status.connection_ids);
+        }
         this._events.onStatus(status);
         return;
       }
+      case 'connection_opened':
+        // Who the new MCP client says it is, so the owner can allow it; older relays never send it.
+        this._state.owner?.connectionOpened(params);
+        return;
       case 'connection_closed':
-        if (typeof params.connection_id === 'string')
+        if (typeof params.connection_id === 'string') {
           this._state.release(params.connection_id);
+          this._state.owner?.connectionClosed(params.connection_id);
+        }
         return;
       case 'notifications/cancelled':
         // Chrome cannot abort a CDP command halfway, so the command runs to its end and is

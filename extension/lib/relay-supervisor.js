@@ -61,8 +61,9 @@ export class RelaySupervisor {
    * @param {(state: RelayState) => void} deps.publish
    * @param {Backoff} [deps.backoff] injectable for tests
    * @param {{statusWaitMs?: number, reconnectGraceMs?: number}} [deps.timing] injectable for tests
+   * @param {import('./owner-control.js').OwnerControl} [deps.owner] the browser owner's rules for forwarded requests
    */
-  constructor({ loadSettings, loadClientId, version, publish, backoff, timing = {} }) {
+  constructor({ loadSettings, loadClientId, version, publish, backoff, timing = {}, owner }) {
     this._loadSettings = loadSettings;
     this._loadClientId = loadClientId;
     this._version = version;
@@ -71,6 +72,10 @@ export class RelaySupervisor {
     this._reconnectGraceMs = timing.reconnectGraceMs ?? RECONNECT_GRACE_MS;
     /** MCP connections' tabs and debugger sessions; shared by every socket of this worker. */
     this._connections = new ConnectionState();
+    if (owner) {
+      this._connections.owner = owner;
+      owner.attach(this._connections);
+    }
     /**
      * Releases every MCP connection's state unless a `status` arrives first
      * (see STATUS_WAIT_MS and RECONNECT_GRACE_MS).
@@ -116,6 +121,18 @@ export class RelaySupervisor {
     this._connections.releaseAll();
     this._update({ state: 'disconnected', extensionId: null, peerCount: 0, connectionIds: [], nextRetryAt: null });
     return this._connect(this._generation);
+  }
+
+  /**
+   * Asks the relay to end one MCP connection (the popup's Stop, or Deny).
+   *
+   * @param {string} connectionId
+   * @param {string} reason the relay tells the MCP client "Stopped by the browser's owner: <reason>"
+   */
+  closeConnection(connectionId, reason) {
+    if (!this._connection)
+      return Promise.reject(new Error('Not connected to the relay'));
+    return this._connection.request('close_connection', { connection_id: connectionId, reason });
   }
 
   /** Closes everything and forgets every timer; for tests and extension shutdown. */

@@ -4,6 +4,7 @@
  */
 
 import { SettingsKey, defaultBrowserName, resolveRelayUrl } from '../lib/settings.js';
+import { showOwnerOptions } from './owner-options.js';
 import { showRelayState } from './state-view.js';
 
 const form = document.getElementById('settings');
@@ -57,4 +58,4 @@ form.addEventListener('submit', async event => {
   setTimeout(() => { saved.textContent = ''; }, 2000);
 });
 
-await showRelayState(document);
+await Promise.all([showRelayState(document), showOwnerOptions(document)]);

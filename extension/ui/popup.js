@@ -5,6 +5,7 @@
  */
 
 import { SettingsKey } from '../lib/settings.js';
+import { showAssistants } from './assistants-view.js';
 import { showRelayState } from './state-view.js';
 
 const enabled = /** @type {HTMLInputElement} */ (document.getElementById('enabled'));
@@ -20,4 +21,4 @@ document.getElementById('open-options').addEventListener('click', event => {
   chrome.runtime.openOptionsPage();
 });
 
-await showRelayState(document);
+await Promise.all([showRelayState(document), showAssistants(document)]);

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod bridge;
+pub mod browser;
 pub mod child;
 
 use std::time::Duration;

@@ -1,0 +1,54 @@
+/**
+ * Registers the chrome.* listeners OwnerControl needs, synchronously, as a
+ * service worker must (Chrome only wakes a worker for listeners that exist
+ * after its first pass), and answers the popup's and options page's messages.
+ * Kept out of background.js so that file stays a short table of contents.
+ */
+
+import { ConsentKey } from './consent.js';
+import { BLOCKED_SITES_KEY, OwnerControl } from './owner-control.js';
+
+/** Messages the popup and options page send; each answers `{ok: true}` or `{ok: false, error}`. */
+export const OwnerMessage = Object.freeze({
+  DECIDE: 'owner:decide',
+  STOP: 'owner:stop',
+  REVOKE: 'owner:revoke',
+});
+
+const WATCHED_KEYS = new Set([ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, BLOCKED_SITES_KEY]);
+
+/**
+ * @param {Promise<Record<string, unknown> | null>} devConfig
+ * @param {(connectionId: string, reason: string) => Promise<unknown>} closeConnection
+ * @returns {OwnerControl}
+ */
+export function registerOwnerControl(devConfig, closeConnection) {
+  const owner = new OwnerControl({ devConfig, closeConnection });
+  chrome.tabs.onUpdated.addListener((tabId, change) => {
+    if (change.url !== undefined || change.groupId !== undefined)
+      owner.tabUpdated(tabId, change).catch(error => console.warn('[mcp-relay] tab update:', error));
+  });
+  chrome.tabs.onRemoved.addListener(tabId => owner.tabRemoved(tabId));
+  chrome.tabGroups?.onRemoved.addListener(group => owner.groupRemoved(group.id));
+  chrome.notifications?.onButtonClicked.addListener((id, button) => {
+    owner.notificationButton(id, button).catch(error => console.warn('[mcp-relay] notification:', error));
+  });
+  chrome.storage.onChanged.addListener((changes, area) => {
+    if (area === 'local' && Object.keys(changes).some(key => WATCHED_KEYS.has(key)))
+      owner.reloadSettings().catch(error => console.warn('[mcp-relay] owner settings:', error));
+  });
+  chrome.runtime.onMessage.addListener((message, _sender, sendResponse) => {
+    const handle = {
+      [OwnerMessage.DECIDE]: () => owner.decide(message.connectionId, message.decision),
+      [OwnerMessage.STOP]: () => owner.stop(message.connectionId ? [message.connectionId] : 'all',
+        message.reason || 'stopped from the mcp-relay popup'),
+      [OwnerMessage.REVOKE]: () => owner.revoke(message.key),
+    }[message?.type];
+    if (!handle)
+      return false;
+    handle().then(() => sendResponse({ ok: true }), error => sendResponse({ ok: false, error: String(error?.message ?? error) }));
+    // Keeps the channel open for the asynchronous answer.
+    return true;
+  });
+  return owner;
+}

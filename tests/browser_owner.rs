@@ -1,0 +1,471 @@
+//! End-to-end: the browser's owner stays in control (issue 15). The reference extension in a
+//! real Chromium, the real relay, and test MCP clients that say who they are; the person's side
+//! is played through the DevTools endpoint: clicks in the extension's popup and options page,
+//! and `chrome.tabs` / `chrome.tabGroups` calls in its service worker.
+//!
+//! With `OWNER_SCREENSHOTS=<dir>` the tests also save what the person sees (the popup asking,
+//! the popup while an assistant works, the options page) for extension/README.md.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use base64::Engine;
+use common::browser::*;
+use common::{relay, token, Client};
+use mcp_relay::auth::Role;
+use mcp_relay::server::RunningRelay;
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+const ASSISTANT: &str = "Owner Test Assistant";
+const ASSISTANT_ID: &str = "owner-e2e-client-0001";
+
+/// The refusal code of a not-yet-allowed assistant (docs/PROTOCOL.md).
+const CONSENT_REQUIRED: i64 = -32010;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_assistant_is_refused_until_allowed_and_always_allow_survives_a_browser_restart_until_revoked(
+) {
+    let Some(chromium) = chromium_or_skip("consent") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT * 2, consent(&chromium)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assistant_tabs_are_grouped_under_its_name_and_a_tab_taken_out_of_the_group_is_refused() {
+    let Some(chromium) = chromium_or_skip("tab groups") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, tab_groups(&chromium)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_in_the_popup_disconnects_the_assistant_with_the_owners_reason_within_a_second() {
+    let Some(chromium) = chromium_or_skip("stop") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, stop(&chromium)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocked_site_is_refused_for_navigate_snapshot_screenshot_and_click() {
+    let Some(chromium) = chromium_or_skip("blocked sites") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, blocked_sites(&chromium)).await;
+}
+
+// ---------------------------------------------------------------------------
+// Scenarios
+
+async fn consent(chromium: &Path) {
+    let relay = relay().await;
+    let profile = profile_with(&relay, json!({}));
+    let mut browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
+    let mut mcp = assistant(&relay).await;
+    let extension_id = extension_id_of(&mut mcp, &browser).await;
+    mcp.connect(&extension_id).await;
+
+    let refused = mcp.err("getTabs", json!({})).await;
+    assert_eq!(refused["code"], CONSENT_REQUIRED, "{refused}");
+    let message = refused["message"].as_str().unwrap();
+    assert!(
+        message.contains(ASSISTANT) && message.contains("Allow"),
+        "{refused}"
+    );
+
+    // The person opens the popup: the assistant asks, with its name and three choices.
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
+    let popup = popup(&mut devtools, &origin).await;
+    devtools
+        .wait_for(
+            &popup,
+            "[...document.querySelectorAll('.assistant.pending button')].map(b => b.textContent).join('|')",
+            json!("Allow once|Always allow|Deny"),
+        )
+        .await;
+    let name = devtools
+        .eval(
+            &popup,
+            "document.querySelector('.assistant-name').textContent",
+        )
+        .await;
+    assert_eq!(name, ASSISTANT);
+    screenshot(&mut devtools, &popup, "popup-asks.png").await;
+    devtools
+        .eval(&popup, "document.querySelector('.decide-always').click()")
+        .await;
+    let tabs = ok_soon(&mut mcp, "getTabs").await;
+    assert!(tabs["tabs"].is_array(), "{tabs}");
+
+    // A browser restart: the same assistant, on a new connection, is let in at once.
+    drop(devtools);
+    drop(mcp);
+    browser.kill();
+    drop(browser);
+    let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
+    let mut mcp = assistant(&relay).await;
+    let extension_id = extension_id_of(&mut mcp, &browser).await;
+    mcp.connect(&extension_id).await;
+    mcp.ok("getTabs", json!({})).await;
+
+    // The options page lists it; Revoke refuses it again, on the live connection too.
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
+    let options = devtools
+        .open_page(&format!("{origin}/ui/options.html"))
+        .await;
+    devtools
+        .wait_for(
+            &options,
+            "[...document.querySelectorAll('#allowed-assistants li')].some(li => li.textContent.includes('Owner Test Assistant'))",
+            json!(true),
+        )
+        .await;
+    screenshot(&mut devtools, &options, "options.png").await;
+    devtools
+        .eval(
+            &options,
+            "document.querySelector('#allowed-assistants .revoke').click()",
+        )
+        .await;
+    let deadline = Instant::now() + STEP;
+    loop {
+        let response = mcp.call("getTabs", json!({})).await;
+        if response["error"]["code"] == CONSENT_REQUIRED {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still allowed: {response}");
+        tokio::time::sleep(POLL).await;
+    }
+
+    drop(devtools);
+    drop(browser);
+    relay.shutdown().await;
+}
+
+async fn tab_groups(chromium: &Path) {
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    // allowedClients: the headless way to let one assistant in without a click.
+    let profile = profile_with(&relay, json!({"allowedClients": [ASSISTANT_ID]}));
+    let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
+    let mut mcp = assistant(&relay).await;
+    let extension_id = extension_id_of(&mut mcp, &browser).await;
+    mcp.connect(&extension_id).await;
+
+    let created = mcp
+        .ok("createTab", json!({"url": site.url("page1.html")}))
+        .await;
+    let tab_id = created["tabId"].as_i64().unwrap();
+    mcp.ok("snapshot", json!({})).await;
+
+    let mut devtools = DevTools::attach(&browser).await;
+    let worker = service_worker(&mut devtools).await;
+    let group = devtools
+        .eval(
+            &worker,
+            &format!(
+                "chrome.tabs.get({tab_id}).then(tab => chrome.tabGroups.get(tab.groupId)).then(g => [g.title, g.color])"
+            ),
+        )
+        .await;
+    assert_eq!(group[0], ASSISTANT, "{group}");
+    assert!(group[1].is_string(), "{group}");
+
+    // Nothing silent: the popup shows the assistant, its tab and its last actions.
+    let origin = devtools.extension_origin().await;
+    let popup = popup(&mut devtools, &origin).await;
+    devtools
+        .wait_for(
+            &popup,
+            "[...document.querySelectorAll('.assistant.allowed .actions li')].map(li => li.textContent.split(' ').pop()).join(',')",
+            json!("snapshot,createTab"),
+        )
+        .await;
+    let tabs_line = devtools
+        .eval(
+            &popup,
+            "document.querySelector('.assistant .tabs').textContent",
+        )
+        .await;
+    assert!(tabs_line == "Tabs: Page one", "{tabs_line}");
+    screenshot(&mut devtools, &popup, "popup-working.png").await;
+
+    // The person drags the tab out of the group: the assistant is told, clearly.
+    devtools
+        .eval(
+            &worker,
+            &format!("chrome.tabs.ungroup({tab_id}).then(() => true)"),
+        )
+        .await;
+    let deadline = Instant::now() + STEP;
+    let refused = loop {
+        let response = mcp.call("snapshot", json!({"tabId": tab_id})).await;
+        if let Some(error) = response.get("error") {
+            break error.clone();
+        }
+        assert!(Instant::now() < deadline, "tab still reachable: {response}");
+        tokio::time::sleep(POLL).await;
+    };
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("taken back by the browser's owner"),
+        "{refused}"
+    );
+
+    drop(devtools);
+    drop(browser);
+    relay.shutdown().await;
+}
+
+async fn stop(chromium: &Path) {
+    let relay = relay().await;
+    let profile = profile_with(&relay, json!({"autoAllow": true}));
+    let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
+    let mut mcp = assistant(&relay).await;
+    let extension_id = extension_id_of(&mut mcp, &browser).await;
+    mcp.connect(&extension_id).await;
+    mcp.ok("getTabs", json!({})).await;
+
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
+    let popup = popup(&mut devtools, &origin).await;
+    devtools
+        .wait_for(
+            &popup,
+            "!!document.querySelector('.assistant.allowed .stop')",
+            json!(true),
+        )
+        .await;
+    devtools
+        .eval(&popup, "document.querySelector('.assistant .stop').click()")
+        .await;
+    let clicked = Instant::now();
+    let disconnected = mcp.notification("disconnected", |_| true).await;
+    let took = clicked.elapsed();
+    assert!(took < Duration::from_secs(1), "disconnected after {took:?}");
+    let reason = disconnected["params"]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("Stopped by the browser's owner"),
+        "{disconnected}"
+    );
+
+    drop(devtools);
+    drop(browser);
+    relay.shutdown().await;
+}
+
+async fn blocked_sites(chromium: &Path) {
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let blocked = site.url("page2.html");
+    let pattern = blocked.trim_start_matches("http://");
+    let profile = profile_with(
+        &relay,
+        json!({"autoAllow": true, "blockedSites": [pattern]}),
+    );
+    let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
+    let mut mcp = assistant(&relay).await;
+    let extension_id = extension_id_of(&mut mcp, &browser).await;
+    mcp.connect(&extension_id).await;
+
+    mcp.ok("createTab", json!({"url": site.url("page1.html")}))
+        .await;
+    let refused = mcp.err("browser_navigate", json!({"url": blocked})).await;
+    assert_off_limits(&refused);
+
+    // A tab the person has open on the blocked site: listed, but not readable or usable.
+    let mut devtools = DevTools::attach(&browser).await;
+    devtools.open_page(&blocked).await;
+    let deadline = Instant::now() + STEP;
+    let persons = loop {
+        let tabs = mcp.ok("getTabs", json!({})).await;
+        let found = tabs["tabs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["title"] == "(off limits)")
+            .cloned();
+        if let Some(tab) = found {
+            assert_eq!(tab["url"], "", "{tabs}");
+            break tab["tabId"].as_i64().unwrap();
+        }
+        assert!(Instant::now() < deadline, "blocked tab not listed: {tabs}");
+        tokio::time::sleep(POLL).await;
+    };
+    for (method, params) in [
+        ("snapshot", json!({"tabId": persons})),
+        ("screenshot", json!({"tabId": persons})),
+        ("click", json!({"tabId": persons, "selector": "body"})),
+    ] {
+        let refused = mcp.err(method, params).await;
+        assert_off_limits(&refused);
+    }
+
+    // The assistant's own tab wanders there (a script, a redirect): it is taken out of reach.
+    mcp.call(
+        "evaluate",
+        json!({"expression": format!("setTimeout(() => location.href = {blocked:?}, 10), 1")}),
+    )
+    .await;
+    let deadline = Instant::now() + STEP;
+    let refused = loop {
+        let response = mcp.call("snapshot", json!({})).await;
+        if let Some(error) = response.get("error") {
+            break error.clone();
+        }
+        assert!(Instant::now() < deadline, "still reachable: {response}");
+        tokio::time::sleep(POLL).await;
+    };
+    assert!(
+        refused["message"].as_str().unwrap().contains("off limits"),
+        "{refused}"
+    );
+
+    drop(devtools);
+    drop(browser);
+    relay.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+fn assert_off_limits(error: &Value) {
+    assert_eq!(error["code"], -32000, "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("is off limits"),
+        "{error}"
+    );
+}
+
+/// A profile whose dev-config.json carries `extra` (consent and site keys) and no `autoAllow`
+/// unless `extra` says so.
+fn profile_with(relay: &RunningRelay, extra: Value) -> Profile {
+    let profile = Profile::new(relay, "Owner's browser");
+    let mut config = json!({
+        "relayUrl": relay.url("/extension"),
+        "token": token(USER, Some(Role::Extension)),
+        "name": "Owner's browser",
+    });
+    config
+        .as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    fs::write(
+        profile.extension_dir.join("dev-config.json"),
+        config.to_string(),
+    )
+    .unwrap();
+    profile
+}
+
+/// An MCP client that says who it is, as the bridge does: the host's name and a stable id.
+async fn assistant(relay: &RunningRelay) -> Driver {
+    let mut client = Client::connect(&relay.url("/mcp")).await;
+    let response = client
+        .call(
+            json!("owner-handshake"),
+            "mcp_handshake",
+            json!({
+                "access_token": token(USER, Some(Role::Mcp)),
+                "client_id": ASSISTANT_ID,
+                "client_name": ASSISTANT,
+            }),
+        )
+        .await;
+    assert_eq!(response["result"]["authenticated"], true, "{response}");
+    Driver {
+        client,
+        next_id: 1000,
+        backlog: Default::default(),
+        name: "assistant",
+    }
+}
+
+async fn extension_id_of(mcp: &mut Driver, browser: &Browser<'_>) -> String {
+    mcp.wait_for_extension(browser).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A command that must succeed once the owner's click has reached the service worker.
+async fn ok_soon(mcp: &mut Driver, method: &str) -> Value {
+    let deadline = Instant::now() + STEP;
+    loop {
+        let response = mcp.call(method, json!({})).await;
+        if let Some(result) = response.get("result") {
+            return result.clone();
+        }
+        assert!(Instant::now() < deadline, "{method}: {response}");
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The popup, opened as a page at the popup's own width.
+async fn popup(devtools: &mut DevTools, origin: &str) -> String {
+    let session = devtools.open_page(&format!("{origin}/ui/popup.html")).await;
+    devtools
+        .send(
+            Some(&session),
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 360, "height": 560, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await;
+    session
+}
+
+/// A session in the extension's service worker, where `chrome.tabGroups` lives.
+async fn service_worker(devtools: &mut DevTools) -> String {
+    let targets = devtools.send(None, "Target.getTargets", json!({})).await;
+    let worker = targets["targetInfos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| {
+            t["type"] == "service_worker"
+                && t["url"]
+                    .as_str()
+                    .is_some_and(|u| u.starts_with("chrome-extension://"))
+        })
+        .unwrap_or_else(|| panic!("no service worker: {targets}"))
+        .clone();
+    let attached = devtools
+        .send(
+            None,
+            "Target.attachToTarget",
+            json!({"targetId": worker["targetId"], "flatten": true}),
+        )
+        .await;
+    attached["sessionId"].as_str().unwrap().to_owned()
+}
+
+/// Saves what the page shows when OWNER_SCREENSHOTS names a directory.
+async fn screenshot(devtools: &mut DevTools, session: &str, name: &str) {
+    let Some(dir) = std::env::var_os("OWNER_SCREENSHOTS") else {
+        return;
+    };
+    let shot = devtools
+        .send(
+            Some(session),
+            "Page.captureScreenshot",
+            json!({"format": "png", "captureBeyondViewport": true}),
+        )
+        .await;
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(shot["data"].as_str().unwrap())
+        .unwrap();
+    fs::write(Path::new(&dir).join(name), png).unwrap();
+}
