@@ -275,7 +275,7 @@ async fn each_tool_sends_its_command_to_the_extension_and_returns_the_answer() {
             "browser_snapshot",
             json!({}),
             "snapshot",
-            json!({}),
+            json!({"format": "outline"}),
             json!({"tabId": 7, "url": "https://example.com/", "title": "Example", "text": "Example Domain",
                    "textTruncated": false, "elements": [{"ref": "e1", "role": "link", "name": "More", "selector": "a", "tag": "a"}],
                    "elementsTruncated": false}),

@@ -310,7 +310,7 @@ async fn proxy_lists_describes_and_calls_tools_with_the_spec_annotations() {
     };
     let (result, request) = tokio::join!(call, answer);
     assert_eq!(request["method"], "snapshot");
-    assert_eq!(request["params"], json!({"tabId": 3}));
+    assert_eq!(request["params"], json!({"tabId": 3, "format": "outline"}));
     assert_eq!(result["isError"], false);
     let content = &result["content"][0];
     assert_eq!(content["type"], "text");
