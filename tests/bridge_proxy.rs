@@ -774,10 +774,8 @@ async fn retrieve_tools_ranks_tools_and_cdp_commands_and_describe_tool_gives_sch
         .unwrap()
         .contains(&json!("frameId")));
     let described = ok_json(&call(&bridge, "describe_tool", json!({"name": "browser_type"})).await);
-    assert_eq!(
-        described["inputSchema"]["required"],
-        json!(["selector", "text"])
-    );
+    // A ref or a selector names the element, so only the text is required.
+    assert_eq!(described["inputSchema"]["required"], json!(["text"]));
     assert_eq!(described["annotations"]["destructiveHint"], true);
 
     for (tool, args, expected) in [
