@@ -1206,7 +1206,7 @@ async fn snapshot_refs(chromium: &Path) {
     let changed = tool_ok(
         &bridge,
         "browser_click",
-        json!({"ref": retitle, "snapshot": true}),
+        json!({"ref": retitle, "outline": true}),
     )
     .await;
     assert_eq!(

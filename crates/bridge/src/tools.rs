@@ -369,6 +369,17 @@ fn element_target(args: &JsonObject) -> Result<(&'static str, Value), String> {
     )
 }
 
+/// `outline: true` asks an action for the page's outline afterwards (the extension's
+/// `snapshot` flag). Not called `snapshot` here because parameter names weigh in
+/// `retrieve_tools`' ranking, and "snapshot" pulled every action into queries about reading
+/// or seeing the page (docs/BENCHMARKS.md, "Tool retrieval quality").
+fn outline_after(args: &JsonObject, mut params: Value) -> Value {
+    if args.get("outline") == Some(&Value::Bool(true)) {
+        params["snapshot"] = json!(true);
+    }
+    params
+}
+
 /// `params` with `ref` or `selector` set from [`element_target`].
 fn with_target(args: &JsonObject, keys: &[&str]) -> Result<Value, String> {
     let mut params = pick(args, keys);
@@ -444,16 +455,16 @@ fn plan(name: &str, args: &JsonObject) -> Result<Plan, String> {
         "browser_navigate" => match (string(args, "url"), string(args, "direction")) {
             (Some(_), None) => forward(
                 "browser_navigate",
-                pick(args, &["url", "snapshot", "tabId"]),
+                outline_after(args, pick(args, &["url", "tabId"])),
             ),
             (None, Some("back")) => forward("goBack", pick(args, &["tabId"])),
             (None, Some("forward")) => forward("goForward", pick(args, &["tabId"])),
             _ => Err("give either \"url\" or \"direction\" (\"back\" or \"forward\")".into()),
         },
         "browser_click" => {
-            let keys = ["x", "y", "button", "clickCount", "snapshot", "tabId"];
+            let keys = ["x", "y", "button", "clickCount", "tabId"];
             if has(args, "x") && has(args, "y") && !has(args, "ref") && !has(args, "selector") {
-                return forward("click", pick(args, &keys));
+                return forward("click", outline_after(args, pick(args, &keys)));
             }
             let mut params = with_target(args, &keys)
                 .map_err(|e| format!("{e}; or give both \"x\" and \"y\" to click a point"))?;
@@ -461,16 +472,16 @@ fn plan(name: &str, args: &JsonObject) -> Result<Plan, String> {
             if args.get("doubleClick") == Some(&Value::Bool(true)) && !has(args, "clickCount") {
                 params["clickCount"] = json!(2);
             }
-            forward("click", params)
+            forward("click", outline_after(args, params))
         }
         "browser_type" => {
-            let params = with_target(args, &["text", "submit", "snapshot", "tabId"])?;
+            let params = outline_after(args, with_target(args, &["text", "submit", "tabId"])?);
             if string(args, "text").is_none() {
                 return Err("\"text\" (a string) is required".into());
             }
             forward("type", params)
         }
-        "browser_hover" => forward("hover", with_target(args, &["snapshot", "tabId"])?),
+        "browser_hover" => forward("hover", outline_after(args, with_target(args, &["tabId"])?)),
         "browser_navigate_back" => forward("goBack", pick(args, &["tabId"])),
         "browser_navigate_forward" => forward("goForward", pick(args, &["tabId"])),
         "browser_select_option" => {
@@ -487,13 +498,16 @@ fn plan(name: &str, args: &JsonObject) -> Result<Plan, String> {
                         .into())
                 }
             };
-            let mut params = with_target(args, &["snapshot", "tabId"])?;
+            let mut params = outline_after(args, with_target(args, &["tabId"])?);
             params["values"] = Value::Array(values);
             forward("selectOption", params)
         }
         "browser_press_key" => {
             require_string(args, "key")?;
-            forward("pressKey", pick(args, &["key", "snapshot", "tabId"]))
+            forward(
+                "pressKey",
+                outline_after(args, pick(args, &["key", "tabId"])),
+            )
         }
         "browser_wait_for" => {
             let waits_for_text = has(args, "text") || has(args, "textGone");
@@ -647,27 +661,16 @@ fn element() -> Value {
 }
 
 fn element_ref() -> Value {
-    json!({
-        "type": "string",
-        "description": "The element's ref from browser_snapshot (e.g. \"e5\", or \"f1e3\" in a frame). \
-                        Or give selector instead."
-    })
+    json!({"type": "string", "description": "Element ref from browser_snapshot, e.g. e5 or f1e3."})
 }
 
 fn css_selector(what: &str) -> Value {
-    json!({
-        "type": "string",
-        "description": format!("Instead of ref: a CSS selector of {what}.")
-    })
+    json!({"type": "string", "description": format!("Or a CSS selector of {what}.")})
 }
 
-/// The optional snapshot an action returns, so a model rarely needs a separate call.
-fn snapshot_after() -> Value {
-    json!({
-        "type": "boolean",
-        "description": "Also return the page's snapshot after the action (cut at 20,000 characters). \
-                        The URL and title are reported whenever they changed."
-    })
+/// The optional outline an action returns, so a model rarely needs a separate snapshot call.
+fn outline_flag() -> Value {
+    json!({"type": "boolean", "description": "Also return the page's outline (browser_snapshot) after the action, cut at 20,000 characters."})
 }
 
 fn tab_id() -> Value {
@@ -738,7 +741,7 @@ pub fn definitions() -> Vec<Tool> {
                 "properties": {
                     "url": {"type": "string", "description": "The URL to load."},
                     "direction": {"type": "string", "enum": ["back", "forward"], "description": "Instead of url: go back or forward in history."},
-                    "snapshot": snapshot_after(),
+                    "outline": outline_flag(),
                     "tabId": tab_id()
                 }
             }),
@@ -759,7 +762,7 @@ pub fn definitions() -> Vec<Tool> {
                     "button": {"type": "string", "enum": ["left", "right", "middle"]},
                     "doubleClick": {"type": "boolean", "description": "A double click (same as clickCount 2)."},
                     "clickCount": {"type": "integer", "minimum": 1, "description": "2 for a double click."},
-                    "snapshot": snapshot_after(),
+                    "outline": outline_flag(),
                     "tabId": tab_id()
                 }
             }),
@@ -776,7 +779,7 @@ pub fn definitions() -> Vec<Tool> {
                     "selector": css_selector("the field"),
                     "text": {"type": "string"},
                     "submit": {"type": "boolean", "description": "Press Enter afterwards (default false)."},
-                    "snapshot": snapshot_after(),
+                    "outline": outline_flag(),
                     "tabId": tab_id()
                 },
                 "required": ["text"]
@@ -792,7 +795,7 @@ pub fn definitions() -> Vec<Tool> {
                     "element": element(),
                     "ref": element_ref(),
                     "selector": css_selector("the element"),
-                    "snapshot": snapshot_after(),
+                    "outline": outline_flag(),
                     "tabId": tab_id()
                 }
             }),
@@ -837,12 +840,11 @@ pub fn definitions() -> Vec<Tool> {
         tool(
             "browser_snapshot",
             "Page snapshot",
-            "Read the current page as an accessibility outline (role, name, state, value), \
-             same-origin frames included; every element you can act on has a ref (e.g. \
-             [ref=e5]) to pass to browser_click, browser_type, browser_hover and \
-             browser_select_option. A ref stays the same while its element lives; a ref to an \
-             element that is gone is refused: then take a new snapshot. Long pages come in \
-             parts with a note saying how to read on; depth and interactive show less.",
+            "Read the current page: URL, title, visible text, links and interactive elements, \
+             as an accessibility outline in which each element you can act on has a ref (e.g. \
+             e5) for browser_click, browser_type, browser_hover and browser_select_option; CSS \
+             selectors work too. A ref holds while its element lives; when one is refused, take \
+             a new snapshot. Long pages come in parts; interactive and depth show less.",
             json!({
                 "properties": {
                     "interactive": {"type": "boolean", "description": "Only the elements with refs (and the frames holding them): much shorter."},
@@ -894,7 +896,7 @@ pub fn definitions() -> Vec<Tool> {
                     "ref": element_ref(),
                     "selector": css_selector("the <select>"),
                     "values": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Values or labels of the options to select."},
-                    "snapshot": snapshot_after(),
+                    "outline": outline_flag(),
                     "tabId": tab_id()
                 },
                 "required": ["values"]
@@ -910,7 +912,7 @@ pub fn definitions() -> Vec<Tool> {
             json!({
                 "properties": {
                     "key": {"type": "string", "description": "e.g. Enter, ArrowDown, Control+A"},
-                    "snapshot": snapshot_after(),
+                    "outline": outline_flag(),
                     "tabId": tab_id()
                 },
                 "required": ["key"]
@@ -1176,7 +1178,7 @@ mod tests {
         assert_eq!(
             plan(
                 "browser_click",
-                &args(json!({"ref": "e2", "doubleClick": true, "snapshot": true}))
+                &args(json!({"ref": "e2", "doubleClick": true, "outline": true}))
             )
             .unwrap(),
             Plan::Forward {
