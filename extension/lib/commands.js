@@ -460,19 +460,19 @@ async function hover(ctx, params) {
 async function selectOption(ctx, params) {
   const { values, tabId } = params;
   const target = elementTarget(params);
-  const selector = describeTarget(target);
+  const named = describeTarget(target);
   const id = await targetTab(ctx, tabId);
   const result = await evaluateExpression(ctx, id, elementExpression(selectOptions, target, values));
   if (result?.error) {
     switch (result.error) {
       case 'not-select':
-        throw serverError(`Element ${selector} is a <${result.element}>, not a <select>; click custom drop-downs instead`);
+        throw serverError(`Element ${named} is a <${result.element}>, not a <select>; click custom drop-downs instead`);
       case 'no-option':
-        throw serverError(`<select> ${selector} has no option with value or label "${result.value}"; its options are: ${result.available.join(', ')}`);
+        throw serverError(`<select> ${named} has no option with value or label "${result.value}"; its options are: ${result.available.join(', ')}`);
       case 'option-disabled':
-        throw serverError(`The option "${result.value}" of ${selector} is disabled`);
+        throw serverError(`The option "${result.value}" of ${named} is disabled`);
       case 'not-multiple':
-        throw invalidParams(`<select> ${selector} takes one value, not ${result.count}: it is not a multi-select`);
+        throw invalidParams(`<select> ${named} takes one value, not ${result.count}: it is not a multi-select`);
       default:
         throw elementError(result, target);
     }
