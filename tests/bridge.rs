@@ -128,10 +128,10 @@ async fn tools_list_has_every_browser_tool_with_schema_title_and_honest_hints() 
         assert_eq!(hints["openWorldHint"], open_world, "{name}");
     }
     let schema = |name: &str| tools[name]["inputSchema"].clone();
-    assert_eq!(
-        schema("browser_type")["required"],
-        json!(["selector", "text"])
-    );
+    // The element is a ref or a selector: neither alone is required.
+    assert_eq!(schema("browser_type")["required"], json!(["text"]));
+    assert!(schema("browser_type")["properties"]["ref"].is_object());
+    assert!(schema("browser_type")["properties"]["selector"].is_object());
     assert_eq!(schema("browser_tabs")["required"], json!(["action"]));
     assert_eq!(
         schema("browser_tabs")["properties"]["action"]["enum"],
@@ -275,7 +275,7 @@ async fn each_tool_sends_its_command_to_the_extension_and_returns_the_answer() {
             "browser_snapshot",
             json!({}),
             "snapshot",
-            json!({}),
+            json!({"format": "outline"}),
             json!({"tabId": 7, "url": "https://example.com/", "title": "Example", "text": "Example Domain",
                    "textTruncated": false, "elements": [{"ref": "e1", "role": "link", "name": "More", "selector": "a", "tag": "a"}],
                    "elementsTruncated": false}),

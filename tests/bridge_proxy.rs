@@ -310,7 +310,7 @@ async fn proxy_lists_describes_and_calls_tools_with_the_spec_annotations() {
     };
     let (result, request) = tokio::join!(call, answer);
     assert_eq!(request["method"], "snapshot");
-    assert_eq!(request["params"], json!({"tabId": 3}));
+    assert_eq!(request["params"], json!({"tabId": 3, "format": "outline"}));
     assert_eq!(result["isError"], false);
     let content = &result["content"][0];
     assert_eq!(content["type"], "text");
@@ -774,10 +774,8 @@ async fn retrieve_tools_ranks_tools_and_cdp_commands_and_describe_tool_gives_sch
         .unwrap()
         .contains(&json!("frameId")));
     let described = ok_json(&call(&bridge, "describe_tool", json!({"name": "browser_type"})).await);
-    assert_eq!(
-        described["inputSchema"]["required"],
-        json!(["selector", "text"])
-    );
+    // A ref or a selector names the element, so only the text is required.
+    assert_eq!(described["inputSchema"]["required"], json!(["text"]));
     assert_eq!(described["annotations"]["destructiveHint"], true);
 
     for (tool, args, expected) in [

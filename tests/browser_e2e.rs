@@ -496,7 +496,7 @@ async fn screenshots_after_input(chromium: &Path, mode: Mode) {
         }
         let snapshot = ok_json(&tool(&bridge, "browser_snapshot", json!({})).await);
         assert!(
-            snapshot["text"]
+            snapshot["snapshot"]
                 .as_str()
                 .unwrap()
                 .contains(&format!("Searched: round {round}")),
@@ -1018,6 +1018,317 @@ async fn playwright_tools_benchmark() {
 }
 
 // ---------------------------------------------------------------------------
+// Snapshots and element refs (issue 14, items 2 and 3)
+
+/// `--max-result-bytes` of the refs scenario: small enough that the 5,000-row table comes in
+/// parts, large enough that the small fixture pages come whole.
+const REFS_RESULT_LIMIT: usize = 40_000;
+
+/// The snapshot lists refs on what a person could act on (same-origin frames included), keeps
+/// them across snapshots, acts by them, refuses a ref whose element was removed or replaced
+/// without touching anything else, reports what an action changed, and pages a huge table
+/// within the bridge's result limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshot_refs_stay_true_and_a_huge_page_comes_in_parts() {
+    let Some(chromium) = chromium_or_skip("snapshot_refs_stay_true_and_a_huge_page_comes_in_parts")
+    else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, snapshot_refs(&chromium)).await;
+}
+
+/// The outline of a whole (uncut) `browser_snapshot` result.
+async fn outline(bridge: &Bridge, args: Value) -> String {
+    let answer = tool_ok(bridge, "browser_snapshot", args).await;
+    answer["snapshot"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no outline in {answer}"))
+        .to_owned()
+}
+
+/// The ref on the first outline line that contains `needle`.
+fn ref_of(outline: &str, needle: &str) -> String {
+    let line = outline
+        .lines()
+        .find(|line| line.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle} in\n{outline}"));
+    line.split("[ref=")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .unwrap_or_else(|| panic!("no ref on {line}"))
+        .to_owned()
+}
+
+async fn snapshot_refs(chromium: &Path) {
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Refs Chromium");
+    let browser = Browser::launch(chromium, &profile);
+    let limit = REFS_RESULT_LIMIT.to_string();
+    let (bridge, _) = bridge_with_tab_args(
+        &relay,
+        &browser,
+        &site.url("frames.html"),
+        &["--max-result-bytes", &limit],
+    )
+    .await;
+
+    // Refs on what can be acted on, inside the same-origin frame too; none on a heading or
+    // on a hidden button.
+    let first = outline(&bridge, json!({})).await;
+    assert!(
+        first.contains("- heading \"Frames\" [level=1]\n"),
+        "{first}"
+    );
+    assert!(!first.contains("Hidden button"), "{first}");
+    let outer = ref_of(&first, "button \"Outer button\"");
+    let inner = ref_of(&first, "button \"Inner button\"");
+    let inner_text = ref_of(&first, "textbox \"Inner text\"");
+    assert!(
+        inner.starts_with('f') && inner_text.starts_with('f'),
+        "{first}"
+    );
+    assert!(first.contains("- iframe \"Child frame\" [ref="), "{first}");
+
+    // The same elements keep their refs.
+    let second = outline(&bridge, json!({})).await;
+    for (needle, wanted) in [
+        ("button \"Outer button\"", &outer),
+        ("button \"Inner button\"", &inner),
+        ("textbox \"Inner text\"", &inner_text),
+    ] {
+        assert_eq!(&ref_of(&second, needle), wanted, "{needle}");
+    }
+
+    // Acting by ref, in the page and in the frame (whose offset the click must add).
+    let clicked = tool_ok(
+        &bridge,
+        "browser_click",
+        json!({"element": "Outer button", "ref": outer}),
+    )
+    .await;
+    assert_eq!(clicked["clicked"], true, "{clicked}");
+    assert_eq!(page_value(&bridge, "seen.outer").await, 1);
+    tool_ok(
+        &bridge,
+        "browser_click",
+        json!({"element": "Inner button", "ref": inner}),
+    )
+    .await;
+    assert_eq!(page_value(&bridge, "seen.inner").await, 1);
+    tool_ok(
+        &bridge,
+        "browser_type",
+        json!({"element": "Inner text", "ref": inner_text, "text": "hello"}),
+    )
+    .await;
+    assert_eq!(
+        page_value(
+            &bridge,
+            "document.querySelector('#child').contentDocument.querySelector('#inner-text').value"
+        )
+        .await,
+        "hello"
+    );
+
+    // A replaced element: its look-alike (same id, text and place) is not clicked.
+    let old = ref_of(&second, "button \"Replace me\"");
+    tool_ok(&bridge, "browser_click", json!({"selector": "#replace"})).await;
+    let refused = tool(
+        &bridge,
+        "browser_click",
+        json!({"element": "Replace me", "ref": old}),
+    )
+    .await;
+    assert!(is_error(&refused), "{refused}");
+    assert!(
+        text(&refused).contains(&format!("Ref {old} does not name an element"))
+            && text(&refused).contains("take a new snapshot"),
+        "{refused}"
+    );
+    assert_eq!(
+        page_value(&bridge, "[seen.old, seen.new]").await,
+        json!([0, 0])
+    );
+    let third = outline(&bridge, json!({})).await;
+    let fresh = ref_of(&third, "button \"Replace me\"");
+    assert_ne!(fresh, old);
+    tool_ok(&bridge, "browser_click", json!({"ref": fresh})).await;
+    assert_eq!(
+        page_value(&bridge, "[seen.old, seen.new]").await,
+        json!([0, 1])
+    );
+
+    // A removed element: refused by every element tool.
+    let doomed = ref_of(&third, "button \"Doomed\"");
+    tool_ok(&bridge, "browser_click", json!({"selector": "#remove"})).await;
+    for (name, args) in [
+        ("browser_click", json!({"ref": doomed})),
+        ("browser_hover", json!({"ref": doomed})),
+        ("browser_type", json!({"ref": doomed, "text": "x"})),
+        (
+            "browser_select_option",
+            json!({"ref": doomed, "values": ["x"]}),
+        ),
+    ] {
+        let refused = tool(&bridge, name, args).await;
+        assert!(
+            is_error(&refused) && text(&refused).contains("take a new snapshot"),
+            "{name}: {refused}"
+        );
+    }
+    assert_eq!(page_value(&bridge, "seen.doomed").await, 0);
+
+    // An action says what changed, and returns a snapshot when asked.
+    let retitle = ref_of(&third, "button \"Retitle\"");
+    let changed = tool_ok(
+        &bridge,
+        "browser_click",
+        json!({"ref": retitle, "outline": true}),
+    )
+    .await;
+    assert_eq!(
+        changed["pageChanged"]["title"], "Frames, retitled",
+        "{changed}"
+    );
+    assert!(
+        changed["snapshot"].as_str().unwrap().contains(&outer),
+        "{changed}"
+    );
+    let same = tool_ok(&bridge, "browser_click", json!({"ref": outer})).await;
+    assert!(
+        same.get("pageChanged").is_none() && same.get("snapshot").is_none(),
+        "{same}"
+    );
+
+    // interactive and depth show less.
+    let full = outline(&bridge, json!({})).await;
+    let interactive = outline(&bridge, json!({"interactive": true})).await;
+    let shallow = outline(&bridge, json!({"depth": 1})).await;
+    assert!(interactive.len() < full.len() && shallow.len() < full.len());
+    assert!(
+        interactive.contains(&outer) && interactive.contains(&inner),
+        "{interactive}"
+    );
+    assert!(!interactive.contains("heading"), "{interactive}");
+    assert!(
+        !shallow.contains(&inner) && shallow.contains("raise depth"),
+        "{shallow}"
+    );
+
+    // The 5,000-row table: parts within the limit, each with a note saying how to read on,
+    // that together are the whole snapshot.
+    tool_ok(
+        &bridge,
+        "browser_navigate",
+        json!({"url": site.url("table.html")}),
+    )
+    .await;
+    let mut chunk = text(&tool(&bridge, "browser_snapshot", json!({})).await);
+    let mut whole = String::new();
+    let mut parts = 1;
+    loop {
+        let (body, note) = chunk
+            .split_once("\n\n[")
+            .unwrap_or_else(|| panic!("no note after part {parts}"));
+        assert!(
+            body.len() <= REFS_RESULT_LIMIT,
+            "part of {} bytes",
+            body.len()
+        );
+        whole.push_str(body);
+        if note.starts_with("End of the result") {
+            break;
+        }
+        assert!(note.contains("\"interactive\": true"), "{note}");
+        let offset: u64 = note
+            .split("{\"offset\": ")
+            .nth(1)
+            .and_then(|rest| rest.split('}').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no offset in {note}"));
+        chunk = text(&tool(&bridge, "browser_snapshot", json!({ "offset": offset })).await);
+        parts += 1;
+        assert!(parts < 100, "too many parts");
+    }
+    assert!(parts > 2, "the table came in {parts} parts");
+    let table: Value = serde_json::from_str(&whole).expect("the parts join into the result");
+    let rows = table["snapshot"].as_str().unwrap();
+    assert!(
+        rows.contains("- cell \"Person 5000\""),
+        "the last row is missing"
+    );
+    assert!(table.get("note").is_none(), "{}", table["note"]);
+    // Interactive-only, the same page is one short result.
+    let controls = outline(&bridge, json!({"interactive": true})).await;
+    assert!(controls.len() < 1_000, "{controls}");
+    assert!(controls.contains("textbox \"Filter\" [ref="), "{controls}");
+    let _ = bridge.cancel().await;
+}
+
+/// The snapshot sizes in docs/BENCHMARKS.md: each fixture page's `browser_snapshot` result as
+/// a model receives it (the bridge's default, no `--max-result-bytes`), and its outline alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark, run on purpose (docs/BENCHMARKS.md)"]
+async fn snapshot_sizes_benchmark() {
+    let Some(chromium) = chromium_or_skip("snapshot_sizes_benchmark") else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, snapshot_sizes(&chromium)).await;
+}
+
+async fn snapshot_sizes(chromium: &Path) {
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Sizes Chromium");
+    let browser = Browser::launch(chromium, &profile);
+    let (bridge, _) = bridge_with_tab(&relay, &browser, &site.url("controls.html")).await;
+    let mut rows = vec![
+        "| page | arguments | result bytes (first part) | ≈ tokens | whole result bytes | lines with a ref |"
+            .to_owned(),
+        "|---|---|---:|---:|---:|---:|".to_owned(),
+    ];
+    for page in ["controls.html", "form.html", "frames.html", "table.html"] {
+        tool_ok(&bridge, "browser_navigate", json!({"url": site.url(page)})).await;
+        for args in [json!({}), json!({"interactive": true}), json!({"depth": 1})] {
+            let result = text(&tool(&bridge, "browser_snapshot", args.clone()).await);
+            // A cut result is its first part, and its note says how big the whole is:
+            // "[Result cut: bytes 0–100000 of 612345 shown. …".
+            let whole = result
+                .split_once("\n\n[Result cut: ")
+                .and_then(|(_, note)| note.split(" of ").nth(1))
+                .and_then(|rest| rest.split(' ').next())
+                .map_or(result.len().to_string(), str::to_owned);
+            let refs = match serde_json::from_str::<Value>(&result) {
+                Ok(answer) => {
+                    let outline = answer["snapshot"].as_str().unwrap_or("");
+                    if (page, &args) == ("frames.html", &json!({}))
+                        || (page, &args) == ("table.html", &json!({"depth": 1}))
+                    {
+                        eprintln!("{outline}");
+                    }
+                    outline
+                        .lines()
+                        .filter(|l| l.contains("[ref="))
+                        .count()
+                        .to_string()
+                }
+                Err(_) => "(cut)".to_owned(),
+            };
+            rows.push(format!(
+                "| {page} | `{args}` | {} | {} | {whole} | {refs} |",
+                result.len(),
+                result.len() / 4
+            ));
+        }
+    }
+    println!("{}", rows.join("\n"));
+    let _ = bridge.cancel().await;
+}
+
+// ---------------------------------------------------------------------------
 // Through the bridge
 
 /// `mcp-relay bridge` on `relay`, started once the browser is online (so it finds exactly one
@@ -1027,14 +1338,22 @@ async fn bridge_with_tab(
     browser: &Browser<'_>,
     url: &str,
 ) -> (Bridge, Value) {
+    bridge_with_tab_args(relay, browser, url, &[]).await
+}
+
+/// [`bridge_with_tab`] with more bridge arguments (e.g. `--max-result-bytes`).
+async fn bridge_with_tab_args(
+    relay: &RunningRelay,
+    browser: &Browser<'_>,
+    url: &str,
+    extra: &[&str],
+) -> (Bridge, Value) {
     let mut watcher = Driver::handshake(relay, "watcher").await;
     watcher.wait_for_extension(browser).await;
-    let bridge = start_bridge(
-        (),
-        &["--relay", &relay.url("/mcp")],
-        &token(USER, Some(Role::Mcp)),
-    )
-    .await;
+    let relay_url = relay.url("/mcp");
+    let mut args = vec!["--relay", relay_url.as_str()];
+    args.extend_from_slice(extra);
+    let bridge = start_bridge((), &args, &token(USER, Some(Role::Mcp))).await;
     // The bridge connects to the only browser by itself; retry while it is still doing so.
     let deadline = Instant::now() + STEP;
     loop {

@@ -21,6 +21,8 @@ import { keyPressEvents } from './keys.js';
 import {
   elementExpression, locateElement, pageExpression, pageShowsText, pageState, prepareTyping, readValue, selectOptions, takeSnapshot,
 } from './page-scripts.js';
+import { TARGET_PARAMS, describeTarget, elementTarget } from './targets.js';
+import { captureTree, cutLines, formatOutline } from './snapshot.js';
 import {
   CAPTURE_DEADLINE_MS, CaptureStalledError, DEFAULT_MAX_DIMENSION, captureParams, captureWithRetry, headOfBase64, imageSize, layoutMetrics,
 } from './screenshots.js';
@@ -40,6 +42,15 @@ const POLL_INTERVAL_MS = 100;
 /** Snapshot limits: enough for a model to act on, small enough for one WebSocket frame. */
 const SNAPSHOT_LIMITS = Object.freeze({ maxTextLength: 20_000, maxElements: 500 });
 
+/**
+ * Outline snapshots (snapshot.js): the walk stops after this many elements, and the text
+ * after this many characters, far under the relay's 32 MiB frames; the bridge pages what
+ * it gets by its own --max-result-bytes. An action's optional snapshot is kept short.
+ */
+const OUTLINE_MAX_NODES = 200_000;
+const OUTLINE_MAX_CHARS = 4_000_000;
+const ACTION_SNAPSHOT_MAX_CHARS = 20_000;
+
 /** waitFor: how long by default, and at most (under the relay's and the bridge's 60 s request timeouts). */
 export const WAIT_DEFAULT_MS = 10_000;
 export const WAIT_MAX_MS = 30_000;
@@ -58,39 +69,45 @@ export const COMMANDS = {
   selectTab: { params: { tabId: { ...TAB_ID, required: true } }, run: selectTab },
   activateTab: { params: { tabId: TAB_ID }, run: activateTab },
   closeTab: { params: { tabId: TAB_ID }, run: closeTab },
-  browser_navigate: { params: { url: { type: 'string', required: true, nonEmpty: true }, tabId: TAB_ID }, run: navigate },
+  browser_navigate: {
+    params: { url: { type: 'string', required: true, nonEmpty: true }, snapshot: { type: 'boolean' }, tabId: TAB_ID },
+    run: reportingChanges(navigate),
+  },
   goBack: { params: { tabId: TAB_ID }, run: (ctx, params) => goThroughHistory(ctx, params, -1) },
   goForward: { params: { tabId: TAB_ID }, run: (ctx, params) => goThroughHistory(ctx, params, +1) },
   click: {
     params: {
-      selector: { type: 'string', nonEmpty: true },
+      ...TARGET_PARAMS,
+      snapshot: { type: 'boolean' },
       x: { type: 'number', min: 0 },
       y: { type: 'number', min: 0 },
       button: { type: 'string', oneOf: ['left', 'middle', 'right'] },
       clickCount: { type: 'integer', min: 1, max: 3 },
       tabId: TAB_ID,
     },
-    run: click,
+    run: reportingChanges(click),
   },
   type: {
     params: {
-      selector: { type: 'string', required: true, nonEmpty: true },
+      ...TARGET_PARAMS,
       text: { type: 'string', required: true },
       submit: { type: 'boolean' },
+      snapshot: { type: 'boolean' },
       tabId: TAB_ID,
     },
-    run: type,
+    run: reportingChanges(type),
   },
-  hover: { params: { selector: { type: 'string', required: true, nonEmpty: true }, tabId: TAB_ID }, run: hover },
+  hover: { params: { ...TARGET_PARAMS, snapshot: { type: 'boolean' }, tabId: TAB_ID }, run: reportingChanges(hover) },
   selectOption: {
     params: {
-      selector: { type: 'string', required: true, nonEmpty: true },
+      ...TARGET_PARAMS,
       values: { type: 'string[]', required: true, nonEmpty: true, maxItems: 1_000 },
+      snapshot: { type: 'boolean' },
       tabId: TAB_ID,
     },
-    run: selectOption,
+    run: reportingChanges(selectOption),
   },
-  pressKey: { params: { key: { type: 'string', required: true }, tabId: TAB_ID }, run: pressKey },
+  pressKey: { params: { key: { type: 'string', required: true }, snapshot: { type: 'boolean' }, tabId: TAB_ID }, run: reportingChanges(pressKey) },
   waitFor: {
     params: {
       text: { type: 'string', nonEmpty: true },
@@ -117,7 +134,15 @@ export const COMMANDS = {
     run: screenshot,
   },
   evaluate: { params: { expression: { type: 'string', required: true, nonEmpty: true }, tabId: TAB_ID }, run: evaluate },
-  snapshot: { params: { tabId: TAB_ID }, run: snapshot },
+  snapshot: {
+    params: {
+      format: { type: 'string', oneOf: ['elements', 'outline'] },
+      depth: { type: 'integer', min: 1, max: 1_000 },
+      interactive: { type: 'boolean' },
+      tabId: TAB_ID,
+    },
+    run: snapshot,
+  },
   forwardCDPCommand: {
     params: {
       method: { type: 'string', required: true, nonEmpty: true },
@@ -344,14 +369,15 @@ async function goThroughHistory(ctx, { tabId }, delta) {
 // Input
 
 /** @param {CommandContext} ctx */
-async function click(ctx, { selector, x, y, button = 'left', clickCount = 1, tabId }) {
-  if (selector === undefined && (x === undefined || y === undefined))
-    throw invalidParams('click needs parameter "selector", or both "x" and "y"');
+async function click(ctx, params) {
+  const { ref, selector, x, y, button = 'left', clickCount = 1, tabId } = params;
+  if (ref === undefined && selector === undefined && (x === undefined || y === undefined))
+    throw invalidParams('click needs parameter "ref" or "selector", or both "x" and "y"');
   const id = await targetTab(ctx, tabId);
   let point = { x, y };
   let element;
-  if (selector !== undefined) {
-    const located = await locate(ctx, id, selector);
+  if (ref !== undefined || selector !== undefined) {
+    const located = await locate(ctx, id, elementTarget(params));
     point = { x: located.x, y: located.y };
     element = located.element;
   }
@@ -402,14 +428,16 @@ async function keepingTheFocus(tabId, action) {
 }
 
 /** @param {CommandContext} ctx */
-async function type(ctx, { selector, text, submit = false, tabId }) {
+async function type(ctx, params) {
+  const { text, submit = false, tabId } = params;
+  const target = elementTarget(params);
   const id = await targetTab(ctx, tabId);
-  const prepared = await evaluateFunction(ctx, id, prepareTyping, selector, text === '');
+  const prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text === ''));
   if (prepared?.error)
-    throw elementError(prepared, selector);
+    throw elementError(prepared, target);
   if (text !== '')
     await ctx.debuggers.send(id, 'Input.insertText', { text });
-  const value = await evaluateFunction(ctx, id, readValue, selector);
+  const value = (await evaluateExpression(ctx, id, elementExpression(readValue, target)))?.value ?? null;
   if (submit) {
     // keyDown carrying "\r" is what makes Chrome fire keypress and submit the form.
     const enter = { key: 'Enter', code: 'Enter', windowsVirtualKeyCode: 13, nativeVirtualKeyCode: 13 };
@@ -420,29 +448,33 @@ async function type(ctx, { selector, text, submit = false, tabId }) {
 }
 
 /** @param {CommandContext} ctx */
-async function hover(ctx, { selector, tabId }) {
-  const id = await targetTab(ctx, tabId);
-  const { x, y, element } = await locate(ctx, id, selector);
+async function hover(ctx, params) {
+  const target = elementTarget(params);
+  const id = await targetTab(ctx, params.tabId);
+  const { x, y, element } = await locate(ctx, id, target);
   await ctx.debuggers.send(id, 'Input.dispatchMouseEvent', { type: 'mouseMoved', x, y });
   return { tabId: id, hovered: true, x, y, element };
 }
 
 /** @param {CommandContext} ctx */
-async function selectOption(ctx, { selector, values, tabId }) {
+async function selectOption(ctx, params) {
+  const { values, tabId } = params;
+  const target = elementTarget(params);
+  const named = describeTarget(target);
   const id = await targetTab(ctx, tabId);
-  const result = await evaluateExpression(ctx, id, elementExpression(selectOptions, selector, values));
+  const result = await evaluateExpression(ctx, id, elementExpression(selectOptions, target, values));
   if (result?.error) {
     switch (result.error) {
       case 'not-select':
-        throw serverError(`Element "${selector}" is a <${result.element}>, not a <select>; click custom drop-downs instead`);
+        throw serverError(`Element ${named} is a <${result.element}>, not a <select>; click custom drop-downs instead`);
       case 'no-option':
-        throw serverError(`<select> "${selector}" has no option with value or label "${result.value}"; its options are: ${result.available.join(', ')}`);
+        throw serverError(`<select> ${named} has no option with value or label "${result.value}"; its options are: ${result.available.join(', ')}`);
       case 'option-disabled':
-        throw serverError(`The option "${result.value}" of "${selector}" is disabled`);
+        throw serverError(`The option "${result.value}" of ${named} is disabled`);
       case 'not-multiple':
-        throw invalidParams(`<select> "${selector}" takes one value, not ${result.count}: it is not a multi-select`);
+        throw invalidParams(`<select> ${named} takes one value, not ${result.count}: it is not a multi-select`);
       default:
-        throw elementError(result, selector);
+        throw elementError(result, target);
     }
   }
   return { tabId: id, selected: result.values, labels: result.labels };
@@ -610,10 +642,18 @@ async function evaluate(ctx, { expression, tabId }) {
   return { value: result.value ?? null, type: result.type };
 }
 
-/** @param {CommandContext} ctx */
-async function snapshot(ctx, { tabId }) {
+/**
+ * `format: "outline"` is the snapshot with refs (snapshot.js), which the
+ * bridge asks for; without it, the older flat list of elements with CSS
+ * selectors, which direct clients of the relay already read.
+ *
+ * @param {CommandContext} ctx
+ */
+async function snapshot(ctx, { format = 'elements', depth, interactive = false, tabId }) {
   const id = await targetTab(ctx, tabId);
-  return { tabId: id, ...(await evaluateFunction(ctx, id, takeSnapshot, SNAPSHOT_LIMITS)) };
+  if (format === 'elements')
+    return { tabId: id, ...(await evaluateFunction(ctx, id, takeSnapshot, SNAPSHOT_LIMITS)) };
+  return { tabId: id, ...(await outlineOf(ctx, id, { depth, interactive }, OUTLINE_MAX_CHARS)) };
 }
 
 /** @param {CommandContext} ctx */
@@ -624,6 +664,88 @@ async function forwardCDPCommand(ctx, { method, params = {}, sessionId, tabId })
   } catch (error) {
     throw serverError(`CDP ${method} failed on tab ${id}: ${messageOf(error)}`);
   }
+}
+
+// ---------------------------------------------------------------------------
+// What an action changed
+
+/**
+ * Wraps an action so its result says what changed, as Playwright MCP's do: the
+ * page's `url` and `title` under `pageChanged` when either changed, and with
+ * `snapshot: true` the page's outline (cut at ACTION_SNAPSHOT_MAX_CHARS), so
+ * the model rarely needs a separate snapshot call. A dialog the action opened
+ * surfaces through runCommand (the state read after the action meets it).
+ *
+ * @param {(ctx: CommandContext, params: any) => Promise<any>} run
+ */
+export function reportingChanges(run) {
+  return async (ctx, params) => {
+    // Only a tab this connection may use is read (targetTab checks), before the action runs.
+    const before = await targetTab(ctx, params.tabId)
+        .then(id => evaluateFunction(ctx, id, pageState))
+        .catch(() => null);
+    const result = await run(ctx, params);
+    if (typeof result?.tabId !== 'number')
+      return result;
+    const after = await stateAfterAction(ctx, result.tabId);
+    if (before && after && (before.url !== after.url || before.title !== after.title))
+      result.pageChanged = { url: after.url, title: after.title };
+    if (params.snapshot) {
+      const outline = await outlineOf(ctx, result.tabId, {}, ACTION_SNAPSHOT_MAX_CHARS);
+      result.snapshot = outline.snapshot;
+      if (outline.note)
+        result.snapshotNote = outline.note;
+    }
+    return result;
+  };
+}
+
+/**
+ * The page's URL and title once an action returned. A page that is being replaced
+ * cannot run script; the tab then says where it is going. A dialog is rethrown.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ */
+async function stateAfterAction(ctx, tabId) {
+  try {
+    return await evaluateFunction(ctx, tabId, pageState);
+  } catch (error) {
+    if (error instanceof DialogOpenError)
+      throw error;
+    const tab = await getTab(tabId);
+    return { url: tab.pendingUrl || tab.url || '', title: tab.title || '' };
+  }
+}
+
+/**
+ * The page as outline text with refs, cut at whole lines at `maxChars` with a
+ * note saying how to see the rest.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {{depth?: number, interactive?: boolean}} options
+ * @param {number} maxChars
+ * @returns {Promise<{url: string, title: string, snapshot: string, note?: string}>}
+ */
+async function outlineOf(ctx, tabId, options, maxChars) {
+  const captured = await evaluateFunction(ctx, tabId, captureTree, { maxNodes: OUTLINE_MAX_NODES });
+  const cut = cutLines(formatOutline(captured.tree, options), maxChars);
+  const notes = [];
+  if (cut.cut) {
+    notes.push(`The snapshot was cut after ${cut.shownLines} of ${cut.totalLines} lines (${maxChars} characters); ` +
+        'for the rest, call browser_snapshot, with "depth" or "interactive": true to see less at a time');
+  }
+  if (captured.nodesTruncated) {
+    notes.push(`The page has more than ${captured.nodesTruncated} elements; only the first were read. ` +
+        'Use "interactive": true or "depth" to see less at a time');
+  }
+  return {
+    url: captured.url,
+    title: captured.title,
+    snapshot: cut.text,
+    ...(notes.length ? { note: notes.join('. ') } : {}),
+  };
 }
 
 // ---------------------------------------------------------------------------
@@ -708,35 +830,56 @@ async function evaluateExpression(ctx, tabId, expression) {
   return result.value;
 }
 
-/** @param {CommandContext} ctx @param {number} tabId @param {string} selector */
-async function locate(ctx, tabId, selector) {
-  const located = await evaluateFunction(ctx, tabId, locateElement, selector);
+/**
+ * Where a mouse would act on an element: see `locateElement`.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {import('./targets.js').ElementTarget | string} target a ref or selector (a bare string is a selector)
+ */
+async function locate(ctx, tabId, target) {
+  const located = await evaluateExpression(ctx, tabId, elementExpression(locateElement, target));
   if (located?.error)
-    throw elementError(located, selector);
+    throw elementError(located, target);
   return located;
 }
 
 /**
  * @param {{error: string, message?: string, element?: string, cover?: string}} failure from a page script
- * @param {string} selector
+ * @param {import('./targets.js').ElementTarget | string} target
  */
-function elementError(failure, selector) {
+function elementError(failure, target) {
+  const named = describeTarget(target);
   switch (failure.error) {
     case 'invalid-selector':
-      return invalidParams(`parameter "selector" is not a valid CSS selector: ${selector}`);
+      return invalidParams(`parameter "selector" is not a valid CSS selector: ${typeof target === 'string' ? target : target.selector}`);
     case 'not-found':
-      return serverError(`No element matches selector "${selector}"; take a snapshot to see the page's elements`);
+      return serverError(`No element matches ${named}; take a snapshot to see the page's elements`);
+    case 'stale-ref':
+      return serverError(staleRefMessage(failure.ref));
     case 'not-visible':
-      return serverError(`Element "${selector}" (${failure.element}) is not visible, so it cannot be clicked or hovered`);
+      return serverError(`Element ${named} (${failure.element}) is not visible, so it cannot be clicked or hovered`);
     case 'covered':
-      return serverError(`Element "${selector}" (${failure.element}) is covered by ${failure.cover}; close the overlay first`);
+      return serverError(`Element ${named} (${failure.element}) is covered by ${failure.cover}; close the overlay first`);
     case 'not-editable':
-      return serverError(`Element "${selector}" is a <${failure.element}>, which does not accept text; target an input, textarea or contenteditable element`);
+      return serverError(`Element ${named} is a <${failure.element}>, which does not accept text; target an input, textarea or contenteditable element`);
     case 'disabled':
-      return serverError(`Element "${selector}" is disabled or read-only`);
+      return serverError(`Element ${named} is disabled or read-only`);
     default:
-      return serverError(`Element "${selector}": ${failure.error}`);
+      return serverError(`Element ${named}: ${failure.error}`);
   }
+}
+
+/**
+ * The refusal of a ref that no longer names a live element. Nothing was done:
+ * the model must look again rather than guess which element took its place.
+ *
+ * @param {string} ref
+ */
+export function staleRefMessage(ref) {
+  return `Ref ${ref} does not name an element on the page any more (it was removed or replaced, ` +
+      'or the page changed since the snapshot that listed it), so nothing was done; ' +
+      'take a new snapshot (browser_snapshot) and use a ref from it';
 }
 
 /** @param {CommandContext} ctx @param {number} tabId */

@@ -22,27 +22,43 @@ export function pageExpression(fn, ...args) {
 
 /**
  * Like {@link pageExpression} for a function whose first argument is an
- * element: the expression finds `selector`'s element and calls
- * `fn(element, ...args)`, or returns `{error: 'invalid-selector'|'not-found'}`.
+ * element: the expression finds `target`'s element and calls
+ * `fn(element, ...args)`, or returns `{error: 'invalid-selector'|'not-found'|'stale-ref'}`.
  *
  * @param {Function} fn
- * @param {string} selector
+ * @param {import('./targets.js').ElementTarget | string} target a ref or selector (a bare string is a selector)
  * @param {...unknown} args JSON-serialisable arguments
  */
-export function elementExpression(fn, selector, ...args) {
-  const json = [selector, ...args].map(arg => JSON.stringify(arg)).join(', ');
+export function elementExpression(fn, target, ...args) {
+  const json = [target, ...args].map(arg => JSON.stringify(arg)).join(', ');
   return `(${findElementThen.toString()})(${fn.toString()}, ${json})`;
 }
 
 /**
+ * The one place a target becomes an element. A ref is looked up in the
+ * registry the snapshot keeps in the top window (see snapshot.js): it answers
+ * only with the very element it was given for, and only while that element is
+ * still in a live document, so a ref to a removed or replaced element (or to
+ * an iframe's old document) is refused rather than matched to a look-alike.
+ *
  * @param {(element: Element, ...args: any[]) => object} fn
- * @param {string} selector
+ * @param {{ref: string} | {selector: string} | string} target
  * @param {...unknown} args
  */
-export function findElementThen(fn, selector, ...args) {
+export function findElementThen(fn, target, ...args) {
+  const wanted = typeof target === 'string' ? { selector: target } : target;
+  if (wanted.ref !== undefined) {
+    // Keep in step with captureTree in snapshot.js, which fills this registry.
+    const registry = window[Symbol.for('mcp-relay.refs')];
+    const found = registry && registry.byRef.get(wanted.ref);
+    const el = found && found.deref();
+    if (!el || !el.isConnected || !el.ownerDocument.defaultView)
+      return { error: 'stale-ref', ref: wanted.ref, snapshotTaken: Boolean(registry) };
+    return fn(el, ...args);
+  }
   let el;
   try {
-    el = document.querySelector(selector);
+    el = document.querySelector(wanted.selector);
   } catch (e) {
     return { error: 'invalid-selector', message: String(e && e.message || e) };
   }
@@ -50,15 +66,17 @@ export function findElementThen(fn, selector, ...args) {
 }
 
 /**
- * Finds the element a selector names, scrolls it to the middle of the viewport
- * and returns the point a real mouse would click: its centre, in CSS pixels of
- * the top-level viewport, which is what Input.dispatchMouseEvent expects.
- * Refuses when another element covers that point, because a click there
- * would land on the cover (a cookie banner, a modal), not on the target.
+ * Scrolls an element to the middle of the viewport and returns the point a
+ * real mouse would click: its centre, in CSS pixels of the top-level
+ * viewport, which is what Input.dispatchMouseEvent expects (an element of a
+ * same-origin iframe gets its frames' offsets added). Refuses when another
+ * element covers that point, because a click there would land on the cover
+ * (a cookie banner, a modal), not on the target. Runs through
+ * {@link elementExpression}, which finds the element.
  *
- * @param {string} selector
+ * @param {Element} el
  */
-export function locateElement(selector) {
+export function locateElement(el) {
   const describe = el => {
     let text = el.localName;
     if (el.id)
@@ -68,25 +86,19 @@ export function locateElement(selector) {
       text += `.${cls.join('.')}`;
     return text;
   };
-  let el;
-  try {
-    el = document.querySelector(selector);
-  } catch (e) {
-    return { error: 'invalid-selector', message: String(e && e.message || e) };
-  }
-  if (!el)
-    return { error: 'not-found' };
   el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
   const rect = el.getBoundingClientRect();
   if (rect.width === 0 || rect.height === 0)
     return { error: 'not-visible', element: describe(el) };
-  const style = getComputedStyle(el);
+  const view = el.ownerDocument.defaultView;
+  const style = view.getComputedStyle(el);
   if (style.visibility === 'hidden' || style.pointerEvents === 'none')
     return { error: 'not-visible', element: describe(el) };
   const x = rect.left + rect.width / 2;
   const y = rect.top + rect.height / 2;
+  // The hit test runs in the element's own document, in its own viewport's coordinates.
   // elementFromPoint stops at shadow hosts; descend to the innermost element.
-  let hit = document.elementFromPoint(x, y);
+  let hit = el.ownerDocument.elementFromPoint(x, y);
   while (hit && hit.shadowRoot) {
     const inner = hit.shadowRoot.elementFromPoint(x, y);
     if (!inner || inner === hit)
@@ -95,7 +107,7 @@ export function locateElement(selector) {
   }
   // A hit inside the element (its text, an icon, its own shadow tree) is the element.
   let reachable = false;
-  for (let node = hit; node; node = node.parentNode || (node instanceof ShadowRoot ? node.host : null)) {
+  for (let node = hit; node; node = node.parentNode || (node.nodeType === Node.DOCUMENT_FRAGMENT_NODE ? node.host : null)) {
     if (node === el) {
       reachable = true;
       break;
@@ -103,7 +115,18 @@ export function locateElement(selector) {
   }
   if (!reachable)
     return { error: 'covered', element: describe(el), cover: hit ? describe(hit) : 'nothing (outside the viewport)' };
-  return { x, y, element: describe(el) };
+  // From the frame's viewport to the top one: each iframe's content box starts at its
+  // border-box corner plus its border and padding.
+  let top = { x, y };
+  for (let frame = view; frame !== window.top && frame.frameElement; frame = frame.parent) {
+    const box = frame.frameElement.getBoundingClientRect();
+    const frameStyle = frame.parent.getComputedStyle(frame.frameElement);
+    top = {
+      x: top.x + box.left + frame.frameElement.clientLeft + parseFloat(frameStyle.paddingLeft),
+      y: top.y + box.top + frame.frameElement.clientTop + parseFloat(frameStyle.paddingTop),
+    };
+  }
+  return { x: top.x, y: top.y, element: describe(el) };
 }
 
 /**
@@ -111,20 +134,16 @@ export function locateElement(selector) {
  * replaces it (the behaviour of a "fill"; appending to stale input is what
  * automation usually gets wrong).
  *
- * @param {string} selector
+ * Runs through {@link elementExpression}.
+ *
+ * @param {Element} el
  * @param {boolean} clear when the text to type is empty, there is nothing to
  *   replace the selection with, so clear the value here and fire `input`
  */
-export function prepareTyping(selector, clear) {
-  let el;
-  try {
-    el = document.querySelector(selector);
-  } catch (e) {
-    return { error: 'invalid-selector', message: String(e && e.message || e) };
-  }
-  if (!el)
-    return { error: 'not-found' };
-  const isField = el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement;
+export function prepareTyping(el, clear) {
+  // An iframe's elements are instances of that frame's classes, not of this window's.
+  const view = el.ownerDocument.defaultView;
+  const isField = el instanceof view.HTMLInputElement || el instanceof view.HTMLTextAreaElement;
   if (!isField && !el.isContentEditable)
     return { error: 'not-editable', element: el.localName };
   if (el.disabled || el.readOnly)
@@ -143,9 +162,9 @@ export function prepareTyping(selector, clear) {
       el.dispatchEvent(new Event('change', { bubbles: true }));
     }
   } else {
-    const range = document.createRange();
+    const range = el.ownerDocument.createRange();
     range.selectNodeContents(el);
-    const selection = getSelection();
+    const selection = view.getSelection();
     selection.removeAllRanges();
     selection.addRange(range);
     if (clear && el.textContent !== '') {
@@ -156,12 +175,9 @@ export function prepareTyping(selector, clear) {
   return { ok: true };
 }
 
-/** @param {string} selector */
-export function readValue(selector) {
-  const el = document.querySelector(selector);
-  if (!el)
-    return null;
-  return 'value' in el ? String(el.value) : el.textContent;
+/** Runs through {@link elementExpression}. @param {Element} el */
+export function readValue(el) {
+  return { value: 'value' in el ? String(el.value) : el.textContent };
 }
 
 /** Where the page is and whether it finished loading. */

@@ -45,9 +45,11 @@ const rpcError = (code, pattern) => error => error instanceof RpcError && error.
 
 test('pressKey sends the combination as key events, modifiers around the key', async () => {
   assert.deepEqual(await runCommand(ctx, 'pressKey', { key: 'Control+A' }), { tabId: TAB, pressed: 'Control+A' });
-  assert.deepEqual(sent.map(s => `${s.params.type} ${s.params.key}`),
+  // The page's URL and title are read before and after (to report a change); the rest are keys.
+  const keys = sent.filter(s => s.method !== 'Runtime.evaluate');
+  assert.deepEqual(keys.map(s => `${s.params.type} ${s.params.key}`),
       ['rawKeyDown Control', 'rawKeyDown a', 'keyUp a', 'keyUp Control']);
-  assert.ok(sent.every(s => s.method === 'Input.dispatchKeyEvent' && s.tabId === TAB));
+  assert.ok(keys.every(s => s.method === 'Input.dispatchKeyEvent' && s.tabId === TAB));
   await assert.rejects(runCommand(ctx, 'pressKey', { key: 'Enterr' }),
       rpcError(ErrorCode.INVALID_PARAMS, /parameter "key": "Enterr" is not a key name/));
 });
@@ -129,4 +131,12 @@ test('consoleMessages lists the tab\'s messages, or only its errors', async () =
   assert.equal(all.dropped, undefined);
   const errors = await runCommand(ctx, 'consoleMessages', { onlyErrors: true });
   assert.deepEqual(errors.messages.map(m => m.text), ['broke']);
+});
+
+test('a click on a stale ref is refused with "take a new snapshot" and sends no mouse event', async () => {
+  evaluates = expression => (expression.includes('mcp-relay.refs') ? { error: 'stale-ref', ref: 'e3' } : null);
+  await assert.rejects(runCommand(ctx, 'click', { ref: 'e3' }),
+      rpcError(ErrorCode.SERVER_ERROR, /Ref e3 does not name an element.*nothing was done; take a new snapshot/));
+  assert.ok(!sent.some(s => s.method === 'Input.dispatchMouseEvent'), JSON.stringify(sent));
+  await assert.rejects(runCommand(ctx, 'hover', {}), rpcError(ErrorCode.INVALID_PARAMS, /give parameter "ref"/));
 });

@@ -151,7 +151,7 @@ pub(crate) fn get(name: &str, args: &Map<String, Value>) -> Result<Value, String
                 "Inspect a web page in my browser. {open}Take a browser_snapshot to read its \
                  URL, title, text and interactive elements, and a browser_screenshot if the \
                  layout matters. Then summarise: what the page is, its main sections, the \
-                 actions it offers (with their selectors), and anything that looks broken or \
+                 actions it offers (with their refs), and anything that looks broken or \
                  confusing.{focus} Do not click, type or submit anything. {TOOL_NOTE}"
             )
         }
@@ -164,7 +164,7 @@ pub(crate) fn get(name: &str, args: &Map<String, Value>) -> Result<Value, String
             };
             format!(
                 "Fill a form in my browser. {open}Take a browser_snapshot to find the form's \
-                 fields and their selectors. Then enter, with browser_type (text fields), \
+                 fields and their refs. Then enter, with browser_type (text fields), \
                  browser_select_option (drop-downs) and browser_click (checkboxes, radio \
                  buttons): {}. If a value does not \
                  fit any field, or a required field has no value, ask me instead of guessing. \

@@ -34,6 +34,11 @@ const PAGED: [&str; 5] = [
     "browser_console_messages",
 ];
 
+/// The part size of `browser_snapshot` when `--max-result-bytes` is 0 (no limit): about
+/// 25k tokens (tokens ≈ bytes / 4), what a model can take in one result without crowding out
+/// its task. A bigger page comes in parts, read on with `offset`.
+const SNAPSHOT_PART_BYTES: usize = 100_000;
+
 /// What a tool call turns into.
 #[derive(Debug, Clone, PartialEq)]
 enum Plan {
@@ -144,9 +149,19 @@ impl Toolbox {
         self.text_result(tool, value.to_string())
     }
 
+    /// The size at which `tool`'s text is cut: `--max-result-bytes`, and for snapshots
+    /// [`SNAPSHOT_PART_BYTES`] when that is 0.
+    fn limit_for(&self, tool: &str) -> usize {
+        if self.max_result_bytes == 0 && tool == "browser_snapshot" {
+            SNAPSHOT_PART_BYTES
+        } else {
+            self.max_result_bytes
+        }
+    }
+
     /// Text, cut at `--max-result-bytes` with a note saying how to read on.
     fn text_result(&self, tool: &str, text: String) -> CallToolResult {
-        let max = self.max_result_bytes;
+        let max = self.limit_for(tool);
         if max == 0 || text.len() <= max {
             return CallToolResult::success(vec![ContentBlock::text(text)]);
         }
@@ -182,7 +197,7 @@ impl Toolbox {
             ));
         }
         let start = floor_char_boundary(&text, offset);
-        let mut end = floor_char_boundary(&text, start.saturating_add(self.max_result_bytes));
+        let mut end = floor_char_boundary(&text, start.saturating_add(self.limit_for(tool)));
         if end <= start {
             // A limit smaller than one character: still make progress.
             end = text[start..]
@@ -203,10 +218,15 @@ impl Toolbox {
 }
 
 fn more_note(tool: &str, start: usize, end: usize, total: usize) -> String {
+    let shorter = if tool == "browser_snapshot" {
+        " Or call browser_snapshot with \"interactive\": true or a \"depth\" to see less at once."
+    } else {
+        ""
+    };
     format!(
         "\n\n[Result cut: bytes {start}–{end} of {total} shown. To read on, call {tool} with \
          {{\"offset\": {end}}}: it returns the rest of this same result without running the \
-         command again. Or start the bridge with a larger --max-result-bytes (0 = no limit).]"
+         command again. Or start the bridge with a larger --max-result-bytes (0 = no limit).{shorter}]"
     )
 }
 
@@ -332,28 +352,44 @@ fn require_string<'a>(args: &'a JsonObject, key: &str) -> Result<&'a str, String
         .ok_or_else(|| format!("\"{key}\" (a non-empty string) is required"))
 }
 
-/// The element a tool acts on: `selector` (a CSS selector, e.g. from `browser_snapshot`).
-/// Playwright MCP's callers also send `element` (a description, for the person's
-/// permission prompt) and `ref`; refs are not produced by this bridge's snapshot yet, so one
-/// without a selector gets an error that says what to send instead.
-fn element_selector(args: &JsonObject) -> Result<Value, String> {
-    if let Some(selector) = string(args, "selector").filter(|s| !s.trim().is_empty()) {
-        return Ok(json!(selector));
+/// The element a tool acts on, as Playwright MCP's callers name it: `ref` (from
+/// `browser_snapshot`, e.g. `e5`, or `f1e3` inside a frame), or a CSS `selector`, which
+/// today's callers send. `element` (a description, for the person's permission prompt) is
+/// not sent on. A ref wins when both come, as the extension decides too; the extension
+/// resolves either in the page, and refuses a ref whose element is gone.
+fn element_target(args: &JsonObject) -> Result<(&'static str, Value), String> {
+    if let Some(reference) = string(args, "ref").filter(|s| !s.trim().is_empty()) {
+        return Ok(("ref", json!(reference.trim())));
     }
     if has(args, "ref") {
-        return Err(
-            "\"ref\" is not supported yet: this bridge's browser_snapshot lists a CSS \
-                    \"selector\" for each element; pass that as \"selector\""
-                .into(),
-        );
+        return Err("\"ref\" must be a string such as \"e5\", from browser_snapshot".into());
     }
-    Err("\"selector\" (the element's CSS selector, from browser_snapshot) is required".into())
+    if let Some(selector) = string(args, "selector").filter(|s| !s.trim().is_empty()) {
+        return Ok(("selector", json!(selector)));
+    }
+    Err(
+        "give \"ref\" (the element's ref from browser_snapshot, e.g. \"e5\") or \"selector\" \
+         (a CSS selector)"
+            .into(),
+    )
 }
 
-/// `params` with `selector` set from [`element_selector`].
-fn with_selector(args: &JsonObject, keys: &[&str]) -> Result<Value, String> {
+/// `outline: true` asks an action for the page's outline afterwards (the extension's
+/// `snapshot` flag). Not called `snapshot` here because parameter names weigh in
+/// `retrieve_tools`' ranking, and "snapshot" pulled every action into queries about reading
+/// or seeing the page (docs/BENCHMARKS.md, "Tool retrieval quality").
+fn outline_after(args: &JsonObject, mut params: Value) -> Value {
+    if args.get("outline") == Some(&Value::Bool(true)) {
+        params["snapshot"] = json!(true);
+    }
+    params
+}
+
+/// `params` with `ref` or `selector` set from [`element_target`].
+fn with_target(args: &JsonObject, keys: &[&str]) -> Result<Value, String> {
     let mut params = pick(args, keys);
-    params["selector"] = element_selector(args)?;
+    let (key, target) = element_target(args)?;
+    params[key] = target;
     Ok(params)
 }
 
@@ -422,35 +458,35 @@ fn plan(name: &str, args: &JsonObject) -> Result<Plan, String> {
             _ => Err("\"action\" is required: one of list, new, select, close".into()),
         },
         "browser_navigate" => match (string(args, "url"), string(args, "direction")) {
-            (Some(_), None) => forward("browser_navigate", pick(args, &["url", "tabId"])),
+            (Some(_), None) => forward(
+                "browser_navigate",
+                outline_after(args, pick(args, &["url", "tabId"])),
+            ),
             (None, Some("back")) => forward("goBack", pick(args, &["tabId"])),
             (None, Some("forward")) => forward("goForward", pick(args, &["tabId"])),
             _ => Err("give either \"url\" or \"direction\" (\"back\" or \"forward\")".into()),
         },
         "browser_click" => {
-            let by_point = has(args, "x") && has(args, "y");
-            if !(has(args, "selector") || by_point) {
-                if has(args, "ref") {
-                    element_selector(args)?;
-                }
-                return Err("give \"selector\", or both \"x\" and \"y\"".into());
+            let keys = ["x", "y", "button", "clickCount", "tabId"];
+            if has(args, "x") && has(args, "y") && !has(args, "ref") && !has(args, "selector") {
+                return forward("click", outline_after(args, pick(args, &keys)));
             }
-            forward(
-                "click",
-                pick(
-                    args,
-                    &["selector", "x", "y", "button", "clickCount", "tabId"],
-                ),
-            )
+            let mut params = with_target(args, &keys)
+                .map_err(|e| format!("{e}; or give both \"x\" and \"y\" to click a point"))?;
+            // Playwright MCP's name for a double click.
+            if args.get("doubleClick") == Some(&Value::Bool(true)) && !has(args, "clickCount") {
+                params["clickCount"] = json!(2);
+            }
+            forward("click", outline_after(args, params))
         }
         "browser_type" => {
-            let params = with_selector(args, &["text", "submit", "tabId"])?;
+            let params = outline_after(args, with_target(args, &["text", "submit", "tabId"])?);
             if string(args, "text").is_none() {
                 return Err("\"text\" (a string) is required".into());
             }
             forward("type", params)
         }
-        "browser_hover" => forward("hover", with_selector(args, &["tabId"])?),
+        "browser_hover" => forward("hover", outline_after(args, with_target(args, &["tabId"])?)),
         "browser_navigate_back" => forward("goBack", pick(args, &["tabId"])),
         "browser_navigate_forward" => forward("goForward", pick(args, &["tabId"])),
         "browser_select_option" => {
@@ -467,13 +503,16 @@ fn plan(name: &str, args: &JsonObject) -> Result<Plan, String> {
                         .into())
                 }
             };
-            let mut params = with_selector(args, &["tabId"])?;
+            let mut params = outline_after(args, with_target(args, &["tabId"])?);
             params["values"] = Value::Array(values);
             forward("selectOption", params)
         }
         "browser_press_key" => {
             require_string(args, "key")?;
-            forward("pressKey", pick(args, &["key", "tabId"]))
+            forward(
+                "pressKey",
+                outline_after(args, pick(args, &["key", "tabId"])),
+            )
         }
         "browser_wait_for" => {
             let waits_for_text = has(args, "text") || has(args, "textGone");
@@ -524,7 +563,18 @@ fn plan(name: &str, args: &JsonObject) -> Result<Plan, String> {
             require_string(args, "expression")?;
             forward("evaluate", pick(args, &["expression", "tabId"]))
         }
-        "browser_snapshot" => forward("snapshot", pick(args, &["tabId"])),
+        "browser_snapshot" => {
+            optional(
+                args,
+                "depth",
+                |v| v.as_u64().is_some_and(|d| d >= 1),
+                "an integer of at least 1",
+            )?;
+            optional(args, "interactive", Value::is_boolean, "true or false")?;
+            let mut params = pick(args, &["depth", "interactive", "tabId"]);
+            params["format"] = json!("outline");
+            forward("snapshot", params)
+        }
         "browser_cdp" => {
             require_string(args, "method")?;
             if args
@@ -615,6 +665,19 @@ fn element() -> Value {
     })
 }
 
+fn element_ref() -> Value {
+    json!({"type": "string", "description": "Element ref from browser_snapshot, e.g. e5 or f1e3."})
+}
+
+fn css_selector(what: &str) -> Value {
+    json!({"type": "string", "description": format!("Or a CSS selector of {what}.")})
+}
+
+/// The optional outline an action returns, so a model rarely needs a separate snapshot call.
+fn outline_flag() -> Value {
+    json!({"type": "boolean", "description": "Also return the page's outline (browser_snapshot) after the action, cut at 20,000 characters."})
+}
+
 fn tab_id() -> Value {
     json!({
         "type": "integer",
@@ -683,6 +746,7 @@ pub fn definitions() -> Vec<Tool> {
                 "properties": {
                     "url": {"type": "string", "description": "The URL to load."},
                     "direction": {"type": "string", "enum": ["back", "forward"], "description": "Instead of url: go back or forward in history."},
+                    "outline": outline_flag(),
                     "tabId": tab_id()
                 }
             }),
@@ -691,16 +755,19 @@ pub fn definitions() -> Vec<Tool> {
         tool(
             "browser_click",
             "Click",
-            "Click an element (by CSS selector, e.g. from browser_snapshot) or a point in the \
+            "Click an element (by ref from browser_snapshot, or CSS selector) or a point in the \
              viewport.",
             json!({
                 "properties": {
-                    "selector": {"type": "string", "description": "CSS selector of the element."},
                     "element": element(),
-                    "x": {"type": "number", "description": "Viewport x, with y, instead of selector."},
+                    "ref": element_ref(),
+                    "selector": css_selector("the element"),
+                    "x": {"type": "number", "description": "Viewport x, with y, instead of ref or selector."},
                     "y": {"type": "number"},
                     "button": {"type": "string", "enum": ["left", "right", "middle"]},
+                    "doubleClick": {"type": "boolean", "description": "A double click (same as clickCount 2)."},
                     "clickCount": {"type": "integer", "minimum": 1, "description": "2 for a double click."},
+                    "outline": outline_flag(),
                     "tabId": tab_id()
                 }
             }),
@@ -712,13 +779,15 @@ pub fn definitions() -> Vec<Tool> {
             "Replace the content of an input field with text; optionally submit (press Enter).",
             json!({
                 "properties": {
-                    "selector": {"type": "string", "description": "CSS selector of the field."},
                     "element": element(),
+                    "ref": element_ref(),
+                    "selector": css_selector("the field"),
                     "text": {"type": "string"},
                     "submit": {"type": "boolean", "description": "Press Enter afterwards (default false)."},
+                    "outline": outline_flag(),
                     "tabId": tab_id()
                 },
-                "required": ["selector", "text"]
+                "required": ["text"]
             }),
             PAGE_ACTION,
         ),
@@ -728,11 +797,12 @@ pub fn definitions() -> Vec<Tool> {
             "Move the mouse over an element, e.g. to open a menu or show a tooltip.",
             json!({
                 "properties": {
-                    "selector": {"type": "string", "description": "CSS selector of the element."},
                     "element": element(),
+                    "ref": element_ref(),
+                    "selector": css_selector("the element"),
+                    "outline": outline_flag(),
                     "tabId": tab_id()
-                },
-                "required": ["selector"]
+                }
             }),
             Hints {
                 read_only: false,
@@ -775,9 +845,18 @@ pub fn definitions() -> Vec<Tool> {
         tool(
             "browser_snapshot",
             "Page snapshot",
-            "Read the current page: URL, title, visible text, and the interactive elements with \
-             CSS selectors to use with browser_click, browser_type and browser_hover.",
-            json!({"properties": {"tabId": tab_id()}}),
+            "Read the current page: URL, title, visible text, links and interactive elements, \
+             as an accessibility outline in which each element you can act on has a ref (e.g. \
+             e5) for browser_click, browser_type, browser_hover and browser_select_option; CSS \
+             selectors work too. A ref holds while its element lives; when one is refused, take \
+             a new snapshot. Long pages come in parts; interactive and depth show less.",
+            json!({
+                "properties": {
+                    "interactive": {"type": "boolean", "description": "Only the elements with refs (and the frames holding them): much shorter."},
+                    "depth": {"type": "integer", "minimum": 1, "description": "Only this many levels of the outline (1 = top level); what is left out is counted."},
+                    "tabId": tab_id()
+                }
+            }),
             PAGE_READ,
         ),
         tool(
@@ -818,12 +897,14 @@ pub fn definitions() -> Vec<Tool> {
              multi-select; the options not named are deselected.",
             json!({
                 "properties": {
-                    "selector": {"type": "string", "description": "CSS selector of the <select>."},
                     "element": element(),
+                    "ref": element_ref(),
+                    "selector": css_selector("the <select>"),
                     "values": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Values or labels of the options to select."},
+                    "outline": outline_flag(),
                     "tabId": tab_id()
                 },
-                "required": ["selector", "values"]
+                "required": ["values"]
             }),
             PAGE_ACTION,
         ),
@@ -836,6 +917,7 @@ pub fn definitions() -> Vec<Tool> {
             json!({
                 "properties": {
                     "key": {"type": "string", "description": "e.g. Enter, ArrowDown, Control+A"},
+                    "outline": outline_flag(),
                     "tabId": tab_id()
                 },
                 "required": ["key"]
@@ -1071,6 +1153,60 @@ mod tests {
     }
 
     #[test]
+    fn element_tools_take_a_ref_or_a_selector_and_a_ref_wins() {
+        for (tool, method, extra) in [
+            ("browser_click", "click", json!({})),
+            ("browser_type", "type", json!({"text": "Ada"})),
+            ("browser_hover", "hover", json!({})),
+            (
+                "browser_select_option",
+                "selectOption",
+                json!({"values": ["b"]}),
+            ),
+        ] {
+            let mut call = extra.clone();
+            call["element"] = json!("Thing");
+            call["ref"] = json!("f1e3");
+            call["selector"] = json!("#thing");
+            let mut params = extra.clone();
+            params["ref"] = json!("f1e3");
+            assert_eq!(
+                plan(tool, &args(call)).unwrap(),
+                Plan::Forward {
+                    method,
+                    params,
+                    image: false
+                },
+                "{tool}"
+            );
+        }
+        assert_eq!(
+            plan(
+                "browser_click",
+                &args(json!({"ref": "e2", "doubleClick": true, "outline": true}))
+            )
+            .unwrap(),
+            Plan::Forward {
+                method: "click",
+                params: json!({"ref": "e2", "clickCount": 2, "snapshot": true}),
+                image: false
+            }
+        );
+        assert_eq!(
+            plan(
+                "browser_snapshot",
+                &args(json!({"interactive": true, "depth": 3}))
+            )
+            .unwrap(),
+            Plan::Forward {
+                method: "snapshot",
+                params: json!({"interactive": true, "depth": 3, "format": "outline"}),
+                image: false
+            }
+        );
+    }
+
+    #[test]
     fn playwright_named_tools_explain_bad_arguments() {
         let err = |tool: &str, call: Value| plan(tool, &args(call)).unwrap_err();
         assert!(err("browser_select_option", json!({"selector": "#s"})).contains("\"values\""));
@@ -1084,22 +1220,13 @@ mod tests {
             json!({"selector": "#s", "values": [1]})
         )
         .contains("\"values\""));
-        let by_ref = err(
-            "browser_select_option",
-            json!({"ref": "e3", "values": ["a"]}),
-        );
+        let no_target = err("browser_hover", json!({"element": "Menu"}));
         assert!(
-            by_ref.contains("\"ref\" is not supported yet") && by_ref.contains("selector"),
-            "{by_ref}"
+            no_target.contains("\"ref\"") && no_target.contains("\"selector\""),
+            "{no_target}"
         );
-        assert!(err("browser_hover", json!({"element": "Menu"})).contains("\"selector\""));
-        for tool in ["browser_click", "browser_type", "browser_hover"] {
-            let by_ref = err(tool, json!({"element": "Save", "ref": "e7", "text": "x"}));
-            assert!(
-                by_ref.contains("\"ref\" is not supported yet"),
-                "{tool}: {by_ref}"
-            );
-        }
+        assert!(err("browser_click", json!({"ref": 5})).contains("\"e5\""));
+        assert!(err("browser_snapshot", json!({"depth": 0})).contains("\"depth\""));
         assert!(err("browser_press_key", json!({})).contains("\"key\""));
         assert!(err("browser_press_key", json!({"key": ""})).contains("\"key\""));
         assert!(err("browser_wait_for", json!({})).contains("\"time\""));

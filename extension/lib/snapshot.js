@@ -1,0 +1,405 @@
+/**
+ * The page snapshot a model reads: an accessibility-style outline in the
+ * shape Playwright MCP's `browser_snapshot` made familiar (models are trained
+ * on it), with a ref on every element a person could act on:
+ *
+ *     - heading "Controls" [level=1]
+ *     - combobox "Colour" [ref=e1]: Red
+ *     - button "Save" [ref=e4] [disabled]
+ *     - iframe [ref=e7]:
+ *       - textbox "Inside" [ref=f1e1]
+ *
+ * Two halves. {@link captureTree} runs in the page (shipped as source text,
+ * so self-contained) and returns the tree as JSON; it also gives refs out and
+ * remembers them, per element, in a registry on the top window. The pure
+ * functions below turn that tree into text ({@link formatOutline}) and bound
+ * it ({@link cutLines}); Node tests them directly.
+ *
+ * Why refs stay true: the registry maps element → ref in a WeakMap and
+ * ref → element through a WeakRef, so a ref names one element object for as
+ * long as it lives, a second snapshot gives the same element the same ref,
+ * and refs are never reused (counters only grow). `findElementThen` in
+ * page-scripts.js refuses a ref whose element left its document.
+ *
+ * The registry lives in the page's main world (under a Symbol.for key, not
+ * enumerable): an isolated world would hide it from the page's scripts, but
+ * every evaluation would then need that world's context id per frame and per
+ * navigation. A page that deletes it only loses its refs (they are refused);
+ * one that forges it could only point a ref at one of its own elements.
+ */
+
+/**
+ * Walks the page (and its same-origin iframes) into a tree of plain objects:
+ * `{role, name?, ref?, value?, states?, url?, level?, text?, note?, children?}`;
+ * a text run is `{text}`. Hidden elements (not rendered, `aria-hidden`) are
+ * left out; elements with no role of their own (div, span) are left out but
+ * their content is kept, except when a person can act on them.
+ *
+ * @param {{maxNodes: number}} limits the walk stops there (and says so), so a
+ *   page of millions of nodes cannot make one answer unbounded
+ */
+export function captureTree(limits) {
+  // Keep the key in step with findElementThen in page-scripts.js, which reads this registry.
+  const KEY = Symbol.for('mcp-relay.refs');
+  let registry = window[KEY];
+  if (!registry) {
+    registry = { byRef: new Map(), refOf: new WeakMap(), frameOf: new WeakMap(), frames: 0, counters: new Map() };
+    Object.defineProperty(window, KEY, { value: registry, enumerable: false });
+  }
+  const alive = el => el && el.isConnected && el.ownerDocument.defaultView;
+  // Forget refs whose elements are gone; they stay refused (unknown is refused too).
+  for (const [ref, weak] of registry.byRef) {
+    if (!alive(weak.deref()))
+      registry.byRef.delete(ref);
+  }
+  const refFor = (el, frame) => {
+    const known = registry.refOf.get(el);
+    if (known && registry.byRef.has(known))
+      return known;
+    const n = (registry.counters.get(frame) || 0) + 1;
+    registry.counters.set(frame, n);
+    const ref = frame ? `f${frame}e${n}` : `e${n}`;
+    registry.refOf.set(el, ref);
+    registry.byRef.set(ref, new WeakRef(el));
+    return ref;
+  };
+  const frameNumber = iframe => {
+    let n = registry.frameOf.get(iframe);
+    if (!n) {
+      n = ++registry.frames;
+      registry.frameOf.set(iframe, n);
+    }
+    return n;
+  };
+
+  // Roles whose accessible name is their text: the text is not repeated below them.
+  const NAME_FROM_CONTENT = new Set([
+    'button', 'link', 'heading', 'cell', 'columnheader', 'rowheader', 'option', 'tab', 'menuitem',
+    'checkbox', 'radio', 'switch', 'treeitem', 'generic',
+  ]);
+  const MAX_OPTIONS = 50;
+  const flat = text => (text || '').replace(/\s+/g, ' ').trim();
+  const clip = (text, max) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+  const SKIP = new Set(['script', 'style', 'noscript', 'template', 'head', 'meta', 'link', 'title']);
+  const ACTIONABLE = [
+    'a[href]', 'button', 'input:not([type=hidden])', 'select', 'textarea', 'summary', 'iframe',
+    '[role=button]', '[role=link]', '[role=checkbox]', '[role=radio]', '[role=tab]', '[role=menuitem]',
+    '[role=option]', '[role=textbox]', '[role=combobox]', '[role=switch]', '[role=slider]', '[role=treeitem]',
+    '[contenteditable=""]', '[contenteditable=true]', '[onclick]', '[tabindex]:not([tabindex="-1"])',
+  ].join(',');
+  const implicitRole = el => {
+    const tag = el.localName;
+    switch (tag) {
+      case 'a': return el.hasAttribute('href') ? 'link' : 'generic';
+      case 'button': case 'summary': return 'button';
+      case 'select': return el.multiple || el.size > 1 ? 'listbox' : 'combobox';
+      case 'textarea': return 'textbox';
+      case 'option': return 'option';
+      case 'h1': case 'h2': case 'h3': case 'h4': case 'h5': case 'h6': return 'heading';
+      case 'p': return 'paragraph';
+      case 'ul': case 'ol': return 'list';
+      case 'li': return 'listitem';
+      case 'table': return 'table';
+      case 'tr': return 'row';
+      case 'td': return 'cell';
+      case 'th': return el.closest('thead') || el.getAttribute('scope') === 'col' ? 'columnheader' : 'rowheader';
+      case 'img': return el.getAttribute('alt') === '' ? 'none' : 'img';
+      case 'nav': return 'navigation';
+      case 'main': return 'main';
+      case 'header': return 'banner';
+      case 'footer': return 'contentinfo';
+      case 'aside': return 'complementary';
+      case 'form': return 'form';
+      case 'dialog': return 'dialog';
+      case 'iframe': case 'frame': return 'iframe';
+      case 'fieldset': case 'details': return 'group';
+      case 'hr': return 'separator';
+      case 'blockquote': return 'blockquote';
+      case 'pre': case 'code': return 'code';
+      case 'input': {
+        const type = (el.getAttribute('type') || 'text').toLowerCase();
+        if (['button', 'submit', 'reset', 'image'].includes(type))
+          return 'button';
+        if (type === 'checkbox' || type === 'radio')
+          return type;
+        if (type === 'range')
+          return 'slider';
+        if (type === 'number')
+          return 'spinbutton';
+        if (type === 'file')
+          return 'button';
+        return 'textbox';
+      }
+      default:
+        return el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable) ? 'textbox' : 'generic';
+    }
+  };
+  const nameOf = (el, role) => {
+    const doc = el.ownerDocument;
+    const labelledBy = el.getAttribute('aria-labelledby');
+    if (labelledBy) {
+      const text = flat(labelledBy.split(/\s+/).map(id => doc.getElementById(id)?.textContent || '').join(' '));
+      if (text)
+        return clip(text, 100);
+    }
+    const isInput = el.localName === 'input';
+    const candidates = [
+      el.getAttribute('aria-label'),
+      el.labels && el.labels.length ? Array.from(el.labels).map(label => label.textContent).join(' ') : '',
+      isInput && ['button', 'submit', 'reset'].includes(el.type) ? el.value || (el.type === 'submit' ? 'Submit' : '') : '',
+      NAME_FROM_CONTENT.has(role) && !isInput && el.localName !== 'select' ? el.textContent : '',
+      el.localName === 'fieldset' ? el.querySelector('legend')?.textContent : '',
+      el.getAttribute('alt'),
+      el.getAttribute('title'),
+      el.getAttribute('placeholder'),
+    ];
+    for (const candidate of candidates) {
+      const text = flat(candidate);
+      if (text)
+        return clip(text, 100);
+    }
+    return '';
+  };
+  const rendered = el => (el.checkVisibility ? el.checkVisibility() : el.getClientRects().length > 0);
+  const actionable = (el, style) => {
+    if (!el.matches(ACTIONABLE) && !['button', 'link', 'checkbox', 'radio', 'textbox', 'combobox'].includes(el.getAttribute('role')))
+      return false;
+    const rect = el.getBoundingClientRect();
+    return rect.width > 0 && rect.height > 0 && style.visibility === 'visible' && style.pointerEvents !== 'none' && !el.closest('[inert]');
+  };
+
+  let nodes = 0;
+  let truncated = false;
+  /** @returns {object[]} the nodes `node` contributes to its parent's children */
+  const walk = (node, frame) => {
+    if (truncated)
+      return [];
+    if (node.nodeType === Node.TEXT_NODE) {
+      const text = flat(node.textContent);
+      return text ? [{ text }] : [];
+    }
+    if (node.nodeType !== Node.ELEMENT_NODE)
+      return [];
+    const el = node;
+    if (SKIP.has(el.localName) || el.getAttribute('aria-hidden') === 'true')
+      return [];
+    if (++nodes > limits.maxNodes) {
+      truncated = true;
+      return [];
+    }
+    const view = el.ownerDocument.defaultView;
+    const style = view.getComputedStyle(el);
+    if (!rendered(el) && style.display !== 'contents')
+      return [];
+    const children = () => {
+      const out = [];
+      const kids = el.localName === 'slot' ? el.assignedNodes({ flatten: true }) : el.shadowRoot ? el.shadowRoot.childNodes : el.childNodes;
+      for (const kid of kids)
+        out.push(...walk(kid, frame));
+      // Adjacent text runs (split by inline elements without a role) read as one.
+      const merged = [];
+      for (const item of out) {
+        const last = merged[merged.length - 1];
+        if (item.text !== undefined && Object.keys(item).length === 1 && last && last.text !== undefined && Object.keys(last).length === 1)
+          last.text += ` ${item.text}`;
+        else
+          merged.push(item);
+      }
+      return merged;
+    };
+    let role = flat(el.getAttribute('role')).split(' ')[0] || implicitRole(el);
+    if (role === 'presentation')
+      role = 'none';
+    const ref = actionable(el, style) ? refFor(el, frame) : undefined;
+    if ((role === 'generic' || role === 'none') && !ref)
+      return children();
+    if (style.visibility !== 'visible' && !ref)
+      return children();
+    const item = { role };
+    const name = nameOf(el, role);
+    if (name)
+      item.name = name;
+    if (ref)
+      item.ref = ref;
+    const states = [];
+    if (el.disabled || el.getAttribute('aria-disabled') === 'true')
+      states.push('disabled');
+    if (el.checked === true || el.getAttribute('aria-checked') === 'true')
+      states.push('checked');
+    if (el.getAttribute('aria-checked') === 'mixed' || el.indeterminate === true)
+      states.push('checked=mixed');
+    if (role === 'option' && (el.selected === true || el.getAttribute('aria-selected') === 'true'))
+      states.push('selected');
+    if (el.getAttribute('aria-expanded'))
+      states.push(`expanded=${el.getAttribute('aria-expanded')}`);
+    else if (el.localName === 'details')
+      states.push(`expanded=${el.open}`);
+    if (el.getAttribute('aria-pressed'))
+      states.push(`pressed=${el.getAttribute('aria-pressed')}`);
+    if (el.required)
+      states.push('required');
+    if (role === 'heading')
+      states.push(`level=${/^h[1-6]$/.test(el.localName) ? el.localName[1] : el.getAttribute('aria-level') || 2}`);
+    if (states.length)
+      item.states = states;
+    if (el.localName === 'select') {
+      const chosen = Array.from(el.selectedOptions, o => flat(o.label || o.textContent));
+      if (role === 'combobox' && chosen.length)
+        item.value = clip(chosen[0], 100);
+    } else if (role === 'textbox' || role === 'spinbutton' || role === 'slider' || role === 'combobox') {
+      const raw = 'value' in el && typeof el.value === 'string' ? el.value : el.isContentEditable ? el.textContent : '';
+      // Never put a password into a model's context; say only that one is there.
+      if (raw && el.type === 'password')
+        item.value = '••••••';
+      else if (raw)
+        item.value = clip(raw.replace(/\s+/g, ' '), 200);
+    }
+    if (role === 'link' && el.getAttribute('href'))
+      item.url = clip(el.getAttribute('href'), 200);
+    if (role === 'iframe') {
+      let inner = null;
+      try {
+        inner = el.contentDocument;
+      } catch {
+        inner = null;
+      }
+      if (inner && inner.documentElement) {
+        const number = frameNumber(el);
+        item.children = walk(inner.body || inner.documentElement, number);
+      } else {
+        item.note = 'cross-origin frame: its content is not in this snapshot';
+      }
+      return [item];
+    }
+    if (el.localName === 'select') {
+      // A closed drop-down renders no option boxes, so they are listed from the element.
+      const options = Array.from(el.options);
+      item.children = options.slice(0, MAX_OPTIONS).map(o => ({
+        role: 'option', name: clip(flat(o.label || o.textContent), 100), ...(o.selected ? { states: ['selected'] } : {}),
+      }));
+      if (options.length > MAX_OPTIONS)
+        item.children.push({ text: `… ${options.length - MAX_OPTIONS} more options` });
+      return [item];
+    }
+    let kids = el.localName === 'textarea' ? [] : children();
+    // Text already read as the name is not repeated below.
+    if (item.name && NAME_FROM_CONTENT.has(role))
+      kids = kids.filter(kid => kid.text === undefined || Object.keys(kid).length > 1);
+    if (kids.length)
+      item.children = kids;
+    return [item];
+  };
+  const root = document.body || document.documentElement;
+  const tree = root ? walk(root, 0) : [];
+  return { url: location.href, title: document.title, tree, ...(truncated ? { nodesTruncated: limits.maxNodes } : {}) };
+}
+
+/**
+ * The tree as outline text, one node a line, children indented two spaces.
+ *
+ * @param {object[]} tree from {@link captureTree}
+ * @param {{depth?: number, interactive?: boolean}} [options] `depth` keeps that
+ *   many levels (1 = the top level only) and says how much it left out below;
+ *   `interactive` keeps only what has a ref (and the frames holding such
+ *   elements), flattening the rest
+ * @returns {string}
+ */
+export function formatOutline(tree, options = {}) {
+  const { depth = Infinity, interactive = false } = options;
+  const lines = [];
+  const shown = interactive ? onlyInteractive(tree) : tree;
+  const emit = (items, level) => {
+    const indent = '  '.repeat(level);
+    for (const item of items) {
+      if (item.role === undefined) {
+        lines.push(`${indent}- text: ${item.text}`);
+        continue;
+      }
+      let line = `${indent}- ${item.role}`;
+      if (item.name)
+        line += ` ${JSON.stringify(item.name)}`;
+      if (item.ref)
+        line += ` [ref=${item.ref}]`;
+      for (const state of item.states || [])
+        line += ` [${state}]`;
+      const kids = item.children || [];
+      const onlyText = kids.length === 1 && kids[0].role === undefined && item.value === undefined && !item.url && !item.note;
+      if (onlyText) {
+        lines.push(`${line}: ${kids[0].text}`);
+        continue;
+      }
+      if (item.value !== undefined)
+        line += `: ${item.value}`;
+      const more = kids.length > 0 || item.url || item.note;
+      if (!more) {
+        lines.push(line);
+        continue;
+      }
+      if (level + 1 >= depth) {
+        lines.push(`${line} [${countNodes(kids)} more below: raise depth to see them]`);
+        continue;
+      }
+      lines.push(item.value === undefined ? `${line}:` : line);
+      if (item.url)
+        lines.push(`${indent}  - /url: ${item.url}`);
+      if (item.note)
+        lines.push(`${indent}  - note: ${item.note}`);
+      emit(kids, level + 1);
+    }
+  };
+  emit(shown, 0);
+  return lines.join('\n');
+}
+
+/** @param {object[]} items */
+function countNodes(items) {
+  let n = 0;
+  for (const item of items)
+    n += 1 + countNodes(item.children || []);
+  return n;
+}
+
+/**
+ * Only the nodes with a ref, and iframes (so a frame's refs keep their
+ * context); everything else gives way to its children. Names and values stay,
+ * text goes.
+ *
+ * @param {object[]} items
+ * @returns {object[]}
+ */
+export function onlyInteractive(items) {
+  const out = [];
+  for (const item of items) {
+    if (item.role === undefined)
+      continue;
+    const kids = onlyInteractive(item.children || []);
+    if (item.ref || item.role === 'iframe') {
+      const { children, ...rest } = item;
+      out.push(kids.length ? { ...rest, children: kids } : rest);
+    } else {
+      out.push(...kids);
+    }
+  }
+  return out;
+}
+
+/**
+ * The first lines of `text` that fit in `maxChars` (whole lines, so no ref is
+ * cut in half), and how many were left out.
+ *
+ * @param {string} text
+ * @param {number} maxChars
+ * @returns {{text: string, cut: boolean, shownLines: number, totalLines: number}}
+ */
+export function cutLines(text, maxChars) {
+  const lines = text === '' ? [] : text.split('\n');
+  if (text.length <= maxChars)
+    return { text, cut: false, shownLines: lines.length, totalLines: lines.length };
+  let size = 0;
+  let shown = 0;
+  while (shown < lines.length && size + lines[shown].length + (shown ? 1 : 0) <= maxChars) {
+    size += lines[shown].length + (shown ? 1 : 0);
+    shown++;
+  }
+  return { text: lines.slice(0, shown).join('\n'), cut: true, shownLines: shown, totalLines: lines.length };
+}

@@ -1,0 +1,98 @@
+// The snapshot's pure half: the outline text a model reads, its depth and interactive-only
+// views, the whole-line cut; and the element targets every element command accepts.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cutLines, formatOutline, onlyInteractive } from '../lib/snapshot.js';
+import { REF_PATTERN, TARGET_PARAMS, describeTarget, elementTarget } from '../lib/targets.js';
+import { ErrorCode, RpcError } from '../lib/rpc.js';
+
+const TREE = [
+  { role: 'heading', name: 'Controls', states: ['level=1'] },
+  { role: 'paragraph', children: [{ text: 'Pick a colour.' }] },
+  {
+    role: 'combobox', name: 'Colour', ref: 'e1', value: 'Red',
+    children: [{ role: 'option', name: 'Red', states: ['selected'] }, { role: 'option', name: 'Blue' }],
+  },
+  { role: 'button', name: 'Save', ref: 'e2', states: ['disabled'] },
+  { role: 'link', name: 'Next page', ref: 'e3', url: 'page2.html' },
+  {
+    role: 'iframe', ref: 'e4',
+    children: [{ role: 'form', children: [{ text: 'Inside' }, { role: 'textbox', name: 'Name', ref: 'f1e1', value: 'Ada' }] }],
+  },
+  { role: 'iframe', ref: 'e5', note: 'cross-origin frame: its content is not in this snapshot' },
+];
+
+test('the outline reads like Playwright MCP: role, quoted name, ref, states, value, children indented', () => {
+  assert.equal(formatOutline(TREE), [
+    '- heading "Controls" [level=1]',
+    '- paragraph: Pick a colour.',
+    '- combobox "Colour" [ref=e1]: Red',
+    '  - option "Red" [selected]',
+    '  - option "Blue"',
+    '- button "Save" [ref=e2] [disabled]',
+    '- link "Next page" [ref=e3]:',
+    '  - /url: page2.html',
+    '- iframe [ref=e4]:',
+    '  - form:',
+    '    - text: Inside',
+    '    - textbox "Name" [ref=f1e1]: Ada',
+    '- iframe [ref=e5]:',
+    '  - note: cross-origin frame: its content is not in this snapshot',
+  ].join('\n'));
+});
+
+test('names with quotes stay one unambiguous string', () => {
+  assert.equal(formatOutline([{ role: 'button', name: 'Say "hi"', ref: 'e9' }]), '- button "Say \\"hi\\"" [ref=e9]');
+});
+
+test('depth keeps the top levels and says how much it left out below', () => {
+  assert.equal(formatOutline(TREE, { depth: 1 }).split('\n').filter(line => line.includes('iframe [ref=e4]'))[0],
+      '- iframe [ref=e4] [3 more below: raise depth to see them]');
+  assert.ok(!formatOutline(TREE, { depth: 1 }).includes('f1e1'));
+  assert.ok(formatOutline(TREE, { depth: 3 }).includes('f1e1'));
+  assert.ok(formatOutline(TREE, { depth: 1 }).length < formatOutline(TREE).length);
+});
+
+test('interactive keeps only elements with refs and the frames around them, dropping text', () => {
+  assert.equal(formatOutline(TREE, { interactive: true }), [
+    '- combobox "Colour" [ref=e1]: Red',
+    '- button "Save" [ref=e2] [disabled]',
+    '- link "Next page" [ref=e3]:',
+    '  - /url: page2.html',
+    '- iframe [ref=e4]:',
+    '  - textbox "Name" [ref=f1e1]: Ada',
+    '- iframe [ref=e5]:',
+    '  - note: cross-origin frame: its content is not in this snapshot',
+  ].join('\n'));
+  assert.deepEqual(onlyInteractive([{ text: 'x' }, { role: 'list', children: [{ role: 'listitem', children: [{ text: 'y' }] }] }]), []);
+});
+
+test('a cut keeps whole lines within the budget and counts what it left out', () => {
+  const text = ['- row: 1', '- row: 2', '- row: 3'].join('\n');
+  assert.deepEqual(cutLines(text, 100), { text, cut: false, shownLines: 3, totalLines: 3 });
+  assert.deepEqual(cutLines(text, 17), { text: '- row: 1\n- row: 2', cut: true, shownLines: 2, totalLines: 3 });
+  assert.deepEqual(cutLines(text, 16), { text: '- row: 1', cut: true, shownLines: 1, totalLines: 3 });
+  const rows = Array.from({ length: 5000 }, (_, i) => `- row "${i}" [ref=e${i + 1}]`).join('\n');
+  const first = cutLines(rows, 20_000);
+  assert.ok(first.text.length <= 20_000 && first.cut && first.shownLines > 500);
+  assert.ok(first.text.endsWith(`[ref=e${first.shownLines}]`), 'no line is cut in half');
+});
+
+test('a target is a ref or a selector, a ref winning when both are sent', () => {
+  assert.deepEqual(elementTarget({ ref: 'e5' }), { ref: 'e5' });
+  assert.deepEqual(elementTarget({ ref: ' f2e13 ', selector: '#x' }), { ref: 'f2e13' });
+  assert.deepEqual(elementTarget({ selector: '#save' }), { selector: '#save' });
+  assert.deepEqual(elementTarget({ startRef: 'e1' }, 'start'), { ref: 'e1' });
+  assert.equal(describeTarget({ ref: 'e5' }), 'ref e5');
+  assert.equal(describeTarget('#save'), 'selector "#save"');
+  assert.deepEqual(Object.keys(TARGET_PARAMS).sort(), ['ref', 'selector']);
+  for (const ref of ['e1', 'e42', 'f1e3', 'f12e305'])
+    assert.ok(REF_PATTERN.test(ref), ref);
+});
+
+test('a target without ref or selector, or with a selector passed as ref, is refused as invalid params', () => {
+  const invalid = pattern => error => error instanceof RpcError && error.code === ErrorCode.INVALID_PARAMS && pattern.test(error.message);
+  assert.throws(() => elementTarget({}), invalid(/give parameter "ref" .* or "selector"/));
+  assert.throws(() => elementTarget({ ref: '#save' }), invalid(/must be a ref from a snapshot.*for a CSS selector use "selector"/));
+  assert.throws(() => elementTarget({ ref: 'e0' }), invalid(/must be a ref/));
+});
