@@ -86,21 +86,29 @@ async fn tools_list_has_every_browser_tool_with_schema_title_and_honest_hints() 
     let expected = [
         ("browser_cdp", (false, true, false, true)),
         ("browser_click", (false, true, false, true)),
+        ("browser_close", (false, true, true, true)),
         ("browser_connect", (false, false, true, false)),
         ("browser_console_messages", (true, false, true, true)),
+        ("browser_drag", (false, true, false, true)),
         ("browser_evaluate", (false, true, false, true)),
+        ("browser_file_upload", (false, true, false, true)),
+        ("browser_fill_form", (false, true, false, true)),
         ("browser_handle_dialog", (false, true, false, true)),
         ("browser_hover", (false, false, true, true)),
         ("browser_list", (true, false, true, false)),
         ("browser_navigate", (false, true, false, true)),
         ("browser_navigate_back", (false, true, false, true)),
         ("browser_navigate_forward", (false, true, false, true)),
+        ("browser_network_requests", (true, false, true, true)),
+        ("browser_pdf_save", (false, false, false, true)),
         ("browser_press_key", (false, true, false, true)),
+        ("browser_resize", (false, false, true, true)),
         ("browser_screenshot", (true, false, true, true)),
         ("browser_select_option", (false, true, false, true)),
         ("browser_snapshot", (true, false, true, true)),
         ("browser_status", (true, false, true, false)),
         ("browser_tabs", (false, true, false, true)),
+        ("browser_take_screenshot", (true, false, true, true)),
         ("browser_type", (false, true, false, true)),
         ("browser_wait_for", (true, false, true, true)),
     ];
@@ -528,7 +536,7 @@ async fn browser_going_away_fails_fast_and_coming_back_works_without_restarting_
     assert_eq!(request["params"], json!({"expression": "2"}));
     assert_eq!(ok_json(&after), json!({"value": 2, "type": "number"}));
     // The tool list did not change across all this.
-    assert_eq!(bridge.list_all_tools().await.unwrap().len(), 19);
+    assert_eq!(bridge.list_all_tools().await.unwrap().len(), 27);
     bridge.cancel().await.unwrap();
 }
 
@@ -807,7 +815,7 @@ async fn stdout_carries_only_mcp_frames_and_closing_stdin_stops_the_bridge() {
         }
     }
     assert_eq!(answers[&1]["result"]["protocolVersion"], "2025-06-18");
-    assert_eq!(answers[&2]["result"]["tools"].as_array().unwrap().len(), 19);
+    assert_eq!(answers[&2]["result"]["tools"].as_array().unwrap().len(), 27);
     let listed = &answers[&3]["result"];
     assert_eq!(listed["isError"], true, "{listed}");
     assert!(
@@ -843,7 +851,7 @@ async fn official_typescript_sdk_client_initializes_lists_and_calls_a_tool() {
     let report = run_sdk_client(Path::new("node"), &client_dir.join("client.mjs"), &[], USER).await;
     assert_eq!(report["ok"], true);
     assert_eq!(report["server"], "mcp-relay");
-    assert_eq!(report["tools"], 19);
+    assert_eq!(report["tools"], 27);
     assert_eq!(
         report["answer"],
         json!({"echo": "evaluate", "params": {"expression": "document.title"}})

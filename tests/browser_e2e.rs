@@ -1868,3 +1868,526 @@ fn jpeg_dimensions(jpeg: &[u8]) -> (u32, u32) {
     }
     panic!("JPEG without a start-of-frame segment");
 }
+
+// ---------------------------------------------------------------------------
+// The rest of issue 14's Playwright-named tools, on tests/fixtures/tools.html
+
+/// Runs `check` against a bridge whose current tab shows `tools.html` in headless Chromium;
+/// `bridge_args` are added to the bridge's command line.
+macro_rules! on_tools_page {
+    ($test:literal, $bridge_args:expr, |$bridge:ident, $site:ident| $check:block) => {{
+        let Some(chromium) = chromium_or_skip($test) else {
+            return;
+        };
+        let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+        within(SCENARIO_LIMIT, async {
+            let relay = relay().await;
+            let $site = FixtureSite::start().await;
+            let profile = Profile::new(&relay, "Tools Chromium");
+            let person = $site.url("person.html");
+            let browser = Browser::launch_in(&chromium, &profile, Mode::Headless, &[], &[&person]);
+            let ($bridge, _) =
+                bridge_with_tab_args(&relay, &browser, &$site.url("tools.html"), $bridge_args)
+                    .await;
+            $check
+            let _ = $bridge.cancel().await;
+        })
+        .await;
+    }};
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fill_form_sets_every_field_type_and_reads_them_back() {
+    on_tools_page!(
+        "fill_form_sets_every_field_type_and_reads_them_back",
+        &[],
+        |bridge, _site| {
+            // Fields named as a model names them, by the snapshot's refs, and by selectors.
+            let page = outline(&bridge, json!({})).await;
+            let agree = ref_of(&page, "checkbox \"Agree\"");
+            let large = ref_of(&page, "radio \"Large\"");
+            let filled = tool_ok(
+            &bridge,
+            "browser_fill_form",
+            json!({"fields": [
+                {"name": "Name", "type": "textbox", "selector": "#name", "value": "Ada Lovelace"},
+                {"name": "Bio", "type": "textbox", "selector": "#bio", "value": "two\nlines"},
+                {"name": "Agree", "type": "checkbox", "ref": agree, "value": "true"},
+                {"name": "Large", "type": "radio", "ref": large, "value": "true"},
+                {"name": "Country", "type": "combobox", "selector": "#country", "value": "Japan"},
+                {"name": "Volume", "type": "slider", "selector": "#volume", "value": "75"}
+            ]}),
+        )
+        .await;
+            assert_eq!(filled["filled"].as_array().unwrap().len(), 6, "{filled}");
+            let read = page_value(
+            &bridge,
+            "[document.querySelector('#name').value, bio.value, agree.checked, document.querySelector('#size-l').checked, \
+             country.value, volume.value, document.querySelector('#changes').textContent]",
+        )
+        .await;
+            assert_eq!(
+                read,
+                json!([
+                    "Ada Lovelace",
+                    "two\nlines",
+                    true,
+                    true,
+                    "jp",
+                    "75",
+                    "name,bio,agree,size-l,country,volume"
+                ])
+            );
+            let wrong = tool(
+            &bridge,
+            "browser_fill_form",
+            json!({"fields": [{"name": "Name", "type": "checkbox", "selector": "#name", "value": "true"}]}),
+        )
+        .await;
+            assert!(
+                is_error(&wrong) && text(&wrong).contains("not a checkbox"),
+                "{wrong}"
+            );
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_upload_carries_the_bytes_from_the_bridge_to_the_page_exactly() {
+    on_tools_page!(
+        "file_upload_carries_the_bytes_from_the_bridge_to_the_page_exactly",
+        &[],
+        |bridge, _site| {
+            let dir = TempDir::new().unwrap();
+            let path = dir.path().join("every-byte.bin");
+            let bytes: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+            fs::write(&path, &bytes).unwrap();
+            let expected = sha256_hex(&path);
+            let uploaded = tool_ok(
+                &bridge,
+                "browser_file_upload",
+                json!({"paths": [path.to_string_lossy()], "selector": "#upload"}),
+            )
+            .await;
+            assert_eq!(uploaded["uploaded"][0]["size"], 70_000, "{uploaded}");
+            let deadline = Instant::now() + STEP;
+            loop {
+                let echoed = page_value(&bridge, "window.uploads").await;
+                if echoed != json!([]) {
+                    assert_eq!(
+                        echoed,
+                        json!([{"name": "every-byte.bin", "size": 70_000, "sha256": expected}])
+                    );
+                    break;
+                }
+                assert!(Instant::now() < deadline, "the page never saw the file");
+                tokio::time::sleep(POLL).await;
+            }
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_upload_above_the_message_limit_is_refused_clearly() {
+    on_tools_page!(
+        "file_upload_above_the_message_limit_is_refused_clearly",
+        &["--max-message-bytes", "64KiB"],
+        |bridge, _site| {
+            let dir = TempDir::new().unwrap();
+            let path = dir.path().join("big.bin");
+            fs::write(&path, vec![1u8; 100_000]).unwrap();
+            let refused = tool(
+                &bridge,
+                "browser_file_upload",
+                json!({"paths": [path.to_string_lossy()]}),
+            )
+            .await;
+            assert!(is_error(&refused), "{refused}");
+            assert!(
+                text(&refused).contains("100000 bytes")
+                    && text(&refused).contains("--max-message-bytes"),
+                "{refused}"
+            );
+            assert_eq!(page_value(&bridge, "upload.files.length").await, 0);
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn network_requests_list_the_pages_fetches_with_status_and_a_body() {
+    on_tools_page!(
+        "network_requests_list_the_pages_fetches_with_status_and_a_body",
+        &[],
+        |bridge, _site| {
+            tool_ok(&bridge, "browser_click", json!({"selector": "#fetch"})).await;
+            let deadline = Instant::now() + STEP;
+            while page_value(&bridge, "fetched.textContent").await != "200 404" {
+                assert!(Instant::now() < deadline, "the fetches did not finish");
+                tokio::time::sleep(POLL).await;
+            }
+            // Chrome reports a body's end (and so the duration) a moment after the page has it.
+            let listed = loop {
+                let listed = tool_ok(&bridge, "browser_network_requests", json!({})).await;
+                let finished = listed["requests"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|r| r["type"] == "Fetch" && r["durationMs"].is_number());
+                if finished.count() == 2 {
+                    break listed;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the fetches never finished: {listed}"
+                );
+                tokio::time::sleep(POLL).await;
+            };
+            let requests = listed["requests"].as_array().unwrap();
+            let find = |end: &str| {
+                requests
+                    .iter()
+                    .find(|r| r["url"].as_str().unwrap().ends_with(end))
+                    .unwrap_or_else(|| panic!("no request for {end}: {listed}"))
+                    .clone()
+            };
+            let ok = find("page2.html?from=fetch");
+            assert_eq!(
+                (
+                    ok["method"].as_str(),
+                    ok["status"].as_i64(),
+                    ok["type"].as_str()
+                ),
+                (Some("GET"), Some(200), Some("Fetch")),
+                "{ok}"
+            );
+            assert!(
+                ok["durationMs"].is_number() && ok["startedAt"].is_number(),
+                "{ok}"
+            );
+            assert_eq!(find("missing.json")["status"], 404);
+            let body = tool_ok(
+                &bridge,
+                "browser_network_requests",
+                json!({"requestId": ok["requestId"]}),
+            )
+            .await;
+            assert!(
+                body["body"].as_str().unwrap().contains("Page two"),
+                "{body}"
+            );
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evaluate_runs_a_function_alone_and_with_an_element() {
+    on_tools_page!(
+        "evaluate_runs_a_function_alone_and_with_an_element",
+        &[],
+        |bridge, _site| {
+            let alone = tool_ok(
+                &bridge,
+                "browser_evaluate",
+                json!({"function": "() => document.title"}),
+            )
+            .await;
+            assert_eq!(alone["value"], "Tools fixture");
+            let with_element = tool_ok(
+            &bridge,
+            "browser_evaluate",
+            json!({"function": "async (element) => element.textContent + element.localName", "element": "heading", "selector": "h1"}),
+        )
+        .await;
+            assert_eq!(with_element["value"], "Tools fixtureh1");
+            let expression =
+                tool_ok(&bridge, "browser_evaluate", json!({"expression": "1 + 1"})).await;
+            assert_eq!(expression["value"], 2);
+            let not_function = tool(&bridge, "browser_evaluate", json!({"function": "42"})).await;
+            assert!(
+                is_error(&not_function) && text(&not_function).contains("function"),
+                "{not_function}"
+            );
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn take_screenshot_of_an_element_clips_to_its_box() {
+    on_tools_page!(
+        "take_screenshot_of_an_element_clips_to_its_box",
+        &[],
+        |bridge, _site| {
+            let shot = tool(
+                &bridge,
+                "browser_take_screenshot",
+                json!({"element": "swatch", "selector": "#swatch"}),
+            )
+            .await;
+            let (mime, png) = image_of(&shot);
+            assert_eq!(mime, "image/png");
+            assert_eq!(png_dimensions(&png), (120, 80));
+            if let Ok(dir) = std::env::var("E2E_SHOT_DIR") {
+                fs::write(Path::new(&dir).join("element.png"), &png).unwrap();
+            }
+            let page = tool(&bridge, "browser_take_screenshot", json!({"type": "jpeg"})).await;
+            assert_eq!(image_of(&page).0, "image/jpeg");
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resize_sets_the_viewport_of_the_agents_tab() {
+    on_tools_page!(
+        "resize_sets_the_viewport_of_the_agents_tab",
+        &[],
+        |bridge, _site| {
+            let resized = tool_ok(
+                &bridge,
+                "browser_resize",
+                json!({"width": 640, "height": 480}),
+            )
+            .await;
+            assert_eq!(
+                (resized["width"].as_i64(), resized["height"].as_i64()),
+                (Some(640), Some(480))
+            );
+            assert_eq!(
+                page_value(&bridge, "[innerWidth, innerHeight]").await,
+                json!([640, 480])
+            );
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pdf_save_writes_a_pdf_where_the_bridge_runs() {
+    on_tools_page!(
+        "pdf_save_writes_a_pdf_where_the_bridge_runs",
+        &[],
+        |bridge, _site| {
+            let dir = TempDir::new().unwrap();
+            let path = dir.path().join("page.pdf");
+            let saved = tool_ok(
+                &bridge,
+                "browser_pdf_save",
+                json!({"filename": path.to_string_lossy()}),
+            )
+            .await;
+            assert_eq!(saved["saved"], path.to_string_lossy().as_ref());
+            let pdf = fs::read(&path).unwrap();
+            assert!(
+                pdf.starts_with(b"%PDF-") && pdf.len() > 500,
+                "{} bytes",
+                pdf.len()
+            );
+            assert_eq!(saved["bytes"], pdf.len());
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drag_reorders_an_html5_drag_and_drop_list() {
+    on_tools_page!(
+        "drag_reorders_an_html5_drag_and_drop_list",
+        &[],
+        |bridge, _site| {
+            assert_eq!(page_value(&bridge, "order()").await, "ABC");
+            let dragged = tool_ok(
+            &bridge,
+            "browser_drag",
+            json!({"startElement": "C", "startSelector": "#item-c", "endElement": "A", "endSelector": "#item-a"}),
+        )
+        .await;
+            assert_eq!(dragged["html5Drop"], true, "{dragged}");
+            assert_eq!(page_value(&bridge, "order()").await, "CAB");
+            // Draggable items get refs, and a drag by refs moves the very elements named.
+            let page = outline(&bridge, json!({"interactive": true})).await;
+            let refs: Vec<String> = page
+                .lines()
+                .filter(|line| line.contains("listitem") && line.contains("[ref="))
+                .map(|line| ref_of(line, "[ref="))
+                .collect();
+            assert_eq!(refs.len(), 3, "draggable items without refs:\n{page}");
+            tool_ok(
+                &bridge,
+                "browser_drag",
+                json!({"startElement": "B", "startRef": refs[2], "endElement": "C", "endRef": refs[0]}),
+            )
+            .await;
+            assert_eq!(page_value(&bridge, "order()").await, "BCA");
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_closes_the_agents_tabs_and_never_the_persons() {
+    on_tools_page!(
+        "close_closes_the_agents_tabs_and_never_the_persons",
+        &[],
+        |bridge, _site| {
+            let person = persons_tab(&bridge).await;
+            let person_id = person["tabId"].as_i64().unwrap();
+            let closed = tool_ok(&bridge, "browser_close", json!({})).await;
+            assert_eq!(closed["closed"].as_array().unwrap().len(), 1, "{closed}");
+            let tabs = tool_ok(&bridge, "browser_tabs", json!({"action": "list"})).await;
+            assert!(
+                find_tab(&tabs, person_id).is_some(),
+                "the person's tab was closed: {tabs}"
+            );
+            assert!(
+                !tabs["tabs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|t| t["url"].as_str().unwrap_or("").ends_with("tools.html")),
+                "the agent's tab is still open: {tabs}"
+            );
+        }
+    );
+}
+
+/// The SHA-256 of a file, in hex, by coreutils (what the page computes with crypto.subtle).
+fn sha256_hex(path: &Path) -> String {
+    let out = Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .expect("sha256sum");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn click_answers_once_the_requests_it_caused_have_finished() {
+    on_tools_page!(
+        "click_answers_once_the_requests_it_caused_have_finished",
+        &[],
+        |bridge, site| {
+            // #fetch runs two requests one after the other, then writes their statuses.
+            let clicked = tool_ok(&bridge, "browser_click", json!({"selector": "#fetch"})).await;
+            assert_eq!(clicked["settled"]["quiet"], true, "{clicked}");
+            assert_eq!(page_value(&bridge, "fetched.textContent").await, "200 404");
+            let navigated = tool_ok(
+                &bridge,
+                "browser_navigate",
+                json!({"url": site.url("page2.html")}),
+            )
+            .await;
+            assert_eq!(navigated["settled"]["quiet"], true, "{navigated}");
+        }
+    );
+}
+
+/// Not a test but the benchmark of the tools added in issue 14's second slice, measured as
+/// [`playwright_tools_benchmark`] is: each called `BENCH_CALLS` (default 20) times through
+/// `mcp-relay bridge` on `tools.html` in headless Chromium; prints p50, p99 and max per tool.
+/// Run: `cargo test --test browser_e2e more_playwright_tools_benchmark -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark, run on purpose (docs/BENCHMARKS.md)"]
+async fn more_playwright_tools_benchmark() {
+    let Some(chromium) = chromium_or_skip("more_playwright_tools_benchmark") else {
+        return;
+    };
+    let calls = env_count("BENCH_CALLS", 20);
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Benchmark Chromium");
+    let browser = Browser::launch(&chromium, &profile);
+    let page = site.url("tools.html");
+    let (bridge, _) = bridge_with_tab_args(&relay, &browser, &page, &[]).await;
+    let dir = TempDir::new().unwrap();
+    let upload = dir.path().join("ten-kib.bin");
+    fs::write(&upload, vec![42u8; 10 * 1024]).unwrap();
+    let upload = upload.to_string_lossy().into_owned();
+    let pdf_dir = dir.path().to_string_lossy().into_owned();
+    tool_ok(&bridge, "browser_click", json!({"selector": "#fetch"})).await;
+
+    // (tool, arguments of call i)
+    type Args = Box<dyn Fn(usize) -> Value>;
+    let steps: Vec<(&str, Args)> = vec![
+        (
+            "browser_fill_form",
+            Box::new(|i| {
+                json!({"fields": [
+                    {"name": "Name", "type": "textbox", "selector": "#name", "value": format!("Ada {i}")},
+                    {"name": "Bio", "type": "textbox", "selector": "#bio", "value": "x"},
+                    {"name": "Agree", "type": "checkbox", "selector": "#agree", "value": (i % 2 == 0).to_string()},
+                    {"name": "Size", "type": "radio", "selector": (["#size-s", "#size-l"][i % 2]), "value": "true"},
+                    {"name": "Country", "type": "combobox", "selector": "#country", "value": (["France", "Japan"][i % 2])},
+                    {"name": "Volume", "type": "slider", "selector": "#volume", "value": (i * 5).to_string()}
+                ]})
+            }),
+        ),
+        (
+            "browser_file_upload",
+            Box::new(move |_| json!({"paths": [upload.clone()], "selector": "#upload"})),
+        ),
+        ("browser_network_requests", Box::new(|_| json!({}))),
+        (
+            "browser_evaluate",
+            Box::new(|_| json!({"function": "(el) => el.textContent", "selector": "h1"})),
+        ),
+        (
+            "browser_take_screenshot",
+            Box::new(|_| json!({"selector": "#swatch"})),
+        ),
+        (
+            "browser_resize",
+            Box::new(|i| json!({"width": 800 + (i % 2) * 200, "height": 600})),
+        ),
+        (
+            "browser_pdf_save",
+            Box::new(move |i| json!({"filename": format!("{pdf_dir}/page-{i}.pdf")})),
+        ),
+        (
+            "browser_drag",
+            Box::new(
+                |_| json!({"startSelector": "#dnd li:last-child", "endSelector": "#dnd li:first-child"}),
+            ),
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (name, args) in &steps {
+        let mut samples = Vec::new();
+        let mut failed = 0;
+        for i in 0..calls {
+            let started = Instant::now();
+            let outcome = try_tool(&bridge, name, args(i), BENCH_CALL_LIMIT).await;
+            samples.push(started.elapsed().as_secs_f64() * 1000.0);
+            if !matches!(&outcome, Ok(result) if !is_error(result)) {
+                failed += 1;
+                eprintln!("{name} call {i}: {outcome:?}");
+            }
+        }
+        rows.push(timing_row("headless", name, samples, failed));
+    }
+    // browser_close, each time on a tab opened for it (the opening is not timed).
+    let mut samples = Vec::new();
+    let mut failed = 0;
+    for i in 0..calls {
+        tool_ok(
+            &bridge,
+            "browser_tabs",
+            json!({"action": "new", "url": page}),
+        )
+        .await;
+        let started = Instant::now();
+        let outcome = try_tool(&bridge, "browser_close", json!({}), BENCH_CALL_LIMIT).await;
+        samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        if !matches!(&outcome, Ok(result) if !is_error(result)) {
+            failed += 1;
+            eprintln!("browser_close call {i}: {outcome:?}");
+        }
+    }
+    rows.push(timing_row("headless", "browser_close", samples, failed));
+    println!("| mode | tool | calls | failed | p50 ms | p99 ms | max ms |");
+    println!("|---|---|---|---|---|---|---|");
+    for row in rows {
+        println!("{row}");
+    }
+    let _ = bridge.cancel().await;
+}

@@ -18,6 +18,8 @@ import { validateParams } from './params.js';
 import { ErrorCode, RpcError, invalidParams, serverError } from './rpc.js';
 import { DialogOpenError } from './debugger-sessions.js';
 import { keyPressEvents } from './keys.js';
+import { PLAYWRIGHT_COMMANDS } from './playwright-commands.js';
+import { settleAfter, settling } from './settle.js';
 import {
   elementExpression, locateElement, pageExpression, pageShowsText, pageState, prepareTyping, readValue, selectOptions, takeSnapshot,
 } from './page-scripts.js';
@@ -63,6 +65,9 @@ const TAB_ID = Object.freeze({ type: 'integer', min: 0 });
 /**
  * @type {Record<string, {params: Record<string, import('./params.js').ParamSpec>, run: (ctx: CommandContext, params: any) => Promise<object>}>}
  */
+/** Options of {@link reportingChanges} for actions that wait for the page to settle. */
+const SETTLES = Object.freeze({ settle: true });
+
 export const COMMANDS = {
   getTabs: { params: {}, run: getTabs },
   createTab: { params: { url: { type: 'string' }, active: { type: 'boolean' } }, run: createTab },
@@ -71,7 +76,7 @@ export const COMMANDS = {
   closeTab: { params: { tabId: TAB_ID }, run: closeTab },
   browser_navigate: {
     params: { url: { type: 'string', required: true, nonEmpty: true }, snapshot: { type: 'boolean' }, tabId: TAB_ID },
-    run: reportingChanges(navigate),
+    run: reportingChanges(navigate, SETTLES),
   },
   goBack: { params: { tabId: TAB_ID }, run: (ctx, params) => goThroughHistory(ctx, params, -1) },
   goForward: { params: { tabId: TAB_ID }, run: (ctx, params) => goThroughHistory(ctx, params, +1) },
@@ -85,7 +90,7 @@ export const COMMANDS = {
       clickCount: { type: 'integer', min: 1, max: 3 },
       tabId: TAB_ID,
     },
-    run: reportingChanges(click),
+    run: reportingChanges(click, SETTLES),
   },
   type: {
     params: {
@@ -95,7 +100,7 @@ export const COMMANDS = {
       snapshot: { type: 'boolean' },
       tabId: TAB_ID,
     },
-    run: reportingChanges(type),
+    run: reportingChanges(type, SETTLES),
   },
   hover: { params: { ...TARGET_PARAMS, snapshot: { type: 'boolean' }, tabId: TAB_ID }, run: reportingChanges(hover) },
   selectOption: {
@@ -105,9 +110,9 @@ export const COMMANDS = {
       snapshot: { type: 'boolean' },
       tabId: TAB_ID,
     },
-    run: reportingChanges(selectOption),
+    run: reportingChanges(selectOption, SETTLES),
   },
-  pressKey: { params: { key: { type: 'string', required: true }, snapshot: { type: 'boolean' }, tabId: TAB_ID }, run: reportingChanges(pressKey) },
+  pressKey: { params: { key: { type: 'string', required: true }, snapshot: { type: 'boolean' }, tabId: TAB_ID }, run: reportingChanges(pressKey, SETTLES) },
   waitFor: {
     params: {
       text: { type: 'string', nonEmpty: true },
@@ -156,6 +161,13 @@ export const COMMANDS = {
 
 /** The protocol spec's own example says `navigate`; accept it as a synonym. */
 COMMANDS.navigate = COMMANDS.browser_navigate;
+Object.assign(COMMANDS, PLAYWRIGHT_COMMANDS);
+// The rest of Playwright MCP's actions say what changed too, once the page has settled.
+for (const name of ['fillForm', 'drag'])
+  COMMANDS[name] = { ...COMMANDS[name], run: reportingChanges(COMMANDS[name].run, SETTLES) };
+// History moves answer with the page they reached, once it has settled (settle.js).
+for (const name of ['goBack', 'goForward'])
+  COMMANDS[name] = settling(COMMANDS[name]);
 
 /**
  * @param {CommandContext} ctx
@@ -224,6 +236,7 @@ async function createTab(ctx, { url, active = false }) {
   // could not be attached at all.
   const tab = await openAgentTab(active);
   ctx.tabs.select(ctx.connectionId, tab.id);
+  ctx.tabs.markOpenedByAgent(tab.id);
   if (url === undefined || url === 'about:blank')
     return { tabId: tab.id, url: 'about:blank', title: '' };
   try {
@@ -675,17 +688,21 @@ async function forwardCDPCommand(ctx, { method, params = {}, sessionId, tabId })
  * `snapshot: true` the page's outline (cut at ACTION_SNAPSHOT_MAX_CHARS), so
  * the model rarely needs a separate snapshot call. A dialog the action opened
  * surfaces through runCommand (the state read after the action meets it).
+ * With `settle`, the page is first given time to settle (settle.js), so a click
+ * on a link reports the page it led to rather than the moment before.
  *
  * @param {(ctx: CommandContext, params: any) => Promise<any>} run
+ * @param {{settle?: boolean}} [options]
  */
-export function reportingChanges(run) {
+export function reportingChanges(run, { settle = false } = {}) {
   return async (ctx, params) => {
     // Only a tab this connection may use is read (targetTab checks), before the action runs.
     const before = await targetTab(ctx, params.tabId)
         .then(id => evaluateFunction(ctx, id, pageState))
         .catch(() => null);
-    const result = await run(ctx, params);
-    if (typeof result?.tabId !== 'number')
+    const acted = await run(ctx, params);
+    const result = settle ? await settleAfter(ctx, acted) : acted;
+    if (typeof result?.tabId !== 'number' || result.dialog)
       return result;
     const after = await stateAfterAction(ctx, result.tabId);
     if (before && after && (before.url !== after.url || before.title !== after.title))
@@ -848,7 +865,7 @@ async function locate(ctx, tabId, target) {
  * @param {{error: string, message?: string, element?: string, cover?: string}} failure from a page script
  * @param {import('./targets.js').ElementTarget | string} target
  */
-function elementError(failure, target) {
+export function elementError(failure, target) {
   const named = describeTarget(target);
   switch (failure.error) {
     case 'invalid-selector':

@@ -92,12 +92,15 @@ export class ConnectionState {
   /** Dialogs and console messages, kept for the tools that report them. */
   _onDebuggerEvent(source, method, params) {
     this.debuggers.events.handle(source, method, params);
+    this.debuggers.network.handle(source, method, params);
+    this.debuggers.taps.handle(source, method, params);
   }
 
   /** @param {number} tabId */
   _onTabRemoved(tabId) {
     this.debuggers.forget(tabId);
     this.debuggers.events.forget(tabId);
+    this.debuggers.network.forget(tabId);
     this.tabs.dropTab(tabId);
   }
 

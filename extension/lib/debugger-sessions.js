@@ -13,6 +13,8 @@
  * Chrome reports a detach.
  */
 
+import { EventTaps } from './event-taps.js';
+import { NetworkLog } from './network.js';
 import { PageEvents } from './page-events.js';
 
 /** CDP protocol version every Chromium since 2017 speaks. */
@@ -60,6 +62,10 @@ export class DebuggerSessions {
     this._attachments = new Map();
     /** Dialogs and console messages of the attached tabs, fed by ConnectionState. */
     this.events = new PageEvents();
+    /** Network requests of the attached tabs (networkRequests, settling), fed by ConnectionState. */
+    this.network = new NetworkLog();
+    /** One-shot waits for an event a command causes (a drag's Input.dragIntercepted). */
+    this.taps = new EventTaps();
     /**
      * "tab id method" → how many mutes are open: events the extension causes itself (a
      * screenshot's screencast kick) that the client never asked for.
@@ -142,9 +148,9 @@ export class DebuggerSessions {
     // :focus styles and typed text behave as if the user clicked elsewhere.
     await chrome.debugger.sendCommand({ tabId }, 'Emulation.setFocusEmulationEnabled', { enabled: true })
         .catch(() => {});
-    // Dialog events (Page) and console messages (Runtime). Bounded: on a tab that already
+    // Dialog events (Page), console messages (Runtime) and requests (Network). Bounded: on a tab that already
     // shows a dialog these hang until it is answered, and attaching must not.
-    await Promise.all(['Page.enable', 'Runtime.enable'].map(method =>
+    await Promise.all(['Page.enable', 'Runtime.enable', 'Network.enable'].map(method =>
       withTimeout(chrome.debugger.sendCommand({ tabId }, method, {}), ENABLE_TIMEOUT_MS, () => `${method} timed out`)
           .catch(() => {})));
   }
@@ -196,6 +202,7 @@ export class DebuggerSessions {
   forget(tabId) {
     this._attachments.delete(tabId);
     this.events.detached(tabId);
+    this.network.detached(tabId);
   }
 
   /** @param {number} tabId */

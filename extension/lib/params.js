@@ -13,13 +13,13 @@ import { invalidParams } from './rpc.js';
 
 /**
  * @typedef {object} ParamSpec
- * @property {'string'|'integer'|'number'|'boolean'|'object'|'string[]'} type
+ * @property {'string'|'integer'|'number'|'boolean'|'object'|'string[]'|'array'} type
  * @property {boolean} [required]
  * @property {readonly string[]} [oneOf] allowed values (strings only)
  * @property {number} [min] inclusive, numbers only
  * @property {number} [max] inclusive, numbers only
  * @property {boolean} [nonEmpty] strings only; for string[], also at least one item
- * @property {number} [maxItems] string[] only
+ * @property {number} [maxItems] string[] and array only
  */
 
 /**
@@ -87,6 +87,15 @@ function checkValue(name, spec, value) {
         throw invalidParams(`parameter "${name}" must hold at least one string`);
       if (spec.maxItems !== undefined && value.length > spec.maxItems)
         throw invalidParams(`parameter "${name}" must hold at most ${spec.maxItems} strings`);
+      return;
+    case 'array':
+      // Items are checked by the command, which can name the bad one (fields[2].type).
+      if (!Array.isArray(value))
+        throw invalidParams(`parameter "${name}" must be an array`);
+      if (spec.nonEmpty && value.length === 0)
+        throw invalidParams(`parameter "${name}" must hold at least one item`);
+      if (spec.maxItems !== undefined && value.length > spec.maxItems)
+        throw invalidParams(`parameter "${name}" must hold at most ${spec.maxItems} items`);
       return;
     default:
       throw new Error(`schema error: unknown type ${spec.type} for "${name}"`);

@@ -86,6 +86,7 @@ export function captureTree(limits) {
     '[role=button]', '[role=link]', '[role=checkbox]', '[role=radio]', '[role=tab]', '[role=menuitem]',
     '[role=option]', '[role=textbox]', '[role=combobox]', '[role=switch]', '[role=slider]', '[role=treeitem]',
     '[contenteditable=""]', '[contenteditable=true]', '[onclick]', '[tabindex]:not([tabindex="-1"])',
+    '[draggable=true]',
   ].join(',');
   const implicitRole = el => {
     const tag = el.localName;

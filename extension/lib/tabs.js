@@ -27,6 +27,22 @@ export class TabOwnership {
     this._ownerByTab = new Map();
     /** @type {Map<string, number>} connection id → the tab its commands act on by default */
     this._currentByConnection = new Map();
+    /**
+     * Tabs an agent opened (createTab), as opposed to the person's tabs an agent was given:
+     * browser_close may close the former and must never close the latter.
+     * @type {Set<number>}
+     */
+    this._openedByAgent = new Set();
+  }
+
+  /** @param {number} tabId */
+  markOpenedByAgent(tabId) {
+    this._openedByAgent.add(tabId);
+  }
+
+  /** @param {number} tabId */
+  openedByAgent(tabId) {
+    return this._openedByAgent.has(tabId);
   }
 
   /** @param {number} tabId @returns {string | undefined} */
@@ -100,6 +116,7 @@ export class TabOwnership {
   dropTab(tabId) {
     const owner = this._ownerByTab.get(tabId);
     this._ownerByTab.delete(tabId);
+    this._openedByAgent.delete(tabId);
     for (const [connectionId, current] of this._currentByConnection) {
       if (current === tabId)
         this._currentByConnection.delete(connectionId);

@@ -24,10 +24,10 @@ beforeEach(() => {
 });
 afterEach(() => { delete globalThis.chrome; });
 
-test('attaching enables Page and Runtime events', async () => {
+test('attaching enables Page, Runtime and Network events', async () => {
   const sessions = new DebuggerSessions();
   await sessions.send(1, 'Runtime.evaluate', { expression: '1' });
-  assert.deepEqual(sent, ['Emulation.setFocusEmulationEnabled', 'Page.enable', 'Runtime.enable', 'Runtime.evaluate']);
+  assert.deepEqual(sent, ['Emulation.setFocusEmulationEnabled', 'Page.enable', 'Runtime.enable', 'Network.enable', 'Runtime.evaluate']);
 });
 
 test('a command that is waiting when a dialog opens stops waiting and says which dialog', async () => {

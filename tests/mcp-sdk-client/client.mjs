@@ -36,11 +36,13 @@ try {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
   assert.deepEqual(names, [
-    "browser_cdp", "browser_click", "browser_connect", "browser_console_messages",
-    "browser_evaluate", "browser_handle_dialog", "browser_hover", "browser_list",
+    "browser_cdp", "browser_click", "browser_close", "browser_connect",
+    "browser_console_messages", "browser_drag", "browser_evaluate", "browser_file_upload",
+    "browser_fill_form", "browser_handle_dialog", "browser_hover", "browser_list",
     "browser_navigate", "browser_navigate_back", "browser_navigate_forward",
-    "browser_press_key", "browser_screenshot", "browser_select_option", "browser_snapshot",
-    "browser_status", "browser_tabs", "browser_type", "browser_wait_for",
+    "browser_network_requests", "browser_pdf_save", "browser_press_key", "browser_resize",
+    "browser_screenshot", "browser_select_option", "browser_snapshot", "browser_status",
+    "browser_tabs", "browser_take_screenshot", "browser_type", "browser_wait_for",
   ]);
   for (const tool of tools) {
     assert.ok(tool.title, `${tool.name} has a title`);

@@ -25,6 +25,7 @@ mod audit;
 mod bm25;
 mod catalog;
 mod dynamic;
+mod files;
 mod gateway;
 mod intent;
 mod link;
@@ -84,6 +85,13 @@ pub struct BridgeArgs {
     /// how to read the rest. Images are never cut. `0` means no limit.
     #[arg(long, env = "MCP_RELAY_MAX_RESULT_BYTES", default_value = "0", value_parser = parse_bytes)]
     pub max_result_bytes: usize,
+
+    /// Largest request the bridge sends (e.g. `32MiB`, the relay's default): file uploads
+    /// carry their bytes in one request, and one above this is refused with a clear error
+    /// instead of being cut off by the relay. Keep it at or below the relay's
+    /// `--max-message-bytes`. `0` means no limit.
+    #[arg(long, env = "MCP_RELAY_BRIDGE_MAX_MESSAGE_BYTES", default_value = "32MiB", value_parser = parse_bytes)]
+    pub max_message_bytes: usize,
 
     /// How long a tool call waits for the relay's answer (e.g. `90s`). Keep it above the relay's
     /// own --request-timeout (60 s by default) so the relay's clearer timeout error wins. (The
@@ -172,7 +180,8 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
         browser: args.browser.clone(),
     });
     let link: Arc<dyn link::BrowserLink> = Arc::new(relay.clone());
-    let toolbox = tools::Toolbox::new(Arc::clone(&link), args.max_result_bytes);
+    let toolbox = tools::Toolbox::new(Arc::clone(&link), args.max_result_bytes)
+        .with_max_message_bytes(args.max_message_bytes);
     let gateway = gateway::Gateway::new(Arc::new(toolbox), args.tools, dynamic, audit);
     let (stdout, pump) = wire::stdout_pump();
     let service = server::BrowserServer::new(Arc::new(gateway), link)

@@ -25,12 +25,15 @@ use super::resources::ReadError;
 
 /// What the host reads once, at `initialize`.
 const INSTRUCTIONS: &str = "Drives the person's own web browser through an mcp-relay extension. \
-Start with browser_snapshot (or browser_screenshot) to see the page, act with browser_navigate, \
-browser_click, browser_type, browser_select_option, browser_press_key and browser_hover, wait for \
-text with browser_wait_for, answer alert/confirm/prompt dialogs with browser_handle_dialog, read \
-console errors with browser_console_messages, and use browser_tabs for tabs. If a tool says no \
-browser is connected, call browser_status; with several browsers, pick one with browser_list and \
-browser_connect.";
+Start with browser_snapshot (an outline whose elements carry refs such as e5) or \
+browser_take_screenshot to see the page, act with browser_navigate, browser_click, browser_type, \
+browser_fill_form, browser_select_option, browser_press_key, browser_hover, browser_drag and \
+browser_file_upload (naming elements by ref), wait for text with browser_wait_for, answer \
+alert/confirm/prompt dialogs with browser_handle_dialog, read console errors and network requests \
+with browser_console_messages and browser_network_requests, and use browser_tabs for tabs. If a \
+ref is refused, take a new snapshot. If a tool says no browser is connected, call browser_status; \
+with several browsers, pick one with browser_list and browser_connect. If a tool says the \
+browser's owner has not allowed you yet, tell the person to click Allow in the extension.";
 const PROXY_INSTRUCTIONS: &str =
     " All of these, every Chrome DevTools command (cdp:Domain.method), \
 the tab resources and the prompts are reached through the proxy tool: start with \

@@ -26,12 +26,13 @@ use crate::link::{BrowserLink, LinkError};
 use mcp_relay_wire::code;
 
 /// Tools whose results can be long and that therefore take `offset`.
-const PAGED: [&str; 5] = [
+const PAGED: [&str; 6] = [
     "browser_snapshot",
     "browser_evaluate",
     "browser_cdp",
     "browser_tabs",
     "browser_console_messages",
+    "browser_network_requests",
 ];
 
 /// The part size of `browser_snapshot` when `--max-result-bytes` is 0 (no limit): about
@@ -56,6 +57,13 @@ enum Plan {
     },
     /// The rest of this tool's last cut result.
     Continue(usize),
+    /// `fileUpload` with the bytes of `paths`, read where the bridge runs (files.rs).
+    Upload { paths: Vec<String>, params: Value },
+    /// `printPdf`, its PDF written where the bridge runs (files.rs).
+    SavePdf {
+        params: Value,
+        filename: Option<String>,
+    },
 }
 
 /// The tool definitions and their execution.
@@ -68,6 +76,8 @@ pub(crate) struct Toolbox {
     max_result_bytes: usize,
     /// The full text of each tool's last cut result, for `offset`.
     cut_results: Mutex<HashMap<String, Arc<str>>>,
+    /// `--max-message-bytes`: the budget of one upload's bytes; 0 for no limit.
+    max_message_bytes: usize,
 }
 
 impl Toolbox {
@@ -77,7 +87,13 @@ impl Toolbox {
             tools: definitions(),
             max_result_bytes,
             cut_results: Mutex::new(HashMap::new()),
+            max_message_bytes: 0,
         }
+    }
+
+    pub(crate) fn with_max_message_bytes(mut self, max_message_bytes: usize) -> Toolbox {
+        self.max_message_bytes = max_message_bytes;
+        self
     }
 
     pub(crate) fn definitions(&self) -> &[Tool] {
@@ -120,6 +136,20 @@ impl Toolbox {
                 }
             }),
             Plan::Continue(offset) => Ok(self.continue_result(name, offset)),
+            Plan::Upload { paths, mut params } => {
+                match crate::files::read_upload(&paths, self.max_message_bytes) {
+                    Err(message) => return error(format!("{name}: {message}")),
+                    Ok(files) => params["files"] = Value::Array(files),
+                }
+                let sent = self.link.call("fileUpload", params).await;
+                sent.map(|result| self.json_result(name, &result))
+            }
+            Plan::SavePdf { params, filename } => {
+                match self.link.call("printPdf", params).await {
+                    Err(e) => Err(e),
+                    Ok(result) => Ok(pdf_result(&result, filename.as_deref())),
+                }
+            }
         };
         outcome.unwrap_or_else(|e| error(format!("{name} failed: {}", advice(&e))))
     }
@@ -275,6 +305,26 @@ fn screenshot_caption(result: &Value, mime: &str, base64_len: usize) -> String {
         _ => String::new(),
     };
     format!("Screenshot{tab}: {format}{size} ({mime}, {base64_len} bytes base64).")
+}
+
+/// The extension's base64 PDF, saved where the bridge runs; the result names the file.
+fn pdf_result(result: &Value, filename: Option<&str>) -> CallToolResult {
+    let Some(data) = result["data"].as_str() else {
+        return error("browser_pdf_save failed: the extension's answer held no PDF".into());
+    };
+    match crate::files::save_pdf(data, filename) {
+        Err(message) => error(format!("browser_pdf_save: {message}")),
+        Ok((path, bytes)) => CallToolResult::success(vec![ContentBlock::text(
+            json!({
+                "tabId": result["tabId"],
+                "url": result["url"],
+                "saved": path.display().to_string(),
+                "bytes": bytes,
+                "note": "saved on the machine where the bridge runs"
+            })
+            .to_string(),
+        )]),
+    }
 }
 
 /// What a model should read when a call fails.
@@ -560,7 +610,16 @@ fn plan(name: &str, args: &JsonObject) -> Result<Plan, String> {
             image: true,
         }),
         "browser_evaluate" => {
-            require_string(args, "expression")?;
+            if has(args, "function") {
+                require_string(args, "function")?;
+                return forward(
+                    "evaluateFunction",
+                    pick(args, &["function", "ref", "selector", "tabId"]),
+                );
+            }
+            require_string(args, "expression").map_err(|_| {
+                "give \"function\" (e.g. \"() => document.title\") or \"expression\""
+            })?;
             forward("evaluate", pick(args, &["expression", "tabId"]))
         }
         "browser_snapshot" => {
@@ -588,6 +647,110 @@ fn plan(name: &str, args: &JsonObject) -> Result<Plan, String> {
                 pick(args, &["method", "params", "sessionId"]),
             )
         }
+        _ => plan_more(name, args),
+    }
+}
+
+/// The rest of Playwright MCP's tools (issue 14): element arguments (`ref` or `selector`)
+/// go to the extension as they are, which resolves them (extension/lib/targets.js).
+fn plan_more(name: &str, args: &JsonObject) -> Result<Plan, String> {
+    match name {
+        "browser_drag" => {
+            for end in ["start", "end"] {
+                if !has(args, &format!("{end}Ref")) && !has(args, &format!("{end}Selector")) {
+                    return Err(format!(
+                        "give \"{end}Ref\" (from browser_snapshot) or \"{end}Selector\" (CSS)"
+                    ));
+                }
+            }
+            forward(
+                "drag",
+                pick(
+                    args,
+                    &[
+                        "startRef",
+                        "startSelector",
+                        "endRef",
+                        "endSelector",
+                        "tabId",
+                    ],
+                ),
+            )
+        }
+        "browser_fill_form" => match args.get("fields") {
+            Some(Value::Array(fields)) if !fields.is_empty() => {
+                forward("fillForm", pick(args, &["fields", "tabId"]))
+            }
+            _ => Err(
+                "\"fields\" (a non-empty array of {name, type, ref or selector, value}) \
+                      is required"
+                    .into(),
+            ),
+        },
+        "browser_file_upload" => {
+            let paths: Vec<String> = match args.get("paths") {
+                Some(Value::Array(paths)) if !paths.is_empty() => paths
+                    .iter()
+                    .map(|p| p.as_str().map(str::to_owned))
+                    .collect::<Option<_>>()
+                    .ok_or("\"paths\" must be an array of file paths (strings)")?,
+                _ => {
+                    return Err("\"paths\" (the files to upload, as paths on the machine \
+                                where the bridge runs) is required"
+                        .into())
+                }
+            };
+            Ok(Plan::Upload {
+                paths,
+                params: pick(args, &["ref", "selector", "tabId"]),
+            })
+        }
+        "browser_network_requests" => {
+            forward("networkRequests", pick(args, &["requestId", "tabId"]))
+        }
+        "browser_take_screenshot" => {
+            optional(
+                args,
+                "type",
+                |v| matches!(v.as_str(), Some("png" | "jpeg")),
+                "\"png\" or \"jpeg\"",
+            )?;
+            let mut params = pick(args, &["ref", "selector", "tabId"]);
+            if let Some(format) = string(args, "type") {
+                params["format"] = json!(format);
+            }
+            let by_element = has(args, "ref") || has(args, "selector");
+            if !by_element && args.get("fullPage").is_some_and(|v| v == true) {
+                params["fullPage"] = json!(true);
+            }
+            Ok(Plan::Forward {
+                method: if by_element {
+                    "elementScreenshot"
+                } else {
+                    "screenshot"
+                },
+                params,
+                image: true,
+            })
+        }
+        "browser_resize" => {
+            for key in ["width", "height"] {
+                if args.get(key).and_then(Value::as_u64).unwrap_or(0) == 0 {
+                    return Err(format!(
+                        "\"{key}\" (a positive integer, CSS pixels) is required"
+                    ));
+                }
+            }
+            forward("resize", pick(args, &["width", "height", "tabId"]))
+        }
+        "browser_pdf_save" => {
+            optional(args, "filename", Value::is_string, "a path (string)")?;
+            Ok(Plan::SavePdf {
+                params: pick(args, &["tabId"]),
+                filename: string(args, "filename").map(str::to_owned),
+            })
+        }
+        "browser_close" => forward("closeAgentTabs", json!({})),
         other => Err(format!("unknown tool {other}")),
     }
 }
@@ -831,14 +994,18 @@ pub fn definitions() -> Vec<Tool> {
         tool(
             "browser_evaluate",
             "Run JavaScript",
-            "Evaluate a JavaScript expression in the page and return its value (promises are \
-             awaited). It can change the page.",
+            "Evaluate JavaScript in the page and return its value (promises are awaited): a \
+             function, called with the element when ref or selector names one, or an \
+             expression such as document.title. It can change the page.",
             json!({
                 "properties": {
-                    "expression": {"type": "string", "description": "e.g. document.title"},
+                    "function": {"type": "string", "description": "A function's source: () => document.title, or (element) => element.textContent with ref/selector."},
+                    "element": element(),
+                    "ref": {"type": "string", "description": "The element passed to the function (from browser_snapshot)."},
+                    "selector": {"type": "string", "description": "Instead of ref: the element's CSS selector."},
+                    "expression": {"type": "string", "description": "Instead of function: an expression, e.g. document.title"},
                     "tabId": tab_id()
-                },
-                "required": ["expression"]
+                }
             }),
             PAGE_ACTION,
         ),
@@ -971,6 +1138,156 @@ pub fn definitions() -> Vec<Tool> {
             }),
             PAGE_READ,
         ),
+        tool(
+            "browser_drag",
+            "Drag and drop",
+            "Drag one element onto another with the mouse (press, move, release); HTML5 \
+             drag-and-drop lists receive a real drop.",
+            json!({
+                "properties": {
+                    "startElement": element(),
+                    "startRef": {"type": "string", "description": "The element to drag (from browser_snapshot)."},
+                    "startSelector": {"type": "string", "description": "Instead of startRef: its CSS selector."},
+                    "endElement": element(),
+                    "endRef": {"type": "string", "description": "The element to drop on."},
+                    "endSelector": {"type": "string", "description": "Instead of endRef: its CSS selector."},
+                    "tabId": tab_id()
+                }
+            }),
+            PAGE_ACTION,
+        ),
+        tool(
+            "browser_fill_form",
+            "Fill a form",
+            "Fill several form fields in one call: text boxes, checkboxes, radio buttons, \
+             drop-downs (combobox: the option's label or value) and sliders; each fires the \
+             input and change events a person's input would, and the result reads the values \
+             back.",
+            json!({
+                "properties": {
+                    "fields": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "name": {"type": "string", "description": "The field's name, for the person's record."},
+                                "type": {"type": "string", "enum": ["textbox", "checkbox", "radio", "combobox", "slider"]},
+                                "ref": {"type": "string", "description": "The field (from browser_snapshot)."},
+                                "selector": {"type": "string", "description": "Instead of ref: its CSS selector."},
+                                "value": {"type": "string", "description": "Text; \"true\"/\"false\" for a checkbox or radio; the option for a combobox; a number for a slider."}
+                            },
+                            "required": ["name", "type", "value"]
+                        }
+                    },
+                    "tabId": tab_id()
+                },
+                "required": ["fields"]
+            }),
+            PAGE_ACTION,
+        ),
+        tool(
+            "browser_file_upload",
+            "Upload files",
+            "Upload files to the page's file input: the files are read on the machine where \
+             this bridge runs (the browser may be elsewhere) and their bytes handed to the \
+             input named by ref or selector, or to the page's only file input. Limited to the \
+             bridge's --max-message-bytes in all.",
+            json!({
+                "properties": {
+                    "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Absolute paths of the files, where the bridge runs."},
+                    "element": element(),
+                    "ref": {"type": "string", "description": "The file input (from browser_snapshot)."},
+                    "selector": {"type": "string", "description": "Instead of ref: its CSS selector."},
+                    "tabId": tab_id()
+                },
+                "required": ["paths"]
+            }),
+            PAGE_ACTION,
+        ),
+        tool(
+            "browser_network_requests",
+            "Network requests",
+            "List the network requests of the current tab since the bridge began controlling it \
+             (method, URL, status, resource type, start time, duration), oldest first; the last \
+             500 are kept. With requestId: that request's response body (first 100,000 \
+             characters).",
+            json!({
+                "properties": {
+                    "requestId": {"type": "string", "description": "A request from the list, to read its response body."},
+                    "tabId": tab_id()
+                }
+            }),
+            PAGE_READ,
+        ),
+        tool(
+            "browser_take_screenshot",
+            "Take a screenshot",
+            "Take a screenshot of the current tab's viewport, of the whole page (fullPage), or of \
+             one element (ref or selector), returned as an image.",
+            json!({
+                "properties": {
+                    "type": {"type": "string", "enum": ["png", "jpeg"], "description": "Image format, default png."},
+                    "element": element(),
+                    "ref": {"type": "string", "description": "Only this element (from browser_snapshot)."},
+                    "selector": {"type": "string", "description": "Instead of ref: its CSS selector."},
+                    "fullPage": {"type": "boolean", "description": "The whole scrollable page (not with an element)."},
+                    "tabId": tab_id()
+                }
+            }),
+            PAGE_READ,
+        ),
+        tool(
+            "browser_resize",
+            "Resize the viewport",
+            "Set the current tab's viewport to width × height CSS pixels (innerWidth and \
+             innerHeight), by emulation: the person's windows are not touched.",
+            json!({
+                "properties": {
+                    "width": {"type": "integer", "minimum": 1, "maximum": 10000},
+                    "height": {"type": "integer", "minimum": 1, "maximum": 10000},
+                    "tabId": tab_id()
+                },
+                "required": ["width", "height"]
+            }),
+            Hints {
+                read_only: false,
+                destructive: false,
+                idempotent: true,
+                open_world: true,
+            },
+        ),
+        tool(
+            "browser_pdf_save",
+            "Save as PDF",
+            "Print the current page to a PDF file, saved on the machine where this bridge runs \
+             (at filename, or a new file in its temporary directory); the result names it.",
+            json!({
+                "properties": {
+                    "filename": {"type": "string", "description": "Where to save it; an existing file is not overwritten."},
+                    "tabId": tab_id()
+                }
+            }),
+            Hints {
+                read_only: false,
+                destructive: false,
+                idempotent: false,
+                open_world: true,
+            },
+        ),
+        tool(
+            "browser_close",
+            "Close the agent's tabs",
+            "Close the tabs this session opened; the person's own tabs are never closed (ones \
+             this session worked on are only released).",
+            json!({"properties": {}}),
+            Hints {
+                read_only: false,
+                destructive: true,
+                idempotent: true,
+                open_world: true,
+            },
+        ),
     ]
 }
 
@@ -985,7 +1302,7 @@ mod tests {
     #[test]
     fn every_tool_has_a_title_an_object_schema_and_all_four_hints() {
         let tools = definitions();
-        assert_eq!(tools.len(), 19);
+        assert_eq!(tools.len(), 27);
         for tool in &tools {
             assert!(tool.title.is_some(), "{}", tool.name);
             assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
@@ -1276,6 +1593,68 @@ mod tests {
             screenshot_caption(&old, "image/png", 4),
             "Screenshot: PNG (image/png, 4 bytes base64)."
         );
+    }
+
+    #[test]
+    fn the_rest_of_playwrights_tools_map_onto_extension_commands() {
+        let forwarded = |tool: &str, call: Value| match plan(tool, &args(call)).unwrap() {
+            Plan::Forward { method, params, .. } => (method, params),
+            other => panic!("{tool}: {other:?}"),
+        };
+        assert_eq!(
+            forwarded(
+                "browser_drag",
+                json!({"startElement": "C", "startRef": "e3", "endSelector": "#a"})
+            ),
+            ("drag", json!({"startRef": "e3", "endSelector": "#a"}))
+        );
+        assert_eq!(
+            forwarded(
+                "browser_evaluate",
+                json!({"function": "(el) => el.id", "ref": "e2", "element": "Save"})
+            ),
+            (
+                "evaluateFunction",
+                json!({"function": "(el) => el.id", "ref": "e2"})
+            )
+        );
+        assert_eq!(
+            forwarded(
+                "browser_take_screenshot",
+                json!({"type": "jpeg", "ref": "e9"})
+            ),
+            ("elementScreenshot", json!({"ref": "e9", "format": "jpeg"}))
+        );
+        assert_eq!(
+            forwarded("browser_take_screenshot", json!({"fullPage": true})),
+            ("screenshot", json!({"fullPage": true}))
+        );
+        assert_eq!(
+            forwarded("browser_resize", json!({"width": 800, "height": 600})),
+            ("resize", json!({"width": 800, "height": 600}))
+        );
+        assert_eq!(
+            forwarded("browser_close", json!({})),
+            ("closeAgentTabs", json!({}))
+        );
+        assert_eq!(
+            plan(
+                "browser_file_upload",
+                &args(json!({"paths": ["/tmp/a.txt"], "selector": "#f"}))
+            )
+            .unwrap(),
+            Plan::Upload {
+                paths: vec!["/tmp/a.txt".into()],
+                params: json!({"selector": "#f"})
+            }
+        );
+        let err = |tool: &str, call: Value| plan(tool, &args(call)).unwrap_err();
+        assert!(err("browser_drag", json!({"startRef": "e1"})).contains("endRef"));
+        assert!(err("browser_fill_form", json!({"fields": []})).contains("fields"));
+        assert!(err("browser_file_upload", json!({"paths": [3]})).contains("paths"));
+        assert!(err("browser_resize", json!({"width": 0, "height": 5})).contains("width"));
+        assert!(err("browser_take_screenshot", json!({"type": "gif"})).contains("png"));
+        assert!(err("browser_evaluate", json!({})).contains("function"));
     }
 
     #[test]

@@ -1,0 +1,155 @@
+//! Files that cross between the bridge's machine and the browser's.
+//!
+//! With a relay, the MCP host (and the bridge beside it) and the browser are often on
+//! different machines, so a path means something only where the bridge runs. Uploads
+//! therefore read the files here and carry their bytes to the page inside the request
+//! (base64 in JSON), which the relay caps at its `--max-message-bytes`; the bridge checks the
+//! same budget first, so an upload too large is refused with a sentence naming the sizes
+//! rather than by the relay closing the socket. PDFs go the other way and are written here.
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use serde_json::{json, Value};
+
+/// Room in the request for everything but the files' base64: the JSON-RPC envelope, the
+/// relay's routing fields, names and MIME types.
+const ENVELOPE_BYTES: usize = 4096;
+
+/// Reads `paths` and returns the extension's `files` param (`{name, mimeType, data}`), or
+/// a sentence saying why not: a path that cannot be read, or bytes beyond `max_message_bytes`
+/// (0 = no limit).
+pub(crate) fn read_upload(
+    paths: &[String],
+    max_message_bytes: usize,
+) -> Result<Vec<Value>, String> {
+    let mut sizes = Vec::with_capacity(paths.len());
+    for path in paths {
+        let meta = std::fs::metadata(path)
+            .map_err(|e| format!("cannot read {path} on the bridge's machine: {e}"))?;
+        if !meta.is_file() {
+            return Err(format!("{path} is not a file"));
+        }
+        sizes.push(meta.len() as usize);
+    }
+    let encoded: usize = sizes.iter().map(|&n| base64_len(n)).sum();
+    let names: usize = paths.iter().map(|p| p.len() + 64).sum();
+    let needed = encoded + names + ENVELOPE_BYTES;
+    if max_message_bytes != 0 && needed > max_message_bytes {
+        let on_disk: usize = sizes.iter().sum();
+        return Err(format!(
+            "the files are too large to carry to the browser: {on_disk} bytes ({needed} bytes \
+             as base64 in one message), above the {max_message_bytes}-byte message limit \
+             (--max-message-bytes). Upload fewer or smaller files, or raise --max-message-bytes \
+             on both the bridge and the relay"
+        ));
+    }
+    paths
+        .iter()
+        .map(|path| {
+            let bytes = std::fs::read(path)
+                .map_err(|e| format!("cannot read {path} on the bridge's machine: {e}"))?;
+            let name = Path::new(path)
+                .file_name()
+                .map_or_else(|| path.clone(), |n| n.to_string_lossy().into_owned());
+            Ok(json!({
+                "name": name,
+                "mimeType": mime_type(&name),
+                "data": base64::engine::general_purpose::STANDARD.encode(&bytes),
+            }))
+        })
+        .collect()
+}
+
+fn base64_len(bytes: usize) -> usize {
+    bytes.div_ceil(3) * 4
+}
+
+/// The page sees this as `File.type`; unknown extensions are plain bytes, as a browser's own
+/// file chooser would leave them.
+fn mime_type(name: &str) -> &'static str {
+    let extension = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    match extension.as_deref() {
+        Some("txt") => "text/plain",
+        Some("csv") => "text/csv",
+        Some("html" | "htm") => "text/html",
+        Some("json") => "application/json",
+        Some("pdf") => "application/pdf",
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("gif") => "image/gif",
+        Some("webp") => "image/webp",
+        Some("svg") => "image/svg+xml",
+        Some("zip") => "application/zip",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Writes the extension's base64 PDF where the bridge runs: at `filename` when given (never
+/// over an existing file), else a new file in the system's temporary directory.
+pub(crate) fn save_pdf(data: &str, filename: Option<&str>) -> Result<(PathBuf, usize), String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|e| format!("the extension's PDF was not base64: {e}"))?;
+    let path = match filename {
+        Some(name) => PathBuf::from(name),
+        None => std::env::temp_dir().join(format!(
+            "mcp-relay-page-{}.pdf",
+            chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ")
+        )),
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| {
+            format!(
+                "cannot create {} on the bridge's machine: {e}",
+                path.display()
+            )
+        })?;
+    std::io::Write::write_all(&mut file, &bytes)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok((path, bytes.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uploads_carry_names_types_and_exact_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.txt");
+        std::fs::write(&path, b"\x00\xffhello").unwrap();
+        let files = read_upload(&[path.to_string_lossy().into_owned()], 0).unwrap();
+        assert_eq!(files[0]["name"], "notes.txt");
+        assert_eq!(files[0]["mimeType"], "text/plain");
+        assert_eq!(files[0]["data"], "AP9oZWxsbw==");
+    }
+
+    #[test]
+    fn uploads_above_the_message_limit_are_refused_before_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.bin");
+        std::fs::write(&path, vec![7u8; 30_000]).unwrap();
+        let err = read_upload(&[path.to_string_lossy().into_owned()], 20_000).unwrap_err();
+        assert!(
+            err.contains("30000 bytes") && err.contains("--max-message-bytes"),
+            "{err}"
+        );
+        let missing = read_upload(&["/nonexistent/x".into()], 0).unwrap_err();
+        assert!(missing.contains("bridge's machine"), "{missing}");
+    }
+
+    #[test]
+    fn pdfs_are_saved_without_overwriting() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("page.pdf");
+        let name = path.to_string_lossy().into_owned();
+        let (saved, size) = save_pdf("JVBERi0=", Some(&name)).unwrap();
+        assert_eq!((saved, size), (path.clone(), 5));
+        assert_eq!(std::fs::read(&path).unwrap(), b"%PDF-");
+        assert!(save_pdf("JVBERi0=", Some(&name)).is_err());
+    }
+}

@@ -1,0 +1,184 @@
+/**
+ * The network requests of attached tabs, kept from CDP `Network.*` events in a bounded ring
+ * per tab (method, URL, status, resource type, timing), for `networkRequests`; and how many
+ * are still in flight, which is what "the page has settled" means for clicks and typing.
+ *
+ * Fed from `chrome.debugger.onEvent` (Network is enabled on attach, see
+ * debugger-sessions.js). Events of child sessions (out-of-process iframes, workers) are
+ * ignored, as in page-events.js: the tools speak of the tab's page.
+ *
+ * Pure: no `chrome.*`, so Node tests it directly.
+ */
+
+/** Requests kept per tab; older ones are dropped (and counted). */
+export const REQUEST_LIMIT = 500;
+/** Characters kept of one URL: data: URLs can be megabytes. */
+export const URL_CLIP = 1_000;
+
+/**
+ * @typedef {object} RequestEntry
+ * @property {string} requestId CDP's, for `Network.getResponseBody`
+ * @property {string} method
+ * @property {string} url
+ * @property {string} type CDP resource type: Document, Fetch, XHR, Script, Image, …
+ * @property {number} [status]
+ * @property {string} [statusText]
+ * @property {string} [mimeType]
+ * @property {number} startedAt epoch ms
+ * @property {number} [durationMs] from the request to the end of its body (or the failure)
+ * @property {number} [encodedBytes]
+ * @property {string} [failure] net::ERR_… or "canceled"
+ * @property {boolean} [finished]
+ * @property {number} [_ts] CDP monotonic seconds, for durations
+ */
+
+export class NetworkLog {
+  /** @param {{limit?: number}} [options] */
+  constructor({ limit = REQUEST_LIMIT } = {}) {
+    this._limit = limit;
+    /** @type {Map<number, {entries: RequestEntry[], byId: Map<string, RequestEntry>, dropped: number, inFlight: Set<string>, lastActivity: number}>} */
+    this._tabs = new Map();
+  }
+
+  /**
+   * One `chrome.debugger.onEvent`.
+   *
+   * @param {{tabId?: number, sessionId?: string}} source
+   * @param {string} method
+   * @param {any} params
+   * @param {number} [now] epoch ms, for tests
+   */
+  handle(source, method, params, now = Date.now()) {
+    const tabId = source?.tabId;
+    if (tabId === undefined || source.sessionId || !method.startsWith('Network.'))
+      return;
+    const id = params?.requestId;
+    if (typeof id !== 'string')
+      return;
+    const tab = this._tab(tabId);
+    tab.lastActivity = now;
+    switch (method) {
+      case 'Network.requestWillBeSent': {
+        const previous = tab.byId.get(id);
+        // A redirect reuses the requestId: the hop before it ends with the redirect's status.
+        if (previous && params.redirectResponse) {
+          previous.status = params.redirectResponse.status;
+          previous.statusText = params.redirectResponse.statusText;
+          this._finish(tab, id, previous, params.timestamp);
+        }
+        const url = String(params.request?.url ?? '');
+        /** @type {RequestEntry} */
+        const entry = {
+          requestId: id,
+          method: String(params.request?.method ?? 'GET'),
+          url: url.length > URL_CLIP ? `${url.slice(0, URL_CLIP)}… [${url.length - URL_CLIP} more characters]` : url,
+          type: String(params.type ?? 'Other'),
+          startedAt: typeof params.wallTime === 'number' ? Math.round(params.wallTime * 1000) : now,
+          _ts: params.timestamp,
+        };
+        tab.byId.set(id, entry);
+        tab.inFlight.add(id);
+        tab.entries.push(entry);
+        const excess = tab.entries.length - this._limit;
+        if (excess > 0) {
+          for (const gone of tab.entries.splice(0, excess)) {
+            if (tab.byId.get(gone.requestId) === gone)
+              tab.byId.delete(gone.requestId);
+          }
+          tab.dropped += excess;
+        }
+        return;
+      }
+      case 'Network.responseReceived': {
+        const entry = tab.byId.get(id);
+        if (!entry)
+          return;
+        entry.status = params.response?.status;
+        entry.statusText = params.response?.statusText;
+        entry.mimeType = params.response?.mimeType;
+        if (params.type)
+          entry.type = String(params.type);
+        return;
+      }
+      case 'Network.loadingFinished': {
+        const entry = tab.byId.get(id);
+        if (entry)
+          entry.encodedBytes = params.encodedDataLength;
+        this._finish(tab, id, entry, params.timestamp);
+        return;
+      }
+      case 'Network.loadingFailed': {
+        const entry = tab.byId.get(id);
+        if (entry)
+          entry.failure = params.canceled ? 'canceled' : String(params.errorText ?? 'failed');
+        this._finish(tab, id, entry, params.timestamp);
+        return;
+      }
+      default:
+    }
+  }
+
+  /**
+   * The tab's kept requests, oldest first, without internal fields.
+   *
+   * @param {number} tabId
+   * @returns {{requests: RequestEntry[], dropped: number}}
+   */
+  requests(tabId) {
+    const tab = this._tabs.get(tabId);
+    if (!tab)
+      return { requests: [], dropped: 0 };
+    const requests = tab.entries.map(({ _ts, ...entry }) => entry);
+    return { requests, dropped: tab.dropped };
+  }
+
+  /** @param {number} tabId @param {string} requestId */
+  has(tabId, requestId) {
+    return this._tabs.get(tabId)?.byId.has(requestId) ?? false;
+  }
+
+  /**
+   * How the tab's network is now: requests in flight, and since when nothing happened.
+   *
+   * @param {number} tabId
+   * @param {number} [now]
+   */
+  quiet(tabId, now = Date.now()) {
+    const tab = this._tabs.get(tabId);
+    if (!tab)
+      return { inFlight: 0, quietForMs: Infinity };
+    return { inFlight: tab.inFlight.size, quietForMs: now - tab.lastActivity };
+  }
+
+  /**
+   * The debugger let go of the tab: requests in flight will never be reported finished, so
+   * they would keep the tab "busy" forever.
+   */
+  detached(tabId) {
+    this._tabs.get(tabId)?.inFlight.clear();
+  }
+
+  /** The tab is gone. */
+  forget(tabId) {
+    this._tabs.delete(tabId);
+  }
+
+  /** @param {number} tabId */
+  _tab(tabId) {
+    let tab = this._tabs.get(tabId);
+    if (!tab) {
+      tab = { entries: [], byId: new Map(), dropped: 0, inFlight: new Set(), lastActivity: 0 };
+      this._tabs.set(tabId, tab);
+    }
+    return tab;
+  }
+
+  _finish(tab, id, entry, timestamp) {
+    tab.inFlight.delete(id);
+    if (!entry)
+      return;
+    entry.finished = true;
+    if (typeof timestamp === 'number' && typeof entry._ts === 'number')
+      entry.durationMs = Math.round((timestamp - entry._ts) * 1000);
+  }
+}

@@ -1,0 +1,375 @@
+/**
+ * The commands behind the rest of Playwright MCP's tool set (issue 14): fillForm,
+ * fileUpload, drag, networkRequests, evaluateFunction, elementScreenshot, resize, printPdf
+ * and closeAgentTabs. commands.js adds this table to its own; the handlers follow its rules
+ * (a tab through {@link targetTab}, page work through CDP, expected failures as -32602 or
+ * -32000 with a sentence a model can act on).
+ *
+ * Elements are named by `ref` (from a snapshot) or `selector` through targets.js, and found
+ * by page-scripts.js's `findElementThen`, so a stale ref is refused here as everywhere.
+ */
+
+import { elementError, staleRefMessage, targetTab } from './commands.js';
+import { fieldAction, fillField, documentBox, MAX_FIELDS, setInputFiles } from './form-fields.js';
+import { REQUEST_LIMIT } from './network.js';
+import { elementExpression, findElementThen, locateElement } from './page-scripts.js';
+import { invalidParams, serverError } from './rpc.js';
+import { TARGET_PARAMS, describeTarget, elementTarget } from './targets.js';
+
+const TAB_ID = Object.freeze({ type: 'integer', min: 0 });
+
+/** Characters of a response body returned; the rest is counted, not sent. */
+export const BODY_CLIP = 100_000;
+/** How long a drag waits for Chrome to say an HTML5 drag started (else it was a pointer drag). */
+const DRAG_START_MS = 500;
+/** Pointer moves between the start and the end of a drag: pages that track movement see a path. */
+const DRAG_STEPS = 5;
+/** Largest viewport `resize` sets; Chrome's own limit for emulated screens is 10,000,000. */
+const MAX_VIEWPORT = 10_000;
+const ELEMENT_CAPTURE_TIMEOUT_MS = 10_000;
+const PDF_TIMEOUT_MS = 30_000;
+
+export const PLAYWRIGHT_COMMANDS = {
+  fillForm: {
+    params: { fields: { type: 'array', required: true, nonEmpty: true, maxItems: MAX_FIELDS }, tabId: TAB_ID },
+    run: fillForm,
+  },
+  fileUpload: {
+    params: { ...TARGET_PARAMS, files: { type: 'array', required: true, nonEmpty: true, maxItems: 100 }, tabId: TAB_ID },
+    run: fileUpload,
+  },
+  drag: {
+    params: {
+      startSelector: { type: 'string', nonEmpty: true },
+      startRef: { type: 'string', nonEmpty: true },
+      endSelector: { type: 'string', nonEmpty: true },
+      endRef: { type: 'string', nonEmpty: true },
+      tabId: TAB_ID,
+    },
+    run: drag,
+  },
+  networkRequests: { params: { requestId: { type: 'string', nonEmpty: true }, tabId: TAB_ID }, run: networkRequests },
+  evaluateFunction: {
+    params: { function: { type: 'string', required: true, nonEmpty: true }, ...TARGET_PARAMS, tabId: TAB_ID },
+    run: evaluateFunction,
+  },
+  elementScreenshot: {
+    params: { ...TARGET_PARAMS, format: { type: 'string', oneOf: ['png', 'jpeg'] }, tabId: TAB_ID },
+    run: elementScreenshot,
+  },
+  resize: {
+    params: {
+      width: { type: 'integer', required: true, min: 1, max: MAX_VIEWPORT },
+      height: { type: 'integer', required: true, min: 1, max: MAX_VIEWPORT },
+      tabId: TAB_ID,
+    },
+    run: resize,
+  },
+  printPdf: { params: { tabId: TAB_ID }, run: printPdf },
+  closeAgentTabs: { params: {}, run: closeAgentTabs },
+};
+
+/** @param {import('./commands.js').CommandContext} ctx */
+async function fillForm(ctx, { fields, tabId }) {
+  const planned = fields.map((field, index) => {
+    const checked = fieldAction(field, index);
+    if ('error' in checked)
+      throw invalidParams(checked.error);
+    return { field, action: checked.action, target: fieldTarget(field, index) };
+  });
+  const id = await targetTab(ctx, tabId);
+  const filled = [];
+  for (const { field, action, target } of planned) {
+    const result = await runInPage(ctx, id, elementExpression(fillField, target, action));
+    if (result?.error) {
+      const done = filled.length ? ` (the fields before it were filled: ${filled.map(f => f.name).join(', ')})` : '';
+      throw serverError(`Field "${field.name ?? describeTarget(target)}" (${describeTarget(target)}): ${failureText(result)}${done}`);
+    }
+    filled.push({ name: field.name ?? describeTarget(target), type: field.type, ...result });
+  }
+  return { tabId: id, filled };
+}
+
+/**
+ * A form field's element, with the field named in the error when it names none.
+ *
+ * @param {{ref?: string, selector?: string, name?: string}} field
+ * @param {number} index
+ */
+function fieldTarget(field, index) {
+  try {
+    return elementTarget(field);
+  } catch (error) {
+    error.message = `fields[${index}]${field.name ? ` ("${field.name}")` : ''}: ${error.message}`;
+    throw error;
+  }
+}
+
+/** @param {import('./commands.js').CommandContext} ctx */
+async function fileUpload(ctx, { selector, ref, files, tabId }) {
+  for (const [index, file] of files.entries()) {
+    if (typeof file?.name !== 'string' || typeof file?.data !== 'string')
+      throw invalidParams(`files[${index}] must be {name, mimeType, data (base64)}`);
+  }
+  const id = await targetTab(ctx, tabId);
+  // Without an element: the page's only file input (a page with several must be told which).
+  const target = selector === undefined && ref === undefined ? 'input[type=file]' : elementTarget({ selector, ref }, 'file input');
+  if (selector === undefined && ref === undefined) {
+    const count = await runInPage(ctx, id, 'document.querySelectorAll("input[type=file]").length');
+    if (count !== 1)
+      throw serverError(count === 0
+        ? 'The page has no file input (<input type=file>); click what opens the upload first, or name the input with "ref" or "selector"'
+        : `The page has ${count} file inputs; name the one to use with "ref" or "selector"`);
+  }
+  const result = await runInPage(ctx, id, elementExpression(setInputFiles, target, files.map(file => ({
+    name: file.name, mimeType: typeof file.mimeType === 'string' ? file.mimeType : 'application/octet-stream', data: file.data,
+  }))));
+  if (result?.error) {
+    if (result.error === 'not-file-input')
+      throw serverError(`Element ${describeTarget(target)} is a <${result.element}>, not an <input type=file>`);
+    if (result.error === 'not-multiple')
+      throw serverError(`The file input ${describeTarget(target)} takes one file, not ${result.count}`);
+    throw elementError(result, target);
+  }
+  return { tabId: id, uploaded: result.files };
+}
+
+/**
+ * Drags from one element to another with real input: the mouse is pressed on the start,
+ * moved in steps and released on the end. When the page starts an HTML5 drag (draggable
+ * elements), Chrome would run its own drag loop, which synthetic events cannot steer; so the
+ * drag is intercepted (`Input.setInterceptDrags`) and its data dropped on the end element with
+ * `Input.dispatchDragEvent`, as a person's drop would.
+ *
+ * @param {import('./commands.js').CommandContext} ctx
+ */
+async function drag(ctx, params) {
+  const startTarget = elementTarget(params, 'start');
+  const endTarget = elementTarget(params, 'end');
+  const { tabId } = params;
+  const id = await targetTab(ctx, tabId);
+  // The end first: locating scrolls, and the start must be where it is when it is pressed.
+  const end = await located(ctx, id, endTarget);
+  const start = await located(ctx, id, startTarget);
+  const send = (method, params) => ctx.debuggers.send(id, method, params);
+  const mouse = (type, point, extra = {}) => send('Input.dispatchMouseEvent', { type, x: point.x, y: point.y, button: 'left', ...extra });
+  await send('Input.setInterceptDrags', { enabled: true });
+  const intercepted = ctx.debuggers.taps.expect(id, 'Input.dragIntercepted');
+  let html5 = false;
+  try {
+    await mouse('mouseMoved', start, { button: 'none' });
+    await mouse('mousePressed', start, { buttons: 1, clickCount: 1 });
+    for (let step = 1; step <= DRAG_STEPS; step++) {
+      const point = { x: start.x + (end.x - start.x) * step / DRAG_STEPS, y: start.y + (end.y - start.y) * step / DRAG_STEPS };
+      await mouse('mouseMoved', point, { buttons: 1 });
+    }
+    const dragged = await intercepted.event(DRAG_START_MS);
+    if (dragged?.data) {
+      html5 = true;
+      for (const type of ['dragEnter', 'dragOver', 'drop'])
+        await send('Input.dispatchDragEvent', { type, x: end.x, y: end.y, data: dragged.data });
+    }
+    await mouse('mouseReleased', end, { buttons: 0, clickCount: 1 });
+  } finally {
+    intercepted.cancel();
+    await send('Input.setInterceptDrags', { enabled: false }).catch(() => {});
+  }
+  return { tabId: id, dragged: true, from: start.element, to: end.element, html5Drop: html5 };
+}
+
+/** @param {import('./commands.js').CommandContext} ctx */
+async function networkRequests(ctx, { requestId, tabId }) {
+  const id = await targetTab(ctx, tabId);
+  // Recording starts with the attachment; attach now so later requests are kept.
+  await ctx.debuggers.attach(id);
+  if (requestId === undefined) {
+    const { requests, dropped } = ctx.debuggers.network.requests(id);
+    return {
+      tabId: id,
+      requests,
+      ...(dropped ? { dropped, note: `${dropped} older requests were dropped: only the last ${REQUEST_LIMIT} of each tab are kept` } : {}),
+    };
+  }
+  if (!ctx.debuggers.network.has(id, requestId))
+    throw serverError(`tab ${id} has no kept request "${requestId}"; list them without requestId`);
+  let response;
+  try {
+    response = await ctx.debuggers.send(id, 'Network.getResponseBody', { requestId });
+  } catch (error) {
+    throw serverError(`No body for request ${requestId}: ${messageOf(error)} (Chrome keeps bodies only for a while, ` +
+        'and never for redirects or failed requests)');
+  }
+  const body = String(response.body ?? '');
+  const clipped = body.length > BODY_CLIP;
+  return {
+    tabId: id,
+    requestId,
+    base64Encoded: Boolean(response.base64Encoded),
+    body: clipped ? body.slice(0, BODY_CLIP) : body,
+    ...(clipped ? { clipped: true, note: `only the first ${BODY_CLIP} of ${body.length} characters are shown` } : {}),
+  };
+}
+
+/**
+ * Playwright's form of evaluate: the source of a function, called with no argument or with
+ * the element named by ref/selector; its (awaited) value comes back as JSON.
+ *
+ * @param {import('./commands.js').CommandContext} ctx
+ */
+async function evaluateFunction(ctx, { function: source, selector, ref, tabId }) {
+  const withElement = selector !== undefined || ref !== undefined;
+  const target = withElement ? elementTarget({ selector, ref }) : undefined;
+  const id = await targetTab(ctx, tabId);
+  // The source is the model's, pasted as an expression: a syntax error surfaces as the
+  // evaluation's exception, and anything but a function is refused by the wrapper.
+  const expression = `(async () => {
+    const fn = (${source}\n);
+    if (typeof fn !== 'function')
+      return { notAFunction: typeof fn };
+    let el;
+    if (${JSON.stringify(withElement)}) {
+      const found = (${findElementThen.toString()})(element => ({ el: element }), ${JSON.stringify(target ?? '')});
+      if (found.error)
+        return found;
+      el = found.el;
+    }
+    const value = await (el === undefined ? fn() : fn(el));
+    return { value, type: typeof value };
+  })()`;
+  const { result, exceptionDetails } = await ctx.debuggers.send(id, 'Runtime.evaluate', {
+    expression, returnByValue: true, awaitPromise: true, userGesture: true,
+  });
+  if (exceptionDetails)
+    throw serverError(`The function threw: ${exceptionText(exceptionDetails)}`);
+  const answer = result.value ?? {};
+  if (answer.notAFunction)
+    throw invalidParams(`parameter "function" must be a function's source such as "() => document.title" or "(element) => element.textContent", not a ${answer.notAFunction}`);
+  if (answer.error)
+    throw elementError(answer, target);
+  return { value: answer.value ?? null, type: answer.type };
+}
+
+/** @param {import('./commands.js').CommandContext} ctx */
+async function elementScreenshot(ctx, { selector, ref, format = 'png', tabId }) {
+  const target = elementTarget({ selector, ref });
+  const id = await targetTab(ctx, tabId);
+  const box = await runInPage(ctx, id, elementExpression(documentBox, target));
+  if (box?.error)
+    throw elementError(box, target);
+  const { data } = await ctx.debuggers.send(id, 'Page.captureScreenshot', {
+    format,
+    clip: { x: box.x, y: box.y, width: box.width, height: box.height, scale: 1 },
+    captureBeyondViewport: true,
+  }, { timeoutMs: ELEMENT_CAPTURE_TIMEOUT_MS });
+  return { tabId: id, data, mimeType: `image/${format}`, format, width: Math.round(box.width), height: Math.round(box.height) };
+}
+
+/**
+ * Sets the tab's viewport, as Playwright's resize does, by emulation: the agent's page gets
+ * exactly that innerWidth × innerHeight, and the person's windows are not touched.
+ *
+ * @param {import('./commands.js').CommandContext} ctx
+ */
+async function resize(ctx, { width, height, tabId }) {
+  const id = await targetTab(ctx, tabId);
+  await ctx.debuggers.send(id, 'Emulation.setDeviceMetricsOverride', { width, height, deviceScaleFactor: 0, mobile: false });
+  const now = await runInPage(ctx, id, '({ width: innerWidth, height: innerHeight })');
+  return { tabId: id, width: now.width, height: now.height };
+}
+
+/** @param {import('./commands.js').CommandContext} ctx */
+async function printPdf(ctx, { tabId }) {
+  const id = await targetTab(ctx, tabId);
+  const { data } = await ctx.debuggers.send(id, 'Page.printToPDF', { printBackground: true }, { timeoutMs: PDF_TIMEOUT_MS });
+  const url = await runInPage(ctx, id, 'location.href').catch(() => '');
+  return { tabId: id, url, data, mimeType: 'application/pdf' };
+}
+
+/**
+ * Playwright's browser_close, for a browser that is the person's: closes the tabs this
+ * connection opened, and only those. Tabs of the person's that it was given to work on stay
+ * open (released, so they are the person's again).
+ *
+ * @param {import('./commands.js').CommandContext} ctx
+ */
+async function closeAgentTabs(ctx) {
+  const closed = [];
+  const leftOpen = [];
+  for (const tabId of ctx.tabs.tabsOf(ctx.connectionId)) {
+    if (!ctx.tabs.openedByAgent(tabId)) {
+      leftOpen.push(tabId);
+      continue;
+    }
+    await ctx.debuggers.detach(tabId);
+    await chrome.tabs.remove(tabId).catch(() => {});
+    ctx.tabs.dropTab(tabId);
+    closed.push(tabId);
+  }
+  for (const tabId of leftOpen) {
+    await ctx.debuggers.detach(tabId);
+    ctx.tabs.dropTab(tabId);
+  }
+  return {
+    closed,
+    ...(leftOpen.length ? { leftOpen, note: 'tabs this session did not open are the person\'s: they were released, not closed' } : {}),
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+/** @param {import('./commands.js').CommandContext} ctx @param {number} tabId @param {string} expression */
+async function runInPage(ctx, tabId, expression) {
+  const { result, exceptionDetails } = await ctx.debuggers.send(tabId, 'Runtime.evaluate', { expression, returnByValue: true, awaitPromise: true });
+  if (exceptionDetails)
+    throw serverError(`Script failed in tab ${tabId}: ${exceptionText(exceptionDetails)}`);
+  return result.value;
+}
+
+/**
+ * @param {import('./commands.js').CommandContext} ctx
+ * @param {number} tabId
+ * @param {import('./targets.js').ElementTarget | string} target
+ */
+async function located(ctx, tabId, target) {
+  const point = await runInPage(ctx, tabId, elementExpression(locateElement, target));
+  if (point?.error)
+    throw elementError(point, target);
+  return point;
+}
+
+/** @param {{error: string, element?: string, cover?: string, wanted?: string, value?: string, available?: string[]}} failure */
+function failureText(failure) {
+  switch (failure.error) {
+    case 'invalid-selector':
+      return 'not a valid CSS selector';
+    case 'not-found':
+      return 'no such element; take a snapshot to see the page\'s elements';
+    case 'stale-ref':
+      return staleRefMessage(failure.ref);
+    case 'not-visible':
+      return `the ${failure.element} is not visible`;
+    case 'covered':
+      return `the ${failure.element} is covered by ${failure.cover}; close the overlay first`;
+    case 'disabled':
+      return `the ${failure.element} is disabled or read-only`;
+    case 'wrong-kind':
+      return `it is a ${failure.element}, not ${failure.wanted}`;
+    case 'no-option':
+      return `no option with value or label "${failure.value}"; its options are: ${failure.available.join(', ')}`;
+    case 'option-disabled':
+      return `the option "${failure.value}" is disabled`;
+    default:
+      return failure.error;
+  }
+}
+
+/** @param {any} details CDP Runtime.ExceptionDetails */
+function exceptionText(details) {
+  return details.exception?.description?.split('\n')[0] ?? details.text ?? 'unknown exception';
+}
+
+/** @param {unknown} error */
+function messageOf(error) {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,59 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { NetworkLog } from '../lib/network.js';
+
+const tab = { tabId: 4 };
+const sent = (id, url, extra = {}) => ['Network.requestWillBeSent', { requestId: id, request: { method: 'GET', url }, type: 'Fetch', timestamp: 10, wallTime: 1_700_000_000, ...extra }];
+
+test('a request is kept with its method, url, status, type and duration', () => {
+  const log = new NetworkLog();
+  log.handle(tab, ...sent('1', 'https://a.test/x'));
+  log.handle(tab, 'Network.responseReceived', { requestId: '1', type: 'Fetch', response: { status: 404, statusText: 'Not Found', mimeType: 'text/plain' } });
+  log.handle(tab, 'Network.loadingFinished', { requestId: '1', timestamp: 10.25, encodedDataLength: 9 });
+  assert.deepEqual(log.requests(4).requests, [{
+    requestId: '1', method: 'GET', url: 'https://a.test/x', type: 'Fetch', startedAt: 1_700_000_000_000,
+    status: 404, statusText: 'Not Found', mimeType: 'text/plain', encodedBytes: 9, finished: true, durationMs: 250,
+  }]);
+});
+
+test('the ring keeps the newest requests of each tab and counts the dropped ones', () => {
+  const log = new NetworkLog({ limit: 2 });
+  for (const id of ['1', '2', '3'])
+    log.handle(tab, ...sent(id, `https://a.test/${id}`));
+  log.handle({ tabId: 5 }, ...sent('9', 'https://b.test/'));
+  const { requests, dropped } = log.requests(4);
+  assert.deepEqual(requests.map(r => r.requestId), ['2', '3']);
+  assert.equal(dropped, 1);
+  assert.equal(log.has(4, '1'), false);
+  assert.equal(log.requests(5).requests.length, 1);
+});
+
+test('requests in flight are counted until they finish, fail or the debugger detaches', () => {
+  const log = new NetworkLog();
+  log.handle(tab, ...sent('1', 'https://a.test/1'), 1_000);
+  log.handle(tab, ...sent('2', 'https://a.test/2'), 1_000);
+  assert.equal(log.quiet(4, 1_100).inFlight, 2);
+  log.handle(tab, 'Network.loadingFailed', { requestId: '1', errorText: 'net::ERR_FAILED', timestamp: 11 }, 1_200);
+  assert.deepEqual(log.quiet(4, 1_500), { inFlight: 1, quietForMs: 300 });
+  assert.equal(log.requests(4).requests[0].failure, 'net::ERR_FAILED');
+  log.detached(4);
+  assert.equal(log.quiet(4).inFlight, 0);
+});
+
+test('a redirect ends the hop before it with the redirect status', () => {
+  const log = new NetworkLog();
+  log.handle(tab, ...sent('1', 'https://a.test/old'));
+  log.handle(tab, ...sent('1', 'https://a.test/new', { redirectResponse: { status: 301 }, timestamp: 10.1 }));
+  const [hop, final] = log.requests(4).requests;
+  assert.equal(hop.status, 301);
+  assert.equal(hop.finished, true);
+  assert.equal(final.url, 'https://a.test/new');
+});
+
+test('events of child sessions and of other domains are ignored', () => {
+  const log = new NetworkLog();
+  log.handle({ tabId: 4, sessionId: 'iframe' }, ...sent('1', 'https://a.test/'));
+  log.handle(tab, 'Page.loadEventFired', { requestId: '2' });
+  assert.deepEqual(log.requests(4), { requests: [], dropped: 0 });
+});
