@@ -10,6 +10,7 @@ mod common;
 
 use std::fs;
 use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use base64::Engine;
@@ -19,6 +20,7 @@ use common::{relay, relay_with, token};
 use mcp_relay::auth::Role;
 use mcp_relay::server::RunningRelay;
 use serde_json::{json, Value};
+use tempfile::TempDir;
 use tokio::time::Instant;
 
 // ---------------------------------------------------------------------------
