@@ -1985,6 +1985,26 @@ async fn file_upload_carries_the_bytes_from_the_bridge_to_the_page_exactly() {
                 assert!(Instant::now() < deadline, "the page never saw the file");
                 tokio::time::sleep(POLL).await;
             }
+            // The same input named by its ref from a snapshot, as a model names it.
+            let page = outline(&bridge, json!({})).await;
+            let input = ref_of(&page, "Choose File");
+            let small = dir.path().join("by-ref.txt");
+            fs::write(&small, b"chosen by ref").unwrap();
+            let uploaded = tool_ok(
+                &bridge,
+                "browser_file_upload",
+                json!({"paths": [small.to_string_lossy()], "ref": input}),
+            )
+            .await;
+            assert_eq!(uploaded["uploaded"][0]["name"], "by-ref.txt", "{uploaded}");
+            let deadline = Instant::now() + STEP;
+            while page_value(&bridge, "window.uploads[0].name").await != json!("by-ref.txt") {
+                assert!(
+                    Instant::now() < deadline,
+                    "the page never saw the file given by ref"
+                );
+                tokio::time::sleep(POLL).await;
+            }
         }
     );
 }

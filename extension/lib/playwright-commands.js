@@ -113,7 +113,7 @@ async function fileUpload(ctx, { selector, ref, files, tabId }) {
   }
   const id = await targetTab(ctx, tabId);
   // Without an element: the page's only file input (a page with several must be told which).
-  const target = selector === undefined && ref === undefined ? 'input[type=file]' : elementTarget({ selector, ref }, 'file input');
+  const target = selector === undefined && ref === undefined ? 'input[type=file]' : elementTarget({ selector, ref });
   if (selector === undefined && ref === undefined) {
     const count = await runInPage(ctx, id, 'document.querySelectorAll("input[type=file]").length');
     if (count !== 1)

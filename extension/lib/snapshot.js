@@ -153,6 +153,8 @@ export function captureTree(limits) {
       el.getAttribute('alt'),
       el.getAttribute('title'),
       el.getAttribute('placeholder'),
+      // What Chrome's own button on an unlabelled file input says, so the model can find it.
+      isInput && el.type === 'file' ? (el.multiple ? 'Choose Files' : 'Choose File') : '',
     ];
     for (const candidate of candidates) {
       const text = flat(candidate);
