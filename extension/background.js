@@ -41,15 +41,13 @@ chrome.alarms.onAlarm.addListener(alarm => {
 
 chrome.storage.onChanged.addListener((changes, area) => {
   if (area === 'local' && Object.keys(changes).some(key => SETTINGS_KEYS.has(key)))
-    // Sessions of a previous worker first, so they cannot race this worker's first attach.
-DebuggerSessions.detachLeftovers().catch(() => {}).finally(() => supervisor.restart());
+    restartFresh();
 });
 
 /** "Save and reconnect" with unchanged settings: the user wants a fresh attempt now, not after the backoff. */
 chrome.runtime.onMessage.addListener(message => {
   if (message?.type === 'reconnect')
-    // Sessions of a previous worker first, so they cannot race this worker's first attach.
-DebuggerSessions.detachLeftovers().catch(() => {}).finally(() => supervisor.restart());
+    restartFresh();
 });
 
 chrome.alarms.get(WATCHDOG_ALARM).then(existing => {
@@ -57,8 +55,12 @@ chrome.alarms.get(WATCHDOG_ALARM).then(existing => {
     chrome.alarms.create(WATCHDOG_ALARM, { periodInMinutes: WATCHDOG_PERIOD_MINUTES });
 });
 
-// Sessions of a previous worker first, so they cannot race this worker's first attach.
-DebuggerSessions.detachLeftovers().catch(() => {}).finally(() => supervisor.restart());
+restartFresh();
+
+/** Reconnects; sessions of a previous worker are detached first, so they cannot race this worker's first attach. */
+function restartFresh() {
+  DebuggerSessions.detachLeftovers().catch(() => {}).finally(() => supervisor.restart());
+}
 
 /**
  * Session storage, not local: the state is only true while this browser

@@ -26,6 +26,8 @@ const ASSISTANT_ID: &str = "owner-e2e-client-0001";
 /// The refusal code of a not-yet-allowed assistant (docs/PROTOCOL.md).
 const CONSENT_REQUIRED: i64 = -32010;
 
+/// Also: while it waits, the badge reads "1?" and a notification with Allow / Deny is up; once
+/// answered, the notification goes and the badge counts the active assistant.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn new_assistant_is_refused_until_allowed_and_always_allow_survives_a_browser_restart_until_revoked(
 ) {
@@ -37,7 +39,8 @@ async fn new_assistant_is_refused_until_allowed_and_always_allow_survives_a_brow
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn assistant_tabs_are_grouped_under_its_name_and_a_tab_taken_out_of_the_group_is_refused() {
+async fn assistant_tabs_are_grouped_under_its_name_a_tab_dragged_in_is_given_one_dragged_out_refused_and_closing_the_group_ends_access(
+) {
     let Some(chromium) = chromium_or_skip("tab groups") else {
         return;
     };
@@ -82,8 +85,27 @@ async fn consent(chromium: &Path) {
         "{refused}"
     );
 
-    // The person opens the popup: the assistant asks, with its name and three choices.
+    // The request shows without opening anything: an amber "1?" badge and a notification with
+    // Allow / Deny. (Its buttons are the operating system's; nothing here can click them.)
     let mut devtools = DevTools::attach(&browser).await;
+    let worker = service_worker(&mut devtools).await;
+    devtools
+        .wait_for(&worker, "chrome.action.getBadgeText({})", json!("1?"))
+        .await;
+    let shown = devtools
+        .eval(
+            &worker,
+            "chrome.notifications.getAll().then(all => Object.keys(all))",
+        )
+        .await;
+    assert!(
+        shown
+            .as_array()
+            .is_some_and(|ids| ids.len() == 1 && ids[0].as_str().unwrap().starts_with("consent:")),
+        "one consent notification: {shown}"
+    );
+
+    // The person opens the popup: the assistant asks, with its name and three choices.
     let origin = devtools.extension_origin().await;
     let popup = popup(&mut devtools, &origin).await;
     devtools
@@ -106,6 +128,17 @@ async fn consent(chromium: &Path) {
         .await;
     let tabs = ok_soon(&mut mcp, "getTabs").await;
     assert!(tabs["tabs"].is_array(), "{tabs}");
+    // Answered: the notification is gone and the badge counts one active assistant.
+    devtools
+        .wait_for(&worker, "chrome.action.getBadgeText({})", json!("1"))
+        .await;
+    devtools
+        .wait_for(
+            &worker,
+            "chrome.notifications.getAll().then(all => Object.keys(all).length)",
+            json!(0),
+        )
+        .await;
 
     // A browser restart: the same assistant, on a new connection, is let in at once.
     drop(devtools);
@@ -201,6 +234,38 @@ async fn tab_groups(chromium: &Path) {
     assert!(tabs_line == "Tabs: Page one", "{tabs_line}");
     screenshot(&mut devtools, &popup, "popup-working.png").await;
 
+    // The person drags one of their own tabs into the group: it becomes the assistant's.
+    let theirs = devtools
+        .eval(
+            &worker,
+            &format!(
+                "chrome.tabs.get({tab_id}).then(t => chrome.tabs.create({{windowId: t.windowId, url: '{}', active: false}}).then(mine => chrome.tabs.group({{tabIds: [mine.id], groupId: t.groupId}}).then(() => mine.id)))",
+                site.url("page2.html")
+            ),
+        )
+        .await
+        .as_i64()
+        .unwrap();
+    let deadline = Instant::now() + STEP;
+    loop {
+        let tabs = mcp.ok("getTabs", json!({})).await;
+        let owner = tabs["tabs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|tab| tab["tabId"] == theirs)
+            .map(|tab| tab["owner"].clone());
+        if owner == Some(json!("you")) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the dragged-in tab was not given: {tabs}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+    mcp.ok("snapshot", json!({"tabId": theirs})).await;
+
     // The person drags the tab out of the group: the assistant is told, clearly.
     devtools
         .eval(
@@ -224,6 +289,39 @@ async fn tab_groups(chromium: &Path) {
             .contains("taken back by the browser's owner"),
         "{refused}"
     );
+
+    // The person closes the group (Chrome closes its tabs): the assistant holds nothing there,
+    // and its next tab goes into a new group under its name.
+    devtools
+        .eval(
+            &worker,
+            &format!("chrome.tabs.get({theirs}).then(t => chrome.tabs.query({{groupId: t.groupId}})).then(tabs => chrome.tabs.remove(tabs.map(t => t.id))).then(() => true)"),
+        )
+        .await;
+    let deadline = Instant::now() + STEP;
+    loop {
+        let response = mcp.call("snapshot", json!({"tabId": theirs})).await;
+        if response.get("error").is_some() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "closed group's tab still reachable: {response}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+    let again = mcp
+        .ok("createTab", json!({"url": site.url("page1.html")}))
+        .await;
+    let again = again["tabId"].as_i64().unwrap();
+    mcp.ok("snapshot", json!({})).await;
+    let regrouped = devtools
+        .eval(
+            &worker,
+            &format!("chrome.tabs.get({again}).then(tab => chrome.tabGroups.get(tab.groupId)).then(g => g.title)"),
+        )
+        .await;
+    assert_eq!(regrouped, ASSISTANT);
 
     drop(devtools);
     drop(browser);
