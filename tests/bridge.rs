@@ -921,3 +921,47 @@ async fn the_owner_sees_the_hosts_name_and_a_call_waits_for_their_approval() {
     assert!(text(&result).contains("click Allow"), "{result}");
     bridge.cancel().await.unwrap();
 }
+
+/// A denied assistant (`-32010` with `data.decision` "denied") is told at once: no click is
+/// coming, so the bridge does not wait `--approval-wait` for one, and the model is told not to
+/// retry.
+#[tokio::test]
+async fn a_denial_by_the_owner_is_reported_at_once_without_waiting() {
+    let relay = relay().await;
+    let mut extension = Extension::connect(&relay, USER, "Chrome", "client-1").await;
+    let bridge = bridge(&relay.url("/mcp"), &["--approval-wait", "20s"]).await;
+    let refusing = async {
+        let mut refused = 0;
+        loop {
+            let request = extension.next_request().await;
+            refused += 1;
+            extension
+                .client
+                .send(
+                    json!({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32010,
+                    "message": "The browser's owner has denied \"rmcp\" the use of this browser",
+                    "data": {"decision": "denied"}}}),
+                )
+                .await;
+            if refused > 1 {
+                panic!("the bridge asked again after a denial");
+            }
+        }
+    };
+    let started = Instant::now();
+    let result = tokio::select! {
+        result = call(&bridge, "browser_tabs", json!({"action": "list"})) => result,
+        () = refusing => unreachable!(),
+    };
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "it waited for a click"
+    );
+    assert!(is_error(&result), "{result}");
+    let said = text(&result);
+    assert!(
+        said.contains("has denied") && said.contains("do not retry"),
+        "{result}"
+    );
+    bridge.cancel().await.unwrap();
+}

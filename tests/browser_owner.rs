@@ -29,7 +29,7 @@ const CONSENT_REQUIRED: i64 = -32010;
 /// Also: while it waits, the badge reads "1?" and a notification with Allow / Deny is up; once
 /// answered, the notification goes and the badge counts the active assistant.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn new_assistant_is_refused_until_allowed_and_always_allow_survives_a_browser_restart_until_revoked(
+async fn new_assistant_is_refused_until_allowed_and_always_allow_survives_a_browser_restart_until_revoked_and_deny_is_remembered_until_forgotten(
 ) {
     let Some(chromium) = chromium_or_skip("consent") else {
         return;
@@ -178,6 +178,65 @@ async fn consent(chromium: &Path) {
             break;
         }
         assert!(Instant::now() < deadline, "still allowed: {response}");
+        tokio::time::sleep(POLL).await;
+    }
+
+    // Deny in the popup ends the connection and is remembered: the same assistant, back on a
+    // new connection, is refused at once ("denied", no new notification) until the person
+    // forgets the denial on the options page, after which it is asked about again.
+    let asking = self::popup(&mut devtools, &origin).await;
+    devtools
+        .wait_for(
+            &asking,
+            "!!document.querySelector('.assistant.pending .decide-deny')",
+            json!(true),
+        )
+        .await;
+    devtools
+        .eval(&asking, "document.querySelector('.decide-deny').click()")
+        .await;
+    let disconnected = mcp.notification("disconnected", |_| true).await;
+    assert!(
+        disconnected["params"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("denied"),
+        "{disconnected}"
+    );
+    let mut mcp = assistant(&relay).await;
+    mcp.connect(&extension_id).await;
+    let refused = mcp.err("getTabs", json!({})).await;
+    assert_eq!(refused["code"], CONSENT_REQUIRED, "{refused}");
+    assert_eq!(refused["data"]["decision"], "denied", "{refused}");
+    let worker = service_worker(&mut devtools).await;
+    let shown = devtools
+        .eval(
+            &worker,
+            "chrome.notifications.getAll().then(all => Object.keys(all).length)",
+        )
+        .await;
+    assert_eq!(shown, 0, "a denied assistant raises no notification");
+    devtools
+        .wait_for(
+            &options,
+            "[...document.querySelectorAll('#denied-assistants li')].some(li => li.textContent.includes('Owner Test Assistant'))",
+            json!(true),
+        )
+        .await;
+    devtools
+        .eval(
+            &options,
+            "document.querySelector('#denied-assistants .forget').click()",
+        )
+        .await;
+    let deadline = Instant::now() + STEP;
+    loop {
+        let response = mcp.call("getTabs", json!({})).await;
+        if response["error"]["code"] == CONSENT_REQUIRED && response["error"].get("data").is_none()
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still denied: {response}");
         tokio::time::sleep(POLL).await;
     }
 

@@ -5,8 +5,11 @@
  * alone must not be enough to start driving someone's logged-in browser. So
  * the first time an assistant connects, its requests are refused with
  * {@link CONSENT_REQUIRED} until the person decides in the popup or the
- * notification. "Always allow" is remembered per assistant identity;
- * "Allow once" lasts as long as that one MCP connection.
+ * notification. "Always allow" and "Deny" are remembered per assistant
+ * identity; "Allow once" lasts as long as that one MCP connection. A denied
+ * assistant is refused without asking again (its client would otherwise
+ * reconnect and raise a notification every time) until the person allows it
+ * in the popup or forgets the denial on the options page.
  *
  * Pure: no `chrome.*`, so Node's test runner can import it.
  */
@@ -22,6 +25,8 @@ export const ConsentKey = Object.freeze({
   ALWAYS_ALLOWED: 'allowedAssistants',
   /** The options page's "allow every assistant" switch; off unless set. */
   ALLOW_ALL: 'allowAllAssistants',
+  /** `{[assistantKey]: {name, deniedAt}}`: the "Deny" decisions. */
+  DENIED: 'deniedAssistants',
 });
 
 /**
@@ -67,7 +72,20 @@ export function assistantName(identity) {
  * @property {boolean} autoAllow dev-config.json `autoAllow`, for automated set-ups
  * @property {string[]} allowedClients dev-config.json `allowedClients`: client ids or names
  * @property {Record<string, unknown>} alwaysAllowed stored "Always allow" decisions by key
+ * @property {Record<string, unknown>} denied stored "Deny" decisions by key
  */
+
+/**
+ * Denied by the person earlier: refused without asking. A denial outranks the
+ * allow-all switch and dev-config (the person said no to this one), but not an
+ * "Allow once" given to this very connection afterwards.
+ *
+ * @param {ConsentPolicy} policy
+ * @param {{key: string | null, allowedOnce: boolean}} assistant
+ */
+export function isDenied(policy, { key, allowedOnce }) {
+  return !allowedOnce && key !== null && Object.hasOwn(policy.denied, key);
+}
 
 /**
  * @param {ConsentPolicy} policy
@@ -75,6 +93,8 @@ export function assistantName(identity) {
  * @returns {boolean}
  */
 export function isAllowed(policy, { key, identity, allowedOnce }) {
+  if (isDenied(policy, { key, allowedOnce }))
+    return false;
   if (policy.allowAll || policy.autoAllow || allowedOnce)
     return true;
   const named = [identity?.client_id, identity?.client_name].filter(nonEmpty);
@@ -92,12 +112,14 @@ export function isAllowed(policy, { key, identity, allowedOnce }) {
  */
 export function consentPolicy(stored, devConfig) {
   const always = stored[ConsentKey.ALWAYS_ALLOWED];
+  const denied = stored[ConsentKey.DENIED];
   const clients = devConfig?.allowedClients;
   return {
     allowAll: stored[ConsentKey.ALLOW_ALL] === true,
     autoAllow: devConfig?.autoAllow === true,
     allowedClients: Array.isArray(clients) ? clients.filter(nonEmpty) : [],
-    alwaysAllowed: always && typeof always === 'object' && !Array.isArray(always) ? always : {},
+    alwaysAllowed: isRecord(always) ? always : {},
+    denied: isRecord(denied) ? denied : {},
   };
 }
 
@@ -111,6 +133,23 @@ export function consentRequiredError(name) {
   return new RpcError(CONSENT_REQUIRED,
     `The browser's owner has not allowed "${name}" to use this browser yet: ask them to click Allow ` +
     'in the mcp-relay extension (its toolbar button or the notification), then try again');
+}
+
+/**
+ * The refusal a denied assistant gets: the same code, so clients that only know
+ * -32010 still stop, with `data.decision` telling a program not to wait for a click.
+ *
+ * @param {string} name
+ */
+export function consentDeniedError(name) {
+  return new RpcError(CONSENT_REQUIRED,
+    `The browser's owner has denied "${name}" the use of this browser; only they can undo that ` +
+    '(on the mcp-relay extension\'s options page)', { decision: 'denied' });
+}
+
+/** @param {unknown} value @returns {value is Record<string, unknown>} */
+function isRecord(value) {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** @param {unknown} value @returns {value is string} */

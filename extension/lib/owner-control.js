@@ -12,7 +12,9 @@
  */
 
 import { blockedSiteError, blockingPattern, parseSitePatterns } from './blocked-sites.js';
-import { ConsentKey, assistantKey, assistantName, consentPolicy, consentRequiredError, isAllowed } from './consent.js';
+import {
+  ConsentKey, assistantKey, assistantName, consentDeniedError, consentPolicy, consentRequiredError, isAllowed, isDenied,
+} from './consent.js';
 import { DIRECT_CONNECTION } from './ids.js';
 import { serverError } from './rpc.js';
 import { AssistantGroups, pickGroupColor } from './tab-groups.js';
@@ -24,6 +26,8 @@ export const ASSISTANTS_KEY = 'assistants';
 /** The popup shows this many recent actions per assistant: enough to see what it is doing, not a log. */
 const RECENT_ACTIONS = 5;
 const NOTIFICATION_PREFIX = 'consent:';
+/** What decisions and the site list are read from. */
+const STORED_KEYS = [ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, ConsentKey.DENIED, BLOCKED_SITES_KEY];
 
 
 /**
@@ -77,7 +81,7 @@ export class OwnerControl {
   /** Reads decisions and site patterns, and the assistants a previous worker published. */
   async _load() {
     const devConfig = await this._devConfig;
-    const stored = await chrome.storage.local.get([ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, BLOCKED_SITES_KEY]);
+    const stored = await chrome.storage.local.get(STORED_KEYS);
     this._applyStored(stored, devConfig);
     const { [ASSISTANTS_KEY]: previous } = await chrome.storage.session.get(ASSISTANTS_KEY);
     for (const saved of Array.isArray(previous) ? previous : []) {
@@ -97,10 +101,10 @@ export class OwnerControl {
   /** The options page or the popup changed a decision or the site list. */
   async reloadSettings() {
     await this.ready;
-    const stored = await chrome.storage.local.get([ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, BLOCKED_SITES_KEY]);
+    const stored = await chrome.storage.local.get(STORED_KEYS);
     this._applyStored(stored, await this._devConfig);
     for (const assistant of this._assistants.values()) {
-      if (!this._isAllowed(assistant))
+      if (this._isPending(assistant))
         this._notifyPending(assistant);
     }
     for (const tabId of await this._tabsOnBlockedSites())
@@ -150,7 +154,7 @@ export class OwnerControl {
     if (typeof params.client_name === 'string')
       identity.client_name = params.client_name;
     const assistant = this._newAssistant(params.connection_id, identity);
-    if (!this._isAllowed(assistant))
+    if (this._isPending(assistant))
       this._notifyPending(assistant);
     this._publish();
   }
@@ -186,6 +190,8 @@ export class OwnerControl {
   async run(ctx, method, params, runCommand) {
     await this.ready;
     const assistant = this._assistants.get(ctx.connectionId) ?? this._newAssistant(ctx.connectionId, {});
+    if (isDenied(this._policy, assistant))
+      throw consentDeniedError(assistant.name);
     if (!this._isAllowed(assistant)) {
       this._notifyPending(assistant);
       throw consentRequiredError(assistant.name);
@@ -321,17 +327,18 @@ export class OwnerControl {
       throw new Error('That assistant is no longer connected');
     chrome.notifications?.clear(NOTIFICATION_PREFIX + connectionId).catch(() => {});
     if (decision === 'deny') {
+      assistant.allowedOnce = false;
+      if (assistant.key !== null)
+        await this._remember(assistant.key, ConsentKey.DENIED, { name: assistant.name, clientId: assistant.identity.client_id ?? null, deniedAt: Date.now() });
       await this.stop([connectionId], 'the browser\'s owner denied this assistant');
       return;
     }
     assistant.allowedOnce = true;
-    if (decision === 'always' && assistant.key !== null) {
-      const { [ConsentKey.ALWAYS_ALLOWED]: always = {} } = await chrome.storage.local.get(ConsentKey.ALWAYS_ALLOWED);
-      always[assistant.key] = { name: assistant.name, clientId: assistant.identity.client_id ?? null, allowedAt: Date.now() };
-      await chrome.storage.local.set({ [ConsentKey.ALWAYS_ALLOWED]: always });
-      // Not only through storage.onChanged: the next request may come before that event.
-      await this.reloadSettings();
-    }
+    if (decision === 'always' && assistant.key !== null)
+      await this._remember(assistant.key, ConsentKey.ALWAYS_ALLOWED, { name: assistant.name, clientId: assistant.identity.client_id ?? null, allowedAt: Date.now() });
+    else if (assistant.key !== null)
+      // "Allow once" on a denied assistant forgets the denial: its later connections ask again.
+      await this._remember(assistant.key, null);
     this._publish();
   }
 
@@ -373,9 +380,40 @@ export class OwnerControl {
     return assistant;
   }
 
+  /**
+   * Stores one decision for an assistant identity (`into` the allowed or the
+   * denied book, and out of the other), or with `into` null only clears it from
+   * the denied one; then applies it at once, not only through storage.onChanged,
+   * since the next request may come before that event.
+   *
+   * @param {string} key
+   * @param {string | null} into ConsentKey.ALWAYS_ALLOWED, ConsentKey.DENIED or null
+   * @param {object} [entry]
+   */
+  async _remember(key, into, entry) {
+    const books = await chrome.storage.local.get([ConsentKey.ALWAYS_ALLOWED, ConsentKey.DENIED]);
+    const allowed = { ...books[ConsentKey.ALWAYS_ALLOWED] };
+    const denied = { ...books[ConsentKey.DENIED] };
+    if (into === null && !Object.hasOwn(denied, key))
+      return;
+    delete allowed[key];
+    delete denied[key];
+    if (into === ConsentKey.ALWAYS_ALLOWED)
+      allowed[key] = entry;
+    else if (into === ConsentKey.DENIED)
+      denied[key] = entry;
+    await chrome.storage.local.set(into === null ? { [ConsentKey.DENIED]: denied } : { [ConsentKey.ALWAYS_ALLOWED]: allowed, [ConsentKey.DENIED]: denied });
+    await this.reloadSettings();
+  }
+
   /** @param {Assistant} assistant */
   _isAllowed(assistant) {
     return isAllowed(this._policy, assistant);
+  }
+
+  /** Waiting for the person's answer: neither allowed nor denied before. @param {Assistant} assistant */
+  _isPending(assistant) {
+    return !this._isAllowed(assistant) && !isDenied(this._policy, assistant);
   }
 
   /** @param {number} tabId */
@@ -490,8 +528,8 @@ export class OwnerControl {
   /** Badge: pending requests first ("!" in amber), else the number of active assistants, else the relay state. */
   _renderBadge() {
     const assistants = [...this._assistants.values()];
-    const pending = assistants.filter(a => !this._isAllowed(a)).length;
-    const active = assistants.length - pending;
+    const pending = assistants.filter(a => this._isPending(a)).length;
+    const active = assistants.filter(a => this._isAllowed(a)).length;
     const badge = pending > 0 ? { text: `${pending}?`, color: '#e37400' }
       : active > 0 ? { text: String(active), color: '#1a73e8' }
         : this._relayBadge;
@@ -509,6 +547,7 @@ export class OwnerControl {
       since: assistant.since,
       allowedOnce: assistant.allowedOnce,
       allowed: this._isAllowed(assistant),
+      denied: isDenied(this._policy, assistant),
       color: assistant.color,
       actions: assistant.actions,
       takenBack: assistant.takenBack,

@@ -15,7 +15,7 @@ export const OwnerMessage = Object.freeze({
   REVOKE: 'owner:revoke',
 });
 
-const WATCHED_KEYS = new Set([ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, BLOCKED_SITES_KEY]);
+const WATCHED_KEYS = new Set([ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, ConsentKey.DENIED, BLOCKED_SITES_KEY]);
 
 /**
  * @param {Promise<Record<string, unknown> | null>} devConfig

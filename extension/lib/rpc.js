@@ -21,11 +21,13 @@ export class RpcError extends Error {
   /**
    * @param {number} code
    * @param {string} message
+   * @param {unknown} [data] JSON-RPC's optional `data` member, for what a program should read
    */
-  constructor(code, message) {
+  constructor(code, message, data) {
     super(message);
     this.name = 'RpcError';
     this.code = code;
+    this.data = data;
   }
 }
 
@@ -45,11 +47,11 @@ export function serverError(message) {
  * what Chrome or our own checks said, which is the most useful text we have.
  *
  * @param {unknown} error
- * @returns {{code: number, message: string}}
+ * @returns {{code: number, message: string, data?: unknown}}
  */
 export function toRpcError(error) {
   if (error instanceof RpcError)
-    return { code: error.code, message: error.message };
+    return error.data === undefined ? { code: error.code, message: error.message } : { code: error.code, message: error.message, data: error.data };
   const message = error instanceof Error ? error.message : String(error);
   return { code: ErrorCode.SERVER_ERROR, message: message || 'Unknown error in the extension' };
 }

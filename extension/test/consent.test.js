@@ -2,8 +2,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  CONSENT_REQUIRED, ConsentKey, assistantKey, assistantName, consentPolicy, consentRequiredError, isAllowed,
+  CONSENT_REQUIRED, ConsentKey, assistantKey, assistantName, consentDeniedError, consentPolicy, consentRequiredError,
+  isAllowed, isDenied,
 } from '../lib/consent.js';
+import { toRpcError } from '../lib/rpc.js';
 
 const claude = { client_id: 'c-123', client_name: 'Claude Desktop' };
 
@@ -54,4 +56,26 @@ test('the refusal carries -32010 and tells the person where to allow', () => {
   assert.equal(error.code, CONSENT_REQUIRED);
   assert.equal(CONSENT_REQUIRED, -32010);
   assert.match(error.message, /browser's owner has not allowed "Claude Desktop".*Allow.*mcp-relay extension/);
+});
+
+test('"Deny" is remembered for the same assistant and outranks the allow-all switch and dev-config, not a later "Allow once"', () => {
+  const key = assistantKey('u', claude);
+  const stored = { [ConsentKey.DENIED]: { [key]: { name: 'Claude Desktop' } }, [ConsentKey.ALLOW_ALL]: true };
+  const policy = consentPolicy(stored, { autoAllow: true, allowedClients: ['c-123'] });
+  const later = { key, identity: claude, allowedOnce: false };
+  assert.equal(isDenied(policy, later), true);
+  assert.equal(isAllowed(policy, later), false);
+  assert.equal(isDenied(policy, { ...later, allowedOnce: true }), false);
+  assert.equal(isAllowed(policy, { ...later, allowedOnce: true }), true);
+  const other = { client_id: 'other' };
+  assert.equal(isAllowed(policy, { key: assistantKey('u', other), identity: other, allowedOnce: false }), true);
+  assert.equal(isDenied(consentPolicy({ [ConsentKey.DENIED]: ['junk'] }, null), later), false);
+});
+
+test('a denied assistant is refused with -32010 and data.decision "denied", so its client does not wait for a click', () => {
+  const error = toRpcError(consentDeniedError('Claude Desktop'));
+  assert.equal(error.code, CONSENT_REQUIRED);
+  assert.deepEqual(error.data, { decision: 'denied' });
+  assert.match(error.message, /denied "Claude Desktop".*options page/);
+  assert.equal(Object.hasOwn(toRpcError(consentRequiredError('x')), 'data'), false);
 });

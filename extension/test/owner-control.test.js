@@ -58,6 +58,25 @@ test('a new assistant is refused with -32010 until allowed once, and Deny asks t
   assert.deepEqual(closed, [{ id: 'conn-1', reason: "the browser's owner denied this assistant" }]);
 });
 
+test('"Deny" is remembered: the same assistant is later refused without a notification until allowed once, which forgets the denial', async () => {
+  const { owner, ctx, closed } = setUp({ autoAllow: true });
+  await owner.connectionOpened({ connection_id: 'conn-1', client_id: 'c1', client_name: 'Claude Desktop' });
+  await owner.decide('conn-1', 'deny');
+  assert.equal(closed.length, 1);
+  owner.connectionClosed('conn-1');
+  let notified = 0;
+  chrome.notifications.create = async () => { notified += 1; };
+  await owner.connectionOpened({ connection_id: 'conn-2', client_id: 'c1', client_name: 'Claude Desktop' });
+  const later = { ...ctx, connectionId: 'conn-2' };
+  await assert.rejects(owner.run(later, 'getTabs', {}, async () => assert.fail('ran')),
+    error => error.code === -32010 && error.data?.decision === 'denied' && /denied "Claude Desktop"/.test(error.message));
+  assert.equal(notified, 0);
+  assert.equal(stored.session.assistants[0].denied, true);
+  await owner.decide('conn-2', 'once');
+  await owner.run(later, 'getTabs', {}, async () => ({}));
+  assert.deepEqual(stored.local.deniedAssistants, {});
+});
+
 test('"Always allow" is stored and lets the same assistant in on its next connection, until revoked', async () => {
   const { owner, ctx } = setUp();
   await owner.connectionOpened({ connection_id: 'conn-1', client_id: 'c1', client_name: 'Claude Desktop' });

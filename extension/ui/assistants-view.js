@@ -1,6 +1,6 @@
 /**
  * The popup's "Assistants" section: who asks to use this browser (Allow once,
- * Always allow, Deny) and, per connected assistant, its name, since when,
+ * Always allow, Deny), who was denied (Allow once, Always allow) and, per connected assistant, its name, since when,
  * the tabs it holds, its last few actions (method and time, never contents)
  * and a Stop button; "Stop all" ends every one at once.
  *
@@ -49,7 +49,7 @@ async function tabTitles(tabIds) {
 }
 
 function card(doc, assistant, titles, send) {
-  const box = element(doc, 'div', { className: `assistant ${assistant.allowed ? 'allowed' : 'pending'}` });
+  const box = element(doc, 'div', { className: `assistant ${assistant.allowed ? 'allowed' : assistant.denied ? 'denied' : 'pending'}` });
   box.dataset.connectionId = assistant.connectionId;
   box.style.borderLeftColor = GROUP_CSS[assistant.color] ?? '#80868b';
   const head = element(doc, 'div', { className: 'row' });
@@ -57,10 +57,14 @@ function card(doc, assistant, titles, send) {
   head.append(element(doc, 'span', { className: 'hint', textContent: `since ${clock(assistant.since)}` }));
   box.append(head);
   if (!assistant.allowed) {
-    box.append(element(doc, 'p', { className: 'hint', textContent: 'asks to use this browser: it could open tabs, read pages and act in them.' }));
+    box.append(element(doc, 'p', {
+      className: 'hint',
+      textContent: assistant.denied ? 'was denied by you: its requests are refused without asking.'
+        : 'asks to use this browser: it could open tabs, read pages and act in them.',
+    }));
     const buttons = element(doc, 'div', { className: 'buttons' });
     for (const [decision, label] of [['once', 'Allow once'], ['always', 'Always allow'], ['deny', 'Deny']]) {
-      if (decision === 'always' && assistant.key === null)
+      if ((decision === 'always' && assistant.key === null) || (decision === 'deny' && assistant.denied))
         continue;
       const button = element(doc, 'button', { textContent: label, className: `decide-${decision}` });
       button.addEventListener('click', () => send({ type: OwnerMessage.DECIDE, connectionId: assistant.connectionId, decision }));

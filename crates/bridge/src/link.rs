@@ -52,6 +52,10 @@ pub(crate) enum LinkError {
     /// The relay or the extension answered with a JSON-RPC error.
     #[error("{message}")]
     Rpc { code: i64, message: String },
+    /// The browser's owner has denied this assistant (`-32010` with `data.decision` "denied"):
+    /// no click is coming, so nothing waits; the message is the extension's.
+    #[error("{0}")]
+    Denied(String),
     /// No answer within `--request-timeout`.
     #[error("no answer from the relay within {0:?}")]
     Timeout(Duration),

@@ -478,6 +478,17 @@ impl RelayClient {
             return;
         };
         let answer = match frame.get("error") {
+            Some(error)
+                if error["code"] == code::OWNER_APPROVAL_REQUIRED
+                    && error["data"]["decision"] == "denied" =>
+            {
+                Err(LinkError::Denied(
+                    error["message"]
+                        .as_str()
+                        .unwrap_or("the browser's owner denied this assistant")
+                        .to_owned(),
+                ))
+            }
             Some(error) => Err(LinkError::Rpc {
                 code: error["code"].as_i64().unwrap_or(code::INTERNAL_ERROR),
                 message: error["message"]

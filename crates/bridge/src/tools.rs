@@ -332,6 +332,10 @@ pub(crate) fn advice(error: &LinkError) -> String {
     match error {
         LinkError::Unreachable(m) | LinkError::NoBrowser(m) => m.clone(),
         LinkError::ConnectionLost => error.to_string(),
+        LinkError::Denied(message) => format!(
+            "the browser's owner has denied this assistant ({message}); do not retry: tell the \
+             person, who can undo it on the mcp-relay extension's options page"
+        ),
         LinkError::Timeout(d) => format!(
             "no answer within {d:?} (the bridge's --request-timeout): the page may be busy or \
              the browser asleep; call browser_status, then retry"
