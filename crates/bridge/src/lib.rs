@@ -27,8 +27,10 @@ mod catalog;
 mod dynamic;
 mod files;
 mod gateway;
+pub mod hosted;
 mod intent;
 mod link;
+mod pipe;
 mod prompts;
 mod proxy;
 mod relay_client;
@@ -42,6 +44,10 @@ mod wire;
 pub use catalog::catalog;
 pub use retrieve::ToolIndex;
 pub use tools::definitions as tool_definitions;
+// What the relay's Streamable HTTP endpoint builds its sessions from (see `hosted`).
+pub use gateway::Exposure;
+pub use pipe::{Dialer, FramePipe};
+pub use server::BrowserServer;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -174,7 +180,7 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
         url,
         token: args.token.clone(),
         client_id,
-        tls,
+        route: relay_client::Route::WebSocket(tls),
         request_timeout: args.request_timeout,
         approval_wait: args.approval_wait,
         browser: args.browser.clone(),

@@ -21,6 +21,7 @@ use serde_json::json;
 
 use super::gateway::{Exposure, Gateway};
 use super::link::BrowserLink;
+use super::relay_client::Closer;
 use super::resources::ReadError;
 
 /// What the host reads once, at `initialize`.
@@ -43,15 +44,27 @@ retrieve_tools, then call a hit with the call_tool_* variant it names (call_with
 
 /// The rmcp handler. Cloned per session by rmcp; the clones share the gateway.
 #[derive(Clone)]
-pub(crate) struct BrowserServer {
+pub struct BrowserServer {
     gateway: Arc<Gateway>,
     /// The way to the browser, told the host's name at `initialize`.
     link: Arc<dyn BrowserLink>,
+    /// For a session the relay hosts: ends its relay client once the last clone is gone.
+    _closer: Option<Arc<Closer>>,
 }
 
 impl BrowserServer {
     pub(crate) fn new(gateway: Arc<Gateway>, link: Arc<dyn BrowserLink>) -> BrowserServer {
-        BrowserServer { gateway, link }
+        BrowserServer {
+            gateway,
+            link,
+            _closer: None,
+        }
+    }
+
+    /// Ends `closer`'s relay client when the server (every clone) is dropped.
+    pub(crate) fn ending_with(mut self, closer: Closer) -> BrowserServer {
+        self._closer = Some(Arc::new(closer));
+        self
     }
 }
 

@@ -1,0 +1,79 @@
+//! The tools as the relay itself serves them, one [`BrowserServer`] per MCP session of its
+//! Streamable HTTP endpoint.
+//!
+//! Same tool code, same gateway, same relay client as `mcp-relay bridge`: only the route to
+//! the relay differs ([`Route::InProcess`] instead of a WebSocket), and nothing is written to
+//! stdout. The relay builds one with [`server`] when a host initializes a session, with the
+//! token that session authenticated with, and the session's relay client lives exactly as long
+//! as the rmcp session: [`BrowserServer`] ends it when the last clone is dropped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::ValueEnum;
+
+use crate::gateway::{Exposure, Gateway};
+use crate::link::BrowserLink;
+use crate::pipe::Dialer;
+use crate::relay_client::{RelayClient, RelayConfig, Route};
+use crate::server::BrowserServer;
+
+/// What one hosted session is served with.
+pub struct HostedSession {
+    /// The session's bearer token; the in-process MCP session checks it again in
+    /// `mcp_handshake`, exactly as for a socket (expiry, role, user).
+    pub token: String,
+    /// Who the token names, for the stable `client_id` the relay logs.
+    pub user_id: String,
+    /// Which tools the host sees (`--mcp-tools`, or the session's `?tools=`).
+    pub tools: Exposure,
+    /// Opens the in-process MCP session with the relay's hub.
+    pub dialer: Arc<dyn Dialer>,
+    /// Where the host reaches the tools (the endpoint's URL), for the server's description.
+    pub describe: String,
+    /// How long a tool call waits for the relay's answer.
+    pub request_timeout: Duration,
+    /// How long a call waits for the browser's owner to allow this assistant.
+    pub approval_wait: Duration,
+    /// Largest request the tools send (file uploads); the relay's `--max-message-bytes`.
+    pub max_message_bytes: usize,
+}
+
+/// Parses a `--tools` mode as `mcp-relay bridge --tools` spells it (`direct`, `proxy`,
+/// `retrieve`, `all`), for a query parameter.
+pub fn parse_tools(text: &str) -> Result<Exposure, String> {
+    Exposure::from_str(text.trim(), true)
+        .map_err(|_| format!("unknown tools mode {text:?}: use direct, proxy, retrieve or all"))
+}
+
+/// The MCP server of one hosted session. Its relay client starts dialling at once (the
+/// handshake checks the token); the browser is chosen when the first tool needs it.
+pub fn server(session: HostedSession) -> BrowserServer {
+    let client_id = format!(
+        "http-{}",
+        uuid::Uuid::new_v5(
+            &uuid::Uuid::NAMESPACE_URL,
+            format!("{}#{}", session.describe, session.user_id).as_bytes()
+        )
+    );
+    let relay = RelayClient::start(RelayConfig {
+        url: session.describe,
+        token: session.token,
+        client_id,
+        route: Route::InProcess(session.dialer),
+        request_timeout: session.request_timeout,
+        approval_wait: session.approval_wait,
+        browser: None,
+    });
+    let closer = relay.closer();
+    let link: Arc<dyn BrowserLink> = Arc::new(relay);
+    let toolbox = crate::tools::Toolbox::new(Arc::clone(&link), 0)
+        .with_max_message_bytes(session.max_message_bytes);
+    let gateway = Gateway::new(
+        Arc::new(toolbox),
+        session.tools,
+        None,
+        crate::audit::AuditLog::disabled(),
+    );
+    BrowserServer::new(Arc::new(gateway), link).ending_with(closer)
+}
