@@ -37,6 +37,8 @@ pub struct HostedSession {
     pub approval_wait: Duration,
     /// Largest request the tools send (file uploads); the relay's `--max-message-bytes`.
     pub max_message_bytes: usize,
+    /// Dropped when the session ends (the relay's bookkeeping of who owns it).
+    pub keep: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 /// Parses a `--tools` mode as `mcp-relay bridge --tools` spells it (`direct`, `proxy`,
@@ -75,5 +77,5 @@ pub fn server(session: HostedSession) -> BrowserServer {
         None,
         crate::audit::AuditLog::disabled(),
     );
-    BrowserServer::new(Arc::new(gateway), link).ending_with(closer)
+    BrowserServer::new(Arc::new(gateway), link).ending_with(closer, session.keep)
 }

@@ -48,8 +48,9 @@ pub struct BrowserServer {
     gateway: Arc<Gateway>,
     /// The way to the browser, told the host's name at `initialize`.
     link: Arc<dyn BrowserLink>,
-    /// For a session the relay hosts: ends its relay client once the last clone is gone.
-    _closer: Option<Arc<Closer>>,
+    /// For a session the relay hosts: ends its relay client (and drops the relay's
+    /// bookkeeping) once the last clone is gone.
+    _end: Option<Arc<SessionEnd>>,
 }
 
 impl BrowserServer {
@@ -57,15 +58,29 @@ impl BrowserServer {
         BrowserServer {
             gateway,
             link,
-            _closer: None,
+            _end: None,
         }
     }
 
-    /// Ends `closer`'s relay client when the server (every clone) is dropped.
-    pub(crate) fn ending_with(mut self, closer: Closer) -> BrowserServer {
-        self._closer = Some(Arc::new(closer));
+    /// Ends `closer`'s relay client, and drops `keep`, when the server (every clone) is
+    /// dropped.
+    pub(crate) fn ending_with(
+        mut self,
+        closer: Closer,
+        keep: Option<Box<dyn std::any::Any + Send + Sync>>,
+    ) -> BrowserServer {
+        self._end = Some(Arc::new(SessionEnd {
+            _closer: closer,
+            _keep: keep,
+        }));
         self
     }
+}
+
+/// What a hosted session lets go of when it ends.
+struct SessionEnd {
+    _closer: Closer,
+    _keep: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, ErrorData> {
