@@ -1,0 +1,602 @@
+//! The relay as a remote MCP server: MCP over Streamable HTTP on `/mcp`, against a real relay
+//! on a loopback port and scripted extensions. The HTTP here is written by hand on a TCP
+//! socket, so each test sees exactly the status codes and headers a host would; the official
+//! SDKs' clients run in `http_sdk_*` below.
+
+// Without the `bridge` feature `/mcp` is WebSocket-only (answered 405 otherwise).
+#![cfg(feature = "bridge")]
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use common::{relay, relay_with, token, Extension, WAIT};
+use mcp_relay::auth::Role;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// One HTTP answer.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The JSON-RPC messages of the body, whether it is JSON or an SSE stream.
+    fn messages(&self) -> Vec<Value> {
+        if let Ok(value) = serde_json::from_str::<Value>(&self.body) {
+            return vec![value];
+        }
+        self.body
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str(data.trim()).ok())
+            .collect()
+    }
+
+    /// The message answering request `id`.
+    fn answer(&self, id: u64) -> Value {
+        self.messages()
+            .into_iter()
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("no answer to {id} in {self:?}"))
+    }
+}
+
+/// Sends one request (`Connection: close`) and reads the whole answer.
+async fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> Answer {
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    let exchange = async {
+        let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+        socket.write_all(request.as_bytes()).await.unwrap();
+        let mut raw = Vec::new();
+        socket.read_to_end(&mut raw).await.unwrap();
+        raw
+    };
+    let raw = tokio::time::timeout(WAIT, exchange)
+        .await
+        .unwrap_or_else(|_| panic!("{method} {path} got no complete answer"));
+    let raw = String::from_utf8(raw).expect("UTF-8 answer");
+    let (head, rest) = raw.split_once("\r\n\r\n").expect("a header block");
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let chunked = headers.iter().any(|(n, v)| {
+        n.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
+    });
+    let body = if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_owned()
+    };
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut body = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        body.push_str(&after[..size]);
+        rest = after[size..].trim_start_matches("\r\n");
+    }
+    body
+}
+
+const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+
+/// An MCP session over HTTP, as a host holds it.
+struct Session {
+    addr: SocketAddr,
+    auth: String,
+    id: String,
+}
+
+impl Session {
+    /// `initialize` (as `host`) and `notifications/initialized`, at `path` (`/mcp?tools=…`).
+    async fn open(addr: SocketAddr, user: &str, host: &str, path: &str) -> Session {
+        let auth = format!("Bearer {}", token(user, Some(Role::Mcp)));
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": host, "version": "1.0"}}});
+        let answer = http(
+            addr,
+            "POST",
+            path,
+            &[ACCEPT, JSON, ("Authorization", &auth)],
+            Some(&init),
+        )
+        .await;
+        assert_eq!(answer.status, 200, "{answer:?}");
+        assert_eq!(
+            answer.answer(1)["result"]["serverInfo"]["name"],
+            "mcp-relay"
+        );
+        let id = answer
+            .header("mcp-session-id")
+            .expect("a session id")
+            .to_owned();
+        let session = Session { addr, auth, id };
+        let initialized = session
+            .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        assert_eq!(initialized.status, 202, "{initialized:?}");
+        session
+    }
+
+    async fn post(&self, message: &Value) -> Answer {
+        self.post_as(&self.auth, message).await
+    }
+
+    async fn post_as(&self, auth: &str, message: &Value) -> Answer {
+        http(
+            self.addr,
+            "POST",
+            "/mcp",
+            &[
+                ACCEPT,
+                JSON,
+                ("Authorization", auth),
+                ("Mcp-Session-Id", &self.id),
+                ("MCP-Protocol-Version", "2025-06-18"),
+            ],
+            Some(message),
+        )
+        .await
+    }
+
+    async fn call(&self, id: u64, tool: &str, args: Value) -> Value {
+        let answer = self
+            .post(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": tool, "arguments": args}}))
+            .await;
+        assert_eq!(answer.status, 200, "{answer:?}");
+        answer.answer(id)["result"].clone()
+    }
+
+    async fn tools(&self) -> Vec<String> {
+        let answer = self
+            .post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+            .await;
+        assert_eq!(answer.status, 200, "{answer:?}");
+        answer.answer(2)["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+fn text(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_request_without_a_token_gets_401_pointing_at_the_resource_metadata() {
+    let relay = relay_with(|config| {
+        config.oauth_issuers = vec![
+            "https://auth.example.com".into(),
+            "https://login.example.org/tenant".into(),
+        ];
+    })
+    .await;
+    let addr = relay.local_addr;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});
+    let anonymous = http(addr, "POST", "/mcp", &[ACCEPT, JSON], Some(&init)).await;
+    assert_eq!(anonymous.status, 401, "{anonymous:?}");
+    let challenge = anonymous.header("www-authenticate").expect("a challenge");
+    let metadata_url = format!("http://{addr}/.well-known/oauth-protected-resource");
+    assert_eq!(
+        challenge,
+        format!("Bearer resource_metadata=\"{metadata_url}\"")
+    );
+
+    // The host follows the challenge to the metadata (RFC 9728).
+    let metadata = http(
+        addr,
+        "GET",
+        "/.well-known/oauth-protected-resource",
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(metadata.status, 200);
+    let metadata: Value = serde_json::from_str(&metadata.body).unwrap();
+    assert_eq!(metadata["resource"], format!("http://{addr}/mcp"));
+    assert_eq!(
+        metadata["authorization_servers"],
+        json!([
+            "https://auth.example.com",
+            "https://login.example.org/tenant"
+        ])
+    );
+    assert_eq!(metadata["bearer_methods_supported"], json!(["header"]));
+
+    // A token of the wrong role, or a forged one, is refused the same way, and says so.
+    for bad in [
+        token("alice", Some(Role::Extension)),
+        format!("{}x", token("alice", Some(Role::Mcp))),
+    ] {
+        let auth = format!("Bearer {bad}");
+        let refused = http(
+            addr,
+            "POST",
+            "/mcp",
+            &[ACCEPT, JSON, ("Authorization", &auth)],
+            Some(&init),
+        )
+        .await;
+        assert_eq!(refused.status, 401, "{refused:?}");
+        let challenge = refused.header("www-authenticate").unwrap();
+        assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+        assert!(challenge.contains(&metadata_url), "{challenge}");
+        assert!(!refused.body.contains(&bad), "the token is echoed back");
+    }
+    relay.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_token_for_another_audience_is_refused_when_the_audience_is_pinned() {
+    let relay =
+        relay_with(|config| config.jwt_audience = Some("https://relay.example".into())).await;
+    // `token()` mints no `aud`: with --jwt-audience set that is not this relay's token.
+    let auth = format!("Bearer {}", token("alice", Some(Role::Mcp)));
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});
+    let refused = http(
+        relay.local_addr,
+        "POST",
+        "/mcp",
+        &[ACCEPT, JSON, ("Authorization", &auth)],
+        Some(&init),
+    )
+    .await;
+    assert_eq!(refused.status, 401, "{refused:?}");
+    relay.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_foreign_origin_is_refused_and_an_allowed_one_is_served() {
+    let relay =
+        relay_with(|config| config.allowed_origins = vec!["https://app.example.com".into()]).await;
+    let addr = relay.local_addr;
+    let auth = format!("Bearer {}", token("alice", Some(Role::Mcp)));
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "web", "version": "1"}}});
+    let foreign = http(
+        addr,
+        "POST",
+        "/mcp",
+        &[
+            ACCEPT,
+            JSON,
+            ("Authorization", &auth),
+            ("Origin", "https://evil.example"),
+        ],
+        Some(&init),
+    )
+    .await;
+    assert_eq!(foreign.status, 403, "{foreign:?}");
+    // The Origin is checked before the token: a rebinding page learns nothing about tokens.
+    let anonymous = http(
+        addr,
+        "POST",
+        "/mcp",
+        &[ACCEPT, JSON, ("Origin", "http://localhost:1234")],
+        Some(&init),
+    )
+    .await;
+    assert_eq!(anonymous.status, 403);
+    let allowed = http(
+        addr,
+        "POST",
+        "/mcp",
+        &[
+            ACCEPT,
+            JSON,
+            ("Authorization", &auth),
+            ("Origin", "https://app.example.com"),
+        ],
+        Some(&init),
+    )
+    .await;
+    assert_eq!(allowed.status, 200, "{allowed:?}");
+    assert!(allowed.header("mcp-session-id").is_some());
+    relay.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_tool_call_reaches_the_users_browser_named_after_the_host() {
+    let relay = relay().await;
+    let mut extension = Extension::connect(&relay, "alice", "Chrome", "client-1").await;
+    let session = Session::open(relay.local_addr, "alice", "Claude Code", "/mcp").await;
+    assert!(session.tools().await.contains(&"browser_click".to_owned()));
+
+    let call = {
+        let session = &session;
+        async move { session.call(3, "browser_snapshot", json!({})).await }
+    };
+    let browser = async {
+        // The browser's owner is told which assistant connects, then gets the command.
+        let opened = extension
+            .client
+            .recv_notification("connection_opened")
+            .await;
+        assert_eq!(opened["params"]["client_name"], "Claude Code");
+        let request = extension.next_request().await;
+        assert_eq!(request["method"], "snapshot");
+        extension
+            .reply(&request, json!({"snapshot": "- button \"Go\" [ref=e1]"}))
+            .await;
+    };
+    let (result, ()) = tokio::join!(call, browser);
+    assert_ne!(result["isError"], true, "{result}");
+    assert!(text(&result).contains("[ref=e1]"), "{result}");
+    relay.shutdown().await;
+}
+
+#[tokio::test]
+async fn another_user_can_neither_use_a_session_nor_see_its_browser() {
+    let relay = relay().await;
+    let addr = relay.local_addr;
+    let echo = Extension::connect(&relay, "alice", "Alice's Chrome", "client-a")
+        .await
+        .spawn_echo();
+    let alice = Session::open(addr, "alice", "host-a", "/mcp").await;
+    let bob = Session::open(addr, "bob", "host-b", "/mcp").await;
+
+    // Bob's token with Alice's session id: as if the session did not exist.
+    let bob_auth = bob.auth.clone();
+    let hijack = alice
+        .post_as(
+            &bob_auth,
+            &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": "browser_snapshot", "arguments": {}}}),
+        )
+        .await;
+    assert_eq!(hijack.status, 404, "{hijack:?}");
+    let delete = http(
+        addr,
+        "DELETE",
+        "/mcp",
+        &[("Authorization", &bob_auth), ("Mcp-Session-Id", &alice.id)],
+        None,
+    )
+    .await;
+    assert_eq!(delete.status, 404, "{delete:?}");
+
+    // Bob's own session sees no browser at all; Alice's sees hers and uses it.
+    let listed = bob.call(6, "browser_list", json!({})).await;
+    assert!(!text(&listed).contains("Alice's Chrome"), "{listed}");
+    let refused = bob.call(7, "browser_snapshot", json!({})).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    let listed = alice.call(8, "browser_list", json!({})).await;
+    assert!(text(&listed).contains("Alice's Chrome"), "{listed}");
+    let answer = alice.call(9, "browser_snapshot", json!({})).await;
+    assert_ne!(answer["isError"], true, "{answer}");
+    assert!(text(&answer).contains("snapshot"), "{answer}");
+    echo.abort();
+    relay.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_deleted_session_answers_404() {
+    let relay = relay().await;
+    let session = Session::open(relay.local_addr, "alice", "host", "/mcp").await;
+    let deleted = http(
+        relay.local_addr,
+        "DELETE",
+        "/mcp",
+        &[
+            ("Authorization", &session.auth),
+            ("Mcp-Session-Id", &session.id),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ],
+        None,
+    )
+    .await;
+    assert!(deleted.status < 300, "{deleted:?}");
+    let after = session
+        .post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        .await;
+    assert_eq!(after.status, 404, "{after:?}");
+    relay.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_idle_session_expires_and_answers_404() {
+    let relay = relay_with(|config| config.mcp_session_idle = Duration::from_millis(300)).await;
+    let session = Session::open(relay.local_addr, "alice", "host", "/mcp").await;
+    assert!(!session.tools().await.is_empty());
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let expired = session
+        .post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        .await;
+    assert_eq!(expired.status, 404, "{expired:?}");
+    // The host initializes again and carries on.
+    let again = Session::open(relay.local_addr, "alice", "host", "/mcp").await;
+    assert_ne!(again.id, session.id);
+    relay.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_tools_mode_is_chosen_per_relay_and_per_session() {
+    let relay = relay_with(|config| config.mcp_tools = "proxy".into()).await;
+    let addr = relay.local_addr;
+    let default = Session::open(addr, "alice", "host", "/mcp").await;
+    assert_eq!(default.tools().await, vec!["proxy".to_owned()]);
+    let retrieve = Session::open(addr, "alice", "host", "/mcp?tools=retrieve").await;
+    let tools = retrieve.tools().await;
+    assert!(tools.contains(&"retrieve_tools".to_owned()), "{tools:?}");
+    let direct = Session::open(addr, "alice", "host", "/mcp?tools=direct").await;
+    assert!(direct
+        .tools()
+        .await
+        .contains(&"browser_navigate".to_owned()));
+
+    let auth = format!("Bearer {}", token("alice", Some(Role::Mcp)));
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});
+    let unknown = http(
+        addr,
+        "POST",
+        "/mcp?tools=everything",
+        &[ACCEPT, JSON, ("Authorization", &auth)],
+        Some(&init),
+    )
+    .await;
+    assert_eq!(unknown.status, 400);
+    assert!(
+        unknown.body.contains("direct, proxy, retrieve or all"),
+        "{unknown:?}"
+    );
+    relay.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_user_with_too_many_sessions_is_told_so() {
+    let relay = relay_with(|config| config.max_mcp_clients_per_user = 2).await;
+    let addr = relay.local_addr;
+    let _one = Session::open(addr, "alice", "host", "/mcp").await;
+    let _two = Session::open(addr, "alice", "host", "/mcp").await;
+    let auth = format!("Bearer {}", token("alice", Some(Role::Mcp)));
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "host", "version": "1"}}});
+    let third = http(
+        addr,
+        "POST",
+        "/mcp",
+        &[ACCEPT, JSON, ("Authorization", &auth)],
+        Some(&init),
+    )
+    .await;
+    assert_eq!(third.status, 429, "{third:?}");
+    // Another user is not affected.
+    let _bob = Session::open(addr, "bob", "host", "/mcp").await;
+    relay.shutdown().await;
+}
+
+/// Runs an official SDK's HTTP client script against a relay with one echoing extension of
+/// `user`, and returns the JSON report it prints last.
+async fn run_http_sdk(
+    interpreter: &std::path::Path,
+    script: &std::path::Path,
+    user: &str,
+) -> Value {
+    let relay = relay().await;
+    let echo = Extension::connect(&relay, user, "Chrome", "client-1")
+        .await
+        .spawn_echo();
+    let url = relay.http_url("/mcp");
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new(interpreter)
+            .arg(script)
+            .arg(&url)
+            .env("MCP_RELAY_TOKEN", token(user, Some(Role::Mcp)))
+            .output(),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{} timed out", script.display()))
+    .unwrap_or_else(|e| panic!("running {}: {e}", interpreter.display()));
+    echo.abort();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{} failed ({}):\n{stdout}\n{}",
+        script.display(),
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_str(stdout.trim().lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{} printed no JSON ({e}): {stdout}", script.display()));
+    // What both SDKs must have seen.
+    assert_eq!(report["server"], "mcp-relay", "{report}");
+    assert!(
+        report["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("browser_click")),
+        "{report}"
+    );
+    assert_eq!(report["answer"]["echo"], "snapshot", "{report}");
+    assert_eq!(report["metadata"]["resource"], url, "{report}");
+    assert_eq!(report["after_delete"], 404, "{report}");
+    relay.shutdown().await;
+    report
+}
+
+#[tokio::test]
+async fn http_sdk_typescript_streamable_http_client_drives_the_relay() {
+    let Some(dir) = common::bridge::typescript_sdk_client(
+        "http_sdk_typescript_streamable_http_client_drives_the_relay",
+    ) else {
+        return;
+    };
+    let report = run_http_sdk("node".as_ref(), &dir.join("http.mjs"), "ts-user").await;
+    assert!(
+        report["protocol"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("20")),
+        "{report}"
+    );
+}
+
+#[tokio::test]
+async fn http_sdk_python_streamable_http_client_drives_the_relay() {
+    let Some(python) = common::bridge::python_sdk_client(
+        "http_sdk_python_streamable_http_client_drives_the_relay",
+    ) else {
+        return;
+    };
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/mcp-python-client/http_client.py");
+    let report = run_http_sdk(&python, &script, "py-user").await;
+    assert_eq!(report["deletes"], json!([202]), "{report}");
+}
