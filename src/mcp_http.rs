@@ -32,7 +32,7 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::future::BoxFuture;
-use mcp_relay_bridge::hosted::{self, HostedSession};
+use mcp_relay_bridge::hosted::{self, HostedSession, TokenRefresh};
 use mcp_relay_bridge::{BrowserServer, Dialer, Exposure, FramePipe};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -55,8 +55,8 @@ struct Seed {
     user_id: String,
     tools: Exposure,
     describe: String,
-    /// Filled with the session's ticket once the factory built the session.
-    ticket: Mutex<Option<Arc<Ticket>>>,
+    /// Filled with the session's ticket (and token refresher) once the factory built it.
+    ticket: Mutex<Option<(Arc<Ticket>, TokenRefresh)>>,
 }
 
 tokio::task_local! {
@@ -78,18 +78,25 @@ impl Drop for Ticket {
     }
 }
 
+/// A live session: whose it is, and how to hand it a fresher token.
+#[derive(Clone)]
+struct Owner {
+    user_id: String,
+    refresh: TokenRefresh,
+}
+
 /// Which user each live session belongs to.
 #[derive(Default)]
-struct Owners(Mutex<HashMap<String, String>>);
+struct Owners(Mutex<HashMap<String, Owner>>);
 
 impl Owners {
-    fn owner(&self, id: &str) -> Option<String> {
+    fn owner(&self, id: &str) -> Option<Owner> {
         self.0.lock().unwrap().get(id).cloned()
     }
 
     fn count(&self, user_id: &str) -> (usize, usize) {
         let owners = self.0.lock().unwrap();
-        let mine = owners.values().filter(|u| *u == user_id).count();
+        let mine = owners.values().filter(|o| o.user_id == user_id).count();
         (mine, owners.len())
     }
 }
@@ -148,9 +155,8 @@ impl McpHttp {
                     owners: Arc::clone(&factory_owners),
                     id: Mutex::new(None),
                 });
-                *seed.ticket.lock().unwrap() = Some(Arc::clone(&ticket));
                 let config = &factory_state.config;
-                Ok(hosted::server(HostedSession {
+                let (server, refresh) = hosted::server(HostedSession {
                     token: seed.token.clone(),
                     user_id: seed.user_id.clone(),
                     tools: seed.tools,
@@ -161,8 +167,10 @@ impl McpHttp {
                     request_timeout: config.request_timeout + std::time::Duration::from_secs(15),
                     approval_wait: std::time::Duration::from_secs(20),
                     max_message_bytes: config.max_message_bytes,
-                    keep: Some(Box::new(ticket)),
-                }))
+                    keep: Some(Box::new(Arc::clone(&ticket))),
+                });
+                *seed.ticket.lock().unwrap() = Some((ticket, refresh));
+                Ok(server)
             },
             Arc::new(sessions),
             config,
@@ -209,7 +217,10 @@ impl McpHttp {
             return self.initialize(state, request, identity, base).await;
         };
         match self.owners.owner(&id) {
-            Some(owner) if owner == identity.user_id => {}
+            Some(owner) if owner.user_id == identity.user_id => {
+                // The host may have refreshed its token; the session's relay client follows.
+                owner.refresh.refresh(token.unwrap_or_default());
+            }
             // Another user's session looks exactly like one that does not exist.
             Some(_) => {
                 tracing::info!("refused a request for another user's HTTP MCP session");
@@ -268,12 +279,12 @@ impl McpHttp {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let ticket = seed.ticket.lock().unwrap().take();
-        if let (Some(id), Some(ticket)) = (created, ticket) {
-            self.owners
-                .0
-                .lock()
-                .unwrap()
-                .insert(id.clone(), identity.user_id);
+        if let (Some(id), Some((ticket, refresh))) = (created, ticket) {
+            let owner = Owner {
+                user_id: identity.user_id,
+                refresh,
+            };
+            self.owners.0.lock().unwrap().insert(id.clone(), owner);
             *ticket.id.lock().unwrap() = Some(id);
             tracing::info!(tools = ?tools, "an HTTP MCP session started");
         }

@@ -11,8 +11,8 @@ mod common;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use common::{relay, relay_with, token, Extension, WAIT};
-use mcp_relay::auth::Role;
+use common::{relay, relay_with, token, Extension, SECRET, WAIT};
+use mcp_relay::auth::{mint_hs256, MintClaims, Role};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -137,7 +137,11 @@ struct Session {
 impl Session {
     /// `initialize` (as `host`) and `notifications/initialized`, at `path` (`/mcp?tools=…`).
     async fn open(addr: SocketAddr, user: &str, host: &str, path: &str) -> Session {
-        let auth = format!("Bearer {}", token(user, Some(Role::Mcp)));
+        Session::open_with(addr, &token(user, Some(Role::Mcp)), host, path).await
+    }
+
+    async fn open_with(addr: SocketAddr, token: &str, host: &str, path: &str) -> Session {
+        let auth = format!("Bearer {token}");
         let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": host, "version": "1.0"}}});
@@ -495,6 +499,73 @@ async fn the_tools_mode_is_chosen_per_relay_and_per_session() {
         unknown.body.contains("direct, proxy, retrieve or all"),
         "{unknown:?}"
     );
+    relay.shutdown().await;
+}
+
+/// Calls `browser_snapshot` in `session` while `extension` answers it; returns the
+/// `connection_opened` the extension saw first, if any.
+async fn snapshot_through(session: &Session, extension: &mut Extension, id: u64) -> Option<Value> {
+    let call = session.call(id, "browser_snapshot", json!({}));
+    let browser = async {
+        let mut opened = None;
+        loop {
+            let frame = extension.client.recv().await;
+            if frame["method"] == "connection_opened" {
+                opened = Some(frame);
+            } else if frame.get("id").is_some() && frame["method"] == "snapshot" {
+                extension.reply(&frame, json!({"snapshot": "ok"})).await;
+                return opened;
+            }
+        }
+    };
+    let (result, opened) = tokio::join!(call, browser);
+    assert_ne!(result["isError"], true, "{result}");
+    opened
+}
+
+/// Whether `extension` is told `connection_closed` within `wait`.
+async fn told_closed(extension: &mut Extension, wait: Duration) -> bool {
+    tokio::time::timeout(wait, async {
+        loop {
+            if extension.client.recv().await["method"] == "connection_closed" {
+                return;
+            }
+        }
+    })
+    .await
+    .is_ok()
+}
+
+#[tokio::test]
+async fn a_refreshed_token_keeps_the_session_past_the_old_tokens_expiry() {
+    let relay = relay_with(|config| config.token_expiry_grace = Duration::from_millis(200)).await;
+    let addr = relay.local_addr;
+    let short = |user: &str| {
+        mint_hs256(
+            SECRET.as_bytes(),
+            &MintClaims::new(user, Some(Role::Mcp), Duration::from_secs(2)),
+        )
+    };
+    let mut alice_browser = Extension::connect(&relay, "alice", "Chrome", "client-a").await;
+    let mut bob_browser = Extension::connect(&relay, "bob", "Chrome", "client-b").await;
+    let mut alice = Session::open_with(addr, &short("alice"), "host", "/mcp").await;
+    let bob = Session::open_with(addr, &short("bob"), "host", "/mcp").await;
+    assert!(snapshot_through(&alice, &mut alice_browser, 3)
+        .await
+        .is_some());
+    assert!(snapshot_through(&bob, &mut bob_browser, 3).await.is_some());
+
+    // Alice's host refreshes its token; Bob's does not.
+    alice.auth = format!("Bearer {}", token("alice", Some(Role::Mcp)));
+    assert!(!alice.tools().await.is_empty());
+
+    // Bob's relay session ends with his token (2 s + 0.2 s grace) and his browser is told so;
+    // Alice's lives on and the next call reuses the same connection.
+    assert!(told_closed(&mut bob_browser, Duration::from_secs(5)).await);
+    assert!(!told_closed(&mut alice_browser, Duration::from_millis(500)).await);
+    assert!(snapshot_through(&alice, &mut alice_browser, 4)
+        .await
+        .is_none());
     relay.shutdown().await;
 }
 

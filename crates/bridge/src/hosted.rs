@@ -48,9 +48,23 @@ pub fn parse_tools(text: &str) -> Result<Exposure, String> {
         .map_err(|_| format!("unknown tools mode {text:?}: use direct, proxy, retrieve or all"))
 }
 
-/// The MCP server of one hosted session. Its relay client starts dialling at once (the
-/// handshake checks the token); the browser is chosen when the first tool needs it.
-pub fn server(session: HostedSession) -> BrowserServer {
+/// Hands a hosted session a newer token of the same user (checked by the caller).
+#[derive(Clone)]
+pub struct TokenRefresh(RelayClient);
+
+impl TokenRefresh {
+    /// The session's relay client handshakes with `token` from now on (at once if it differs):
+    /// a host that refreshed an expiring token keeps its session instead of seeing its tools
+    /// fail when the old token's session with the relay ends.
+    pub fn refresh(&self, token: &str) {
+        self.0.refresh_token(token);
+    }
+}
+
+/// The MCP server of one hosted session, and the way to give it a fresher token. Its relay
+/// client starts dialling at once (the handshake checks the token); the browser is chosen when
+/// the first tool needs it.
+pub fn server(session: HostedSession) -> (BrowserServer, TokenRefresh) {
     let client_id = format!(
         "http-{}",
         uuid::Uuid::new_v5(
@@ -68,6 +82,7 @@ pub fn server(session: HostedSession) -> BrowserServer {
         browser: None,
     });
     let closer = relay.closer();
+    let refresh = TokenRefresh(relay.clone());
     let link: Arc<dyn BrowserLink> = Arc::new(relay);
     let toolbox = crate::tools::Toolbox::new(Arc::clone(&link), 0)
         .with_max_message_bytes(session.max_message_bytes);
@@ -77,5 +92,6 @@ pub fn server(session: HostedSession) -> BrowserServer {
         None,
         crate::audit::AuditLog::disabled(),
     );
-    BrowserServer::new(Arc::new(gateway), link).ending_with(closer, session.keep)
+    let server = BrowserServer::new(Arc::new(gateway), link).ending_with(closer, session.keep);
+    (server, refresh)
 }

@@ -191,6 +191,9 @@ struct BrowserState {
 
 struct Shared {
     config: RelayConfig,
+    /// The token every handshake sends: `config.token`, until [`RelayClient::refresh_token`]
+    /// replaces it.
+    token: Mutex<String>,
     /// Our request ids, numeric as the relay expects from MCP clients; never reused, so a late
     /// answer to a timed-out request cannot be taken for another one's.
     next_id: AtomicU64,
@@ -234,6 +237,7 @@ impl RelayClient {
     /// Starts the supervisor, which connects in the background and keeps reconnecting.
     pub(crate) fn start(config: RelayConfig) -> RelayClient {
         let shared = Arc::new(Shared {
+            token: Mutex::new(config.token.clone()),
             config,
             next_id: AtomicU64::new(1),
             pending: Mutex::new(HashMap::new()),
@@ -261,6 +265,30 @@ impl RelayClient {
         if let Some(handle) = handle {
             let _ = tokio::time::timeout(Duration::from_secs(2), handle).await;
         }
+    }
+
+    /// Uses `token` from now on (a hosted session's host refreshed its token) and, when a
+    /// session is open, handshakes with it at once so the relay moves the session's expiry.
+    pub(crate) fn refresh_token(&self, token: &str) {
+        {
+            let mut current = self.shared.token.lock().unwrap();
+            if *current == token {
+                return;
+            }
+            *current = token.to_owned();
+        }
+        let client = self.clone();
+        tokio::spawn(async move {
+            if client.shared.link.lock().unwrap().outgoing.is_none() {
+                return;
+            }
+            if let Err(e) = client
+                .request("mcp_handshake", handshake_params(&client.shared))
+                .await
+            {
+                tracing::warn!("the relay refused the refreshed token: {e}");
+            }
+        });
     }
 
     /// Stops the supervisor when dropped (no goodbye is awaited): for a session whose owner
@@ -717,8 +745,7 @@ fn backoff(failures: u32) -> Duration {
 /// `mcp_handshake`'s params: the token, this bridge's stable `client_id`, and the host's name
 /// once known.
 fn handshake_params(shared: &Shared) -> Value {
-    let mut params =
-        json!({"access_token": shared.config.token, "client_id": shared.config.client_id});
+    let mut params = json!({"access_token": *shared.token.lock().unwrap(), "client_id": shared.config.client_id});
     if let Some(name) = shared.client_name.lock().unwrap().as_deref() {
         params["client_name"] = name.into();
     }
