@@ -671,3 +671,67 @@ async fn http_sdk_python_streamable_http_client_drives_the_relay() {
     let report = run_http_sdk(&python, &script, "py-user").await;
     assert_eq!(report["deletes"], json!([202]), "{report}");
 }
+
+#[tokio::test]
+async fn a_session_on_one_node_drives_a_browser_on_another_and_other_nodes_answer_404() {
+    let Some(nats) =
+        mcp_relay_test_support::NatsServer::start_or_skip("HTTP MCP cluster test", &[])
+    else {
+        return;
+    };
+    let join = |config: &mut mcp_relay::config::ServeConfig| {
+        config.cluster = Some(nats.url());
+        config.cluster_options.heartbeat = Duration::from_millis(200);
+        config.cluster_options.node_ttl = Duration::from_millis(1200);
+    };
+    let node_a = relay_with(join).await;
+    let node_b = relay_with(join).await;
+    for node in [&node_a, &node_b] {
+        let cluster = node.cluster().unwrap();
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while !cluster.is_connected() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "a node did not join NATS"
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+    // The browser is on node B; the host's session on node A.
+    let mut browser = Extension::connect(&node_b, "alice", "Chrome B", "client-1").await;
+    let session = Session::open(node_a.local_addr, "alice", "Claude Code", "/mcp").await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut id = 100;
+    loop {
+        id += 1;
+        let listed = session.call(id, "browser_list", json!({})).await;
+        if text(&listed).contains("Chrome B") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "node A never saw the browser: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let opened = snapshot_through(&session, &mut browser, 3)
+        .await
+        .expect("connection_opened across nodes");
+    assert_eq!(opened["params"]["client_name"], "Claude Code");
+
+    // The session lives on node A only: node B answers its id with 404, and the host
+    // re-initializes there and reaches the same browser.
+    let elsewhere = Session {
+        addr: node_b.local_addr,
+        auth: session.auth.clone(),
+        id: session.id.clone(),
+    };
+    let moved = elsewhere
+        .post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        .await;
+    assert_eq!(moved.status, 404, "{moved:?}");
+    let again = Session::open(node_b.local_addr, "alice", "Claude Code", "/mcp").await;
+    assert!(snapshot_through(&again, &mut browser, 4).await.is_some());
+    node_a.shutdown().await;
+    node_b.shutdown().await;
+}
