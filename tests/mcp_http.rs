@@ -529,3 +529,48 @@ async fn a_session_on_one_node_drives_a_browser_on_another_and_other_nodes_answe
     node_a.shutdown().await;
     node_b.shutdown().await;
 }
+
+/// docs/BENCHMARKS.md: one tool call over HTTP vs over the bridge, same run. Ignored by
+/// default (it measures, and takes a while): `cargo test --release --test mcp_http
+/// tool_call_latency -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn tool_call_latency_over_http_and_over_the_bridge() {
+    let Some(dir) =
+        common::bridge::typescript_sdk_client("tool_call_latency_over_http_and_over_the_bridge")
+    else {
+        return;
+    };
+    let calls: usize = std::env::var("MCP_RELAY_BENCH_CALLS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(2000);
+    let relay = relay().await;
+    let echo = Extension::connect(&relay, "bench", "Chrome", "client-1")
+        .await
+        .spawn_echo();
+    let output = tokio::process::Command::new("node")
+        .arg(dir.join("bench_http.mjs"))
+        .arg(relay.http_url("/mcp"))
+        .arg(calls.to_string())
+        .arg(env!("CARGO_BIN_EXE_mcp-relay"))
+        .args(["bridge", "--relay", &relay.url("/mcp")])
+        .env("MCP_RELAY_TOKEN", token("bench", Some(Role::Mcp)))
+        .output()
+        .await
+        .unwrap();
+    echo.abort();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
+    eprintln!("tool call latency: {report}");
+    assert_eq!(report["calls"], calls);
+    for transport in ["http", "bridge"] {
+        assert!(report[transport]["p50_us"].as_u64().unwrap() > 0, "{report}");
+    }
+    relay.shutdown().await;
+}
