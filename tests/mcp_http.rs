@@ -387,6 +387,38 @@ async fn a_user_with_too_many_sessions_is_told_so() {
     relay.shutdown().await;
 }
 
+#[test]
+fn http_session_tokens_never_reach_the_log_even_at_trace() {
+    let relay = common::child::ChildRelay::start_with(&[], &[("MCP_RELAY_LOG", "trace")], None);
+    let bearer = token("alice", Some(Role::Mcp));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let session = Session::open_with(relay.addr, &bearer, "host", "/mcp").await;
+        assert!(!session.tools().await.is_empty());
+        let status = session.call(3, "browser_status", json!({})).await;
+        assert!(text(&status).contains("alice"), "{status}");
+        let refused = http(
+            relay.addr,
+            "POST",
+            "/mcp",
+            &[
+                ACCEPT,
+                JSON,
+                ("Authorization", &format!("Bearer {bearer}x")),
+            ],
+            Some(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})),
+        )
+        .await;
+        assert_eq!(refused.status, 401);
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let log = relay.log();
+    assert!(log.contains("an HTTP MCP session started"), "{log}");
+    // The signature is the secret part; the whole token includes it.
+    let signature = bearer.rsplit('.').next().unwrap();
+    assert!(!log.contains(signature), "a bearer token reached the log");
+}
+
 /// Runs an official SDK's HTTP client script against a relay with one echoing extension of
 /// `user`, and returns the JSON report it prints last.
 async fn run_http_sdk(
@@ -570,7 +602,10 @@ async fn tool_call_latency_over_http_and_over_the_bridge() {
     eprintln!("tool call latency: {report}");
     assert_eq!(report["calls"], calls);
     for transport in ["http", "bridge"] {
-        assert!(report[transport]["p50_us"].as_u64().unwrap() > 0, "{report}");
+        assert!(
+            report[transport]["p50_us"].as_u64().unwrap() > 0,
+            "{report}"
+        );
     }
     relay.shutdown().await;
 }

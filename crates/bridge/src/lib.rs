@@ -6,7 +6,8 @@
 //! tool calls into the extension's commands.
 //!
 //! - [`link`]: the [`link::BrowserLink`] interface the tools use to reach a browser, so they
-//!   do not depend on how (the relay's socket here; the relay itself, in process, later).
+//!   do not depend on how (the relay's socket here; the relay itself, in process, in
+//!   [`hosted`], the tools the relay serves over Streamable HTTP, through a [`pipe`]).
 //! - [`relay_client`]: the socket to the relay, the bridge's `BrowserLink` (handshake, request matching, notifications,
 //!   reconnecting, returning to the chosen browser).
 //! - [`tools`]: the browser tools and how each maps onto an extension command.
