@@ -54,6 +54,7 @@ struct Seed {
     token: String,
     user_id: String,
     tools: Exposure,
+    dynamic: Option<u16>,
     describe: String,
     /// Filled with the session's ticket (and token refresher) once the factory built it.
     ticket: Mutex<Option<(Arc<Ticket>, TokenRefresh)>>,
@@ -160,6 +161,7 @@ impl McpHttp {
                     token: seed.token.clone(),
                     user_id: seed.user_id.clone(),
                     tools: seed.tools,
+                    dynamic: seed.dynamic,
                     dialer: Arc::new(InProcess(Arc::clone(&factory_state))),
                     describe: seed.describe.clone(),
                     // The relay's own timeout answers first; this only guards against a lost
@@ -240,8 +242,13 @@ impl McpHttp {
         identity: crate::auth::Identity,
         base: String,
     ) -> Response {
-        let tools = match query_tools(request.uri().query()) {
-            Ok(tools) => tools.unwrap_or(self.default_tools),
+        let query = request.uri().query();
+        let choice = query_tools(query).and_then(|tools| {
+            let tools = tools.unwrap_or(self.default_tools);
+            Ok((tools, query_dynamic(query, tools)?))
+        });
+        let (tools, dynamic) = match choice {
+            Ok(choice) => choice,
             Err(message) => {
                 return (StatusCode::BAD_REQUEST, format!("{message}\n")).into_response()
             }
@@ -269,6 +276,7 @@ impl McpHttp {
             token,
             user_id: identity.user_id.clone(),
             tools,
+            dynamic,
             describe: format!("{base}/mcp"),
             ticket: Mutex::new(None),
         });
@@ -309,6 +317,29 @@ fn query_tools(query: Option<&str>) -> Result<Option<Exposure>, String> {
         }
     }
     Ok(None)
+}
+
+/// `?dynamic=K` of the session's URL: 1 to 50, and only with a tool set that retrieves.
+fn query_dynamic(query: Option<&str>, tools: Exposure) -> Result<Option<u16>, String> {
+    let Some(value) = query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .find_map(|pair| pair.strip_prefix("dynamic="))
+    else {
+        return Ok(None);
+    };
+    let k = value
+        .parse::<u16>()
+        .ok()
+        .filter(|k| (1..=50).contains(k))
+        .ok_or_else(|| format!("dynamic={value:?}: give a number from 1 to 50"))?;
+    if !tools.retrieve() {
+        return Err(
+            "dynamic needs tools=retrieve or tools=all (it registers what retrieve_tools finds)"
+                .into(),
+        );
+    }
+    Ok(Some(k))
 }
 
 /// The token of `Authorization: Bearer …` (the scheme is case-insensitive).
@@ -432,5 +463,17 @@ mod tests {
             Ok(Some(Exposure::Proxy))
         );
         assert!(query_tools(Some("tools=everything")).is_err());
+    }
+
+    #[test]
+    fn dynamic_registration_is_bounded_and_needs_retrieval() {
+        assert_eq!(query_dynamic(None, Exposure::Retrieve), Ok(None));
+        assert_eq!(
+            query_dynamic(Some("tools=retrieve&dynamic=3"), Exposure::Retrieve),
+            Ok(Some(3))
+        );
+        assert!(query_dynamic(Some("dynamic=3"), Exposure::Direct).is_err());
+        assert!(query_dynamic(Some("dynamic=0"), Exposure::All).is_err());
+        assert!(query_dynamic(Some("dynamic=51"), Exposure::All).is_err());
     }
 }

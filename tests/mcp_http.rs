@@ -609,3 +609,64 @@ async fn tool_call_latency_over_http_and_over_the_bridge() {
     }
     relay.shutdown().await;
 }
+
+/// Reads an open stream into `seen` until it holds `wanted`.
+async fn read_until(stream: &mut tokio::net::TcpStream, seen: &mut String, wanted: &str) {
+    use tokio::io::AsyncReadExt;
+    let mut buffer = vec![0u8; 16 * 1024];
+    let read = async {
+        while !seen.contains(wanted) {
+            let n = stream.read(&mut buffer).await.unwrap();
+            assert!(n > 0, "the stream ended: {seen}");
+            seen.push_str(&String::from_utf8_lossy(&buffer[..n]));
+        }
+    };
+    if tokio::time::timeout(WAIT, read).await.is_err() {
+        panic!("{wanted:?} never came on the stream: {seen}");
+    }
+}
+
+#[tokio::test]
+async fn dynamically_registered_tools_are_announced_on_the_get_stream() {
+    use tokio::io::AsyncWriteExt;
+    let relay = relay().await;
+    let addr = relay.local_addr;
+    let session = Session::open(addr, "alice", "host", "/mcp?tools=retrieve&dynamic=2").await;
+    let before = session.tools().await;
+
+    // The host's GET stream, for what the server says unprompted.
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\nAuthorization: {}\r\n\
+         Mcp-Session-Id: {}\r\nMCP-Protocol-Version: 2025-06-18\r\n\r\n",
+        session.auth, session.id
+    );
+    stream.write_all(get.as_bytes()).await.unwrap();
+    let mut seen = String::new();
+    read_until(&mut stream, &mut seen, "\r\n\r\n").await;
+    assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
+    assert!(
+        seen.to_ascii_lowercase().contains("text/event-stream"),
+        "{seen}"
+    );
+
+    let found = session
+        .call(
+            3,
+            "retrieve_tools",
+            json!({"query": "get the document root node"}),
+        )
+        .await;
+    let registered: Value = serde_json::from_str(&text(&found)).unwrap();
+    let registered = registered["registered"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("nothing registered: {found}"))
+        .to_owned();
+    read_until(&mut stream, &mut seen, "notifications/tools/list_changed").await;
+    let after = session.tools().await;
+    assert!(
+        !before.contains(&registered) && after.contains(&registered),
+        "{after:?}"
+    );
+    relay.shutdown().await;
+}

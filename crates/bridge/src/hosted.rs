@@ -27,6 +27,10 @@ pub struct HostedSession {
     pub user_id: String,
     /// Which tools the host sees (`--mcp-tools`, or the session's `?tools=`).
     pub tools: Exposure,
+    /// With `retrieve` or `all`: register each search's top K hits as tools and send
+    /// `notifications/tools/list_changed` (the session's `?dynamic=K`, as `bridge --dynamic`;
+    /// at most 20 are kept, the least recently used go first).
+    pub dynamic: Option<u16>,
     /// Opens the in-process MCP session with the relay's hub.
     pub dialer: Arc<dyn Dialer>,
     /// Where the host reaches the tools (the endpoint's URL), for the server's description.
@@ -89,7 +93,10 @@ pub fn server(session: HostedSession) -> (BrowserServer, TokenRefresh) {
     let gateway = Gateway::new(
         Arc::new(toolbox),
         session.tools,
-        None,
+        session.dynamic.map(|k| crate::gateway::Dynamic {
+            top_k: k.into(),
+            pool: usize::from(k).max(20),
+        }),
         crate::audit::AuditLog::disabled(),
     );
     let server = BrowserServer::new(Arc::new(gateway), link).ending_with(closer, session.keep);
