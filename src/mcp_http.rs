@@ -84,6 +84,8 @@ impl Drop for Ticket {
 struct Owner {
     user_id: String,
     refresh: TokenRefresh,
+    /// The `exp` of the token the session uses; only a later one replaces it.
+    expires_at: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Which user each live session belongs to.
@@ -220,8 +222,14 @@ impl McpHttp {
         };
         match self.owners.owner(&id) {
             Some(owner) if owner.user_id == identity.user_id => {
-                // The host may have refreshed its token; the session's relay client follows.
-                owner.refresh.refresh(token.unwrap_or_default());
+                // The host may have refreshed its token; the session's relay client follows
+                // (an older token still in flight on another request does not undo that).
+                let before = owner
+                    .expires_at
+                    .fetch_max(identity.expires_at, std::sync::atomic::Ordering::AcqRel);
+                if identity.expires_at > before {
+                    owner.refresh.refresh(token.unwrap_or_default());
+                }
             }
             // Another user's session looks exactly like one that does not exist.
             Some(_) => {
@@ -291,6 +299,7 @@ impl McpHttp {
             let owner = Owner {
                 user_id: identity.user_id,
                 refresh,
+                expires_at: Arc::new(identity.expires_at.into()),
             };
             self.owners.0.lock().unwrap().insert(id.clone(), owner);
             *ticket.id.lock().unwrap() = Some(id);
