@@ -190,6 +190,12 @@ pub struct ServeConfig {
     #[arg(long, env = "MCP_RELAY_MCP_SESSION_IDLE", default_value = "30m", value_parser = parse_duration)]
     pub mcp_session_idle: Duration,
 
+    /// Append one JSON line per tool call, resource read and prompt get of the HTTP MCP
+    /// sessions (time, user, tool, target, variant, intent, outcome, duration) to this file, as
+    /// `mcp-relay bridge --audit-log` does for its host.
+    #[arg(long, env = "MCP_RELAY_MCP_AUDIT_LOG")]
+    pub mcp_audit_log: Option<PathBuf>,
+
     /// An OAuth authorization server that issues this relay's MCP tokens (its issuer URL),
     /// named in /.well-known/oauth-protected-resource so MCP hosts know where to get a token.
     /// Repeat for several.

@@ -32,7 +32,7 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::future::BoxFuture;
-use mcp_relay_bridge::hosted::{self, HostedSession, TokenRefresh};
+use mcp_relay_bridge::hosted::{self, AuditFile, HostedSession, TokenRefresh};
 use mcp_relay_bridge::{BrowserServer, Dialer, Exposure, FramePipe};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -138,6 +138,13 @@ impl McpHttp {
     pub fn new(state: &Arc<RelayState>) -> anyhow::Result<McpHttp> {
         let default_tools = hosted::parse_tools(&state.config.mcp_tools)
             .map_err(|e| anyhow::anyhow!("--mcp-tools: {e}"))?;
+        let audit =
+            match &state.config.mcp_audit_log {
+                Some(path) => Some(AuditFile::open(path).map_err(|e| {
+                    anyhow::anyhow!("opening --mcp-audit-log {}: {e}", path.display())
+                })?),
+                None => None,
+            };
         let mut sessions = LocalSessionManager::default();
         sessions.session_config.keep_alive = Some(state.config.mcp_session_idle);
         let mut config = StreamableHttpServerConfig::default()
@@ -171,6 +178,7 @@ impl McpHttp {
                     request_timeout: config.request_timeout + std::time::Duration::from_secs(15),
                     approval_wait: std::time::Duration::from_secs(20),
                     max_message_bytes: config.max_message_bytes,
+                    audit: audit.clone(),
                     keep: Some(Box::new(Arc::clone(&ticket))),
                 });
                 *seed.ticket.lock().unwrap() = Some((ticket, refresh));

@@ -670,3 +670,37 @@ async fn dynamically_registered_tools_are_announced_on_the_get_stream() {
     );
     relay.shutdown().await;
 }
+
+#[tokio::test]
+async fn tool_calls_of_http_sessions_are_audited_with_their_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let audit_path = path.clone();
+    let relay = relay_with(move |config| config.mcp_audit_log = Some(audit_path)).await;
+    let echo = Extension::connect(&relay, "alice", "Chrome", "client-1")
+        .await
+        .spawn_echo();
+    let alice = Session::open(relay.local_addr, "alice", "host", "/mcp").await;
+    let bob = Session::open(relay.local_addr, "bob", "host", "/mcp").await;
+    assert_ne!(
+        alice.call(3, "browser_snapshot", json!({})).await["isError"],
+        true
+    );
+    assert_eq!(
+        bob.call(3, "browser_snapshot", json!({})).await["isError"],
+        true
+    );
+    echo.abort();
+    let lines: Vec<Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |user: &str| lines.iter().find(|l| l["user"] == user).cloned();
+    let alice_line = of("alice").unwrap_or_else(|| panic!("{lines:?}"));
+    assert_eq!(alice_line["tool"], "browser_snapshot");
+    assert_eq!(alice_line["outcome"], "ok");
+    let bob_line = of("bob").unwrap_or_else(|| panic!("{lines:?}"));
+    assert_eq!(bob_line["outcome"], "error");
+    relay.shutdown().await;
+}

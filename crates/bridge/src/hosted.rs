@@ -41,8 +41,22 @@ pub struct HostedSession {
     pub approval_wait: Duration,
     /// Largest request the tools send (file uploads); the relay's `--max-message-bytes`.
     pub max_message_bytes: usize,
+    /// The relay's audit log (`--mcp-audit-log`), if any; records name the session's user.
+    pub audit: Option<AuditFile>,
     /// Dropped when the session ends (the relay's bookkeeping of who owns it).
     pub keep: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+/// An audit log file shared by every hosted session (one JSON line per tool call, resource
+/// read and prompt get, as `bridge --audit-log` writes, plus the session's `user`).
+#[derive(Clone)]
+pub struct AuditFile(crate::audit::AuditLog);
+
+impl AuditFile {
+    /// Opens `path` for appending.
+    pub fn open(path: &std::path::Path) -> std::io::Result<AuditFile> {
+        crate::audit::AuditLog::open(path).map(AuditFile)
+    }
 }
 
 /// Parses a `--tools` mode as `mcp-relay bridge --tools` spells it (`direct`, `proxy`,
@@ -97,7 +111,10 @@ pub fn server(session: HostedSession) -> (BrowserServer, TokenRefresh) {
             top_k: k.into(),
             pool: usize::from(k).max(20),
         }),
-        crate::audit::AuditLog::disabled(),
+        match &session.audit {
+            Some(AuditFile(log)) => log.for_user(&session.user_id),
+            None => crate::audit::AuditLog::disabled(),
+        },
     );
     let server = BrowserServer::new(Arc::new(gateway), link).ending_with(closer, session.keep);
     (server, refresh)
