@@ -704,3 +704,53 @@ async fn tool_calls_of_http_sessions_are_audited_with_their_user() {
     assert_eq!(bob_line["outcome"], "error");
     relay.shutdown().await;
 }
+
+#[tokio::test]
+async fn protocol_revisions_are_negotiated_and_the_version_header_is_checked() {
+    let relay = relay().await;
+    let addr = relay.local_addr;
+    let auth = format!("Bearer {}", token("alice", Some(Role::Mcp)));
+    let mut negotiated = Vec::new();
+    for asked in ["2025-11-25", "2025-06-18", "2025-03-26"] {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": asked, "capabilities": {},
+            "clientInfo": {"name": "host", "version": "1"}}});
+        let answer = http(
+            addr,
+            "POST",
+            "/mcp",
+            &[ACCEPT, JSON, ("Authorization", &auth)],
+            Some(&init),
+        )
+        .await;
+        assert_eq!(answer.status, 200, "{answer:?}");
+        negotiated.push(answer.answer(1)["result"]["protocolVersion"].clone());
+    }
+    assert_eq!(
+        negotiated,
+        vec![
+            json!("2025-11-25"),
+            json!("2025-06-18"),
+            json!("2025-03-26")
+        ]
+    );
+
+    // A request whose MCP-Protocol-Version header names no revision is refused.
+    let session = Session::open(addr, "alice", "host", "/mcp").await;
+    let wrong = http(
+        addr,
+        "POST",
+        "/mcp",
+        &[
+            ACCEPT,
+            JSON,
+            ("Authorization", &auth),
+            ("Mcp-Session-Id", &session.id),
+            ("MCP-Protocol-Version", "1999-01-01"),
+        ],
+        Some(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})),
+    )
+    .await;
+    assert_eq!(wrong.status, 400, "{wrong:?}");
+    relay.shutdown().await;
+}
