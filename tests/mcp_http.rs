@@ -754,3 +754,49 @@ async fn protocol_revisions_are_negotiated_and_the_version_header_is_checked() {
     assert_eq!(wrong.status, 400, "{wrong:?}");
     relay.shutdown().await;
 }
+
+/// The owner's consent works as for the bridge: a call refused with `-32010` ("not allowed
+/// yet") is retried until the owner allows it, and `connection_opened` names the host.
+#[tokio::test]
+async fn a_call_waits_for_the_owners_approval() {
+    let relay = relay().await;
+    let mut extension = Extension::connect(&relay, "alice", "Chrome", "client-1").await;
+    let session = Session::open(relay.local_addr, "alice", "Cursor", "/mcp").await;
+    let owner = async {
+        let opened = extension
+            .client
+            .recv_notification("connection_opened")
+            .await;
+        for _ in 0..2 {
+            let request = extension.next_request().await;
+            extension
+                .client
+                .send(
+                    json!({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32010,
+                    "message": "The browser's owner has not allowed \"Cursor\" yet"}}),
+                )
+                .await;
+        }
+        let request = extension.next_request().await;
+        extension.reply(&request, json!({"tabs": []})).await;
+        opened
+    };
+    let started = std::time::Instant::now();
+    let (result, opened) = tokio::join!(
+        session.call(3, "browser_tabs", json!({"action": "list"})),
+        owner
+    );
+    assert_ne!(result["isError"], true, "{result}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "it waited between tries"
+    );
+    assert_eq!(opened["params"]["client_name"], "Cursor", "{opened}");
+    assert!(
+        opened["params"]["client_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("http-")),
+        "{opened}"
+    );
+    relay.shutdown().await;
+}
