@@ -194,6 +194,17 @@ impl McpHttp {
         })
     }
 
+    /// The endpoint's figures for `/metrics`. (Each session's in-process relay client also
+    /// counts in `mcp_relay_sockets{role="mcp"}` while it is connected.)
+    pub fn render_metrics(&self) -> String {
+        let sessions = self.owners.0.lock().unwrap().len();
+        format!(
+            "# HELP mcp_relay_http_mcp_sessions Live MCP sessions on the Streamable HTTP endpoint.\n\
+             # TYPE mcp_relay_http_mcp_sessions gauge\n\
+             mcp_relay_http_mcp_sessions {sessions}\n"
+        )
+    }
+
     /// Serves one non-WebSocket request to `/mcp`.
     pub async fn handle(
         &self,

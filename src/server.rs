@@ -508,10 +508,17 @@ async fn healthz(State(state): State<Arc<RelayState>>) -> Response {
     }
 }
 
-async fn metrics_endpoint(State(state): State<Arc<RelayState>>) -> Response {
+async fn metrics_endpoint(
+    State(state): State<Arc<RelayState>>,
+    #[cfg(feature = "bridge")] Extension(http): Extension<Arc<crate::mcp_http::McpHttp>>,
+) -> Response {
     let mut text = state.metrics.render();
     text += &state.hub.render_cluster_metrics();
     text += &connection_metrics(&state);
+    #[cfg(feature = "bridge")]
+    {
+        text += &http.render_metrics();
+    }
     ([("content-type", "text/plain; version=0.0.4")], text).into_response()
 }
 

@@ -248,6 +248,41 @@ async fn a_deleted_session_answers_404() {
 }
 
 #[tokio::test]
+async fn metrics_count_live_http_sessions() {
+    let relay = relay().await;
+    let sessions = || async {
+        let answer = http(relay.local_addr, "GET", "/metrics", &[], None).await;
+        common::metric(&answer.body, "mcp_relay_http_mcp_sessions")
+    };
+    assert_eq!(sessions().await, 0.0);
+    let one = Session::open(relay.local_addr, "alice", "host", "/mcp").await;
+    let _two = Session::open(relay.local_addr, "bob", "host", "/mcp").await;
+    assert_eq!(sessions().await, 2.0);
+    let deleted = http(
+        relay.local_addr,
+        "DELETE",
+        "/mcp",
+        &[
+            ("Authorization", &one.auth),
+            ("Mcp-Session-Id", &one.id),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ],
+        None,
+    )
+    .await;
+    assert!(deleted.status < 300, "{deleted:?}");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while sessions().await != 1.0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the ended session is still counted"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    relay.shutdown().await;
+}
+
+#[tokio::test]
 async fn an_idle_session_expires_and_answers_404() {
     let relay = relay_with(|config| config.mcp_session_idle = Duration::from_millis(300)).await;
     let session = Session::open(relay.local_addr, "alice", "host", "/mcp").await;
