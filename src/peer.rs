@@ -741,3 +741,78 @@ impl PeerReader {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> SocketConfig {
+        SocketConfig {
+            ping_interval: Duration::from_secs(10),
+            send_timeout: Duration::from_millis(200),
+            max_queue_bytes: 1 << 20,
+            max_unauthenticated_queue_bytes: 1 << 20,
+            total_queued: Arc::new(AtomicUsize::new(0)),
+            max_total_queue_bytes: usize::MAX,
+        }
+    }
+
+    fn open(max_message_bytes: usize) -> (Peer, PeerReader, InMemoryEnds, SocketConfig) {
+        let config = config();
+        let (peer, reader, ends) = open_in_memory(
+            &config,
+            Arc::new(Metrics::default()),
+            &tokio_util::task::TaskTracker::new(),
+            CancellationToken::new(),
+            max_message_bytes,
+        );
+        (peer, reader, ends, config)
+    }
+
+    #[tokio::test]
+    async fn an_in_memory_peer_carries_frames_both_ways_and_counts_them_off() {
+        let (peer, mut reader, mut ends, config) = open(1024);
+        ends.to_relay.send("{\"id\":1}".into()).await.unwrap();
+        assert!(matches!(reader.next_text().await, Inbound::Text(t) if t.as_str() == "{\"id\":1}"));
+        assert!(peer.send("{\"result\":1}"));
+        assert_eq!(ends.from_relay.recv().await.unwrap(), "{\"result\":1}");
+        // Once written to the channel, the frame no longer counts against the bounds.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(peer.queued_bytes(), 0);
+        assert_eq!(config.total_queued.load(Ordering::Acquire), 0);
+    }
+
+    #[tokio::test]
+    async fn an_in_memory_frame_beyond_the_limit_closes_the_peer_as_a_socket_would() {
+        let (peer, mut reader, ends, _) = open(16);
+        ends.to_relay.send("x".repeat(17)).await.unwrap();
+        assert!(matches!(reader.next_text().await, Inbound::Closed));
+        assert_eq!(peer.close_reason().unwrap().0, close_code::TOO_BIG);
+    }
+
+    #[tokio::test]
+    async fn a_client_that_stops_reading_is_dropped_after_the_send_timeout() {
+        let (peer, _reader, mut ends, _) = open(1024);
+        // Nothing reads `from_relay`: the channel fills, then the writer waits --send-timeout.
+        for _ in 0..(IN_MEMORY_FRAMES + 1) {
+            peer.send("{}");
+        }
+        tokio::time::timeout(Duration::from_secs(5), peer.closed())
+            .await
+            .expect("closed as not reading");
+        assert_eq!(peer.close_reason().unwrap().0, close_code::POLICY);
+        // Its client sees the session end after what was already delivered.
+        let mut delivered = 0;
+        while ends.from_relay.recv().await.is_some() {
+            delivered += 1;
+        }
+        assert_eq!(delivered, IN_MEMORY_FRAMES);
+    }
+
+    #[tokio::test]
+    async fn a_client_dropping_its_sender_closes_the_session() {
+        let (_peer, mut reader, ends, _) = open(1024);
+        drop(ends.to_relay);
+        assert!(matches!(reader.next_text().await, Inbound::Closed));
+    }
+}
