@@ -172,6 +172,9 @@ impl Verifier {
     /// Requires `iss` to equal `issuer`.
     pub fn with_issuer(mut self, issuer: &str) -> Self {
         self.validation.set_issuer(&[issuer]);
+        // jsonwebtoken checks `iss` only when the token has one: a pinned issuer must be
+        // present.
+        self.validation.required_spec_claims.insert("iss".into());
         self
     }
 
@@ -179,6 +182,8 @@ impl Verifier {
     pub fn with_audience(mut self, audience: &str) -> Self {
         self.validation.set_audience(&[audience]);
         self.validation.validate_aud = true;
+        // Likewise `aud`: a token minted for no audience is not a token for this relay.
+        self.validation.required_spec_claims.insert("aud".into());
         self
     }
 
@@ -380,5 +385,22 @@ mod tests {
         assert_eq!(v.verify(&token, Role::Mcp), Err(AuthError::WrongIssuer));
         let v = Verifier::hs256(SECRET).with_audience("other");
         assert_eq!(v.verify(&token, Role::Mcp), Err(AuthError::WrongAudience));
+    }
+
+    #[test]
+    fn a_pinned_issuer_or_audience_must_be_present_in_the_token() {
+        let token = mint_hs256(
+            SECRET,
+            &MintClaims::new("alice", None, Duration::from_secs(60)),
+        );
+        assert!(Verifier::hs256(SECRET)
+            .with_audience("relay")
+            .verify(&token, Role::Mcp)
+            .is_err());
+        assert!(Verifier::hs256(SECRET)
+            .with_issuer("me")
+            .verify(&token, Role::Mcp)
+            .is_err());
+        assert!(Verifier::hs256(SECRET).verify(&token, Role::Mcp).is_ok());
     }
 }

@@ -179,6 +179,39 @@ pub struct ServeConfig {
     #[arg(long, env = "MCP_RELAY_ALLOWED_ORIGINS", value_delimiter = ',')]
     pub allowed_origins: Vec<String>,
 
+    /// Which tools a Streamable HTTP session on /mcp sees by default: `direct`, `proxy`,
+    /// `retrieve` or `all`, as `mcp-relay bridge --tools`. A session may choose its own with
+    /// `/mcp?tools=…`.
+    #[arg(long, env = "MCP_RELAY_MCP_TOOLS", default_value = "direct")]
+    pub mcp_tools: String,
+
+    /// A Streamable HTTP MCP session that receives no request for this long is ended; the
+    /// host then gets 404 for its session id and initializes a new one.
+    #[arg(long, env = "MCP_RELAY_MCP_SESSION_IDLE", default_value = "30m", value_parser = parse_duration)]
+    pub mcp_session_idle: Duration,
+
+    /// Append one JSON line per tool call, resource read and prompt get of the HTTP MCP
+    /// sessions (time, user, tool, target, variant, intent, outcome, duration) to this file, as
+    /// `mcp-relay bridge --audit-log` does for its host.
+    #[arg(long, env = "MCP_RELAY_MCP_AUDIT_LOG")]
+    pub mcp_audit_log: Option<PathBuf>,
+
+    /// An OAuth authorization server that issues this relay's MCP tokens (its issuer URL),
+    /// named in /.well-known/oauth-protected-resource so MCP hosts know where to get a token.
+    /// Repeat for several.
+    #[arg(
+        long = "oauth-issuer",
+        env = "MCP_RELAY_OAUTH_ISSUERS",
+        value_delimiter = ','
+    )]
+    pub oauth_issuers: Vec<String>,
+
+    /// The relay's public base URL (e.g. `https://relay.example.com`), for the protected
+    /// resource metadata and the `WWW-Authenticate` header. Without it, the request's `Host`
+    /// (and `X-Forwarded-Proto`) are used.
+    #[arg(long, env = "MCP_RELAY_PUBLIC_URL")]
+    pub public_url: Option<String>,
+
     /// File descriptors kept free for the relay itself: when open connections come this close
     /// to the file-descriptor limit (raised to the hard limit at start), the oldest pending or
     /// unauthenticated connection is closed, or the new one if there is none.

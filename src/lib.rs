@@ -80,6 +80,8 @@ pub mod extension_session;
 pub mod frame;
 pub mod hub;
 pub mod limits;
+#[cfg(feature = "bridge")]
+pub mod mcp_http;
 pub mod mcp_session;
 pub mod metrics;
 pub mod peer;

@@ -209,17 +209,27 @@ fn print_dev_banner(relay: &mcp_relay::server::RunningRelay, secret: Option<&str
     ext_claims.connection_url = Some(extension_url.clone());
     let mut mcp_claims = MintClaims::new("dev-user", Some(Role::Mcp), ttl);
     mcp_claims.connection_url = Some(mcp_url.clone());
+    let mcp_token = auth::mint_hs256(secret.as_bytes(), &mcp_claims);
     println!(
         "mcp-relay is running in DEV MODE (ephemeral secret, tokens valid 24 h; not for production)\n\n\
          Extension URL:   {extension_url}\n\
          Extension token: {}\n\n\
          MCP URL:         {mcp_url}\n\
-         MCP token:       {}\n\n\
+         MCP token:       {mcp_token}\n\n\
          Paste the extension URL and token into the extension's options page; give the MCP\n\
          URL and token to your MCP client. Press Ctrl-C to stop.",
         auth::mint_hs256(secret.as_bytes(), &ext_claims),
-        auth::mint_hs256(secret.as_bytes(), &mcp_claims),
     );
+    // The HTTP endpoint shares /mcp with the WebSocket one; hosts that speak Streamable HTTP
+    // connect to it directly.
+    #[cfg(feature = "bridge")]
+    {
+        let http_url = relay.http_url("/mcp");
+        println!(
+            "\nConnect Claude Code to this relay over MCP Streamable HTTP (no bridge needed):\n\n  \
+             claude mcp add --transport http browser {http_url} --header \"Authorization: Bearer {mcp_token}\""
+        );
+    }
 }
 
 async fn wait_for_signal() {

@@ -93,8 +93,28 @@ impl McpSession {
         slot: SocketSlot,
         conn: ConnHandle,
     ) -> McpSession {
-        let gauge = SocketGauge::open(&state.metrics, |m| &m.mcp_sockets);
         let (peer, reader) = state.open_peer(socket, conn);
+        McpSession::with_peer(peer, reader, state, slot)
+    }
+
+    /// Opens a session without a socket, for a client inside the relay process (a Streamable
+    /// HTTP session's tools): the same session, limits and hub registration as a socket's, over
+    /// the returned in-memory ends. Run it with [`Self::run`].
+    pub fn in_memory(
+        state: Arc<RelayState>,
+        slot: SocketSlot,
+    ) -> (McpSession, crate::peer::InMemoryEnds) {
+        let (peer, reader, ends) = state.open_in_memory_peer();
+        (McpSession::with_peer(peer, reader, state, slot), ends)
+    }
+
+    fn with_peer(
+        peer: Peer,
+        reader: PeerReader,
+        state: Arc<RelayState>,
+        slot: SocketSlot,
+    ) -> McpSession {
+        let gauge = SocketGauge::open(&state.metrics, |m| &m.mcp_sockets);
         McpSession {
             peer,
             reader,

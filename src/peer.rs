@@ -338,17 +338,14 @@ impl Default for LastSeen {
     }
 }
 
-/// Creates the peer handle and spawns its writer task on `tracker`.
-pub fn spawn(
-    sink: SplitSink<WebSocket, Message>,
+/// A new peer's shared part, before anything writes its queue.
+fn new_inner(
+    tx: mpsc::UnboundedSender<Outgoing>,
     conn: ConnHandle,
     config: &SocketConfig,
-    last_seen: LastSeen,
     metrics: Arc<Metrics>,
-    tracker: &tokio_util::task::TaskTracker,
 ) -> Peer {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let peer = Peer(Arc::new(PeerInner {
+    Peer(Arc::new(PeerInner {
         id: NEXT_PEER_ID.fetch_add(1, Ordering::Relaxed),
         tx,
         queued_bytes: AtomicUsize::new(0),
@@ -365,7 +362,107 @@ pub fn spawn(
         closing: CancellationToken::new(),
         close_frame: Mutex::new(None),
         metrics,
-    }));
+    }))
+}
+
+/// Frames a channel holds between an in-memory peer and its client. A client that takes
+/// nothing for `--send-timeout` with this many waiting is not reading, as for a socket.
+const IN_MEMORY_FRAMES: usize = 64;
+
+/// The client's ends of an in-memory peer: what it sends to the relay, and what the relay
+/// writes to it (closed when the peer closes).
+pub struct InMemoryEnds {
+    pub to_relay: mpsc::Sender<String>,
+    pub from_relay: mpsc::Receiver<String>,
+}
+
+/// Opens a peer without a socket, for a session that lives inside the relay process (the
+/// Streamable HTTP endpoint's sessions): the writer moves frames into a bounded channel
+/// instead of a socket, and the reader takes frames from one. Everything above the carrier
+/// is the socket's: the byte-bounded queue and its relay-wide total, the send timeout, the
+/// size limit on incoming frames, shutdown.
+pub fn open_in_memory(
+    config: &SocketConfig,
+    metrics: Arc<Metrics>,
+    tracker: &tokio_util::task::TaskTracker,
+    shutdown: CancellationToken,
+    max_message_bytes: usize,
+) -> (Peer, PeerReader, InMemoryEnds) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let peer = new_inner(tx, ConnHandle::detached(), config, metrics);
+    let (out_tx, out_rx) = mpsc::channel(IN_MEMORY_FRAMES);
+    let (in_tx, in_rx) = mpsc::channel(IN_MEMORY_FRAMES);
+    tracker.spawn(write_channel(out_tx, rx, peer.clone()));
+    let reader = PeerReader {
+        stream: Source::Channel(in_rx),
+        peer: peer.clone(),
+        shutdown,
+        last_seen: LastSeen::new(),
+        max_message_bytes,
+    };
+    let ends = InMemoryEnds {
+        to_relay: in_tx,
+        from_relay: out_rx,
+    };
+    (peer, reader, ends)
+}
+
+/// An in-memory peer's writer: the socket writer's loop, with a channel for the socket.
+async fn write_channel(
+    out: mpsc::Sender<String>,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
+    peer: Peer,
+) {
+    let mut in_flight = 0;
+    loop {
+        let frame = tokio::select! {
+            biased;
+            _ = peer.closed() => break,
+            frame = rx.recv() => match frame {
+                Some(Outgoing::Frame(frame)) => frame,
+                Some(Outgoing::Close) | None => break,
+            },
+        };
+        in_flight = frame.len() + FRAME_OVERHEAD;
+        let sent = tokio::select! {
+            biased;
+            _ = peer.closed() => break,
+            sent = tokio::time::timeout(peer.0.send_timeout, out.send(frame.as_str().to_owned())) => sent,
+        };
+        match sent {
+            Ok(Ok(())) => peer.unqueue(std::mem::take(&mut in_flight)),
+            Ok(Err(_)) => {
+                peer.close(close_code::GOING_AWAY, "the session's client went away");
+                break;
+            }
+            Err(_) => {
+                peer.close_as_not_reading();
+                break;
+            }
+        }
+    }
+    peer.close(close_code::NORMAL, "");
+    rx.close();
+    while let Ok(outgoing) = rx.try_recv() {
+        if let Outgoing::Frame(frame) = outgoing {
+            in_flight += frame.len() + FRAME_OVERHEAD;
+        }
+    }
+    peer.unqueue(in_flight);
+    // Dropping `out` ends the client's stream: its "close frame".
+}
+
+/// Creates the peer handle and spawns its writer task on `tracker`.
+pub fn spawn(
+    sink: SplitSink<WebSocket, Message>,
+    conn: ConnHandle,
+    config: &SocketConfig,
+    last_seen: LastSeen,
+    metrics: Arc<Metrics>,
+    tracker: &tokio_util::task::TaskTracker,
+) -> Peer {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let peer = new_inner(tx, conn, config, metrics);
     tracker.spawn(write_loop(
         sink,
         rx,
@@ -485,7 +582,7 @@ pub fn open(
     let last_seen = LastSeen::new();
     let peer = spawn(sink, conn, config, last_seen.clone(), metrics, tracker);
     let reader = PeerReader {
-        stream,
+        stream: Source::Socket(stream),
         peer: peer.clone(),
         shutdown,
         last_seen,
@@ -519,7 +616,7 @@ pub enum Inbound {
 /// `authenticate` phase share, so keepalive, stalled writers, size limits and shutdown are
 /// handled alike for both roles.
 pub struct PeerReader {
-    stream: SplitStream<WebSocket>,
+    stream: Source,
     /// The same socket's writing side: closed with the reason when reading fails, and asked
     /// whether the socket is already closing.
     peer: Peer,
@@ -531,18 +628,62 @@ pub struct PeerReader {
     max_message_bytes: usize,
 }
 
+/// Where a reader's frames come from.
+enum Source {
+    Socket(SplitStream<WebSocket>),
+    /// An in-memory session's client (see [`open_in_memory`]).
+    Channel(mpsc::Receiver<String>),
+}
+
 impl PeerReader {
+    /// [`Self::next_text`] for an in-memory session: frames beyond `--max-message-bytes` end
+    /// it as they would a socket; a client that drops its sender has closed it.
+    async fn next_from_channel(&mut self) -> Inbound {
+        let Source::Channel(rx) = &mut self.stream else {
+            unreachable!("called for channel sources only");
+        };
+        let text = tokio::select! {
+            biased;
+            _ = self.peer.closed() => return Inbound::Closed,
+            _ = self.shutdown.cancelled() => return Inbound::Shutdown,
+            text = rx.recv() => text,
+        };
+        match text {
+            Some(text) if text.len() > self.max_message_bytes => {
+                self.peer.close(
+                    close_code::TOO_BIG,
+                    format!(
+                        "message too large: the limit is {} bytes",
+                        self.max_message_bytes
+                    ),
+                );
+                Inbound::Closed
+            }
+            Some(text) => Inbound::Text(text.into()),
+            None => {
+                self.peer.close(close_code::NORMAL, "closed by the peer");
+                Inbound::Closed
+            }
+        }
+    }
+
     /// Reads the next meaningful frame, handling pings, liveness and oversized frames on the
     /// way. Cancel-safe: a `select!` may drop it between frames.
     pub async fn next_text(&mut self) -> Inbound {
         use futures_util::StreamExt;
+        if matches!(self.stream, Source::Channel(_)) {
+            return self.next_from_channel().await;
+        }
         let peer = &self.peer;
         loop {
+            let Source::Socket(stream) = &mut self.stream else {
+                unreachable!("channel sources are read above");
+            };
             let message = tokio::select! {
                 biased;
                 _ = peer.closed() => return Inbound::Closed,
                 _ = self.shutdown.cancelled() => return Inbound::Shutdown,
-                message = self.stream.next() => message,
+                message = stream.next() => message,
             };
             self.last_seen.touch();
             // A peer whose socket has accepted nothing for --send-timeout is not reading,
@@ -598,5 +739,80 @@ impl PeerReader {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> SocketConfig {
+        SocketConfig {
+            ping_interval: Duration::from_secs(10),
+            send_timeout: Duration::from_millis(200),
+            max_queue_bytes: 1 << 20,
+            max_unauthenticated_queue_bytes: 1 << 20,
+            total_queued: Arc::new(AtomicUsize::new(0)),
+            max_total_queue_bytes: usize::MAX,
+        }
+    }
+
+    fn open(max_message_bytes: usize) -> (Peer, PeerReader, InMemoryEnds, SocketConfig) {
+        let config = config();
+        let (peer, reader, ends) = open_in_memory(
+            &config,
+            Arc::new(Metrics::default()),
+            &tokio_util::task::TaskTracker::new(),
+            CancellationToken::new(),
+            max_message_bytes,
+        );
+        (peer, reader, ends, config)
+    }
+
+    #[tokio::test]
+    async fn an_in_memory_peer_carries_frames_both_ways_and_counts_them_off() {
+        let (peer, mut reader, mut ends, config) = open(1024);
+        ends.to_relay.send("{\"id\":1}".into()).await.unwrap();
+        assert!(matches!(reader.next_text().await, Inbound::Text(t) if t.as_str() == "{\"id\":1}"));
+        assert!(peer.send("{\"result\":1}"));
+        assert_eq!(ends.from_relay.recv().await.unwrap(), "{\"result\":1}");
+        // Once written to the channel, the frame no longer counts against the bounds.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(peer.queued_bytes(), 0);
+        assert_eq!(config.total_queued.load(Ordering::Acquire), 0);
+    }
+
+    #[tokio::test]
+    async fn an_in_memory_frame_beyond_the_limit_closes_the_peer_as_a_socket_would() {
+        let (peer, mut reader, ends, _) = open(16);
+        ends.to_relay.send("x".repeat(17)).await.unwrap();
+        assert!(matches!(reader.next_text().await, Inbound::Closed));
+        assert_eq!(peer.close_reason().unwrap().0, close_code::TOO_BIG);
+    }
+
+    #[tokio::test]
+    async fn a_client_that_stops_reading_is_dropped_after_the_send_timeout() {
+        let (peer, _reader, mut ends, _) = open(1024);
+        // Nothing reads `from_relay`: the channel fills, then the writer waits --send-timeout.
+        for _ in 0..(IN_MEMORY_FRAMES + 1) {
+            peer.send("{}");
+        }
+        tokio::time::timeout(Duration::from_secs(5), peer.closed())
+            .await
+            .expect("closed as not reading");
+        assert_eq!(peer.close_reason().unwrap().0, close_code::POLICY);
+        // Its client sees the session end after what was already delivered.
+        let mut delivered = 0;
+        while ends.from_relay.recv().await.is_some() {
+            delivered += 1;
+        }
+        assert_eq!(delivered, IN_MEMORY_FRAMES);
+    }
+
+    #[tokio::test]
+    async fn a_client_dropping_its_sender_closes_the_session() {
+        let (_peer, mut reader, ends, _) = open(1024);
+        drop(ends.to_relay);
+        assert!(matches!(reader.next_text().await, Inbound::Closed));
     }
 }

@@ -49,6 +49,12 @@ impl RunningRelay {
         format!("{scheme}://{}{path}", self.local_addr)
     }
 
+    /// `http://` or `https://` URL of a path (the Streamable HTTP MCP endpoint is `/mcp`).
+    pub fn http_url(&self, path: &str) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}{path}", self.local_addr)
+    }
+
     pub fn metrics(&self) -> Arc<Metrics> {
         Arc::clone(&self.state.metrics)
     }
@@ -167,9 +173,15 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
     hub.start_cluster();
     let state = Arc::new(RelayState::new(config, verifier, metrics, hub));
 
+    #[cfg(feature = "bridge")]
+    let http = Arc::new(crate::mcp_http::McpHttp::new(&state)?);
     let app = Router::new()
         .route("/extension", get(extension_endpoint))
-        .route("/mcp", get(mcp_endpoint))
+        .route("/mcp", axum::routing::any(mcp_endpoint))
+        .route(
+            "/.well-known/oauth-protected-resource",
+            get(protected_resource_metadata),
+        )
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics_endpoint))
         // The path only: a query string may carry a token (`/mcp?token=…`), and tokens
@@ -186,6 +198,8 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
             ),
         )
         .with_state(Arc::clone(&state));
+    #[cfg(feature = "bridge")]
+    let app = app.layer(Extension(http));
 
     let listener = std::net::TcpListener::bind(state.config.listen)
         .with_context(|| format!("binding {}", state.config.listen))?;
@@ -307,7 +321,7 @@ fn tune(ws: WebSocketUpgrade, state: &RelayState) -> WebSocketUpgrade {
 /// Whether a browser page from `origin` may open `endpoint`. Non-browser clients send no
 /// `Origin`; browsers always do, so this is what keeps a web page from reaching a relay on
 /// localhost. Extensions connect from `chrome-extension://<id>`.
-fn origin_allowed(config: &ServeConfig, headers: &HeaderMap, extension: bool) -> bool {
+pub(crate) fn origin_allowed(config: &ServeConfig, headers: &HeaderMap, extension: bool) -> bool {
     let Some(origin) = headers.get(axum::http::header::ORIGIN) else {
         return true;
     };
@@ -380,20 +394,66 @@ async fn extension_endpoint(
     )
 }
 
+/// `/mcp`: a request with `Upgrade: websocket` is the relay's WebSocket protocol; anything else
+/// is MCP over Streamable HTTP (see [`crate::mcp_http`]), when built with the `bridge` feature.
 async fn mcp_endpoint(
-    ws: WebSocketUpgrade,
     State(state): State<Arc<RelayState>>,
     Extension(conn): Extension<ConnHandle>,
-    headers: HeaderMap,
+    #[cfg(feature = "bridge")] Extension(http): Extension<Arc<crate::mcp_http::McpHttp>>,
+    request: axum::extract::Request,
 ) -> Response {
+    let wants_websocket = request
+        .headers()
+        .get(axum::http::header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("websocket"));
+    if !wants_websocket {
+        #[cfg(feature = "bridge")]
+        return http.handle(&state, &conn, request).await;
+        #[cfg(not(feature = "bridge"))]
+        return (
+            StatusCode::METHOD_NOT_ALLOWED,
+            [(axum::http::header::ALLOW, "GET")],
+            "/mcp is a WebSocket endpoint here (send Upgrade: websocket); this relay was built \
+             without the `bridge` feature, which serves MCP over Streamable HTTP\n",
+        )
+            .into_response();
+    }
+    let (mut parts, _body) = request.into_parts();
+    let ws = match <WebSocketUpgrade as axum::extract::FromRequestParts<_>>::from_request_parts(
+        &mut parts, &state,
+    )
+    .await
+    {
+        Ok(ws) => ws,
+        Err(rejection) => return rejection.into_response(),
+    };
     upgrade(
         ws,
         state,
         conn,
-        &headers,
+        &parts.headers,
         false,
         |socket, state, slot, conn| McpSession::new(socket, state, slot, conn).run(),
     )
+}
+
+/// RFC 9728 metadata for the HTTP MCP endpoint; 404 when the relay serves no such endpoint.
+async fn protected_resource_metadata(
+    State(state): State<Arc<RelayState>>,
+    headers: HeaderMap,
+) -> Response {
+    #[cfg(feature = "bridge")]
+    return crate::mcp_http::protected_resource_metadata(&state, &headers);
+    #[cfg(not(feature = "bridge"))]
+    {
+        let _ = (state, headers);
+        (
+            StatusCode::NOT_FOUND,
+            "this relay was built without the HTTP MCP endpoint (the `bridge` feature)\n",
+        )
+            .into_response()
+    }
 }
 
 /// Admits an upgrade (or says why not) and runs `session` on the socket, tracked for shutdown.
@@ -448,10 +508,17 @@ async fn healthz(State(state): State<Arc<RelayState>>) -> Response {
     }
 }
 
-async fn metrics_endpoint(State(state): State<Arc<RelayState>>) -> Response {
+async fn metrics_endpoint(
+    State(state): State<Arc<RelayState>>,
+    #[cfg(feature = "bridge")] Extension(http): Extension<Arc<crate::mcp_http::McpHttp>>,
+) -> Response {
     let mut text = state.metrics.render();
     text += &state.hub.render_cluster_metrics();
     text += &connection_metrics(&state);
+    #[cfg(feature = "bridge")]
+    {
+        text += &http.render_metrics();
+    }
     ([("content-type", "text/plain; version=0.0.4")], text).into_response()
 }
 

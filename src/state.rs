@@ -89,6 +89,19 @@ impl RelayState {
     }
 }
 
+impl RelayState {
+    /// Opens an in-memory peer (see [`peer::open_in_memory`]) with this relay's bounds.
+    pub(crate) fn open_in_memory_peer(&self) -> (Peer, PeerReader, peer::InMemoryEnds) {
+        peer::open_in_memory(
+            &self.socket,
+            Arc::clone(&self.metrics),
+            &self.tracker,
+            self.shutdown.clone(),
+            self.config.max_message_bytes,
+        )
+    }
+}
+
 /// The bounds on anonymous connections, from the configuration and the file-descriptor limit.
 fn conn_limits(config: &ServeConfig) -> ConnLimits {
     let fd_budget = crate::limits::fd_limit()

@@ -281,6 +281,13 @@ impl ConnHandle {
         }
     }
 
+    /// A plain HTTP request on this connection presented a valid token (the Streamable HTTP
+    /// MCP endpoint): it leaves the pending pool, so a long-lived event stream is not evicted
+    /// as an idle anonymous connection.
+    pub fn authenticated_http(&self) {
+        self.0.leave(PENDING, AUTHENTICATED);
+    }
+
     /// The socket has authenticated: it leaves the unauthenticated pool and its reads are no
     /// longer counted. Sessions reach this through `Peer::authenticated`.
     pub fn authenticated(&self) {
@@ -288,8 +295,8 @@ impl ConnHandle {
     }
 
     /// A handle for a socket no listener accepted, already authenticated: the hub's unit tests
-    /// build peers on plain loopback sockets.
-    #[cfg(test)]
+    /// build peers on plain loopback sockets, and in-memory sessions (the Streamable HTTP
+    /// endpoint's) have no connection of their own.
     pub(crate) fn detached() -> ConnHandle {
         let registry = Registry::new(ConnLimits {
             max_pending: usize::MAX,

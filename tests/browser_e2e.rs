@@ -76,6 +76,21 @@ async fn bridge_tools_click_a_real_page_through_relay_and_extension() {
     within(SCENARIO_LIMIT, bridge_to_page(&chromium)).await;
 }
 
+/// The relay as a remote MCP server: an MCP session over Streamable HTTP (no bridge process)
+/// → the relay's in-process MCP client → extension → page. A click through it changes the
+/// real page.
+#[cfg(feature = "bridge")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_mcp_session_clicks_a_real_page_through_relay_and_extension() {
+    let Some(chromium) =
+        chromium_or_skip("http_mcp_session_clicks_a_real_page_through_relay_and_extension")
+    else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, http_session_to_page(&chromium)).await;
+}
+
 /// The popup shows what the relay sees (state, extension id, MCP peers) and its switch really
 /// disconnects and reconnects the browser; the options page shows the same state and a name
 /// saved there reaches the relay. Both pages are opened and clicked through Chromium's own
@@ -184,6 +199,53 @@ async fn bridge_to_page(chromium: &Path) {
     let (width, height) = png_dimensions(&png);
     assert!(width >= 100 && height >= 100, "{width}x{height}");
     let _ = bridge.cancel().await;
+}
+
+#[cfg(feature = "bridge")]
+async fn http_session_to_page(chromium: &Path) {
+    use common::http::{text as http_text, Session};
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "HTTP Chromium");
+    let browser = Browser::launch(chromium, &profile);
+    let mut watcher = Driver::handshake(&relay, "watcher").await;
+    watcher.wait_for_extension(&browser).await;
+    let session = Session::open(relay.local_addr, USER, "e2e-http-host", "/mcp").await;
+    let mut id = 10;
+    let deadline = Instant::now() + STEP;
+    loop {
+        id += 1;
+        let opened = session
+            .call(
+                id,
+                "browser_tabs",
+                json!({"action": "new", "url": site.url("page1.html")}),
+            )
+            .await;
+        if opened["isError"] != true {
+            assert!(http_text(&opened).contains("page1.html"), "{opened}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "browser_tabs new kept failing: {opened}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+    let read_button = json!({"expression": "document.querySelector('#btn').textContent"});
+    let before = session
+        .call(100, "browser_evaluate", read_button.clone())
+        .await;
+    assert!(!http_text(&before).contains("Clicked"), "{before}");
+    let clicked = session
+        .call(101, "browser_click", json!({"selector": "#btn"}))
+        .await;
+    assert_ne!(clicked["isError"], true, "{clicked}");
+    let after = session.call(102, "browser_evaluate", read_button).await;
+    assert!(
+        http_text(&after).contains("Clicked"),
+        "the click did not reach the page: {after}"
+    );
 }
 
 /// A tool call that must succeed, and its JSON.

@@ -5,6 +5,7 @@
 pub mod bridge;
 pub mod browser;
 pub mod child;
+pub mod http;
 
 use std::time::Duration;
 

@@ -8,7 +8,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
@@ -46,28 +46,47 @@ pub(crate) struct AuditRecord {
     pub duration_ms: f64,
 }
 
-/// The open log, or nothing when `--audit-log` is not given.
-#[derive(Debug, Default)]
+/// The open log, or nothing when `--audit-log` is not given. Clones share the file: the relay
+/// gives each hosted session its own clone, stamped with the session's user.
+#[derive(Debug, Default, Clone)]
 pub(crate) struct AuditLog {
     /// Behind a mutex so concurrent calls never interleave inside a line.
-    file: Option<Mutex<File>>,
+    file: Option<Arc<Mutex<File>>>,
+    /// Added to every record as `user` (a relay serves many users; a bridge only one).
+    user: Option<String>,
 }
 
 impl AuditLog {
     pub(crate) fn disabled() -> AuditLog {
-        AuditLog { file: None }
+        AuditLog {
+            file: None,
+            user: None,
+        }
+    }
+
+    /// The same file, with every record naming `user`.
+    pub(crate) fn for_user(&self, user: &str) -> AuditLog {
+        AuditLog {
+            file: self.file.clone(),
+            user: Some(user.to_owned()),
+        }
     }
 
     pub(crate) fn open(path: &Path) -> std::io::Result<AuditLog> {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         Ok(AuditLog {
-            file: Some(Mutex::new(file)),
+            file: Some(Arc::new(Mutex::new(file))),
+            user: None,
         })
     }
 
     pub(crate) fn append(&self, record: &AuditRecord) {
         let Some(file) = &self.file else { return };
-        let mut line = serde_json::to_vec(record).expect("audit records serialize");
+        let mut value = serde_json::to_value(record).expect("audit records serialize");
+        if let (Some(user), Some(fields)) = (&self.user, value.as_object_mut()) {
+            fields.insert("user".into(), user.as_str().into());
+        }
+        let mut line = serde_json::to_vec(&value).expect("audit records serialize");
         line.push(b'\n');
         if let Err(e) = file.lock().unwrap().write_all(&line) {
             tracing::warn!(error = %e, "writing the audit log failed");

@@ -6,7 +6,8 @@
 //! tool calls into the extension's commands.
 //!
 //! - [`link`]: the [`link::BrowserLink`] interface the tools use to reach a browser, so they
-//!   do not depend on how (the relay's socket here; the relay itself, in process, later).
+//!   do not depend on how (the relay's socket here; the relay itself, in process, in
+//!   [`hosted`], the tools the relay serves over Streamable HTTP, through a [`pipe`]).
 //! - [`relay_client`]: the socket to the relay, the bridge's `BrowserLink` (handshake, request matching, notifications,
 //!   reconnecting, returning to the chosen browser).
 //! - [`tools`]: the browser tools and how each maps onto an extension command.
@@ -27,8 +28,10 @@ mod catalog;
 mod dynamic;
 mod files;
 mod gateway;
+pub mod hosted;
 mod intent;
 mod link;
+mod pipe;
 mod prompts;
 mod proxy;
 mod relay_client;
@@ -42,6 +45,10 @@ mod wire;
 pub use catalog::catalog;
 pub use retrieve::ToolIndex;
 pub use tools::definitions as tool_definitions;
+// What the relay's Streamable HTTP endpoint builds its sessions from (see `hosted`).
+pub use gateway::Exposure;
+pub use pipe::{Dialer, FramePipe};
+pub use server::BrowserServer;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -174,7 +181,7 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
         url,
         token: args.token.clone(),
         client_id,
-        tls,
+        route: relay_client::Route::WebSocket(tls),
         request_timeout: args.request_timeout,
         approval_wait: args.approval_wait,
         browser: args.browser.clone(),

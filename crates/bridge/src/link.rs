@@ -1,9 +1,9 @@
 //! [`BrowserLink`]: how the tools reach a browser, whatever carries the request.
 //!
-//! Today the only link is the bridge's WebSocket to the relay's `/mcp` endpoint
-//! ([`crate::relay_client::RelayClient`]). The relay will also serve these tools itself, in
-//! process, over MCP's Streamable HTTP; that link reaches the browser without a socket. So the
-//! tool layer (`tools`, `gateway`, `proxy`, `resources`) knows only this interface: send a
+//! The one implementation is [`crate::relay_client::RelayClient`], over one of two carriers:
+//! the bridge's WebSocket to the relay's `/mcp` endpoint, or, when the relay serves these tools
+//! itself over MCP's Streamable HTTP ([`crate::hosted`]), an in-process session of the relay
+//! that reaches the browser without a socket ([`crate::pipe`]). So the tool layer (`tools`, `gateway`, `proxy`, `resources`) knows only this interface: send a
 //! command to my browser and await its answer, list and choose browsers, and say what state the
 //! link is in. The browser's own notifications are the link's business (the relay client only
 //! logs them: MCP has no channel for them).

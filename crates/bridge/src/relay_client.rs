@@ -33,8 +33,98 @@ use tokio_util::sync::CancellationToken;
 use mcp_relay_wire::code;
 
 use crate::link::{BrowserLink, ChosenBrowser, ExtensionRow, LinkError, Status};
+use crate::pipe::{Dialer, FramePipe};
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// How the client reaches the relay's MCP session.
+#[derive(Clone)]
+pub(crate) enum Route {
+    /// A WebSocket to `url`, trusting these roots (the bridge).
+    WebSocket(Arc<rustls::ClientConfig>),
+    /// An in-memory session inside the relay process (the relay's HTTP endpoint).
+    InProcess(Arc<dyn Dialer>),
+}
+
+/// The sending half of an open session, whatever carries it.
+enum Writer {
+    Ws(futures_util::stream::SplitSink<Socket, Message>),
+    Pipe(mpsc::Sender<String>),
+}
+
+impl Writer {
+    async fn text(&mut self, text: String) -> Result<(), String> {
+        match self {
+            Writer::Ws(sink) => sink
+                .send(Message::Text(text.into()))
+                .await
+                .map_err(|e| e.to_string()),
+            Writer::Pipe(tx) => tx
+                .send(text)
+                .await
+                .map_err(|_| "the relay ended the session".to_owned()),
+        }
+    }
+
+    /// A keepalive ping; an in-memory session cannot go silently dead, so it needs none.
+    async fn ping(&mut self) -> Result<(), String> {
+        match self {
+            Writer::Ws(sink) => sink
+                .send(Message::Ping(Default::default()))
+                .await
+                .map_err(|e| e.to_string()),
+            Writer::Pipe(_) => Ok(()),
+        }
+    }
+
+    /// Says goodbye: a close frame on a socket, the end of the channel in process.
+    async fn close(self, reason: &str) {
+        if let Writer::Ws(mut sink) = self {
+            let _ = sink
+                .send(Message::Close(Some(CloseFrame {
+                    code: CloseCode::Normal,
+                    reason: reason.to_owned().into(),
+                })))
+                .await;
+        }
+    }
+}
+
+/// What the reading half of a session delivers next.
+enum Received {
+    Text(String),
+    /// A ping, pong or binary frame: proof of life, nothing to handle.
+    Other,
+    /// The session ended; why.
+    Ended(String),
+}
+
+/// The receiving half of an open session.
+enum Reader {
+    Ws(futures_util::stream::SplitStream<Socket>),
+    Pipe(mpsc::Receiver<String>),
+}
+
+impl Reader {
+    async fn next(&mut self) -> Received {
+        match self {
+            Reader::Ws(stream) => match stream.next().await {
+                Some(Ok(Message::Text(text))) => Received::Text(text.to_string()),
+                Some(Ok(Message::Close(frame))) => Received::Ended(match frame {
+                    Some(f) => format!("closed by the relay: {} {}", u16::from(f.code), f.reason),
+                    None => "closed by the relay".into(),
+                }),
+                Some(Ok(_)) => Received::Other,
+                Some(Err(e)) => Received::Ended(format!("socket error: {e}")),
+                None => Received::Ended("socket closed".into()),
+            },
+            Reader::Pipe(rx) => match rx.recv().await {
+                Some(text) => Received::Text(text),
+                None => Received::Ended("the relay ended the session".into()),
+            },
+        }
+    }
+}
 
 /// How long a tool call waits for the first connection attempt to finish. After a failed
 /// attempt, calls fail at once instead (the supervisor keeps retrying behind them).
@@ -60,12 +150,12 @@ const SILENCE_LIMIT: Duration = Duration::from_secs(45);
 
 /// What the bridge needs to reach the relay.
 pub(crate) struct RelayConfig {
-    /// `ws(s)://host/mcp`.
+    /// `ws(s)://host/mcp`, or a description of the in-process route (for messages).
     pub url: String,
     pub token: String,
     /// Sent in `mcp_handshake`; stable for the same user and relay.
     pub client_id: String,
-    pub tls: Arc<rustls::ClientConfig>,
+    pub route: Route,
     /// How long a request waits for its answer.
     pub request_timeout: Duration,
     /// `--approval-wait`: how long a call waits for the browser's owner to allow this
@@ -101,6 +191,9 @@ struct BrowserState {
 
 struct Shared {
     config: RelayConfig,
+    /// The token every handshake sends: `config.token`, until [`RelayClient::refresh_token`]
+    /// replaces it.
+    token: Mutex<String>,
     /// Our request ids, numeric as the relay expects from MCP clients; never reused, so a late
     /// answer to a timed-out request cannot be taken for another one's.
     next_id: AtomicU64,
@@ -123,6 +216,15 @@ struct Shared {
     shutdown: CancellationToken,
 }
 
+/// Ends a relay client's supervisor (and so its session with the relay) when dropped.
+pub(crate) struct Closer(CancellationToken);
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
 /// A handle on the relay connection; cheap to clone.
 #[derive(Clone)]
 pub(crate) struct RelayClient {
@@ -135,6 +237,7 @@ impl RelayClient {
     /// Starts the supervisor, which connects in the background and keeps reconnecting.
     pub(crate) fn start(config: RelayConfig) -> RelayClient {
         let shared = Arc::new(Shared {
+            token: Mutex::new(config.token.clone()),
             config,
             next_id: AtomicU64::new(1),
             pending: Mutex::new(HashMap::new()),
@@ -162,6 +265,36 @@ impl RelayClient {
         if let Some(handle) = handle {
             let _ = tokio::time::timeout(Duration::from_secs(2), handle).await;
         }
+    }
+
+    /// Uses `token` from now on (a hosted session's host refreshed its token) and, when a
+    /// session is open, handshakes with it at once so the relay moves the session's expiry.
+    pub(crate) fn refresh_token(&self, token: &str) {
+        {
+            let mut current = self.shared.token.lock().unwrap();
+            if *current == token {
+                return;
+            }
+            *current = token.to_owned();
+        }
+        let client = self.clone();
+        tokio::spawn(async move {
+            if client.shared.link.lock().unwrap().outgoing.is_none() {
+                return;
+            }
+            if let Err(e) = client
+                .request("mcp_handshake", handshake_params(&client.shared))
+                .await
+            {
+                tracing::warn!("the relay refused the refreshed token: {e}");
+            }
+        });
+    }
+
+    /// Stops the supervisor when dropped (no goodbye is awaited): for a session whose owner
+    /// goes away without calling [`Self::close`].
+    pub(crate) fn closer(&self) -> Closer {
+        Closer(self.shared.shutdown.clone())
     }
 
     pub(crate) fn relay_url(&self) -> &str {
@@ -583,10 +716,10 @@ async fn supervise(client: RelayClient) {
             attempt = open_session(&client.shared) => attempt,
         };
         match attempt {
-            Ok((socket, user_id)) => {
+            Ok((writer, reader, user_id)) => {
                 failures = 0;
                 tracing::info!(url = %client.shared.config.url, %user_id, "connected to the relay");
-                let reason = run_session(&client, socket, user_id).await;
+                let reason = run_session(&client, writer, reader, user_id).await;
                 if shutdown.is_cancelled() {
                     return;
                 }
@@ -623,41 +756,60 @@ fn backoff(failures: u32) -> Duration {
 /// `mcp_handshake`'s params: the token, this bridge's stable `client_id`, and the host's name
 /// once known.
 fn handshake_params(shared: &Shared) -> Value {
-    let mut params =
-        json!({"access_token": shared.config.token, "client_id": shared.config.client_id});
+    let mut params = json!({"access_token": *shared.token.lock().unwrap(), "client_id": shared.config.client_id});
     if let Some(name) = shared.client_name.lock().unwrap().as_deref() {
         params["client_name"] = name.into();
     }
     params
 }
 
-/// Connects and handshakes. Returns the socket and the user id, or a message for a person.
-async fn open_session(shared: &Shared) -> Result<(Socket, String), String> {
+/// Opens the carrier: a WebSocket (TCP, TLS, upgrade), or an in-memory session of this relay.
+async fn dial(shared: &Shared) -> Result<(Writer, Reader), String> {
+    let url = &shared.config.url;
+    match &shared.config.route {
+        Route::InProcess(dialer) => {
+            let FramePipe {
+                to_relay,
+                from_relay,
+            } = dialer.dial().await?;
+            Ok((Writer::Pipe(to_relay), Reader::Pipe(from_relay)))
+        }
+        Route::WebSocket(tls) => {
+            let config = WebSocketConfig::default()
+                .max_message_size(Some(MAX_MESSAGE_BYTES))
+                .max_frame_size(Some(MAX_MESSAGE_BYTES));
+            let (socket, _) = tokio_tungstenite::connect_async_tls_with_config(
+                url.as_str(),
+                Some(config),
+                true,
+                Some(Connector::Rustls(Arc::clone(tls))),
+            )
+            .await
+            .map_err(|e| {
+                if e.to_string().contains("certificate") {
+                    format!(
+                        "the relay at {url} presented a certificate the bridge does not trust \
+                         ({e}): for a private CA such as the one from `mcp-relay dev-certs`, pass \
+                         --ca-cert"
+                    )
+                } else {
+                    format!(
+                        "the relay at {url} is not reachable ({e}): check that `mcp-relay serve` \
+                         is running and that the bridge's --relay URL is right"
+                    )
+                }
+            })?;
+            let (sink, stream) = socket.split();
+            Ok((Writer::Ws(sink), Reader::Ws(stream)))
+        }
+    }
+}
+
+/// Connects and handshakes. Returns the session and the user id, or a message for a person.
+async fn open_session(shared: &Shared) -> Result<(Writer, Reader, String), String> {
     let url = &shared.config.url;
     let attempt = async {
-        let config = WebSocketConfig::default()
-            .max_message_size(Some(MAX_MESSAGE_BYTES))
-            .max_frame_size(Some(MAX_MESSAGE_BYTES));
-        let (mut socket, _) = tokio_tungstenite::connect_async_tls_with_config(
-            url.as_str(),
-            Some(config),
-            true,
-            Some(Connector::Rustls(Arc::clone(&shared.config.tls))),
-        )
-        .await
-        .map_err(|e| {
-            if e.to_string().contains("certificate") {
-                format!(
-                    "the relay at {url} presented a certificate the bridge does not trust ({e}): \
-                     for a private CA such as the one from `mcp-relay dev-certs`, pass --ca-cert"
-                )
-            } else {
-                format!(
-                    "the relay at {url} is not reachable ({e}): check that `mcp-relay serve` is \
-                     running and that the bridge's --relay URL is right"
-                )
-            }
-        })?;
+        let (mut writer, mut reader) = dial(shared).await?;
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         let handshake = json!({
             "jsonrpc": "2.0",
@@ -665,28 +817,16 @@ async fn open_session(shared: &Shared) -> Result<(Socket, String), String> {
             "method": "mcp_handshake",
             "params": handshake_params(shared),
         });
-        socket
-            .send(Message::Text(handshake.to_string().into()))
-            .await
-            .map_err(|e| {
-                format!("the relay at {url} closed the socket during the handshake ({e})")
-            })?;
+        writer.text(handshake.to_string()).await.map_err(|e| {
+            format!("the relay at {url} closed the session during the handshake ({e})")
+        })?;
         loop {
-            let message = socket.next().await.ok_or_else(|| {
-                format!("the relay at {url} closed the socket during the handshake")
-            })?;
-            let text = match message {
-                Ok(Message::Text(text)) => text,
-                Ok(Message::Close(frame)) => {
+            let text = match reader.next().await {
+                Received::Text(text) => text,
+                Received::Other => continue,
+                Received::Ended(why) => {
                     return Err(format!(
-                        "the relay at {url} closed the socket during the handshake ({})",
-                        frame.map(|f| f.reason.to_string()).unwrap_or_default()
-                    ))
-                }
-                Ok(_) => continue,
-                Err(e) => {
-                    return Err(format!(
-                        "the relay at {url} failed during the handshake ({e})"
+                        "the relay at {url} ended the session during the handshake ({why})"
                     ))
                 }
             };
@@ -707,7 +847,7 @@ async fn open_session(shared: &Shared) -> Result<(Socket, String), String> {
                 .as_str()
                 .unwrap_or_default()
                 .to_owned();
-            return Ok((socket, user_id));
+            return Ok((writer, reader, user_id));
         }
     };
     tokio::time::timeout(ATTEMPT_TIMEOUT, attempt)
@@ -719,9 +859,13 @@ async fn open_session(shared: &Shared) -> Result<(Socket, String), String> {
         })
 }
 
-/// Runs an authenticated socket until it ends; returns why it ended.
-async fn run_session(client: &RelayClient, socket: Socket, user_id: String) -> String {
-    let (mut sink, mut stream) = socket.split();
+/// Runs an authenticated session until it ends; returns why it ended.
+async fn run_session(
+    client: &RelayClient,
+    mut sink: Writer,
+    mut stream: Reader,
+    user_id: String,
+) -> String {
     let (outgoing, mut queue) = mpsc::unbounded_channel::<String>();
     client.update_link(|link| {
         link.outgoing = Some(outgoing);
@@ -739,14 +883,16 @@ async fn run_session(client: &RelayClient, socket: Socket, user_id: String) -> S
     let mut keepalive = tokio::time::interval(PING_EVERY);
     keepalive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_heard = tokio::time::Instant::now();
+    let in_process = matches!(sink, Writer::Pipe(_));
     let shutdown = client.shared.shutdown.clone();
     loop {
         tokio::select! {
             _ = keepalive.tick() => {
-                if last_heard.elapsed() > SILENCE_LIMIT {
+                // An in-memory session is never silently dead, and may well be quiet.
+                if !in_process && last_heard.elapsed() > SILENCE_LIMIT {
                     return format!("nothing heard from the relay for {SILENCE_LIMIT:?}");
                 }
-                if let Err(e) = sink.send(Message::Ping(Default::default())).await {
+                if let Err(e) = sink.ping().await {
                     return format!("write failed: {e}");
                 }
             }
@@ -763,33 +909,21 @@ async fn run_session(client: &RelayClient, socket: Socket, user_id: String) -> S
                 }
             }
             _ = shutdown.cancelled() => {
-                let _ = sink
-                    .send(Message::Close(Some(CloseFrame {
-                        code: CloseCode::Normal,
-                        reason: "bridge stopping".into(),
-                    })))
-                    .await;
+                sink.close("bridge stopping").await;
                 return "the bridge is stopping".into();
             }
             Some(text) = queue.recv() => {
-                if let Err(e) = sink.send(Message::Text(text.into())).await {
+                if let Err(e) = sink.text(text).await {
                     return format!("write failed: {e}");
                 }
             }
-            message = stream.next() => match message {
-                Some(Ok(Message::Text(text))) => {
+            received = stream.next() => match received {
+                Received::Text(text) => {
                     last_heard = tokio::time::Instant::now();
                     client.on_frame(&text);
                 }
-                Some(Ok(Message::Close(frame))) => {
-                    return match frame {
-                        Some(f) => format!("closed by the relay: {} {}", u16::from(f.code), f.reason),
-                        None => "closed by the relay".into(),
-                    }
-                }
-                Some(Ok(_)) => last_heard = tokio::time::Instant::now(),
-                Some(Err(e)) => return format!("socket error: {e}"),
-                None => return "socket closed".into(),
+                Received::Other => last_heard = tokio::time::Instant::now(),
+                Received::Ended(why) => return why,
             },
         }
     }

@@ -21,6 +21,7 @@ use serde_json::json;
 
 use super::gateway::{Exposure, Gateway};
 use super::link::BrowserLink;
+use super::relay_client::Closer;
 use super::resources::ReadError;
 
 /// What the host reads once, at `initialize`.
@@ -43,16 +44,43 @@ retrieve_tools, then call a hit with the call_tool_* variant it names (call_with
 
 /// The rmcp handler. Cloned per session by rmcp; the clones share the gateway.
 #[derive(Clone)]
-pub(crate) struct BrowserServer {
+pub struct BrowserServer {
     gateway: Arc<Gateway>,
     /// The way to the browser, told the host's name at `initialize`.
     link: Arc<dyn BrowserLink>,
+    /// For a session the relay hosts: ends its relay client (and drops the relay's
+    /// bookkeeping) once the last clone is gone.
+    _end: Option<Arc<SessionEnd>>,
 }
 
 impl BrowserServer {
     pub(crate) fn new(gateway: Arc<Gateway>, link: Arc<dyn BrowserLink>) -> BrowserServer {
-        BrowserServer { gateway, link }
+        BrowserServer {
+            gateway,
+            link,
+            _end: None,
+        }
     }
+
+    /// Ends `closer`'s relay client, and drops `keep`, when the server (every clone) is
+    /// dropped.
+    pub(crate) fn ending_with(
+        mut self,
+        closer: Closer,
+        keep: Option<Box<dyn std::any::Any + Send + Sync>>,
+    ) -> BrowserServer {
+        self._end = Some(Arc::new(SessionEnd {
+            _closer: closer,
+            _keep: keep,
+        }));
+        self
+    }
+}
+
+/// What a hosted session lets go of when it ends.
+struct SessionEnd {
+    _closer: Closer,
+    _keep: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, ErrorData> {
