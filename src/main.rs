@@ -174,22 +174,20 @@ async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
         Some(limit) => tracing::info!(limit, "file-descriptor limit"),
         None => tracing::warn!("could not read the file-descriptor limit"),
     }
+    let store = mcp_relay::server::open_store(&config).await?;
     let dev_secret = if config.dev && config.jwt_secret.is_none() && config.jwt_public_key.is_none()
     {
-        let secret = format!(
-            "dev-{}{}",
-            uuid::Uuid::new_v4().simple(),
-            uuid::Uuid::new_v4().simple()
-        );
+        let secret = dev_secret(&store, config.fresh).await?;
         config.jwt_secret = Some(secret.clone());
         Some(secret)
     } else {
         None
     };
     let dev = config.dev;
-    let relay = mcp_relay::server::start(config).await?;
+    let kept = store.is_persistent();
+    let relay = mcp_relay::server::start_with_store(config, store).await?;
     if dev {
-        print_dev_banner(&relay, dev_secret.as_deref());
+        print_dev_banner(&relay, dev_secret.as_deref(), kept);
     }
     wait_for_signal().await;
     tracing::info!("shutting down");
@@ -197,7 +195,32 @@ async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_dev_banner(relay: &mcp_relay::server::RunningRelay, secret: Option<&str>) {
+/// The `--dev` secret: the one kept in the state store, so tokens printed by an earlier run
+/// keep working, or (first run, `--fresh`) a new one, kept for the next run.
+async fn dev_secret(
+    store: &std::sync::Arc<mcp_relay::store::Store>,
+    fresh: bool,
+) -> anyhow::Result<String> {
+    const KEY: &str = "dev_secret";
+    let store = std::sync::Arc::clone(store);
+    tokio::task::spawn_blocking(move || {
+        if !fresh {
+            if let Some(secret) = store.meta(KEY)? {
+                return Ok(secret);
+            }
+        }
+        let secret = format!(
+            "dev-{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        store.set_meta(KEY, &secret)?;
+        Ok(secret)
+    })
+    .await?
+}
+
+fn print_dev_banner(relay: &mcp_relay::server::RunningRelay, secret: Option<&str>, kept: bool) {
     let extension_url = relay.url("/extension");
     let mcp_url = relay.url("/mcp");
     let ttl = Duration::from_secs(24 * 3600);
@@ -209,8 +232,13 @@ fn print_dev_banner(relay: &mcp_relay::server::RunningRelay, secret: Option<&str
     ext_claims.connection_url = Some(extension_url.clone());
     let mut mcp_claims = MintClaims::new("dev-user", Some(Role::Mcp), ttl);
     mcp_claims.connection_url = Some(mcp_url.clone());
+    let secret_note = if kept {
+        "secret kept in the state store: tokens survive restarts, --fresh starts over"
+    } else {
+        "ephemeral secret"
+    };
     println!(
-        "mcp-relay is running in DEV MODE (ephemeral secret, tokens valid 24 h; not for production)\n\n\
+        "mcp-relay is running in DEV MODE ({secret_note}; tokens valid 24 h; not for production)\n\n\
          Extension URL:   {extension_url}\n\
          Extension token: {}\n\n\
          MCP URL:         {mcp_url}\n\

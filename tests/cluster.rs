@@ -508,6 +508,7 @@ impl NodeProcess {
                 "0",
             ])
             .env("MCP_RELAY_JWT_SECRET", SECRET)
+            .env("MCP_RELAY_STATE", "memory")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

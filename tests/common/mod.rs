@@ -27,6 +27,9 @@ pub async fn relay_with(tweak: impl FnOnce(&mut ServeConfig)) -> RunningRelay {
     config.listen = "127.0.0.1:0".parse().unwrap();
     config.jwt_secret = Some(SECRET.into());
     config.rate_limit = 0.0;
+    // Tests share nothing through the user's data directory; those about persistence give a
+    // file of their own.
+    config.state = Some(mcp_relay::store::StateSpec::Memory);
     tweak(&mut config);
     start(config).await.expect("relay starts")
 }
