@@ -66,6 +66,8 @@ pub(super) struct Connection {
 }
 
 impl Connection {
+    // One argument per field a connection is born with; a builder would only rename them.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         id: String,
         user_id: &str,
