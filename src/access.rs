@@ -18,6 +18,12 @@ use crate::store::{BrowserRecord, RevokedToken, Store};
 /// any real use, and a bound on what a user can make the relay store.
 pub const MAX_REVOCATIONS_PER_USER: usize = 10_000;
 
+/// Browser identities remembered per user. A user can invent client ids at will, so beyond
+/// this the least recently seen browser that is neither approved nor revoked is forgotten
+/// (then, if all are approved, the least recently seen approved one); revoked ones are kept
+/// longest, and one that is forgotten comes back unapproved.
+pub const MAX_BROWSERS_PER_USER: usize = 256;
+
 /// The close reason of a socket whose token or browser was revoked.
 pub const REVOKED: &str = "revoked";
 
@@ -183,8 +189,12 @@ impl Access {
         version: Option<&str>,
     ) -> bool {
         let now = now_secs();
+        let mut forgotten = None;
         let approved = {
             let mut browsers = self.browsers.lock().unwrap();
+            if !browsers.contains_key(extension_id) {
+                forgotten = make_room(&mut browsers, user_id);
+            }
             let record = browsers
                 .entry(extension_id.to_owned())
                 .or_insert_with(|| BrowserRecord {
@@ -204,6 +214,15 @@ impl Access {
             record.last_seen = now;
             record.approved
         };
+        if let Some(id) = forgotten {
+            let access = Arc::clone(self);
+            tokio::task::spawn_blocking(move || {
+                let _order = access.persist.lock().unwrap();
+                if let Err(e) = access.store.delete_browser(&id) {
+                    tracing::warn!("forgetting browser {id}: {e:#}");
+                }
+            });
+        }
         self.persist_in_background(extension_id);
         approved
     }
@@ -445,6 +464,34 @@ impl Access {
         }
         peers.len()
     }
+}
+
+/// Forgets one of `user_id`'s browsers when the user has [`MAX_BROWSERS_PER_USER`]; returns
+/// its id.
+fn make_room(browsers: &mut HashMap<String, BrowserRecord>, user_id: &str) -> Option<String> {
+    let mine: Vec<&BrowserRecord> = browsers.values().filter(|b| b.user_id == user_id).collect();
+    if mine.len() < MAX_BROWSERS_PER_USER {
+        return None;
+    }
+    let oldest = |approved: bool| {
+        mine.iter()
+            .filter(|b| !b.revoked && b.approved == approved)
+            .min_by_key(|b| b.last_seen)
+            .map(|b| b.id.clone())
+    };
+    // Only a user who revoked all of their own 256 browsers gets here: the oldest revoked one
+    // goes, and comes back (if ever) as a new, unapproved browser.
+    let oldest_revoked = || {
+        mine.iter()
+            .filter(|b| b.revoked)
+            .min_by_key(|b| b.last_seen)
+            .map(|b| b.id.clone())
+    };
+    let id = oldest(false)
+        .or_else(|| oldest(true))
+        .or_else(oldest_revoked)?;
+    browsers.remove(&id);
+    Some(id)
 }
 
 /// A revocation as the cluster link carries it to the other nodes.

@@ -391,11 +391,15 @@ impl ExtensionSession {
             Ok(extension_id) => {
                 let access = &self.state.access;
                 let auth = &answer.auth;
+                // Cut like the hub cuts them: the browser must not choose what the relay keeps.
+                let max = self.state.config.hub.max_name_bytes;
                 let approved = access.browser_seen(
                     &extension_id,
                     &auth.user_id,
-                    &auth.name,
-                    auth.version.as_deref(),
+                    crate::hub::truncate_utf8(&auth.name, max),
+                    auth.version
+                        .as_deref()
+                        .map(|v| crate::hub::truncate_utf8(v, max)),
                 );
                 if let Some(audit) = &self.state.audit {
                     audit.control(

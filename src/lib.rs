@@ -52,7 +52,7 @@
 //! - [`access`]: the in-memory mirror of approvals and revocations the sessions consult, and
 //!   the live sockets a revocation closes.
 //! - [`audit`]: the bounded channel and batching writer behind the audit trail.
-//! - [`admin`]: the admin API (`/api/v1/…`) and the client `mcp-relay admin` uses.
+//! - [`admin`]: the admin API (`/api/v1/…`); [`admin_cli`]: `mcp-relay admin`, its client.
 //!
 //! Around them:
 //! - [`auth`]: JWT verification with a pinned algorithm (minting lives in `crates/wire`).
@@ -82,6 +82,7 @@
 
 pub mod access;
 pub mod admin;
+pub mod admin_cli;
 pub mod audit;
 pub mod auth;
 pub mod certs;

@@ -31,6 +31,9 @@ enum Command {
     Token(TokenArgs),
     /// Create a development CA and a localhost certificate for trying wss.
     DevCerts(DevCertsArgs),
+    /// Operate a running relay through its admin API: list and approve browsers, revoke
+    /// tokens and browsers, kick connections, query the audit trail (docs/ADMIN.md).
+    Admin(mcp_relay::admin_cli::AdminArgs),
     /// Run an MCP server over stdio that drives the browser through the relay (for Claude
     /// Desktop, Cursor, …).
     #[cfg(feature = "bridge")]
@@ -60,7 +63,9 @@ struct TokenArgs {
     /// other only when their tokens name the same user.
     #[arg(long)]
     user: String,
-    /// Restrict the token to one endpoint. Without it, the token works on both.
+    /// Restrict the token to one endpoint (`extension`, `mcp`); without it, the token works on
+    /// both. `admin` opens neither WebSocket: it is for the admin API (`mcp-relay admin`), on
+    /// every user's browsers, connections and audit events.
     #[arg(long, value_enum)]
     role: Option<Role>,
     /// How long the token is valid (e.g. 1h, 30d).
@@ -118,6 +123,7 @@ async fn main() -> anyhow::Result<()> {
             serve(*config).await
         }
         Command::Token(args) => token(args),
+        Command::Admin(args) => mcp_relay::admin_cli::run(args).await,
         #[cfg(feature = "bench")]
         Command::Bench(args) => mcp_relay_bench::run(args).await,
         #[cfg(feature = "bench")]

@@ -623,3 +623,164 @@ fn a_corrupt_state_file_fails_start_up_with_a_clear_message() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("not implemented yet"));
 }
+
+/// `mcp-relay admin ARGS` against `relay` with `token`; (success, stdout, stderr).
+fn admin_cli(relay: &str, token: &str, args: &[&str]) -> (bool, String, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-relay"))
+        .arg("admin")
+        .args(args)
+        .env("MCP_RELAY_ADMIN_URL", relay)
+        .env("MCP_RELAY_ADMIN_TOKEN", token)
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn the_admin_cli_prints_a_table_or_json_and_acts() {
+    let relay = relay_with(|c| c.require_approval = true).await;
+    let extension = Extension::connect(&relay, "alice", "Work laptop", "a").await;
+    let id = extension.extension_id.clone();
+    // The relay's ws:// URL works as well as http://.
+    let url = relay.url("/mcp");
+    let admin = admin_token();
+    let (ok, table, _) = tokio::task::spawn_blocking({
+        let (url, admin) = (url.clone(), admin.clone());
+        move || admin_cli(&url, &admin, &["browsers"])
+    })
+    .await
+    .unwrap();
+    assert!(ok);
+    let mut lines = table.lines();
+    let header = lines.next().unwrap();
+    for column in [
+        "ID",
+        "USER",
+        "NAME",
+        "APPROVED",
+        "CONNECTED",
+        "LAST SEEN",
+        "VERSION",
+    ] {
+        assert!(header.contains(column), "{table}");
+    }
+    let row = lines.next().unwrap();
+    assert!(
+        row.starts_with(&id) && row.contains("Work laptop") && row.contains(" no "),
+        "{table}"
+    );
+
+    let (ok, out, _) = tokio::task::spawn_blocking({
+        let (url, admin, id) = (url.clone(), admin.clone(), id.clone());
+        move || admin_cli(&url, &admin, &["approve", &id])
+    })
+    .await
+    .unwrap();
+    assert!(ok && out.contains("approved"), "{out}");
+
+    let (ok, json_text, _) = tokio::task::spawn_blocking({
+        let (url, admin) = (url.clone(), admin.clone());
+        move || admin_cli(&url, &admin, &["browsers", "--json"])
+    })
+    .await
+    .unwrap();
+    assert!(ok);
+    let parsed: Value = serde_json::from_str(&json_text).unwrap();
+    assert_eq!(parsed["browsers"][0]["id"], id.as_str());
+    assert_eq!(parsed["browsers"][0]["approved"], true);
+
+    // Someone else's token: the API's 403 becomes a failing exit and a readable message.
+    let bob = token_with("bob", Some(Role::Mcp), "b");
+    let (ok, _, stderr) = tokio::task::spawn_blocking({
+        let (url, id) = (url.clone(), id.clone());
+        move || admin_cli(&url, &bob, &["revoke-browser", &id])
+    })
+    .await
+    .unwrap();
+    assert!(!ok);
+    assert!(
+        stderr.contains("403") && stderr.contains("another user"),
+        "{stderr}"
+    );
+
+    let (ok, audit, _) =
+        tokio::task::spawn_blocking(move || admin_cli(&url, &admin, &["audit", "--user", "alice"]))
+            .await
+            .unwrap();
+    assert!(ok);
+    assert!(
+        audit.starts_with("AT") && audit.contains("approve"),
+        "{audit}"
+    );
+}
+
+/// Starts `serve --dev` with `data_home` as its data directory; returns the child and its
+/// printed MCP URL and token.
+fn dev_relay(data_home: &std::path::Path, extra: &[&str]) -> (std::process::Child, String, String) {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-relay"))
+        .args(["serve", "--dev", "--listen", "127.0.0.1:0"])
+        .args(extra)
+        .env_remove("MCP_RELAY_JWT_SECRET")
+        .env_remove("MCP_RELAY_STATE")
+        .env("XDG_DATA_HOME", data_home)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut found = std::collections::HashMap::new();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some((key, value)) = line.split_once(':') {
+            found.insert(key.trim().to_owned(), value.trim().to_owned());
+        }
+        if found.contains_key("MCP token") {
+            break;
+        }
+    }
+    // Read the rest of the banner: a closed pipe would fail the relay's next print.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, found["MCP URL"].clone(), found["MCP token"].clone())
+}
+
+fn stop(mut child: std::process::Child) {
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
+#[tokio::test]
+async fn serve_dev_keeps_its_tokens_across_restarts_until_fresh() {
+    let data_home = tempfile::tempdir().unwrap();
+    let (first, _, old_token) = dev_relay(data_home.path(), &[]);
+    stop(first);
+    assert!(data_home.path().join("mcp-relay").join("state.db").exists());
+
+    let (second, url, _) = dev_relay(data_home.path(), &[]);
+    let (_, answer) = mcp_with(&url, &old_token).await;
+    assert_eq!(
+        answer["result"]["user_id"], "dev-user",
+        "the first run's token still works: {answer}"
+    );
+    stop(second);
+
+    let (third, url, new_token) = dev_relay(data_home.path(), &["--fresh"]);
+    let (_, answer) = mcp_with(&url, &old_token).await;
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("signature"),
+        "--fresh starts over: {answer}"
+    );
+    let (_, answer) = mcp_with(&url, &new_token).await;
+    assert_eq!(answer["result"]["authenticated"], true, "{answer}");
+    stop(third);
+}

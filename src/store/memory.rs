@@ -35,6 +35,10 @@ impl MemoryStore {
             .insert(browser.id.clone(), browser.clone());
     }
 
+    pub(super) fn delete_browser(&self, id: &str) {
+        self.0.lock().unwrap().browsers.remove(id);
+    }
+
     pub(super) fn revocations(&self) -> Revocations {
         self.0.lock().unwrap().revocations.clone()
     }

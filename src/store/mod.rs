@@ -222,6 +222,16 @@ impl Store {
         }
     }
 
+    pub fn delete_browser(&self, id: &str) -> anyhow::Result<()> {
+        match self {
+            Store::Memory(m) => {
+                m.delete_browser(id);
+                Ok(())
+            }
+            Store::Sqlite(s) => s.delete_browser(id),
+        }
+    }
+
     pub fn revocations(&self) -> anyhow::Result<Revocations> {
         match self {
             Store::Memory(m) => Ok(m.revocations()),

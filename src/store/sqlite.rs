@@ -169,6 +169,13 @@ impl SqliteStore {
         })
     }
 
+    pub(super) fn delete_browser(&self, id: &str) -> anyhow::Result<()> {
+        self.with(|c| {
+            c.execute("DELETE FROM browsers WHERE id = ?1", params![id])
+                .map(|_| ())
+        })
+    }
+
     pub(super) fn revocations(&self) -> anyhow::Result<Revocations> {
         self.with(|c| {
             let tokens = c
