@@ -369,9 +369,39 @@ impl Access {
         Ok(self.close_ids(&names))
     }
 
-    /// Applies a revocation another cluster node made (already in its store): the mirror and
-    /// this node's sockets, no store write.
+    /// Applies a revocation another cluster node made: the mirror and this node's sockets now,
+    /// and this node's own store in the background, so it survives this node's restart too.
     pub fn apply_remote_revocation(&self, revocation: &RemoteRevocation) {
+        let store = Arc::clone(&self.store);
+        let saved = revocation.clone();
+        let browser = match revocation {
+            RemoteRevocation::Browser { extension_id } => self.browser(extension_id),
+            _ => None,
+        };
+        tokio::task::spawn_blocking(move || {
+            let result = match saved {
+                RemoteRevocation::Token { jti, user_id } => store.revoke_token(&RevokedToken {
+                    jti,
+                    user_id,
+                    revoked_at: now_secs(),
+                }),
+                RemoteRevocation::User {
+                    user_id,
+                    issued_before,
+                } => store.revoke_user(&user_id, issued_before),
+                RemoteRevocation::Browser { .. } => match browser {
+                    Some(mut b) => {
+                        b.revoked = true;
+                        b.approved = false;
+                        store.put_browser(&b)
+                    }
+                    None => Ok(()),
+                },
+            };
+            if let Err(e) = result {
+                tracing::warn!("saving a revocation from another node: {e:#}");
+            }
+        });
         match revocation {
             RemoteRevocation::Token { jti, user_id } => {
                 let mut revoked = self.revoked.lock().unwrap();

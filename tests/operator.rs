@@ -23,37 +23,6 @@ fn admin_token() -> String {
     token_with("root", Some(Role::Admin), "admin-jti")
 }
 
-/// One HTTP/1.1 request on loopback; returns the status and the body as JSON (`Null` when it
-/// is not JSON).
-async fn api(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    token: Option<&str>,
-    body: Option<Value>,
-) -> (u16, Value) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut text = String::new();
-    tokio::time::timeout(WAIT, stream.read_to_string(&mut text))
-        .await
-        .expect("the API answers")
-        .unwrap();
-    let status = text[9..12].parse().unwrap();
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
-}
-
 /// An extension socket that authenticates with `token` (the relay's `authenticate` answered
 /// as real extensions do); returns the client and its extension id, or the close frame.
 async fn extension_with(
