@@ -238,11 +238,16 @@ impl Access {
     fn persist_in_background(self: &Arc<Self>, extension_id: &str) {
         let access = Arc::clone(self);
         let id = extension_id.to_owned();
-        tokio::task::spawn_blocking(move || {
+        let save = move || {
             if let Err(e) = access.persist_browser(&id) {
                 tracing::warn!("saving browser {id}: {e:#}");
             }
-        });
+        };
+        // A session dropped while the runtime itself shuts down has no runtime to ask.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(save)),
+            Err(_) => save(),
+        }
     }
 
     /// Writes the mirror's record of `extension_id` to the store. Blocking.
