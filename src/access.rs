@@ -557,3 +557,67 @@ impl Drop for LiveGuard {
         self.access.live.lock().unwrap().remove(&self.peer_id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity(user: &str, jti: Option<&str>, iat: Option<u64>) -> Identity {
+        Identity {
+            user_id: user.into(),
+            role: None,
+            connection_url: None,
+            expires_at: u64::MAX,
+            jti: jti.map(str::to_owned),
+            issued_at: iat,
+        }
+    }
+
+    fn access() -> Access {
+        Access::load(Arc::new(Store::Memory(Default::default())), true).unwrap()
+    }
+
+    #[test]
+    fn a_users_jti_revocation_never_touches_another_users_token() {
+        let access = access();
+        access.revoke_token("j", Some("alice")).unwrap();
+        assert!(access
+            .check_token(&identity("alice", Some("j"), Some(1)))
+            .is_err());
+        assert!(access
+            .check_token(&identity("bob", Some("j"), Some(1)))
+            .is_ok());
+        access.revoke_token("j", None).unwrap();
+        assert!(access
+            .check_token(&identity("bob", Some("j"), Some(1)))
+            .is_err());
+    }
+
+    #[test]
+    fn a_user_cutoff_refuses_older_tokens_and_tokens_without_iat() {
+        let access = access();
+        access.revoke_user("alice", 100).unwrap();
+        assert!(access
+            .check_token(&identity("alice", None, Some(99)))
+            .is_err());
+        assert!(access.check_token(&identity("alice", None, None)).is_err());
+        assert!(access
+            .check_token(&identity("alice", None, Some(100)))
+            .is_ok());
+        assert!(access.check_token(&identity("bob", None, Some(1))).is_ok());
+        // An earlier cutoff never undoes a later one.
+        access.revoke_user("alice", 50).unwrap();
+        assert!(access
+            .check_token(&identity("alice", None, Some(99)))
+            .is_err());
+    }
+
+    #[tokio::test]
+    async fn a_user_keeps_a_bounded_number_of_browser_records() {
+        let access = Arc::new(access());
+        for i in 0..MAX_BROWSERS_PER_USER + 10 {
+            access.browser_seen(&format!("ext-{i}"), "alice", "b", None);
+        }
+        assert_eq!(access.browsers(Some("alice")).len(), MAX_BROWSERS_PER_USER);
+    }
+}
