@@ -753,3 +753,48 @@ async fn serve_dev_keeps_its_tokens_across_restarts_until_fresh() {
     assert_eq!(answer["result"]["authenticated"], true, "{answer}");
     stop(third);
 }
+
+#[tokio::test]
+async fn audit_events_older_than_the_retention_are_pruned_and_zero_turns_the_trail_off() {
+    let relay = relay_with(|c| c.audit_retention = Duration::from_secs(1)).await;
+    let extension = Extension::connect(&relay, "alice", "Chrome", "a").await;
+    let _echo = {
+        let id = extension.extension_id.clone();
+        let echo = extension.spawn_echo();
+        let mut mcp = Mcp::connect(&relay, "alice").await;
+        mcp.connect_to(&id).await;
+        assert!(mcp.call("tabs/list", json!({})).await["result"].is_object());
+        (echo, mcp)
+    };
+    let recorded = audit_until(relay.local_addr, "method=tabs/list", &admin_token(), |e| {
+        !e.is_empty()
+    })
+    .await;
+    assert_eq!(recorded.len(), 1);
+    // Pruned within a prune period (1 s at this retention) after it is a second old.
+    let pruned = audit_until(relay.local_addr, "method=tabs/list", &admin_token(), |e| {
+        e.is_empty()
+    })
+    .await;
+    assert!(pruned.is_empty(), "{pruned:?}");
+
+    let off = relay_with(|c| c.audit_retention = Duration::ZERO).await;
+    let extension = Extension::connect(&off, "alice", "Chrome", "a").await;
+    let id = extension.extension_id.clone();
+    let _echo = extension.spawn_echo();
+    let mut mcp = Mcp::connect(&off, "alice").await;
+    mcp.connect_to(&id).await;
+    assert!(mcp.call("tabs/list", json!({})).await["result"].is_object());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, body) = api(
+        off.local_addr,
+        "GET",
+        "/api/v1/audit",
+        Some(&admin_token()),
+        None,
+    )
+    .await;
+    assert_eq!((status, body), (200, json!({"events": []})));
+    let (_, metrics) = http_get(off.local_addr, "/metrics").await;
+    assert!(!metrics.contains("mcp_relay_audit_dropped_total"));
+}
