@@ -23,8 +23,9 @@ pub struct ServeConfig {
     #[arg(long, env = "MCP_RELAY_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
-    /// Development mode: an ephemeral secret (unless one is given), and ready-to-use extension
-    /// and MCP tokens and URLs printed at start-up. Not for production.
+    /// Development mode: a generated secret (unless one is given), kept in the state store so
+    /// that tokens printed by an earlier run keep working (--fresh makes a new one), and
+    /// ready-to-use extension and MCP tokens and URLs printed at start-up. Not for production.
     #[arg(long, env = "MCP_RELAY_DEV")]
     pub dev: bool,
 
