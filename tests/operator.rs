@@ -798,3 +798,33 @@ async fn audit_events_older_than_the_retention_are_pruned_and_zero_turns_the_tra
     let (_, metrics) = http_get(off.local_addr, "/metrics").await;
     assert!(!metrics.contains("mcp_relay_audit_dropped_total"));
 }
+
+#[tokio::test]
+async fn the_admin_cli_reaches_a_wss_relay_with_its_private_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = mcp_relay::certs::generate(&[]).unwrap();
+    let (cert, key) = mcp_relay::certs::write(dir.path(), &certs).unwrap();
+    let relay = relay_with(|c| {
+        c.tls_cert = Some(cert);
+        c.tls_key = Some(key);
+    })
+    .await;
+    let url = relay.url("/mcp");
+    assert!(url.starts_with("wss://"));
+    let ca = dir.path().join("ca.pem").display().to_string();
+    let (ok, out, stderr) = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || admin_cli(&url, &admin_token(), &["connections", "--ca-cert", &ca])
+    })
+    .await
+    .unwrap();
+    assert!(ok, "{stderr}");
+    assert!(out.starts_with("ID"), "{out}");
+    // Without the CA the certificate is not trusted, and it says so.
+    let (ok, _, stderr) =
+        tokio::task::spawn_blocking(move || admin_cli(&url, &admin_token(), &["connections"]))
+            .await
+            .unwrap();
+    assert!(!ok);
+    assert!(stderr.contains("TLS"), "{stderr}");
+}
