@@ -25,6 +25,13 @@ use crate::store::{AuditRecord, Store};
 
 /// Events the channel holds before new ones are dropped (and counted).
 pub const AUDIT_QUEUE: usize = 65_536;
+/// Longest method name recorded (longer ones are cut at a character boundary): a method name is
+/// whatever a client sends, and the trail must not keep megabytes of it per request.
+pub const MAX_METHOD_BYTES: usize = 128;
+/// Longest id or note recorded for a control action (`connect` records the `extension_id` the
+/// client asked for, which may be anything).
+const MAX_FIELD_BYTES: usize = 256;
+
 /// Most records written in one transaction.
 const BATCH: usize = 4096;
 
@@ -105,8 +112,14 @@ impl AuditSink {
         )
     }
 
-    /// Records one forwarded request's outcome; never blocks.
+    /// Records one forwarded request's outcome; never blocks. `method` should already be cut
+    /// to [`MAX_METHOD_BYTES`] (the hub does so when it keeps it); longer ones are cut here.
     pub fn request(&self, conn: &Arc<ConnTag>, method: Box<str>, code: i64, duration: Duration) {
+        let method = if method.len() > MAX_METHOD_BYTES {
+            crate::hub::truncate_utf8(&method, MAX_METHOD_BYTES).into()
+        } else {
+            method
+        };
         self.send(AuditEvent::Request {
             conn: Arc::clone(conn),
             method,
@@ -128,17 +141,18 @@ impl AuditSink {
         code: i64,
         detail: Option<String>,
     ) {
+        let cut = |text: &str| crate::hub::truncate_utf8(text, MAX_FIELD_BYTES).to_owned();
         self.send(AuditEvent::Control(Box::new(AuditRecord {
             at_ms: millis(SystemTime::now()),
             kind: kind.to_owned(),
-            user_id: user_id.to_owned(),
-            mcp_client_id: mcp_client_id.map(str::to_owned),
-            connection_id: connection_id.map(str::to_owned),
-            extension_id: extension_id.map(str::to_owned),
+            user_id: cut(user_id),
+            mcp_client_id: mcp_client_id.map(cut),
+            connection_id: connection_id.map(cut),
+            extension_id: extension_id.map(cut),
             method: None,
             code,
             duration_ms: None,
-            detail,
+            detail: detail.as_deref().map(cut),
         })));
     }
 

@@ -828,3 +828,37 @@ async fn the_admin_cli_reaches_a_wss_relay_with_its_private_ca() {
     assert!(!ok);
     assert!(stderr.contains("TLS"), "{stderr}");
 }
+
+#[tokio::test]
+async fn the_audit_trail_keeps_at_most_a_short_prefix_of_what_clients_name() {
+    let relay = relay().await;
+    let extension = Extension::connect(&relay, "alice", "Chrome", "a").await;
+    let id = extension.extension_id.clone();
+    let _echo = extension.spawn_echo();
+    let mut mcp = Mcp::connect(&relay, "alice").await;
+    let huge_id = "x".repeat(1 << 20);
+    let refused = mcp.call("connect", json!({"extension_id": huge_id})).await;
+    assert_eq!(refused["error"]["code"], -32000);
+    mcp.connect_to(&id).await;
+    let huge_method = format!("m{}", "é".repeat(1 << 19));
+    assert!(mcp.call(&huge_method, json!({})).await["result"].is_object());
+    let events = audit_until(
+        relay.local_addr,
+        "user_id=alice&limit=1000",
+        &admin_token(),
+        |e| e.iter().any(|e| e["kind"] == "request"),
+    )
+    .await;
+    let request = events.iter().find(|e| e["kind"] == "request").unwrap();
+    let method = request["method"].as_str().unwrap();
+    assert!(
+        method.len() <= 128 && method.starts_with("mé"),
+        "{} bytes",
+        method.len()
+    );
+    let connect = events
+        .iter()
+        .find(|e| e["kind"] == "connect" && e["code"] == -32000)
+        .unwrap();
+    assert!(connect["extension_id"].as_str().unwrap().len() <= 256);
+}

@@ -820,7 +820,11 @@ impl Hub {
                 cost: mapped.len() + id.get().len() + PENDING_OVERHEAD_BYTES,
                 // The frame built below: envelope, mapped id, method, params.
                 frame_bytes: 64 + mapped.len() + method.len() + params.map_or(0, |p| p.get().len()),
-                method: self.audit.as_ref().map(|_| method.into()),
+                // Cut before it is kept: the pending budget does not count it.
+                method: self
+                    .audit
+                    .as_ref()
+                    .map(|_| truncate_utf8(method, crate::audit::MAX_METHOD_BYTES).into()),
             };
             pending.admit(
                 mapped.clone(),
