@@ -379,8 +379,31 @@ impl Access {
     pub fn apply_remote_revocation(&self, revocation: &RemoteRevocation) {
         let store = Arc::clone(&self.store);
         let saved = revocation.clone();
+        // A browser this node has not seen yet is recorded revoked too, so it is refused here
+        // should it come to this node later.
         let browser = match revocation {
-            RemoteRevocation::Browser { extension_id } => self.browser(extension_id),
+            RemoteRevocation::Browser {
+                extension_id,
+                user_id,
+            } => {
+                let now = now_secs();
+                let mut browsers = self.browsers.lock().unwrap();
+                let b = browsers
+                    .entry(extension_id.clone())
+                    .or_insert_with(|| BrowserRecord {
+                        id: extension_id.clone(),
+                        user_id: user_id.clone(),
+                        name: String::new(),
+                        version: None,
+                        approved: false,
+                        revoked: true,
+                        first_seen: now,
+                        last_seen: now,
+                    });
+                b.revoked = true;
+                b.approved = false;
+                Some(b.clone())
+            }
             _ => None,
         };
         tokio::task::spawn_blocking(move || {
@@ -395,11 +418,7 @@ impl Access {
                     issued_before,
                 } => store.revoke_user(&user_id, issued_before),
                 RemoteRevocation::Browser { .. } => match browser {
-                    Some(mut b) => {
-                        b.revoked = true;
-                        b.approved = false;
-                        store.put_browser(&b)
-                    }
+                    Some(b) => store.put_browser(&b),
                     None => Ok(()),
                 },
             };
@@ -433,11 +452,7 @@ impl Access {
                     s.user_id == *user_id && s.issued_at.is_none_or(|i| (i as i64) < *issued_before)
                 });
             }
-            RemoteRevocation::Browser { extension_id } => {
-                if let Some(b) = self.browsers.lock().unwrap().get_mut(extension_id) {
-                    b.revoked = true;
-                    b.approved = false;
-                }
+            RemoteRevocation::Browser { extension_id, .. } => {
                 self.close_where(|s| s.extension_id.as_deref() == Some(extension_id.as_str()));
             }
         }
@@ -543,6 +558,9 @@ pub enum RemoteRevocation {
     },
     Browser {
         extension_id: String,
+        /// Its user, for a node that has not seen the browser yet.
+        #[serde(default)]
+        user_id: String,
     },
 }
 

@@ -314,6 +314,7 @@ async fn revoke_browser(
         &state,
         RemoteRevocation::Browser {
             extension_id: id.clone(),
+            user_id: browser.user_id.clone(),
         },
     );
     record(

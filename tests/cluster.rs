@@ -873,3 +873,56 @@ async fn a_revocation_made_on_one_node_closes_sockets_on_another_within_a_second
         "{answer}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_revoked_through_one_node_is_closed_and_refused_on_another() {
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
+    let a = node(&nats).await;
+    let b = node(&nats).await;
+    wait_until("the nodes see each other", || {
+        let (ca, cb) = (a.cluster().unwrap(), b.cluster().unwrap());
+        async move { ca.live_nodes() >= 1 && cb.live_nodes() >= 1 }
+    })
+    .await;
+    // Node a has seen the browser; it now lives on node b.
+    let first = Extension::connect(&a, "alice", "Laptop", "laptop").await;
+    let id = first.extension_id.clone();
+    first.client.close().await;
+    let mut on_b = Extension::connect(&b, "alice", "Laptop", "laptop").await;
+    assert_eq!(on_b.extension_id, id);
+
+    let admin = token("root", Some(mcp_relay::auth::Role::Admin));
+    let started = Instant::now();
+    let (status, body) = api(
+        a.local_addr,
+        "POST",
+        &format!("/api/v1/browsers/{id}/revoke"),
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        on_b.client.expect_close().await,
+        (1008, "revoked".to_owned())
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    // Node b now refuses it too, although it heard of the revocation only over the cluster.
+    let mut again = Client::connect(&b.url("/extension")).await;
+    let auth = again.recv().await;
+    again
+        .send(
+            json!({"id": auth["id"], "result": {"name": "Laptop", "client_id": "laptop",
+            "access_token": token("alice", Some(mcp_relay::auth::Role::Extension))}}),
+        )
+        .await;
+    let (code, reason) = again.expect_close().await;
+    assert_eq!(code, 1008);
+    assert!(reason.contains("was revoked"), "{reason}");
+}
