@@ -322,17 +322,24 @@ impl Access {
     pub fn revoke_token(&self, jti: &str, user_id: Option<&str>) -> Result<usize, AccessError> {
         {
             let mut revoked = self.revoked.lock().unwrap();
-            if let Some(user) = user_id {
-                let count = revoked.per_user.entry(user.to_owned()).or_default();
-                if *count >= MAX_REVOCATIONS_PER_USER {
-                    return Err(AccessError::TooManyRevocations);
-                }
-                *count += 1;
-            }
-            let users = revoked.tokens.entry(jti.to_owned()).or_default();
             let scope = user_id.map(str::to_owned);
-            if !users.contains(&scope) {
-                users.push(scope);
+            let known = revoked
+                .tokens
+                .get(jti)
+                .is_some_and(|users| users.contains(&scope));
+            if !known {
+                if let Some(user) = user_id {
+                    let count = revoked.per_user.entry(user.to_owned()).or_default();
+                    if *count >= MAX_REVOCATIONS_PER_USER {
+                        return Err(AccessError::TooManyRevocations);
+                    }
+                    *count += 1;
+                }
+                revoked
+                    .tokens
+                    .entry(jti.to_owned())
+                    .or_default()
+                    .push(scope);
             }
         }
         self.store
@@ -628,6 +635,23 @@ mod tests {
         assert!(access
             .check_token(&identity("alice", None, Some(99)))
             .is_err());
+    }
+
+    #[test]
+    fn a_user_may_record_a_bounded_number_of_token_revocations_and_an_admin_more() {
+        let access = access();
+        for i in 0..MAX_REVOCATIONS_PER_USER {
+            access
+                .revoke_token(&format!("j{i}"), Some("alice"))
+                .unwrap();
+        }
+        assert!(matches!(
+            access.revoke_token("one-more", Some("alice")),
+            Err(AccessError::TooManyRevocations)
+        ));
+        assert!(access.revoke_token("one-more", None).is_ok());
+        // Revoking one already revoked again costs nothing.
+        assert!(access.revoke_token("j0", Some("alice")).is_ok());
     }
 
     #[tokio::test]
