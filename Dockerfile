@@ -10,11 +10,16 @@ COPY src ./src
 RUN cargo build --release --locked --no-default-features --bin mcp-relay
 
 FROM debian:bookworm-slim
-RUN useradd --system --uid 10001 relay
+RUN useradd --system --uid 10001 relay \
+    && mkdir -p /var/lib/mcp-relay && chown relay /var/lib/mcp-relay
 COPY --from=build /src/target/release/mcp-relay /usr/local/bin/mcp-relay
 USER relay
 EXPOSE 8443
 ENV MCP_RELAY_LISTEN=0.0.0.0:8443
+# Approvals, revocations and the audit trail (docs/ADMIN.md): one file per container, kept in a
+# volume so they survive a new container. The system user has no home directory to default to.
+ENV MCP_RELAY_STATE=sqlite:/var/lib/mcp-relay/state.db
+VOLUME ["/var/lib/mcp-relay"]
 HEALTHCHECK --interval=15s --timeout=3s CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/8443"]
 ENTRYPOINT ["mcp-relay"]
 CMD ["serve"]

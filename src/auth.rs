@@ -55,6 +55,12 @@ struct WireClaims {
     role: Option<String>,
     #[serde(default)]
     connection_url: Option<String>,
+    /// The token's own id: what `revoke-token` names.
+    #[serde(default)]
+    jti: Option<String>,
+    /// When it was issued: what `revoke-user --issued-before` compares.
+    #[serde(default)]
+    iat: Option<u64>,
 }
 
 /// A verified identity.
@@ -66,6 +72,10 @@ pub struct Identity {
     pub connection_url: Option<String>,
     /// Seconds since the epoch.
     pub expires_at: u64,
+    /// The token's `jti`, when it has one (`mcp-relay token` always sets one).
+    pub jti: Option<String>,
+    /// The token's `iat` (seconds since the epoch), when it has one.
+    pub issued_at: Option<u64>,
 }
 
 impl Identity {
@@ -109,6 +119,10 @@ pub enum AuthError {
     Malformed,
     #[error("token too large (the limit is {MAX_TOKEN_BYTES} bytes)")]
     TooLarge,
+    /// Revoked out of band (`mcp-relay admin revoke-…`, the admin API): the same word closes
+    /// live sockets (1008 "revoked").
+    #[error("revoked")]
+    Revoked,
 }
 
 /// The largest token the relay will look at. Real tokens are a few hundred bytes; checking the
@@ -189,6 +203,21 @@ impl Verifier {
 
     /// Verifies `token` for use on the endpoint of `needed`.
     pub fn verify(&self, token: &str, needed: Role) -> Result<Identity, AuthError> {
+        let identity = self.verify_any(token, needed.as_str())?;
+        if let Some(role) = identity.role {
+            if role != needed {
+                return Err(AuthError::WrongRole {
+                    found: role.as_str().to_owned(),
+                    needed: needed.as_str(),
+                });
+            }
+        }
+        Ok(identity)
+    }
+
+    /// Verifies `token` whatever its role (the admin API decides what each role may do);
+    /// `needed` only words the error for an unknown role.
+    pub fn verify_any(&self, token: &str, needed: &'static str) -> Result<Identity, AuthError> {
         if token.trim().is_empty() {
             return Err(AuthError::Missing);
         }
@@ -207,26 +236,21 @@ impl Verifier {
             None => None,
             Some("extension") => Some(Role::Extension),
             Some("mcp") => Some(Role::Mcp),
+            Some("admin") => Some(Role::Admin),
             Some(other) => {
                 return Err(AuthError::WrongRole {
                     found: other.to_owned(),
-                    needed: needed.as_str(),
+                    needed,
                 })
             }
         };
-        if let Some(role) = role {
-            if role != needed {
-                return Err(AuthError::WrongRole {
-                    found: role.as_str().to_owned(),
-                    needed: needed.as_str(),
-                });
-            }
-        }
         Ok(Identity {
             user_id,
             role,
             connection_url: claims.connection_url,
             expires_at: claims.exp,
+            jti: claims.jti.filter(|j| !j.is_empty()),
+            issued_at: claims.iat,
         })
     }
 

@@ -10,6 +10,11 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::auth::JwtAlgorithm;
+use crate::store::StateSpec;
+
+fn parse_state(text: &str) -> Result<StateSpec, String> {
+    text.parse()
+}
 
 /// Options of `mcp-relay serve`.
 #[derive(Debug, Clone, Args)]
@@ -18,10 +23,34 @@ pub struct ServeConfig {
     #[arg(long, env = "MCP_RELAY_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
-    /// Development mode: an ephemeral secret (unless one is given), and ready-to-use extension
-    /// and MCP tokens and URLs printed at start-up. Not for production.
+    /// Development mode: a generated secret (unless one is given), kept in the state store so
+    /// that tokens printed by an earlier run keep working (--fresh makes a new one), and
+    /// ready-to-use extension and MCP tokens and URLs printed at start-up. Not for production.
     #[arg(long, env = "MCP_RELAY_DEV")]
     pub dev: bool,
+
+    /// With --dev: forget the stored dev secret and make a new one, so tokens printed before
+    /// stop working (approvals and revocations are kept).
+    #[arg(long, env = "MCP_RELAY_FRESH", requires = "dev")]
+    pub fresh: bool,
+
+    /// Where approvals, revocations, the audit trail and the --dev secret live: `memory`
+    /// (nothing survives a restart), `sqlite:PATH`, or `nats` (not implemented yet). Default: a
+    /// SQLite file in the data directory ($XDG_DATA_HOME/mcp-relay/state.db, else
+    /// ~/.local/share/mcp-relay/state.db). A corrupt, locked or unwritable file stops start-up.
+    #[arg(long, env = "MCP_RELAY_STATE", value_parser = parse_state)]
+    pub state: Option<StateSpec>,
+
+    /// Browsers seen for the first time are pending: listed with `approved: false`, and
+    /// `connect` to them answers -32011 until their owner or an admin approves them out of band
+    /// (admin API or `mcp-relay admin approve ID`). See docs/ADMIN.md.
+    #[arg(long, env = "MCP_RELAY_REQUIRE_APPROVAL")]
+    pub require_approval: bool,
+
+    /// How long audit events (control actions and forwarded requests, never their params or
+    /// results) are kept; older ones are deleted periodically. `0` turns the audit trail off.
+    #[arg(long, env = "MCP_RELAY_AUDIT_RETENTION", default_value = "30d", value_parser = parse_duration)]
+    pub audit_retention: Duration,
 
     /// Shared secret for HS256 tokens. Prefer the environment variable over the flag, so the
     /// secret does not show up in the process list.

@@ -96,6 +96,8 @@ pub struct ExtensionRegistration {
     state: Arc<RelayState>,
     extension_id: String,
     peer: Peer,
+    /// Keeps the socket where a revocation of its token or browser finds it.
+    _live: crate::access::LiveGuard,
 }
 
 impl Drop for ExtensionRegistration {
@@ -108,6 +110,7 @@ impl Drop for ExtensionRegistration {
         self.state
             .hub
             .extension_socket_closed(&self.extension_id, &self.peer, &reason);
+        self.state.access.browser_left(&self.extension_id);
     }
 }
 
@@ -385,14 +388,42 @@ impl ExtensionSession {
             hub.register_extension(&answer.auth, &self.peer)
         };
         match registered {
-            Ok(extension_id) => Some((
-                ExtensionRegistration {
-                    state: Arc::clone(&self.state),
-                    extension_id,
-                    peer: self.peer.clone(),
-                },
-                answer.expires_in,
-            )),
+            Ok(extension_id) => {
+                let access = &self.state.access;
+                let auth = &answer.auth;
+                // Cut like the hub cuts them: the browser must not choose what the relay keeps.
+                let max = self.state.config.hub.max_name_bytes;
+                let approved = access.browser_seen(
+                    &extension_id,
+                    &auth.user_id,
+                    crate::hub::truncate_utf8(&auth.name, max),
+                    auth.version
+                        .as_deref()
+                        .map(|v| crate::hub::truncate_utf8(v, max)),
+                );
+                if let Some(audit) = &self.state.audit {
+                    audit.control(
+                        "authenticate",
+                        &auth.user_id,
+                        None,
+                        None,
+                        Some(&extension_id),
+                        0,
+                        (!approved && access.require_approval())
+                            .then(|| "pending approval".to_owned()),
+                    );
+                }
+                let live = access.track(&self.peer, &answer.identity, Some(&extension_id));
+                Some((
+                    ExtensionRegistration {
+                        state: Arc::clone(&self.state),
+                        extension_id,
+                        peer: self.peer.clone(),
+                        _live: live,
+                    },
+                    answer.expires_in,
+                ))
+            }
             Err(error) => {
                 self.peer
                     .close_after_flush(close_code::TRY_AGAIN_LATER, error.to_string());
@@ -442,20 +473,30 @@ fn check_answer(
     let identity = state
         .verifier
         .verify(&token, Role::Extension)
+        .and_then(|identity| state.access.check_token(&identity).map(|()| identity))
         .map_err(|e| format!("authentication failed: {e}"))?;
     let name = answer
         .name
         .map(|n| n.trim().to_owned())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "Browser".to_owned());
+    let auth = ExtensionAuth {
+        user_id: identity.user_id.clone(),
+        client_id: answer.client_id.filter(|c| !c.is_empty()),
+        name,
+        version: answer.version.and_then(version_string).or(version_hint),
+    };
+    if state.access.browser_revoked(&auth.extension_id()) {
+        return Err(format!(
+            "authentication failed: this browser ({}) was revoked; its owner or the relay's \
+             operator can approve it again (docs/ADMIN.md)",
+            auth.extension_id()
+        ));
+    }
     Ok(Authenticated {
         expires_in: identity.expires_in(),
-        auth: ExtensionAuth {
-            user_id: identity.user_id,
-            client_id: answer.client_id.filter(|c| !c.is_empty()),
-            name,
-            version: answer.version.and_then(version_string).or(version_hint),
-        },
+        identity,
+        auth,
     })
 }
 
@@ -492,7 +533,16 @@ mod tests {
     /// What `register` builds, without a socket.
     fn registered(state: &Arc<RelayState>, peer: &Peer) -> ExtensionRegistration {
         let extension_id = state.hub.register_extension(&auth(), peer).unwrap();
+        let identity = crate::auth::Identity {
+            user_id: "alice".into(),
+            role: None,
+            connection_url: None,
+            expires_at: u64::MAX,
+            jti: None,
+            issued_at: None,
+        };
         ExtensionRegistration {
+            _live: state.access.track(peer, &identity, Some(&extension_id)),
             state: Arc::clone(state),
             extension_id,
             peer: peer.clone(),

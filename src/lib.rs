@@ -46,6 +46,14 @@
 //! - [`protocol`]: every notification the relay itself sends and `protocol::RelayError`, every
 //!   error it answers with (code and message).
 //!
+//! The operator's side (docs/ADMIN.md):
+//! - [`store`]: durable state (`--state`): browsers, revocations, the audit trail, the dev
+//!   secret; SQLite by default, memory for tests.
+//! - [`access`]: the in-memory mirror of approvals and revocations the sessions consult, and
+//!   the live sockets a revocation closes.
+//! - [`audit`]: the bounded channel and batching writer behind the audit trail.
+//! - [`admin`]: the admin API (`/api/v1/…`); [`admin_cli`]: `mcp-relay admin`, its client.
+//!
 //! Around them:
 //! - [`auth`]: JWT verification with a pinned algorithm (minting lives in `crates/wire`).
 //! - [`limits`]: the socket cap and per-connection rate limit.
@@ -72,6 +80,10 @@
 //! - `crates/test-support`: what the tests share with the bench (the skip rule, a
 //!   `nats-server` launcher).
 
+pub mod access;
+pub mod admin;
+pub mod admin_cli;
+pub mod audit;
 pub mod auth;
 pub mod certs;
 pub mod cluster;
@@ -89,4 +101,5 @@ pub mod protocol;
 pub mod redact;
 pub mod server;
 pub mod state;
+pub mod store;
 pub mod transport;

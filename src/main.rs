@@ -31,6 +31,9 @@ enum Command {
     Token(TokenArgs),
     /// Create a development CA and a localhost certificate for trying wss.
     DevCerts(DevCertsArgs),
+    /// Operate a running relay through its admin API: list and approve browsers, revoke
+    /// tokens and browsers, kick connections, query the audit trail (docs/ADMIN.md).
+    Admin(mcp_relay::admin_cli::AdminArgs),
     /// Run an MCP server over stdio that drives the browser through the relay (for Claude
     /// Desktop, Cursor, …).
     #[cfg(feature = "bridge")]
@@ -60,7 +63,9 @@ struct TokenArgs {
     /// other only when their tokens name the same user.
     #[arg(long)]
     user: String,
-    /// Restrict the token to one endpoint. Without it, the token works on both.
+    /// Restrict the token to one endpoint (`extension`, `mcp`); without it, the token works on
+    /// both. `admin` opens neither WebSocket: it is for the admin API (`mcp-relay admin`), on
+    /// every user's browsers, connections and audit events.
     #[arg(long, value_enum)]
     role: Option<Role>,
     /// How long the token is valid (e.g. 1h, 30d).
@@ -118,6 +123,7 @@ async fn main() -> anyhow::Result<()> {
             serve(*config).await
         }
         Command::Token(args) => token(args),
+        Command::Admin(args) => mcp_relay::admin_cli::run(args).await,
         #[cfg(feature = "bench")]
         Command::Bench(args) => mcp_relay_bench::run(args).await,
         #[cfg(feature = "bench")]
@@ -174,22 +180,20 @@ async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
         Some(limit) => tracing::info!(limit, "file-descriptor limit"),
         None => tracing::warn!("could not read the file-descriptor limit"),
     }
+    let store = mcp_relay::server::open_store(&config).await?;
     let dev_secret = if config.dev && config.jwt_secret.is_none() && config.jwt_public_key.is_none()
     {
-        let secret = format!(
-            "dev-{}{}",
-            uuid::Uuid::new_v4().simple(),
-            uuid::Uuid::new_v4().simple()
-        );
+        let secret = dev_secret(&store, config.fresh).await?;
         config.jwt_secret = Some(secret.clone());
         Some(secret)
     } else {
         None
     };
     let dev = config.dev;
-    let relay = mcp_relay::server::start(config).await?;
+    let kept = store.is_persistent();
+    let relay = mcp_relay::server::start_with_store(config, store).await?;
     if dev {
-        print_dev_banner(&relay, dev_secret.as_deref());
+        print_dev_banner(&relay, dev_secret.as_deref(), kept);
     }
     wait_for_signal().await;
     tracing::info!("shutting down");
@@ -197,7 +201,32 @@ async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_dev_banner(relay: &mcp_relay::server::RunningRelay, secret: Option<&str>) {
+/// The `--dev` secret: the one kept in the state store, so tokens printed by an earlier run
+/// keep working, or (first run, `--fresh`) a new one, kept for the next run.
+async fn dev_secret(
+    store: &std::sync::Arc<mcp_relay::store::Store>,
+    fresh: bool,
+) -> anyhow::Result<String> {
+    const KEY: &str = "dev_secret";
+    let store = std::sync::Arc::clone(store);
+    tokio::task::spawn_blocking(move || {
+        if !fresh {
+            if let Some(secret) = store.meta(KEY)? {
+                return Ok(secret);
+            }
+        }
+        let secret = format!(
+            "dev-{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        store.set_meta(KEY, &secret)?;
+        Ok(secret)
+    })
+    .await?
+}
+
+fn print_dev_banner(relay: &mcp_relay::server::RunningRelay, secret: Option<&str>, kept: bool) {
     let extension_url = relay.url("/extension");
     let mcp_url = relay.url("/mcp");
     let ttl = Duration::from_secs(24 * 3600);
@@ -210,8 +239,13 @@ fn print_dev_banner(relay: &mcp_relay::server::RunningRelay, secret: Option<&str
     let mut mcp_claims = MintClaims::new("dev-user", Some(Role::Mcp), ttl);
     mcp_claims.connection_url = Some(mcp_url.clone());
     let mcp_token = auth::mint_hs256(secret.as_bytes(), &mcp_claims);
+    let secret_note = if kept {
+        "secret kept in the state store: tokens survive restarts, --fresh starts over"
+    } else {
+        "ephemeral secret"
+    };
     println!(
-        "mcp-relay is running in DEV MODE (ephemeral secret, tokens valid 24 h; not for production)\n\n\
+        "mcp-relay is running in DEV MODE ({secret_note}; tokens valid 24 h; not for production)\n\n\
          Extension URL:   {extension_url}\n\
          Extension token: {}\n\n\
          MCP URL:         {mcp_url}\n\

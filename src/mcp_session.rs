@@ -40,6 +40,8 @@ pub struct McpSession {
     /// When the token of the last successful handshake expires; a new handshake with a fresher
     /// token of the same user moves it.
     token_expires: Option<tokio::time::Instant>,
+    /// Where a revocation of this socket's token finds it, from the first handshake on.
+    live: Option<crate::access::LiveGuard>,
     /// This socket's budget for control methods (see [`control`]).
     control_rate: RateLimit,
     /// This socket's budget for forwarded requests (`--rate-limit`, `--rate-burst`).
@@ -120,6 +122,7 @@ impl McpSession {
             reader,
             client: None,
             registration: None,
+            live: None,
             token_expires: None,
             control_rate: RateLimit::new(
                 state.config.hub.control_rate_limit,
@@ -309,6 +312,17 @@ impl McpSession {
             return self.reply_error(id, &RelayError::NotConnected);
         };
         if !self.rate.try_acquire() {
+            if let (Some(audit), Some(tag)) = (
+                &self.state.audit,
+                self.state.hub.connection_tag(&connection_id),
+            ) {
+                audit.request(
+                    &tag,
+                    call.method.as_str().into(),
+                    RelayError::RateLimited.code(),
+                    Default::default(),
+                );
+            }
             return self.reply_error(id, &RelayError::RateLimited);
         }
         if let Err(error) =

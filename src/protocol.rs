@@ -34,6 +34,13 @@ pub enum RelayError {
     AlreadyConnected,
     #[error("Extension not found or not accessible")]
     ExtensionNotFound,
+    /// `-32011`: `--require-approval` and this browser is not approved yet.
+    #[error(
+        "Browser {0} is waiting for approval: its owner or the relay's operator approves it out \
+         of band (POST /api/v1/browsers/{0}/approve, or `mcp-relay admin approve {0}`); then \
+         call connect again"
+    )]
+    BrowserNotApproved(String),
     #[error("Not connected to an extension")]
     NotConnected,
     #[error("connectionId does not name this client's connection")]
@@ -130,6 +137,10 @@ pub enum RelayError {
     /// `-32000`: `close_connection` naming a connection that is not this browser's.
     #[error("No connection {0:?} belongs to this browser")]
     NotThisBrowsersConnection(String),
+    /// `-32004`: the relay's operator ended the connection (admin API `DELETE
+    /// /api/v1/connections/{id}`, `mcp-relay admin kick`).
+    #[error("The relay's operator closed this connection before the extension answered")]
+    KickedByOperator,
     /// `-32004`: the client's own `disconnect` ended the connection.
     #[error("The connection was closed by disconnect before the extension answered")]
     ClosedByDisconnect,
@@ -163,9 +174,9 @@ impl RelayError {
                 code::LIMIT_REACHED
             }
             RequestTimedOut(_) => code::REQUEST_TIMEOUT,
-            ExtensionGone | ExtensionLeft | ClosedByDisconnect | StoppedByOwner => {
-                code::EXTENSION_GONE
-            }
+            BrowserNotApproved(_) => code::BROWSER_NOT_APPROVED,
+            ExtensionGone | ExtensionLeft | ClosedByDisconnect | StoppedByOwner
+            | KickedByOperator => code::EXTENSION_GONE,
             ShuttingDown => code::SHUTTING_DOWN,
         }
     }
@@ -246,6 +257,9 @@ pub fn stopped_by_owner_reason(reason: Option<&str>) -> String {
         None => "Stopped by the browser's owner".to_owned(),
     }
 }
+
+/// The `disconnected` reason when the relay's operator ends a connection.
+pub const KICKED_REASON: &str = "Closed by the relay's operator";
 
 /// `connected`: an extension an MCP client was connected to is back (the client reconnects
 /// with `connect`).

@@ -158,8 +158,40 @@ fn tls_config(config: &ServeConfig) -> anyhow::Result<Option<rustls::ServerConfi
     Ok(Some(tls))
 }
 
-/// Binds the listener and starts serving.
+/// Opens the state store `--state` names (the default SQLite file when unset), off the
+/// runtime: opening migrates and may wait on the disk.
+pub async fn open_store(config: &ServeConfig) -> anyhow::Result<Arc<crate::store::Store>> {
+    use crate::store::{default_state_path, StateSpec, Store};
+    let spec = match &config.state {
+        Some(spec) => spec.clone(),
+        None => StateSpec::Sqlite(default_state_path().ok_or_else(|| {
+            anyhow::anyhow!(
+                "no data directory for the default state file (neither XDG_DATA_HOME nor HOME is \
+                 set): pass --state sqlite:PATH, or --state memory to keep nothing"
+            )
+        })?),
+    };
+    anyhow::ensure!(
+        !(config.require_approval && config.cluster.is_some()),
+        "--require-approval with --cluster needs state shared by every node (--state nats), \
+         which is not implemented yet: approvals would stay on the node they were made on"
+    );
+    let store = tokio::task::spawn_blocking(move || Store::open(&spec)).await??;
+    Ok(Arc::new(store))
+}
+
+/// Binds the listener and starts serving, with the state store `--state` names.
 pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
+    let store = open_store(&config).await?;
+    start_with_store(config, store).await
+}
+
+/// Binds the listener and starts serving with an already opened store (`serve --dev` reads its
+/// secret from the store first).
+pub async fn start_with_store(
+    config: ServeConfig,
+    store: Arc<crate::store::Store>,
+) -> anyhow::Result<RunningRelay> {
     let verifier = verifier(&config)?;
     let tls = tls_config(&config)?;
     let metrics = Arc::new(Metrics::default());
@@ -169,9 +201,53 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
         Some(url) => Some(Cluster::connect(&config, url).await?),
         None => None,
     };
-    let hub = Arc::new(Hub::new(limits, Arc::clone(&metrics), cluster));
+    let require_approval = config.require_approval;
+    let access = {
+        let store = Arc::clone(&store);
+        tokio::task::spawn_blocking(move || crate::access::Access::load(store, require_approval))
+            .await??
+    };
+    let mut hub = Hub::new(limits, Arc::clone(&metrics), cluster);
+    let audit = if config.audit_retention.is_zero() {
+        None
+    } else {
+        let (sink, rx) = crate::audit::AuditSink::channel();
+        hub.set_audit(sink.clone());
+        Some((sink, rx))
+    };
+    let hub = Arc::new(hub);
     hub.start_cluster();
-    let state = Arc::new(RelayState::new(config, verifier, metrics, hub));
+    let retention = config.audit_retention;
+    let (audit_sink, audit_rx) = match audit {
+        Some((sink, rx)) => (Some(sink), Some(rx)),
+        None => (None, None),
+    };
+    let state = Arc::new(RelayState::new(
+        config,
+        verifier,
+        metrics,
+        hub,
+        Arc::new(access),
+        audit_sink,
+    ));
+    if let Some(cluster) = state.hub.cluster() {
+        let access = Arc::clone(&state.access);
+        cluster.on_revocation(Arc::new(move |body: &str| {
+            match serde_json::from_str::<crate::access::RemoteRevocation>(body) {
+                Ok(revocation) => access.apply_remote_revocation(&revocation),
+                Err(_) => tracing::warn!("cluster: malformed revocation dropped"),
+            }
+        }));
+    }
+    if let Some(rx) = audit_rx {
+        crate::audit::spawn_writer(
+            Arc::clone(&store),
+            rx,
+            retention,
+            state.shutdown.clone(),
+            &state.tracker,
+        );
+    }
 
     #[cfg(feature = "bridge")]
     let http = Arc::new(crate::mcp_http::McpHttp::new(&state)?);
@@ -184,6 +260,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
         )
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics_endpoint))
+        .merge(crate::admin::routes())
         // The path only: a query string may carry a token (`/mcp?token=…`), and tokens
         // never reach a log at any level.
         .layer(
@@ -518,6 +595,14 @@ async fn metrics_endpoint(
     #[cfg(feature = "bridge")]
     {
         text += &http.render_metrics();
+    }
+    if let Some(audit) = &state.audit {
+        text += &format!(
+            "# HELP mcp_relay_audit_dropped_total Audit events dropped because the writer fell behind.\n\
+             # TYPE mcp_relay_audit_dropped_total counter\n\
+             mcp_relay_audit_dropped_total {}\n",
+            audit.dropped()
+        );
     }
     ([("content-type", "text/plain; version=0.0.4")], text).into_response()
 }

@@ -15,6 +15,8 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::access::Access;
+use crate::audit::AuditSink;
 use crate::auth::Verifier;
 use crate::config::ServeConfig;
 use crate::hub::{ExtensionAuth, Hub};
@@ -42,6 +44,10 @@ pub struct RelayState {
     pub(crate) pending_auths: PendingAuths,
     /// Every TCP connection, and the pending and unauthenticated pools.
     pub(crate) connections: Arc<Registry>,
+    /// Approvals, revocations and the live sockets a revocation closes.
+    pub access: Arc<Access>,
+    /// The audit trail, unless `--audit-retention 0`.
+    pub audit: Option<AuditSink>,
 }
 
 impl RelayState {
@@ -52,8 +58,12 @@ impl RelayState {
         verifier: Verifier,
         metrics: Arc<Metrics>,
         hub: Arc<Hub>,
+        access: Arc<Access>,
+        audit: Option<AuditSink>,
     ) -> RelayState {
         RelayState {
+            access,
+            audit,
             socket: SocketConfig {
                 ping_interval: config.ping_interval,
                 send_timeout: config.send_timeout,
@@ -123,6 +133,8 @@ fn conn_limits(config: &ServeConfig) -> ConnLimits {
 #[derive(Clone)]
 pub(crate) struct Authenticated {
     pub auth: ExtensionAuth,
+    /// The verified token, for the revocation registry.
+    pub identity: crate::auth::Identity,
     /// Time left until the token's `exp`; the socket closes then (plus the grace).
     pub expires_in: std::time::Duration,
 }
@@ -175,5 +187,13 @@ pub(crate) fn for_tests(config: ServeConfig) -> Arc<RelayState> {
         Verifier::hs256(b"unit-test-secret-0123456789"),
         metrics,
         Arc::new(hub),
+        Arc::new(
+            Access::load(
+                Arc::new(crate::store::Store::Memory(Default::default())),
+                false,
+            )
+            .unwrap(),
+        ),
+        None,
     ))
 }

@@ -508,6 +508,7 @@ impl NodeProcess {
                 "0",
             ])
             .env("MCP_RELAY_JWT_SECRET", SECRET)
+            .env("MCP_RELAY_STATE", "memory")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -818,4 +819,110 @@ async fn the_owner_sees_and_stops_a_client_connected_through_another_node() {
     );
     let after = mcp.call("tools/call", json!({})).await;
     assert_eq!(after["error"]["message"], "Not connected to an extension");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revocation_made_on_one_node_closes_sockets_on_another_within_a_second() {
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
+    let a = node(&nats).await;
+    let b = node(&nats).await;
+    wait_until("the nodes see each other", || {
+        let (ca, cb) = (a.cluster().unwrap(), b.cluster().unwrap());
+        async move { ca.live_nodes() >= 1 && cb.live_nodes() >= 1 }
+    })
+    .await;
+    let mut claims = mcp_relay::auth::MintClaims::new(
+        "alice",
+        Some(mcp_relay::auth::Role::Mcp),
+        Duration::from_secs(3600),
+    );
+    claims.jti = "leaked".into();
+    let leaked = mcp_relay::auth::mint_hs256(SECRET.as_bytes(), &claims);
+    let mut on_b = Client::connect(&b.url("/mcp")).await;
+    let answer = on_b
+        .call(json!(1), "mcp_handshake", json!({"access_token": leaked}))
+        .await;
+    assert_eq!(answer["result"]["authenticated"], true, "{answer}");
+
+    let admin = token("root", Some(mcp_relay::auth::Role::Admin));
+    let started = Instant::now();
+    let (status, body) = api(
+        a.local_addr,
+        "POST",
+        "/api/v1/tokens/revoke",
+        Some(&admin),
+        Some(json!({"jti": "leaked"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(on_b.expect_close().await, (1008, "revoked".to_owned()));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    // And node b refuses the token from then on.
+    let mut again = Client::connect(&b.url("/mcp")).await;
+    let answer = again
+        .call(json!(1), "mcp_handshake", json!({"access_token": leaked}))
+        .await;
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("revoked"),
+        "{answer}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_revoked_through_one_node_is_closed_and_refused_on_another() {
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
+    let a = node(&nats).await;
+    let b = node(&nats).await;
+    wait_until("the nodes see each other", || {
+        let (ca, cb) = (a.cluster().unwrap(), b.cluster().unwrap());
+        async move { ca.live_nodes() >= 1 && cb.live_nodes() >= 1 }
+    })
+    .await;
+    // Node a has seen the browser; it now lives on node b.
+    let first = Extension::connect(&a, "alice", "Laptop", "laptop").await;
+    let id = first.extension_id.clone();
+    first.client.close().await;
+    let mut on_b = Extension::connect(&b, "alice", "Laptop", "laptop").await;
+    assert_eq!(on_b.extension_id, id);
+
+    let admin = token("root", Some(mcp_relay::auth::Role::Admin));
+    let started = Instant::now();
+    let (status, body) = api(
+        a.local_addr,
+        "POST",
+        &format!("/api/v1/browsers/{id}/revoke"),
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        on_b.client.expect_close().await,
+        (1008, "revoked".to_owned())
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    // Node b now refuses it too, although it heard of the revocation only over the cluster.
+    let mut again = Client::connect(&b.url("/extension")).await;
+    let auth = again.recv().await;
+    again
+        .send(
+            json!({"id": auth["id"], "result": {"name": "Laptop", "client_id": "laptop",
+            "access_token": token("alice", Some(mcp_relay::auth::Role::Extension))}}),
+        )
+        .await;
+    let (code, reason) = again.expect_close().await;
+    assert_eq!(code, 1008);
+    assert!(reason.contains("was revoked"), "{reason}");
 }

@@ -547,9 +547,13 @@ fn serve_help_documents_every_flag_and_its_environment_variable() {
 
 #[tokio::test]
 async fn dev_mode_prints_working_tokens_and_stops_on_sigterm() {
+    let data_home = tempfile::tempdir().unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-relay"))
         .args(["serve", "--dev", "--listen", "127.0.0.1:0"])
         .env_remove("MCP_RELAY_JWT_SECRET")
+        .env_remove("MCP_RELAY_STATE")
+        // The default state file, in a data directory of the test's own.
+        .env("XDG_DATA_HOME", data_home.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()

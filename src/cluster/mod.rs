@@ -64,6 +64,9 @@ pub trait Routing: Send + Sync + 'static {
     fn frame_for_client(&self, connection_id: &str, body: &str);
 }
 
+/// What a node does with a revocation another node announced (its JSON body).
+pub type RevocationHandler = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// What the publisher task sends, in this order.
 #[derive(Debug)]
 pub(crate) enum Outbound {
@@ -153,6 +156,9 @@ pub struct Cluster {
     /// The NATS client and the cluster's tasks, dropped and aborted by [`Cluster::kill`].
     client: Mutex<Option<async_nats::Client>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Applies a revocation another node made (set by the server, which knows the access
+    /// registry; this module does not).
+    on_revoke: Mutex<Option<RevocationHandler>>,
 }
 
 impl Cluster {
@@ -220,6 +226,7 @@ impl Cluster {
             startup: Mutex::new(None),
             client: Mutex::new(None),
             tasks: Mutex::new(Vec::new()),
+            on_revoke: Mutex::new(None),
         }
     }
 
@@ -356,6 +363,22 @@ impl Cluster {
     pub fn open(&self, node: &str, connection_id: &str, who: &ConnectBody) {
         let body = serde_json::to_string(who).expect("serializable");
         self.publish(node, Kind::Connect, connection_id, &body);
+    }
+
+    /// Sets what this node does with revocations from other nodes.
+    pub fn on_revocation(&self, handler: RevocationHandler) {
+        *self.on_revoke.lock().unwrap() = Some(handler);
+    }
+
+    /// Tells every other live node about a revocation (`body`: its JSON), so their sockets
+    /// holding the revoked token or browser close too and the token is refused there.
+    pub fn revoke(&self, body: &str) {
+        let nodes: Vec<String> = self.view.lock().unwrap().keys().cloned().collect();
+        for node in nodes {
+            if node != self.node_id {
+                self.publish(&node, Kind::Revoke, "-", body);
+            }
+        }
     }
 
     /// A client's request for the extension on `node`.
@@ -515,6 +538,12 @@ impl Cluster {
             Kind::Notify => on_notify(routing, &message),
             Kind::End => self.on_end(routing, &message),
             Kind::Frame => routing.frame_for_client(message.connection_id, message.body),
+            Kind::Revoke => {
+                let handler = self.on_revoke.lock().unwrap().clone();
+                if let Some(handler) = handler {
+                    handler(message.body);
+                }
+            }
         }
     }
 

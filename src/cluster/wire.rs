@@ -62,6 +62,9 @@ pub enum Kind {
     End,
     /// Extension node → client node: a frame for the MCP client (answer or notification).
     Frame,
+    /// Any node → every other node: a token or browser was revoked (the connection id is
+    /// `-`). Body: the revocation as JSON (`crate::access::RemoteRevocation`).
+    Revoke,
 }
 
 impl Kind {
@@ -72,6 +75,7 @@ impl Kind {
             Kind::Notify => "notify",
             Kind::End => "end",
             Kind::Frame => "frame",
+            Kind::Revoke => "revoke",
         }
     }
 
@@ -82,6 +86,7 @@ impl Kind {
             "notify" => Kind::Notify,
             "end" => Kind::End,
             "frame" => Kind::Frame,
+            "revoke" => Kind::Revoke,
             _ => return None,
         })
     }

@@ -10,9 +10,10 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::audit::ConnTag;
 use crate::peer::Peer;
 use crate::protocol::RelayError;
 
@@ -60,9 +61,13 @@ pub(super) struct Connection {
     pub pending: Mutex<Option<Pending>>,
     /// Disambiguates requests that reuse an id that is still pending.
     pub collisions: AtomicU64,
+    /// Who is at each end, for the audit trail and the admin API's connection list.
+    pub tag: Arc<ConnTag>,
 }
 
 impl Connection {
+    // One argument per field a connection is born with; a builder would only rename them.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         id: String,
         user_id: &str,
@@ -71,8 +76,17 @@ impl Connection {
         client: ClientSide,
         extension: ExtensionSide,
         opened: String,
+        who: (&str, Option<&str>),
     ) -> Self {
+        let (mcp_client_id, client_name) = who;
         Connection {
+            tag: Arc::new(ConnTag {
+                connection_id: id.clone(),
+                user_id: user_id.to_owned(),
+                mcp_client_id: mcp_client_id.to_owned(),
+                client_name: client_name.map(str::to_owned),
+                extension_id: extension_id.to_owned(),
+            }),
             id,
             user_id: user_id.to_owned(),
             extension_id: extension_id.to_owned(),
@@ -109,6 +123,8 @@ pub(super) struct PendingRequest {
     /// the extension's queue until the request is answered. Zero for a remote extension: its
     /// node applies the fair share.
     pub frame_bytes: usize,
+    /// The method, kept only while the audit trail is on (it is recorded with the outcome).
+    pub method: Option<Box<str>>,
 }
 
 /// A connection's pending requests by key (the mapped id sent to a local extension, the raw id
@@ -194,6 +210,7 @@ mod tests {
             started: Instant::now(),
             cost: 2 * id_len + PENDING_OVERHEAD_BYTES,
             frame_bytes,
+            method: None,
         }
     }
 

@@ -13,6 +13,7 @@
 //! | `ExtensionReportedGone` | extension left | (gone) | (its node's `disconnected` was forwarded) | yes |
 //! | `StoppedByOwner(reason)` | stopped by the owner | `reason` | `disconnected` | |
 //! | `Shutdown` | shutting down | only a remote extension's node | | |
+//! | `Kicked` | closed by the operator | "Closed by the relay's operator" | `disconnected` | |
 //! | `Abandoned` | (none yet) | | | |
 //!
 //! "Extension told" means, for an extension here, `notifications/cancelled` for each pending
@@ -59,6 +60,9 @@ pub enum Ending<'a> {
     StoppedByOwner(&'a str),
     /// This relay is shutting down.
     Shutdown,
+    /// The relay's operator ended it (admin API, `mcp-relay admin kick`): the client is told
+    /// `disconnected`, the extension `connection_closed`.
+    Kicked,
     /// `connect` lost a race with the extension leaving: nobody has heard of it yet.
     Abandoned,
 }
@@ -75,6 +79,7 @@ impl<'a> Ending<'a> {
                 Some(RelayError::ExtensionLeft)
             }
             Ending::StoppedByOwner(_) => Some(RelayError::StoppedByOwner),
+            Ending::Kicked => Some(RelayError::KickedByOperator),
             Ending::ClientGone
             | Ending::ClientEnded(_)
             | Ending::ClientNodeGone
@@ -91,6 +96,7 @@ impl<'a> Ending<'a> {
             Ending::ClientEnded(reason) => Some(reason),
             Ending::ClientNodeGone => Some("MCP client's relay node went away"),
             Ending::StoppedByOwner(reason) => Some(reason),
+            Ending::Kicked => Some(protocol::KICKED_REASON),
             Ending::Shutdown if !extension.is_local() => Some("relay shutting down"),
             Ending::Shutdown
             | Ending::ExtensionGone { .. }
@@ -120,15 +126,25 @@ impl Hub {
                 .pending_requests
                 .fetch_sub(pending.len() as i64, Relaxed);
         }
+        let mut pending = pending;
         if let Some(answer) = ending.answer() {
             for request in pending.values() {
                 self.send_to_client(&conn, answer.response(&request.original_id));
                 self.metrics.error(answer.code());
             }
         }
+        // Every request ends in the audit trail: with the answer the client got, or -32004
+        // when nobody was left to answer.
+        let recorded = ending
+            .answer()
+            .map_or(crate::frame::code::EXTENSION_GONE, |a| a.code());
+        for request in pending.values_mut() {
+            self.audit_request(&conn, request, recorded);
+        }
         let notice = match ending {
             Ending::ExtensionGone { name, reason } => Some((name, reason)),
             Ending::StoppedByOwner(reason) => Some((conn.extension_name.as_str(), reason)),
+            Ending::Kicked => Some((conn.extension_name.as_str(), protocol::KICKED_REASON)),
             _ => None,
         };
         if let Some((name, reason)) = notice {

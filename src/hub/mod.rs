@@ -60,6 +60,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
+use crate::audit::AuditSink;
 use crate::cluster::wire::{ConnectBody, PresenceEntry};
 use crate::cluster::Cluster;
 use crate::frame::{self, code, Reply};
@@ -80,6 +81,19 @@ pub struct ExtensionAuth {
     pub client_id: Option<String>,
     pub name: String,
     pub version: Option<String>,
+}
+
+impl ExtensionAuth {
+    /// The stable id of this browser identity. Without a client_id (spec-era extensions), the
+    /// browser name is the best stable key.
+    pub fn extension_id(&self) -> String {
+        let key = self
+            .client_id
+            .as_deref()
+            .map(|c| format!("client:{c}"))
+            .unwrap_or_else(|| format!("name:{}", self.name));
+        extension_id_for(&self.user_id, &key)
+    }
 }
 
 /// An authenticated MCP socket.
@@ -116,6 +130,23 @@ pub struct ExtensionInfo {
     pub connected: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// Present only with `--require-approval` (filled in by the session, which knows the
+    /// approvals; the hub does not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approved: Option<bool>,
+}
+
+/// One row of the admin API's `GET /api/v1/connections`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ConnectionRow {
+    pub id: String,
+    pub user_id: String,
+    pub mcp_client_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
+    pub extension_id: String,
+    pub extension_name: String,
+    pub pending_requests: usize,
 }
 
 /// The result of `connect`.
@@ -166,6 +197,8 @@ pub struct Hub {
     limits: HubLimits,
     /// Presence and transport to the other nodes, with `--cluster`.
     cluster: Option<Arc<Cluster>>,
+    /// The audit trail (`--audit-retention` not 0): one `try_send` per finished request.
+    audit: Option<AuditSink>,
 }
 
 /// Namespace for deriving stable extension ids (a fixed random UUID).
@@ -203,7 +236,68 @@ impl Hub {
             metrics,
             limits,
             cluster,
+            audit: None,
         }
+    }
+
+    /// Records every forwarded request's outcome on `sink` from now on (set before sharing the
+    /// hub).
+    pub fn set_audit(&mut self, sink: AuditSink) {
+        self.audit = Some(sink);
+    }
+
+    /// Records a finished request of `conn` (an extension here only: a request to another
+    /// node's browser is recorded there, once).
+    fn audit_request(&self, conn: &Connection, request: &mut PendingRequest, code: i64) {
+        if let (Some(audit), Some(method)) = (&self.audit, request.method.take()) {
+            audit.request(&conn.tag, method, code, request.started.elapsed());
+        }
+    }
+
+    /// Whether an extension identity has a socket on this node.
+    pub fn extension_online(&self, extension_id: &str) -> bool {
+        self.extensions
+            .get(extension_id)
+            .is_some_and(|e| !e.sockets.is_empty())
+    }
+
+    /// The connections with an MCP client on this node (`user_id`'s only, when given), for the
+    /// admin API.
+    pub fn list_connections(&self, user_id: Option<&str>) -> Vec<ConnectionRow> {
+        let mut rows: Vec<ConnectionRow> = self
+            .connections
+            .iter()
+            .filter(|c| matches!(c.client, ClientSide::Local(_)))
+            .filter(|c| user_id.is_none_or(|u| c.user_id == u))
+            .map(|c| ConnectionRow {
+                id: c.id.clone(),
+                user_id: c.user_id.clone(),
+                mcp_client_id: c.tag.mcp_client_id.clone(),
+                client_name: c.tag.client_name.clone(),
+                extension_id: c.extension_id.clone(),
+                extension_name: c.extension_name.clone(),
+                pending_requests: c
+                    .pending
+                    .lock()
+                    .unwrap()
+                    .as_ref()
+                    .map_or(0, |p| p.requests.len()),
+            })
+            .collect();
+        rows.sort_by(|a, b| a.id.cmp(&b.id));
+        rows
+    }
+
+    /// Who is at each end of a connection (the audit trail's labels).
+    pub fn connection_tag(&self, connection_id: &str) -> Option<Arc<crate::audit::ConnTag>> {
+        self.connection(connection_id).map(|c| Arc::clone(&c.tag))
+    }
+
+    /// The user a connection with a client here belongs to.
+    pub fn connection_user(&self, connection_id: &str) -> Option<String> {
+        self.connection(connection_id)
+            .filter(|c| matches!(c.client, ClientSide::Local(_)))
+            .map(|c| c.user_id.clone())
     }
 
     /// Starts the cluster's presence, receive and expiry tasks, which route through this hub.
@@ -336,6 +430,7 @@ impl Hub {
                 client,
                 ExtensionSide::Local,
                 opened.clone(),
+                (&who.mcp_client_id, who.client_name.as_deref()),
             )),
         );
         self.metrics.connections.fetch_add(1, Relaxed);
@@ -386,6 +481,7 @@ impl Hub {
                 ClientSide::Local(client.peer.clone()),
                 ExtensionSide::Remote { node: node.clone() },
                 String::new(),
+                (&client.mcp_client_id, client.client_name.as_deref()),
             )),
         );
         cluster.open(&node, &connection_id, &client.connect_body(extension_id));
@@ -405,13 +501,7 @@ impl Hub {
         peer: &Peer,
         newest: bool,
     ) -> Result<String, RelayError> {
-        // Without a client_id (spec-era extensions), the browser name is the best stable key.
-        let key = auth
-            .client_id
-            .as_deref()
-            .map(|c| format!("client:{c}"))
-            .unwrap_or_else(|| format!("name:{}", auth.name));
-        let extension_id = extension_id_for(&auth.user_id, &key);
+        let extension_id = auth.extension_id();
         // Stored per browser, listed, and sent to every cluster node: the browser must not
         // choose their size (docs/SECURITY.md).
         let name = truncate_utf8(&auth.name, self.limits.max_name_bytes);
@@ -599,6 +689,7 @@ impl Hub {
                 name: e.name.clone(),
                 connected: !e.sockets.is_empty(),
                 version: e.version.clone(),
+                approved: None,
             })
             .collect();
         if let Some(cluster) = &self.cluster {
@@ -609,6 +700,7 @@ impl Hub {
                         name: entry.name,
                         connected: true,
                         version: entry.version,
+                        approved: None,
                     });
                 }
             }
@@ -639,6 +731,11 @@ impl Hub {
     /// with an error saying why, and the extension is told to cancel them.
     pub fn disconnect(&self, connection_id: &str, cause: EndCause) {
         self.end(connection_id, Ending::Disconnect(cause));
+    }
+
+    /// The relay's operator ends a connection (admin API). False when there is none.
+    pub fn kick(&self, connection_id: &str) -> bool {
+        self.end(connection_id, Ending::Kicked)
     }
 
     /// The MCP socket of a connection went away: pending requests are forgotten, and the
@@ -689,6 +786,22 @@ impl Hub {
         if let ExtensionSide::Remote { node } = &conn.extension {
             return self.forward_request_to_node(&conn, node, id, method, params);
         }
+        let result = self.forward_local(&conn, id, method, params);
+        if let (Err(error), Some(audit)) = (&result, &self.audit) {
+            // Refused before it reached the browser: recorded with the code the client got.
+            audit.request(&conn.tag, method.into(), error.code(), Default::default());
+        }
+        result
+    }
+
+    /// [`Hub::forward_request`] to an extension on this node.
+    fn forward_local(
+        &self,
+        conn: &Connection,
+        id: &RawValue,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<(), RelayError> {
         // The socket and how many connections share it, in the one look-up this path always did.
         let target = self.extensions.get(&conn.extension_id).and_then(|e| {
             e.sockets
@@ -707,6 +820,11 @@ impl Hub {
                 cost: mapped.len() + id.get().len() + PENDING_OVERHEAD_BYTES,
                 // The frame built below: envelope, mapped id, method, params.
                 frame_bytes: 64 + mapped.len() + method.len() + params.map_or(0, |p| p.get().len()),
+                // Cut before it is kept: the pending budget does not count it.
+                method: self
+                    .audit
+                    .as_ref()
+                    .map(|_| truncate_utf8(method, crate::audit::MAX_METHOD_BYTES).into()),
             };
             pending.admit(
                 mapped.clone(),
@@ -726,7 +844,7 @@ impl Hub {
             _ => Some(RelayError::ExtensionGone),
         };
         if let Some(error) = refused {
-            if self.take_pending(&conn, &mapped).is_some() {
+            if self.take_pending(conn, &mapped).is_some() {
                 return Err(error);
             }
         }
@@ -759,6 +877,7 @@ impl Hub {
                 started: Instant::now(),
                 cost: key.len() + id.get().len() + PENDING_OVERHEAD_BYTES,
                 frame_bytes: 0,
+                method: None,
             };
             pending.admit(key, outstanding, self.limits.max_pending_bytes, usize::MAX)?;
         }
@@ -818,8 +937,8 @@ impl Hub {
                 );
                 return None;
             }
-            let request = self.take_pending(&conn, &mapped)?;
-            let response = match (reply.error, reply.result) {
+            let mut request = self.take_pending(&conn, &mapped)?;
+            let (response, outcome) = match (reply.error, reply.result) {
                 (Some(error), _) => {
                     let error = frame::normalize_error(error);
                     let code = serde_json::from_str::<serde_json::Value>(&error)
@@ -827,14 +946,24 @@ impl Hub {
                         .and_then(|e| e["code"].as_i64())
                         .unwrap_or(code::SERVER_ERROR);
                     self.metrics.error(code);
-                    frame::raw_error_response(&request.original_id, &error)
+                    (
+                        frame::raw_error_response(&request.original_id, &error),
+                        code,
+                    )
                 }
-                (None, Some(result)) => frame::result_response(&request.original_id, result.get()),
+                (None, Some(result)) => (
+                    frame::result_response(&request.original_id, result.get()),
+                    0,
+                ),
                 (None, None) => {
                     self.metrics.error(RelayError::EmptyReply.code());
-                    RelayError::EmptyReply.response(&request.original_id)
+                    (
+                        RelayError::EmptyReply.response(&request.original_id),
+                        RelayError::EmptyReply.code(),
+                    )
                 }
             };
+            self.audit_request(&conn, &mut request, outcome);
             self.metrics.observe_latency(request.started.elapsed());
             self.metrics.responses.fetch_add(1, Relaxed);
             self.send_to_client(&conn, response);
@@ -899,7 +1028,8 @@ impl Hub {
                 };
                 pending.remove_expired(now, if local { timeout } else { fallback })
             };
-            for (mapped, request) in expired {
+            for (mapped, mut request) in expired {
+                self.audit_request(&conn, &mut request, answer.code());
                 if local {
                     self.metrics.pending_requests.fetch_sub(1, Relaxed);
                 }

@@ -85,6 +85,7 @@ impl McpSession {
             .state
             .verifier
             .verify(&token, Role::Mcp)
+            .and_then(|identity| self.state.access.check_token(&identity).map(|()| identity))
             .map_err(|e| RelayError::AuthenticationFailed(e.to_string()))?;
         if let Some(client) = &mut self.client {
             // A repeated handshake is harmless when it names the same user.
@@ -94,10 +95,12 @@ impl McpSession {
             client.client_id = client_id.or(client.client_id.take());
             client.client_name = client_name.or(client.client_name.take());
             self.token_expires = Some(tokio::time::Instant::now() + identity.expires_in());
+            self.state.access.retrack(&self.peer, &identity);
             return Ok(handshake_result(client));
         }
         let expires = tokio::time::Instant::now() + identity.expires_in();
         let registration = McpRegistration::register(&self.state, &identity.user_id)?;
+        self.live = Some(self.state.access.track(&self.peer, &identity, None));
         let client = McpClient {
             user_id: identity.user_id,
             mcp_client_id: format!("mcp-{}", Uuid::new_v4()),
@@ -106,6 +109,17 @@ impl McpSession {
             peer: self.peer.clone(),
         };
         let result = handshake_result(&client);
+        if let Some(audit) = &self.state.audit {
+            audit.control(
+                "handshake",
+                &client.user_id,
+                Some(&client.mcp_client_id),
+                None,
+                None,
+                0,
+                client.client_name.clone(),
+            );
+        }
         self.client = Some(client);
         self.registration = Some(registration);
         self.token_expires = Some(expires);
@@ -115,7 +129,13 @@ impl McpSession {
     /// `list_extensions`: the caller's user's extensions only.
     pub(super) fn list_extensions(&self) -> Value {
         let client = self.client.as_ref().expect("checked by the session");
-        json!({ "extensions": self.state.hub.list_extensions(&client.user_id) })
+        let mut list = self.state.hub.list_extensions(&client.user_id);
+        if self.state.access.require_approval() {
+            for extension in &mut list {
+                extension.approved = Some(self.state.access.approved(&extension.id));
+            }
+        }
+        json!({ "extensions": list })
     }
 
     /// `connect {extension_id}`. On success also returns the `status` notification to send
@@ -136,7 +156,19 @@ impl McpSession {
             return Err(RelayError::AlreadyConnected);
         }
         let client = self.client.as_ref().expect("checked by the session");
-        let info = self.state.hub.connect(client, extension_id)?;
+        let result = self.connect_to(client, extension_id);
+        if let Some(audit) = &self.state.audit {
+            audit.control(
+                "connect",
+                &client.user_id,
+                Some(&client.mcp_client_id),
+                result.as_ref().ok().map(|i| i.connection_id.as_str()),
+                Some(extension_id),
+                result.as_ref().err().map_or(0, RelayError::code),
+                None,
+            );
+        }
+        let info = result?;
         let registration = self.registration.as_mut().expect("set with the client");
         registration.connection = Some(info.connection_id.clone());
         let status =
@@ -151,8 +183,44 @@ impl McpSession {
         ))
     }
 
+    /// The hub's `connect`, behind the approval check: with `--require-approval` a browser of
+    /// this user that nobody approved yet gets `-32011` (someone else's gets the same answer as
+    /// a browser that does not exist, from the hub).
+    fn connect_to(
+        &self,
+        client: &McpClient,
+        extension_id: &str,
+    ) -> Result<crate::hub::ConnectInfo, RelayError> {
+        let access = &self.state.access;
+        if access.require_approval()
+            && !access.approved(extension_id)
+            && self
+                .state
+                .hub
+                .list_extensions(&client.user_id)
+                .iter()
+                .any(|e| e.id == extension_id)
+        {
+            return Err(RelayError::BrowserNotApproved(extension_id.to_owned()));
+        }
+        self.state.hub.connect(client, extension_id)
+    }
+
     /// `disconnect`: succeeds also when not connected.
     pub(super) fn disconnect(&mut self) -> Value {
+        if let (Some(audit), Some(client), Some(connection_id)) =
+            (&self.state.audit, &self.client, self.connection())
+        {
+            audit.control(
+                "disconnect",
+                &client.user_id,
+                Some(&client.mcp_client_id),
+                Some(connection_id),
+                None,
+                0,
+                None,
+            );
+        }
         if let Some(connection_id) = self.take_connection() {
             self.state
                 .hub

@@ -33,6 +33,8 @@ impl ChildRelay {
             .args(["serve", "--listen", "127.0.0.1:0", "--rate-limit", "0"])
             .args(args)
             .env("MCP_RELAY_JWT_SECRET", SECRET)
+            // Nothing shared through the user's data directory (`--state` overrides it).
+            .env("MCP_RELAY_STATE", "memory")
             .env(
                 "MCP_RELAY_LOG",
                 std::env::var("HOSTILE_DEBUG").unwrap_or_else(|_| "info".into()),

@@ -28,6 +28,9 @@ pub async fn relay_with(tweak: impl FnOnce(&mut ServeConfig)) -> RunningRelay {
     config.listen = "127.0.0.1:0".parse().unwrap();
     config.jwt_secret = Some(SECRET.into());
     config.rate_limit = 0.0;
+    // Tests share nothing through the user's data directory; those about persistence give a
+    // file of their own.
+    config.state = Some(mcp_relay::store::StateSpec::Memory);
     tweak(&mut config);
     start(config).await.expect("relay starts")
 }
@@ -318,6 +321,37 @@ pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
         .map(|(_, b)| b.to_owned())
         .unwrap_or_default();
     (status, body)
+}
+
+/// One HTTP/1.1 request on loopback; returns the status and the body as JSON (`Null` when it
+/// is not JSON).
+pub async fn api(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Value) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut text = String::new();
+    tokio::time::timeout(WAIT, stream.read_to_string(&mut text))
+        .await
+        .expect("the API answers")
+        .unwrap();
+    let status = text[9..12].parse().unwrap();
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
 }
 
 pub use mcp_relay_test_support::present_or_skip;

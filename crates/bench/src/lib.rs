@@ -118,6 +118,9 @@ impl Server {
                 .args(["--request-timeout", "120s"])
                 .args(extra)
                 .env("MCP_RELAY_JWT_SECRET", SECRET)
+                // Unless the relay arguments name a store (`--state sqlite:…`), the bench keeps
+                // nothing.
+                .env("MCP_RELAY_STATE", "memory")
                 .env("MCP_RELAY_LOG", "warn");
             Ok(cmd)
         })

@@ -363,6 +363,11 @@ pub(crate) fn advice(error: &LinkError) -> String {
                      bridge waited --approval-wait for them. Tell the person to click Allow in the mcp-relay \
                      extension (its toolbar icon or the notification), then call the tool again"
                 ),
+                code::BROWSER_NOT_APPROVED => format!(
+                    "this browser is waiting for approval on the relay ({message}). Tell the \
+                     person to approve it (`mcp-relay admin approve ID` with their token, or \
+                     their relay's operator), then call the tool again"
+                ),
                 code::METHOD_NOT_FOUND => format!(
                     "the browser extension does not know this command ({message}): update the \
                  mcp-relay extension"
@@ -1298,6 +1303,15 @@ pub fn definitions() -> Vec<Tool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_browser_waiting_for_approval_tells_the_model_how_to_unblock_it() {
+        let text = advice(&LinkError::Rpc {
+            code: code::BROWSER_NOT_APPROVED,
+            message: "Browser ext-1 is waiting for approval".into(),
+        });
+        assert!(text.contains("waiting for approval") && text.contains("mcp-relay admin approve"));
+    }
 
     fn args(value: Value) -> JsonObject {
         value.as_object().unwrap().clone()

@@ -30,3 +30,6 @@ pub const LIMIT_REACHED: i64 = -32006;
 /// yet (or denied it). The relay forwards it unchanged; the bridge waits a little for the
 /// owner's decision and otherwise tells the model to ask the person.
 pub const OWNER_APPROVAL_REQUIRED: i64 = -32010;
+/// `connect` to a browser that is still pending approval (`serve --require-approval`): its
+/// owner or an operator approves it out of band (admin API, `mcp-relay admin approve ID`).
+pub const BROWSER_NOT_APPROVED: i64 = -32011;

@@ -10,11 +10,15 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde::{Deserialize, Serialize};
 
 /// Which endpoint a token may be used on. Tokens without a `role` claim work on both.
+///
+/// `admin` opens neither WebSocket endpoint: it is for the admin API (`/api/v1/…`, `mcp-relay
+/// admin`), where it sees and acts on every user's browsers, connections and audit events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Extension,
     Mcp,
+    Admin,
 }
 
 impl Role {
@@ -22,6 +26,7 @@ impl Role {
         match self {
             Role::Extension => "extension",
             Role::Mcp => "mcp",
+            Role::Admin => "admin",
         }
     }
 }
@@ -32,6 +37,9 @@ pub struct MintClaims {
     pub sub: String,
     pub exp: u64,
     pub iat: u64,
+    /// A random id for this one token, so that it alone can be revoked (`mcp-relay admin
+    /// revoke-token JTI`) without touching the user's other tokens.
+    pub jti: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub role: Option<Role>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -50,6 +58,7 @@ impl MintClaims {
             sub: user.to_owned(),
             exp: now + ttl.as_secs(),
             iat: now,
+            jti: uuid::Uuid::new_v4().simple().to_string(),
             role,
             connection_url: None,
             iss: None,
