@@ -33,6 +33,9 @@
 //! - [`extension_session`]: one extension socket (`ExtensionSession`): `authenticate` (with its
 //!   own random id, and answers that arrive on another socket of the same browser), then
 //!   answers and notifications from the browser, until the socket or its token ends.
+//! - `mcp_http` (feature `bridge`): MCP over Streamable HTTP on `/mcp` for hosts that connect
+//!   by URL: bearer auth, sessions bound to their user, the bridge's tools over an in-memory
+//!   `McpSession`; `mcp_events` keeps its SSE events for `Last-Event-ID` resumption.
 //! - [`state`]: what every session shares (configuration, verifier, hub, metrics, shutdown,
 //!   pending `authenticate` requests); it imports no session.
 //!
@@ -92,6 +95,8 @@ pub mod extension_session;
 pub mod frame;
 pub mod hub;
 pub mod limits;
+#[cfg(feature = "bridge")]
+pub mod mcp_events;
 #[cfg(feature = "bridge")]
 pub mod mcp_http;
 pub mod mcp_session;

@@ -145,7 +145,10 @@ impl McpHttp {
                 })?),
                 None => None,
             };
-        let mut sessions = LocalSessionManager::default();
+        // Resumption with Last-Event-ID replays from the relay's own store (src/mcp_events.rs):
+        // rmcp's session cache alone forgets a call's stream once its answer is sent.
+        let mut sessions = LocalSessionManager::default()
+            .with_event_store(Arc::new(crate::mcp_events::RecentEvents::default()));
         sessions.session_config.keep_alive = Some(state.config.mcp_session_idle);
         let mut config = StreamableHttpServerConfig::default()
             .disable_allowed_hosts()

@@ -835,3 +835,75 @@ async fn a_call_waits_for_the_owners_approval() {
     );
     relay.shutdown().await;
 }
+
+/// Resumability (MCP Streamable HTTP, "Resumability and Redelivery"): a host whose POST stream
+/// dropped after the priming event, while the browser was still working, gets the answer by
+/// `GET` with `Last-Event-ID` once the browser has answered.
+#[tokio::test]
+async fn a_call_whose_stream_dropped_is_resumed_with_last_event_id() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let relay = relay().await;
+    let addr = relay.local_addr;
+    let mut extension = Extension::connect(&relay, "alice", "Chrome", "client-1").await;
+    let session = Session::open(addr, "alice", "Claude Code", "/mcp").await;
+
+    // The call, by hand: read up to the priming event's id, then drop the connection.
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "browser_snapshot", "arguments": {}}})
+    .to_string();
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nAuthorization: {}\r\nMcp-Session-Id: {}\r\n\
+         MCP-Protocol-Version: 2025-06-18\r\nContent-Length: {}\r\n\r\n{body}",
+        session.auth,
+        session.id,
+        body.len()
+    );
+    socket.write_all(request.as_bytes()).await.unwrap();
+    let mut seen = String::new();
+    let event_id = tokio::time::timeout(WAIT, async {
+        let mut buffer = [0u8; 4096];
+        loop {
+            let n = socket.read(&mut buffer).await.unwrap();
+            assert!(n > 0, "stream ended before an event id: {seen}");
+            seen.push_str(&String::from_utf8_lossy(&buffer[..n]));
+            if let Some(line) = seen.lines().find(|l| l.starts_with("id:")) {
+                break line["id:".len()..].trim().to_owned();
+            }
+        }
+    })
+    .await
+    .expect("a priming event with an id");
+    assert!(
+        !seen.contains("\"id\":7"),
+        "answered before the browser did: {seen}"
+    );
+    drop(socket);
+
+    // The browser answers while nobody is listening.
+    let request = extension.next_request().await;
+    extension
+        .reply(&request, json!({"snapshot": "- button \"Later\" [ref=e9]"}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let resumed = http(
+        addr,
+        "GET",
+        "/mcp",
+        &[
+            ("Accept", "text/event-stream"),
+            ("Authorization", &session.auth),
+            ("Mcp-Session-Id", &session.id),
+            ("MCP-Protocol-Version", "2025-06-18"),
+            ("Last-Event-ID", &event_id),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(resumed.status, 200, "{resumed:?}");
+    let answer = resumed.answer(7);
+    assert!(text(&answer["result"]).contains("[ref=e9]"), "{resumed:?}");
+    relay.shutdown().await;
+}
