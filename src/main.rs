@@ -227,11 +227,19 @@ async fn dev_secret(
 }
 
 fn print_dev_banner(relay: &mcp_relay::server::RunningRelay, secret: Option<&str>, kept: bool) {
+    // The relay keeps running if whoever started it stopped reading its stdout (a test that
+    // took the tokens, `| head`): a closed pipe must not make the banner panic.
+    macro_rules! say {
+        ($($arg:tt)*) => {{
+            use std::io::Write;
+            let _ = writeln!(std::io::stdout(), $($arg)*);
+        }};
+    }
     let extension_url = relay.url("/extension");
     let mcp_url = relay.url("/mcp");
     let ttl = Duration::from_secs(24 * 3600);
     let Some(secret) = secret else {
-        println!("dev mode: tokens are not printed because a key was configured; mint them with `mcp-relay token`");
+        say!("dev mode: tokens are not printed because a key was configured; mint them with `mcp-relay token`");
         return;
     };
     let mut ext_claims = MintClaims::new("dev-user", Some(Role::Extension), ttl);
@@ -244,7 +252,7 @@ fn print_dev_banner(relay: &mcp_relay::server::RunningRelay, secret: Option<&str
     } else {
         "ephemeral secret"
     };
-    println!(
+    say!(
         "mcp-relay is running in DEV MODE ({secret_note}; tokens valid 24 h; not for production)\n\n\
          Extension URL:   {extension_url}\n\
          Extension token: {}\n\n\
@@ -259,7 +267,7 @@ fn print_dev_banner(relay: &mcp_relay::server::RunningRelay, secret: Option<&str
     #[cfg(feature = "bridge")]
     {
         let http_url = relay.http_url("/mcp");
-        println!(
+        say!(
             "\nConnect Claude Code to this relay over MCP Streamable HTTP (no bridge needed):\n\n  \
              claude mcp add --transport http browser {http_url} --header \"Authorization: Bearer {mcp_token}\""
         );

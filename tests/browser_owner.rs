@@ -92,18 +92,14 @@ async fn consent(chromium: &Path) {
     devtools
         .wait_for(&worker, "chrome.action.getBadgeText({})", json!("1?"))
         .await;
-    let shown = devtools
-        .eval(
+    // Created asynchronously, just after the badge: waited for, not read once.
+    devtools
+        .wait_for(
             &worker,
-            "chrome.notifications.getAll().then(all => Object.keys(all))",
+            "chrome.notifications.getAll().then(all => Object.keys(all)).then(ids => ids.length === 1 && ids[0].startsWith('consent:'))",
+            json!(true),
         )
         .await;
-    assert!(
-        shown
-            .as_array()
-            .is_some_and(|ids| ids.len() == 1 && ids[0].as_str().unwrap().starts_with("consent:")),
-        "one consent notification: {shown}"
-    );
 
     // The person opens the popup: the assistant asks, with its name and three choices.
     let origin = devtools.extension_origin().await;
