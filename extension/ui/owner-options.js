@@ -19,43 +19,20 @@ export async function showOwnerOptions(doc) {
   const savedSites = doc.getElementById('sites-saved');
 
   const render = stored => {
-    const always = stored[ConsentKey.ALWAYS_ALLOWED] ?? {};
-    list.replaceChildren();
-    const entries = Object.entries(always);
-    if (entries.length === 0)
-      list.append(Object.assign(doc.createElement('li'), { className: 'hint', textContent: 'None yet.' }));
-    for (const [key, entry] of entries) {
-      const item = doc.createElement('li');
-      item.className = 'row';
-      item.dataset.key = key;
-      const since = entry.allowedAt ? ` (since ${new Date(entry.allowedAt).toLocaleString()})` : '';
-      item.append(Object.assign(doc.createElement('span'), { textContent: `${entry.name}${since}` }));
-      const revoke = Object.assign(doc.createElement('button'), { className: 'revoke', textContent: 'Revoke' });
-      revoke.addEventListener('click', () => chrome.runtime.sendMessage({ type: OwnerMessage.REVOKE, key }));
-      item.append(revoke);
-      list.append(item);
-    }
+    showDecisions(doc, list, stored[ConsentKey.ALWAYS_ALLOWED], {
+      empty: 'None yet.', at: 'allowedAt', button: 'revoke', label: 'Revoke',
+      act: key => chrome.runtime.sendMessage({ type: OwnerMessage.REVOKE, key }),
+    });
     allowAll.checked = stored[ConsentKey.ALLOW_ALL] === true;
-    deniedList.replaceChildren();
-    const denied = Object.entries(stored[ConsentKey.DENIED] ?? {});
-    if (denied.length === 0)
-      deniedList.append(Object.assign(doc.createElement('li'), { className: 'hint', textContent: 'None.' }));
-    for (const [key, entry] of denied) {
-      const item = doc.createElement('li');
-      item.className = 'row';
-      item.dataset.key = key;
-      const since = entry.deniedAt ? ` (since ${new Date(entry.deniedAt).toLocaleString()})` : '';
-      item.append(Object.assign(doc.createElement('span'), { textContent: `${entry.name}${since}` }));
-      const forget = Object.assign(doc.createElement('button'), { className: 'forget', textContent: 'Forget' });
+    showDecisions(doc, deniedList, stored[ConsentKey.DENIED], {
+      empty: 'None.', at: 'deniedAt', button: 'forget', label: 'Forget',
       // Straight to storage: the service worker applies it through storage.onChanged.
-      forget.addEventListener('click', async () => {
+      act: async key => {
         const { [ConsentKey.DENIED]: now = {} } = await chrome.storage.local.get(ConsentKey.DENIED);
         delete now[key];
         await chrome.storage.local.set({ [ConsentKey.DENIED]: now });
-      });
-      item.append(forget);
-      deniedList.append(item);
-    }
+      },
+    });
   };
   const keys = [ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, ConsentKey.DENIED, BLOCKED_SITES_KEY];
   const stored = await chrome.storage.local.get(keys);
@@ -72,4 +49,30 @@ export async function showOwnerOptions(doc) {
     savedSites.textContent = 'Saved.';
     setTimeout(() => { savedSites.textContent = ''; }, 2000);
   });
+}
+
+/**
+ * One list of remembered decisions: each assistant's name, since when, and a button.
+ *
+ * @param {Document} doc
+ * @param {HTMLElement} list
+ * @param {Record<string, {name: string}> | undefined} decisions by assistant key
+ * @param {{empty: string, at: string, button: string, label: string, act: (key: string) => unknown}} how
+ */
+function showDecisions(doc, list, decisions, { empty, at, button, label, act }) {
+  list.replaceChildren();
+  const entries = Object.entries(decisions ?? {});
+  if (entries.length === 0)
+    list.append(Object.assign(doc.createElement('li'), { className: 'hint', textContent: empty }));
+  for (const [key, entry] of entries) {
+    const item = doc.createElement('li');
+    item.className = 'row';
+    item.dataset.key = key;
+    const since = entry[at] ? ` (since ${new Date(entry[at]).toLocaleString()})` : '';
+    item.append(Object.assign(doc.createElement('span'), { textContent: `${entry.name}${since}` }));
+    const action = Object.assign(doc.createElement('button'), { className: button, textContent: label });
+    action.addEventListener('click', () => act(key));
+    item.append(action);
+    list.append(item);
+  }
 }
