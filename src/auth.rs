@@ -9,6 +9,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use std::sync::Arc;
+
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::Deserialize;
@@ -123,6 +125,14 @@ pub enum AuthError {
     /// live sockets (1008 "revoked").
     #[error("revoked")]
     Revoked,
+    /// With `--jwt-jwks`: the token's header names no key.
+    #[error("token has no kid: this relay takes its keys from a JWKS and needs to know which")]
+    NoKeyId,
+    /// With `--jwt-jwks`: a key the relay does not have (yet); it reloads the set soon.
+    #[error(
+        "unknown signing key {0:?}: the relay is reloading its JWKS, try again in a few seconds"
+    )]
+    UnknownKey(String),
 }
 
 /// The largest token the relay will look at. Real tokens are a few hundred bytes; checking the
@@ -130,10 +140,19 @@ pub enum AuthError {
 /// (a 30 MiB "header" used to be decoded, and parsed, before its signature was checked).
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
 
-/// Verifies tokens with one pinned algorithm and key.
+/// Where a verifier's key comes from.
+#[derive(Clone)]
+enum Keys {
+    /// One key: the shared secret or the `--jwt-public-key`.
+    Fixed(DecodingKey),
+    /// The key the token's `kid` names in the `--jwt-jwks` set.
+    Jwks(Arc<crate::jwks::Jwks>),
+}
+
+/// Verifies tokens with one pinned algorithm and key (or set of keys).
 #[derive(Clone)]
 pub struct Verifier {
-    key: DecodingKey,
+    keys: Keys,
     validation: Validation,
     alg_name: &'static str,
 }
@@ -149,7 +168,10 @@ impl std::fmt::Debug for Verifier {
 impl Verifier {
     /// HS256 with a shared secret.
     pub fn hs256(secret: &[u8]) -> Self {
-        Self::new(JwtAlgorithm::Hs256, DecodingKey::from_secret(secret))
+        Self::new(
+            JwtAlgorithm::Hs256,
+            Keys::Fixed(DecodingKey::from_secret(secret)),
+        )
     }
 
     /// An asymmetric algorithm with a PEM public key.
@@ -160,10 +182,23 @@ impl Verifier {
             JwtAlgorithm::Es256 => DecodingKey::from_ec_pem(pem)?,
             JwtAlgorithm::EdDsa => DecodingKey::from_ed_pem(pem)?,
         };
-        Ok(Self::new(alg, key))
+        Ok(Self::new(alg, Keys::Fixed(key)))
     }
 
-    fn new(alg: JwtAlgorithm, key: DecodingKey) -> Self {
+    /// An asymmetric algorithm with the keys of a JWKS, chosen by each token's `kid`.
+    pub fn from_jwks(alg: JwtAlgorithm, jwks: Arc<crate::jwks::Jwks>) -> Self {
+        Self::new(alg, Keys::Jwks(jwks))
+    }
+
+    /// The JWKS the keys come from, if they do (its refresher runs beside the relay).
+    pub fn jwks(&self) -> Option<&Arc<crate::jwks::Jwks>> {
+        match &self.keys {
+            Keys::Jwks(jwks) => Some(jwks),
+            Keys::Fixed(_) => None,
+        }
+    }
+
+    fn new(alg: JwtAlgorithm, keys: Keys) -> Self {
         let mut validation = Validation::new(alg.to_jwt());
         validation.set_required_spec_claims(&["exp"]);
         validation.validate_exp = true;
@@ -177,7 +212,7 @@ impl Verifier {
             JwtAlgorithm::EdDsa => "EdDSA",
         };
         Verifier {
-            key,
+            keys,
             validation,
             alg_name,
         }
@@ -224,7 +259,21 @@ impl Verifier {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(AuthError::TooLarge);
         }
-        let data = jsonwebtoken::decode::<WireClaims>(token, &self.key, &self.validation)
+        let found;
+        let key = match &self.keys {
+            Keys::Fixed(key) => key,
+            Keys::Jwks(jwks) => {
+                let header =
+                    jsonwebtoken::decode_header(token).map_err(|e| self.describe(e.into_kind()))?;
+                let kid = header.kid.ok_or(AuthError::NoKeyId)?;
+                found = jwks.key(&kid).ok_or_else(|| {
+                    jwks.ask_reload();
+                    AuthError::UnknownKey(kid.chars().take(64).collect())
+                })?;
+                &found
+            }
+        };
+        let data = jsonwebtoken::decode::<WireClaims>(token, key, &self.validation)
             .map_err(|e| self.describe(e.into_kind()))?;
         let claims = data.claims;
         let user_id = claims

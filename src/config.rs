@@ -61,6 +61,17 @@ pub struct ServeConfig {
     #[arg(long, env = "MCP_RELAY_JWT_PUBLIC_KEY")]
     pub jwt_public_key: Option<PathBuf>,
 
+    /// A JWKS with the public keys for RS256, ES256 or EdDSA tokens (needs --jwt-alg): a file
+    /// or an https:// URL (http:// only on a loopback host). Tokens name their key with `kid`;
+    /// the set is reloaded every --jwt-jwks-refresh and soon after a token names a key it lacks,
+    /// so the identity provider can rotate keys without a restart.
+    #[arg(long, env = "MCP_RELAY_JWT_JWKS", conflicts_with_all = ["jwt_public_key", "jwt_secret"])]
+    pub jwt_jwks: Option<String>,
+
+    /// How often the --jwt-jwks set is reloaded.
+    #[arg(long, env = "MCP_RELAY_JWT_JWKS_REFRESH", default_value = "10m", value_parser = parse_duration)]
+    pub jwt_jwks_refresh: Duration,
+
     /// The one JWT algorithm accepted. Tokens signed with any other, or with `none`, are
     /// refused.
     #[arg(long, env = "MCP_RELAY_JWT_ALG", value_enum, default_value = "HS256")]

@@ -93,7 +93,9 @@ pub mod cluster;
 pub mod config;
 pub mod extension_session;
 pub mod frame;
+pub(crate) mod http_client;
 pub mod hub;
+pub mod jwks;
 pub mod limits;
 #[cfg(feature = "bridge")]
 pub mod mcp_events;

@@ -181,7 +181,10 @@ async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
         None => tracing::warn!("could not read the file-descriptor limit"),
     }
     let store = mcp_relay::server::open_store(&config).await?;
-    let dev_secret = if config.dev && config.jwt_secret.is_none() && config.jwt_public_key.is_none()
+    let dev_secret = if config.dev
+        && config.jwt_secret.is_none()
+        && config.jwt_public_key.is_none()
+        && config.jwt_jwks.is_none()
     {
         let secret = dev_secret(&store, config.fresh).await?;
         config.jwt_secret = Some(secret.clone());

@@ -100,9 +100,18 @@ impl RunningRelay {
     }
 }
 
-/// Builds the verifier the configuration asks for.
-fn verifier(config: &ServeConfig) -> anyhow::Result<Verifier> {
+/// Builds the verifier the configuration asks for (loading a `--jwt-jwks` set first, so a
+/// source that cannot be read stops start-up).
+async fn verifier(config: &ServeConfig) -> anyhow::Result<Verifier> {
     let mut verifier = match (&config.jwt_public_key, &config.jwt_secret) {
+        _ if config.jwt_jwks.is_some() => {
+            let text = config.jwt_jwks.as_deref().unwrap_or_default();
+            let source = crate::jwks::JwksSource::parse(text)?;
+            let jwks = crate::jwks::Jwks::load(source, config.jwt_alg)
+                .await
+                .with_context(|| format!("loading --jwt-jwks {text}"))?;
+            Verifier::from_jwks(config.jwt_alg, jwks)
+        }
         (Some(path), _) => {
             let pem = std::fs::read(path)
                 .with_context(|| format!("reading JWT public key {}", path.display()))?;
@@ -192,7 +201,7 @@ pub async fn start_with_store(
     config: ServeConfig,
     store: Arc<crate::store::Store>,
 ) -> anyhow::Result<RunningRelay> {
-    let verifier = verifier(&config)?;
+    let verifier = verifier(&config).await?;
     let tls = tls_config(&config)?;
     let metrics = Arc::new(Metrics::default());
     let limits = HubLimits::from_config(&config);
@@ -238,6 +247,9 @@ pub async fn start_with_store(
                 Err(_) => tracing::warn!("cluster: malformed revocation dropped"),
             }
         }));
+    }
+    if let Some(jwks) = state.verifier.jwks() {
+        jwks.spawn_refresher(state.config.jwt_jwks_refresh, state.shutdown.clone());
     }
     if let Some(rx) = audit_rx {
         crate::audit::spawn_writer(
