@@ -209,3 +209,47 @@ async fn a_jwks_that_cannot_be_loaded_stops_start_up_with_a_clear_error() {
         .expect("refused");
     assert!(format!("{error:#}").contains("asymmetric"), "{error:#}");
 }
+
+/// Hosts that connect by URL (MCP over HTTP on `/mcp`) are checked against the same keys.
+#[cfg(feature = "bridge")]
+#[tokio::test]
+async fn the_http_mcp_endpoint_takes_tokens_signed_by_a_jwks_key() {
+    use common::http::Session;
+    let signer = key("http-key");
+    let idp = provider(&[&signer]).await;
+    let url = idp.url.clone();
+    let relay = relay_with(|config| {
+        config.jwt_alg = JwtAlgorithm::Es256;
+        config.jwt_jwks = Some(url);
+    })
+    .await;
+    let session = Session::open_with(
+        relay.local_addr,
+        &token(&signer, Some(&signer.kid), "alice"),
+        "Claude Code",
+        "/mcp",
+    )
+    .await;
+    assert!(session
+        .tools()
+        .await
+        .contains(&"browser_snapshot".to_owned()));
+    let stranger = key("http-key");
+    let refused = common::http::http(
+        relay.local_addr,
+        "POST",
+        "/mcp",
+        &[
+            common::http::ACCEPT,
+            common::http::JSON,
+            (
+                "Authorization",
+                &format!("Bearer {}", token(&stranger, Some("http-key"), "alice")),
+            ),
+        ],
+        Some(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})),
+    )
+    .await;
+    assert_eq!(refused.status, 401, "{refused:?}");
+    relay.shutdown().await;
+}
