@@ -144,8 +144,23 @@ async fn consent(chromium: &Path) {
     let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
     let mut mcp = assistant(&relay).await;
     let extension_id = extension_id_of(&mut mcp, &browser).await;
-    mcp.connect(&extension_id).await;
-    mcp.ok("getTabs", json!({})).await;
+    // A starting browser may replace its first relay socket (-32004 on a request to it, and
+    // `disconnected`); an assistant then connects again, as the bridge does.
+    let deadline = Instant::now() + STEP;
+    loop {
+        mcp.connect(&extension_id).await;
+        let response = mcp.call("getTabs", json!({})).await;
+        if response.get("result").is_some() {
+            break;
+        }
+        assert_eq!(response["error"]["code"], -32004, "{response}");
+        assert!(
+            Instant::now() < deadline,
+            "never let in after the restart: {response}"
+        );
+        mcp.notification("disconnected", |_| true).await;
+        tokio::time::sleep(POLL).await;
+    }
 
     // The options page lists it; Revoke refuses it again, on the live connection too.
     let mut devtools = DevTools::attach(&browser).await;
