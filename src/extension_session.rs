@@ -191,6 +191,8 @@ impl ExtensionSession {
             };
             self.route(&text, &extension_id);
         }
+        // An operator sees browsers come and go, not only come.
+        tracing::info!(%extension_id, "extension socket ended");
         // Leave the hub with the reason the socket closed for, before the close frame goes.
         drop(registration);
         // Let queued frames (a final error, a goodbye) go out before the close frame.

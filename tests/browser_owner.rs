@@ -75,9 +75,7 @@ async fn consent(chromium: &Path) {
     let mut browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
     let mut mcp = assistant(&relay).await;
     let extension_id = extension_id_of(&mut mcp, &browser).await;
-    mcp.connect(&extension_id).await;
-
-    let refused = mcp.err("getTabs", json!({})).await;
+    let refused = connect_and_call(&mut mcp, &extension_id, "getTabs").await["error"].clone();
     assert_eq!(refused["code"], CONSENT_REQUIRED, "{refused}");
     let message = refused["message"].as_str().unwrap();
     assert!(
@@ -144,23 +142,8 @@ async fn consent(chromium: &Path) {
     let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
     let mut mcp = assistant(&relay).await;
     let extension_id = extension_id_of(&mut mcp, &browser).await;
-    // A starting browser may replace its first relay socket (-32004 on a request to it, and
-    // `disconnected`); an assistant then connects again, as the bridge does.
-    let deadline = Instant::now() + STEP;
-    loop {
-        mcp.connect(&extension_id).await;
-        let response = mcp.call("getTabs", json!({})).await;
-        if response.get("result").is_some() {
-            break;
-        }
-        assert_eq!(response["error"]["code"], -32004, "{response}");
-        assert!(
-            Instant::now() < deadline,
-            "never let in after the restart: {response}"
-        );
-        mcp.notification("disconnected", |_| true).await;
-        tokio::time::sleep(POLL).await;
-    }
+    let tabs = connect_and_call(&mut mcp, &extension_id, "getTabs").await;
+    assert!(tabs["result"]["tabs"].is_array(), "{tabs}");
 
     // The options page lists it; Revoke refuses it again, on the live connection too.
     let mut devtools = DevTools::attach(&browser).await;
@@ -264,7 +247,8 @@ async fn tab_groups(chromium: &Path) {
     let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
     let mut mcp = assistant(&relay).await;
     let extension_id = extension_id_of(&mut mcp, &browser).await;
-    mcp.connect(&extension_id).await;
+    let settled = connect_and_call(&mut mcp, &extension_id, "getTabs").await;
+    assert!(settled["result"]["tabs"].is_array(), "{settled}");
 
     let created = mcp
         .ok("createTab", json!({"url": site.url("page1.html")}))
@@ -292,7 +276,7 @@ async fn tab_groups(chromium: &Path) {
         .wait_for(
             &popup,
             "[...document.querySelectorAll('.assistant.allowed .actions li')].map(li => li.textContent.split(' ').pop()).join(',')",
-            json!("snapshot,createTab"),
+            json!("snapshot,createTab,getTabs"),
         )
         .await;
     let tabs_line = devtools
@@ -404,8 +388,8 @@ async fn stop(chromium: &Path) {
     let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
     let mut mcp = assistant(&relay).await;
     let extension_id = extension_id_of(&mut mcp, &browser).await;
-    mcp.connect(&extension_id).await;
-    mcp.ok("getTabs", json!({})).await;
+    let settled = connect_and_call(&mut mcp, &extension_id, "getTabs").await;
+    assert!(settled["result"]["tabs"].is_array(), "{settled}");
 
     let mut devtools = DevTools::attach(&browser).await;
     let origin = devtools.extension_origin().await;
@@ -447,7 +431,8 @@ async fn blocked_sites(chromium: &Path) {
     let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
     let mut mcp = assistant(&relay).await;
     let extension_id = extension_id_of(&mut mcp, &browser).await;
-    mcp.connect(&extension_id).await;
+    let settled = connect_and_call(&mut mcp, &extension_id, "getTabs").await;
+    assert!(settled["result"]["tabs"].is_array(), "{settled}");
 
     mcp.ok("createTab", json!({"url": site.url("page1.html")}))
         .await;
@@ -567,6 +552,31 @@ async fn extension_id_of(mcp: &mut Driver, browser: &Browser<'_>) -> String {
         .as_str()
         .unwrap()
         .to_owned()
+}
+
+/// Connects and makes one request; again if the browser, just started, replaced its relay
+/// socket meanwhile ("not found" on `connect`, -32004 on the request, then `disconnected`).
+/// Chrome may restart a new extension's service worker once at start-up, and an assistant
+/// (the bridge) simply connects again.
+async fn connect_and_call(mcp: &mut Driver, extension_id: &str, method: &str) -> Value {
+    let deadline = Instant::now() + STEP;
+    loop {
+        let connected = mcp
+            .call("connect", json!({"extension_id": extension_id}))
+            .await;
+        if connected.get("result").is_some() {
+            let response = mcp.call(method, json!({})).await;
+            if response["error"]["code"] != -32004 {
+                return response;
+            }
+            mcp.notification("disconnected", |_| true).await;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{method} never reached the browser: {connected}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
 }
 
 /// A command that must succeed once the owner's click has reached the service worker.
