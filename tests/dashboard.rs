@@ -605,6 +605,22 @@ async fn chromium_signs_in_approves_a_pending_browser_and_kicks_a_connection() {
             json!(true),
         )
         .await;
+    screenshot(
+        &mut devtools,
+        &page,
+        390,
+        844,
+        "dashboard-sign-in-phone.png",
+    )
+    .await;
+    screenshot(
+        &mut devtools,
+        &page,
+        1280,
+        800,
+        "dashboard-sign-in-wide.png",
+    )
+    .await;
     devtools
         .eval(&page, "document.getElementById('token').value = ''")
         .await;
@@ -770,4 +786,38 @@ async fn chromium_signs_in_approves_a_pending_browser_and_kicks_a_connection() {
         .await;
     assert_eq!(api_after, json!(401));
     drop(browser);
+}
+
+#[tokio::test]
+async fn the_relays_debug_log_never_holds_a_dashboard_token_or_session_id() {
+    let relay = common::child::ChildRelay::start_with(&[], &[("MCP_RELAY_LOG", "debug")], None);
+    let mcp = token("alice", Some(Role::Mcp));
+    let signed = sign_in(relay.addr, &mcp).await;
+    let refused = request(
+        relay.addr,
+        "POST",
+        "/dashboard/session",
+        &[],
+        Some(json!({ "token": token("alice", Some(Role::Extension)) })),
+    )
+    .await;
+    assert_eq!(refused.status, 403);
+    let listed = request(
+        relay.addr,
+        "GET",
+        "/dashboard/api/browsers",
+        &[("Cookie", &signed.cookie)],
+        None,
+    )
+    .await;
+    assert_eq!(listed.status, 200);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let log = relay.log();
+    assert!(log.contains("dashboard: signed in"), "{log}");
+    let session_id = signed.cookie.split_once('=').unwrap().1;
+    for secret in [mcp.as_str(), session_id, signed.csrf.as_str()] {
+        assert!(!log.contains(secret), "a secret reached the log:\n{log}");
+    }
+    // Not even the signature part of the token.
+    assert!(!log.contains(mcp.rsplit('.').next().unwrap()));
 }
