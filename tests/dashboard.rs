@@ -821,3 +821,73 @@ async fn the_relays_debug_log_never_holds_a_dashboard_token_or_session_id() {
     // Not even the signature part of the token.
     assert!(!log.contains(mcp.rsplit('.').next().unwrap()));
 }
+
+#[tokio::test]
+async fn over_tls_chromium_keeps_a_secure_host_prefixed_httponly_strict_cookie() {
+    let Some(chromium) = chromium_or_skip("dashboard over TLS in Chromium") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let certs = mcp_relay::certs::generate(&[]).unwrap();
+    let (cert, key) = mcp_relay::certs::write(dir.path(), &certs).unwrap();
+    let relay = relay_with(|c| {
+        c.tls_cert = Some(cert);
+        c.tls_key = Some(key);
+    })
+    .await;
+    let profile = Profile::new(&relay, "dashboard-tls");
+    let browser = Browser::launch_with(
+        &chromium,
+        &profile,
+        &["--remote-debugging-port=0", "--ignore-certificate-errors"],
+    );
+    let mut devtools = DevTools::attach(&browser).await;
+    let url = format!("https://{}/dashboard", relay.local_addr);
+    let page = devtools.open_page(&url).await;
+    devtools
+        .wait_for(
+            &page,
+            "!!document.getElementById('sign-in') && !document.getElementById('sign-in').hidden",
+            json!(true),
+        )
+        .await;
+    let mcp = token("alice", Some(Role::Mcp));
+    let status = devtools
+        .eval(
+            &page,
+            &format!(
+                "fetch('/dashboard/session', {{method: 'POST', headers: {{'Content-Type': \
+                 'application/json'}}, body: JSON.stringify({{token: {mcp:?}}})}}).then(r => r.status)"
+            ),
+        )
+        .await;
+    assert_eq!(status, json!(200));
+    devtools
+        .send(Some(&page), "Network.enable", json!({}))
+        .await;
+    let cookies = devtools
+        .send(Some(&page), "Network.getCookies", json!({"urls": [url]}))
+        .await;
+    let cookie = cookies["cookies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "__Host-mcp_relay_session")
+        .unwrap_or_else(|| panic!("the browser kept no __Host- cookie: {cookies}"))
+        .clone();
+    assert_eq!(cookie["secure"], true, "{cookie}");
+    assert_eq!(cookie["httpOnly"], true, "{cookie}");
+    assert_eq!(cookie["sameSite"], "Strict", "{cookie}");
+    assert_eq!(cookie["path"], "/", "{cookie}");
+    assert_ne!(cookie["value"], json!(mcp));
+    // And the session works from the page.
+    let listed = devtools
+        .eval(
+            &page,
+            "fetch('/dashboard/api/browsers').then(r => r.status)",
+        )
+        .await;
+    assert_eq!(listed, json!(200));
+    drop(browser);
+}
