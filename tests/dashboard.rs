@@ -747,6 +747,13 @@ async fn chromium_signs_in_approves_a_pending_browser_and_kicks_a_connection() {
             json!(0),
         )
         .await;
+    devtools
+        .wait_for(
+            &page,
+            "document.getElementById('connections-empty').hidden",
+            json!(false),
+        )
+        .await;
 
     // Revoke asks for a second click, then the browser's socket closes with 1008.
     let revoke = format!("{row} td.actions button.danger");

@@ -189,6 +189,8 @@ function handle(error) {
 async function refresh() {
   if (timer) clearTimeout(timer);
   timer = null;
+  // A hidden tab does not poll; it refreshes as soon as it is shown again.
+  if (document.hidden) return;
   try {
     const [b, c, a] = await Promise.all([
       call("GET", "/dashboard/api/browsers"),
@@ -227,6 +229,9 @@ document.addEventListener("DOMContentLoaded", async () => {
   $("sign-out").addEventListener("click", async () => {
     try { await call("DELETE", "/dashboard/session"); } catch (_) { /* signed out anyway */ }
     signedOut("");
+  });
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden && csrf) refresh();
   });
   try {
     signedIn(await call("GET", "/dashboard/session"));
