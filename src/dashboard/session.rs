@@ -35,9 +35,17 @@ pub enum OpenError {
     Full,
 }
 
-#[derive(Default)]
 pub struct Sessions {
     map: Mutex<HashMap<String, Session>>,
+    idle_timeout: Duration,
+    max_sessions: usize,
+    max_per_user: usize,
+}
+
+impl Default for Sessions {
+    fn default() -> Self {
+        Sessions::with_limits(IDLE_TIMEOUT, MAX_SESSIONS, MAX_SESSIONS_PER_USER)
+    }
 }
 
 /// 244 random bits as 64 hex digits (two v4 UUIDs, from the OS's generator): unguessable.
@@ -56,8 +64,8 @@ fn now_secs() -> u64 {
         .as_secs()
 }
 
-fn live(session: &Session, now: Instant, now_secs: u64) -> bool {
-    now.duration_since(session.last_used) < IDLE_TIMEOUT && now_secs < session.identity.expires_at
+fn live(session: &Session, idle: Duration, now: Instant, now_secs: u64) -> bool {
+    now.duration_since(session.last_used) < idle && now_secs < session.identity.expires_at
 }
 
 /// Compares without stopping at the first difference, so timing tells nothing of a token.
@@ -69,24 +77,35 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 impl Sessions {
+    /// A map with other bounds than the defaults (the unit tests' small ones).
+    pub fn with_limits(idle_timeout: Duration, max_sessions: usize, max_per_user: usize) -> Self {
+        Sessions {
+            map: Mutex::default(),
+            idle_timeout,
+            max_sessions,
+            max_per_user: max_per_user.max(1),
+        }
+    }
+
     /// Opens a session for a verified, unrevoked identity; returns its id.
     pub fn open(&self, identity: Identity, admin: bool) -> Result<(String, Session), OpenError> {
         let now = Instant::now();
         let secs = now_secs();
         let mut map = self.map.lock().unwrap();
-        map.retain(|_, s| live(s, now, secs));
+        let idle = self.idle_timeout;
+        map.retain(|_, s| live(s, idle, now, secs));
         let mut mine: Vec<(String, Instant)> = map
             .iter()
             .filter(|(_, s)| s.identity.user_id == identity.user_id)
             .map(|(id, s)| (id.clone(), s.last_used))
             .collect();
-        if mine.len() >= MAX_SESSIONS_PER_USER {
+        if mine.len() >= self.max_per_user {
             mine.sort_by_key(|(_, used)| *used);
-            for (id, _) in mine.iter().take(mine.len() + 1 - MAX_SESSIONS_PER_USER) {
+            for (id, _) in mine.iter().take(mine.len() + 1 - self.max_per_user) {
                 map.remove(id);
             }
         }
-        if map.len() >= MAX_SESSIONS {
+        if map.len() >= self.max_sessions {
             return Err(OpenError::Full);
         }
         let session = Session {
@@ -106,7 +125,9 @@ impl Sessions {
         let now = Instant::now();
         let mut map = self.map.lock().unwrap();
         let session = map.get_mut(id)?;
-        if !live(session, now, now_secs()) || access.check_token(&session.identity).is_err() {
+        if !live(session, self.idle_timeout, now, now_secs())
+            || access.check_token(&session.identity).is_err()
+        {
             map.remove(id);
             return None;
         }
@@ -164,11 +185,41 @@ mod tests {
 
     #[test]
     fn a_session_never_outlives_its_tokens_exp() {
+        let store = std::sync::Arc::new(crate::store::Store::Memory(Default::default()));
+        let access = Access::load(store, false).unwrap();
         let sessions = Sessions::default();
+        // A token at its `exp` second: the session is refused at its first use.
         let (id, _) = sessions.open(identity("alice", 0), false).unwrap();
-        // Opened already expired: any later `open` sweeps it out.
-        sessions.open(identity("bob", 3600), false).unwrap();
-        assert!(!sessions.map.lock().unwrap().contains_key(&id));
+        assert!(sessions.get(&id, &access).is_none());
+        assert!(sessions.is_empty(), "and forgotten");
+    }
+
+    #[test]
+    fn beyond_the_relays_cap_sign_in_is_refused_not_evicting_others() {
+        let sessions = Sessions::with_limits(IDLE_TIMEOUT, 2, 16);
+        let (a, _) = sessions.open(identity("alice", 3600), false).unwrap();
+        let (b, _) = sessions.open(identity("bob", 3600), false).unwrap();
+        assert_eq!(
+            sessions.open(identity("carol", 3600), false).err(),
+            Some(OpenError::Full)
+        );
+        let map = sessions.map.lock().unwrap();
+        assert!(map.contains_key(&a) && map.contains_key(&b));
+    }
+
+    #[test]
+    fn an_idle_session_is_forgotten() {
+        let store = std::sync::Arc::new(crate::store::Store::Memory(Default::default()));
+        let access = Access::load(store, false).unwrap();
+        let sessions = Sessions::with_limits(Duration::from_millis(50), 8, 8);
+        let (id, _) = sessions.open(identity("alice", 3600), false).unwrap();
+        assert!(sessions.get(&id, &access).is_some(), "fresh");
+        std::thread::sleep(Duration::from_millis(80));
+        assert!(
+            sessions.get(&id, &access).is_none(),
+            "idle past the timeout"
+        );
+        assert!(sessions.is_empty());
     }
 
     #[test]
