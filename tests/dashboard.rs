@@ -776,6 +776,55 @@ async fn chromium_signs_in_approves_a_pending_browser_and_kicks_a_connection() {
         )
         .await;
 
+    // Revoke a token by its jti: the assistant socket holding it closes with 1008.
+    let mut held = Client::connect(&relay.url("/mcp")).await;
+    let shaken = held
+        .call(
+            json!(1),
+            "mcp_handshake",
+            json!({"access_token": token_with("alice", Some(Role::Mcp), "held-jti")}),
+        )
+        .await;
+    assert_eq!(shaken["result"]["authenticated"], true, "{shaken}");
+    click(&mut devtools, &page, "#jti").await;
+    devtools
+        .send(Some(&page), "Input.insertText", json!({"text": "held-jti"}))
+        .await;
+    click(&mut devtools, &page, "#revoke-jti").await;
+    devtools
+        .wait_for(
+            &page,
+            "document.getElementById('revoke-jti').textContent",
+            json!("Confirm: revoke token"),
+        )
+        .await;
+    click(&mut devtools, &page, "#revoke-jti").await;
+    let (code, reason) = held.expect_close().await;
+    assert_eq!((code, reason.as_str()), (1008, "revoked"));
+    devtools
+        .wait_for(
+            &page,
+            "document.getElementById('revoke-result').textContent",
+            json!("Revoked; 1 live socket(s) closed."),
+        )
+        .await;
+    // A user's session may revoke only their own user's tokens: the field is fixed to alice.
+    let fixed = devtools
+        .eval(
+            &page,
+            "[document.getElementById('revoke-user').value, document.getElementById('revoke-user').readOnly]",
+        )
+        .await;
+    assert_eq!(fixed, json!(["alice", true]));
+    screenshot(
+        &mut devtools,
+        &page,
+        390,
+        844,
+        "dashboard-after-revoke-phone.png",
+    )
+    .await;
+
     // Sign out: back to the sign-in form, and the session is gone server-side.
     click(&mut devtools, &page, "#sign-out").await;
     devtools

@@ -58,6 +58,8 @@ function signedIn(session) {
   role.textContent = session.admin ? "admin: every user" : "your browsers";
   role.className = "badge " + (session.admin ? "warn" : "ok");
   $("who").hidden = false;
+  if (!$("revoke-user").value) $("revoke-user").value = session.user_id;
+  $("revoke-user").readOnly = !session.admin;
   $("sign-in").hidden = true;
   $("panels").hidden = false;
   showError("");
@@ -226,6 +228,39 @@ document.addEventListener("DOMContentLoaded", async () => {
       $("sign-in-button").disabled = false;
     }
   });
+  // Token revocation asks again, like Revoke on a browser: the first click arms the button.
+  const confirmSubmit = (formId, buttonId, label, send) => {
+    $(formId).addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const button = $(buttonId);
+      const key = "form:" + formId;
+      if (!(armed && armed.key === key && armed.until > Date.now())) {
+        armed = { key, until: Date.now() + ARM_MS };
+        button.textContent = "Confirm: " + label.toLowerCase();
+        setTimeout(() => { if (!armed || armed.key !== key) return; button.textContent = label; }, ARM_MS);
+        return;
+      }
+      armed = null;
+      button.textContent = label;
+      button.disabled = true;
+      try {
+        const answer = await send();
+        const result = $("revoke-result");
+        result.textContent = "Revoked; " + answer.closed_sockets + " live socket(s) closed.";
+        result.hidden = false;
+        await refresh();
+      } catch (e) {
+        handle(e);
+      } finally {
+        button.disabled = false;
+      }
+    });
+  };
+  confirmSubmit("revoke-jti-form", "revoke-jti", "Revoke token", () =>
+    call("POST", "/dashboard/api/tokens/revoke", { jti: $("jti").value.trim() }));
+  confirmSubmit("revoke-user-form", "revoke-all", "Revoke all", () =>
+    call("POST", "/dashboard/api/tokens/revoke",
+      { user_id: $("revoke-user").value.trim(), issued_before: "now" }));
   $("sign-out").addEventListener("click", async () => {
     try { await call("DELETE", "/dashboard/session"); } catch (_) { /* signed out anyway */ }
     signedOut("");
