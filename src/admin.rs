@@ -48,7 +48,7 @@ pub fn routes() -> Router<Arc<RelayState>> {
 
 /// An API error: its status and a message for the person at the terminal.
 #[derive(Debug)]
-pub struct ApiError(StatusCode, String);
+pub struct ApiError(pub(crate) StatusCode, pub(crate) String);
 
 impl ApiError {
     fn bad_request(message: impl Into<String>) -> Self {
@@ -104,10 +104,11 @@ fn ok(body: Value) -> Result<Response, ApiError> {
     Ok(json_response(StatusCode::OK, &body))
 }
 
-/// Who is calling.
-struct Caller {
-    user_id: String,
-    admin: bool,
+/// Who is calling: from a Bearer token here, or from a dashboard session
+/// (src/dashboard/session.rs), so both are scoped by the same rules below.
+pub(crate) struct Caller {
+    pub(crate) user_id: String,
+    pub(crate) admin: bool,
 }
 
 impl Caller {
@@ -254,11 +255,18 @@ async fn list_browsers(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let caller = caller(&state, &headers)?;
+    list_browsers_as(&state, &caller).await
+}
+
+pub(crate) async fn list_browsers_as(
+    state: &Arc<RelayState>,
+    caller: &Caller,
+) -> Result<Response, ApiError> {
     let rows: Vec<Value> = state
         .access
         .browsers(caller.scope())
         .iter()
-        .map(|b| browser_row(&state, b))
+        .map(|b| browser_row(state, b))
         .collect();
     ok(json!({ "browsers": rows }))
 }
@@ -279,7 +287,15 @@ async fn approve_browser(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let caller = caller(&state, &headers)?;
-    let browser = owned_browser(&state, &caller, &id)?;
+    approve_browser_as(&state, &caller, id).await
+}
+
+pub(crate) async fn approve_browser_as(
+    state: &Arc<RelayState>,
+    caller: &Caller,
+    id: String,
+) -> Result<Response, ApiError> {
+    let browser = owned_browser(state, caller, &id)?;
     let access = Arc::clone(&state.access);
     let approved = blocking({
         let id = id.clone();
@@ -287,14 +303,14 @@ async fn approve_browser(
     })
     .await?;
     record(
-        &state,
+        state,
         "approve",
-        &caller,
+        caller,
         &browser.user_id,
         Some(&id),
         String::new(),
     );
-    ok(json!({ "browser": browser_row(&state, &approved) }))
+    ok(json!({ "browser": browser_row(state, &approved) }))
 }
 
 async fn revoke_browser(
@@ -303,7 +319,15 @@ async fn revoke_browser(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let caller = caller(&state, &headers)?;
-    let browser = owned_browser(&state, &caller, &id)?;
+    revoke_browser_as(&state, &caller, id).await
+}
+
+pub(crate) async fn revoke_browser_as(
+    state: &Arc<RelayState>,
+    caller: &Caller,
+    id: String,
+) -> Result<Response, ApiError> {
+    let browser = owned_browser(state, caller, &id)?;
     let access = Arc::clone(&state.access);
     let closed = blocking({
         let id = id.clone();
@@ -311,16 +335,16 @@ async fn revoke_browser(
     })
     .await?;
     propagate(
-        &state,
+        state,
         RemoteRevocation::Browser {
             extension_id: id.clone(),
             user_id: browser.user_id.clone(),
         },
     );
     record(
-        &state,
+        state,
         "revoke_browser",
-        &caller,
+        caller,
         &browser.user_id,
         Some(&id),
         format!("closed {closed} sockets"),
@@ -346,6 +370,14 @@ async fn revoke_tokens(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let caller = caller(&state, &headers)?;
+    revoke_tokens_as(&state, &caller, body).await
+}
+
+pub(crate) async fn revoke_tokens_as(
+    state: &Arc<RelayState>,
+    caller: &Caller,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let request: RevokeTokens = serde_json::from_slice(&body).map_err(|e| {
         ApiError::bad_request(format!(
             "the body must be {{\"jti\": \"…\"}} or {{\"user_id\": \"…\", \"issued_before\": …}}: {e}"
@@ -373,16 +405,16 @@ async fn revoke_tokens(
             })
             .await?;
             propagate(
-                &state,
+                state,
                 RemoteRevocation::Token {
                     jti: jti.clone(),
                     user_id: scope.clone(),
                 },
             );
             record(
-                &state,
+                state,
                 "revoke_token",
-                &caller,
+                caller,
                 scope.as_deref().unwrap_or(&caller.user_id),
                 None,
                 format!("jti {}", crate::redact::clip(&jti, 64)),
@@ -411,16 +443,16 @@ async fn revoke_tokens(
             })
             .await?;
             propagate(
-                &state,
+                state,
                 RemoteRevocation::User {
                     user_id: user_id.clone(),
                     issued_before: before_secs,
                 },
             );
             record(
-                &state,
+                state,
                 "revoke_user",
-                &caller,
+                caller,
                 &user_id,
                 None,
                 format!("issued before {}", rfc3339_secs(before_secs)),
@@ -443,6 +475,13 @@ async fn list_connections(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let caller = caller(&state, &headers)?;
+    list_connections_as(&state, &caller).await
+}
+
+pub(crate) async fn list_connections_as(
+    state: &Arc<RelayState>,
+    caller: &Caller,
+) -> Result<Response, ApiError> {
     ok(json!({ "connections": state.hub.list_connections(caller.scope()) }))
 }
 
@@ -452,6 +491,14 @@ async fn kick(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let caller = caller(&state, &headers)?;
+    kick_as(&state, &caller, id).await
+}
+
+pub(crate) async fn kick_as(
+    state: &Arc<RelayState>,
+    caller: &Caller,
+    id: String,
+) -> Result<Response, ApiError> {
     let owner = state
         .hub
         .connection_user(&id)
@@ -478,7 +525,7 @@ async fn kick(
 }
 
 #[derive(Deserialize)]
-struct AuditParams {
+pub(crate) struct AuditParams {
     user_id: Option<String>,
     browser: Option<String>,
     method: Option<String>,
@@ -493,6 +540,14 @@ async fn audit(
     Query(params): Query<AuditParams>,
 ) -> Result<Response, ApiError> {
     let caller = caller(&state, &headers)?;
+    audit_as(&state, &caller, params).await
+}
+
+pub(crate) async fn audit_as(
+    state: &Arc<RelayState>,
+    caller: &Caller,
+    params: AuditParams,
+) -> Result<Response, ApiError> {
     let nonempty = |v: Option<String>| v.filter(|s| !s.is_empty());
     let user_id = match (nonempty(params.user_id), caller.admin) {
         (Some(user), false) => {

@@ -91,6 +91,7 @@ pub mod auth;
 pub mod certs;
 pub mod cluster;
 pub mod config;
+pub mod dashboard;
 pub mod extension_session;
 pub mod frame;
 pub(crate) mod http_client;

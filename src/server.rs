@@ -273,6 +273,7 @@ pub async fn start_with_store(
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics_endpoint))
         .merge(crate::admin::routes())
+        .merge(crate::dashboard::routes())
         // The path only: a query string may carry a token (`/mcp?token=…`), and tokens
         // never reach a log at any level.
         .layer(

@@ -48,6 +48,8 @@ pub struct RelayState {
     pub access: Arc<Access>,
     /// The audit trail, unless `--audit-retention 0`.
     pub audit: Option<AuditSink>,
+    /// Signed-in `/dashboard` sessions.
+    pub dashboard: crate::dashboard::session::Sessions,
 }
 
 impl RelayState {
@@ -81,6 +83,7 @@ impl RelayState {
             shutdown: CancellationToken::new(),
             open_sockets: Arc::new(AtomicUsize::new(0)),
             pending_auths: PendingAuths::default(),
+            dashboard: Default::default(),
         }
     }
 
