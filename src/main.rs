@@ -174,6 +174,7 @@ fn token(args: TokenArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
+    let signals = ShutdownSignals::install()?;
     // Every socket is a file descriptor: use all the hard limit allows (the relay keeps
     // --fd-reserve of them free, see docs/SECURITY.md).
     match mcp_relay::limits::raise_fd_limit() {
@@ -198,7 +199,7 @@ async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
     if dev {
         print_dev_banner(&relay, dev_secret.as_deref(), kept);
     }
-    wait_for_signal().await;
+    signals.wait().await;
     tracing::info!("shutting down");
     relay.shutdown().await;
     Ok(())
@@ -277,19 +278,39 @@ fn print_dev_banner(relay: &mcp_relay::server::RunningRelay, secret: Option<&str
     }
 }
 
-async fn wait_for_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
+/// SIGTERM and Ctrl-C, listened for from before the relay starts: a SIGTERM that comes right
+/// after the banner (a supervisor, a test) still shuts it down gracefully instead of killing it.
+struct ShutdownSignals {
     #[cfg(unix)]
-    {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("installing the SIGTERM handler");
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignals {
+    fn install() -> anyhow::Result<ShutdownSignals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(ShutdownSignals {
+                term: signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
+                interrupt: signal(SignalKind::interrupt())
+                    .context("installing the SIGINT handler")?,
+            })
         }
+        #[cfg(not(unix))]
+        Ok(ShutdownSignals {})
     }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
+
+    async fn wait(mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
