@@ -264,7 +264,7 @@ fn print_dev_banner(relay: &mcp_relay::server::RunningRelay, secret: Option<&str
          MCP token:       {mcp_token}\n\n\
          Paste the extension URL and token into the extension's options page; give the MCP\n\
          URL and token to your MCP client. Press Ctrl-C to stop.\n\n\
-         Dashboard:       {dashboard_url}  (sign in with the MCP token: see, approve and revoke)",
+         Dashboard:       {dashboard_url}  (sign in with the MCP token above to see, approve and revoke)",
         auth::mint_hs256(secret.as_bytes(), &ext_claims),
         dashboard_url = relay.http_url("/dashboard"),
     );
