@@ -235,19 +235,11 @@ async fn the_http_mcp_endpoint_takes_tokens_signed_by_a_jwks_key() {
         .await
         .contains(&"browser_snapshot".to_owned()));
     let stranger = key("http-key");
-    let refused = common::http::http(
+    let refused = common::http::initialize(
         relay.local_addr,
-        "POST",
+        &token(&stranger, Some("http-key"), "alice"),
+        "Claude Code",
         "/mcp",
-        &[
-            common::http::ACCEPT,
-            common::http::JSON,
-            (
-                "Authorization",
-                &format!("Bearer {}", token(&stranger, Some("http-key"), "alice")),
-            ),
-        ],
-        Some(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})),
     )
     .await;
     assert_eq!(refused.status, 401, "{refused:?}");

@@ -10,7 +10,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::http::{http, text, Session, ACCEPT, JSON};
+use common::http::{http, initialize, text, Session, ACCEPT, JSON};
 use common::{relay, relay_with, token, Extension, SECRET, WAIT};
 use mcp_relay::auth::{mint_hs256, MintClaims, Role};
 use serde_json::{json, Value};
@@ -84,14 +84,11 @@ async fn a_token_for_another_audience_is_refused_when_the_audience_is_pinned() {
     let relay =
         relay_with(|config| config.jwt_audience = Some("https://relay.example".into())).await;
     // `token()` mints no `aud`: with --jwt-audience set that is not this relay's token.
-    let auth = format!("Bearer {}", token("alice", Some(Role::Mcp)));
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});
-    let refused = http(
+    let refused = initialize(
         relay.local_addr,
-        "POST",
+        &token("alice", Some(Role::Mcp)),
+        "host",
         "/mcp",
-        &[ACCEPT, JSON, ("Authorization", &auth)],
-        Some(&init),
     )
     .await;
     assert_eq!(refused.status, 401, "{refused:?}");
@@ -313,14 +310,11 @@ async fn the_tools_mode_is_chosen_per_relay_and_per_session() {
         .await
         .contains(&"browser_navigate".to_owned()));
 
-    let auth = format!("Bearer {}", token("alice", Some(Role::Mcp)));
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});
-    let unknown = http(
+    let unknown = initialize(
         addr,
-        "POST",
+        &token("alice", Some(Role::Mcp)),
+        "host",
         "/mcp?tools=everything",
-        &[ACCEPT, JSON, ("Authorization", &auth)],
-        Some(&init),
     )
     .await;
     assert_eq!(unknown.status, 400);
@@ -404,18 +398,7 @@ async fn a_user_with_too_many_sessions_is_told_so() {
     let addr = relay.local_addr;
     let _one = Session::open(addr, "alice", "host", "/mcp").await;
     let _two = Session::open(addr, "alice", "host", "/mcp").await;
-    let auth = format!("Bearer {}", token("alice", Some(Role::Mcp)));
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "host", "version": "1"}}});
-    let third = http(
-        addr,
-        "POST",
-        "/mcp",
-        &[ACCEPT, JSON, ("Authorization", &auth)],
-        Some(&init),
-    )
-    .await;
+    let third = initialize(addr, &token("alice", Some(Role::Mcp)), "host", "/mcp").await;
     assert_eq!(third.status, 429, "{third:?}");
     // Another user is not affected.
     let _bob = Session::open(addr, "bob", "host", "/mcp").await;

@@ -868,7 +868,7 @@ async fn the_audit_trail_keeps_at_most_a_short_prefix_of_what_clients_name() {
 /// saying so, and so is a new `initialize`, instead of a session whose every call fails.
 #[tokio::test]
 async fn a_revoked_token_is_refused_by_the_http_mcp_endpoint_for_open_and_new_sessions() {
-    use common::http::{http, Session, ACCEPT, JSON};
+    use common::http::{initialize, Session};
     let relay = relay().await;
     let addr = relay.local_addr;
     let mcp_token = token_with("alice", Some(Role::Mcp), "http-jti-1");
@@ -892,18 +892,7 @@ async fn a_revoked_token_is_refused_by_the_http_mcp_endpoint_for_open_and_new_se
         .await;
     assert_eq!(refused.status, 401, "{refused:?}");
     assert!(refused.body.contains("revoked"), "{refused:?}");
-    let auth = format!("Bearer {mcp_token}");
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "Claude Code", "version": "1.0"}}});
-    let fresh = http(
-        addr,
-        "POST",
-        "/mcp",
-        &[ACCEPT, JSON, ("Authorization", &auth)],
-        Some(&init),
-    )
-    .await;
+    let fresh = initialize(addr, &mcp_token, "Claude Code", "/mcp").await;
     assert_eq!(fresh.status, 401, "{fresh:?}");
     assert!(fresh.body.contains("revoked"), "{fresh:?}");
 }

@@ -121,6 +121,22 @@ fn dechunk(mut rest: &str) -> String {
 pub const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
 pub const JSON: (&str, &str) = ("Content-Type", "application/json");
 
+/// A host's `initialize` (protocol 2025-06-18, as `host`) at `path` with `token` as its bearer
+/// token: the first request of every session, and the one refused when the token is not good.
+pub async fn initialize(addr: SocketAddr, token: &str, host: &str, path: &str) -> Answer {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": host, "version": "1.0"}}});
+    http(
+        addr,
+        "POST",
+        path,
+        &[ACCEPT, JSON, ("Authorization", &format!("Bearer {token}"))],
+        Some(&init),
+    )
+    .await
+}
+
 /// An MCP session over HTTP, as a host holds it.
 pub struct Session {
     pub addr: SocketAddr,
@@ -136,17 +152,7 @@ impl Session {
 
     pub async fn open_with(addr: SocketAddr, token: &str, host: &str, path: &str) -> Session {
         let auth = format!("Bearer {token}");
-        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": host, "version": "1.0"}}});
-        let answer = http(
-            addr,
-            "POST",
-            path,
-            &[ACCEPT, JSON, ("Authorization", &auth)],
-            Some(&init),
-        )
-        .await;
+        let answer = initialize(addr, token, host, path).await;
         assert_eq!(answer.status, 200, "{answer:?}");
         assert_eq!(
             answer.answer(1)["result"]["serverInfo"]["name"],
