@@ -32,6 +32,16 @@ pub enum JwtAlgorithm {
 }
 
 impl JwtAlgorithm {
+    /// Its name in a JWT header and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            JwtAlgorithm::Hs256 => "HS256",
+            JwtAlgorithm::Rs256 => "RS256",
+            JwtAlgorithm::Es256 => "ES256",
+            JwtAlgorithm::EdDsa => "EdDSA",
+        }
+    }
+
     fn to_jwt(self) -> Algorithm {
         match self {
             JwtAlgorithm::Hs256 => Algorithm::HS256,
@@ -205,12 +215,7 @@ impl Verifier {
         validation.validate_nbf = true;
         validation.validate_aud = false;
         validation.leeway = 30;
-        let alg_name = match alg {
-            JwtAlgorithm::Hs256 => "HS256",
-            JwtAlgorithm::Rs256 => "RS256",
-            JwtAlgorithm::Es256 => "ES256",
-            JwtAlgorithm::EdDsa => "EdDSA",
-        };
+        let alg_name = alg.name();
         Verifier {
             keys,
             validation,

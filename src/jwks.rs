@@ -133,13 +133,8 @@ impl Jwks {
             last_asked: Mutex::new(None),
             wake: Notify::new(),
         });
-        let count = jwks.reload().await?;
-        anyhow::ensure!(
-            count > 0,
-            "the JWKS at {:?} has no {} key with a kid",
-            jwks.source,
-            alg_name(alg)
-        );
+        // reload() refuses a set without a usable key, so a relay never starts locking everyone out.
+        jwks.reload().await?;
         Ok(jwks)
     }
 
@@ -188,19 +183,10 @@ impl Jwks {
         anyhow::ensure!(
             count > 0,
             "the JWKS has no {} key with a kid",
-            alg_name(self.alg)
+            self.alg.name()
         );
         *self.current.write().unwrap() = Arc::new(set);
         Ok(count)
-    }
-}
-
-fn alg_name(alg: JwtAlgorithm) -> &'static str {
-    match alg {
-        JwtAlgorithm::Hs256 => "HS256",
-        JwtAlgorithm::Rs256 => "RS256",
-        JwtAlgorithm::Es256 => "ES256",
-        JwtAlgorithm::EdDsa => "EdDSA",
     }
 }
 

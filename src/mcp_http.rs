@@ -228,11 +228,7 @@ impl McpHttp {
         let token = bearer(headers);
         // A revoked token (docs/ADMIN.md) is refused here, as at a WebSocket handshake, so a
         // host learns it with a 401 instead of a session whose every call fails.
-        let identity = match state
-            .verifier
-            .verify(token.unwrap_or_default(), Role::Mcp)
-            .and_then(|identity| state.access.check_token(&identity).map(|()| identity))
-        {
+        let identity = match state.verify(token.unwrap_or_default(), Role::Mcp) {
             Ok(identity) => identity,
             Err(error) => return unauthorized(&base, token.is_some(), &error.to_string()),
         };

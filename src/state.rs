@@ -17,7 +17,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::access::Access;
 use crate::audit::AuditSink;
-use crate::auth::Verifier;
+use crate::auth::{AuthError, Identity, Role, Verifier};
 use crate::config::ServeConfig;
 use crate::hub::{ExtensionAuth, Hub};
 use crate::metrics::Metrics;
@@ -103,6 +103,27 @@ impl RelayState {
 }
 
 impl RelayState {
+    /// Verifies `token` for a socket or session of `role` and refuses it if it was revoked
+    /// (docs/ADMIN.md): every door the relay has asks both questions, here, so a new door
+    /// cannot forget the second.
+    pub fn verify(&self, token: &str, role: Role) -> Result<Identity, AuthError> {
+        self.verifier
+            .verify(token, role)
+            .and_then(|identity| self.live(identity))
+    }
+
+    /// [`RelayState::verify`] whatever the token's role, for the admin API and the dashboard,
+    /// which decide what each role may do; `needed` words the error for an unknown role.
+    pub fn verify_any(&self, token: &str, needed: &'static str) -> Result<Identity, AuthError> {
+        self.verifier
+            .verify_any(token, needed)
+            .and_then(|identity| self.live(identity))
+    }
+
+    fn live(&self, identity: Identity) -> Result<Identity, AuthError> {
+        self.access.check_token(&identity).map(|()| identity)
+    }
+
     /// Opens an in-memory peer (see [`peer::open_in_memory`]) with this relay's bounds.
     pub(crate) fn open_in_memory_peer(&self) -> (Peer, PeerReader, peer::InMemoryEnds) {
         peer::open_in_memory(

@@ -241,9 +241,7 @@ async fn sign_in(
     })?;
     // The admin API's checks: signature, pinned algorithm, `exp`, revocation.
     let identity = state
-        .verifier
         .verify_any(request.token.trim(), "admin or mcp")
-        .and_then(|identity| state.access.check_token(&identity).map(|()| identity))
         .map_err(|e| error(StatusCode::UNAUTHORIZED, &format!("invalid token: {e}")))?;
     if identity.role == Some(Role::Extension) {
         return Err(error(

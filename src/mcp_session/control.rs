@@ -83,9 +83,7 @@ impl McpSession {
             .unwrap_or_default();
         let identity = self
             .state
-            .verifier
             .verify(&token, Role::Mcp)
-            .and_then(|identity| self.state.access.check_token(&identity).map(|()| identity))
             .map_err(|e| RelayError::AuthenticationFailed(e.to_string()))?;
         if let Some(client) = &mut self.client {
             // A repeated handshake is harmless when it names the same user.
