@@ -441,6 +441,14 @@ async fn write_channel(
             }
         }
     }
+    release_queued(&peer, &mut rx, in_flight);
+    // Dropping `out` ends the client's stream: its "close frame".
+}
+
+/// A writer has stopped: marks the peer closed and takes whatever is still queued, plus the
+/// frame it was writing (`in_flight`), off the counts; senders that come later fail and undo
+/// their own count.
+fn release_queued(peer: &Peer, rx: &mut mpsc::UnboundedReceiver<Outgoing>, mut in_flight: usize) {
     peer.close(close_code::NORMAL, "");
     rx.close();
     while let Ok(outgoing) = rx.try_recv() {
@@ -449,7 +457,6 @@ async fn write_channel(
         }
     }
     peer.unqueue(in_flight);
-    // Dropping `out` ends the client's stream: its "close frame".
 }
 
 /// Creates the peer handle and spawns its writer task on `tracker`.
@@ -528,16 +535,7 @@ async fn write_loop(
         }
     }
     // Make sure the reader side stops too, then say goodbye with the recorded reason.
-    peer.close(close_code::NORMAL, "");
-    // Whatever is still queued is dropped here: take it off the counts (senders that come
-    // later fail and undo their own count).
-    rx.close();
-    while let Ok(outgoing) = rx.try_recv() {
-        if let Outgoing::Frame(frame) = outgoing {
-            in_flight += frame.len() + FRAME_OVERHEAD;
-        }
-    }
-    peer.unqueue(in_flight);
+    release_queued(&peer, &mut rx, in_flight);
     let (code, reason) = peer
         .close_reason()
         .unwrap_or((close_code::NORMAL, String::new()));
