@@ -545,6 +545,36 @@ fn serve_help_documents_every_flag_and_its_environment_variable() {
     assert!(checked > 40, "only {checked} flags found");
 }
 
+/// Whoever started `serve --dev` may stop reading its output at once (`| head`, a supervisor
+/// that closed the pipe): the banner's prints then fail, and the relay must keep running and
+/// still stop cleanly on SIGTERM.
+#[test]
+fn dev_mode_survives_a_closed_stdout_and_stops_cleanly_on_sigterm() {
+    let data_home = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-relay"))
+        .args(["serve", "--dev", "--listen", "127.0.0.1:0"])
+        .env_remove("MCP_RELAY_JWT_SECRET")
+        .env_remove("MCP_RELAY_STATE")
+        .env("XDG_DATA_HOME", data_home.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Closed before the relay has printed anything.
+    drop(child.stdout.take());
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the relay died on a closed stdout"
+    );
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
 #[tokio::test]
 async fn dev_mode_prints_working_tokens_and_stops_on_sigterm() {
     let data_home = tempfile::tempdir().unwrap();
