@@ -1,7 +1,7 @@
 //! `mcp-relay admin`: the admin API (`crate::admin`) from a terminal. Each verb is one HTTP
 //! request; the answer is printed as a table (or, with `--json`, as the API's JSON).
 //!
-//! It speaks plain HTTP/1.1 over one connection per command ([`crate::http_client`]), with TLS
+//! It speaks plain HTTP/1.1 over one connection per command (`http_client.rs`), with TLS
 //! (public roots plus `--ca-cert`) for `https://` and `wss://` relay URLs.
 
 use std::path::PathBuf;

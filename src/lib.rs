@@ -58,7 +58,10 @@
 //! - [`admin`]: the admin API (`/api/v1/…`); [`admin_cli`]: `mcp-relay admin`, its client.
 //!
 //! Around them:
-//! - [`auth`]: JWT verification with a pinned algorithm (minting lives in `crates/wire`).
+//! - [`auth`]: JWT verification with a pinned algorithm (minting lives in `crates/wire`);
+//!   [`jwks`]: its keys from an identity provider's JWKS (`--jwt-jwks`), reloaded as they
+//!   rotate; `state::RelayState::verify` adds the revocation check every door makes.
+//! - `http_client`: the small HTTP/1.1 client behind `mcp-relay admin` and the JWKS fetch.
 //! - [`limits`]: the socket cap and per-connection rate limit.
 //! - [`redact`]: what a log line may contain of what clients send (escaped, clipped, never a
 //!   token).
