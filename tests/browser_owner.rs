@@ -217,6 +217,7 @@ async fn consent(chromium: &Path) {
             json!(true),
         )
         .await;
+    screenshot(&mut devtools, &options, "options-denied.png").await;
     devtools
         .eval(
             &options,

@@ -165,8 +165,15 @@ impl<'p> Browser<'p> {
         Self::launch_with(chromium, profile, &[])
     }
 
+    /// Headless, unless `E2E_HEADFUL=1` asks for real windows under `xvfb-run` (to run any
+    /// browser test the way a person's browser runs).
     pub fn launch_with(chromium: &Path, profile: &'p Profile, extra: &[&str]) -> Browser<'p> {
-        Self::launch_in(chromium, profile, Mode::Headless, extra, &["about:blank"])
+        let mode = if std::env::var("E2E_HEADFUL").is_ok_and(|v| v == "1") {
+            Mode::Headful
+        } else {
+            Mode::Headless
+        };
+        Self::launch_in(chromium, profile, mode, extra, &["about:blank"])
     }
 
     /// Chromium in `mode`, its first window showing the tabs `start_urls`, the first in front.
