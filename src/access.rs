@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::auth::{AuthError, Identity};
 use crate::peer::{close_code, Peer};
+use crate::store::nats::StoreChange;
 use crate::store::{BrowserRecord, RevokedToken, Store};
 
 /// Most token revocations one user's token may record (an admin's are not limited): enough for
@@ -246,6 +247,8 @@ impl Access {
         // A session dropped while the runtime itself shuts down has no runtime to ask.
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => drop(runtime.spawn_blocking(save)),
+            // A shared store needs the runtime to talk to NATS; its last-seen time is lost.
+            Err(_) if self.store.is_shared() => {}
             Err(_) => save(),
         }
     }
@@ -256,6 +259,17 @@ impl Access {
         let record = self.browsers.lock().unwrap().get(extension_id).cloned();
         match record {
             Some(record) => self.store.put_browser(&record),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes the mirror's decision about `extension_id` (approved, revoked) to the store.
+    /// Blocking.
+    fn persist_decision(&self, extension_id: &str) -> anyhow::Result<()> {
+        let _order = self.persist.lock().unwrap();
+        let record = self.browsers.lock().unwrap().get(extension_id).cloned();
+        match record {
+            Some(record) => self.store.put_browser_decision(&record),
             None => Ok(()),
         }
     }
@@ -296,7 +310,7 @@ impl Access {
             b.revoked = false;
             b.clone()
         };
-        self.persist_browser(extension_id)
+        self.persist_decision(extension_id)
             .map_err(AccessError::Store)?;
         Ok(record)
     }
@@ -312,7 +326,7 @@ impl Access {
             b.revoked = true;
             b.approved = false;
         }
-        self.persist_browser(extension_id)
+        self.persist_decision(extension_id)
             .map_err(AccessError::Store)?;
         Ok(self.close_where(|s| s.extension_id.as_deref() == Some(extension_id)))
     }
@@ -382,37 +396,15 @@ impl Access {
     }
 
     /// Applies a revocation another cluster node made: the mirror and this node's sockets now,
-    /// and this node's own store in the background, so it survives this node's restart too.
+    /// and this node's own store in the background, so it survives this node's restart too (a
+    /// shared store already holds it: the node that made it wrote it there).
     pub fn apply_remote_revocation(&self, revocation: &RemoteRevocation) {
+        let browser = self.apply_revocation_here(revocation);
+        if self.store.is_shared() {
+            return;
+        }
         let store = Arc::clone(&self.store);
         let saved = revocation.clone();
-        // A browser this node has not seen yet is recorded revoked too, so it is refused here
-        // should it come to this node later.
-        let browser = match revocation {
-            RemoteRevocation::Browser {
-                extension_id,
-                user_id,
-            } => {
-                let now = now_secs();
-                let mut browsers = self.browsers.lock().unwrap();
-                let b = browsers
-                    .entry(extension_id.clone())
-                    .or_insert_with(|| BrowserRecord {
-                        id: extension_id.clone(),
-                        user_id: user_id.clone(),
-                        name: String::new(),
-                        version: None,
-                        approved: false,
-                        revoked: true,
-                        first_seen: now,
-                        last_seen: now,
-                    });
-                b.revoked = true;
-                b.approved = false;
-                Some(b.clone())
-            }
-            _ => None,
-        };
         tokio::task::spawn_blocking(move || {
             let result = match saved {
                 RemoteRevocation::Token { jti, user_id } => store.revoke_token(&RevokedToken {
@@ -425,7 +417,7 @@ impl Access {
                     issued_before,
                 } => store.revoke_user(&user_id, issued_before),
                 RemoteRevocation::Browser { .. } => match browser {
-                    Some(b) => store.put_browser(&b),
+                    Some(b) => store.put_browser_decision(&b),
                     None => Ok(()),
                 },
             };
@@ -433,18 +425,27 @@ impl Access {
                 tracing::warn!("saving a revocation from another node: {e:#}");
             }
         });
+    }
+
+    /// Puts a revocation into the mirror and closes this node's sockets it names. Returns the
+    /// browser's record for a browser revocation.
+    fn apply_revocation_here(&self, revocation: &RemoteRevocation) -> Option<BrowserRecord> {
         match revocation {
             RemoteRevocation::Token { jti, user_id } => {
                 let mut revoked = self.revoked.lock().unwrap();
                 let users = revoked.tokens.entry(jti.clone()).or_default();
                 if !users.contains(user_id) {
                     users.push(user_id.clone());
+                    if let Some(user) = user_id {
+                        *revoked.per_user.entry(user.clone()).or_default() += 1;
+                    }
                 }
                 drop(revoked);
                 self.close_where(|s| {
                     s.jti.as_deref() == Some(jti.as_str())
                         && user_id.as_deref().is_none_or(|u| s.user_id == u)
                 });
+                None
             }
             RemoteRevocation::User {
                 user_id,
@@ -458,9 +459,101 @@ impl Access {
                 self.close_where(|s| {
                     s.user_id == *user_id && s.issued_at.is_none_or(|i| (i as i64) < *issued_before)
                 });
+                None
             }
-            RemoteRevocation::Browser { extension_id, .. } => {
-                self.close_where(|s| s.extension_id.as_deref() == Some(extension_id.as_str()));
+            RemoteRevocation::Browser {
+                extension_id,
+                user_id,
+            } => {
+                let record = self.decide_here(extension_id, user_id, false, true);
+                Some(record)
+            }
+        }
+    }
+
+    /// Sets a browser's decision in the mirror (recording a browser this node has not seen
+    /// yet, so it is refused or let in here should it come to this node later), and closes
+    /// its sockets when it is revoked.
+    fn decide_here(
+        &self,
+        extension_id: &str,
+        user_id: &str,
+        approved: bool,
+        revoked: bool,
+    ) -> BrowserRecord {
+        let record = {
+            let now = now_secs();
+            let mut browsers = self.browsers.lock().unwrap();
+            let b = browsers
+                .entry(extension_id.to_owned())
+                .or_insert_with(|| BrowserRecord {
+                    id: extension_id.to_owned(),
+                    user_id: user_id.to_owned(),
+                    name: String::new(),
+                    version: None,
+                    approved,
+                    revoked,
+                    first_seen: now,
+                    last_seen: now,
+                });
+            b.approved = approved;
+            b.revoked = revoked;
+            b.clone()
+        };
+        if revoked {
+            self.close_where(|s| s.extension_id.as_deref() == Some(extension_id));
+        }
+        record
+    }
+
+    /// Applies a change read from a shared store (`--state nats`): whatever any node wrote,
+    /// this one's included (applying it again changes nothing).
+    pub fn apply_store_change(&self, change: StoreChange) {
+        match change {
+            StoreChange::BrowserSeen(seen) => {
+                let mut browsers = self.browsers.lock().unwrap();
+                let b = browsers
+                    .entry(seen.id.clone())
+                    .or_insert_with(|| BrowserRecord {
+                        approved: false,
+                        revoked: false,
+                        ..seen.clone()
+                    });
+                b.user_id = seen.user_id;
+                if !seen.name.is_empty() {
+                    b.name = seen.name;
+                }
+                if seen.version.is_some() {
+                    b.version = seen.version;
+                }
+                b.first_seen = b.first_seen.min(seen.first_seen);
+                b.last_seen = b.last_seen.max(seen.last_seen);
+            }
+            StoreChange::BrowserDecision {
+                id,
+                user_id,
+                approved,
+                revoked,
+            } => {
+                self.decide_here(&id, &user_id, approved, revoked);
+            }
+            StoreChange::BrowserForgotten { id } => {
+                self.browsers.lock().unwrap().remove(&id);
+            }
+            StoreChange::Token(token) => {
+                self.apply_revocation_here(&RemoteRevocation::Token {
+                    jti: token.jti,
+                    user_id: token.user_id,
+                });
+            }
+            StoreChange::Cutoff {
+                user_id,
+                issued_before,
+            } => {
+                self.apply_revocation_here(&RemoteRevocation::User {
+                    user_id,
+                    issued_before,
+                });
             }
         }
     }

@@ -181,10 +181,20 @@ pub async fn open_store(config: &ServeConfig) -> anyhow::Result<Arc<crate::store
         })?),
     };
     anyhow::ensure!(
-        !(config.require_approval && config.cluster.is_some()),
-        "--require-approval with --cluster needs state shared by every node (--state nats), \
-         which is not implemented yet: approvals would stay on the node they were made on"
+        !(config.require_approval && config.cluster.is_some() && spec != StateSpec::Nats),
+        "--require-approval with --cluster needs state shared by every node: add --state nats \
+         (JetStream on the cluster's NATS), or approvals would stay on the node they were made on"
     );
+    if spec == StateSpec::Nats {
+        let url = config.cluster.as_deref().ok_or_else(|| {
+            anyhow::anyhow!(
+                "--state nats keeps the state on the cluster's NATS: it needs --cluster URL (a \
+                 nats-server with JetStream enabled, `nats-server -js`)"
+            )
+        })?;
+        let store = crate::store::nats::NatsStore::open(config, url).await?;
+        return Ok(Arc::new(Store::Nats(Box::new(store))));
+    }
     let store = tokio::task::spawn_blocking(move || Store::open(&spec)).await??;
     Ok(Arc::new(store))
 }
@@ -247,6 +257,13 @@ pub async fn start_with_store(
                 Err(_) => tracing::warn!("cluster: malformed revocation dropped"),
             }
         }));
+    }
+    if let Some(shared) = store.as_nats() {
+        let access = Arc::clone(&state.access);
+        shared.spawn_watcher(
+            Arc::new(move |change| access.apply_store_change(change)),
+            state.shutdown.clone(),
+        );
     }
     if let Some(jwks) = state.verifier.jwks() {
         jwks.spawn_refresher(state.config.jwt_jwks_refresh, state.shutdown.clone());

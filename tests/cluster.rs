@@ -926,3 +926,302 @@ async fn a_browser_revoked_through_one_node_is_closed_and_refused_on_another() {
     assert_eq!(code, 1008);
     assert!(reason.contains("was revoked"), "{reason}");
 }
+
+/// A nats-server with JetStream, its store in `dir` (so a restart keeps it).
+fn jetstream_nats(dir: &std::path::Path) -> Option<NatsServer> {
+    let store = dir.display().to_string();
+    NatsServer::start_or_skip("shared state test", &["-js", "-sd", &store])
+}
+
+/// A node keeping its state on the cluster's NATS (`--state nats`), approval required.
+async fn shared_state_node(nats: &NatsServer) -> RunningRelay {
+    node_with(nats, |c| {
+        c.state = Some(mcp_relay::store::StateSpec::Nats);
+        c.require_approval = true;
+    })
+    .await
+}
+
+/// `GET /api/v1/browsers` on `relay` as an admin: the browser with `id`.
+async fn browser_record(relay: &RunningRelay, id: &str) -> Option<Value> {
+    let admin = token("root", Some(mcp_relay::auth::Role::Admin));
+    let (status, body) = api(
+        relay.local_addr,
+        "GET",
+        "/api/v1/browsers",
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    body["browsers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == id)
+        .cloned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_state_nats_an_approval_made_through_one_node_holds_on_every_node_and_after_restarts()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let Some(nats) = jetstream_nats(dir.path()) else {
+        return;
+    };
+    let a = shared_state_node(&nats).await;
+    let b = shared_state_node(&nats).await;
+    wait_until("the nodes see each other", || {
+        let (ca, cb) = (a.cluster().unwrap(), b.cluster().unwrap());
+        async move { ca.live_nodes() >= 1 && cb.live_nodes() >= 1 }
+    })
+    .await;
+
+    // A new browser on node a is pending on node b too.
+    let mut ext = Extension::connect(&a, "alice", "Laptop", "laptop").await;
+    let id = ext.extension_id.clone();
+    let mut on_b = Mcp::connect(&b, "alice").await;
+    wait_listed(&mut on_b, &[&id]).await;
+    let listed = on_b.call("list_extensions", json!({})).await;
+    assert_eq!(
+        listed["result"]["extensions"][0]["approved"], false,
+        "{listed}"
+    );
+    let refused = on_b.call("connect", json!({"extension_id": id})).await;
+    assert_eq!(refused["error"]["code"], -32011, "{refused}");
+
+    // Node b learnt of the browser through the shared store, so it can approve it; node a
+    // lets the client in at once.
+    wait_until("node b knows the browser", || {
+        let (b, id) = (&b, id.clone());
+        async move { browser_record(b, &id).await.is_some() }
+    })
+    .await;
+    let admin = token("root", Some(mcp_relay::auth::Role::Admin));
+    let started = Instant::now();
+    let (status, body) = api(
+        b.local_addr,
+        "POST",
+        &format!("/api/v1/browsers/{id}/approve"),
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let mut on_a = Mcp::connect(&a, "alice").await;
+    loop {
+        let answer = on_a.call("connect", json!({"extension_id": id})).await;
+        if answer["result"]["connection_id"].is_string() {
+            break;
+        }
+        assert_eq!(answer["error"]["code"], -32011, "{answer}");
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "node a still refuses after {:?}",
+            started.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A forwarded request through node a is in the trail that node b reads.
+    on_a.client.recv_notification("status").await;
+    on_a.client
+        .send(json!({"jsonrpc": "2.0", "id": "audited-1", "method": "tabs/list"}))
+        .await;
+    let request = ext.next_request().await;
+    ext.client
+        .send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {}}))
+        .await;
+    assert_eq!(on_a.client.recv_response().await["id"], "audited-1");
+    wait_until("node b's audit query shows node a's request", || {
+        let (b, admin) = (&b, admin.clone());
+        async move {
+            let (status, body) = api(
+                b.local_addr,
+                "GET",
+                "/api/v1/audit?user_id=alice&method=tabs/list",
+                Some(&admin),
+                None,
+            )
+            .await;
+            status == 200 && body["events"].as_array().is_some_and(|e| !e.is_empty())
+        }
+    })
+    .await;
+
+    // Everything restarts; the approval is still there, on a node that never saw the browser.
+    ext.client.close().await;
+    a.shutdown().await;
+    b.shutdown().await;
+    let c = shared_state_node(&nats).await;
+    let record = browser_record(&c, &id)
+        .await
+        .expect("the browser is remembered");
+    assert_eq!(record["approved"], true, "{record}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_state_nats_revocations_reach_every_node_and_outlive_them_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(nats) = jetstream_nats(dir.path()) else {
+        return;
+    };
+    let a = shared_state_node(&nats).await;
+    let b = shared_state_node(&nats).await;
+    let mut claims = mcp_relay::auth::MintClaims::new(
+        "alice",
+        Some(mcp_relay::auth::Role::Mcp),
+        Duration::from_secs(3600),
+    );
+    claims.jti = "leaked".into();
+    let leaked = mcp_relay::auth::mint_hs256(SECRET.as_bytes(), &claims);
+    let mut on_b = Client::connect(&b.url("/mcp")).await;
+    let answer = on_b
+        .call(json!(1), "mcp_handshake", json!({"access_token": leaked}))
+        .await;
+    assert_eq!(answer["result"]["authenticated"], true, "{answer}");
+
+    let admin = token("root", Some(mcp_relay::auth::Role::Admin));
+    let started = Instant::now();
+    let (status, body) = api(
+        a.local_addr,
+        "POST",
+        "/api/v1/tokens/revoke",
+        Some(&admin),
+        Some(json!({"jti": "leaked"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(on_b.expect_close().await, (1008, "revoked".to_owned()));
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    // Every node restarts; a new one refuses the token without having heard the revocation.
+    a.shutdown().await;
+    b.shutdown().await;
+    let c = shared_state_node(&nats).await;
+    let mut again = Client::connect(&c.url("/mcp")).await;
+    let answer = again
+        .call(json!(1), "mcp_handshake", json!({"access_token": leaked}))
+        .await;
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("revoked"), "{answer}");
+}
+
+#[tokio::test]
+async fn state_nats_start_up_errors_say_what_is_missing() {
+    let serve = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_mcp-relay"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env("MCP_RELAY_JWT_SECRET", SECRET)
+            .env("XDG_DATA_HOME", std::env::temp_dir())
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let stderr = serve(&["--state", "nats"]);
+    assert!(stderr.contains("needs --cluster"), "{stderr}");
+    // Without JetStream, start-up stops rather than serving without the shared state.
+    let Some(plain) = NatsServer::start_or_skip("shared state test", &[]) else {
+        return;
+    };
+    let started = Instant::now();
+    let stderr = serve(&["--cluster", &plain.url(), "--state", "nats"]);
+    assert!(stderr.contains("JetStream"), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    // Approval on several nodes needs the shared state.
+    let stderr = serve(&[
+        "--cluster",
+        &plain.url(),
+        "--require-approval",
+        "--state",
+        "memory",
+    ]);
+    assert!(stderr.contains("--state nats"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shared_audit_trail_answers_newest_first_by_user_method_and_time_across_many_messages()
+{
+    use mcp_relay::store::{AuditQuery, AuditRecord, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let Some(nats) = jetstream_nats(dir.path()) else {
+        return;
+    };
+    let mut config = mcp_relay::config::ServeConfig::defaults();
+    config.cluster = Some(nats.url());
+    let store = Store::Nats(Box::new(
+        mcp_relay::store::nats::NatsStore::open(&config, &nats.url())
+            .await
+            .expect("the NATS store opens"),
+    ));
+    let record = |i: i64| AuditRecord {
+        at_ms: 1_000_000 + i,
+        kind: "request".into(),
+        user_id: if i % 2 == 0 { "alice" } else { "bob" }.into(),
+        mcp_client_id: Some("mcp-1".into()),
+        connection_id: Some("conn-1".into()),
+        extension_id: Some("ext-1".into()),
+        method: Some(format!("m{}", i % 10)),
+        code: 0,
+        duration_ms: Some(1.0),
+        detail: None,
+    };
+    let times = |records: Vec<AuditRecord>| -> Vec<i64> {
+        records.iter().map(|r| r.at_ms - 1_000_000).collect()
+    };
+    tokio::task::spawn_blocking(move || {
+        // One message per record: more messages than one window of the backwards search.
+        for i in 0..3000 {
+            store.append_audit(&[record(i)]).unwrap();
+        }
+        // And one batch of many, split per user.
+        store
+            .append_audit(&(3000..4000).map(record).collect::<Vec<_>>())
+            .unwrap();
+        let query = |q: AuditQuery| times(store.query_audit(&q).unwrap());
+        assert_eq!(
+            query(AuditQuery {
+                user_id: Some("alice".into()),
+                limit: 3,
+                ..Default::default()
+            }),
+            vec![3998, 3996, 3994]
+        );
+        assert_eq!(
+            query(AuditQuery {
+                method: Some("m3".into()),
+                until_ms: Some(1_000_000 + 3000),
+                limit: 3,
+                ..Default::default()
+            }),
+            vec![2993, 2983, 2973]
+        );
+        assert_eq!(
+            query(AuditQuery {
+                user_id: Some("bob".into()),
+                since_ms: Some(1_000_000 + 3991),
+                limit: 100,
+                ..Default::default()
+            }),
+            vec![3999, 3997, 3995, 3993, 3991]
+        );
+        let all_alice = query(AuditQuery {
+            user_id: Some("alice".into()),
+            limit: 5000,
+            ..Default::default()
+        });
+        assert_eq!(all_alice.len(), 2000);
+        assert!(all_alice.windows(2).all(|w| w[0] > w[1]));
+        assert_eq!(all_alice.last(), Some(&0));
+    })
+    .await
+    .unwrap();
+}

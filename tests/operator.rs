@@ -583,14 +583,6 @@ fn a_corrupt_state_file_fails_start_up_with_a_clear_message() {
     assert!(std::fs::read_to_string(&path)
         .unwrap()
         .starts_with("this is not a database"));
-    // --state nats says it is not there yet.
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-relay"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--state", "nats"])
-        .env("MCP_RELAY_JWT_SECRET", SECRET)
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("not implemented yet"));
 }
 
 /// `mcp-relay admin ARGS` against `relay` with `token`; (success, stdout, stderr).

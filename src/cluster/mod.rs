@@ -19,7 +19,7 @@
 //! [`Routing`] trait below, which the hub implements; the hub calls the cluster's publishing
 //! methods directly. So the dependency goes one way, hub → cluster.
 
-mod nats;
+pub(crate) mod nats;
 pub mod wire;
 
 use std::collections::HashMap;

@@ -1,8 +1,10 @@
 //! The relay's durable state: which browsers exist and whether they are approved, which tokens
 //! are revoked, the audit trail, and the `--dev` secret.
 //!
-//! One [`Store`] with two backends: [`memory`] for tests and throwaway relays, and [`sqlite`]
-//! (the default: a file in the platform's data directory) for everything else. Every method is
+//! One [`Store`] with three backends: [`memory`] for tests and throwaway relays, [`sqlite`]
+//! (the default: a file in the platform's data directory) for a single node, and [`nats`]
+//! (JetStream buckets on the cluster's NATS) for nodes that must share approvals and
+//! revocations. Every method is
 //! synchronous and may block on disk: async code calls them through
 //! [`tokio::task::spawn_blocking`] (see `crate::access` and `crate::audit`), never on the
 //! runtime's own threads. What the hot path reads (is this token revoked, is this browser
@@ -13,6 +15,7 @@
 //! silently forgot its revocations would let revoked tokens back in.
 
 pub mod memory;
+pub mod nats;
 pub mod sqlite;
 
 use std::path::PathBuf;
@@ -27,7 +30,7 @@ pub enum StateSpec {
     Memory,
     /// A SQLite file (created with its directory when missing).
     Sqlite(PathBuf),
-    /// NATS JetStream key-value buckets on the cluster's NATS (not implemented yet).
+    /// NATS JetStream key-value buckets (and an audit stream) on the cluster's NATS.
     Nats,
 }
 
@@ -175,6 +178,7 @@ impl AuditQuery {
 pub enum Store {
     Memory(memory::MemoryStore),
     Sqlite(sqlite::SqliteStore),
+    Nats(Box<nats::NatsStore>),
 }
 
 impl std::fmt::Debug for Store {
@@ -182,33 +186,49 @@ impl std::fmt::Debug for Store {
         match self {
             Store::Memory(_) => f.write_str("Store::Memory"),
             Store::Sqlite(s) => write!(f, "Store::Sqlite({})", s.path().display()),
+            Store::Nats(n) => write!(f, "Store::Nats({})", n.url()),
         }
     }
 }
 
 impl Store {
-    /// Opens (creating and migrating when needed) the store `spec` names. Blocking.
+    /// Opens (creating and migrating when needed) the local store `spec` names. Blocking.
+    /// `nats` needs the cluster's connection settings: [`nats::NatsStore::open`].
     pub fn open(spec: &StateSpec) -> anyhow::Result<Store> {
         match spec {
             StateSpec::Memory => Ok(Store::Memory(memory::MemoryStore::default())),
             StateSpec::Sqlite(path) => Ok(Store::Sqlite(sqlite::SqliteStore::open(path)?)),
             StateSpec::Nats => anyhow::bail!(
-                "--state nats is not implemented yet: use the default SQLite file (or \
-                 --state sqlite:PATH) on each node; approvals then stay per node and revocations \
-                 reach the other nodes over the cluster link (docs/ADMIN.md)"
+                "--state nats keeps the state on the cluster's NATS: it needs --cluster URL \
+                 (a nats-server with JetStream enabled, `nats-server -js`)"
             ),
         }
     }
 
     /// Whether anything survives a restart.
     pub fn is_persistent(&self) -> bool {
-        matches!(self, Store::Sqlite(_))
+        !matches!(self, Store::Memory(_))
+    }
+
+    /// Whether other nodes read and write the same store (and so see its changes without
+    /// being told over the cluster link).
+    pub fn is_shared(&self) -> bool {
+        matches!(self, Store::Nats(_))
+    }
+
+    /// The NATS backend, for starting its watcher.
+    pub fn as_nats(&self) -> Option<&nats::NatsStore> {
+        match self {
+            Store::Nats(n) => Some(n),
+            _ => None,
+        }
     }
 
     pub fn browsers(&self) -> anyhow::Result<Vec<BrowserRecord>> {
         match self {
             Store::Memory(m) => Ok(m.browsers()),
             Store::Sqlite(s) => s.browsers(),
+            Store::Nats(n) => n.browsers(),
         }
     }
 
@@ -219,6 +239,17 @@ impl Store {
                 Ok(())
             }
             Store::Sqlite(s) => s.put_browser(browser),
+            Store::Nats(n) => n.put_browser(browser),
+        }
+    }
+
+    /// An out-of-band decision about a browser (approved, revoked). Local stores keep it in
+    /// the browser's record; the shared one under a key of its own, so that another node
+    /// recording the browser as seen never overwrites it.
+    pub fn put_browser_decision(&self, browser: &BrowserRecord) -> anyhow::Result<()> {
+        match self {
+            Store::Nats(n) => n.put_browser_decision(browser),
+            _ => self.put_browser(browser),
         }
     }
 
@@ -229,6 +260,7 @@ impl Store {
                 Ok(())
             }
             Store::Sqlite(s) => s.delete_browser(id),
+            Store::Nats(n) => n.delete_browser(id),
         }
     }
 
@@ -236,6 +268,7 @@ impl Store {
         match self {
             Store::Memory(m) => Ok(m.revocations()),
             Store::Sqlite(s) => s.revocations(),
+            Store::Nats(n) => n.revocations(),
         }
     }
 
@@ -246,6 +279,7 @@ impl Store {
                 Ok(())
             }
             Store::Sqlite(s) => s.revoke_token(token),
+            Store::Nats(n) => n.revoke_token(token),
         }
     }
 
@@ -257,6 +291,7 @@ impl Store {
                 Ok(())
             }
             Store::Sqlite(s) => s.revoke_user(user_id, issued_before),
+            Store::Nats(n) => n.revoke_user(user_id, issued_before),
         }
     }
 
@@ -267,6 +302,7 @@ impl Store {
                 Ok(())
             }
             Store::Sqlite(s) => s.append_audit(records),
+            Store::Nats(n) => n.append_audit(records),
         }
     }
 
@@ -275,6 +311,7 @@ impl Store {
         match self {
             Store::Memory(m) => Ok(m.query_audit(query)),
             Store::Sqlite(s) => s.query_audit(query),
+            Store::Nats(n) => n.query_audit(query),
         }
     }
 
@@ -283,6 +320,8 @@ impl Store {
         match self {
             Store::Memory(m) => Ok(m.prune_audit(before_ms)),
             Store::Sqlite(s) => s.prune_audit(before_ms),
+            // JetStream drops messages older than the stream's max age itself.
+            Store::Nats(_) => Ok(0),
         }
     }
 
@@ -290,6 +329,7 @@ impl Store {
         match self {
             Store::Memory(m) => Ok(m.meta(key)),
             Store::Sqlite(s) => s.meta(key),
+            Store::Nats(n) => n.meta(key),
         }
     }
 
@@ -300,6 +340,7 @@ impl Store {
                 Ok(())
             }
             Store::Sqlite(s) => s.set_meta(key, value),
+            Store::Nats(n) => n.set_meta(key, value),
         }
     }
 }
@@ -322,9 +363,9 @@ mod tests {
     }
 
     #[test]
-    fn nats_state_is_a_clear_not_implemented_error() {
+    fn nats_state_without_the_clusters_connection_says_it_needs_cluster() {
         let error = Store::open(&StateSpec::Nats).unwrap_err().to_string();
-        assert!(error.contains("not implemented yet"), "{error}");
+        assert!(error.contains("needs --cluster"), "{error}");
     }
 
     /// The same behaviour from both backends.
