@@ -51,7 +51,8 @@
 //!
 //! The operator's side (docs/ADMIN.md):
 //! - [`store`]: durable state (`--state`): browsers, revocations, the audit trail, the dev
-//!   secret; SQLite by default, memory for tests.
+//!   secret; SQLite by default, memory for tests, JetStream buckets shared by cluster nodes
+//!   (`--state nats`).
 //! - [`access`]: the in-memory mirror of approvals and revocations the sessions consult, and
 //!   the live sockets a revocation closes.
 //! - [`audit`]: the bounded channel and batching writer behind the audit trail.

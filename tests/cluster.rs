@@ -1225,3 +1225,58 @@ async fn the_shared_audit_trail_answers_newest_first_by_user_method_and_time_acr
     .await
     .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_state_nats_approvals_reach_other_nodes_again_after_a_nats_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(mut nats) = jetstream_nats(dir.path()) else {
+        return;
+    };
+    let a = shared_state_node(&nats).await;
+    let b = shared_state_node(&nats).await;
+    let ext = Extension::connect(&a, "alice", "Laptop", "laptop").await;
+    let id = ext.extension_id.clone();
+    let _echo = ext.spawn_echo();
+    wait_until("node b knows the browser", || {
+        let (b, id) = (&b, id.clone());
+        async move { browser_record(b, &id).await.is_some() }
+    })
+    .await;
+
+    nats.stop();
+    let (ca, cb) = (a.cluster().unwrap(), b.cluster().unwrap());
+    wait_until("the nodes notice the outage", || {
+        let (ca, cb) = (ca.clone(), cb.clone());
+        async move { !ca.is_connected() && !cb.is_connected() }
+    })
+    .await;
+    // While NATS is away, an approval cannot be stored, and says so.
+    let admin = token("root", Some(mcp_relay::auth::Role::Admin));
+    let path = format!("/api/v1/browsers/{id}/approve");
+    let approve = || api(b.local_addr, "POST", &path, Some(&admin), None);
+    let (status, body) = approve().await;
+    assert!(status >= 500, "{status} {body}");
+    assert!(body.to_string().contains("state store"), "{body}");
+
+    nats.restart().expect("nats-server restarts");
+    wait_until("the nodes reconnect", || {
+        let (ca, cb) = (ca.clone(), cb.clone());
+        async move { ca.is_connected() && cb.is_connected() }
+    })
+    .await;
+    wait_until("the approval is stored", || async {
+        approve().await.0 == 200
+    })
+    .await;
+    let mut on_a = Mcp::connect(&a, "alice").await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let answer = on_a.call("connect", json!({"extension_id": id})).await;
+        if answer["result"]["connection_id"].is_string() {
+            break;
+        }
+        assert_eq!(answer["error"]["code"], -32011, "{answer}");
+        assert!(Instant::now() < deadline, "node a never saw the approval");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
