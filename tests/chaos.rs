@@ -2,6 +2,8 @@
 //! reconnect at random and garbage frames arrive. Afterwards every request sent on a socket that
 //! stayed open has received exactly one response (a result or an error, never silence, never a
 //! duplicate, never another client's), and the relay's gauges return to zero.
+//! The run keeps a real SQLite state file, whose audit trail must then hold every request the
+//! relay routed, with the outcome its client saw, and none of their params or results.
 //!
 //! Small and bounded here (a few seconds); `CHAOS_SECS` makes it run longer.
 
@@ -42,6 +44,9 @@ struct Tally {
     sent: AtomicU64,
     results: AtomicU64,
     errors: AtomicU64,
+    /// Error answers the relay gave for a request it had routed to a browser (timeouts, the
+    /// browser gone): these are in the audit trail, unlike "not connected" refusals.
+    routed_errors: AtomicU64,
     abandoned: AtomicU64,
     garbage_answers: AtomicU64,
 }
@@ -211,7 +216,9 @@ async fn mcp_session(url: &str, user: &str, me: u64, rng: &mut Rng, tally: &Tall
                 } else {
                     let code = frame["error"]["code"].as_i64().unwrap();
                     assert!(matches!(code, -32000 | -32003 | -32004), "{frame}");
-                    if code == -32000 { connected = false; }
+                    if code == -32000 { connected = false; } else {
+                        tally.routed_errors.fetch_add(1, Ordering::Relaxed);
+                    }
                     tally.errors.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -235,9 +242,14 @@ async fn every_request_gets_exactly_one_answer_under_random_faults() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(4);
+    // A real state file: the audit trail must hold every routed request of the run.
+    let state_dir = tempfile::tempdir().unwrap();
+    let state_file = state_dir.path().join("state.db");
+    let spec = mcp_relay::store::StateSpec::Sqlite(state_file.clone());
     let relay = relay_with(|c| {
         c.request_timeout = Duration::from_millis(800);
         c.ping_interval = Duration::from_millis(500);
+        c.state = Some(spec.clone());
     })
     .await;
     let until = Instant::now() + Duration::from_secs(secs);
@@ -300,5 +312,44 @@ async fn every_request_gets_exactly_one_answer_under_random_faults() {
             "gauges did not return to zero:\n{text}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Stopping the relay writes what the audit writer still holds; then the file is free.
+    relay.shutdown().await;
+    let store = mcp_relay::store::Store::open(&spec).unwrap();
+    let events = store
+        .query_audit(&mcp_relay::store::AuditQuery {
+            method: Some("work".into()),
+            limit: usize::MAX,
+            ..Default::default()
+        })
+        .unwrap();
+    let succeeded = events.iter().filter(|e| e.code == 0).count() as u64;
+    let routed_errors = tally.routed_errors.load(Ordering::Relaxed);
+    eprintln!(
+        "chaos: audit trail {} requests, {succeeded} successful",
+        events.len()
+    );
+    // Every answered request is recorded with the outcome its client saw. A request its client
+    // abandoned by leaving is recorded too if it had reached the relay: as a success when the
+    // browser's answer came while the client's socket was closing, else -32004.
+    assert!(
+        succeeded >= results && succeeded <= results + abandoned,
+        "audit trail: {succeeded} successful requests; results {results}, abandoned {abandoned}"
+    );
+    let total = events.len() as u64;
+    assert!(
+        total >= results + routed_errors && total <= results + routed_errors + abandoned,
+        "audit trail: {total} requests; results {results}, routed errors {routed_errors}, \
+         abandoned {abandoned}"
+    );
+    drop(store);
+    // Never the payloads: the params and results all carried a "nonce".
+    for entry in std::fs::read_dir(state_dir.path()).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        assert!(
+            !bytes.windows(5).any(|w| w == b"nonce"),
+            "a payload reached the state file"
+        );
     }
 }
