@@ -196,7 +196,7 @@ fn browser_row(state: &RelayState, b: &BrowserRecord) -> Value {
         "name": b.name,
         "approved": b.approved,
         "revoked": b.revoked,
-        "connected": state.hub.extension_online(&b.id),
+        "connected": state.hub.extension_online_anywhere(&b.user_id, &b.id),
         "first_seen": rfc3339_secs(b.first_seen),
         "last_seen": rfc3339_secs(b.last_seen),
         "version": b.version,

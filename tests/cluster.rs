@@ -992,9 +992,13 @@ async fn with_state_nats_an_approval_made_through_one_node_holds_on_every_node_a
 
     // Node b learnt of the browser through the shared store, so it can approve it; node a
     // lets the client in at once.
-    wait_until("node b knows the browser", || {
+    wait_until("node b knows the browser, connected on node a", || {
         let (b, id) = (&b, id.clone());
-        async move { browser_record(b, &id).await.is_some() }
+        async move {
+            browser_record(b, &id)
+                .await
+                .is_some_and(|r| r["connected"] == true)
+        }
     })
     .await;
     let admin = token("root", Some(mcp_relay::auth::Role::Admin));

@@ -261,6 +261,16 @@ impl Hub {
             .is_some_and(|e| !e.sockets.is_empty())
     }
 
+    /// Whether `user_id`'s extension has a socket on this node or, in a cluster, on another
+    /// live node (every node lists every browser with `--state nats`).
+    pub fn extension_online_anywhere(&self, user_id: &str, extension_id: &str) -> bool {
+        self.extension_online(extension_id)
+            || self
+                .cluster
+                .as_ref()
+                .is_some_and(|c| c.find_extension(user_id, extension_id).is_some())
+    }
+
     /// The connections with an MCP client on this node (`user_id`'s only, when given), for the
     /// admin API.
     pub fn list_connections(&self, user_id: Option<&str>) -> Vec<ConnectionRow> {
