@@ -1284,3 +1284,31 @@ async fn with_state_nats_approvals_reach_other_nodes_again_after_a_nats_restart(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_state_nats_a_browser_revoked_right_after_its_approval_never_looks_approved_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(nats) = jetstream_nats(dir.path()) else {
+        return;
+    };
+    let a = shared_state_node(&nats).await;
+    let ext = Extension::connect(&a, "alice", "Laptop", "laptop").await;
+    let id = ext.extension_id.clone();
+    ext.client.close().await;
+    let admin = token("root", Some(mcp_relay::auth::Role::Admin));
+    for round in 0..10 {
+        for verb in ["approve", "revoke"] {
+            let path = format!("/api/v1/browsers/{id}/{verb}");
+            let (status, body) = api(a.local_addr, "POST", &path, Some(&admin), None).await;
+            assert_eq!(status, 200, "{body}");
+        }
+        // The approval's own write comes back through the watch after the revocation: it must
+        // not make the browser approved again, not even for a moment.
+        let until = Instant::now() + Duration::from_millis(150);
+        while Instant::now() < until {
+            let record = browser_record(&a, &id).await.unwrap();
+            assert_eq!(record["revoked"], true, "round {round}: {record}");
+            assert_eq!(record["approved"], false, "round {round}: {record}");
+        }
+    }
+}

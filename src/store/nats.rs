@@ -102,6 +102,10 @@ pub struct NatsStore {
     /// Watches opened at start, before the first snapshot, so nothing written between the
     /// snapshot and the watcher's start is missed; taken by [`NatsStore::spawn_watcher`].
     watches: Mutex<Option<(kv::Watch, kv::Watch)>>,
+    /// Decision keys this node wrote, with the revision of its newest write: the watch brings
+    /// every write back, and the echo of an older write (approve, then revoke at once) must
+    /// not undo the newer one in the mirror, even for a moment.
+    decided: Arc<Mutex<HashMap<String, u64>>>,
     url: String,
 }
 
@@ -183,6 +187,7 @@ impl NatsStore {
             revocations,
             meta,
             watches: Mutex::new(Some(watches)),
+            decided: Default::default(),
             url: url.to_owned(),
         })
     }
@@ -295,7 +300,10 @@ impl NatsStore {
             revoked: browser.revoked,
         })?;
         self.block(async {
-            self.browsers.put(key, value.into()).await?;
+            let revision = self.browsers.put(key.as_str(), value.into()).await?;
+            let mut decided = self.decided.lock().unwrap();
+            let newest = decided.entry(key).or_default();
+            *newest = (*newest).max(revision);
             Ok(())
         })
     }
@@ -508,6 +516,7 @@ impl NatsStore {
         let Some((mut browsers, mut revocations)) = self.watches.lock().unwrap().take() else {
             return;
         };
+        let decided = Arc::clone(&self.decided);
         tokio::spawn(async move {
             loop {
                 let entry = tokio::select! {
@@ -517,6 +526,9 @@ impl NatsStore {
                 };
                 match entry {
                     Some(Ok(entry)) => {
+                        if superseded(&decided, &entry.key, entry.revision) {
+                            continue;
+                        }
                         let change = if entry.bucket == BROWSERS {
                             parse_browser(&entry)
                         } else {
@@ -563,6 +575,20 @@ async fn ensure_bucket(jetstream: &jetstream::Context, bucket: &str) -> anyhow::
         .get_key_value(bucket)
         .await
         .with_context(|| format!("the {bucket} bucket"))
+}
+
+/// Whether `entry` is the echo of a decision this node has since overwritten (see
+/// [`NatsStore::decided`]); forgets the key once its newest write came back.
+fn superseded(decided: &Mutex<HashMap<String, u64>>, key: &str, revision: u64) -> bool {
+    let mut decided = decided.lock().unwrap();
+    match decided.get(key) {
+        Some(newest) if revision < *newest => true,
+        Some(_) => {
+            decided.remove(key);
+            false
+        }
+        None => false,
+    }
 }
 
 /// The subject token of `user`'s audit messages.
@@ -635,5 +661,18 @@ mod tests {
         assert_eq!(key.len(), 2 + 64);
         assert_ne!(key, token_key(&"j".repeat(8000), None));
         assert_eq!(audit_token(""), "_");
+    }
+
+    #[test]
+    fn the_echo_of_an_overwritten_decision_is_skipped_and_the_newest_applied() {
+        let decided = Mutex::new(HashMap::from([("d.x".to_owned(), 11)]));
+        // Approve (10) came back after revoke (11) was written here: skipped.
+        assert!(superseded(&decided, "d.x", 10));
+        // The revocation's own echo applies, and the key is forgotten.
+        assert!(!superseded(&decided, "d.x", 11));
+        assert!(decided.lock().unwrap().is_empty());
+        // Another node's later write, and keys never written here, always apply.
+        assert!(!superseded(&decided, "d.x", 12));
+        assert!(!superseded(&decided, "d.y", 1));
     }
 }
