@@ -480,7 +480,36 @@ pub(crate) async fn list_connections_as(
     state: &Arc<RelayState>,
     caller: &Caller,
 ) -> Result<Response, ApiError> {
-    ok(json!({ "connections": state.hub.list_connections(caller.scope()) }))
+    let mut rows = local_connections(state, caller.scope());
+    // In a cluster, every node lists the connections whose MCP client it holds.
+    if let Some(cluster) = state.hub.cluster() {
+        let question = json!({"op": "connections", "user_id": caller.scope()}).to_string();
+        for answer in cluster.ask_others(&question).await {
+            if let Ok(mut answer) = serde_json::from_str::<Value>(&answer) {
+                if let Some(Value::Array(more)) = answer.get_mut("connections").map(Value::take) {
+                    rows.extend(more);
+                }
+            }
+        }
+    }
+    ok(json!({ "connections": rows }))
+}
+
+/// This node's connections (`user_id`'s only, when given), each with the node it is on.
+fn local_connections(state: &RelayState, user_id: Option<&str>) -> Vec<Value> {
+    let node = state.hub.cluster().map(|c| c.node_id().to_owned());
+    state
+        .hub
+        .list_connections(user_id)
+        .into_iter()
+        .map(|row| {
+            let mut row = serde_json::to_value(row).unwrap_or_default();
+            if let (Some(node), Some(fields)) = (&node, row.as_object_mut()) {
+                fields.insert("node".into(), json!(node));
+            }
+            row
+        })
+        .collect()
 }
 
 async fn kick(
@@ -497,29 +526,99 @@ pub(crate) async fn kick_as(
     caller: &Caller,
     id: String,
 ) -> Result<Response, ApiError> {
-    let owner = state
-        .hub
-        .connection_user(&id)
-        .ok_or_else(|| ApiError::not_found(format!("no connection {id:?} on this relay")))?;
+    let here = kick_here(state, caller, &id);
+    let Some(cluster) = state.hub.cluster() else {
+        return here.and_then(ok);
+    };
+    if !matches!(&here, Err(ApiError(StatusCode::NOT_FOUND, _))) {
+        return here.and_then(ok);
+    }
+    // Not held here: the node holding the connection's client kicks it, with the same checks.
+    let question = json!({
+        "op": "kick",
+        "connection_id": id,
+        "caller": {"user_id": caller.user_id, "admin": caller.admin},
+    })
+    .to_string();
+    for answer in cluster.ask_others(&question).await {
+        let Ok(answer) = serde_json::from_str::<Value>(&answer) else {
+            continue;
+        };
+        match answer["status"].as_u64() {
+            Some(200) => return ok(answer["body"].clone()),
+            Some(403) => {
+                return Err(ApiError::forbidden(
+                    answer["error"].as_str().unwrap_or("forbidden"),
+                ))
+            }
+            _ => {}
+        }
+    }
+    here.and_then(ok)
+}
+
+/// Kicks a connection whose MCP client is on this node, if the caller may.
+fn kick_here(state: &RelayState, caller: &Caller, id: &str) -> Result<Value, ApiError> {
+    let not_found = || ApiError::not_found(format!("no connection {id:?} on this relay"));
+    let owner = state.hub.connection_user(id).ok_or_else(not_found)?;
     caller.may_act_for(&owner, "connection")?;
-    let tag = state.hub.connection_tag(&id);
-    if !state.hub.kick(&id) {
-        return Err(ApiError::not_found(format!(
-            "no connection {id:?} on this relay"
-        )));
+    let tag = state.hub.connection_tag(id);
+    if !state.hub.kick(id) {
+        return Err(not_found());
     }
     if let Some(audit) = &state.audit {
         audit.control(
             "kick",
             &owner,
             tag.as_ref().map(|t| t.mcp_client_id.as_str()),
-            Some(&id),
+            Some(id),
             tag.as_ref().map(|t| t.extension_id.as_str()),
             0,
             Some(format!("by {}", caller.user_id)),
         );
     }
-    ok(json!({ "kicked": true, "connection_id": id }))
+    Ok(json!({ "kicked": true, "connection_id": id }))
+}
+
+/// Answers another node's admin question (`crate::cluster::Cluster::ask_others`): this
+/// node's connections, or kicking one of them for a caller the asking node authenticated.
+pub fn answer_node(state: &RelayState, question: &str) -> String {
+    #[derive(Deserialize)]
+    struct Question {
+        op: String,
+        user_id: Option<String>,
+        connection_id: Option<String>,
+        caller: Option<AskingCaller>,
+    }
+    #[derive(Deserialize)]
+    struct AskingCaller {
+        user_id: String,
+        admin: bool,
+    }
+    let Ok(question) = serde_json::from_str::<Question>(question) else {
+        return json!({"error": "malformed question"}).to_string();
+    };
+    match (
+        question.op.as_str(),
+        question.connection_id,
+        question.caller,
+    ) {
+        ("connections", _, _) => {
+            json!({"connections": local_connections(state, question.user_id.as_deref())})
+        }
+        ("kick", Some(id), Some(asking)) => {
+            let caller = Caller {
+                user_id: asking.user_id,
+                admin: asking.admin,
+            };
+            match kick_here(state, &caller, &id) {
+                Ok(body) => json!({"status": 200, "body": body}),
+                Err(ApiError(status, error)) => json!({"status": status.as_u16(), "error": error}),
+            }
+        }
+        _ => json!({"error": "unknown question"}),
+    }
+    .to_string()
 }
 
 #[derive(Deserialize)]

@@ -258,6 +258,14 @@ pub async fn start_with_store(
             }
         }));
     }
+    if let Some(cluster) = state.hub.cluster() {
+        // Weak: the state owns the hub, which owns the cluster, which keeps this handler.
+        let weak = Arc::downgrade(&state);
+        cluster.on_admin(Arc::new(move |question: &str| match weak.upgrade() {
+            Some(state) => crate::admin::answer_node(&state, question),
+            None => "{}".to_owned(),
+        }));
+    }
     if let Some(shared) = store.as_nats() {
         let access = Arc::clone(&state.access);
         shared.spawn_watcher(

@@ -1312,3 +1312,84 @@ async fn with_state_nats_a_browser_revoked_right_after_its_approval_never_looks_
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_api_lists_and_kicks_connections_held_by_any_node() {
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
+    let a = node(&nats).await;
+    let b = node(&nats).await;
+    wait_until("the nodes see each other", || {
+        let (ca, cb) = (a.cluster().unwrap(), b.cluster().unwrap());
+        async move { ca.live_nodes() >= 1 && cb.live_nodes() >= 1 }
+    })
+    .await;
+    let ext = Extension::connect(&b, "alice", "Laptop", "laptop").await;
+    let id = ext.extension_id.clone();
+    let _echo = ext.spawn_echo();
+    let mut on_a = Mcp::connect(&a, "alice").await;
+    wait_listed(&mut on_a, &[&id]).await;
+    let far = on_a.connect_to(&id).await["connection_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut on_b = Mcp::connect(&b, "alice").await;
+    let near = on_b.connect_to(&id).await["connection_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut bob = Mcp::connect(&a, "bob").await;
+    bob.call("list_extensions", json!({})).await;
+
+    // Node b lists both of alice's connections, saying where each client is.
+    let alice = token("alice", Some(mcp_relay::auth::Role::Mcp));
+    let (status, body) = api(
+        b.local_addr,
+        "GET",
+        "/api/v1/connections",
+        Some(&alice),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let rows = body["connections"].as_array().unwrap();
+    let node_of = |connection: &str| {
+        rows.iter()
+            .find(|r| r["id"] == connection)
+            .map(|r| r["node"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(rows.len(), 2, "{body}");
+    assert_eq!(
+        node_of(&far).as_deref(),
+        Some(a.cluster().unwrap().node_id())
+    );
+    assert_eq!(
+        node_of(&near).as_deref(),
+        Some(b.cluster().unwrap().node_id())
+    );
+
+    // Bob may neither see nor kick alice's connection on another node.
+    let bobs = token("bob", Some(mcp_relay::auth::Role::Mcp));
+    let (_, body) = api(
+        b.local_addr,
+        "GET",
+        "/api/v1/connections",
+        Some(&bobs),
+        None,
+    )
+    .await;
+    assert_eq!(body["connections"], json!([]), "{body}");
+    let path = format!("/api/v1/connections/{far}");
+    let (status, body) = api(b.local_addr, "DELETE", &path, Some(&bobs), None).await;
+    assert_eq!(status, 403, "{body}");
+
+    // Alice kicks, through node b, the connection whose client is on node a.
+    let (status, body) = api(b.local_addr, "DELETE", &path, Some(&alice), None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["kicked"], true);
+    let notice = on_a.client.recv_notification("disconnected").await;
+    assert_eq!(notice["params"]["connection_id"], far.as_str(), "{notice}");
+    let (status, _) = api(b.local_addr, "DELETE", &path, Some(&alice), None).await;
+    assert_eq!(status, 404);
+}

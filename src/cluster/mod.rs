@@ -67,6 +67,13 @@ pub trait Routing: Send + Sync + 'static {
 /// What a node does with a revocation another node announced (its JSON body).
 pub type RevocationHandler = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// How a node answers another node's admin question (JSON in, JSON out; see
+/// [`Cluster::ask_others`]).
+pub type AdminHandler = Arc<dyn Fn(&str) -> String + Send + Sync>;
+
+/// How long [`Cluster::ask_others`] waits for each node's answer.
+pub const ASK_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// What the publisher task sends, in this order.
 #[derive(Debug)]
 pub(crate) enum Outbound {
@@ -127,6 +134,7 @@ struct Startup {
     client: async_nats::Client,
     presence: async_nats::Subscriber,
     inbox: async_nats::Subscriber,
+    admin: async_nats::Subscriber,
     outbound: mpsc::UnboundedReceiver<Outbound>,
     reconnected: Arc<Notify>,
     heartbeat: Duration,
@@ -159,6 +167,8 @@ pub struct Cluster {
     /// Applies a revocation another node made (set by the server, which knows the access
     /// registry; this module does not).
     on_revoke: Mutex<Option<RevocationHandler>>,
+    /// Answers other nodes' admin questions (set by the server).
+    on_admin: Mutex<Option<AdminHandler>>,
 }
 
 impl Cluster {
@@ -187,6 +197,7 @@ impl Cluster {
         .await?;
         let presence = client.subscribe(wire::PRESENCE_SUBJECT).await?;
         let inbox = client.subscribe(wire::node_subject(&node_id)).await?;
+        let admin = client.subscribe(wire::admin_subject(&node_id)).await?;
         let (outbound, outbound_rx) = mpsc::unbounded_channel();
         let cluster = Cluster::new(
             node_id,
@@ -199,6 +210,7 @@ impl Cluster {
             client,
             presence,
             inbox,
+            admin,
             outbound: outbound_rx,
             reconnected,
             heartbeat: config.cluster_options.heartbeat,
@@ -227,6 +239,7 @@ impl Cluster {
             client: Mutex::new(None),
             tasks: Mutex::new(Vec::new()),
             on_revoke: Mutex::new(None),
+            on_admin: Mutex::new(None),
         }
     }
 
@@ -260,6 +273,11 @@ impl Cluster {
                 Arc::clone(&routing),
                 startup.presence,
                 startup.inbox,
+            )),
+            tokio::spawn(admin_loop(
+                Arc::clone(self),
+                startup.client.clone(),
+                startup.admin,
             )),
             tokio::spawn(heartbeat_loop(
                 Arc::clone(self),
@@ -368,6 +386,45 @@ impl Cluster {
     /// Sets what this node does with revocations from other nodes.
     pub fn on_revocation(&self, handler: RevocationHandler) {
         *self.on_revoke.lock().unwrap() = Some(handler);
+    }
+
+    /// Sets how this node answers other nodes' admin questions.
+    pub fn on_admin(&self, handler: AdminHandler) {
+        *self.on_admin.lock().unwrap() = Some(handler);
+    }
+
+    /// Asks every other live node `question` (JSON) and returns the answers that came within
+    /// [`ASK_TIMEOUT`] (a node that is slow, or died since its last heartbeat, is left out).
+    pub async fn ask_others(&self, question: &str) -> Vec<String> {
+        let Some(client) = self.client.lock().unwrap().clone() else {
+            return Vec::new();
+        };
+        let nodes: Vec<String> = self.view.lock().unwrap().keys().cloned().collect();
+        let asks = nodes
+            .into_iter()
+            .filter(|node| *node != self.node_id)
+            .map(|node| {
+                let client = client.clone();
+                let question = Bytes::copy_from_slice(question.as_bytes());
+                async move {
+                    let asked = client.request(wire::admin_subject(&node), question);
+                    match tokio::time::timeout(ASK_TIMEOUT, asked).await {
+                        Ok(Ok(answer)) => String::from_utf8(answer.payload.to_vec()).ok(),
+                        _ => {
+                            tracing::warn!(
+                                node,
+                                "cluster: a node did not answer an admin question"
+                            );
+                            None
+                        }
+                    }
+                }
+            });
+        futures_util::future::join_all(asks)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
     /// Tells every other live node about a revocation (`body`: its JSON), so their sockets
@@ -601,6 +658,27 @@ impl Cluster {
 fn on_notify(routing: &dyn Routing, message: &Envelope<'_>) {
     if let Ok(Incoming::Notification(call)) = frame::parse(message.body) {
         routing.notification_from(message.connection_id, &call.method, call.params);
+    }
+}
+
+/// Answers other nodes' admin questions on this node's admin subject.
+async fn admin_loop(
+    cluster: Arc<Cluster>,
+    client: async_nats::Client,
+    mut questions: async_nats::Subscriber,
+) {
+    while let Some(message) = questions.next().await {
+        let Some(reply) = message.reply else {
+            continue;
+        };
+        let handler = cluster.on_admin.lock().unwrap().clone();
+        let answer = match (handler, std::str::from_utf8(&message.payload)) {
+            (Some(handler), Ok(question)) => handler(question),
+            _ => "{}".to_owned(),
+        };
+        if let Err(error) = client.publish(reply, answer.into()).await {
+            tracing::warn!(%error, "cluster: answering an admin question failed");
+        }
     }
 }
 

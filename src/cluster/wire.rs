@@ -26,11 +26,21 @@ pub struct PresenceEntry {
 }
 
 /// The subject all presence heartbeats go to.
+///
+/// (Besides the two subjects above, each node answers admin questions on [`admin_subject`].)
 pub const PRESENCE_SUBJECT: &str = "mcp-relay.presence";
 
 /// The subject a node receives its connection traffic on.
 pub fn node_subject(node_id: &str) -> String {
     format!("mcp-relay.node.{node_id}")
+}
+
+/// The subject a node answers the admin API's questions on (NATS request and reply): the
+/// connections it holds, and kicking one of them. Separate from [`node_subject`] because an
+/// answer goes back to the asking request's own reply subject, not through the ordered
+/// connection traffic.
+pub fn admin_subject(node_id: &str) -> String {
+    format!("mcp-relay.admin.{node_id}")
 }
 
 /// One heartbeat: who is online on a node.

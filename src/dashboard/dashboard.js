@@ -159,7 +159,8 @@ function drawBrowser(b) {
 function drawConnection(c) {
   const tr = document.createElement("tr");
   tr.dataset.id = c.id;
-  cell(tr, "Assistant", twoLines(c.client_name || "(unnamed)", c.id));
+  // In a cluster, the node holding the assistant's socket follows its connection id.
+  cell(tr, "Assistant", twoLines(c.client_name || "(unnamed)", c.node ? c.id + " · " + c.node : c.id));
   cell(tr, "User", c.user_id);
   cell(tr, "Browser", twoLines(c.extension_name || "", c.extension_id));
   cell(tr, "Pending", c.pending_requests);
