@@ -71,7 +71,7 @@ pub enum Verb {
         #[arg(long, default_value = "now")]
         issued_before: String,
     },
-    /// List live assistant (MCP) connections on this relay node.
+    /// List live assistant (MCP) connections (in a cluster, on every node; NODE says which).
     Connections,
     /// End an assistant's connection (its client is told `disconnected`).
     Kick { connection: String },
@@ -282,6 +282,7 @@ fn render(verb: &Verb, answer: &Value) -> String {
                 "CLIENT NAME",
                 "BROWSER",
                 "PENDING",
+                "NODE",
             ],
             rows(
                 "connections",
@@ -292,6 +293,7 @@ fn render(verb: &Verb, answer: &Value) -> String {
                     "client_name",
                     "extension_id",
                     "pending_requests",
+                    "node",
                 ],
             ),
         ),
