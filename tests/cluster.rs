@@ -1228,6 +1228,23 @@ async fn the_shared_audit_trail_answers_newest_first_by_user_method_and_time_acr
     })
     .await
     .unwrap();
+    // A node started with the trail off leaves the shared trail as it is.
+    config.audit_retention = Duration::ZERO;
+    let off = Store::Nats(Box::new(
+        mcp_relay::store::nats::NatsStore::open(&config, &nats.url())
+            .await
+            .unwrap(),
+    ));
+    let kept = tokio::task::spawn_blocking(move || {
+        off.query_audit(&AuditQuery {
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(kept.len(), 10);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -147,21 +147,12 @@ impl NatsStore {
             let browsers = ensure_bucket(&jetstream, BROWSERS).await?;
             let revocations = ensure_bucket(&jetstream, REVOCATIONS).await?;
             let meta = ensure_bucket(&jetstream, META).await?;
-            jetstream
-                .create_or_update_stream(stream::Config {
-                    name: AUDIT_STREAM.to_owned(),
-                    subjects: vec![format!("{AUDIT_SUBJECT}.>")],
-                    storage: stream::StorageType::File,
-                    // Zero (the trail is off) keeps nothing forever rather than everything.
-                    max_age: if retention.is_zero() {
-                        Duration::from_secs(60)
-                    } else {
-                        retention
-                    },
-                    ..Default::default()
-                })
-                .await
-                .context("the audit stream")?;
+            // With the trail off (retention 0) an existing trail is left as it is.
+            if !retention.is_zero() {
+                ensure_audit_stream(&jetstream, retention)
+                    .await
+                    .context("the audit stream")?;
+            }
             let watches = (browsers.watch_all().await?, revocations.watch_all().await?);
             anyhow::Ok((browsers, revocations, meta, watches))
         };
@@ -419,7 +410,12 @@ impl NatsStore {
     /// window is older than `since`, or [`AUDIT_SCAN_LIMIT`] messages were read.
     pub(super) fn query_audit(&self, query: &AuditQuery) -> anyhow::Result<Vec<AuditRecord>> {
         self.block(async {
-            let mut stream = self.jetstream.get_stream(AUDIT_STREAM).await?;
+            let mut stream = match self.jetstream.get_stream(AUDIT_STREAM).await {
+                Ok(stream) => stream,
+                // The trail has never been on (`--audit-retention 0` on every node).
+                Err(e) if stream_not_found(&e) => return Ok(Vec::new()),
+                Err(e) => return Err(e.into()),
+            };
             let state = stream.info().await?.state.clone();
             let filter = match &query.user_id {
                 Some(user) => format!("{AUDIT_SUBJECT}.{}", audit_token(user)),
@@ -556,8 +552,12 @@ impl NatsStore {
 /// send; the stream is the one a key-value bucket is everywhere: `KV_<bucket>` on
 /// `$KV.<bucket>.>`, one message per subject, roll-ups allowed, deletes only through markers.
 async fn ensure_bucket(jetstream: &jetstream::Context, bucket: &str) -> anyhow::Result<kv::Store> {
+    // An existing bucket is used as it is: an operator may have given it more replicas.
+    if let Ok(existing) = jetstream.get_key_value(bucket).await {
+        return Ok(existing);
+    }
     jetstream
-        .create_or_update_stream(stream::Config {
+        .create_stream(stream::Config {
             name: format!("KV_{bucket}"),
             subjects: vec![format!("$KV.{bucket}.>")],
             max_messages_per_subject: 1,
@@ -575,6 +575,44 @@ async fn ensure_bucket(jetstream: &jetstream::Context, bucket: &str) -> anyhow::
         .get_key_value(bucket)
         .await
         .with_context(|| format!("the {bucket} bucket"))
+}
+
+/// Creates the audit stream, or sets an existing one's `max_age` to `retention` (and nothing
+/// else, so replicas or placement an operator chose stay).
+async fn ensure_audit_stream(
+    jetstream: &jetstream::Context,
+    retention: Duration,
+) -> anyhow::Result<()> {
+    match jetstream.get_stream(AUDIT_STREAM).await {
+        Ok(mut existing) => {
+            let mut config = existing.info().await?.config.clone();
+            if config.max_age != retention {
+                config.max_age = retention;
+                jetstream.update_stream(config).await?;
+            }
+            return Ok(());
+        }
+        Err(e) if !stream_not_found(&e) => return Err(e.into()),
+        Err(_) => {}
+    }
+    jetstream
+        .create_stream(stream::Config {
+            name: AUDIT_STREAM.to_owned(),
+            subjects: vec![format!("{AUDIT_SUBJECT}.>")],
+            storage: stream::StorageType::File,
+            max_age: retention,
+            ..Default::default()
+        })
+        .await?;
+    Ok(())
+}
+
+fn stream_not_found(error: &jetstream::context::GetStreamError) -> bool {
+    matches!(
+        error.kind(),
+        jetstream::context::GetStreamErrorKind::JetStream(e)
+            if e.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND
+    )
 }
 
 /// Whether `entry` is the echo of a decision this node has since overwritten (see
