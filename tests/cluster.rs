@@ -1002,7 +1002,7 @@ async fn with_state_nats_an_approval_made_through_one_node_holds_on_every_node_a
     })
     .await;
     let admin = token("root", Some(mcp_relay::auth::Role::Admin));
-    let started = Instant::now();
+    let mut on_a = Mcp::connect(&a, "alice").await;
     let (status, body) = api(
         b.local_addr,
         "POST",
@@ -1012,7 +1012,7 @@ async fn with_state_nats_an_approval_made_through_one_node_holds_on_every_node_a
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    let mut on_a = Mcp::connect(&a, "alice").await;
+    let started = Instant::now();
     loop {
         let answer = on_a.call("connect", json!({"extension_id": id})).await;
         if answer["result"]["connection_id"].is_string() {
@@ -1024,8 +1024,12 @@ async fn with_state_nats_an_approval_made_through_one_node_holds_on_every_node_a
             "node a still refuses after {:?}",
             started.elapsed()
         );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
+    eprintln!(
+        "shared state: node a let the client in {:?} after node b's API answered",
+        started.elapsed()
+    );
     // A forwarded request through node a is in the trail that node b reads.
     on_a.client.recv_notification("status").await;
     on_a.client
