@@ -144,6 +144,58 @@ pub struct AuditRecord {
     pub detail: Option<String>,
 }
 
+/// One audit line on its way into a store, borrowed from whatever holds it: the labels of a
+/// forwarded request (user, MCP client, connection, browser) belong to its connection and are
+/// shared by every request on it, so the writer hands them over without copying them per
+/// request. A store that keeps owned records builds one with [`AuditEntry::to_record`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AuditEntry<'a> {
+    pub at_ms: i64,
+    pub kind: &'a str,
+    pub user_id: &'a str,
+    pub mcp_client_id: Option<&'a str>,
+    pub connection_id: Option<&'a str>,
+    pub extension_id: Option<&'a str>,
+    pub method: Option<&'a str>,
+    pub code: i64,
+    pub duration_ms: Option<f64>,
+    pub detail: Option<&'a str>,
+}
+
+impl AuditEntry<'_> {
+    pub fn to_record(&self) -> AuditRecord {
+        AuditRecord {
+            at_ms: self.at_ms,
+            kind: self.kind.to_owned(),
+            user_id: self.user_id.to_owned(),
+            mcp_client_id: self.mcp_client_id.map(str::to_owned),
+            connection_id: self.connection_id.map(str::to_owned),
+            extension_id: self.extension_id.map(str::to_owned),
+            method: self.method.map(str::to_owned),
+            code: self.code,
+            duration_ms: self.duration_ms,
+            detail: self.detail.map(str::to_owned),
+        }
+    }
+}
+
+impl<'a> From<&'a AuditRecord> for AuditEntry<'a> {
+    fn from(r: &'a AuditRecord) -> Self {
+        AuditEntry {
+            at_ms: r.at_ms,
+            kind: &r.kind,
+            user_id: &r.user_id,
+            mcp_client_id: r.mcp_client_id.as_deref(),
+            connection_id: r.connection_id.as_deref(),
+            extension_id: r.extension_id.as_deref(),
+            method: r.method.as_deref(),
+            code: r.code,
+            duration_ms: r.duration_ms,
+            detail: r.detail.as_deref(),
+        }
+    }
+}
+
 /// What `GET /api/v1/audit` filters by. `limit` is clamped by the caller.
 #[derive(Debug, Clone, Default)]
 pub struct AuditQuery {
@@ -260,13 +312,14 @@ impl Store {
         }
     }
 
-    pub fn append_audit(&self, records: &[AuditRecord]) -> anyhow::Result<()> {
+    /// Appends a batch (one transaction in SQLite).
+    pub fn append_audit(&self, entries: &[AuditEntry<'_>]) -> anyhow::Result<()> {
         match self {
             Store::Memory(m) => {
-                m.append_audit(records);
+                m.append_audit(entries);
                 Ok(())
             }
-            Store::Sqlite(s) => s.append_audit(records),
+            Store::Sqlite(s) => s.append_audit(entries),
         }
     }
 
@@ -374,7 +427,11 @@ mod tests {
             detail: None,
         };
         store
-            .append_audit(&[record(1, "a"), record(2, "b"), record(3, "a")])
+            .append_audit(&[
+                (&record(1, "a")).into(),
+                (&record(2, "b")).into(),
+                (&record(3, "a")).into(),
+            ])
             .unwrap();
         let all = store
             .query_audit(&AuditQuery {

@@ -6,14 +6,15 @@
 //! brought up to date inside one transaction, driven by the `schema_version` table: a file
 //! written by a newer relay, or one that is not a SQLite database at all, stops start-up.
 
+use std::collections::hash_map::{Entry, HashMap};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::Context;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, CachedStatement, Connection, OptionalExtension, ToSql};
 
-use super::{AuditQuery, AuditRecord, BrowserRecord, Revocations, RevokedToken};
+use super::{AuditEntry, AuditQuery, AuditRecord, BrowserRecord, Revocations, RevokedToken};
 
 /// Each entry moves the schema from version `i` to `i + 1`. Append only: a published step never
 /// changes, because files out there were migrated with it.
@@ -55,11 +56,70 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX audit_time ON audit(at_ms);
      CREATE INDEX audit_user_time ON audit(user_id, at_ms);
      CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+    // 2: the audit trail made cheap to append to. The labels every request of a connection
+    // repeats (user, MCP client, connection id, browser) move to `audit_labels`, one row per
+    // combination, and each event row keeps a small integer reference to them; `kind` is NULL
+    // for a forwarded request (all but a few rows); one index (time) instead of two. Existing
+    // rows move over in their order.
+    "CREATE TABLE audit_labels (
+        id INTEGER PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        mcp_client_id TEXT,
+        connection_id TEXT,
+        extension_id TEXT,
+        last_ms INTEGER NOT NULL -- newest event that refers to it: pruned with the events
+     );
+     CREATE INDEX audit_labels_connection ON audit_labels(connection_id);
+     CREATE TABLE audit_events (
+        at_ms INTEGER NOT NULL,
+        labels INTEGER NOT NULL, -- audit_labels.id
+        kind TEXT, -- NULL = 'request'
+        method TEXT,
+        code INTEGER NOT NULL,
+        duration_ms REAL,
+        detail TEXT
+     );
+     INSERT INTO audit_labels (user_id, mcp_client_id, connection_id, extension_id, last_ms)
+        SELECT user_id, mcp_client_id, connection_id, extension_id, max(at_ms) FROM audit
+        GROUP BY user_id, mcp_client_id, connection_id, extension_id;
+     INSERT INTO audit_events (at_ms, labels, kind, method, code, duration_ms, detail)
+        SELECT a.at_ms, l.id, nullif(a.kind, 'request'), a.method, a.code, a.duration_ms, a.detail
+        FROM audit a JOIN audit_labels l
+          ON l.connection_id IS a.connection_id AND l.user_id = a.user_id
+         AND l.mcp_client_id IS a.mcp_client_id AND l.extension_id IS a.extension_id
+        ORDER BY a.rowid;
+     DROP TABLE audit;
+     CREATE INDEX audit_events_time ON audit_events(at_ms);",
 ];
+
+/// Label combinations whose `audit_labels` id is kept in memory; past this the map starts over
+/// (a miss costs one indexed lookup, once per connection per batch).
+const LABEL_CACHE: usize = 8192;
+
+/// A combination of audit labels, owned: the key of the id cache.
+type Labels = (String, Option<String>, Option<String>, Option<String>);
+
+/// The labels of an entry by where their text lives. Inside one `append_audit` call every entry
+/// borrows from a batch that outlives the call, so equal addresses and lengths mean equal text:
+/// the requests of one connection, which share one `ConnTag`, find their labels with a few
+/// integer compares instead of hashing and comparing the strings on every row.
+type LabelsIdentity = [usize; 8];
+
+fn identity(e: &AuditEntry<'_>) -> LabelsIdentity {
+    let at = |s: Option<&str>| s.map_or((0, 0), |s| (s.as_ptr() as usize, s.len()));
+    let (u, ul) = at(Some(e.user_id));
+    let (m, ml) = at(e.mcp_client_id);
+    let (c, cl) = at(e.connection_id);
+    let (x, xl) = at(e.extension_id);
+    [u, ul, m, ml, c, cl, x, xl]
+}
 
 pub struct SqliteStore {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// `audit_labels` ids by their text. Locked after `conn`, only by the audit writer and the
+    /// pruner.
+    labels: Mutex<HashMap<Labels, i64>>,
     /// Held open for the store's life: the advisory lock lives as long as the descriptor.
     _lock: File,
 }
@@ -116,6 +176,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             path: path.to_owned(),
             conn: Mutex::new(conn),
+            labels: Mutex::new(HashMap::new()),
             _lock: lock,
         })
     }
@@ -218,81 +279,110 @@ impl SqliteStore {
         })
     }
 
-    /// One transaction per batch: a few hundred rows cost about one fsync.
-    pub(super) fn append_audit(&self, records: &[AuditRecord]) -> anyhow::Result<()> {
+    /// One transaction per batch. Per row it inserts a short event (time, a labels id, method,
+    /// code, duration); the labels are looked up once per connection per batch (in memory,
+    /// else in `audit_labels`, else added there), and each labels row used gets its `last_ms`
+    /// moved on once per batch.
+    pub(super) fn append_audit(&self, entries: &[AuditEntry<'_>]) -> anyhow::Result<()> {
         let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let write = |conn: &mut Connection| -> rusqlite::Result<()> {
+        let mut cache = self.labels.lock().unwrap_or_else(|e| e.into_inner());
+        let result = (|| -> rusqlite::Result<()> {
             let tx = conn.transaction()?;
             {
-                let mut stmt = tx.prepare_cached(
-                    "INSERT INTO audit (at_ms, kind, user_id, mcp_client_id, connection_id,
-                        extension_id, method, code, duration_ms, detail)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                let mut find = tx.prepare_cached(
+                    "SELECT id FROM audit_labels WHERE connection_id IS ?3 AND user_id = ?1
+                        AND mcp_client_id IS ?2 AND extension_id IS ?4 LIMIT 1",
                 )?;
-                for r in records {
-                    stmt.execute(params![
-                        r.at_ms,
-                        r.kind,
-                        r.user_id,
-                        r.mcp_client_id,
-                        r.connection_id,
-                        r.extension_id,
-                        r.method,
-                        r.code,
-                        r.duration_ms,
-                        r.detail
+                let mut add = tx.prepare_cached(
+                    "INSERT INTO audit_labels
+                        (user_id, mcp_client_id, connection_id, extension_id, last_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?;
+                let mut insert = tx.prepare_cached(
+                    "INSERT INTO audit_events (at_ms, labels, kind, method, code, duration_ms,
+                        detail)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )?;
+                let mut seen: HashMap<LabelsIdentity, (i64, i64)> = HashMap::new();
+                for e in entries {
+                    let slot = match seen.entry(identity(e)) {
+                        Entry::Occupied(slot) => slot.into_mut(),
+                        Entry::Vacant(slot) => {
+                            let id = labels_id(&mut cache, &mut find, &mut add, &tx, e)?;
+                            slot.insert((id, e.at_ms))
+                        }
+                    };
+                    slot.1 = slot.1.max(e.at_ms);
+                    insert.execute(params![
+                        e.at_ms,
+                        slot.0,
+                        (e.kind != "request").then_some(e.kind),
+                        e.method,
+                        e.code,
+                        e.duration_ms,
+                        e.detail
                     ])?;
+                }
+                let mut touch = tx.prepare_cached(
+                    "UPDATE audit_labels SET last_ms = max(last_ms, ?2) WHERE id = ?1",
+                )?;
+                for (id, last_ms) in seen.values() {
+                    touch.execute(params![id, last_ms])?;
                 }
             }
             tx.commit()
-        };
-        write(&mut conn).with_context(|| format!("state file {}", self.path.display()))
+        })();
+        if result.is_err() {
+            // Rolled back: ids added in this transaction no longer exist.
+            cache.clear();
+        }
+        result.with_context(|| format!("state file {}", self.path.display()))
     }
 
     pub(super) fn query_audit(&self, q: &AuditQuery) -> anyhow::Result<Vec<AuditRecord>> {
+        let limit = i64::try_from(q.limit).unwrap_or(i64::MAX);
+        let (sql, args) = audit_query(q, &limit);
         self.with(|c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT at_ms, kind, user_id, mcp_client_id, connection_id, extension_id, method,
-                        code, duration_ms, detail
-                 FROM audit
-                 WHERE (?1 IS NULL OR user_id = ?1)
-                   AND (?2 IS NULL OR extension_id = ?2)
-                   AND (?3 IS NULL OR method = ?3)
-                   AND (?4 IS NULL OR at_ms >= ?4)
-                   AND (?5 IS NULL OR at_ms < ?5)
-                 ORDER BY at_ms DESC, rowid DESC
-                 LIMIT ?6",
-            )?;
-            let rows = stmt.query_map(
-                params![
-                    q.user_id,
-                    q.browser,
-                    q.method,
-                    q.since_ms,
-                    q.until_ms,
-                    q.limit as i64
-                ],
-                |r| {
-                    Ok(AuditRecord {
-                        at_ms: r.get(0)?,
-                        kind: r.get(1)?,
-                        user_id: r.get(2)?,
-                        mcp_client_id: r.get(3)?,
-                        connection_id: r.get(4)?,
-                        extension_id: r.get(5)?,
-                        method: r.get(6)?,
-                        code: r.get(7)?,
-                        duration_ms: r.get(8)?,
-                        detail: r.get(9)?,
-                    })
-                },
-            )?;
+            let mut stmt = c.prepare_cached(&sql)?;
+            let rows = stmt.query_map(args.as_slice(), |r| {
+                Ok(AuditRecord {
+                    at_ms: r.get(0)?,
+                    kind: r.get(1)?,
+                    user_id: r.get(2)?,
+                    mcp_client_id: r.get(3)?,
+                    connection_id: r.get(4)?,
+                    extension_id: r.get(5)?,
+                    method: r.get(6)?,
+                    code: r.get(7)?,
+                    duration_ms: r.get(8)?,
+                    detail: r.get(9)?,
+                })
+            })?;
             rows.collect()
         })
     }
 
+    /// Deletes the events older than `before_ms`, and the labels no remaining event refers to.
     pub(super) fn prune_audit(&self, before_ms: i64) -> anyhow::Result<usize> {
-        self.with(|c| c.execute("DELETE FROM audit WHERE at_ms < ?1", params![before_ms]))
+        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.labels.lock().unwrap_or_else(|e| e.into_inner());
+        let result = (|| -> rusqlite::Result<usize> {
+            let tx = conn.transaction()?;
+            let deleted = tx.execute(
+                "DELETE FROM audit_events WHERE at_ms < ?1",
+                params![before_ms],
+            )?;
+            let labels = tx.execute(
+                "DELETE FROM audit_labels WHERE last_ms < ?1",
+                params![before_ms],
+            )?;
+            tx.commit()?;
+            if labels > 0 {
+                cache.clear();
+            }
+            Ok(deleted)
+        })();
+        result.with_context(|| format!("state file {}", self.path.display()))
     }
 
     pub(super) fn meta(&self, key: &str) -> anyhow::Result<Option<String>> {
@@ -314,6 +404,70 @@ impl SqliteStore {
             .map(|_| ())
         })
     }
+}
+
+/// The statement for `q` and its arguments. It filters only on what the query names, so a time
+/// range is a range of the time index, walked newest first (the order asked for: no sort), and
+/// each event's labels come from their table by primary key.
+fn audit_query<'a>(q: &'a AuditQuery, limit: &'a i64) -> (String, Vec<&'a dyn ToSql>) {
+    let mut sql = String::from(
+        "SELECT e.at_ms, coalesce(e.kind, 'request'), l.user_id, l.mcp_client_id,
+                l.connection_id, l.extension_id, e.method, e.code, e.duration_ms, e.detail
+         FROM audit_events e CROSS JOIN audit_labels l ON l.id = e.labels
+         WHERE 1",
+    );
+    let mut args: Vec<&dyn ToSql> = Vec::new();
+    let filters: [(&str, Option<&dyn ToSql>); 5] = [
+        (" AND l.user_id = ?", q.user_id.as_ref().map(|v| v as _)),
+        (
+            " AND l.extension_id = ?",
+            q.browser.as_ref().map(|v| v as _),
+        ),
+        (" AND e.method = ?", q.method.as_ref().map(|v| v as _)),
+        (" AND e.at_ms >= ?", q.since_ms.as_ref().map(|v| v as _)),
+        (" AND e.at_ms < ?", q.until_ms.as_ref().map(|v| v as _)),
+    ];
+    for (clause, value) in filters {
+        if let Some(value) = value {
+            sql.push_str(clause);
+            args.push(value);
+        }
+    }
+    sql.push_str(" ORDER BY e.at_ms DESC, e.rowid DESC LIMIT ?");
+    args.push(limit);
+    (sql, args)
+}
+
+/// The `audit_labels` id of `e`'s labels: from the cache, else found, else added.
+fn labels_id(
+    cache: &mut HashMap<Labels, i64>,
+    find: &mut CachedStatement<'_>,
+    add: &mut CachedStatement<'_>,
+    tx: &rusqlite::Transaction<'_>,
+    e: &AuditEntry<'_>,
+) -> rusqlite::Result<i64> {
+    let key: Labels = (
+        e.user_id.to_owned(),
+        e.mcp_client_id.map(str::to_owned),
+        e.connection_id.map(str::to_owned),
+        e.extension_id.map(str::to_owned),
+    );
+    if let Some(id) = cache.get(&key) {
+        return Ok(*id);
+    }
+    let labels = params![key.0, key.1, key.2, key.3];
+    let id = match find.query_row(labels, |r| r.get(0)).optional()? {
+        Some(id) => id,
+        None => {
+            add.execute(params![key.0, key.1, key.2, key.3, e.at_ms])?;
+            tx.last_insert_rowid()
+        }
+    };
+    if cache.len() >= LABEL_CACHE {
+        cache.clear();
+    }
+    cache.insert(key, id);
+    Ok(id)
 }
 
 fn lock_path(path: &Path) -> PathBuf {
@@ -398,6 +552,362 @@ mod tests {
         let _first = SqliteStore::open(&path).unwrap();
         let error = SqliteStore::open(&path).err().unwrap().to_string();
         assert!(error.contains("locked"), "{error}");
+    }
+
+    fn entry<'a>(at_ms: i64, labels: &'a [Option<&'a str>; 4], method: &'a str) -> AuditEntry<'a> {
+        AuditEntry {
+            at_ms,
+            kind: "request",
+            user_id: labels[0].unwrap(),
+            mcp_client_id: labels[1],
+            connection_id: labels[2],
+            extension_id: labels[3],
+            method: Some(method),
+            code: if method == "fails" { -32000 } else { 0 },
+            duration_ms: Some(at_ms as f64 / 7.0),
+            detail: None,
+        }
+    }
+
+    fn all(store: &SqliteStore) -> Vec<AuditRecord> {
+        store
+            .query_audit(&AuditQuery {
+                limit: usize::MAX,
+                ..Default::default()
+            })
+            .unwrap()
+    }
+
+    fn count(store: &SqliteStore, table: &str) -> i64 {
+        store
+            .with(|c| c.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)))
+            .unwrap()
+    }
+
+    /// The queries `GET /api/v1/audit` can make, as the memory store answers them.
+    fn queries() -> Vec<AuditQuery> {
+        let q = |user: Option<&str>, browser: Option<&str>, method: Option<&str>, since, until| {
+            AuditQuery {
+                user_id: user.map(Into::into),
+                browser: browser.map(Into::into),
+                method: method.map(Into::into),
+                since_ms: since,
+                until_ms: until,
+                limit: 1000,
+            }
+        };
+        vec![
+            q(None, None, None, None, None),
+            q(Some("alice"), None, None, None, None),
+            q(Some("bob"), None, None, Some(3), Some(9)),
+            q(None, Some("ext-a"), None, None, None),
+            q(None, None, Some("tabs/list"), Some(2), None),
+            q(Some("alice"), Some("ext-b"), Some("fails"), None, Some(100)),
+            AuditQuery {
+                limit: 3,
+                ..q(None, None, None, None, None)
+            },
+        ]
+    }
+
+    /// A row of migration 1's `audit` table, column by column.
+    type OldRow = (
+        i64,
+        &'static str,
+        &'static str,
+        Option<&'static str>,
+        Option<&'static str>,
+        Option<&'static str>,
+        Option<&'static str>,
+        i64,
+        Option<f64>,
+        Option<&'static str>,
+    );
+
+    #[test]
+    fn a_file_with_the_old_audit_table_is_migrated_and_its_rows_query_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        // A file as a relay with only migration 1 left it.
+        let old: Vec<AuditRecord> = {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(MIGRATIONS[0]).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE schema_version (version INTEGER NOT NULL);
+                 INSERT INTO schema_version (version) VALUES (1);",
+            )
+            .unwrap();
+            let rows: &[OldRow] = &[
+                (
+                    1,
+                    "handshake",
+                    "alice",
+                    Some("mcp-1"),
+                    Some("c1"),
+                    None,
+                    None,
+                    0,
+                    None,
+                    Some("ok"),
+                ),
+                (
+                    2,
+                    "request",
+                    "alice",
+                    Some("mcp-1"),
+                    Some("c1"),
+                    Some("ext-a"),
+                    Some("tabs/list"),
+                    0,
+                    Some(0.25),
+                    None,
+                ),
+                (
+                    2,
+                    "request",
+                    "alice",
+                    Some("mcp-1"),
+                    Some("c1"),
+                    Some("ext-a"),
+                    Some("fails"),
+                    -32000,
+                    Some(1.5),
+                    None,
+                ),
+                (
+                    3,
+                    "request",
+                    "bob",
+                    Some("mcp-2"),
+                    Some("c2"),
+                    Some("ext-b"),
+                    Some("tabs/list"),
+                    0,
+                    Some(3.0),
+                    None,
+                ),
+                (
+                    4,
+                    "approve",
+                    "alice",
+                    None,
+                    None,
+                    Some("ext-b"),
+                    None,
+                    0,
+                    None,
+                    Some("by admin"),
+                ),
+                (
+                    5,
+                    "connect",
+                    "alice",
+                    Some(""),
+                    Some("c3"),
+                    Some(""),
+                    None,
+                    -32011,
+                    None,
+                    None,
+                ),
+                (
+                    6,
+                    "request",
+                    "alice",
+                    Some("mcp-1"),
+                    Some("c1"),
+                    Some("ext-a"),
+                    Some("tabs/list"),
+                    0,
+                    Some(0.125),
+                    None,
+                ),
+                (
+                    8,
+                    "request",
+                    "bob",
+                    Some("mcp-2"),
+                    Some("c2"),
+                    Some("ext-b"),
+                    Some("fails"),
+                    -32000,
+                    Some(9.0),
+                    None,
+                ),
+                (
+                    8,
+                    "kick",
+                    "bob",
+                    None,
+                    Some("c2"),
+                    None,
+                    None,
+                    0,
+                    None,
+                    Some("by bob"),
+                ),
+            ];
+            for r in rows {
+                conn.execute(
+                    "INSERT INTO audit (at_ms, kind, user_id, mcp_client_id, connection_id,
+                        extension_id, method, code, duration_ms, detail)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    params![r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9],
+                )
+                .unwrap();
+            }
+            let mut stmt = conn
+                .prepare(
+                    "SELECT at_ms, kind, user_id, mcp_client_id, connection_id, extension_id,
+                        method, code, duration_ms, detail
+                     FROM audit ORDER BY at_ms DESC, rowid DESC",
+                )
+                .unwrap();
+            let rows = stmt.query_map([], |r| {
+                Ok(AuditRecord {
+                    at_ms: r.get(0)?,
+                    kind: r.get(1)?,
+                    user_id: r.get(2)?,
+                    mcp_client_id: r.get(3)?,
+                    connection_id: r.get(4)?,
+                    extension_id: r.get(5)?,
+                    method: r.get(6)?,
+                    code: r.get(7)?,
+                    duration_ms: r.get(8)?,
+                    detail: r.get(9)?,
+                })
+            });
+            rows.unwrap().map(Result::unwrap).collect()
+        };
+        assert_eq!(old.len(), 9);
+
+        let store = SqliteStore::open(&path).unwrap();
+        let version: i64 = store
+            .with(|c| c.query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0)))
+            .unwrap();
+        assert_eq!(version as usize, MIGRATIONS.len());
+        let old_table: i64 = store
+            .with(|c| {
+                c.query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE name = 'audit'",
+                    [],
+                    |r| r.get(0),
+                )
+            })
+            .unwrap();
+        assert_eq!(old_table, 0, "the old table is gone");
+        // Same records, same order (ties on at_ms keep their insertion order).
+        assert_eq!(all(&store), old);
+        for q in queries() {
+            let expected: Vec<_> = old
+                .iter()
+                .filter(|r| q.matches(r))
+                .take(q.limit)
+                .cloned()
+                .collect();
+            assert_eq!(store.query_audit(&q).unwrap(), expected, "{q:?}");
+        }
+        // Six label combinations: c1 without and with a browser, c2, c3 with empty ids,
+        // alice's approval (no connection) and bob's kick (no client, no browser).
+        assert_eq!(count(&store, "audit_labels"), 6);
+
+        // New requests on an old connection reuse its labels row, and the file reopens.
+        let c1 = [Some("alice"), Some("mcp-1"), Some("c1"), Some("ext-a")];
+        store.append_audit(&[entry(10, &c1, "tabs/list")]).unwrap();
+        assert_eq!(count(&store, "audit_labels"), 6);
+        drop(store);
+        let store = SqliteStore::open(&path).unwrap();
+        let records = all(&store);
+        assert_eq!(records.len(), 10);
+        assert_eq!(records[0], entry(10, &c1, "tabs/list").to_record());
+        assert_eq!(&records[1..], &old[..]);
+    }
+
+    #[test]
+    fn a_connections_labels_are_stored_once_and_every_request_reads_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("state.db")).unwrap();
+        let a = [Some("alice"), Some("mcp-1"), Some("c1"), Some("ext-a")];
+        let b = [Some("bob"), Some("mcp-2"), Some("c2"), Some("ext-b")];
+        // The same text at another address (as a control record owns it): still one row.
+        let owned: Vec<String> = a.iter().map(|s| s.unwrap().to_owned()).collect();
+        let a_again = [
+            Some(owned[0].as_str()),
+            Some(owned[1].as_str()),
+            Some(owned[2].as_str()),
+            Some(owned[3].as_str()),
+        ];
+        let mut entries = Vec::new();
+        for i in 0..600 {
+            let labels = [&a, &b, &a_again][i % 3];
+            let method = ["tabs/list", "fails"][i % 2];
+            entries.push(entry(i as i64, labels, method));
+        }
+        store.append_audit(&entries[..300]).unwrap();
+        store.append_audit(&entries[300..]).unwrap();
+        assert_eq!(count(&store, "audit_labels"), 2);
+        assert_eq!(count(&store, "audit_events"), 600);
+        let expected: Vec<AuditRecord> = entries.iter().rev().map(AuditEntry::to_record).collect();
+        assert_eq!(all(&store), expected);
+        for q in queries() {
+            let want: Vec<_> = expected
+                .iter()
+                .filter(|r| q.matches(r))
+                .take(q.limit)
+                .cloned()
+                .collect();
+            assert_eq!(store.query_audit(&q).unwrap(), want, "{q:?}");
+        }
+    }
+
+    #[test]
+    fn pruning_drops_labels_no_event_refers_to_and_later_events_still_get_theirs() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("state.db")).unwrap();
+        let a = [Some("alice"), Some("mcp-1"), Some("c1"), Some("ext-a")];
+        let b = [Some("bob"), Some("mcp-2"), Some("c2"), Some("ext-b")];
+        store
+            .append_audit(&[entry(1, &a, "x"), entry(2, &a, "x"), entry(5, &b, "x")])
+            .unwrap();
+        assert_eq!(store.prune_audit(3).unwrap(), 2);
+        assert_eq!(
+            count(&store, "audit_labels"),
+            1,
+            "a's labels went with its events"
+        );
+        // a's labels were cached with an id that no longer exists: they are added again.
+        store.append_audit(&[entry(7, &a, "y")]).unwrap();
+        assert_eq!(
+            all(&store),
+            vec![entry(7, &a, "y").to_record(), entry(5, &b, "x").to_record()]
+        );
+        assert_eq!(count(&store, "audit_labels"), 2);
+        // b's labels were used at 5: pruning before 5 keeps them, before 6 drops them.
+        assert_eq!(store.prune_audit(5).unwrap(), 0);
+        assert_eq!(count(&store, "audit_labels"), 2);
+        assert_eq!(store.prune_audit(6).unwrap(), 1);
+        assert_eq!(count(&store, "audit_labels"), 1);
+    }
+
+    #[test]
+    fn audit_queries_walk_the_time_index_newest_first_without_sorting() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("state.db")).unwrap();
+        for q in queries() {
+            let limit = 10;
+            let (sql, args) = audit_query(&q, &limit);
+            let plan: Vec<String> = store
+                .with(|c| {
+                    let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                    let rows = stmt.query_map(args.as_slice(), |r| r.get::<_, String>(3))?;
+                    rows.collect()
+                })
+                .unwrap();
+            let plan = plan.join(" | ");
+            assert!(plan.contains("audit_events_time"), "{q:?}: {plan}");
+            assert!(!plan.contains("TEMP B-TREE"), "{q:?}: {plan}");
+            assert!(plan.contains("INTEGER PRIMARY KEY"), "{q:?}: {plan}");
+        }
     }
 
     #[test]
