@@ -12,6 +12,7 @@
 //! is an error at start-up that names the file and what to do about it, because a relay that
 //! silently forgot its revocations would let revoked tokens back in.
 
+mod chunk;
 pub mod memory;
 pub mod sqlite;
 

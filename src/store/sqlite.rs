@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::Context;
-use rusqlite::{params, CachedStatement, Connection, OptionalExtension, ToSql};
+use rusqlite::{params, CachedStatement, Connection, OptionalExtension};
 
+use super::chunk::{self, Packed};
 use super::{AuditEntry, AuditQuery, AuditRecord, BrowserRecord, Revocations, RevokedToken};
 
 /// Each entry moves the schema from version `i` to `i + 1`. Append only: a published step never
@@ -58,9 +59,9 @@ const MIGRATIONS: &[&str] = &[
      CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
     // 2: the audit trail made cheap to append to. The labels every request of a connection
     // repeats (user, MCP client, connection id, browser) move to `audit_labels`, one row per
-    // combination, and each event row keeps a small integer reference to them; `kind` is NULL
-    // for a forwarded request (all but a few rows); one index (time) instead of two. Existing
-    // rows move over in their order.
+    // combination; events are packed many to a row in `audit_chunks` (see `chunk.rs`), each
+    // referring to its labels by id. The old rows are packed by `pack_v1_audit` after this step,
+    // in the same transaction.
     "CREATE TABLE audit_labels (
         id INTEGER PRIMARY KEY,
         user_id TEXT NOT NULL,
@@ -70,27 +71,21 @@ const MIGRATIONS: &[&str] = &[
         last_ms INTEGER NOT NULL -- newest event that refers to it: pruned with the events
      );
      CREATE INDEX audit_labels_connection ON audit_labels(connection_id);
-     CREATE TABLE audit_events (
-        at_ms INTEGER NOT NULL,
-        labels INTEGER NOT NULL, -- audit_labels.id
-        kind TEXT, -- NULL = 'request'
-        method TEXT,
-        code INTEGER NOT NULL,
-        duration_ms REAL,
-        detail TEXT
+     CREATE TABLE audit_chunks (
+        id INTEGER PRIMARY KEY, -- in the order written: ties on time are broken by it
+        first_ms INTEGER NOT NULL, -- oldest and newest event in it
+        last_ms INTEGER NOT NULL,
+        count INTEGER NOT NULL,
+        events BLOB NOT NULL
      );
-     INSERT INTO audit_labels (user_id, mcp_client_id, connection_id, extension_id, last_ms)
-        SELECT user_id, mcp_client_id, connection_id, extension_id, max(at_ms) FROM audit
-        GROUP BY user_id, mcp_client_id, connection_id, extension_id;
-     INSERT INTO audit_events (at_ms, labels, kind, method, code, duration_ms, detail)
-        SELECT a.at_ms, l.id, nullif(a.kind, 'request'), a.method, a.code, a.duration_ms, a.detail
-        FROM audit a JOIN audit_labels l
-          ON l.connection_id IS a.connection_id AND l.user_id = a.user_id
-         AND l.mcp_client_id IS a.mcp_client_id AND l.extension_id IS a.extension_id
-        ORDER BY a.rowid;
-     DROP TABLE audit;
-     CREATE INDEX audit_events_time ON audit_events(at_ms);",
+     CREATE INDEX audit_chunks_last ON audit_chunks(last_ms);
+     CREATE INDEX audit_chunks_first ON audit_chunks(first_ms); -- finds what pruning cuts
+     ALTER TABLE audit RENAME TO audit_v1;",
 ];
+
+/// Most events packed in one chunk: a query decodes whole chunks, so this bounds the work of
+/// finding the newest few events.
+const CHUNK_EVENTS: usize = 2048;
 
 /// Label combinations whose `audit_labels` id is kept in memory; past this the map starts over
 /// (a miss costs one indexed lookup, once per connection per batch).
@@ -279,57 +274,15 @@ impl SqliteStore {
         })
     }
 
-    /// One transaction per batch. Per row it inserts a short event (time, a labels id, method,
-    /// code, duration); the labels are looked up once per connection per batch (in memory,
-    /// else in `audit_labels`, else added there), and each labels row used gets its `last_ms`
-    /// moved on once per batch.
+    /// One transaction per batch, one row per [`CHUNK_EVENTS`] events. Labels are looked up
+    /// once per connection per batch (in memory, else in `audit_labels`, else added there),
+    /// and each labels row used gets its `last_ms` moved on once per batch.
     pub(super) fn append_audit(&self, entries: &[AuditEntry<'_>]) -> anyhow::Result<()> {
         let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let mut cache = self.labels.lock().unwrap_or_else(|e| e.into_inner());
         let result = (|| -> rusqlite::Result<()> {
             let tx = conn.transaction()?;
-            {
-                let mut find = tx.prepare_cached(
-                    "SELECT id FROM audit_labels WHERE connection_id IS ?3 AND user_id = ?1
-                        AND mcp_client_id IS ?2 AND extension_id IS ?4 LIMIT 1",
-                )?;
-                let mut add = tx.prepare_cached(
-                    "INSERT INTO audit_labels
-                        (user_id, mcp_client_id, connection_id, extension_id, last_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                )?;
-                let mut insert = tx.prepare_cached(
-                    "INSERT INTO audit_events (at_ms, labels, kind, method, code, duration_ms,
-                        detail)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                )?;
-                let mut seen: HashMap<LabelsIdentity, (i64, i64)> = HashMap::new();
-                for e in entries {
-                    let slot = match seen.entry(identity(e)) {
-                        Entry::Occupied(slot) => slot.into_mut(),
-                        Entry::Vacant(slot) => {
-                            let id = labels_id(&mut cache, &mut find, &mut add, &tx, e)?;
-                            slot.insert((id, e.at_ms))
-                        }
-                    };
-                    slot.1 = slot.1.max(e.at_ms);
-                    insert.execute(params![
-                        e.at_ms,
-                        slot.0,
-                        (e.kind != "request").then_some(e.kind),
-                        e.method,
-                        e.code,
-                        e.duration_ms,
-                        e.detail
-                    ])?;
-                }
-                let mut touch = tx.prepare_cached(
-                    "UPDATE audit_labels SET last_ms = max(last_ms, ?2) WHERE id = ?1",
-                )?;
-                for (id, last_ms) in seen.values() {
-                    touch.execute(params![id, last_ms])?;
-                }
-            }
+            append_chunks(&tx, &mut cache, entries)?;
             tx.commit()
         })();
         if result.is_err() {
@@ -339,39 +292,56 @@ impl SqliteStore {
         result.with_context(|| format!("state file {}", self.path.display()))
     }
 
+    /// Newest first (by time, then by the order written). Walks the chunks by their newest
+    /// event, newest first, and stops at the first chunk that cannot hold anything newer than
+    /// the `limit` events already found: the newest events (the dashboard's view) cost one or
+    /// two chunks, a filter that matches little reads the chunks in between.
     pub(super) fn query_audit(&self, q: &AuditQuery) -> anyhow::Result<Vec<AuditRecord>> {
-        let limit = i64::try_from(q.limit).unwrap_or(i64::MAX);
-        let (sql, args) = audit_query(q, &limit);
-        self.with(|c| {
-            let mut stmt = c.prepare_cached(&sql)?;
-            let rows = stmt.query_map(args.as_slice(), |r| {
-                Ok(AuditRecord {
-                    at_ms: r.get(0)?,
-                    kind: r.get(1)?,
-                    user_id: r.get(2)?,
-                    mcp_client_id: r.get(3)?,
-                    connection_id: r.get(4)?,
-                    extension_id: r.get(5)?,
-                    method: r.get(6)?,
-                    code: r.get(7)?,
-                    duration_ms: r.get(8)?,
-                    detail: r.get(9)?,
-                })
-            })?;
-            rows.collect()
-        })
+        self.with(|c| query_chunks(c, q))
     }
 
-    /// Deletes the events older than `before_ms`, and the labels no remaining event refers to.
+    /// Deletes the events older than `before_ms` (whole chunks, and the old part of the chunk
+    /// that straddles it), and the labels no remaining event refers to.
     pub(super) fn prune_audit(&self, before_ms: i64) -> anyhow::Result<usize> {
         let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let mut cache = self.labels.lock().unwrap_or_else(|e| e.into_inner());
         let result = (|| -> rusqlite::Result<usize> {
             let tx = conn.transaction()?;
-            let deleted = tx.execute(
-                "DELETE FROM audit_events WHERE at_ms < ?1",
+            let mut deleted: i64 = tx.query_row(
+                "SELECT coalesce(sum(count), 0) FROM audit_chunks WHERE last_ms < ?1",
+                params![before_ms],
+                |r| r.get(0),
+            )?;
+            tx.execute(
+                "DELETE FROM audit_chunks WHERE last_ms < ?1",
                 params![before_ms],
             )?;
+            let straddling: Vec<(i64, i64, Vec<u8>)> = tx
+                .prepare("SELECT id, first_ms, events FROM audit_chunks WHERE first_ms < ?1")?
+                .query_map(params![before_ms], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            for (id, first_ms, blob) in straddling {
+                let kept: Vec<Packed<'_>> = chunk::unpack(&blob, first_ms)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(damaged)?
+                    .into_iter()
+                    .filter(|e| e.at_ms >= before_ms)
+                    .collect();
+                let old = chunk::unpack(&blob, first_ms).count() - kept.len();
+                deleted += old as i64;
+                let (first, last) = span(kept.iter().map(|e| e.at_ms));
+                let mut repacked = Vec::with_capacity(blob.len());
+                for event in &kept {
+                    chunk::pack(&mut repacked, first, event);
+                }
+                tx.execute(
+                    "UPDATE audit_chunks SET first_ms = ?2, last_ms = ?3, count = ?4, events = ?5
+                     WHERE id = ?1",
+                    params![id, first, last, kept.len() as i64, repacked],
+                )?;
+            }
             let labels = tx.execute(
                 "DELETE FROM audit_labels WHERE last_ms < ?1",
                 params![before_ms],
@@ -380,7 +350,7 @@ impl SqliteStore {
             if labels > 0 {
                 cache.clear();
             }
-            Ok(deleted)
+            Ok(deleted as usize)
         })();
         result.with_context(|| format!("state file {}", self.path.display()))
     }
@@ -406,36 +376,213 @@ impl SqliteStore {
     }
 }
 
-/// The statement for `q` and its arguments. It filters only on what the query names, so a time
-/// range is a range of the time index, walked newest first (the order asked for: no sort), and
-/// each event's labels come from their table by primary key.
-fn audit_query<'a>(q: &'a AuditQuery, limit: &'a i64) -> (String, Vec<&'a dyn ToSql>) {
-    let mut sql = String::from(
-        "SELECT e.at_ms, coalesce(e.kind, 'request'), l.user_id, l.mcp_client_id,
-                l.connection_id, l.extension_id, e.method, e.code, e.duration_ms, e.detail
-         FROM audit_events e CROSS JOIN audit_labels l ON l.id = e.labels
-         WHERE 1",
-    );
-    let mut args: Vec<&dyn ToSql> = Vec::new();
-    let filters: [(&str, Option<&dyn ToSql>); 5] = [
-        (" AND l.user_id = ?", q.user_id.as_ref().map(|v| v as _)),
-        (
-            " AND l.extension_id = ?",
-            q.browser.as_ref().map(|v| v as _),
-        ),
-        (" AND e.method = ?", q.method.as_ref().map(|v| v as _)),
-        (" AND e.at_ms >= ?", q.since_ms.as_ref().map(|v| v as _)),
-        (" AND e.at_ms < ?", q.until_ms.as_ref().map(|v| v as _)),
-    ];
-    for (clause, value) in filters {
-        if let Some(value) = value {
-            sql.push_str(clause);
-            args.push(value);
+/// Packs `entries` into chunks inside the caller's transaction.
+fn append_chunks(
+    tx: &Connection,
+    cache: &mut HashMap<Labels, i64>,
+    entries: &[AuditEntry<'_>],
+) -> rusqlite::Result<()> {
+    let mut find = tx.prepare_cached(
+        "SELECT id FROM audit_labels WHERE connection_id IS ?3 AND user_id = ?1
+            AND mcp_client_id IS ?2 AND extension_id IS ?4 LIMIT 1",
+    )?;
+    let mut add = tx.prepare_cached(
+        "INSERT INTO audit_labels (user_id, mcp_client_id, connection_id, extension_id, last_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO audit_chunks (first_ms, last_ms, count, events) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    let mut seen: HashMap<LabelsIdentity, (i64, i64)> = HashMap::new();
+    let mut blob = Vec::new();
+    for part in entries.chunks(CHUNK_EVENTS) {
+        let (first_ms, last_ms) = span(part.iter().map(|e| e.at_ms));
+        blob.clear();
+        for e in part {
+            let slot = match seen.entry(identity(e)) {
+                Entry::Occupied(slot) => slot.into_mut(),
+                Entry::Vacant(slot) => {
+                    let id = labels_id(cache, &mut find, &mut add, tx, e)?;
+                    slot.insert((id, e.at_ms))
+                }
+            };
+            slot.1 = slot.1.max(e.at_ms);
+            let event = Packed {
+                at_ms: e.at_ms,
+                labels: slot.0,
+                kind: e.kind,
+                method: e.method,
+                code: e.code,
+                duration_ms: e.duration_ms,
+                detail: e.detail,
+            };
+            chunk::pack(&mut blob, first_ms, &event);
+        }
+        insert.execute(params![first_ms, last_ms, part.len() as i64, blob])?;
+    }
+    let mut touch =
+        tx.prepare_cached("UPDATE audit_labels SET last_ms = max(last_ms, ?2) WHERE id = ?1")?;
+    for (id, last_ms) in seen.values() {
+        touch.execute(params![id, last_ms])?;
+    }
+    Ok(())
+}
+
+/// Smallest and largest of `times` (0, 0 for none).
+fn span(times: impl Iterator<Item = i64>) -> (i64, i64) {
+    times
+        .fold(None, |span, t| match span {
+            None => Some((t, t)),
+            Some((lo, hi)) => Some((t.min(lo), t.max(hi))),
+        })
+        .unwrap_or((0, 0))
+}
+
+fn damaged(error: chunk::Damaged) -> rusqlite::Error {
+    rusqlite::Error::ToSqlConversionFailure(Box::new(error))
+}
+
+/// See [`SqliteStore::query_audit`].
+fn query_chunks(c: &Connection, q: &AuditQuery) -> rusqlite::Result<Vec<AuditRecord>> {
+    if q.limit == 0 {
+        return Ok(Vec::new());
+    }
+    // A user or browser filter is a set of labels ids.
+    let wanted: Option<std::collections::HashSet<i64>> =
+        if q.user_id.is_some() || q.browser.is_some() {
+            let mut stmt = c.prepare_cached(
+                "SELECT id FROM audit_labels WHERE (?1 IS NULL OR user_id = ?1)
+                    AND (?2 IS NULL OR extension_id = ?2)",
+            )?;
+            let ids = stmt.query_map(params![q.user_id, q.browser], |r| r.get(0))?;
+            let ids = ids.collect::<rusqlite::Result<std::collections::HashSet<i64>>>()?;
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            Some(ids)
+        } else {
+            None
+        };
+    let mut chunks = c.prepare_cached(
+        "SELECT id, first_ms, last_ms, events FROM audit_chunks
+         WHERE last_ms >= ?1 AND first_ms < ?2 ORDER BY last_ms DESC",
+    )?;
+    let mut rows = chunks.query(params![
+        q.since_ms.unwrap_or(i64::MIN),
+        q.until_ms.unwrap_or(i64::MAX)
+    ])?;
+    // (at_ms, chunk id, position in it, labels id, the record without its labels)
+    let mut found: Vec<(i64, i64, usize, i64, AuditRecord)> = Vec::new();
+    let newest_first = |a: &(i64, i64, usize, i64, AuditRecord),
+                        b: &(i64, i64, usize, i64, AuditRecord)| {
+        (b.0, b.1, b.2).cmp(&(a.0, a.1, a.2))
+    };
+    while let Some(row) = rows.next()? {
+        let last_ms: i64 = row.get(2)?;
+        if found.len() >= q.limit && found.last().is_some_and(|f| last_ms < f.0) {
+            break;
+        }
+        let (id, first_ms): (i64, i64) = (row.get(0)?, row.get(1)?);
+        let blob = row.get_ref(3)?.as_blob()?;
+        for (at, event) in chunk::unpack(blob, first_ms).enumerate() {
+            let e = event.map_err(damaged)?;
+            let keep = q.since_ms.is_none_or(|s| e.at_ms >= s)
+                && q.until_ms.is_none_or(|u| e.at_ms < u)
+                && q.method.as_deref().is_none_or(|m| e.method == Some(m))
+                && wanted.as_ref().is_none_or(|w| w.contains(&e.labels));
+            if keep {
+                let record = AuditRecord {
+                    at_ms: e.at_ms,
+                    kind: e.kind.to_owned(),
+                    user_id: String::new(),
+                    mcp_client_id: None,
+                    connection_id: None,
+                    extension_id: None,
+                    method: e.method.map(str::to_owned),
+                    code: e.code,
+                    duration_ms: e.duration_ms,
+                    detail: e.detail.map(str::to_owned),
+                };
+                found.push((e.at_ms, id, at, e.labels, record));
+            }
+        }
+        if found.len() > q.limit {
+            found.sort_by(newest_first);
+            found.truncate(q.limit);
         }
     }
-    sql.push_str(" ORDER BY e.at_ms DESC, e.rowid DESC LIMIT ?");
-    args.push(limit);
-    (sql, args)
+    found.sort_by(newest_first);
+    // The labels, once per id.
+    let mut labels: HashMap<i64, Labels> = HashMap::new();
+    let mut read = c.prepare_cached(
+        "SELECT user_id, mcp_client_id, connection_id, extension_id FROM audit_labels
+         WHERE id = ?1",
+    )?;
+    let mut records = Vec::with_capacity(found.len());
+    for (_, _, _, id, mut record) in found {
+        let l = match labels.entry(id) {
+            Entry::Occupied(l) => l.into_mut(),
+            Entry::Vacant(l) => l.insert(read.query_row(params![id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?),
+        };
+        record.user_id = l.0.clone();
+        record.mcp_client_id = l.1.clone();
+        record.connection_id = l.2.clone();
+        record.extension_id = l.3.clone();
+        records.push(record);
+    }
+    Ok(records)
+}
+
+/// Packs the rows of migration 1's `audit` table (renamed `audit_v1` by migration 2) into
+/// chunks, in their order, and drops it. Runs inside the migration's transaction.
+fn pack_v1_audit(conn: &Connection) -> rusqlite::Result<()> {
+    let pending: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'audit_v1'",
+        [],
+        |r| r.get(0),
+    )?;
+    if pending == 0 {
+        return Ok(());
+    }
+    let mut cache = HashMap::new();
+    let mut stmt = conn.prepare(
+        "SELECT at_ms, kind, user_id, mcp_client_id, connection_id, extension_id, method, code,
+                duration_ms, detail
+         FROM audit_v1 ORDER BY rowid",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut batch: Vec<AuditRecord> = Vec::with_capacity(CHUNK_EVENTS);
+    let mut flush = |batch: &mut Vec<AuditRecord>| -> rusqlite::Result<()> {
+        let entries: Vec<AuditEntry<'_>> = batch.iter().map(AuditEntry::from).collect();
+        append_chunks(conn, &mut cache, &entries)?;
+        batch.clear();
+        Ok(())
+    };
+    while let Some(r) = rows.next()? {
+        batch.push(AuditRecord {
+            at_ms: r.get(0)?,
+            kind: r.get(1)?,
+            user_id: r.get(2)?,
+            mcp_client_id: r.get(3)?,
+            connection_id: r.get(4)?,
+            extension_id: r.get(5)?,
+            method: r.get(6)?,
+            code: r.get(7)?,
+            duration_ms: r.get(8)?,
+            detail: r.get(9)?,
+        });
+        if batch.len() == CHUNK_EVENTS {
+            flush(&mut batch)?;
+        }
+    }
+    if !batch.is_empty() {
+        flush(&mut batch)?;
+    }
+    drop(rows);
+    drop(stmt);
+    conn.execute_batch("DROP TABLE audit_v1")
 }
 
 /// The `audit_labels` id of `e`'s labels: from the cache, else found, else added.
@@ -443,7 +590,7 @@ fn labels_id(
     cache: &mut HashMap<Labels, i64>,
     find: &mut CachedStatement<'_>,
     add: &mut CachedStatement<'_>,
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     e: &AuditEntry<'_>,
 ) -> rusqlite::Result<i64> {
     let key: Labels = (
@@ -515,6 +662,7 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
                 params![(step + 1) as i64],
             )?;
         }
+        pack_v1_audit(conn)?;
         Ok(())
     })();
     match result {
@@ -581,6 +729,12 @@ mod tests {
     fn count(store: &SqliteStore, table: &str) -> i64 {
         store
             .with(|c| c.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)))
+            .unwrap()
+    }
+
+    fn events(store: &SqliteStore) -> i64 {
+        store
+            .with(|c| c.query_row("SELECT sum(count) FROM audit_chunks", [], |r| r.get(0)))
             .unwrap()
     }
 
@@ -789,7 +943,7 @@ mod tests {
         let old_table: i64 = store
             .with(|c| {
                 c.query_row(
-                    "SELECT count(*) FROM sqlite_master WHERE name = 'audit'",
+                    "SELECT count(*) FROM sqlite_master WHERE name IN ('audit', 'audit_v1')",
                     [],
                     |r| r.get(0),
                 )
@@ -846,7 +1000,7 @@ mod tests {
         store.append_audit(&entries[..300]).unwrap();
         store.append_audit(&entries[300..]).unwrap();
         assert_eq!(count(&store, "audit_labels"), 2);
-        assert_eq!(count(&store, "audit_events"), 600);
+        assert_eq!(events(&store), 600);
         let expected: Vec<AuditRecord> = entries.iter().rev().map(AuditEntry::to_record).collect();
         assert_eq!(all(&store), expected);
         for q in queries() {
@@ -890,23 +1044,42 @@ mod tests {
     }
 
     #[test]
-    fn audit_queries_walk_the_time_index_newest_first_without_sorting() {
+    fn queries_order_by_time_then_by_the_order_written_across_chunks() {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(&dir.path().join("state.db")).unwrap();
-        for q in queries() {
-            let limit = 10;
-            let (sql, args) = audit_query(&q, &limit);
-            let plan: Vec<String> = store
-                .with(|c| {
-                    let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
-                    let rows = stmt.query_map(args.as_slice(), |r| r.get::<_, String>(3))?;
-                    rows.collect()
-                })
-                .unwrap();
-            let plan = plan.join(" | ");
-            assert!(plan.contains("audit_events_time"), "{q:?}: {plan}");
-            assert!(!plan.contains("TEMP B-TREE"), "{q:?}: {plan}");
-            assert!(plan.contains("INTEGER PRIMARY KEY"), "{q:?}: {plan}");
+        let a = [Some("alice"), Some("mcp-1"), Some("c1"), Some("ext-a")];
+        let b = [Some("bob"), Some("mcp-2"), Some("c2"), Some("ext-b")];
+        // Times out of order and often equal (threads race for the clock), written in batches
+        // of several chunks each.
+        let entries: Vec<AuditEntry<'_>> = (0..3 * CHUNK_EVENTS + 100)
+            .map(|i| {
+                let labels = if i % 5 == 0 { &b } else { &a };
+                let method = ["tabs/list", "fails", "x"][i % 3];
+                entry(((i * 7919) % 1000) as i64, labels, method)
+            })
+            .collect();
+        for batch in entries.chunks(CHUNK_EVENTS + 700) {
+            store.append_audit(batch).unwrap();
+        }
+        let mut expected: Vec<(usize, AuditRecord)> = entries
+            .iter()
+            .map(AuditEntry::to_record)
+            .enumerate()
+            .collect();
+        expected.sort_by(|(i, x), (j, y)| (y.at_ms, j).cmp(&(x.at_ms, i)));
+        let expected: Vec<AuditRecord> = expected.into_iter().map(|(_, r)| r).collect();
+        assert_eq!(all(&store), expected);
+        for limit in [1, 7, 50, 3000] {
+            for q in queries() {
+                let q = AuditQuery { limit, ..q };
+                let want: Vec<_> = expected
+                    .iter()
+                    .filter(|r| q.matches(r))
+                    .take(limit)
+                    .cloned()
+                    .collect();
+                assert_eq!(store.query_audit(&q).unwrap(), want, "{q:?}");
+            }
         }
     }
 
