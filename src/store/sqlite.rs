@@ -506,7 +506,8 @@ fn query_chunks(c: &Connection, q: &AuditQuery) -> rusqlite::Result<Vec<AuditRec
                 found.push((e.at_ms, id, at, e.labels, record));
             }
         }
-        if found.len() > q.limit {
+        if found.len() >= q.limit {
+            // Sorted, so that the last is the oldest that still makes the answer.
             found.sort_by(newest_first);
             found.truncate(q.limit);
         }
@@ -1081,6 +1082,27 @@ mod tests {
                 assert_eq!(store.query_audit(&q).unwrap(), want, "{q:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_limit_reached_in_one_chunk_still_looks_into_chunks_with_newer_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("state.db")).unwrap();
+        let a = [Some("alice"), Some("mcp-1"), Some("c1"), Some("ext-a")];
+        // The first chunk reaches the limit with its events out of order (10 then 100); the
+        // second, whose newest event is older than the first's, holds one newer than 10.
+        store
+            .append_audit(&[entry(10, &a, "x"), entry(100, &a, "x")])
+            .unwrap();
+        store.append_audit(&[entry(50, &a, "x")]).unwrap();
+        let newest_two = store
+            .query_audit(&AuditQuery {
+                limit: 2,
+                ..Default::default()
+            })
+            .unwrap();
+        let times: Vec<i64> = newest_two.iter().map(|r| r.at_ms).collect();
+        assert_eq!(times, [100, 50]);
     }
 
     #[test]
