@@ -7,10 +7,11 @@
 //! numbers) and `try_send`s it on a bounded channel. A writer task takes whatever has
 //! accumulated and appends the batch to the store in one transaction on a blocking thread,
 //! borrowing the labels from the connection's [`ConnTag`] instead of copying them per request;
-//! then, unless the queue was full, it sleeps [`GATHER`] so that under load the events of a
-//! tenth of a second share one wake-up and one transaction. When the writer falls behind and the channel is full,
-//! events are dropped and counted (`mcp_relay_audit_dropped_total`) rather than slowing or
-//! blocking forwarding; the channel holds [`AUDIT_QUEUE`] events.
+//! then, unless it took a full batch (more are waiting), it sleeps [`GATHER`] so that under load
+//! the events of a tenth of a second share one wake-up and one transaction. When the writer
+//! falls behind and the channel is full, events are dropped and counted
+//! (`mcp_relay_audit_dropped_total`) rather than slowing or blocking forwarding; the channel
+//! holds [`AUDIT_QUEUE`] events.
 //!
 //! Retention: records older than `--audit-retention` are deleted by the same task, every
 //! hundredth of the retention period (at least every second, at most every hour).
@@ -41,7 +42,7 @@ const BATCH: usize = 16_384;
 /// takes the next batch. Under load this turns a transaction (and a wake-up, and a hop to a
 /// blocking thread) every few requests into one every `GATHER`; at a low rate an event that
 /// finds the writer idle is written at once, and any event is in the store within `GATHER`
-/// plus one write. At 100,000 requests/s a gather fills a sixth of [`AUDIT_QUEUE`].
+/// plus one write. At 100,000 requests/s a gather fills about a sixth of [`AUDIT_QUEUE`].
 pub const GATHER: Duration = Duration::from_millis(100);
 
 /// Who is at each end of a connection, built once per connection and shared by every event of
