@@ -1188,12 +1188,12 @@ async fn the_shared_audit_trail_answers_newest_first_by_user_method_and_time_acr
     tokio::task::spawn_blocking(move || {
         // One message per record: more messages than one window of the backwards search.
         for i in 0..3000 {
-            store.append_audit(&[record(i)]).unwrap();
+            store.append_audit(&[(&record(i)).into()]).unwrap();
         }
         // And one batch of many, split per user.
-        store
-            .append_audit(&(3000..4000).map(record).collect::<Vec<_>>())
-            .unwrap();
+        let batch: Vec<AuditRecord> = (3000..4000).map(record).collect();
+        let entries: Vec<_> = batch.iter().map(Into::into).collect();
+        store.append_audit(&entries).unwrap();
         let query = |q: AuditQuery| times(store.query_audit(&q).unwrap());
         assert_eq!(
             query(AuditQuery {

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
-use super::{AuditQuery, AuditRecord, BrowserRecord, Revocations, RevokedToken};
+use super::{AuditEntry, AuditQuery, AuditRecord, BrowserRecord, Revocations, RevokedToken};
 
 /// Audit records a memory store keeps (the oldest go first): about 30 MB at most.
 pub const MAX_AUDIT_RECORDS: usize = 100_000;
@@ -63,13 +63,16 @@ impl MemoryStore {
         }
     }
 
-    pub(super) fn append_audit(&self, records: &[AuditRecord]) {
+    pub(super) fn append_audit(&self, entries: &[AuditEntry<'_>]) {
+        // Built before taking the lock: queries and the writer share it.
+        let skip = entries.len().saturating_sub(MAX_AUDIT_RECORDS);
+        let records: Vec<AuditRecord> = entries[skip..].iter().map(AuditEntry::to_record).collect();
         let mut inner = self.0.lock().unwrap();
         for record in records {
             if inner.audit.len() >= MAX_AUDIT_RECORDS {
                 inner.audit.pop_front();
             }
-            inner.audit.push_back(record.clone());
+            inner.audit.push_back(record);
         }
     }
 

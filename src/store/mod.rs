@@ -14,6 +14,7 @@
 //! is an error at start-up that names the file and what to do about it, because a relay that
 //! silently forgot its revocations would let revoked tokens back in.
 
+mod chunk;
 pub mod memory;
 pub mod nats;
 pub mod sqlite;
@@ -145,6 +146,65 @@ pub struct AuditRecord {
     /// A short note for control actions (who acted, on what); never a token.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+}
+
+/// One audit line on its way into a store, borrowed from whatever holds it: the labels of a
+/// forwarded request (user, MCP client, connection, browser) belong to its connection and are
+/// shared by every request on it, so the writer hands them over without copying them per
+/// request. A store that keeps owned records builds one with [`AuditEntry::to_record`]; the
+/// NATS store serializes it as the JSON of an [`AuditRecord`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AuditEntry<'a> {
+    pub at_ms: i64,
+    pub kind: &'a str,
+    pub user_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_client_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connection_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extension_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<&'a str>,
+    pub code: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<&'a str>,
+}
+
+impl AuditEntry<'_> {
+    pub fn to_record(&self) -> AuditRecord {
+        AuditRecord {
+            at_ms: self.at_ms,
+            kind: self.kind.to_owned(),
+            user_id: self.user_id.to_owned(),
+            mcp_client_id: self.mcp_client_id.map(str::to_owned),
+            connection_id: self.connection_id.map(str::to_owned),
+            extension_id: self.extension_id.map(str::to_owned),
+            method: self.method.map(str::to_owned),
+            code: self.code,
+            duration_ms: self.duration_ms,
+            detail: self.detail.map(str::to_owned),
+        }
+    }
+}
+
+impl<'a> From<&'a AuditRecord> for AuditEntry<'a> {
+    fn from(r: &'a AuditRecord) -> Self {
+        AuditEntry {
+            at_ms: r.at_ms,
+            kind: &r.kind,
+            user_id: &r.user_id,
+            mcp_client_id: r.mcp_client_id.as_deref(),
+            connection_id: r.connection_id.as_deref(),
+            extension_id: r.extension_id.as_deref(),
+            method: r.method.as_deref(),
+            code: r.code,
+            duration_ms: r.duration_ms,
+            detail: r.detail.as_deref(),
+        }
+    }
 }
 
 /// What `GET /api/v1/audit` filters by. `limit` is clamped by the caller.
@@ -295,14 +355,15 @@ impl Store {
         }
     }
 
-    pub fn append_audit(&self, records: &[AuditRecord]) -> anyhow::Result<()> {
+    /// Appends a batch (one transaction in SQLite).
+    pub fn append_audit(&self, entries: &[AuditEntry<'_>]) -> anyhow::Result<()> {
         match self {
             Store::Memory(m) => {
-                m.append_audit(records);
+                m.append_audit(entries);
                 Ok(())
             }
-            Store::Sqlite(s) => s.append_audit(records),
-            Store::Nats(n) => n.append_audit(records),
+            Store::Sqlite(s) => s.append_audit(entries),
+            Store::Nats(n) => n.append_audit(entries),
         }
     }
 
@@ -415,7 +476,11 @@ mod tests {
             detail: None,
         };
         store
-            .append_audit(&[record(1, "a"), record(2, "b"), record(3, "a")])
+            .append_audit(&[
+                (&record(1, "a")).into(),
+                (&record(2, "b")).into(),
+                (&record(3, "a")).into(),
+            ])
             .unwrap();
         let all = store
             .query_audit(&AuditQuery {

@@ -31,7 +31,7 @@ use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::runtime::Handle;
 
-use super::{AuditQuery, AuditRecord, BrowserRecord, Revocations, RevokedToken};
+use super::{AuditEntry, AuditQuery, AuditRecord, BrowserRecord, Revocations, RevokedToken};
 
 /// How long one store operation may wait on NATS before it fails (and the admin API answers
 /// with an error, or a background write logs one).
@@ -379,10 +379,10 @@ impl NatsStore {
 
     /// Publishes the batch as one message per user (and per [`AUDIT_PER_MESSAGE`] records),
     /// waiting for JetStream to acknowledge each.
-    pub(super) fn append_audit(&self, records: &[AuditRecord]) -> anyhow::Result<()> {
-        let mut by_user: HashMap<&str, Vec<&AuditRecord>> = HashMap::new();
-        for record in records {
-            by_user.entry(&record.user_id).or_default().push(record);
+    pub(super) fn append_audit(&self, entries: &[AuditEntry<'_>]) -> anyhow::Result<()> {
+        let mut by_user: HashMap<&str, Vec<&AuditEntry<'_>>> = HashMap::new();
+        for entry in entries {
+            by_user.entry(entry.user_id).or_default().push(entry);
         }
         let mut messages = Vec::new();
         for (user, records) in by_user {
