@@ -399,4 +399,65 @@ mod tests {
         // Borrowed, not copied.
         assert!(std::ptr::eq(event.entry().user_id, conn.user_id.as_str()));
     }
+
+    /// What recording costs the thread that forwards a request: the method's copy and
+    /// [`AuditSink::request`], with the writer running on the runtime into a real SQLite file.
+    /// Bursts of 50,000 (below the queue's bound, so nothing is dropped and the cheap
+    /// "queue full" path is never taken), the writer draining between bursts.
+    /// `cargo test --release --lib audit -- --ignored --nocapture`; docs/BENCHMARKS.md.
+    #[test]
+    #[ignore = "a benchmark, run on purpose (docs/BENCHMARKS.md)"]
+    fn what_recording_a_request_costs_the_forwarding_thread() {
+        const BURST: usize = 50_000;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let spec = StateSpec::Sqlite(dir.path().join("state.db"));
+        let store = Arc::new(Store::open(&spec).unwrap());
+        let (sink, shutdown, tracker) = runtime.block_on(async { start(&store) });
+        let conn = tag("conn-bench");
+        let cpu = |who| {
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: getrusage writes the struct it is given and nothing else.
+            unsafe { libc::getrusage(who, &mut usage) };
+            let time = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+            time(usage.ru_utime) + time(usage.ru_stime)
+        };
+        let (process_before, thread_before) = (cpu(libc::RUSAGE_SELF), cpu(libc::RUSAGE_THREAD));
+        let mut per_event = Vec::new();
+        for _ in 0..21 {
+            let started = Instant::now();
+            for _ in 0..BURST {
+                let method: Box<str> = std::hint::black_box("tabs/list").into();
+                sink.request(&conn, method, 0, Duration::from_micros(50));
+            }
+            per_event.push(started.elapsed().as_nanos() as f64 / BURST as f64);
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        shutdown.cancel();
+        runtime.block_on(async {
+            tracker.close();
+            tracker.wait().await;
+        });
+        // Everything but this thread: the writer, its blocking thread and the runtime.
+        let others =
+            (cpu(libc::RUSAGE_SELF) - process_before) - (cpu(libc::RUSAGE_THREAD) - thread_before);
+        per_event.sort_by(f64::total_cmp);
+        let written = recorded(&store).len();
+        eprintln!(
+            "recording a request on the forwarding thread: median {:.0} ns, min {:.0} ns, max \
+             {:.0} ns per event (21 bursts of {BURST}); writer and runtime: {:.0} ns of CPU per \
+             event; {written} events written, {} dropped",
+            per_event[per_event.len() / 2],
+            per_event[0],
+            per_event[per_event.len() - 1],
+            others * 1e9 / (21 * BURST) as f64,
+            sink.dropped()
+        );
+        assert_eq!(sink.dropped(), 0);
+        assert_eq!(written, 21 * BURST);
+    }
 }
