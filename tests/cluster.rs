@@ -54,6 +54,18 @@ async fn unjoined_node(
     .await
 }
 
+/// Two nodes joined to `nats` that already see each other.
+async fn joined_pair(nats: &NatsServer) -> (RunningRelay, RunningRelay) {
+    let a = node(nats).await;
+    let b = node(nats).await;
+    wait_until("the nodes see each other", || {
+        let (ca, cb) = (a.cluster().unwrap(), b.cluster().unwrap());
+        async move { ca.live_nodes() >= 1 && cb.live_nodes() >= 1 }
+    })
+    .await;
+    (a, b)
+}
+
 /// Polls `check` until it holds, failing the test after `WAIT`.
 async fn wait_until<F, Fut>(what: &str, mut check: F)
 where
@@ -821,18 +833,9 @@ async fn the_owner_sees_and_stops_a_client_connected_through_another_node() {
     assert_eq!(after["error"]["message"], "Not connected to an extension");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_revocation_made_on_one_node_closes_sockets_on_another_within_a_second() {
-    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
-        return;
-    };
-    let a = node(&nats).await;
-    let b = node(&nats).await;
-    wait_until("the nodes see each other", || {
-        let (ca, cb) = (a.cluster().unwrap(), b.cluster().unwrap());
-        async move { ca.live_nodes() >= 1 && cb.live_nodes() >= 1 }
-    })
-    .await;
+/// Alice's MCP token with jti `leaked` holds a socket on node `b`; an admin revokes it through
+/// node `a`, and the socket on `b` closes with 1008 "revoked" within a second. Returns the token.
+async fn revoking_through_a_closes_the_socket_on_b(a: &RunningRelay, b: &RunningRelay) -> String {
     let mut claims = mcp_relay::auth::MintClaims::new(
         "alice",
         Some(mcp_relay::auth::Role::Mcp),
@@ -860,6 +863,16 @@ async fn a_revocation_made_on_one_node_closes_sockets_on_another_within_a_second
     assert_eq!(on_b.expect_close().await, (1008, "revoked".to_owned()));
     let took = started.elapsed();
     assert!(took < Duration::from_secs(1), "{took:?}");
+    leaked
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revocation_made_on_one_node_closes_sockets_on_another_within_a_second() {
+    let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
+        return;
+    };
+    let (a, b) = joined_pair(&nats).await;
+    let leaked = revoking_through_a_closes_the_socket_on_b(&a, &b).await;
     // And node b refuses the token from then on.
     let mut again = Client::connect(&b.url("/mcp")).await;
     let answer = again
@@ -879,13 +892,7 @@ async fn a_browser_revoked_through_one_node_is_closed_and_refused_on_another() {
     let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
         return;
     };
-    let a = node(&nats).await;
-    let b = node(&nats).await;
-    wait_until("the nodes see each other", || {
-        let (ca, cb) = (a.cluster().unwrap(), b.cluster().unwrap());
-        async move { ca.live_nodes() >= 1 && cb.live_nodes() >= 1 }
-    })
-    .await;
+    let (a, b) = joined_pair(&nats).await;
     // Node a has seen the browser; it now lives on node b.
     let first = Extension::connect(&a, "alice", "Laptop", "laptop").await;
     let id = first.extension_id.clone();
@@ -1075,36 +1082,7 @@ async fn with_state_nats_revocations_reach_every_node_and_outlive_them_all() {
     };
     let a = shared_state_node(&nats).await;
     let b = shared_state_node(&nats).await;
-    let mut claims = mcp_relay::auth::MintClaims::new(
-        "alice",
-        Some(mcp_relay::auth::Role::Mcp),
-        Duration::from_secs(3600),
-    );
-    claims.jti = "leaked".into();
-    let leaked = mcp_relay::auth::mint_hs256(SECRET.as_bytes(), &claims);
-    let mut on_b = Client::connect(&b.url("/mcp")).await;
-    let answer = on_b
-        .call(json!(1), "mcp_handshake", json!({"access_token": leaked}))
-        .await;
-    assert_eq!(answer["result"]["authenticated"], true, "{answer}");
-
-    let admin = token("root", Some(mcp_relay::auth::Role::Admin));
-    let started = Instant::now();
-    let (status, body) = api(
-        a.local_addr,
-        "POST",
-        "/api/v1/tokens/revoke",
-        Some(&admin),
-        Some(json!({"jti": "leaked"})),
-    )
-    .await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(on_b.expect_close().await, (1008, "revoked".to_owned()));
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        started.elapsed()
-    );
+    let leaked = revoking_through_a_closes_the_socket_on_b(&a, &b).await;
     // Every node restarts; a new one refuses the token without having heard the revocation.
     a.shutdown().await;
     b.shutdown().await;
@@ -1339,13 +1317,7 @@ async fn the_admin_api_lists_and_kicks_connections_held_by_any_node() {
     let Some(nats) = NatsServer::start_or_skip("cluster test", &[]) else {
         return;
     };
-    let a = node(&nats).await;
-    let b = node(&nats).await;
-    wait_until("the nodes see each other", || {
-        let (ca, cb) = (a.cluster().unwrap(), b.cluster().unwrap());
-        async move { ca.live_nodes() >= 1 && cb.live_nodes() >= 1 }
-    })
-    .await;
+    let (a, b) = joined_pair(&nats).await;
     let ext = Extension::connect(&b, "alice", "Laptop", "laptop").await;
     let id = ext.extension_id.clone();
     let _echo = ext.spawn_echo();

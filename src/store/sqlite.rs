@@ -727,6 +727,16 @@ mod tests {
             .unwrap()
     }
 
+    /// What `q` must answer, from every record newest first.
+    fn answer(expected: &[AuditRecord], q: &AuditQuery) -> Vec<AuditRecord> {
+        expected
+            .iter()
+            .filter(|r| q.matches(r))
+            .take(q.limit)
+            .cloned()
+            .collect()
+    }
+
     fn count(store: &SqliteStore, table: &str) -> i64 {
         store
             .with(|c| c.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)))
@@ -1005,13 +1015,11 @@ mod tests {
         let expected: Vec<AuditRecord> = entries.iter().rev().map(AuditEntry::to_record).collect();
         assert_eq!(all(&store), expected);
         for q in queries() {
-            let want: Vec<_> = expected
-                .iter()
-                .filter(|r| q.matches(r))
-                .take(q.limit)
-                .cloned()
-                .collect();
-            assert_eq!(store.query_audit(&q).unwrap(), want, "{q:?}");
+            assert_eq!(
+                store.query_audit(&q).unwrap(),
+                answer(&expected, &q),
+                "{q:?}"
+            );
         }
     }
 
@@ -1073,13 +1081,11 @@ mod tests {
         for limit in [1, 7, 50, 3000] {
             for q in queries() {
                 let q = AuditQuery { limit, ..q };
-                let want: Vec<_> = expected
-                    .iter()
-                    .filter(|r| q.matches(r))
-                    .take(limit)
-                    .cloned()
-                    .collect();
-                assert_eq!(store.query_audit(&q).unwrap(), want, "{q:?}");
+                assert_eq!(
+                    store.query_audit(&q).unwrap(),
+                    answer(&expected, &q),
+                    "{q:?}"
+                );
             }
         }
     }
