@@ -475,18 +475,17 @@ async fn blocked_sites(chromium: &Path) {
     )
     .await;
     let deadline = Instant::now() + STEP;
-    let refused = loop {
+    // A snapshot taken while the tab is between pages may fail on its own ("Inspected target
+    // navigated or closed"); what matters is that the tab ends up out of reach.
+    loop {
         let response = mcp.call("snapshot", json!({})).await;
-        if let Some(error) = response.get("error") {
-            break error.clone();
+        let message = response["error"]["message"].as_str().unwrap_or_default();
+        if message.contains("off limits") {
+            break;
         }
         assert!(Instant::now() < deadline, "still reachable: {response}");
         tokio::time::sleep(POLL).await;
-    };
-    assert!(
-        refused["message"].as_str().unwrap().contains("off limits"),
-        "{refused}"
-    );
+    }
 
     drop(devtools);
     drop(browser);

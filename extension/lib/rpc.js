@@ -52,8 +52,26 @@ export function serverError(message) {
 export function toRpcError(error) {
   if (error instanceof RpcError)
     return error.data === undefined ? { code: error.code, message: error.message } : { code: error.code, message: error.message, data: error.data };
-  const message = error instanceof Error ? error.message : String(error);
+  const message = cdpMessage(error instanceof Error ? error.message : String(error));
   return { code: ErrorCode.SERVER_ERROR, message: message || 'Unknown error in the extension' };
+}
+
+/**
+ * chrome.debugger rejects with the DevTools protocol's own error as JSON text
+ * (`{"code":-32000,"message":"Inspected target navigated or closed"}`); the
+ * person reading the reply wants the sentence, not JSON inside a string.
+ *
+ * @param {string} message
+ */
+function cdpMessage(message) {
+  if (!message.startsWith('{'))
+    return message;
+  try {
+    const inner = JSON.parse(message);
+    return typeof inner?.message === 'string' && inner.message ? inner.message : message;
+  } catch {
+    return message;
+  }
 }
 
 /**

@@ -15,6 +15,13 @@ test('errors keep their code; plain errors become -32000 with their message', ()
   assert.equal(toRpcError(new Error('')).message.length > 0, true);
 });
 
+test("a DevTools protocol error's own sentence is the message, not its JSON", () => {
+  const cdp = new Error('{"code":-32000,"message":"Inspected target navigated or closed"}');
+  assert.deepEqual(toRpcError(cdp), { code: -32000, message: 'Inspected target navigated or closed' });
+  assert.equal(toRpcError(new Error('{not json')).message, '{not json');
+  assert.equal(toRpcError(new Error('{"code":1}')).message, '{"code":1}');
+});
+
 test('error replies keep the id and have no result', () => {
   const reply = errorReply('conn-a:2', new RpcError(ErrorCode.METHOD_NOT_FOUND, 'nope'));
   assert.deepEqual(reply, { jsonrpc: '2.0', id: 'conn-a:2', error: { code: -32601, message: 'nope' } });
