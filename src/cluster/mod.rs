@@ -191,6 +191,7 @@ impl Cluster {
             config,
             url,
             &node_id,
+            nats::Purpose::Cluster,
             Arc::clone(&connected),
             Arc::clone(&reconnected),
         )

@@ -8,6 +8,31 @@ use anyhow::Context;
 
 use crate::config::ServeConfig;
 
+/// What a NATS connection is for, which its log lines say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// The cluster link: presence and connection traffic.
+    Cluster,
+    /// The shared state store (`--state nats`).
+    State,
+}
+
+impl Purpose {
+    fn label(self) -> &'static str {
+        match self {
+            Purpose::Cluster => "cluster",
+            Purpose::State => "state store",
+        }
+    }
+
+    fn when_lost(self) -> &'static str {
+        match self {
+            Purpose::Cluster => "serving local pairs only",
+            Purpose::State => "approvals and revocations made now fail until it is back",
+        }
+    }
+}
+
 /// Opens the NATS client. The connection is made in the background and retried forever, so a
 /// relay started while NATS is down serves its local pairs and joins the cluster once NATS is
 /// reachable. `connected` follows the connection state for `/healthz` and `/metrics`.
@@ -15,12 +40,16 @@ pub async fn connect(
     config: &ServeConfig,
     url: &str,
     node_id: &str,
+    purpose: Purpose,
     connected: Arc<AtomicBool>,
     on_reconnect: Arc<tokio::sync::Notify>,
 ) -> anyhow::Result<async_nats::Client> {
     let settings = &config.cluster_options;
     let mut options = async_nats::ConnectOptions::new()
-        .name(format!("mcp-relay {node_id}"))
+        .name(match purpose {
+            Purpose::Cluster => format!("mcp-relay {node_id}"),
+            Purpose::State => "mcp-relay state store".to_owned(),
+        })
         .retry_on_initial_connect()
         .max_reconnects(None)
         .connection_timeout(Duration::from_secs(2))
@@ -34,19 +63,19 @@ pub async fn connect(
             let connected = Arc::clone(&connected);
             let on_reconnect = Arc::clone(&on_reconnect);
             async move {
+                let label = purpose.label();
                 match event {
                     async_nats::Event::Connected => {
-                        tracing::info!("cluster: connected to NATS");
+                        tracing::info!("{label}: connected to NATS");
                         connected.store(true, Ordering::Relaxed);
                         on_reconnect.notify_one();
                     }
                     async_nats::Event::Disconnected => {
-                        tracing::warn!(
-                            "cluster: lost the NATS connection; serving local pairs only"
-                        );
+                        let lost = purpose.when_lost();
+                        tracing::warn!("{label}: lost the NATS connection; {lost}");
                         connected.store(false, Ordering::Relaxed);
                     }
-                    other => tracing::info!(event = %other, "cluster: NATS event"),
+                    other => tracing::info!(event = %other, "{label}: NATS event"),
                 }
             }
         });

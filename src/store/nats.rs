@@ -136,7 +136,8 @@ impl NatsStore {
         let client = crate::cluster::nats::connect(
             config,
             url,
-            "state",
+            "",
+            crate::cluster::nats::Purpose::State,
             Default::default(),
             Default::default(),
         )
