@@ -1207,6 +1207,26 @@ async fn the_shared_audit_trail_answers_newest_first_by_user_method_and_time_acr
         assert_eq!(all_alice.len(), 2000);
         assert!(all_alice.windows(2).all(|w| w[0] > w[1]));
         assert_eq!(all_alice.last(), Some(&0));
+
+        // One node's batch can hold an event newer than those of messages stored after it:
+        // carol's newest event is in her oldest message, more than a window of messages back.
+        let carol = |at: i64| AuditRecord {
+            user_id: "carol".into(),
+            at_ms: 1_000_000 + at,
+            ..record(at)
+        };
+        store.append_audit(&[(&carol(9_000)).into()]).unwrap();
+        for i in 0..2100 {
+            store.append_audit(&[(&carol(i)).into()]).unwrap();
+        }
+        assert_eq!(
+            query(AuditQuery {
+                user_id: Some("carol".into()),
+                limit: 2,
+                ..Default::default()
+            }),
+            vec![9_000, 2099]
+        );
     })
     .await
     .unwrap();

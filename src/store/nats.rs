@@ -54,6 +54,9 @@ const AUDIT_WINDOW: u64 = 2048;
 /// the newest messages rather than reading for minutes. `since` ends the search early.
 pub const AUDIT_SCAN_LIMIT: u64 = 200_000;
 pub const AUDIT_SCAN_TIME: Duration = Duration::from_secs(3);
+/// How far a node's clock (which times events) may run ahead of the NATS server's (which times
+/// messages) before a query could stop reading too early.
+const AUDIT_CLOCK_SLACK_MS: i64 = 5_000;
 
 /// A change another node (or this one) made, as the watch delivers it to `crate::access`.
 #[derive(Debug, Clone, PartialEq)]
@@ -408,8 +411,9 @@ impl NatsStore {
     }
 
     /// Newest first: reads the stream backwards in windows of [`AUDIT_WINDOW`] sequences
-    /// (only the user's subject when the query names one) until `limit` records match, the
-    /// window is older than `since`, or [`AUDIT_SCAN_LIMIT`] messages were read.
+    /// (only the user's subject when the query names one) until no older message can hold an
+    /// event newer than the `limit`-th found or than `since`, or [`AUDIT_SCAN_LIMIT`] messages
+    /// were read, or [`AUDIT_SCAN_TIME`] passed.
     pub(super) fn query_audit(&self, query: &AuditQuery) -> anyhow::Result<Vec<AuditRecord>> {
         self.block(async {
             let mut stream = match self.jetstream.get_stream(AUDIT_STREAM).await {
@@ -418,17 +422,20 @@ impl NatsStore {
                 Err(e) if stream_not_found(&e) => return Ok(Vec::new()),
                 Err(e) => return Err(e.into()),
             };
+            if query.limit == 0 {
+                return Ok(Vec::new());
+            }
             let state = stream.info().await?.state.clone();
             let filter = match &query.user_id {
                 Some(user) => format!("{AUDIT_SUBJECT}.{}", audit_token(user)),
                 None => format!("{AUDIT_SUBJECT}.>"),
             };
+            // The newest `limit` matches so far, newest first.
             let mut found: Vec<AuditRecord> = Vec::new();
             let mut end = state.last_sequence;
             let mut read = 0u64;
             let deadline = tokio::time::Instant::now() + AUDIT_SCAN_TIME;
             while end >= state.first_sequence.max(1)
-                && found.len() < query.limit
                 && read < AUDIT_SCAN_LIMIT
                 && tokio::time::Instant::now() < deadline
             {
@@ -447,8 +454,9 @@ impl NatsStore {
                 // Every window costs at least a consumer, even one with nothing in it.
                 read += 1;
                 let mut pending = consumer.cached_info().num_pending;
-                let mut window: Vec<AuditRecord> = Vec::new();
-                let mut older_than_since = false;
+                // When the server stored the window's oldest message: every event in an older
+                // window was recorded before that (give or take the nodes' clocks).
+                let mut oldest_stored_ms = None;
                 if pending > 0 {
                     let mut messages = consumer.messages().await?;
                     while pending > 0 {
@@ -463,27 +471,32 @@ impl NatsStore {
                         }
                         pending = info.pending;
                         read += 1;
+                        oldest_stored_ms.get_or_insert(
+                            (info.published.unix_timestamp_nanos() / 1_000_000) as i64,
+                        );
                         let records = decode_audit(&message.payload).unwrap_or_else(|| {
                             tracing::warn!("an audit message in NATS does not decode; skipped");
                             Vec::new()
                         });
-                        if let Some(since) = query.since_ms {
-                            let latest = records.iter().map(|r| r.at_ms).max().unwrap_or(0);
-                            older_than_since |= latest < since;
-                        }
-                        window.extend(records.into_iter().filter(|r| query.matches(r)));
+                        found.extend(records.into_iter().filter(|r| query.matches(r)));
                     }
                 }
-                window.sort_by_key(|r| r.at_ms);
-                found.extend(window.into_iter().rev().take(query.limit - found.len()));
-                if older_than_since || start <= state.first_sequence {
+                found.sort_by_key(|r| std::cmp::Reverse(r.at_ms));
+                found.truncate(query.limit);
+                // Messages are stored in the order nodes publish them, but a node's batch may
+                // hold events newer than another node's later message: stop only once nothing
+                // older can still be newer than what was found, or than `since`.
+                let older_cannot_count = oldest_stored_ms.is_some_and(|stored| {
+                    let bound = stored + AUDIT_CLOCK_SLACK_MS;
+                    query.since_ms.is_some_and(|since| bound < since)
+                        || (found.len() == query.limit
+                            && found.last().is_some_and(|r| bound < r.at_ms))
+                });
+                if older_cannot_count || start <= state.first_sequence {
                     break;
                 }
                 end = start - 1;
             }
-            // Windows are read newest first; within the whole answer, newest first too.
-            found.sort_by_key(|r| std::cmp::Reverse(r.at_ms));
-            found.truncate(query.limit);
             Ok(found)
         })
     }
