@@ -240,7 +240,7 @@ impl Access {
         let access = Arc::clone(self);
         let id = extension_id.to_owned();
         let save = move || {
-            if let Err(e) = access.persist_browser(&id) {
+            if let Err(e) = access.persist_with(&id, Store::put_browser) {
                 tracing::warn!("saving browser {id}: {e:#}");
             }
         };
@@ -253,23 +253,18 @@ impl Access {
         }
     }
 
-    /// Writes the mirror's record of `extension_id` to the store. Blocking.
-    fn persist_browser(&self, extension_id: &str) -> anyhow::Result<()> {
+    /// Writes the mirror's record of `extension_id` to the store with `write`
+    /// ([`Store::put_browser`] for what was seen of it, [`Store::put_browser_decision`] for
+    /// approve and revoke). Blocking.
+    fn persist_with(
+        &self,
+        extension_id: &str,
+        write: fn(&Store, &BrowserRecord) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
         let _order = self.persist.lock().unwrap();
         let record = self.browsers.lock().unwrap().get(extension_id).cloned();
         match record {
-            Some(record) => self.store.put_browser(&record),
-            None => Ok(()),
-        }
-    }
-
-    /// Writes the mirror's decision about `extension_id` (approved, revoked) to the store.
-    /// Blocking.
-    fn persist_decision(&self, extension_id: &str) -> anyhow::Result<()> {
-        let _order = self.persist.lock().unwrap();
-        let record = self.browsers.lock().unwrap().get(extension_id).cloned();
-        match record {
-            Some(record) => self.store.put_browser_decision(&record),
+            Some(record) => write(&self.store, &record),
             None => Ok(()),
         }
     }
@@ -310,7 +305,7 @@ impl Access {
             b.revoked = false;
             b.clone()
         };
-        self.persist_decision(extension_id)
+        self.persist_with(extension_id, Store::put_browser_decision)
             .map_err(AccessError::Store)?;
         Ok(record)
     }
@@ -326,7 +321,7 @@ impl Access {
             b.revoked = true;
             b.approved = false;
         }
-        self.persist_decision(extension_id)
+        self.persist_with(extension_id, Store::put_browser_decision)
             .map_err(AccessError::Store)?;
         Ok(self.close_where(|s| s.extension_id.as_deref() == Some(extension_id)))
     }
