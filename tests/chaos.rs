@@ -314,9 +314,20 @@ async fn every_request_gets_exactly_one_answer_under_random_faults() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
-    // Stopping the relay writes what the audit writer still holds; then the file is free.
+    // Stopping the relay writes what the audit writer still holds. The file is free once the
+    // last task holding the store (the writer among them) has ended, which can be a moment
+    // after `shutdown` returns.
     relay.shutdown().await;
-    let store = mcp_relay::store::Store::open(&spec).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let store = loop {
+        match mcp_relay::store::Store::open(&spec) {
+            Ok(store) => break store,
+            Err(e) if e.to_string().contains("locked") && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("{e:#}"),
+        }
+    };
     let events = store
         .query_audit(&mcp_relay::store::AuditQuery {
             method: Some("work".into()),
