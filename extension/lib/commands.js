@@ -21,7 +21,7 @@ import { keyPressEvents } from './keys.js';
 import { PLAYWRIGHT_COMMANDS } from './playwright-commands.js';
 import { settleAfter, settling } from './settle.js';
 import {
-  elementExpression, locateElement, pageExpression, pageShowsText, pageState, prepareTyping, readValue, selectOptions, takeSnapshot,
+  elementExpression, findElementThen, locateElement, pageExpression, pageShowsText, pageState, prepareTyping, readValue, selectOptions, takeSnapshot,
 } from './page-scripts.js';
 import { TARGET_PARAMS, describeTarget, elementTarget } from './targets.js';
 import { captureTree, cutLines, formatOutline } from './snapshot.js';
@@ -44,14 +44,13 @@ const POLL_INTERVAL_MS = 100;
 /** Snapshot limits: enough for a model to act on, small enough for one WebSocket frame. */
 const SNAPSHOT_LIMITS = Object.freeze({ maxTextLength: 20_000, maxElements: 500 });
 
-/**
- * Outline snapshots (snapshot.js): the walk stops after this many elements, and the text
- * after this many characters, far under the relay's 32 MiB frames; the bridge pages what
- * it gets by its own --max-result-bytes. An action's optional snapshot is kept short.
- */
+/** Outline snapshots (snapshot.js): the walk stops after this many elements. */
 const OUTLINE_MAX_NODES = 200_000;
-const OUTLINE_MAX_CHARS = 4_000_000;
-const ACTION_SNAPSHOT_MAX_CHARS = 20_000;
+/**
+ * The outline is returned whole (the bridge cuts it into parts a model can read); this cap
+ * only keeps a pathological page from making one answer unbounded, and says so in a note.
+ */
+export const OUTLINE_MAX_CHARS = 2_000_000;
 
 /** waitFor: how long by default, and at most (under the relay's and the bridge's 60 s request timeouts). */
 export const WAIT_DEFAULT_MS = 10_000;
@@ -141,6 +140,7 @@ export const COMMANDS = {
   evaluate: { params: { expression: { type: 'string', required: true, nonEmpty: true }, tabId: TAB_ID }, run: evaluate },
   snapshot: {
     params: {
+      ...TARGET_PARAMS,
       format: { type: 'string', oneOf: ['elements', 'outline'] },
       depth: { type: 'integer', min: 1, max: 1_000 },
       interactive: { type: 'boolean' },
@@ -662,11 +662,17 @@ async function evaluate(ctx, { expression, tabId }) {
  *
  * @param {CommandContext} ctx
  */
-async function snapshot(ctx, { format = 'elements', depth, interactive = false, tabId }) {
+async function snapshot(ctx, { format, depth, interactive = false, ref, selector, tabId }) {
+  const scoped = ref !== undefined || selector !== undefined;
+  // A subtree exists only in the outline; asking for one implies it.
+  const shape = format ?? (scoped ? 'outline' : 'elements');
+  if (scoped && shape !== 'outline')
+    throw invalidParams('parameters "ref" and "selector" (a subtree) need format "outline"');
+  const target = scoped ? elementTarget({ ref, selector }) : undefined;
   const id = await targetTab(ctx, tabId);
-  if (format === 'elements')
+  if (shape === 'elements')
     return { tabId: id, ...(await evaluateFunction(ctx, id, takeSnapshot, SNAPSHOT_LIMITS)) };
-  return { tabId: id, ...(await outlineOf(ctx, id, { depth, interactive }, OUTLINE_MAX_CHARS)) };
+  return { tabId: id, ...(await outlineOf(ctx, id, { depth, interactive, target })) };
 }
 
 /** @param {CommandContext} ctx */
@@ -708,7 +714,7 @@ export function reportingChanges(run, { settle = false } = {}) {
     if (before && after && (before.url !== after.url || before.title !== after.title))
       result.pageChanged = { url: after.url, title: after.title };
     if (params.snapshot) {
-      const outline = await outlineOf(ctx, result.tabId, {}, ACTION_SNAPSHOT_MAX_CHARS);
+      const outline = await outlineOf(ctx, result.tabId, {});
       result.snapshot = outline.snapshot;
       if (outline.note)
         result.snapshotNote = outline.note;
@@ -736,26 +742,38 @@ async function stateAfterAction(ctx, tabId) {
 }
 
 /**
- * The page as outline text with refs, cut at whole lines at `maxChars` with a
- * note saying how to see the rest.
+ * The page (or, with `target`, one element's subtree, the element first at indent 0) as
+ * outline text with refs. Whole: the bridge cuts it into parts; only a pathological page
+ * meets OUTLINE_MAX_CHARS, cut there at a whole line with a note.
  *
  * @param {CommandContext} ctx
  * @param {number} tabId
- * @param {{depth?: number, interactive?: boolean}} options
- * @param {number} maxChars
+ * @param {{depth?: number, interactive?: boolean, target?: import('./targets.js').ElementTarget}} options
  * @returns {Promise<{url: string, title: string, snapshot: string, note?: string}>}
  */
-async function outlineOf(ctx, tabId, options, maxChars) {
-  const captured = await evaluateFunction(ctx, tabId, captureTree, { maxNodes: OUTLINE_MAX_NODES });
-  const cut = cutLines(formatOutline(captured.tree, options), maxChars);
+async function outlineOf(ctx, tabId, { target, ...options }) {
+  const limits = { maxNodes: OUTLINE_MAX_NODES };
+  let captured;
+  if (target) {
+    const expression = `(${findElementThen.toString()})((el, limits) => (${captureTree.toString()})(limits, el), ` +
+        `${JSON.stringify(target)}, ${JSON.stringify(limits)})`;
+    captured = await evaluateExpression(ctx, tabId, expression);
+    if (captured?.error)
+      throw elementError(captured, target);
+  } else {
+    captured = await evaluateFunction(ctx, tabId, captureTree, limits);
+  }
+  const cut = cutLines(formatOutline(captured.tree, options), OUTLINE_MAX_CHARS);
   const notes = [];
+  if (target && captured.tree.length === 0)
+    notes.push(`The element ${describeTarget(target)} is not rendered (hidden, or aria-hidden), so its subtree is empty`);
   if (cut.cut) {
-    notes.push(`The snapshot was cut after ${cut.shownLines} of ${cut.totalLines} lines (${maxChars} characters); ` +
-        'for the rest, call browser_snapshot, with "depth" or "interactive": true to see less at a time');
+    notes.push(`The snapshot was cut after ${cut.shownLines} of ${cut.totalLines} lines (${OUTLINE_MAX_CHARS} characters, ` +
+        'the safety cap); take a subtree (ref or selector), "depth" or "interactive": true to see the rest');
   }
   if (captured.nodesTruncated) {
     notes.push(`The page has more than ${captured.nodesTruncated} elements; only the first were read. ` +
-        'Use "interactive": true or "depth" to see less at a time');
+        'Use a subtree (ref or selector), "interactive": true or "depth" to see less at a time');
   }
   return {
     url: captured.url,

@@ -38,7 +38,7 @@
  * @param {{maxNodes: number}} limits the walk stops there (and says so), so a
  *   page of millions of nodes cannot make one answer unbounded
  */
-export function captureTree(limits) {
+export function captureTree(limits, rootElement) {
   // Keep the key in step with findElementThen in page-scripts.js, which reads this registry.
   const KEY = Symbol.for('mcp-relay.refs');
   let registry = window[KEY];
@@ -78,6 +78,8 @@ export function captureTree(limits) {
     'checkbox', 'radio', 'switch', 'treeitem', 'generic',
   ]);
   const MAX_OPTIONS = 50;
+  const LEAD = 'lead';
+  const TRAIL = 'trail';
   const flat = text => (text || '').replace(/\s+/g, ' ').trim();
   const clip = (text, max) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
   const SKIP = new Set(['script', 'style', 'noscript', 'template', 'head', 'meta', 'link', 'title']);
@@ -178,8 +180,10 @@ export function captureTree(limits) {
     if (truncated)
       return [];
     if (node.nodeType === Node.TEXT_NODE) {
-      const text = flat(node.textContent);
-      return text ? [{ text }] : [];
+      const raw = node.textContent;
+      const text = flat(raw);
+      // Whether the run touches its neighbours decides, when runs are merged, whether a space goes between.
+      return text ? [{ text, [LEAD]: /^\s/.test(raw), [TRAIL]: /\s$/.test(raw) }] : [];
     }
     if (node.nodeType !== Node.ELEMENT_NODE)
       return [];
@@ -199,31 +203,49 @@ export function captureTree(limits) {
       const kids = el.localName === 'slot' ? el.assignedNodes({ flatten: true }) : el.shadowRoot ? el.shadowRoot.childNodes : el.childNodes;
       for (const kid of kids)
         out.push(...walk(kid, frame));
-      // Adjacent text runs (split by inline elements without a role) read as one.
+      // Adjacent text runs (split by inline elements without a role, or inline code) read as one.
       const merged = [];
       for (const item of out) {
         const last = merged[merged.length - 1];
-        if (item.text !== undefined && Object.keys(item).length === 1 && last && last.text !== undefined && Object.keys(last).length === 1)
-          last.text += ` ${item.text}`;
-        else
+        if (item.role === undefined && last && last.role === undefined) {
+          last.text += last[TRAIL] || item[LEAD] ? ` ${item.text}` : item.text;
+          last[TRAIL] = item[TRAIL];
+        } else {
           merged.push(item);
+        }
       }
       return merged;
     };
-    let role = flat(el.getAttribute('role')).split(' ')[0] || implicitRole(el);
+    const explicitRole = flat(el.getAttribute('role')).split(' ')[0];
+    let role = explicitRole || implicitRole(el);
     if (role === 'presentation')
       role = 'none';
-    const ref = actionable(el, style) ? refFor(el, frame) : undefined;
-    if ((role === 'generic' || role === 'none') && !ref)
+    const root = el === rootElement;
+    const canAct = actionable(el, style);
+    // Inline code inside running text is part of the sentence: `Vec<T>` reads better, and far
+    // shorter, as text than as a node of its own (a model has no use for naming it).
+    if (role === 'code' && !explicitRole && !canAct && !root && el.localName === 'code' && !el.closest('pre')
+        && !el.querySelector('a[href],button,input,select,textarea')) {
+      const text = flat(el.textContent);
+      return text ? [{ text: `\`${text}\``, [LEAD]: false, [TRAIL]: false }] : [];
+    }
+    // A generic element is shown only when a person can act on it, when it is labelled
+    // (aria-label, aria-labelledby: its author named it), or as the root of a subtree snapshot.
+    const labelled = el.hasAttribute('aria-label') || el.hasAttribute('aria-labelledby');
+    if ((role === 'generic' || role === 'none') && !canAct && !labelled && !root)
       return children();
-    if (style.visibility !== 'visible' && !ref)
+    if (style.visibility !== 'visible' && !canAct && !root)
       return children();
+    // Every element shown gets a ref, so whatever a model reads it can also name (a drop
+    // zone, a region to read, an image to screenshot).
+    const ref = refFor(el, frame);
     const item = { role };
     const name = nameOf(el, role);
     if (name)
       item.name = name;
-    if (ref)
-      item.ref = ref;
+    item.ref = ref;
+    if (canAct)
+      item.actionable = true;
     const states = [];
     if (el.disabled || el.getAttribute('aria-disabled') === 'true')
       states.push('disabled');
@@ -285,15 +307,40 @@ export function captureTree(limits) {
       return [item];
     }
     let kids = el.localName === 'textarea' ? [] : children();
+    // <pre><code>…</code></pre> is one block of code, not a code inside a code.
+    if (role === 'code' && kids.length === 1 && kids[0].role === 'code' && !kids[0].children?.some(k => k.role !== undefined)) {
+      item.children = kids[0].children;
+      return [item];
+    }
     // Text already read as the name is not repeated below.
     if (item.name && NAME_FROM_CONTENT.has(role))
-      kids = kids.filter(kid => kid.text === undefined || Object.keys(kid).length > 1);
+      kids = kids.filter(kid => kid.role !== undefined);
     if (kids.length)
       item.children = kids;
     return [item];
   };
-  const root = document.body || document.documentElement;
-  const tree = root ? walk(root, 0) : [];
+  let tree;
+  if (rootElement) {
+    // A subtree: its frame is the one its document belongs to (0 for the top document).
+    let frame = 0;
+    const host = rootElement.ownerDocument.defaultView.frameElement;
+    if (host && rootElement.ownerDocument !== document)
+      frame = frameNumber(host);
+    tree = walk(rootElement, frame);
+  } else {
+    const top = document.body || document.documentElement;
+    tree = top ? walk(top, 0) : [];
+  }
+  // The whitespace marks served the merging of text runs only.
+  const strip = items => {
+    for (const item of items) {
+      delete item[LEAD];
+      delete item[TRAIL];
+      if (item.children)
+        strip(item.children);
+    }
+  };
+  strip(tree);
   return { url: location.href, title: document.title, tree, ...(truncated ? { nodesTruncated: limits.maxNodes } : {}) };
 }
 
@@ -363,7 +410,7 @@ function countNodes(items) {
 }
 
 /**
- * Only the nodes with a ref, and iframes (so a frame's refs keep their
+ * Only the nodes a person can act on (`actionable`), and iframes (so a frame's refs keep their
  * context); everything else gives way to its children. Names and values stay,
  * text goes.
  *
@@ -376,7 +423,7 @@ export function onlyInteractive(items) {
     if (item.role === undefined)
       continue;
     const kids = onlyInteractive(item.children || []);
-    if (item.ref || item.role === 'iframe') {
+    if (item.actionable || item.role === 'iframe') {
       const { children, ...rest } = item;
       out.push(kids.length ? { ...rest, children: kids } : rest);
     } else {

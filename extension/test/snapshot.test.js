@@ -10,16 +10,28 @@ const TREE = [
   { role: 'heading', name: 'Controls', states: ['level=1'] },
   { role: 'paragraph', children: [{ text: 'Pick a colour.' }] },
   {
-    role: 'combobox', name: 'Colour', ref: 'e1', value: 'Red',
+    role: 'combobox', name: 'Colour', ref: 'e1', actionable: true, value: 'Red',
     children: [{ role: 'option', name: 'Red', states: ['selected'] }, { role: 'option', name: 'Blue' }],
   },
-  { role: 'button', name: 'Save', ref: 'e2', states: ['disabled'] },
-  { role: 'link', name: 'Next page', ref: 'e3', url: 'page2.html' },
+  { role: 'button', name: 'Save', ref: 'e2', actionable: true, states: ['disabled'] },
+  { role: 'link', name: 'Next page', ref: 'e3', actionable: true, url: 'page2.html' },
   {
-    role: 'iframe', ref: 'e4',
-    children: [{ role: 'form', children: [{ text: 'Inside' }, { role: 'textbox', name: 'Name', ref: 'f1e1', value: 'Ada' }] }],
+    role: 'iframe', ref: 'e4', actionable: true,
+    children: [{ role: 'form', children: [{ text: 'Inside' }, { role: 'textbox', name: 'Name', ref: 'f1e1', actionable: true, value: 'Ada' }] }],
   },
-  { role: 'iframe', ref: 'e5', note: 'cross-origin frame: its content is not in this snapshot' },
+  { role: 'iframe', ref: 'e5', actionable: true, note: 'cross-origin frame: its content is not in this snapshot' },
+];
+
+// What captureTree gives now: a ref on every element shown, not only on what a person can act on.
+const NAMED = [
+  {
+    role: 'list', name: 'Todo', ref: 'e6', children: [
+      { role: 'listitem', ref: 'e7', children: [{ text: 'Write the `drop` command' }] },
+      { role: 'listitem', ref: 'e8', children: [{ role: 'link', name: 'Docs', ref: 'e9', actionable: true, url: 'docs.html' }] },
+    ],
+  },
+  { role: 'img', name: 'Chart', ref: 'e10' },
+  { role: 'table', ref: 'e11', children: [{ role: 'row', ref: 'e12', children: [{ role: 'cell', name: '42', ref: 'e13' }] }] },
 ];
 
 test('the outline reads like Playwright MCP: role, quoted name, ref, states, value, children indented', () => {
@@ -65,6 +77,29 @@ test('interactive keeps only elements with refs and the frames around them, drop
     '  - note: cross-origin frame: its content is not in this snapshot',
   ].join('\n'));
   assert.deepEqual(onlyInteractive([{ text: 'x' }, { role: 'list', children: [{ role: 'listitem', children: [{ text: 'y' }] }] }]), []);
+});
+
+test('lists, items, images, tables, rows and cells carry refs in the same line format', () => {
+  assert.equal(formatOutline(NAMED), [
+    '- list "Todo" [ref=e6]:',
+    '  - listitem [ref=e7]: Write the `drop` command',
+    '  - listitem [ref=e8]:',
+    '    - link "Docs" [ref=e9]:',
+    '      - /url: docs.html',
+    '- img "Chart" [ref=e10]',
+    '- table [ref=e11]:',
+    '  - row [ref=e12]:',
+    '    - cell "42" [ref=e13]',
+  ].join('\n'));
+  // Interactive still means what a person can act on, not everything with a ref.
+  assert.equal(formatOutline(NAMED, { interactive: true }), '- link "Docs" [ref=e9]:\n  - /url: docs.html');
+});
+
+test('a subtree is formatted with its root first at indent 0, depth counted from it', () => {
+  const subtree = [NAMED[0]];
+  assert.equal(formatOutline(subtree, { depth: 1 }), '- list "Todo" [ref=e6] [4 more below: raise depth to see them]');
+  assert.equal(formatOutline(subtree, { depth: 2 }).split('\n')[0], '- list "Todo" [ref=e6]:');
+  assert.ok(formatOutline(subtree, { depth: 2 }).includes('  - listitem [ref=e8] [1 more below'));
 });
 
 test('a cut keeps whole lines within the budget and counts what it left out', () => {
