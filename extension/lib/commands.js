@@ -18,6 +18,7 @@ import { validateParams } from './params.js';
 import { ErrorCode, RpcError, invalidParams, serverError } from './rpc.js';
 import { DialogOpenError } from './debugger-sessions.js';
 import { keyPressEvents } from './keys.js';
+import { PAGE_TOOL_COMMANDS } from './page-tools.js';
 import { PLAYWRIGHT_COMMANDS } from './playwright-commands.js';
 import { settleAfter, settling } from './settle.js';
 import {
@@ -161,10 +162,13 @@ export const COMMANDS = {
 
 /** The protocol spec's own example says `navigate`; accept it as a synonym. */
 COMMANDS.navigate = COMMANDS.browser_navigate;
-Object.assign(COMMANDS, PLAYWRIGHT_COMMANDS);
+Object.assign(COMMANDS, PLAYWRIGHT_COMMANDS, PAGE_TOOL_COMMANDS);
 // The rest of Playwright MCP's actions say what changed too, once the page has settled.
-for (const name of ['fillForm', 'drag'])
+for (const name of ['fillForm', 'drag', 'drop'])
   COMMANDS[name] = { ...COMMANDS[name], run: reportingChanges(COMMANDS[name].run, SETTLES) };
+// Scripts can start downloads too; they report them, without waiting for the page to settle.
+for (const name of ['evaluate', 'evaluateFunction'])
+  COMMANDS[name] = { ...COMMANDS[name], run: reportingDownloads(COMMANDS[name].run) };
 // History moves answer with the page they reached, once it has settled (settle.js).
 for (const name of ['goBack', 'goForward'])
   COMMANDS[name] = settling(COMMANDS[name]);
@@ -706,10 +710,12 @@ export function reportingChanges(run, { settle = false } = {}) {
     const before = await targetTab(ctx, params.tabId)
         .then(id => evaluateFunction(ctx, id, pageState))
         .catch(() => null);
+    const started = Date.now();
     const acted = await run(ctx, params);
     const result = settle ? await settleAfter(ctx, acted) : acted;
     if (typeof result?.tabId !== 'number' || result.dialog)
       return result;
+    await addDownloads(ctx, result, started);
     const after = await stateAfterAction(ctx, result.tabId);
     if (before && after && (before.url !== after.url || before.title !== after.title))
       result.pageChanged = { url: after.url, title: after.title };
@@ -721,6 +727,49 @@ export function reportingChanges(run, { settle = false } = {}) {
     }
     return result;
   };
+}
+
+/**
+ * Wraps a command that may start downloads without being an action that settles (a script).
+ *
+ * @param {(ctx: CommandContext, params: any) => Promise<any>} run
+ */
+function reportingDownloads(run) {
+  return async (ctx, params) => {
+    const started = Date.now();
+    const result = await run(ctx, params);
+    const tabId = result?.tabId ?? ctx.tabs.currentTab(ctx.connectionId);
+    if (typeof tabId === 'number' && !result?.dialog)
+      await addDownloads(ctx, result, started, tabId);
+    return result;
+  };
+}
+
+/** How long an action's answer waits for the downloads it started to be fetched. */
+const DOWNLOAD_WAIT_MS = 10_000;
+/** How long after an action a download it started may take to be announced by Chrome. */
+const DOWNLOAD_GRACE_MS = 150;
+
+/**
+ * Adds `downloads` to an action's result: what its tab downloaded since the action began
+ * (captured, see downloads.js), once fetched or after DOWNLOAD_WAIT_MS (then "in_progress").
+ *
+ * @param {CommandContext} ctx
+ * @param {any} result
+ * @param {number} started epoch ms
+ * @param {number} [tabId]
+ */
+async function addDownloads(ctx, result, started, tabId = result.tabId) {
+  const book = ctx.downloads;
+  if (!book)
+    return;
+  // A download Chrome announced but has not handed to chrome.downloads yet is about to be captured.
+  const until = Date.now() + DOWNLOAD_GRACE_MS;
+  while (book.hasAnnounced() && Date.now() < until)
+    await new Promise(resolve => setTimeout(resolve, 20));
+  const rows = await book.startedSince(ctx.connectionId, tabId, started, DOWNLOAD_WAIT_MS);
+  if (rows.length)
+    result.downloads = rows;
 }
 
 /**

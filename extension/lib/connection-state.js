@@ -16,13 +16,19 @@
  */
 
 import { DebuggerSessions } from './debugger-sessions.js';
+import { DownloadBook, fetchDownload, safeName } from './downloads.js';
 import { DIRECT_CONNECTION } from './ids.js';
 import { TabOwnership } from './tabs.js';
+
+/** How long a download waits for an agent tab's announcement while agent tabs are attached. */
+const DOWNLOAD_CLAIM_WAIT_MS = 300;
 
 export class ConnectionState {
   constructor() {
     this.tabs = new TabOwnership();
     this.debuggers = new DebuggerSessions();
+    /** Downloads the connections' actions started in their tabs, captured (downloads.js). */
+    this.downloads = new DownloadBook();
     /** @type {import('./owner-control.js').OwnerControl | null} the owner's rules; the service worker installs them */
     this.owner = null;
     this._onTabRemoved = this._onTabRemoved.bind(this);
@@ -31,6 +37,8 @@ export class ConnectionState {
     chrome.tabs.onRemoved.addListener(this._onTabRemoved);
     chrome.debugger.onDetach.addListener(this._onDebuggerDetach);
     chrome.debugger.onEvent.addListener(this._onDebuggerEvent);
+    this._onDeterminingFilename = this._onDeterminingFilename.bind(this);
+    chrome.downloads?.onDeterminingFilename.addListener(this._onDeterminingFilename);
   }
 
   /**
@@ -38,7 +46,7 @@ export class ConnectionState {
    * @returns {import('./commands.js').CommandContext}
    */
   contextFor(connectionId) {
-    return { connectionId, tabs: this.tabs, debuggers: this.debuggers };
+    return { connectionId, tabs: this.tabs, debuggers: this.debuggers, downloads: this.downloads };
   }
 
   /**
@@ -60,6 +68,7 @@ export class ConnectionState {
   release(connectionId) {
     for (const tabId of this.tabs.release(connectionId))
       this.debuggers.detach(tabId);
+    this.downloads.forgetConnection(connectionId);
   }
 
   /**
@@ -86,6 +95,7 @@ export class ConnectionState {
     chrome.tabs.onRemoved.removeListener(this._onTabRemoved);
     chrome.debugger.onDetach.removeListener(this._onDebuggerDetach);
     chrome.debugger.onEvent.removeListener(this._onDebuggerEvent);
+    chrome.downloads?.onDeterminingFilename.removeListener(this._onDeterminingFilename);
     return this.releaseAll();
   }
 
@@ -94,6 +104,61 @@ export class ConnectionState {
     this.debuggers.events.handle(source, method, params);
     this.debuggers.network.handle(source, method, params);
     this.debuggers.taps.handle(source, method, params);
+    // Only tabs we are attached to report this, and we attach only to tabs a connection owns.
+    if (method === 'Page.downloadWillBegin' && source.tabId !== undefined && !source.sessionId) {
+      const owner = this.tabs.ownerOf(source.tabId);
+      if (owner !== undefined)
+        this.downloads.announce(source.tabId, owner, params);
+    }
+  }
+
+  /**
+   * Chrome holds every download here until an extension answers. One an agent tab announced
+   * is cancelled and erased before it is written (it never reaches the person's Downloads
+   * folder or list), and its bytes are fetched for the agent's connection. Any other is let
+   * through at once, or, while some agent tab is attached (its announcement may still be on
+   * its way), after at most DOWNLOAD_CLAIM_WAIT_MS.
+   *
+   * @param {chrome.downloads.DownloadItem} item
+   * @param {(suggestion?: object) => void} suggest
+   */
+  _onDeterminingFilename(item, suggest) {
+    const decide = async () => {
+      let claimed = this.downloads.claim(item);
+      const until = Date.now() + DOWNLOAD_CLAIM_WAIT_MS;
+      while (!claimed && this.debuggers.attachedTabs().length > 0 && Date.now() < until) {
+        await new Promise(resolve => setTimeout(resolve, 20));
+        claimed = this.downloads.claim(item);
+      }
+      if (!claimed) {
+        suggest();
+        return;
+      }
+      await chrome.downloads.cancel(item.id).catch(() => {});
+      suggest();
+      await chrome.downloads.erase({ id: item.id }).catch(() => {});
+      const id = this.downloads.start({
+        connectionId: claimed.connectionId,
+        tabId: claimed.tabId,
+        url: claimed.url,
+        filename: claimed.filename || safeName(item.filename),
+        mimeType: item.mime || '',
+      });
+      try {
+        const got = await fetchDownload(this.debuggers, claimed.tabId, item.finalUrl || claimed.url);
+        this.downloads.complete(id, got.base64, got.bytes, got.mimeType);
+      } catch (error) {
+        this.downloads.fail(id, error instanceof Error ? error.message : String(error));
+      }
+    };
+    decide().catch(() => {
+      try {
+        suggest();
+      } catch {
+        // Already answered.
+      }
+    });
+    return true;
   }
 
   /** @param {number} tabId */

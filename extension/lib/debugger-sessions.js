@@ -13,6 +13,7 @@
  * Chrome reports a detach.
  */
 
+import { KEEP_BLOBS_SCRIPT } from './downloads.js';
 import { EventTaps } from './event-taps.js';
 import { NetworkLog } from './network.js';
 import { PageEvents } from './page-events.js';
@@ -66,6 +67,8 @@ export class DebuggerSessions {
     this.network = new NetworkLog();
     /** One-shot waits for an event a command causes (a drag's Input.dragIntercepted). */
     this.taps = new EventTaps();
+    /** @type {Map<number, Record<string, string>>} emulateMedia's overrides per tab (Chrome drops them on detach) */
+    this.media = new Map();
     /**
      * "tab id method" → how many mutes are open: events the extension causes itself (a
      * screenshot's screencast kick) that the client never asked for.
@@ -153,6 +156,9 @@ export class DebuggerSessions {
     await Promise.all(['Page.enable', 'Runtime.enable', 'Network.enable'].map(method =>
       withTimeout(chrome.debugger.sendCommand({ tabId }, method, {}), ENABLE_TIMEOUT_MS, () => `${method} timed out`)
           .catch(() => {})));
+    // Downloads a page makes from blob: URLs stay readable for their capture (downloads.js).
+    await withTimeout(chrome.debugger.sendCommand({ tabId }, 'Page.addScriptToEvaluateOnNewDocument', { source: KEEP_BLOBS_SCRIPT }),
+        ENABLE_TIMEOUT_MS, () => 'Page.addScriptToEvaluateOnNewDocument timed out').catch(() => {});
   }
 
   /**
@@ -201,6 +207,7 @@ export class DebuggerSessions {
   /** Chrome already dropped the attachment (onDetach, tab closed). */
   forget(tabId) {
     this._attachments.delete(tabId);
+    this.media?.delete(tabId);
     this.events.detached(tabId);
     this.network.detached(tabId);
   }
@@ -212,6 +219,7 @@ export class DebuggerSessions {
       return;
     this._attachments.delete(tabId);
     this.events.detached(tabId);
+    this.media?.delete(tabId);
     try {
       await attachment;
       await chrome.debugger.detach({ tabId });

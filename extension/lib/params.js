@@ -20,6 +20,7 @@ import { invalidParams } from './rpc.js';
  * @property {number} [max] inclusive, numbers only
  * @property {boolean} [nonEmpty] strings only; for string[], also at least one item
  * @property {number} [maxItems] string[] and array only
+ * @property {boolean} [nullable] null is kept (it means "clear"), not read as absent
  */
 
 /**
@@ -36,6 +37,10 @@ export function validateParams(schema, params) {
   const valid = {};
   for (const [name, spec] of Object.entries(schema)) {
     const value = /** @type {Record<string, unknown>} */ (params)[name];
+    if (value === null && spec.nullable) {
+      valid[name] = null;
+      continue;
+    }
     if (value === undefined || value === null) {
       if (spec.required)
         throw invalidParams(`missing required parameter "${name}" (${spec.type})`);
