@@ -11,12 +11,322 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use base64::Engine;
+
 use common::browser::*;
 use common::relay;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
+
+// ---------------------------------------------------------------------------
+// The tests
+
+/// Everything a model names, drops, emulates and downloads on one page, headless.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_tools_name_drop_emulate_and_download_in_a_real_browser() {
+    let Some(chromium) =
+        chromium_or_skip("page_tools_name_drop_emulate_and_download_in_a_real_browser")
+    else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(
+        Duration::from_secs(180),
+        page_tools(&chromium, Mode::Headless),
+    )
+    .await;
+}
+
+/// The same in real windows under `xvfb-run`, as a person's browser runs; it also keeps a
+/// screenshot of the page after the drop (`target/tmp/page-tools-headful.png`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_page_tools_under_xvfb() {
+    let Some(chromium) = chromium_or_skip("headful_page_tools_under_xvfb") else {
+        return;
+    };
+    if xvfb_run_or_skip("headful_page_tools_under_xvfb").is_none() {
+        return;
+    }
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(
+        Duration::from_secs(180),
+        page_tools(&chromium, Mode::Headful),
+    )
+    .await;
+}
+
+async fn page_tools(chromium: &Path, mode: Mode) {
+    let started = std::time::SystemTime::now();
+    let relay = relay().await;
+    let site = Site::start().await;
+    let profile = Profile::new(&relay, "Page tools Chromium");
+    let browser = Browser::launch_in(chromium, &profile, mode, &[], &["about:blank"]);
+    let mut mcp = online(&relay, &browser).await;
+    let page = site.url("page-tools.html");
+    mcp.ok("createTab", json!({"url": page})).await;
+
+    // Item 3: what a model reads it can name: the list, its items, the image, the table.
+    let whole = outline(&mut mcp, json!({})).await;
+    let zone = ref_on(&whole, "- list \"Drop zone\" [ref=");
+    for needle in [
+        "- listitem [ref=",
+        "- img \"Chart\" [ref=",
+        "- table [ref=",
+        "- row [ref=",
+        "- cell \"alpha\" [ref=",
+        "- paragraph [ref=",
+        "- figure [ref=",
+    ] {
+        ref_on(&whole, needle);
+    }
+    // Refs stay true: the same element keeps its ref in the next snapshot.
+    assert_eq!(
+        ref_on(
+            &outline(&mut mcp, json!({})).await,
+            "- list \"Drop zone\" [ref="
+        ),
+        zone
+    );
+
+    // Item 2: one subtree, its root first at indent 0, depth counted from it.
+    let subtree = outline(&mut mcp, json!({"ref": zone})).await;
+    assert!(
+        subtree.starts_with(&format!("- list \"Drop zone\" [ref={zone}]:")),
+        "{subtree}"
+    );
+    assert!(
+        subtree.contains("Existing item") && !subtree.contains("Page tools"),
+        "{subtree}"
+    );
+    let shallow = outline(&mut mcp, json!({"ref": zone, "depth": 1})).await;
+    assert_eq!(shallow.lines().count(), 1, "{shallow}");
+    let by_selector = outline(&mut mcp, json!({"selector": "#zone"})).await;
+    assert_eq!(by_selector, subtree);
+
+    // Item 3 (drop): files and text dropped on the list named only by its ref.
+    let dropped = mcp
+        .ok(
+            "drop",
+            json!({
+                "ref": zone,
+                "files": [{"name": "note.txt", "mimeType": "text/plain", "data": b64(b"hello file")}],
+                "data": {"text/plain": "dropped text"},
+            }),
+        )
+        .await;
+    assert_eq!(dropped["accepted"], true, "{dropped}");
+    assert_eq!(dropped["dropped"]["files"], 1, "{dropped}");
+    let types = dropped["dropped"]["types"].to_string();
+    assert!(
+        types.contains("text/plain") && types.contains("Files"),
+        "{dropped}"
+    );
+    assert_eq!(
+        mcp.eval("document.getElementById('dropped').textContent")
+            .await,
+        "file note.txt text/plain 10 hello file; text dropped text"
+    );
+    // The new item is in the list's subtree, with a ref of its own.
+    let after = outline(&mut mcp, json!({"ref": zone})).await;
+    assert!(
+        after.contains("- listitem [ref=") && after.contains("hello file"),
+        "{after}"
+    );
+    // A heading is no drop target: said so, not pretended.
+    let refused = mcp
+        .ok(
+            "drop",
+            json!({"selector": "h1", "data": {"text/plain": "x"}}),
+        )
+        .await;
+    assert_eq!(refused["accepted"], false, "{refused}");
+    assert!(
+        refused["note"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not a drop target"),
+        "{refused}"
+    );
+    if mode == Mode::Headful {
+        let shot = mcp.ok("screenshot", json!({})).await;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(shot["data"].as_str().unwrap())
+            .unwrap();
+        std::fs::write(
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("page-tools-headful.png"),
+            png,
+        )
+        .unwrap();
+    }
+
+    // emulateMedia: partial updates keep the rest; null clears one.
+    let dark = "matchMedia('(prefers-color-scheme: dark)').matches";
+    assert_eq!(mcp.eval(dark).await, false);
+    let emulated = mcp.ok("emulateMedia", json!({"colorScheme": "dark"})).await;
+    assert_eq!(
+        emulated["emulated"],
+        json!({"colorScheme": "dark"}),
+        "{emulated}"
+    );
+    assert_eq!(mcp.eval(dark).await, true);
+    let both = mcp.ok("emulateMedia", json!({"media": "print"})).await;
+    assert_eq!(
+        both["emulated"],
+        json!({"colorScheme": "dark", "media": "print"}),
+        "{both}"
+    );
+    assert_eq!(mcp.eval("matchMedia('print').matches").await, true);
+    assert_eq!(
+        mcp.eval(dark).await,
+        true,
+        "a partial update keeps the other overrides"
+    );
+    let cleared = mcp.ok("emulateMedia", json!({"colorScheme": null})).await;
+    assert_eq!(cleared["emulated"], json!({"media": "print"}), "{cleared}");
+    assert_eq!(mcp.eval(dark).await, false);
+    mcp.ok("emulateMedia", json!({"media": null})).await;
+
+    // Item 5: downloads come back byte-exact, in the action's result, and are taken once.
+    let link = download_of(&mut mcp, json!({"selector": "#bytes"})).await;
+    assert_eq!(link["filename"], "bytes.bin", "{link}");
+    assert_eq!(take(&mut mcp, &link).await, binary_bytes());
+    let attachment = download_of(&mut mcp, json!({"selector": "#attachment"})).await;
+    assert_eq!(attachment["filename"], "report.csv", "{attachment}");
+    assert_eq!(take(&mut mcp, &attachment).await, ATTACHMENT_CSV.as_bytes());
+    let blob = download_of(&mut mcp, json!({"selector": "#csv"})).await;
+    assert_eq!(blob["filename"], "people.csv", "{blob}");
+    assert_eq!(blob["mimeType"], "text/csv", "{blob}");
+    assert_eq!(take(&mut mcp, &blob).await, b"id,name\n1,Ada\n2,Grace\n");
+    let listed = mcp.ok("listDownloads", json!({})).await;
+    assert_eq!(
+        listed["downloads"],
+        json!([]),
+        "taken downloads are forgotten: {listed}"
+    );
+    // Above the caller's limit: a clear invalid-params error, and the download is forgotten.
+    let big = download_of(&mut mcp, json!({"selector": "#bytes"})).await;
+    let refused = mcp
+        .err("takeDownload", json!({"id": big["id"], "maxBytes": 1000}))
+        .await;
+    assert_eq!(refused["code"], -32602, "{refused}");
+    let message = refused["message"].as_str().unwrap();
+    assert!(
+        message.contains("70000 bytes") && message.contains("1000"),
+        "{refused}"
+    );
+    assert_eq!(
+        mcp.ok("listDownloads", json!({})).await["downloads"],
+        json!([])
+    );
+    // None of it reached the person's Downloads folder.
+    if let Some(home) = std::env::var_os("HOME") {
+        for name in ["bytes.bin", "report.csv", "people.csv"] {
+            let file = Path::new(&home).join("Downloads").join(name);
+            let landed = std::fs::metadata(&file)
+                .and_then(|m| m.modified())
+                .is_ok_and(|modified| modified >= started);
+            assert!(
+                !landed,
+                "{} landed in the person's Downloads",
+                file.display()
+            );
+        }
+    }
+
+    // Item 8: an element below the fold is scrolled to; a disabled one is waited for.
+    mcp.ok("click", json!({"selector": "#far"})).await;
+    assert_eq!(
+        mcp.eval("document.getElementById('far-clicked').textContent")
+            .await,
+        "clicked"
+    );
+    mcp.ok("click", json!({"selector": "#enable"})).await;
+    mcp.ok("click", json!({"selector": "#late"})).await;
+    assert_eq!(
+        mcp.eval("document.getElementById('late-clicked').textContent")
+            .await,
+        "clicked"
+    );
+    // A skip link placed off-screen cannot be reached by a mouse: said without contradiction.
+    let skip = mcp.err("click", json!({"selector": "a.skip"})).await;
+    let said = skip["message"].as_str().unwrap();
+    assert!(!said.contains("covered by nothing"), "{said}");
+    assert!(
+        said.contains("outside the page's visible area") || said.contains("off-screen"),
+        "{said}"
+    );
+    // Still disabled after the wait: one clear sentence.
+    mcp.ok(
+        "evaluate",
+        json!({"expression": "document.getElementById('late').disabled = true"}),
+    )
+    .await;
+    let disabled = mcp.err("click", json!({"selector": "#late"})).await;
+    assert!(
+        disabled["message"].as_str().unwrap().contains("disabled"),
+        "{disabled}"
+    );
+
+    // Item 6: navigation answers with the loaded page, settled.
+    let page1 = site.url("page1.html");
+    let navigated = mcp.ok("browser_navigate", json!({"url": page1})).await;
+    assert_eq!(navigated["title"], "Page one", "{navigated}");
+    assert_eq!(navigated["settled"]["quiet"], true, "{navigated}");
+    assert_eq!(mcp.eval("document.readyState").await, "complete");
+    let clicked = mcp.ok("click", json!({"selector": "#next"})).await;
+    assert_eq!(clicked["pageChanged"]["title"], "Page two", "{clicked}");
+    drop(browser);
+    relay.shutdown().await;
+}
+
+/// The outline snapshot's text.
+async fn outline(mcp: &mut Driver, mut args: Value) -> String {
+    args["format"] = json!("outline");
+    let answer = mcp.ok("snapshot", args).await;
+    answer["snapshot"]
+        .as_str()
+        .expect("outline text")
+        .to_owned()
+}
+
+/// The ref on the first line of `outline` containing `needle` (which ends with `[ref=`).
+fn ref_on(outline: &str, needle: &str) -> String {
+    let line = outline
+        .lines()
+        .find(|line| line.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle} in:\n{outline}"));
+    let start = line.find(needle).unwrap() + needle.len();
+    line[start..].split(']').next().unwrap().to_owned()
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Clicks `target` and returns the one download the click's result reports, complete.
+async fn download_of(mcp: &mut Driver, target: Value) -> Value {
+    let clicked = mcp.ok("click", target).await;
+    let downloads = clicked["downloads"]
+        .as_array()
+        .unwrap_or_else(|| panic!("the click reports no download: {clicked}"));
+    assert_eq!(downloads.len(), 1, "{clicked}");
+    let download = downloads[0].clone();
+    assert_eq!(download["state"], "complete", "{clicked}");
+    download
+}
+
+/// takeDownload: the bytes, checked against the size the row announced.
+async fn take(mcp: &mut Driver, download: &Value) -> Vec<u8> {
+    let taken = mcp.ok("takeDownload", json!({"id": download["id"]})).await;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(taken["data"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(taken["bytes"], bytes.len(), "{download}");
+    assert_eq!(download["bytes"], bytes.len(), "{download}");
+    bytes
+}
 
 // ---------------------------------------------------------------------------
 // Measurements
@@ -140,7 +450,11 @@ async fn serve(mut stream: TcpStream, root: PathBuf) {
     }
     let request = String::from_utf8_lossy(&request);
     let target = request.split_whitespace().nth(1).unwrap_or("");
-    let name = target.split(['?', '#']).next().unwrap_or("").trim_start_matches('/');
+    let name = target
+        .split(['?', '#'])
+        .next()
+        .unwrap_or("")
+        .trim_start_matches('/');
     let (status, headers, body): (&str, String, Vec<u8>) = match name {
         "bytes.bin" => (
             "200 OK",

@@ -119,6 +119,14 @@ export function captureTree(limits, rootElement) {
       case 'hr': return 'separator';
       case 'blockquote': return 'blockquote';
       case 'pre': case 'code': return 'code';
+      case 'figure': return 'figure';
+      case 'article': return 'article';
+      case 'section': return el.hasAttribute('aria-label') || el.hasAttribute('aria-labelledby') ? 'region' : 'generic';
+      case 'progress': return 'progressbar';
+      case 'meter': return 'meter';
+      case 'output': return 'status';
+      case 'menu': return 'list';
+      case 'svg': return 'img';
       case 'input': {
         const type = (el.getAttribute('type') || 'text').toLowerCase();
         if (['button', 'submit', 'reset', 'image'].includes(type))
