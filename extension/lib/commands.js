@@ -394,7 +394,7 @@ async function click(ctx, params) {
   let point = { x, y };
   let element;
   if (ref !== undefined || selector !== undefined) {
-    const located = await locate(ctx, id, elementTarget(params));
+    const located = await locate(ctx, id, elementTarget(params), { requireEnabled: true });
     point = { x: located.x, y: located.y };
     element = located.element;
   }
@@ -449,9 +449,15 @@ async function type(ctx, params) {
   const { text, submit = false, tabId } = params;
   const target = elementTarget(params);
   const id = await targetTab(ctx, tabId);
-  const prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text === ''));
+  const started = Date.now();
+  let prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text === ''));
+  // A field the page enables a moment later (after another field is filled) is waited for.
+  while (prepared?.error === 'disabled' && Date.now() - started < ACTIONABLE_WAIT_MS) {
+    await new Promise(resolve => setTimeout(resolve, ACTIONABLE_POLL_MS));
+    prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text === ''));
+  }
   if (prepared?.error)
-    throw elementError(prepared, target);
+    throw elementError({ ...prepared, ...(prepared.error === 'disabled' ? { waitedMs: Date.now() - started } : {}) }, target);
   if (text !== '')
     await ctx.debuggers.send(id, 'Input.insertText', { text });
   const value = (await evaluateExpression(ctx, id, elementExpression(readValue, target)))?.value ?? null;
@@ -921,11 +927,38 @@ async function evaluateExpression(ctx, tabId, expression) {
  * @param {number} tabId
  * @param {import('./targets.js').ElementTarget | string} target a ref or selector (a bare string is a selector)
  */
-async function locate(ctx, tabId, target) {
-  const located = await evaluateExpression(ctx, tabId, elementExpression(locateElement, target));
-  if (located?.error)
-    throw elementError(located, target);
-  return located;
+async function locate(ctx, tabId, target, options = {}) {
+  return locateWhenReady(expression => evaluateExpression(ctx, tabId, expression), target, options);
+}
+
+/** How long an element command waits for its element to become enabled, visible or uncovered. */
+export const ACTIONABLE_WAIT_MS = 3_000;
+/** How long it keeps trying an element placed off-screen (a page still scrolling or animating). */
+const OFF_SCREEN_WAIT_MS = 500;
+const ACTIONABLE_POLL_MS = 100;
+
+/**
+ * Where a mouse would act on an element (`locateElement`: scrolled into view first), waiting
+ * a bounded time for what usually passes by itself: a disabled element being enabled, an
+ * overlay or animation going away, an element being shown. Then a clear error saying what
+ * was waited for.
+ *
+ * @param {(expression: string) => Promise<any>} evaluate runs an expression in the tab
+ * @param {import('./targets.js').ElementTarget | string} target
+ * @param {{requireEnabled?: boolean}} [options]
+ */
+export async function locateWhenReady(evaluate, target, options = {}) {
+  const started = Date.now();
+  for (;;) {
+    const located = await evaluate(elementExpression(locateElement, target, options));
+    if (!located?.error)
+      return located;
+    const waited = Date.now() - started;
+    const limit = located.error === 'off-screen' ? OFF_SCREEN_WAIT_MS : ACTIONABLE_WAIT_MS;
+    if (!['disabled', 'covered', 'not-visible', 'off-screen'].includes(located.error) || waited >= limit)
+      throw elementError({ ...located, waitedMs: waited }, target);
+    await new Promise(resolve => setTimeout(resolve, ACTIONABLE_POLL_MS));
+  }
 }
 
 /**
@@ -942,16 +975,30 @@ export function elementError(failure, target) {
     case 'stale-ref':
       return serverError(staleRefMessage(failure.ref));
     case 'not-visible':
-      return serverError(`Element ${named} (${failure.element}) is not visible, so it cannot be clicked or hovered`);
+      return serverError(`Element ${named} (${failure.element}) is not visible (no size, hidden, or not taking pointer events)${waitedText(failure)}, ` +
+          'so it cannot be clicked or hovered; take a snapshot to see what is shown');
     case 'covered':
-      return serverError(`Element ${named} (${failure.element}) is covered by ${failure.cover}; close the overlay first`);
+      return serverError(`Element ${named} (${failure.element}) is covered by another element, ${failure.cover}, at its centre${waitedText(failure)}; ` +
+          'a click there would land on that element: close or dismiss it first (a dialog, banner or overlay)');
+    case 'off-screen':
+      return serverError(`Element ${named} (${failure.element}) is outside the page's visible area even after scrolling to it ` +
+          `(its centre is at ${failure.at.x},${failure.at.y}; the viewport is ${failure.viewport.width}×${failure.viewport.height}): ` +
+          'the page places it off-screen, as skip links that show only on keyboard focus are, so a mouse cannot reach it. ' +
+          'Press Tab to focus it, or use the element it leads to');
     case 'not-editable':
       return serverError(`Element ${named} is a <${failure.element}>, which does not accept text; target an input, textarea or contenteditable element`);
     case 'disabled':
-      return serverError(`Element ${named} is disabled or read-only`);
+      return serverError(`Element ${named}${failure.element ? ` (${failure.element})` : ''} is ${failure.readOnly ? 'read-only' : 'disabled'}` +
+          `${failure.waitedMs !== undefined ? ` and stayed so for ${(failure.waitedMs / 1000).toFixed(1)} s` : ''}; ` +
+          'the page enables it once something else is done first (a required field, a checkbox): take a snapshot to see what');
     default:
       return serverError(`Element ${named}: ${failure.error}`);
   }
+}
+
+/** @param {{waitedMs?: number}} failure */
+function waitedText(failure) {
+  return failure.waitedMs ? ` (waited ${(failure.waitedMs / 1000).toFixed(1)} s for that to change)` : '';
 }
 
 /**

@@ -76,7 +76,7 @@ export function findElementThen(fn, target, ...args) {
  *
  * @param {Element} el
  */
-export function locateElement(el) {
+export function locateElement(el, options = {}) {
   const describe = el => {
     let text = el.localName;
     if (el.id)
@@ -94,8 +94,18 @@ export function locateElement(el) {
   const style = view.getComputedStyle(el);
   if (style.visibility === 'hidden' || style.pointerEvents === 'none')
     return { error: 'not-visible', element: describe(el) };
+  if (options.requireEnabled && (el.disabled === true || el.getAttribute('aria-disabled') === 'true' || el.closest('fieldset:disabled')))
+    return { error: 'disabled', element: describe(el) };
   const x = rect.left + rect.width / 2;
   const y = rect.top + rect.height / 2;
+  // Scrolled as far as it goes and its centre is still outside the viewport: the page placed
+  // it off-screen (a skip link shown only on keyboard focus), where no mouse can reach it.
+  if (x < 0 || y < 0 || x >= view.innerWidth || y >= view.innerHeight) {
+    return {
+      error: 'off-screen', element: describe(el),
+      at: { x: Math.round(x), y: Math.round(y) }, viewport: { width: view.innerWidth, height: view.innerHeight },
+    };
+  }
   // The hit test runs in the element's own document, in its own viewport's coordinates.
   // elementFromPoint stops at shadow hosts; descend to the innermost element.
   let hit = el.ownerDocument.elementFromPoint(x, y);
@@ -113,8 +123,10 @@ export function locateElement(el) {
       break;
     }
   }
+  if (!reachable && !hit)
+    return { error: 'off-screen', element: describe(el), at: { x: Math.round(x), y: Math.round(y) }, viewport: { width: view.innerWidth, height: view.innerHeight } };
   if (!reachable)
-    return { error: 'covered', element: describe(el), cover: hit ? describe(hit) : 'nothing (outside the viewport)' };
+    return { error: 'covered', element: describe(el), cover: describe(hit) };
   // From the frame's viewport to the top one: each iframe's content box starts at its
   // border-box corner plus its border and padding.
   let top = { x, y };
@@ -147,7 +159,7 @@ export function prepareTyping(el, clear) {
   if (!isField && !el.isContentEditable)
     return { error: 'not-editable', element: el.localName };
   if (el.disabled || el.readOnly)
-    return { error: 'disabled', element: el.localName };
+    return { error: 'disabled', element: el.localName, readOnly: Boolean(el.readOnly) && !el.disabled };
   el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
   el.focus();
   if (isField) {

@@ -9,10 +9,10 @@
  * by page-scripts.js's `findElementThen`, so a stale ref is refused here as everywhere.
  */
 
-import { elementError, staleRefMessage, targetTab } from './commands.js';
+import { elementError, locateWhenReady, staleRefMessage, targetTab } from './commands.js';
 import { fieldAction, fillField, documentBox, MAX_FIELDS, setInputFiles } from './form-fields.js';
 import { REQUEST_LIMIT } from './network.js';
-import { elementExpression, findElementThen, locateElement } from './page-scripts.js';
+import { elementExpression, findElementThen } from './page-scripts.js';
 import { invalidParams, serverError } from './rpc.js';
 import { TARGET_PARAMS, describeTarget, elementTarget } from './targets.js';
 
@@ -332,10 +332,7 @@ async function runInPage(ctx, tabId, expression) {
  * @param {import('./targets.js').ElementTarget | string} target
  */
 async function located(ctx, tabId, target) {
-  const point = await runInPage(ctx, tabId, elementExpression(locateElement, target));
-  if (point?.error)
-    throw elementError(point, target);
-  return point;
+  return locateWhenReady(expression => runInPage(ctx, tabId, expression), target, { requireEnabled: true });
 }
 
 /** @param {{error: string, element?: string, cover?: string, wanted?: string, value?: string, available?: string[]}} failure */
@@ -350,7 +347,9 @@ function failureText(failure) {
     case 'not-visible':
       return `the ${failure.element} is not visible`;
     case 'covered':
-      return `the ${failure.element} is covered by ${failure.cover}; close the overlay first`;
+      return `the ${failure.element} is covered by another element, ${failure.cover}; close or dismiss it first`;
+    case 'off-screen':
+      return `the ${failure.element} is placed outside the page's visible area, where no mouse can reach it`;
     case 'disabled':
       return `the ${failure.element} is disabled or read-only`;
     case 'wrong-kind':
