@@ -42,6 +42,9 @@ const METRICS_TIMEOUT_MS = 2_000;
 /** How long a navigation may take before the client is told it timed out. */
 const NAVIGATION_TIMEOUT_MS = 30_000;
 const POLL_INTERVAL_MS = 100;
+/** A navigation waiting for its load event checks the document at least this often. */
+const LOAD_POLL_MS = 250;
+const LOAD_FALLBACK_POLL_MS = 25;
 /** Snapshot limits: enough for a model to act on, small enough for one WebSocket frame. */
 const SNAPSHOT_LIMITS = Object.freeze({ maxTextLength: 20_000, maxElements: 500 });
 
@@ -67,6 +70,8 @@ const TAB_ID = Object.freeze({ type: 'integer', min: 0 });
  */
 /** Options of {@link reportingChanges} for actions that wait for the page to settle. */
 const SETTLES = Object.freeze({ settle: true });
+/** … for navigations, which answer once their load event fired: settled on less evidence. */
+const SETTLES_LOADED = Object.freeze({ settle: true, loaded: true });
 
 export const COMMANDS = {
   getTabs: { params: {}, run: getTabs },
@@ -76,7 +81,7 @@ export const COMMANDS = {
   closeTab: { params: { tabId: TAB_ID }, run: closeTab },
   browser_navigate: {
     params: { url: { type: 'string', required: true, nonEmpty: true }, snapshot: { type: 'boolean' }, tabId: TAB_ID },
-    run: reportingChanges(navigate, SETTLES),
+    run: reportingChanges(navigate, SETTLES_LOADED),
   },
   goBack: { params: { tabId: TAB_ID }, run: (ctx, params) => goThroughHistory(ctx, params, -1) },
   goForward: { params: { tabId: TAB_ID }, run: (ctx, params) => goThroughHistory(ctx, params, +1) },
@@ -171,7 +176,7 @@ for (const name of ['evaluate', 'evaluateFunction'])
   COMMANDS[name] = { ...COMMANDS[name], run: reportingDownloads(COMMANDS[name].run) };
 // History moves answer with the page they reached, once it has settled (settle.js).
 for (const name of ['goBack', 'goForward'])
-  COMMANDS[name] = settling(COMMANDS[name]);
+  COMMANDS[name] = settling(COMMANDS[name], { loaded: true });
 
 /**
  * @param {CommandContext} ctx
@@ -343,10 +348,14 @@ async function navigate(ctx, { url, tabId }) {
 async function navigateTab(ctx, tabId, url) {
   const deadline = Date.now() + NAVIGATION_TIMEOUT_MS;
   let response;
+  // Listening before navigating: a light page's load event can come right behind the commit.
+  await ctx.debuggers.attach(tabId).catch(() => {});
+  const loaded = ctx.debuggers.taps?.expect(tabId, 'Page.loadEventFired');
   try {
     // Page.navigate answers once the new document commits, or with errorText.
     response = await ctx.debuggers.send(tabId, 'Page.navigate', { url }, { timeoutMs: NAVIGATION_TIMEOUT_MS });
   } catch (error) {
+    loaded?.cancel();
     if (!/does not let extensions debug/.test(messageOf(error)))
       throw error;
     // The tab shows a chrome:// page we may not attach to; leave it through the tabs API.
@@ -354,9 +363,11 @@ async function navigateTab(ctx, tabId, url) {
     await waitForTabComplete(tabId, deadline, url);
     return pageInfo(ctx, tabId);
   }
-  if (response?.errorText)
+  if (response?.errorText) {
+    loaded?.cancel();
     throw serverError(`${url} failed to load in tab ${tabId}: ${response.errorText}`);
-  await waitForDocumentComplete(ctx, tabId, deadline, url);
+  }
+  await waitForDocumentComplete(ctx, tabId, deadline, url, loaded);
   return pageInfo(ctx, tabId);
 }
 
@@ -708,9 +719,9 @@ async function forwardCDPCommand(ctx, { method, params = {}, sessionId, tabId })
  * on a link reports the page it led to rather than the moment before.
  *
  * @param {(ctx: CommandContext, params: any) => Promise<any>} run
- * @param {{settle?: boolean}} [options]
+ * @param {{settle?: boolean, loaded?: boolean}} [options] `loaded`: a navigation, which answers after its load event
  */
-export function reportingChanges(run, { settle = false } = {}) {
+export function reportingChanges(run, { settle = false, loaded = false } = {}) {
   return async (ctx, params) => {
     // Only a tab this connection may use is read (targetTab checks), before the action runs.
     const before = await targetTab(ctx, params.tabId)
@@ -718,7 +729,7 @@ export function reportingChanges(run, { settle = false } = {}) {
         .catch(() => null);
     const started = Date.now();
     const acted = await run(ctx, params);
-    const result = settle ? await settleAfter(ctx, acted) : acted;
+    const result = settle ? await settleAfter(ctx, acted, { loaded }) : acted;
     if (typeof result?.tabId !== 'number' || result.dialog)
       return result;
     await addDownloads(ctx, result, started);
@@ -1032,12 +1043,29 @@ async function pageInfo(ctx, tabId) {
  * @param {number} tabId
  * @param {number} deadline epoch ms
  * @param {string} url for the timeout message
+ * @param {{event: (ms: number) => Promise<any>, cancel: () => void}} [loaded] a tap on Page.loadEventFired set before navigating
  */
-async function waitForDocumentComplete(ctx, tabId, deadline, url) {
-  await poll(deadline, async () => {
-    const state = await evaluateFunction(ctx, tabId, pageState).catch(rethrowDialog);
-    return state?.readyState === 'complete';
-  }, () => `${url} did not finish loading in tab ${tabId} within ${NAVIGATION_TIMEOUT_MS / 1000} s`);
+async function waitForDocumentComplete(ctx, tabId, deadline, url, loaded) {
+  let tap = loaded;
+  try {
+    for (;;) {
+      const state = await evaluateFunction(ctx, tabId, pageState).catch(rethrowDialog);
+      if (state?.readyState === 'complete')
+        return;
+      if (Date.now() >= deadline)
+        throw serverError(`${url} did not finish loading in tab ${tabId} within ${NAVIGATION_TIMEOUT_MS / 1000} s`);
+      if (tap) {
+        // The load event answers at once (one event: the tap is spent either way); polling
+        // is the fallback (an event missed, a load event of the document before).
+        await tap.event(LOAD_POLL_MS);
+        tap = undefined;
+      } else {
+        await new Promise(resolve => setTimeout(resolve, loaded ? LOAD_FALLBACK_POLL_MS : POLL_INTERVAL_MS));
+      }
+    }
+  } finally {
+    loaded?.cancel();
+  }
 }
 
 /** The chrome.tabs fallback when the tab cannot be attached. */

@@ -14,6 +14,7 @@
  */
 
 import { KEEP_BLOBS_SCRIPT } from './downloads.js';
+import { DOM_WATCH_SCRIPT } from './settle.js';
 import { EventTaps } from './event-taps.js';
 import { NetworkLog } from './network.js';
 import { PageEvents } from './page-events.js';
@@ -156,8 +157,10 @@ export class DebuggerSessions {
     await Promise.all(['Page.enable', 'Runtime.enable', 'Network.enable'].map(method =>
       withTimeout(chrome.debugger.sendCommand({ tabId }, method, {}), ENABLE_TIMEOUT_MS, () => `${method} timed out`)
           .catch(() => {})));
-    // Downloads a page makes from blob: URLs stay readable for their capture (downloads.js).
-    await withTimeout(chrome.debugger.sendCommand({ tabId }, 'Page.addScriptToEvaluateOnNewDocument', { source: KEEP_BLOBS_SCRIPT }),
+    // In each new document: blob: URLs stay readable for a download's capture (downloads.js),
+    // and DOM changes are timed for settling (settle.js).
+    const source = `${KEEP_BLOBS_SCRIPT};\n${DOM_WATCH_SCRIPT};`;
+    await withTimeout(chrome.debugger.sendCommand({ tabId }, 'Page.addScriptToEvaluateOnNewDocument', { source }),
         ENABLE_TIMEOUT_MS, () => 'Page.addScriptToEvaluateOnNewDocument timed out').catch(() => {});
   }
 

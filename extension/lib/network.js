@@ -36,7 +36,7 @@ export class NetworkLog {
   /** @param {{limit?: number}} [options] */
   constructor({ limit = REQUEST_LIMIT } = {}) {
     this._limit = limit;
-    /** @type {Map<number, {entries: RequestEntry[], byId: Map<string, RequestEntry>, dropped: number, inFlight: Set<string>, lastActivity: number}>} */
+    /** @type {Map<number, {entries: RequestEntry[], byId: Map<string, RequestEntry>, dropped: number, inFlight: Set<string>, lastActivity: number, lastStart: number, loadingFrames: Set<string>}>} */
     this._tabs = new Map();
   }
 
@@ -50,7 +50,31 @@ export class NetworkLog {
    */
   handle(source, method, params, now = Date.now()) {
     const tabId = source?.tabId;
-    if (tabId === undefined || source.sessionId || !method.startsWith('Network.'))
+    if (tabId === undefined || source.sessionId)
+      return;
+    // Frames loading (a navigation from its start, before its first request, to its load
+    // event): settling waits for them too (settle.js).
+    // The main frame committed a new document: requests of the old one (its frames too)
+    // that Chrome will never report finished are no longer in flight.
+    if (method === 'Page.frameNavigated' && params?.frame && !params.frame.parentId && params.type !== 'BackForwardCacheRestore') {
+      const tab = this._tab(tabId);
+      for (const id of tab.inFlight) {
+        const entry = tab.byId.get(id);
+        if (!entry || entry._loader !== params.frame.loaderId)
+          tab.inFlight.delete(id);
+      }
+      return;
+    }
+    if (method === 'Page.frameStartedLoading' || method === 'Page.frameStoppedLoading') {
+      const tab = this._tab(tabId);
+      tab.lastActivity = now;
+      if (method === 'Page.frameStartedLoading' && typeof params?.frameId === 'string')
+        tab.loadingFrames.add(params.frameId);
+      else
+        tab.loadingFrames.delete(params?.frameId);
+      return;
+    }
+    if (!method.startsWith('Network.'))
       return;
     const id = params?.requestId;
     if (typeof id !== 'string')
@@ -75,9 +99,11 @@ export class NetworkLog {
           type: String(params.type ?? 'Other'),
           startedAt: typeof params.wallTime === 'number' ? Math.round(params.wallTime * 1000) : now,
           _ts: params.timestamp,
+          _loader: params.loaderId,
         };
         tab.byId.set(id, entry);
         tab.inFlight.add(id);
+        tab.lastStart = now;
         tab.entries.push(entry);
         const excess = tab.entries.length - this._limit;
         if (excess > 0) {
@@ -128,7 +154,7 @@ export class NetworkLog {
     const tab = this._tabs.get(tabId);
     if (!tab)
       return { requests: [], dropped: 0 };
-    const requests = tab.entries.map(({ _ts, ...entry }) => entry);
+    const requests = tab.entries.map(({ _ts, _loader, ...entry }) => entry);
     return { requests, dropped: tab.dropped };
   }
 
@@ -146,8 +172,13 @@ export class NetworkLog {
   quiet(tabId, now = Date.now()) {
     const tab = this._tabs.get(tabId);
     if (!tab)
-      return { inFlight: 0, quietForMs: Infinity };
-    return { inFlight: tab.inFlight.size, quietForMs: now - tab.lastActivity };
+      return { inFlight: 0, quietForMs: Infinity, sinceStartMs: Infinity, loading: false };
+    return {
+      inFlight: tab.inFlight.size,
+      quietForMs: now - tab.lastActivity,
+      sinceStartMs: now - tab.lastStart,
+      loading: tab.loadingFrames.size > 0,
+    };
   }
 
   /**
@@ -156,6 +187,7 @@ export class NetworkLog {
    */
   detached(tabId) {
     this._tabs.get(tabId)?.inFlight.clear();
+    this._tabs.get(tabId)?.loadingFrames.clear();
   }
 
   /** The tab is gone. */
@@ -167,7 +199,7 @@ export class NetworkLog {
   _tab(tabId) {
     let tab = this._tabs.get(tabId);
     if (!tab) {
-      tab = { entries: [], byId: new Map(), dropped: 0, inFlight: new Set(), lastActivity: 0 };
+      tab = { entries: [], byId: new Map(), dropped: 0, inFlight: new Set(), lastActivity: 0, lastStart: 0, loadingFrames: new Set() };
       this._tabs.set(tabId, tab);
     }
     return tab;

@@ -1,28 +1,69 @@
 /**
- * Waiting that does not guess (issue 14, item 6): after a click, typing, a key press or a
- * navigation, answer once the page has settled, so the model's next look sees the result
- * rather than the moment before it. "Settled" is measured, not slept: no request of the tab
- * in flight and none started or finished for QUIET_MS, counted from the action's end (a
- * request the action causes is reported by Chrome a moment after it). Bounded by
- * SETTLE_MAX_MS: a page that keeps polling or streaming gets its answer then, saying how many
- * requests were still open. Timers the page sets without network (a setTimeout that changes
- * the text later) are not seen; browser_wait_for is for those.
+ * Waiting that does not guess (issue 14, item 6; issue 23, item 6): after a click, typing, a
+ * key press or a navigation, answer once the page has settled, so the model's next look sees
+ * the result rather than the moment before it, and not a moment later than the evidence
+ * allows. "Settled" is measured, not slept:
+ *
+ * - the network: no request of the tab in flight, no frame loading (Page.frameStartedLoading
+ *   to Page.frameStoppedLoading, so a navigation counts from its start, before its first
+ *   request), and QUIET_MS without a request starting or ending;
+ * - after an action, ACTION_GRACE_MS first: a request or navigation the action causes is
+ *   reported by Chrome a moment after the action's input events;
+ * - after a navigation whose load event has fired, nothing started for QUIET_MS suffices
+ *   (requests that ended just before the load event say nothing about what comes next);
+ * - the DOM: no mutation for DOM_QUIET_MS (an observer the extension adds to agent tabs'
+ *   documents, DOM_WATCH_SCRIPT), waited for at most DOM_WAIT_MAX_MS, so a page that animates
+ *   forever is not held.
+ *
+ * Bounded by SETTLE_MAX_MS: a page that keeps polling or streaming gets its answer then,
+ * saying how many requests were still open. Timers the page sets without network or DOM
+ * changes are not seen; browser_wait_for is for those.
  */
 
 /** How long the network must have been quiet. */
-export const QUIET_MS = 200;
+export const QUIET_MS = 50;
+/** After an action: how long its consequences (a request, a navigation) may take to show. */
+export const ACTION_GRACE_MS = 100;
+/** How long the DOM must have been unchanged. */
+export const DOM_QUIET_MS = 50;
+/** The most an answer waits for the DOM to be quiet once the network is. */
+export const DOM_WAIT_MAX_MS = 300;
 /** The longest an action waits for quiet before answering anyway. */
 export const SETTLE_MAX_MS = 3_000;
-const POLL_MS = 50;
+const POLL_MS = 10;
+
+/** Where the page's DOM observer keeps the time of the last mutation (performance.now()). */
+const LAST_MUTATION_KEY = 'mcp-relay.lastMutation';
 
 /**
- * Whether the tab counts as settled now.
- *
- * @param {{inFlight: number, quietForMs: number}} network from NetworkLog.quiet
- * @param {number} sinceActionMs time since the action ended
+ * Records when the document last changed, from its start. Evaluated in agent tabs' new
+ * documents (debugger-sessions.js); invisible to the page but for a non-enumerable Symbol.
  */
-export function isSettled(network, sinceActionMs) {
-  return network.inFlight === 0 && Math.min(network.quietForMs, sinceActionMs) >= QUIET_MS;
+export const DOM_WATCH_SCRIPT = `(() => {
+  const key = Symbol.for(${JSON.stringify(LAST_MUTATION_KEY)});
+  if (Object.prototype.hasOwnProperty.call(window, key)) return;
+  Object.defineProperty(window, key, { value: { at: performance.now() } });
+  new MutationObserver(() => { window[key].at = performance.now(); })
+    .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+})()`;
+
+/** How long the DOM has been quiet, in ms, or null when the page has no observer. */
+const DOM_QUIET_EXPRESSION = `(() => { const w = window[Symbol.for(${JSON.stringify(LAST_MUTATION_KEY)})]; ` +
+    'return w ? performance.now() - w.at : null; })()';
+
+/**
+ * Whether the tab's network counts as settled now.
+ *
+ * @param {{inFlight: number, quietForMs: number, sinceStartMs?: number, loading?: boolean}} network from NetworkLog.quiet
+ * @param {number} sinceActionMs time since the action ended
+ * @param {{loaded?: boolean}} [options] `loaded`: the action was a navigation and its load event fired
+ */
+export function isSettled(network, sinceActionMs, { loaded = false } = {}) {
+  if (network.inFlight > 0 || network.loading)
+    return false;
+  if (loaded)
+    return (network.sinceStartMs ?? network.quietForMs) >= QUIET_MS;
+  return sinceActionMs >= ACTION_GRACE_MS && network.quietForMs >= QUIET_MS;
 }
 
 /**
@@ -32,28 +73,60 @@ export function isSettled(network, sinceActionMs) {
  *
  * @param {any} ctx the command context (its `debuggers.network` is read)
  * @param {any} result what the action answered
+ * @param {{loaded?: boolean}} [options] see {@link isSettled}
  */
-export async function settleAfter(ctx, result) {
+export async function settleAfter(ctx, result, options = {}) {
   const tabId = result?.tabId;
   if (result?.dialog || typeof tabId !== 'number' || !ctx.debuggers?.network)
     return result;
   const ended = Date.now();
+  let domWaitStarted;
   for (;;) {
     const now = Date.now();
     const network = ctx.debuggers.network.quiet(tabId, now);
-    if (isSettled(network, now - ended))
-      return { ...result, settled: { waitedMs: now - ended, quiet: true } };
     if (now - ended >= SETTLE_MAX_MS || ctx.debuggers.events?.dialog(tabId))
       return { ...result, settled: { waitedMs: now - ended, quiet: false, inFlight: network.inFlight } };
-    await new Promise(resolve => setTimeout(resolve, POLL_MS));
+    if (isSettled(network, now - ended, options)) {
+      domWaitStarted ??= now;
+      const domQuietMs = now - domWaitStarted >= DOM_WAIT_MAX_MS ? null : await domQuietFor(ctx, tabId);
+      if (domQuietMs === null || domQuietMs >= DOM_QUIET_MS)
+        return { ...result, settled: { waitedMs: Date.now() - ended, quiet: true } };
+      await sleep(Math.max(POLL_MS, DOM_QUIET_MS - domQuietMs));
+      continue;
+    }
+    await sleep(POLL_MS);
   }
+}
+
+/**
+ * How long the tab's DOM has been unchanged, or null when that cannot be known (no
+ * observer in this document, a page being replaced, a test without CDP).
+ *
+ * @param {any} ctx
+ * @param {number} tabId
+ */
+async function domQuietFor(ctx, tabId) {
+  if (typeof ctx.debuggers.send !== 'function')
+    return null;
+  try {
+    const { result } = await ctx.debuggers.send(tabId, 'Runtime.evaluate', { expression: DOM_QUIET_EXPRESSION, returnByValue: true }, { timeoutMs: 1_000 });
+    return typeof result?.value === 'number' ? result.value : null;
+  } catch {
+    return null;
+  }
+}
+
+/** @param {number} ms */
+function sleep(ms) {
+  return new Promise(resolve => setTimeout(resolve, ms));
 }
 
 /**
  * Wraps a command so it answers only once its tab has settled (see {@link settleAfter}).
  *
  * @param {{params: object, run: (ctx: any, params: any) => Promise<any>}} command
+ * @param {{loaded?: boolean}} [options]
  */
-export function settling(command) {
-  return { ...command, run: async (ctx, params) => settleAfter(ctx, await command.run(ctx, params)) };
+export function settling(command, options = {}) {
+  return { ...command, run: async (ctx, params) => settleAfter(ctx, await command.run(ctx, params), options) };
 }

@@ -35,7 +35,7 @@ test('requests in flight are counted until they finish, fail or the debugger det
   log.handle(tab, ...sent('2', 'https://a.test/2'), 1_000);
   assert.equal(log.quiet(4, 1_100).inFlight, 2);
   log.handle(tab, 'Network.loadingFailed', { requestId: '1', errorText: 'net::ERR_FAILED', timestamp: 11 }, 1_200);
-  assert.deepEqual(log.quiet(4, 1_500), { inFlight: 1, quietForMs: 300 });
+  assert.deepEqual(log.quiet(4, 1_500), { inFlight: 1, quietForMs: 300, sinceStartMs: 500, loading: false });
   assert.equal(log.requests(4).requests[0].failure, 'net::ERR_FAILED');
   log.detached(4);
   assert.equal(log.quiet(4).inFlight, 0);
@@ -56,4 +56,16 @@ test('events of child sessions and of other domains are ignored', () => {
   log.handle({ tabId: 4, sessionId: 'iframe' }, ...sent('1', 'https://a.test/'));
   log.handle(tab, 'Page.loadEventFired', { requestId: '2' });
   assert.deepEqual(log.requests(4), { requests: [], dropped: 0 });
+});
+
+test('a new document in the main frame ends the old document\'s requests Chrome never reports finished', () => {
+  const log = new NetworkLog();
+  log.handle({ tabId: 5 }, 'Network.requestWillBeSent', { requestId: 'old', loaderId: 'L1', request: { url: 'https://a.test/font' } }, 1_000);
+  log.handle({ tabId: 5 }, 'Network.requestWillBeSent', { requestId: 'doc', loaderId: 'L2', request: { url: 'https://a.test/next' } }, 1_100);
+  log.handle({ tabId: 5 }, 'Page.frameNavigated', { frame: { id: 'main', loaderId: 'L2' } }, 1_150);
+  assert.equal(log.quiet(5, 1_200).inFlight, 1, 'the new document\'s own request stays in flight');
+  // An iframe navigating does not end anything.
+  log.handle({ tabId: 5 }, 'Page.frameNavigated', { frame: { id: 'child', parentId: 'main', loaderId: 'L3' } }, 1_300);
+  assert.equal(log.quiet(5, 1_300).inFlight, 1);
+  assert.equal(log.requests(5).requests[0]._loader, undefined, 'internal fields stay inside');
 });

@@ -2,13 +2,62 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { NetworkLog } from '../lib/network.js';
-import { QUIET_MS, isSettled, settling } from '../lib/settle.js';
+import { ACTION_GRACE_MS, DOM_QUIET_MS, DOM_WAIT_MAX_MS, QUIET_MS, isSettled, settling } from '../lib/settle.js';
 
-test('settled means nothing in flight and quiet since both the last request and the action', () => {
-  assert.equal(isSettled({ inFlight: 0, quietForMs: Infinity }, QUIET_MS), true);
-  assert.equal(isSettled({ inFlight: 0, quietForMs: Infinity }, QUIET_MS - 1), false);
+test('after an action, settled means nothing in flight or loading, quiet, and the action\'s grace passed', () => {
+  assert.equal(isSettled({ inFlight: 0, quietForMs: Infinity }, ACTION_GRACE_MS), true);
+  assert.equal(isSettled({ inFlight: 0, quietForMs: Infinity }, ACTION_GRACE_MS - 1), false);
   assert.equal(isSettled({ inFlight: 1, quietForMs: 10_000 }, 10_000), false);
-  assert.equal(isSettled({ inFlight: 0, quietForMs: 50 }, 10_000), false);
+  assert.equal(isSettled({ inFlight: 0, quietForMs: QUIET_MS - 1 }, 10_000), false);
+  assert.equal(isSettled({ inFlight: 0, quietForMs: 10_000, loading: true }, 10_000), false, 'a frame still loading');
+});
+
+test('after a navigation whose load event fired, nothing started for QUIET_MS is enough, at once', () => {
+  // A request that ended a moment ago (just before load) does not hold the answer.
+  assert.equal(isSettled({ inFlight: 0, quietForMs: 1, sinceStartMs: QUIET_MS }, 0, { loaded: true }), true);
+  assert.equal(isSettled({ inFlight: 0, quietForMs: 1, sinceStartMs: QUIET_MS - 1 }, 0, { loaded: true }), false);
+  assert.equal(isSettled({ inFlight: 1, quietForMs: 1_000, sinceStartMs: 1_000 }, 0, { loaded: true }), false);
+});
+
+test('frames loading count from their start to their stop, and a detach forgets them', () => {
+  const network = new NetworkLog();
+  network.handle({ tabId: 1 }, 'Page.frameStartedLoading', { frameId: 'main' }, 1_000);
+  assert.deepEqual(network.quiet(1, 1_010), { inFlight: 0, quietForMs: 10, sinceStartMs: 1_010, loading: true });
+  network.handle({ tabId: 1 }, 'Network.requestWillBeSent', { requestId: 'r', request: { url: 'https://a.test/' } }, 1_020);
+  network.handle({ tabId: 1 }, 'Network.loadingFinished', { requestId: 'r' }, 1_030);
+  network.handle({ tabId: 1 }, 'Page.frameStoppedLoading', { frameId: 'main' }, 1_040);
+  assert.deepEqual(network.quiet(1, 1_100), { inFlight: 0, quietForMs: 60, sinceStartMs: 80, loading: false });
+  network.handle({ tabId: 1 }, 'Page.frameStartedLoading', { frameId: 'child' }, 1_200);
+  network.detached(1);
+  assert.equal(network.quiet(1, 1_300).loading, false);
+});
+
+test('a navigation answers within a few milliseconds of its load event when nothing else is going on', async () => {
+  const network = new NetworkLog();
+  network.handle({ tabId: 1 }, 'Network.requestWillBeSent', { requestId: 'doc', request: { url: 'https://a.test/' } }, Date.now() - 500);
+  network.handle({ tabId: 1 }, 'Network.loadingFinished', { requestId: 'doc' }, Date.now() - 5);
+  const ctx = { debuggers: { network, events: { dialog: () => undefined } } };
+  const started = Date.now();
+  const result = await settling({ params: {}, run: async () => ({ tabId: 1 }) }, { loaded: true }).run(ctx, {});
+  assert.ok(Date.now() - started < 40, `answered after ${Date.now() - started} ms`);
+  assert.equal(result.settled.quiet, true);
+});
+
+test('the DOM must be quiet too, but a page that never stops changing is not waited for long', async () => {
+  let quietFor = 0;
+  const send = async () => ({ result: { value: quietFor } });
+  const ctx = { debuggers: { network: new NetworkLog(), events: { dialog: () => undefined }, send } };
+  // Quiet after a while: answered once it is.
+  setTimeout(() => { quietFor = DOM_QUIET_MS; }, 80);
+  let started = Date.now();
+  let result = await settling({ params: {}, run: async () => ({ tabId: 1 }) }, { loaded: true }).run(ctx, {});
+  assert.ok(Date.now() - started >= 70 && result.settled.quiet, `answered after ${Date.now() - started} ms`);
+  // Never quiet: answered after DOM_WAIT_MAX_MS.
+  quietFor = 0;
+  started = Date.now();
+  result = await settling({ params: {}, run: async () => ({ tabId: 1 }) }, { loaded: true }).run(ctx, {});
+  const waited = Date.now() - started;
+  assert.ok(waited >= DOM_WAIT_MAX_MS - 20 && waited < DOM_WAIT_MAX_MS + 200, `answered after ${waited} ms`);
 });
 
 test('a settling command answers after the request it caused has finished', async () => {
