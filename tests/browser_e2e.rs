@@ -1138,11 +1138,12 @@ async fn snapshot_refs(chromium: &Path) {
     )
     .await;
 
-    // Refs on what can be acted on, inside the same-origin frame too; none on a heading or
-    // on a hidden button.
+    // Refs on every element shown (issue 23: a heading too), inside the same-origin frame
+    // too; nothing on a hidden button.
     let first = outline(&bridge, json!({})).await;
+    let heading = ref_of(&first, "- heading \"Frames\" [ref=");
     assert!(
-        first.contains("- heading \"Frames\" [level=1]\n"),
+        first.contains(&format!("- heading \"Frames\" [ref={heading}] [level=1]\n")),
         "{first}"
     );
     assert!(!first.contains("Hidden button"), "{first}");
