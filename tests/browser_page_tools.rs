@@ -349,6 +349,18 @@ async fn measure_pages() {
             .map(|p| site.url(p))
             .join(" ")
     });
+    // A fixture named by its file alone is served by the test's own site.
+    let pages = pages
+        .split_whitespace()
+        .map(|page| {
+            if page.contains("://") {
+                page.to_owned()
+            } else {
+                site.url(page)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
     let rounds: usize = std::env::var("MEASURE_ROUNDS").map_or(7, |n| n.parse().unwrap());
     within(Duration::from_secs(600), async {
         let relay = relay().await;
