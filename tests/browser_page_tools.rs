@@ -281,6 +281,82 @@ async fn page_tools(chromium: &Path, mode: Mode) {
     relay.shutdown().await;
 }
 
+/// The person's own download, in a tab of theirs, lands in their Downloads folder as always,
+/// while an agent's download in the agent's tab, at the same time, is captured and does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persons_own_downloads_are_left_alone() {
+    let Some(chromium) = chromium_or_skip("persons_own_downloads_are_left_alone") else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(Duration::from_secs(120), persons_downloads(&chromium)).await;
+}
+
+async fn persons_downloads(chromium: &Path) {
+    let relay = relay().await;
+    let site = Site::start().await;
+    let profile = Profile::new(&relay, "Downloads Chromium");
+    // The person's Downloads folder: a directory of the test's, set in the profile's preferences.
+    let downloads = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(profile.user_data_dir.join("Default")).unwrap();
+    std::fs::write(
+        profile.user_data_dir.join("Default/Preferences"),
+        json!({"download": {"default_directory": downloads.path(), "prompt_for_download": false,
+            "directory_upgrade": true}})
+        .to_string(),
+    )
+    .unwrap();
+    let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
+    let mut mcp = online(&relay, &browser).await;
+    let page = site.url("page-tools.html");
+    // The agent's tab, attached: the extension is watching for its downloads.
+    mcp.ok("createTab", json!({"url": page})).await;
+    let mut devtools = DevTools::attach(&browser).await;
+    let person = devtools.open_page(&page).await;
+    devtools
+        .wait_for(&person, "document.readyState", json!("complete"))
+        .await;
+    devtools
+        .eval(&person, "document.getElementById('bytes').click()")
+        .await;
+    // Theirs lands, whole, under its own name.
+    let landed = downloads.path().join("bytes.bin");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read(&landed).ok() != Some(binary_bytes()) {
+        assert!(
+            Instant::now() < deadline,
+            "the person's download did not land in {}: {:?}",
+            downloads.path().display(),
+            std::fs::read_dir(downloads.path())
+                .unwrap()
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(POLL).await;
+    }
+    // The agent's, meanwhile, is captured.
+    let clicked = mcp.ok("click", json!({"selector": "#bytes"})).await;
+    assert_eq!(clicked["downloads"][0]["state"], "complete", "{clicked}");
+    assert_eq!(
+        mcp.ok("listDownloads", json!({})).await["downloads"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let names: Vec<_> = std::fs::read_dir(downloads.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        ["bytes.bin"],
+        "only the person's download is in their folder"
+    );
+    drop(browser);
+    relay.shutdown().await;
+}
+
 /// The outline snapshot's text.
 async fn outline(mcp: &mut Driver, mut args: Value) -> String {
     args["format"] = json!("outline");
