@@ -11,7 +11,7 @@
  *   reported by Chrome a moment after the action's input events;
  * - after a navigation whose load event has fired, nothing started for QUIET_MS suffices
  *   (requests that ended just before the load event say nothing about what comes next);
- * - the DOM: no mutation for DOM_QUIET_MS (an observer the extension adds to agent tabs'
+ * - the DOM: no mutation for DOM_QUIET_MS (DOM_QUIET_LOADED_MS after a load event; an observer the extension adds to agent tabs'
  *   documents, DOM_WATCH_SCRIPT), waited for at most DOM_WAIT_MAX_MS, so a page that animates
  *   forever is not held.
  *
@@ -26,6 +26,8 @@ export const QUIET_MS = 50;
 export const ACTION_GRACE_MS = 100;
 /** How long the DOM must have been unchanged. */
 export const DOM_QUIET_MS = 50;
+/** … after a navigation whose load event fired: the parser's changes are over, only scripts' remain. */
+export const DOM_QUIET_LOADED_MS = 20;
 /** The most an answer waits for the DOM to be quiet once the network is. */
 export const DOM_WAIT_MAX_MS = 300;
 /** The longest an action waits for quiet before answering anyway. */
@@ -89,9 +91,10 @@ export async function settleAfter(ctx, result, options = {}) {
     if (isSettled(network, now - ended, options)) {
       domWaitStarted ??= now;
       const domQuietMs = now - domWaitStarted >= DOM_WAIT_MAX_MS ? null : await domQuietFor(ctx, tabId);
-      if (domQuietMs === null || domQuietMs >= DOM_QUIET_MS)
+      const wanted = options.loaded ? DOM_QUIET_LOADED_MS : DOM_QUIET_MS;
+      if (domQuietMs === null || domQuietMs >= wanted)
         return { ...result, settled: { waitedMs: Date.now() - ended, quiet: true } };
-      await sleep(Math.max(POLL_MS, DOM_QUIET_MS - domQuietMs));
+      await sleep(Math.max(POLL_MS, wanted - domQuietMs));
       continue;
     }
     await sleep(POLL_MS);

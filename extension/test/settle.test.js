@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { NetworkLog } from '../lib/network.js';
-import { ACTION_GRACE_MS, DOM_QUIET_MS, DOM_WAIT_MAX_MS, QUIET_MS, isSettled, settling } from '../lib/settle.js';
+import { ACTION_GRACE_MS, DOM_QUIET_LOADED_MS, DOM_QUIET_MS, DOM_WAIT_MAX_MS, QUIET_MS, isSettled, settling } from '../lib/settle.js';
 
 test('after an action, settled means nothing in flight or loading, quiet, and the action\'s grace passed', () => {
   assert.equal(isSettled({ inFlight: 0, quietForMs: Infinity }, ACTION_GRACE_MS), true);
@@ -49,6 +49,7 @@ test('the DOM must be quiet too, but a page that never stops changing is not wai
   const ctx = { debuggers: { network: new NetworkLog(), events: { dialog: () => undefined }, send } };
   // Quiet after a while: answered once it is.
   setTimeout(() => { quietFor = DOM_QUIET_MS; }, 80);
+  assert.ok(DOM_QUIET_LOADED_MS < DOM_QUIET_MS);
   let started = Date.now();
   let result = await settling({ params: {}, run: async () => ({ tabId: 1 }) }, { loaded: true }).run(ctx, {});
   assert.ok(Date.now() - started >= 70 && result.settled.quiet, `answered after ${Date.now() - started} ms`);
