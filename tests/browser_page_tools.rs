@@ -199,6 +199,17 @@ async fn page_tools(chromium: &Path, mode: Mode) {
     assert_eq!(blob["filename"], "people.csv", "{blob}");
     assert_eq!(blob["mimeType"], "text/csv", "{blob}");
     assert_eq!(take(&mut mcp, &blob).await, b"id,name\n1,Ada\n2,Grace\n");
+    // A navigation to a file is a download: captured, and the tab stays on its page.
+    let navigated = mcp
+        .ok(
+            "browser_navigate",
+            json!({"url": site.url("attachment.csv")}),
+        )
+        .await;
+    assert_eq!(navigated["title"], "Page tools", "{navigated}");
+    let file = &navigated["downloads"][0];
+    assert_eq!(file["filename"], "report.csv", "{navigated}");
+    assert_eq!(take(&mut mcp, file).await, ATTACHMENT_CSV.as_bytes());
     let listed = mcp.ok("listDownloads", json!({})).await;
     assert_eq!(
         listed["downloads"],

@@ -365,6 +365,10 @@ async function navigateTab(ctx, tabId, url) {
   }
   if (response?.errorText) {
     loaded?.cancel();
+    // A URL that answers with a file is a download, not a page: the tab stays where it was,
+    // and the download is captured (the result's `downloads`).
+    if (/ERR_ABORTED/.test(response.errorText) && await downloadStarted(ctx, tabId, deadline - NAVIGATION_TIMEOUT_MS))
+      return { ...(await pageInfo(ctx, tabId)), note: `${url} is a file, not a page: it was downloaded (see "downloads"), and the tab stayed where it was` };
     throw serverError(`${url} failed to load in tab ${tabId}: ${response.errorText}`);
   }
   await waitForDocumentComplete(ctx, tabId, deadline, url, loaded);
@@ -762,6 +766,26 @@ function reportingDownloads(run) {
   };
 }
 
+/**
+ * Whether the tab started a download since `since`, waiting a moment for Chrome to say so.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {number} since epoch ms
+ */
+async function downloadStarted(ctx, tabId, since) {
+  const until = Date.now() + DOWNLOAD_ANNOUNCE_WAIT_MS;
+  for (;;) {
+    if (ctx.downloads?.startedIn(tabId, since))
+      return true;
+    if (Date.now() >= until)
+      return false;
+    await new Promise(resolve => setTimeout(resolve, 20));
+  }
+}
+
+/** How long a navigation that ended in a download waits for Chrome to announce it. */
+const DOWNLOAD_ANNOUNCE_WAIT_MS = 500;
 /** How long an action's answer waits for the downloads it started to be fetched. */
 const DOWNLOAD_WAIT_MS = 10_000;
 /** How long after an action a download it started may take to be announced by Chrome. */

@@ -78,6 +78,17 @@ export class DownloadBook {
     return this._announced.splice(index, 1)[0];
   }
 
+  /**
+   * Whether `tabId` started a download at or after `since` (announced, or captured already).
+   *
+   * @param {number} tabId
+   * @param {number} since epoch ms
+   */
+  startedIn(tabId, since) {
+    return this._announced.some(a => a.tabId === tabId && a.at >= since)
+      || [...this._items.values()].some(item => item.tabId === tabId && item.startedAt >= since);
+  }
+
   /** Whether any agent tab announced a download not yet matched (worth waiting for Chrome's item). */
   hasAnnounced(now = Date.now()) {
     this._prune(now);

@@ -20,6 +20,11 @@ test('only a download an agent tab announced is claimed, once, and only for a wh
   book.announce(7, 'conn-a', { url: 'blob:http://site/1' }, 2_000);
   assert.equal(book.hasAnnounced(2_000), true);
   assert.equal(book.claim({ url: 'blob:http://site/1' }, 2_000 + MATCH_WINDOW_MS + 1), undefined, 'stale announcements expire');
+  assert.equal(book.startedIn(7, 2_000), false, 'an expired announcement is no evidence');
+  book.announce(7, 'conn-a', { url: 'http://site/x.csv' }, Date.now());
+  assert.equal(book.startedIn(7, Date.now() - 1_000), true);
+  assert.equal(book.startedIn(8, Date.now() - 1_000), false, 'another tab');
+  book.claim({ url: 'http://site/x.csv' });
   // A redirect: Chrome's item names the final URL.
   book.announce(7, 'conn-a', { url: 'http://site/final.bin' }, 3_000);
   assert.ok(book.claim({ url: 'http://site/start', finalUrl: 'http://site/final.bin' }, 3_001));
