@@ -81,6 +81,18 @@ async fn page_tools(chromium: &Path, mode: Mode) {
     ] {
         ref_on(&whole, needle);
     }
+    // A summary holding a heading is not named by the heading's text again.
+    let summary = whole
+        .lines()
+        .skip_while(|line| !line.contains("- group [ref="))
+        .take(3)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        summary.contains("  - button [ref=")
+            && summary.contains("- heading \"Release notes\" [ref="),
+        "{summary}"
+    );
     // Refs stay true: the same element keeps its ref in the next snapshot.
     assert_eq!(
         ref_on(

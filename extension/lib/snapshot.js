@@ -145,13 +145,14 @@ export function captureTree(limits, rootElement) {
         return el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable) ? 'textbox' : 'generic';
     }
   };
+  // The accessible name, and whether it was read from the element's own content.
   const nameOf = (el, role) => {
     const doc = el.ownerDocument;
     const labelledBy = el.getAttribute('aria-labelledby');
     if (labelledBy) {
       const text = flat(labelledBy.split(/\s+/).map(id => doc.getElementById(id)?.textContent || '').join(' '));
       if (text)
-        return clip(text, 100);
+        return [clip(text, 100), false];
     }
     const isInput = el.localName === 'input';
     const candidates = [
@@ -166,13 +167,18 @@ export function captureTree(limits, rootElement) {
       // What Chrome's own button on an unlabelled file input says, so the model can find it.
       isInput && el.type === 'file' ? (el.multiple ? 'Choose Files' : 'Choose File') : '',
     ];
-    for (const candidate of candidates) {
+    for (const [index, candidate] of candidates.entries()) {
       const text = flat(candidate);
       if (text)
-        return clip(text, 100);
+        return [clip(text, 100), index === CONTENT_CANDIDATE];
     }
-    return '';
+    return ['', false];
   };
+  const CONTENT_CANDIDATE = 3;
+  // Roles that hold blocks of content of their own: an element whose name was read from
+  // content holding one of them (a summary holding a heading, a link wrapping a card) is not
+  // named by it; the blocks below say it, once.
+  const BLOCKS = new Set(['heading', 'paragraph', 'list', 'listitem', 'table', 'group', 'region', 'article', 'figure', 'code', 'blockquote']);
   const rendered = el => (el.checkVisibility ? el.checkVisibility() : el.getClientRects().length > 0);
   const actionable = (el, style) => {
     if (!el.matches(ACTIONABLE) && !['button', 'link', 'checkbox', 'radio', 'textbox', 'combobox'].includes(el.getAttribute('role')))
@@ -248,7 +254,7 @@ export function captureTree(limits, rootElement) {
     // zone, a region to read, an image to screenshot).
     const ref = refFor(el, frame);
     const item = { role };
-    const name = nameOf(el, role);
+    const [name, nameFromContent] = nameOf(el, role);
     if (name)
       item.name = name;
     item.ref = ref;
@@ -320,8 +326,10 @@ export function captureTree(limits, rootElement) {
       item.children = kids[0].children;
       return [item];
     }
+    if (nameFromContent && kids.some(kid => BLOCKS.has(kid.role)))
+      delete item.name;
     // Text already read as the name is not repeated below.
-    if (item.name && NAME_FROM_CONTENT.has(role))
+    else if (item.name && NAME_FROM_CONTENT.has(role))
       kids = kids.filter(kid => kid.role !== undefined);
     if (kids.length)
       item.children = kids;
