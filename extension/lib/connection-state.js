@@ -82,11 +82,13 @@ export class ConnectionState {
       for (const tabId of tabIds)
         this.debuggers.detach(tabId);
     }
+    this.downloads.retainOnly([...liveConnectionIds, DIRECT_CONNECTION]);
   }
 
   /** Nobody is connected any more: detach every debugger, un-own every tab. */
   releaseAll() {
     this.tabs.retainOnly([]);
+    this.downloads.retainOnly([]);
     return this.debuggers.detachAll();
   }
 

@@ -196,6 +196,19 @@ export class DownloadBook {
     return { ok: true, download: { id, filename: row.filename, mimeType: row.mimeType, bytes: row.bytes, data: item.data ?? '' } };
   }
 
+  /**
+   * Keeps only the downloads of these connections (the relay's `status` listed them).
+   *
+   * @param {Iterable<string>} connectionIds
+   */
+  retainOnly(connectionIds) {
+    const keep = new Set(connectionIds);
+    for (const connectionId of new Set([...this._items.values()].map(item => item.connectionId))) {
+      if (!keep.has(connectionId))
+        this.forgetConnection(connectionId);
+    }
+  }
+
   /** The connection ended: what it did not take is dropped. */
   forgetConnection(connectionId) {
     for (const [id, item] of this._items) {

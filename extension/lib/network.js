@@ -63,6 +63,15 @@ export class NetworkLog {
         if (!entry || entry._loader !== params.frame.loaderId)
           tab.inFlight.delete(id);
       }
+      // The old document's frames are gone with it, loading or not.
+      for (const frameId of tab.loadingFrames) {
+        if (frameId !== params.frame.id)
+          tab.loadingFrames.delete(frameId);
+      }
+      return;
+    }
+    if (method === 'Page.frameDetached') {
+      this._tabs.get(tabId)?.loadingFrames.delete(params?.frameId);
       return;
     }
     if (method === 'Page.frameStartedLoading' || method === 'Page.frameStoppedLoading') {

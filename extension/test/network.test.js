@@ -68,4 +68,13 @@ test('a new document in the main frame ends the old document\'s requests Chrome 
   log.handle({ tabId: 5 }, 'Page.frameNavigated', { frame: { id: 'child', parentId: 'main', loaderId: 'L3' } }, 1_300);
   assert.equal(log.quiet(5, 1_300).inFlight, 1);
   assert.equal(log.requests(5).requests[0]._loader, undefined, 'internal fields stay inside');
+  // Frames that were loading when their document went away do not keep the tab loading.
+  log.handle({ tabId: 5 }, 'Page.frameStartedLoading', { frameId: 'ad' }, 1_400);
+  log.handle({ tabId: 5 }, 'Page.frameStartedLoading', { frameId: 'main' }, 1_410);
+  log.handle({ tabId: 5 }, 'Page.frameNavigated', { frame: { id: 'main', loaderId: 'L4' } }, 1_420);
+  log.handle({ tabId: 5 }, 'Page.frameStoppedLoading', { frameId: 'main' }, 1_430);
+  assert.equal(log.quiet(5, 1_500).loading, false);
+  log.handle({ tabId: 5 }, 'Page.frameStartedLoading', { frameId: 'child' }, 1_600);
+  log.handle({ tabId: 5 }, 'Page.frameDetached', { frameId: 'child' }, 1_610);
+  assert.equal(log.quiet(5, 1_700).loading, false);
 });

@@ -67,8 +67,12 @@ test('downloads nobody takes are bounded per connection and dropped with it', ()
     book.start({ connectionId: 'conn-a', tabId: 1, url: `u${i}`, filename: `f${i}` });
   assert.equal(book.list('conn-a').length, MAX_KEPT);
   assert.equal(book.list('conn-a')[0].filename, 'f5', 'the oldest go first');
-  book.forgetConnection('conn-a');
+  book.start({ connectionId: 'conn-b', tabId: 2, url: 'u', filename: 'b' });
+  book.retainOnly(['conn-b']);
   assert.equal(book.list('conn-a').length, 0);
+  assert.equal(book.list('conn-b').length, 1, 'connections the relay still lists keep theirs');
+  book.forgetConnection('conn-b');
+  assert.equal(book.list('conn-b').length, 0);
 });
 
 test('file names lose directories and control characters; bytes survive base64 and data: URLs', () => {
