@@ -1,11 +1,14 @@
 /**
  * The page snapshot a model reads: an accessibility-style outline in the
  * shape Playwright MCP's `browser_snapshot` made familiar (models are trained
- * on it), with a ref on every element a person could act on:
+ * on it), with a ref on every element it shows (issue 23: what a model reads,
+ * it can name: a list to drop on, a region to read, an image to screenshot):
  *
- *     - heading "Controls" [level=1]
- *     - combobox "Colour" [ref=e1]: Red
+ *     - heading "Controls" [ref=e1] [level=1]
+ *     - combobox "Colour" [ref=e2]: Red
  *     - button "Save" [ref=e4] [disabled]
+ *     - list "Todo" [ref=e5]:
+ *       - listitem [ref=e6]: Write the `drop` command
  *     - iframe [ref=e7]:
  *       - textbox "Inside" [ref=f1e1]
  *
@@ -30,13 +33,17 @@
 
 /**
  * Walks the page (and its same-origin iframes) into a tree of plain objects:
- * `{role, name?, ref?, value?, states?, url?, level?, text?, note?, children?}`;
- * a text run is `{text}`. Hidden elements (not rendered, `aria-hidden`) are
- * left out; elements with no role of their own (div, span) are left out but
- * their content is kept, except when a person can act on them.
+ * `{role, name?, ref, actionable?, value?, states?, url?, level?, note?, children?}`;
+ * a text run is `{text}` (inline `<code>` joins it, in backticks). Hidden
+ * elements (not rendered, `aria-hidden`) are left out; elements with no role
+ * of their own (div, span) are left out but their content is kept, except when
+ * a person can act on them (`actionable`, what `interactive` keeps) or they
+ * are labelled.
  *
  * @param {{maxNodes: number}} limits the walk stops there (and says so), so a
  *   page of millions of nodes cannot make one answer unbounded
+ * @param {Element} [rootElement] only this element's subtree, the element
+ *   itself first (shown even without a role of its own)
  */
 export function captureTree(limits, rootElement) {
   // Keep the key in step with findElementThen in page-scripts.js, which reads this registry.
