@@ -6,6 +6,8 @@
 //   PWMCP_DIR=/path/to/an/npm/install/of/@playwright/mcp node scripts/pwmcp-measure.mjs URL...
 //
 // CHROMIUM (default /usr/bin/chromium) is the browser both sides drive.
+import { tmpdir } from 'node:os';
+
 const dir = process.env.PWMCP_DIR ?? '/work/pwmcp';
 const sdk = `${dir}/node_modules/@modelcontextprotocol/sdk/dist/esm/client`;
 const { Client } = await import(`${sdk}/index.js`);
@@ -14,7 +16,9 @@ const rounds = Number(process.env.MEASURE_ROUNDS ?? 7);
 const transport = new StdioClientTransport({
   command: 'node',
   args: [`${dir}/node_modules/@playwright/mcp/cli.js`, '--headless', '--browser', 'chromium',
-    '--executable-path', process.env.CHROMIUM ?? '/usr/bin/chromium', '--no-sandbox'],
+    '--executable-path', process.env.CHROMIUM ?? '/usr/bin/chromium', '--no-sandbox',
+    // Its console logs go there, not into the current directory.
+    '--output-dir', `${tmpdir()}/pwmcp-measure`],
 });
 const client = new Client({ name: 'measure', version: '1' });
 await client.connect(transport);
