@@ -1,0 +1,580 @@
+//! Side by side with Playwright MCP (issue 23): the same calls on the same pages, through this
+//! chain (the official-protocol client rmcp → `mcp-relay bridge` → relay → extension in
+//! Chromium) and through Playwright MCP (npm `@playwright/mcp`, pinned in
+//! `tests/mcp-sdk-client`, launched on the same Chromium binary with `--executable-path`),
+//! measured by one client in one run, alternating the two so drift on a shared machine hits
+//! both alike.
+//!
+//! What a model pays for is counted as it arrives: the characters of a result's text contents
+//! (images are counted apart, as base64 characters), and how long the call took. Pages are
+//! real ones nobody here wrote (the Rust documentation every Rust install ships) plus the
+//! project's fixtures.
+//!
+//! Not a test but a benchmark (docs/BENCHMARKS.md, "Side by side with Playwright MCP"):
+//! `cargo test --release --test side_by_side -- --ignored --nocapture`
+//! (`BENCH_ROUNDS`, default 7, calls of each kind per page and per side).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::bridge::{start_bridge, Bridge};
+use common::browser::*;
+use common::{relay, token};
+use mcp_relay::auth::Role;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
+
+/// What Claude Code keeps of one result in the conversation, less a margin (issue 23).
+const MAX_TEXT_CHARS: usize = 40_000;
+const CALL_LIMIT: Duration = Duration::from_secs(60);
+
+/// One page of the benchmark: where it is, a word to find on it, and the visible text of an
+/// element to click that leaves the page where it is (an in-page link or a control).
+struct Page {
+    name: &'static str,
+    path: &'static str,
+    find: &'static str,
+    click: &'static str,
+}
+
+const PAGES: &[Page] = &[
+    Page {
+        name: "book chapter (ownership)",
+        path: "rust/book/ch04-01-what-is-ownership.html",
+        find: "heap",
+        click: "Stack and the Heap",
+    },
+    Page {
+        name: "large table (operators)",
+        path: "rust/book/appendix-02-operators.html",
+        find: "Remainder",
+        click: "Operators",
+    },
+    Page {
+        name: "`Vec` page",
+        path: "rust/std/vec/struct.Vec.html",
+        find: "with_capacity",
+        click: "Examples",
+    },
+    Page {
+        name: "index (std)",
+        path: "rust/std/index.html",
+        find: "collections",
+        click: "How to read this documentation",
+    },
+    Page {
+        name: "fixture controls.html",
+        path: "fixtures/controls.html",
+        find: "Toppings",
+        click: "Log",
+    },
+    Page {
+        name: "fixture table.html",
+        path: "fixtures/table.html",
+        find: "Export",
+        click: "Export",
+    },
+];
+
+type Client = RunningService<RoleClient, ()>;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark, run on purpose (docs/BENCHMARKS.md)"]
+async fn side_by_side_with_playwright_mcp() {
+    let Some(chromium) = chromium_or_skip("side_by_side_with_playwright_mcp") else {
+        return;
+    };
+    let cli = playwright_mcp_cli();
+    let rounds = std::env::var("BENCH_ROUNDS").map_or(7, |n| n.parse().expect("BENCH_ROUNDS"));
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+
+    let site = DocSite::start(rust_docs()).await;
+    let relay = relay().await;
+    let profile = Profile::new(&relay, "Side by side");
+    let browser = Browser::launch(&chromium, &profile);
+    let ours = bridge_on(&relay, &browser, &site.url("fixtures/controls.html")).await;
+    let theirs = playwright_mcp(&cli, &chromium).await;
+
+    let mut report = Report::default();
+    report.tools_list(
+        serde_json::to_string(&ours.list_all_tools().await.unwrap())
+            .unwrap()
+            .chars()
+            .count(),
+        serde_json::to_string(&theirs.list_all_tools().await.unwrap())
+            .unwrap()
+            .chars()
+            .count(),
+    );
+    let mut oversized = Vec::new();
+    for page in PAGES {
+        let url = site.url(page.path);
+        for round in 0..rounds {
+            // Alternate who goes first, so neither always meets a warm or a cold machine.
+            let sides: [(Side, &Client); 2] = if round % 2 == 0 {
+                [(Side::Ours, &ours), (Side::Theirs, &theirs)]
+            } else {
+                [(Side::Theirs, &theirs), (Side::Ours, &ours)]
+            };
+            for (side, client) in sides {
+                let m = one_round(client, side, page, &url).await;
+                for (call, sample) in m {
+                    if side == Side::Ours && sample.largest_text > MAX_TEXT_CHARS {
+                        oversized.push(format!(
+                            "{} {call}: a text of {} characters",
+                            page.name, sample.largest_text
+                        ));
+                    }
+                    report.add(page.name, call, side, sample);
+                }
+            }
+        }
+    }
+    println!("{}", report.table());
+    oversized.dedup();
+    if !oversized.is_empty() {
+        println!("\nresults over {MAX_TEXT_CHARS} characters:");
+        for line in &oversized {
+            println!("- {line}");
+        }
+    }
+    let _ = ours.cancel().await;
+    let _ = theirs.cancel().await;
+    drop(browser);
+    relay.shutdown().await;
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Side {
+    Ours,
+    Theirs,
+}
+
+/// One call's cost: time, characters of text (all parts, for a snapshot read to its end),
+/// characters of base64 image, and the largest single text a model received.
+#[derive(Clone, Copy, Default)]
+struct Sample {
+    ms: f64,
+    text: usize,
+    image: usize,
+    largest_text: usize,
+    /// The call failed (`isError`, or a protocol error for a tool this side lacks).
+    failed: bool,
+}
+
+/// navigate, snapshot (read to the end), find, screenshot, click: each measured.
+async fn one_round(
+    client: &Client,
+    side: Side,
+    page: &Page,
+    url: &str,
+) -> Vec<(&'static str, Sample)> {
+    let mut out = Vec::new();
+    let (navigate, _) = timed(client, "browser_navigate", json!({"url": url})).await;
+    out.push(("navigate", navigate));
+
+    let (mut snapshot, first) = timed(client, "browser_snapshot", json!({})).await;
+    let mut whole = texts(&first).join("\n");
+    // Our long snapshots come in parts; the whole page's cost includes reading every part.
+    let mut next = continuation(&whole);
+    while let (Side::Ours, Some(offset)) = (side, next) {
+        let (part, result) = timed(client, "browser_snapshot", json!({"offset": offset})).await;
+        snapshot.ms += part.ms;
+        snapshot.text += part.text;
+        snapshot.largest_text = snapshot.largest_text.max(part.largest_text);
+        snapshot.failed |= part.failed;
+        let text = texts(&result).join("\n");
+        next = continuation(&text);
+        whole.push_str(&text);
+    }
+    out.push(("snapshot (whole page)", snapshot));
+
+    let (find, _) = timed(client, "browser_find", json!({"text": page.find})).await;
+    out.push(("find", find));
+
+    let shot_args = match side {
+        Side::Ours => json!({"type": "png"}),
+        Side::Theirs => json!({"type": "png", "scale": "css"}),
+    };
+    let (shot, _) = timed(client, "browser_take_screenshot", shot_args).await;
+    out.push(("screenshot", shot));
+
+    match ref_of(&whole, page.click) {
+        Some(target) => {
+            let args = match side {
+                Side::Ours => json!({"target": target, "element": page.click}),
+                Side::Theirs => json!({"target": target, "element": page.click}),
+            };
+            let (click, _) = timed(client, "browser_click", args).await;
+            out.push(("click", click));
+        }
+        None => eprintln!(
+            "{side:?}: no ref for {:?} on {}; click not measured",
+            page.click, page.name
+        ),
+    }
+    out
+}
+
+/// The offset a cut result names for reading on (`"offset": N` in its note), if any.
+fn continuation(text: &str) -> Option<u64> {
+    let at = text.rfind("\"offset\": ")?;
+    text[at + 10..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The ref on the first outline line that names `needle` and carries a ref.
+fn ref_of(outline: &str, needle: &str) -> Option<String> {
+    outline
+        .lines()
+        .filter(|line| line.contains(needle))
+        .find_map(|line| {
+            let at = line.find("[ref=")?;
+            let rest = &line[at + 5..];
+            Some(rest[..rest.find(']')?].to_owned())
+        })
+}
+
+async fn timed(client: &Client, tool: &str, args: Value) -> (Sample, Value) {
+    let params = CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(args.as_object().unwrap().clone());
+    let started = Instant::now();
+    let answer = tokio::time::timeout(CALL_LIMIT, client.call_tool(params))
+        .await
+        .unwrap_or_else(|_| panic!("{tool} {args}: no answer within {CALL_LIMIT:?}"));
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    // A tool this side does not have is a protocol error: not measured, and said so.
+    let result = match answer {
+        Ok(result) => serde_json::to_value(result).unwrap(),
+        Err(e) => {
+            eprintln!("{tool} {args}: {e}");
+            let failed = Sample {
+                ms: f64::NAN,
+                failed: true,
+                ..Sample::default()
+            };
+            return (failed, Value::Null);
+        }
+    };
+    if result["isError"] == true {
+        eprintln!(
+            "{tool} {args} answered an error: {}",
+            texts(&result).join(" ")
+        );
+    }
+    let text: Vec<String> = texts(&result);
+    let image: usize = result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["type"] == "image")
+        .map(|c| c["data"].as_str().map_or(0, str::len))
+        .sum();
+    let sample = Sample {
+        ms,
+        text: text.iter().map(|t| t.chars().count()).sum(),
+        image,
+        largest_text: text.iter().map(|t| t.chars().count()).max().unwrap_or(0),
+        failed: result["isError"] == true,
+    };
+    (sample, result)
+}
+
+fn texts(result: &Value) -> Vec<String> {
+    result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["type"] == "text")
+        .filter_map(|c| c["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// The report
+
+#[derive(Default)]
+struct Report {
+    tools_list: (usize, usize),
+    /// (page, call) → samples of each side, in the order first seen.
+    rows: Vec<(&'static str, &'static str, Vec<Sample>, Vec<Sample>)>,
+}
+
+impl Report {
+    fn tools_list(&mut self, ours: usize, theirs: usize) {
+        self.tools_list = (ours, theirs);
+    }
+
+    fn add(&mut self, page: &'static str, call: &'static str, side: Side, sample: Sample) {
+        let row = match self.rows.iter().position(|r| r.0 == page && r.1 == call) {
+            Some(row) => row,
+            None => {
+                self.rows.push((page, call, Vec::new(), Vec::new()));
+                self.rows.len() - 1
+            }
+        };
+        match side {
+            Side::Ours => self.rows[row].2.push(sample),
+            Side::Theirs => self.rows[row].3.push(sample),
+        }
+    }
+
+    fn table(&self) -> String {
+        let (ours, theirs) = self.tools_list;
+        let mut lines = vec![
+            format!(
+                "tools/list: {ours} characters here, {theirs} Playwright MCP ({:.2}×)\n",
+                ours as f64 / theirs as f64
+            ),
+            "| page | call | p50 ms here | p50 ms Playwright MCP | ratio | characters here | \
+             characters Playwright MCP | ratio | failed here / PW |"
+                .to_owned(),
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|".to_owned(),
+        ];
+        for (page, call, ours, theirs) in &self.rows {
+            let (a, b) = (median(ours, |s| s.ms), median(theirs, |s| s.ms));
+            let chars = |s: &Sample| (s.text + s.image) as f64;
+            let (c, d) = (median(ours, chars), median(theirs, chars));
+            let image_note = if call.starts_with("screenshot") {
+                " (image base64)"
+            } else {
+                ""
+            };
+            let failed = |samples: &[Sample]| samples.iter().filter(|s| s.failed).count();
+            lines.push(format!(
+                "| {page} | {call} | {a:.0} | {b:.0} | {} | {c:.0}{image_note} | {d:.0} | {} | \
+                 {} / {} |",
+                ratio(a, b),
+                ratio(c, d),
+                failed(ours),
+                failed(theirs)
+            ));
+        }
+        lines.join("\n")
+    }
+}
+
+fn median(samples: &[Sample], by: impl Fn(&Sample) -> f64) -> f64 {
+    // Failed calls are counted apart: an error message is neither fast nor cheap.
+    let mut values: Vec<f64> = samples.iter().filter(|s| !s.failed).map(by).collect();
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
+
+fn ratio(a: f64, b: f64) -> String {
+    if a.is_nan() || b.is_nan() || b == 0.0 {
+        "–".into()
+    } else {
+        format!("{:.2}", a / b)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The two sides
+
+/// `mcp-relay bridge` on `relay` once the browser is online, with a tab of its own at `url`.
+async fn bridge_on(
+    relay: &mcp_relay::server::RunningRelay,
+    browser: &Browser<'_>,
+    url: &str,
+) -> Bridge {
+    let mut watcher = Driver::handshake(relay, "watcher").await;
+    watcher.wait_for_extension(browser).await;
+    let relay_url = relay.url("/mcp");
+    let bridge = start_bridge((), &["--relay", &relay_url], &token(USER, Some(Role::Mcp))).await;
+    let deadline = Instant::now() + STEP;
+    loop {
+        let params = CallToolRequestParams::new("browser_tabs").with_arguments(
+            json!({"action": "new", "url": url})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        let result = serde_json::to_value(bridge.call_tool(params).await.unwrap()).unwrap();
+        if result["isError"] != true {
+            return bridge;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "browser_tabs new kept failing: {result}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Playwright MCP's `cli.js`: `$PLAYWRIGHT_MCP`, or the copy `npm ci` pins in
+/// `tests/mcp-sdk-client`.
+fn playwright_mcp_cli() -> PathBuf {
+    let path = std::env::var_os("PLAYWRIGHT_MCP")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/mcp-sdk-client/node_modules/@playwright/mcp/cli.js")
+        });
+    assert!(
+        path.is_file(),
+        "Playwright MCP not found at {} (run `npm ci --prefix tests/mcp-sdk-client`, or set \
+         PLAYWRIGHT_MCP to its cli.js)",
+        path.display()
+    );
+    path
+}
+
+/// Playwright MCP on the same Chromium binary, headless, with the same 1280×800 window our
+/// browser gets, a fresh in-memory profile, and its default tool set.
+async fn playwright_mcp(cli: &Path, chromium: &Path) -> Client {
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(cli)
+        .args([
+            "--headless",
+            "--browser",
+            "chromium",
+            "--no-sandbox",
+            "--isolated",
+        ])
+        .args(["--viewport-size", "1280x800"])
+        .arg("--executable-path")
+        .arg(chromium)
+        .stderr(std::process::Stdio::null());
+    let transport = TokioChildProcess::new(command).expect("spawning Playwright MCP");
+    tokio::time::timeout(STEP, ().serve(transport))
+        .await
+        .expect("Playwright MCP's initialize timed out")
+        .expect("Playwright MCP's initialize")
+}
+
+// ---------------------------------------------------------------------------
+// The pages
+
+/// The Rust documentation of this toolchain (the rust-docs component).
+fn rust_docs() -> PathBuf {
+    let sysroot = std::process::Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .expect("rustc --print sysroot");
+    let root =
+        Path::new(String::from_utf8(sysroot.stdout).unwrap().trim()).join("share/doc/rust/html");
+    assert!(
+        root.join("std/index.html").is_file(),
+        "no Rust documentation at {} (rustup component add rust-docs)",
+        root.display()
+    );
+    root
+}
+
+/// A static site: `/rust/…` from the Rust documentation, `/fixtures/…` from tests/fixtures.
+struct DocSite {
+    base: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl DocSite {
+    async fn start(rust: PathBuf) -> DocSite {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}/", listener.local_addr().unwrap());
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(serve(stream, rust.clone(), fixtures.clone()));
+            }
+        });
+        DocSite { base, task }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+impl Drop for DocSite {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// One request per connection; only paths of plain names below the two roots are served.
+async fn serve(mut stream: TcpStream, rust: PathBuf, fixtures: PathBuf) {
+    let mut request = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 64 * 1024 {
+        match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => request.extend_from_slice(&buffer[..n]),
+        }
+    }
+    let request = String::from_utf8_lossy(&request);
+    let target = request.split_whitespace().nth(1).unwrap_or("");
+    let path = target.split(['?', '#']).next().unwrap_or("");
+    let mut parts = path.trim_start_matches('/').splitn(2, '/');
+    let root = match parts.next() {
+        Some("rust") => Some(&rust),
+        Some("fixtures") => Some(&fixtures),
+        _ => None,
+    };
+    let rest = parts.next().unwrap_or("");
+    let safe = rest
+        .split('/')
+        .all(|part| !part.is_empty() && part != ".." && part != "." && !part.contains('\\'));
+    let body = match root {
+        Some(root) if safe => tokio::fs::read(root.join(rest)).await.ok(),
+        _ => None,
+    };
+    let content_type = match rest.rsplit('.').next() {
+        Some("html") => "text/html; charset=utf-8",
+        Some("css") => "text/css",
+        Some("js") => "text/javascript",
+        Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
+        Some("woff2") => "font/woff2",
+        _ => "application/octet-stream",
+    };
+    let (status, content_type, body) = match body {
+        Some(body) => ("200 OK", content_type, body),
+        None => ("404 Not Found", "text/plain", b"not found".to_vec()),
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(&body).await;
+    let _ = stream.shutdown().await;
+}
+
+#[test]
+fn continuation_reads_the_offset_a_part_names() {
+    assert_eq!(
+        continuation("…\n[Part 1 of 3. To read on, call browser_snapshot with {\"offset\": 812}]"),
+        Some(812)
+    );
+    assert_eq!(continuation("- button \"Save\" [ref=e4]"), None);
+}
+
+#[test]
+fn ref_of_finds_the_first_line_naming_the_text_with_a_ref() {
+    let outline =
+        "- heading \"Save\" [level=1]\n- button \"Save\" [ref=e4]\n- link \"Save\" [ref=e9]";
+    assert_eq!(ref_of(outline, "Save").as_deref(), Some("e4"));
+    assert_eq!(ref_of(outline, "Missing"), None);
+}
