@@ -558,12 +558,9 @@ async fn screenshots_after_input(chromium: &Path, mode: Mode) {
             let (width, height) = timed_screenshot(&bridge, json!({}), mode).await;
             assert!(width >= 600 && height >= 400, "{width}x{height}");
         }
-        let snapshot = ok_json(&tool(&bridge, "browser_snapshot", json!({})).await);
+        let snapshot = text(&tool(&bridge, "browser_snapshot", json!({})).await);
         assert!(
-            snapshot["snapshot"]
-                .as_str()
-                .unwrap()
-                .contains(&format!("Searched: round {round}")),
+            snapshot.contains(&format!("Searched: round {round}")),
             "the submit did not reach the page: {snapshot}"
         );
     }
@@ -1102,12 +1099,22 @@ async fn snapshot_refs_stay_true_and_a_huge_page_comes_in_parts() {
     within(SCENARIO_LIMIT, snapshot_refs(&chromium)).await;
 }
 
-/// The outline of a whole (uncut) `browser_snapshot` result.
+/// The outline of a whole (not in parts) `browser_snapshot` result: its text after the header.
 async fn outline(bridge: &Bridge, args: Value) -> String {
-    let answer = tool_ok(bridge, "browser_snapshot", args).await;
-    answer["snapshot"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no outline in {answer}"))
+    let result = tool(bridge, "browser_snapshot", args).await;
+    assert!(!is_error(&result), "{result}");
+    assert!(
+        result["structuredContent"].get("part").is_none(),
+        "in parts"
+    );
+    outline_of(&text(&result))
+}
+
+/// The outline in a result's text: everything after the header's blank line.
+fn outline_of(text: &str) -> String {
+    text.split_once("\n\n")
+        .unwrap_or_else(|| panic!("no outline in {text}"))
+        .1
         .to_owned()
 }
 
@@ -1246,19 +1253,22 @@ async fn snapshot_refs(chromium: &Path) {
 
     // An action says what changed, and returns a snapshot when asked.
     let retitle = ref_of(&third, "button \"Retitle\"");
-    let changed = tool_ok(
+    let changed_result = tool(
         &bridge,
         "browser_click",
         json!({"ref": retitle, "outline": true}),
     )
     .await;
+    let changed = ok_json(&changed_result);
     assert_eq!(
         changed["pageChanged"]["title"], "Frames, retitled",
         "{changed}"
     );
+    // The result reads as text: what changed, then the outline as printed.
+    let changed_text = text(&changed_result);
     assert!(
-        changed["snapshot"].as_str().unwrap().contains(&outer),
-        "{changed}"
+        changed_text.contains("Page changed: ") && outline_of(&changed_text).contains(&outer),
+        "{changed_text}"
     );
     let same = tool_ok(&bridge, "browser_click", json!({"ref": outer})).await;
     assert!(
@@ -1293,19 +1303,21 @@ async fn snapshot_refs(chromium: &Path) {
     let mut whole = String::new();
     let mut parts = 1;
     loop {
-        let (body, note) = chunk
-            .split_once("\n\n[")
-            .unwrap_or_else(|| panic!("no note after part {parts}"));
         assert!(
-            body.len() <= REFS_RESULT_LIMIT,
-            "part of {} bytes",
-            body.len()
+            chunk.chars().count() <= REFS_RESULT_LIMIT,
+            "part of {} characters",
+            chunk.chars().count()
         );
+        let (body, note) = chunk
+            .rsplit_once("[Part ")
+            .unwrap_or_else(|| panic!("no note after part {parts}"));
+        // Parts end at line boundaries.
+        assert!(body.ends_with('\n'), "part {parts} ends mid-line");
         whole.push_str(body);
-        if note.starts_with("End of the result") {
+        if note.contains("End of the result") {
             break;
         }
-        assert!(note.contains("\"interactive\": true"), "{note}");
+        assert!(note.contains("browser_find"), "{note}");
         let offset: u64 = note
             .split("{\"offset\": ")
             .nth(1)
@@ -1317,13 +1329,14 @@ async fn snapshot_refs(chromium: &Path) {
         assert!(parts < 100, "too many parts");
     }
     assert!(parts > 2, "the table came in {parts} parts");
-    let table: Value = serde_json::from_str(&whole).expect("the parts join into the result");
-    let rows = table["snapshot"].as_str().unwrap();
+    // The parts join into the whole text: the header, then every row.
+    let (head, rows) = whole.split_once("\n\n").expect("a header");
+    assert!(head.contains("table.html"), "{head}");
+    assert!(!head.contains("Note:"), "{head}");
     assert!(
         rows.contains("- cell \"Person 5000\""),
         "the last row is missing"
     );
-    assert!(table.get("note").is_none(), "{}", table["note"]);
     // Interactive-only, the same page is one short result.
     let controls = outline(&bridge, json!({"interactive": true})).await;
     assert!(controls.len() < 1_000, "{controls}");
@@ -1350,41 +1363,39 @@ async fn snapshot_sizes(chromium: &Path) {
     let browser = Browser::launch(chromium, &profile);
     let (bridge, _) = bridge_with_tab(&relay, &browser, &site.url("controls.html")).await;
     let mut rows = vec![
-        "| page | arguments | result bytes (first part) | ≈ tokens | whole result bytes | lines with a ref |"
+        "| page | arguments | result characters (first part) | ≈ tokens | whole result characters | lines with a ref |"
             .to_owned(),
         "|---|---|---:|---:|---:|---:|".to_owned(),
     ];
     for page in ["controls.html", "form.html", "frames.html", "table.html"] {
         tool_ok(&bridge, "browser_navigate", json!({"url": site.url(page)})).await;
         for args in [json!({}), json!({"interactive": true}), json!({"depth": 1})] {
-            let result = text(&tool(&bridge, "browser_snapshot", args.clone()).await);
-            // A cut result is its first part, and its note says how big the whole is:
-            // "[Result cut: bytes 0–100000 of 612345 shown. …".
-            let whole = result
-                .split_once("\n\n[Result cut: ")
-                .and_then(|(_, note)| note.split(" of ").nth(1))
-                .and_then(|rest| rest.split(' ').next())
-                .map_or(result.len().to_string(), str::to_owned);
-            let refs = match serde_json::from_str::<Value>(&result) {
-                Ok(answer) => {
-                    let outline = answer["snapshot"].as_str().unwrap_or("");
-                    if (page, &args) == ("frames.html", &json!({}))
-                        || (page, &args) == ("table.html", &json!({"depth": 1}))
-                    {
-                        eprintln!("{outline}");
-                    }
-                    outline
-                        .lines()
-                        .filter(|l| l.contains("[ref="))
-                        .count()
-                        .to_string()
+            let answer = tool(&bridge, "browser_snapshot", args.clone()).await;
+            let result = text(&answer);
+            let chars = result.chars().count();
+            // A result in parts is its first part; structuredContent says how long the whole is.
+            let part = &answer["structuredContent"]["part"];
+            let whole = part["totalChars"]
+                .as_u64()
+                .map_or(chars.to_string(), |n| n.to_string());
+            let refs = if part.is_null() {
+                let outline = outline_of(&result);
+                if (page, &args) == ("frames.html", &json!({}))
+                    || (page, &args) == ("table.html", &json!({"depth": 1}))
+                {
+                    eprintln!("{outline}");
                 }
-                Err(_) => "(cut)".to_owned(),
+                outline
+                    .lines()
+                    .filter(|l| l.contains("[ref="))
+                    .count()
+                    .to_string()
+            } else {
+                "(in parts)".to_owned()
             };
             rows.push(format!(
-                "| {page} | `{args}` | {} | {} | {whole} | {refs} |",
-                result.len(),
-                result.len() / 4
+                "| {page} | `{args}` | {chars} | {} | {whole} | {refs} |",
+                chars / 4
             ));
         }
     }
@@ -2149,16 +2160,15 @@ async fn network_requests_list_the_pages_fetches_with_status_and_a_body() {
                 "{ok}"
             );
             assert_eq!(find("missing.json")["status"], 404);
-            let body = tool_ok(
+            let body = tool(
                 &bridge,
                 "browser_network_requests",
                 json!({"requestId": ok["requestId"]}),
             )
             .await;
-            assert!(
-                body["body"].as_str().unwrap().contains("Page two"),
-                "{body}"
-            );
+            // The body is the result's text, under a header; the other fields are beside it.
+            assert!(text(&body).contains("Page two"), "{body}");
+            assert_eq!(ok_json(&body)["requestId"], ok["requestId"], "{body}");
         }
     );
 }

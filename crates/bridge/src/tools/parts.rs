@@ -10,7 +10,7 @@
 /// The default `--max-result-chars`.
 pub(crate) const DEFAULT_MAX_RESULT_CHARS: usize = 40_000;
 
-/// Room kept in each part for its note (the longest note is about 170 characters).
+/// Room kept in each part for its note (the longest note is about 220 characters).
 const NOTE_RESERVE: usize = 300;
 
 /// One part of a text: `body` is `text[start..end]` (char offsets).
@@ -173,8 +173,14 @@ impl Part {
         if self.end >= self.total {
             format!("[{place}. End of the result.]")
         } else if can_read_on {
+            // A model that wants one thing on a long page is better off not reading it all.
+            let less = if tool == "browser_snapshot" {
+                " Or see less: browser_find, or target, depth, interactive."
+            } else {
+                ""
+            };
             format!(
-                "[{place}. To read on, call {tool} with {{\"offset\": {}}}]",
+                "[{place}. To read on, call {tool} with {{\"offset\": {}}}.{less}]",
                 self.end
             )
         } else {
@@ -301,8 +307,8 @@ mod tests {
         );
         assert!(note.contains("of 3,000."), "{note}");
         assert!(
-            note.ends_with(&format!(
-                "call browser_snapshot with {{\"offset\": {}}}]",
+            note.contains(&format!(
+                "call browser_snapshot with {{\"offset\": {}}}.",
                 first.end
             )),
             "{note}"

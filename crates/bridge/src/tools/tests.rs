@@ -691,8 +691,8 @@ async fn a_snapshot_reads_as_text_and_a_long_one_in_parts_that_add_up() {
             break;
         };
         assert!(
-            text.ends_with(&format!(
-                "call browser_snapshot with {{\"offset\": {next}}}]"
+            text.contains(&format!(
+                "call browser_snapshot with {{\"offset\": {next}}}. Or see less: browser_find"
             )),
             "{}",
             &text[text.len() - 200..]
