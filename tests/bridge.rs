@@ -458,6 +458,130 @@ async fn long_text_results_come_in_parts_at_line_boundaries_and_offset_reads_on(
     bridge.cancel().await.unwrap();
 }
 
+/// Issue 23: Playwright MCP's `target`, `browser_find`, `browser_drop`, `browser_emulate_media`
+/// and downloads reach the extension as the wire contract (/work/contract-23.md) says, and
+/// their results read as text.
+#[tokio::test]
+async fn issue_23_tools_speak_the_contracts_commands() {
+    let relay = relay().await;
+    let mut extension = Extension::connect(&relay, USER, "Chrome", "client-1").await;
+    let downloads = tempfile::tempdir().unwrap();
+    let downloads_dir = downloads.path().to_string_lossy().into_owned();
+    let bridge = bridge(&relay.url("/mcp"), &["--downloads-dir", &downloads_dir]).await;
+
+    // target: a ref goes as `ref`, anything else as `selector`.
+    let (request, _) = call_answered(
+        &bridge,
+        &mut extension,
+        "browser_click",
+        json!({"target": "f1e3"}),
+        json!({"tabId": 7, "clicked": true}),
+    )
+    .await;
+    assert_eq!(request["params"], json!({"ref": "f1e3"}));
+    let (request, _) = call_answered(
+        &bridge,
+        &mut extension,
+        "browser_drag",
+        json!({"startTarget": "li:first-child", "endTarget": "e9"}),
+        json!({"tabId": 7, "dragged": true}),
+    )
+    .await;
+    assert_eq!(
+        request["params"],
+        json!({"startSelector": "li:first-child", "endRef": "e9"})
+    );
+
+    // browser_find: one outline from the extension, searched in the bridge.
+    let outline = "- main [ref=e1]:\n  - list \"Todo\" [ref=e2]:\n    - listitem [ref=e3]: Buy milk\n  - button \"Save\" [ref=e4]";
+    let (request, found) = call_answered(
+        &bridge,
+        &mut extension,
+        "browser_find",
+        json!({"regex": "/save/i"}),
+        json!({"tabId": 7, "url": "https://t/", "title": "T", "snapshot": outline}),
+    )
+    .await;
+    assert_eq!(request["method"], "snapshot");
+    assert_eq!(request["params"], json!({"format": "outline"}));
+    assert!(
+        text(&found).contains("- main [ref=e1]:\n") && text(&found).contains("[ref=e4]  ◀"),
+        "{found}"
+    );
+    assert_eq!(found["structuredContent"]["matches"], 1);
+
+    // browser_drop: files read here, plus MIME data.
+    let file = downloads.path().join("note.txt");
+    std::fs::write(&file, "héllo").unwrap();
+    let (request, dropped) = call_answered(
+        &bridge,
+        &mut extension,
+        "browser_drop",
+        json!({"target": "e2", "paths": [file], "data": {"text/plain": "x"}}),
+        json!({"tabId": 7, "dropped": {"files": 1, "types": ["Files", "text/plain"]}, "accepted": true}),
+    )
+    .await;
+    assert_eq!(request["method"], "drop");
+    assert_eq!(request["params"]["ref"], "e2");
+    assert_eq!(request["params"]["data"], json!({"text/plain": "x"}));
+    assert_eq!(request["params"]["files"][0]["name"], "note.txt");
+    assert_eq!(request["params"]["files"][0]["data"], "aMOpbGxv");
+    assert_eq!(ok_json(&dropped)["accepted"], true);
+
+    // browser_emulate_media: null clears, absent is left alone.
+    let (request, _) = call_answered(
+        &bridge,
+        &mut extension,
+        "browser_emulate_media",
+        json!({"colorScheme": "dark", "reducedMotion": null}),
+        json!({"tabId": 7, "emulated": {"colorScheme": "dark"}}),
+    )
+    .await;
+    assert_eq!(request["method"], "emulateMedia");
+    assert_eq!(
+        request["params"],
+        json!({"colorScheme": "dark", "reducedMotion": null})
+    );
+
+    // A download the click started is taken and saved where the bridge runs.
+    let extension_side = async {
+        let click = extension.next_request().await;
+        extension
+            .reply(
+                &click,
+                json!({"tabId": 7, "clicked": true, "downloads": [{"id": "d1", "url": "https://t/r.csv",
+                    "filename": "r.csv", "mimeType": "text/csv", "bytes": 4, "state": "complete"}]}),
+            )
+            .await;
+        let take = extension.next_request().await;
+        extension
+            .reply(
+                &take,
+                json!({"id": "d1", "filename": "r.csv", "mimeType": "text/csv", "bytes": 4, "data": "YSxiCg=="}),
+            )
+            .await;
+        take
+    };
+    let (clicked, take) = tokio::join!(
+        call(&bridge, "browser_click", json!({"target": "#export"})),
+        extension_side
+    );
+    assert_eq!(take["method"], "takeDownload");
+    assert_eq!(take["params"]["id"], "d1");
+    assert!(take["params"]["maxBytes"].as_u64().unwrap() > 1_000_000);
+    let saved = downloads.path().join("r.csv");
+    assert_eq!(std::fs::read(&saved).unwrap(), b"a,b\n");
+    assert!(
+        text(&clicked).contains(&format!("saved as {}", saved.display())),
+        "{clicked}"
+    );
+    assert_eq!(
+        clicked["structuredContent"]["downloads"][0]["saved"],
+        saved.display().to_string()
+    );
+    bridge.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn extension_and_argument_errors_become_tool_errors_a_model_can_act_on() {
     let relay = relay().await;

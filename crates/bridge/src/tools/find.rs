@@ -13,6 +13,9 @@ const CONTEXT: usize = 2;
 const MAX_MATCHES: usize = 30;
 /// Characters of one shown line at most (a long text node is clipped with "…").
 const MAX_LINE_CHARS: usize = 300;
+/// Characters of snippets at most: a find stays far cheaper than a snapshot, and within one
+/// part (no `offset` to read on).
+const MAX_OUTPUT_CHARS: usize = 20_000;
 
 /// What to look for.
 #[derive(Debug)]
@@ -114,7 +117,12 @@ pub(crate) fn search(outline: &str, query: &Query) -> (String, usize) {
     // The end of the last context shown, so overlapping windows are not printed twice.
     let mut shown_until = 0usize;
     let mut shown_ancestors: Vec<usize> = Vec::new();
+    let mut shown = 0;
     for (n, &line) in matched.iter().take(MAX_MATCHES).enumerate() {
+        if out.len() > MAX_OUTPUT_CHARS {
+            break;
+        }
+        shown += 1;
         let from = line.saturating_sub(CONTEXT).max(shown_until);
         let to = (line + CONTEXT + 1).min(lines.len());
         if from > shown_until || n == 0 {
@@ -144,11 +152,11 @@ pub(crate) fn search(outline: &str, query: &Query) -> (String, usize) {
         }
         shown_until = to;
     }
-    if matched.len() > MAX_MATCHES {
+    if matched.len() > shown {
         out.push_str(&format!(
             "\n[{} more matches not shown: search for something more specific, or within an \
              element with \"target\".]\n",
-            matched.len() - MAX_MATCHES
+            matched.len() - shown
         ));
     }
     (out, matched.len())
@@ -224,5 +232,17 @@ mod tests {
         assert_eq!(count, 500);
         assert!(text.contains("470 more matches"), "{text}");
         assert!(text.chars().count() < 5_000);
+        // Long lines: bounded by characters too.
+        let outline: String = (0..100)
+            .map(|i| format!("- paragraph [ref=e{i}]: {}\n", "word ".repeat(200)))
+            .collect();
+        let (text, count) = search(&outline, &Query::new(Some("word"), None).unwrap());
+        assert_eq!(count, 100);
+        assert!(
+            text.chars().count() < MAX_OUTPUT_CHARS + 2_000,
+            "{}",
+            text.len()
+        );
+        assert!(text.contains("more matches not shown"), "{text}");
     }
 }
