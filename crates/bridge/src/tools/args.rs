@@ -589,8 +589,9 @@ pub(crate) struct FileUpload {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct Drop {
-    #[serde(flatten)]
-    pub(crate) on: Element,
+    /// The element to drop on: a ref (e5) or a CSS selector.
+    #[schemars(with = "String")]
+    pub(crate) target: Name,
     /// Absolute paths of files to drop, where the bridge runs.
     #[serde(default)]
     pub(crate) paths: Option<Vec<String>>,

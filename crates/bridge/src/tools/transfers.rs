@@ -63,7 +63,10 @@ pub(super) fn file_upload(args: FileUpload) -> Result<Plan, String> {
 }
 
 pub(super) fn drop(args: Drop) -> Result<Plan, String> {
-    let on = args.on.required()?;
+    let on = super::args::resolve(&Some(args.target.0), &None, &None).ok_or(
+        "\"target\" is empty: give the element's ref from browser_snapshot (e.g. \"e5\") or a \
+         CSS selector",
+    )?;
     let paths = args.paths.unwrap_or_default();
     let data = args.data.unwrap_or_default();
     if paths.is_empty() && data.is_empty() {
