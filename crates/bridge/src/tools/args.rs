@@ -665,7 +665,6 @@ pub(crate) enum Media {
 pub(crate) enum ColorScheme {
     Light,
     Dark,
-    NoPreference,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
@@ -686,11 +685,11 @@ pub(crate) enum ForcedColors {
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Contrast {
     More,
-    Less,
     NoPreference,
 }
 
-/// Each field: absent = unchanged, `null` = cleared. Serialised as the wire's params.
+/// Each field: absent = unchanged, `null` = cleared. Serialised as the wire's params. The
+/// values are Playwright MCP's enums, as the wire contract of issue 23 fixes them.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 pub(crate) struct EmulateMedia {
     /// CSS media type.
