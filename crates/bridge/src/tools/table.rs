@@ -49,7 +49,9 @@ type Planner = Box<dyn Fn(&JsonObject) -> Result<Plan, String> + Send + Sync>;
 
 /// One tool: what `tools/list` shows and how a call is planned.
 struct Entry {
+    /// What `tools/list` shows, its `inputSchema` generated from the input type.
     tool: Tool,
+    /// Parses a call into that same input type, then maps it onto a [`Plan`].
     plan: Planner,
 }
 

@@ -860,3 +860,34 @@ async fn drop_carries_files_read_here_and_data() {
     assert_eq!(missing.is_error, Some(true));
     assert!(result_text(&missing).contains("bridge's machine"));
 }
+
+#[test]
+fn what_a_schema_requires_is_what_parsing_requires() {
+    for tool in definitions() {
+        let required: Vec<String> = tool
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|names| {
+                names
+                    .iter()
+                    .map(|n| n.as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(first) = required.first() {
+            let err = plan(&tool.name, &JsonObject::new()).unwrap_err();
+            assert!(
+                err.contains(&format!("\"{first}\"")),
+                "{}: {err}",
+                tool.name
+            );
+        }
+        // And an argument the schema does not list is ignored, never an error of its own.
+        let mut extra = JsonObject::new();
+        extra.insert("notAnArgument".into(), json!(1));
+        let with_extra = plan(&tool.name, &extra);
+        let without = plan(&tool.name, &JsonObject::new());
+        assert_eq!(with_extra, without, "{}", tool.name);
+    }
+}
