@@ -2540,7 +2540,6 @@ async fn find_and_target_name_elements_on_a_real_page() {
 /// fixture's drop list (named only by a ref) and files read where the bridge runs;
 /// `browser_emulate_media` switches and clears the colour scheme.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the extension side of issue 23 (snapshot subtree, drop, emulateMedia)"]
 async fn subtree_snapshot_drop_and_emulated_media_on_a_real_page() {
     on_tools_page!(
         "subtree_snapshot_drop_and_emulated_media_on_a_real_page",
@@ -2622,7 +2621,6 @@ async fn subtree_snapshot_drop_and_emulated_media_on_a_real_page() {
 /// A download the agent's click starts is captured, carried to where the bridge runs byte for
 /// byte, saved without overwriting, and listed by `browser_downloads`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the extension side of issue 23 (downloads captured, takeDownload)"]
 async fn a_download_is_carried_back_byte_exact() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("report.bin"), b"older").unwrap();
