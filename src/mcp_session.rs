@@ -316,12 +316,8 @@ impl McpSession {
                 &self.state.audit,
                 self.state.hub.connection_tag(&connection_id),
             ) {
-                audit.request(
-                    &tag,
-                    call.method.as_str().into(),
-                    RelayError::RateLimited.code(),
-                    Default::default(),
-                );
+                let refusal = RelayError::RateLimited;
+                audit.refused(&tag, &call.method, refusal.code(), refusal.reason());
             }
             return self.reply_error(id, &RelayError::RateLimited);
         }
