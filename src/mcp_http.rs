@@ -26,7 +26,11 @@
 //! Tokens are never logged: they are read from the header, verified, and handed to the session.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
@@ -36,6 +40,7 @@ use mcp_relay_bridge::hosted::{self, AuditFile, HostedSession, TokenRefresh};
 use mcp_relay_bridge::{BrowserServer, Dialer, Exposure, FramePipe};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
 
 use crate::auth::Role;
 use crate::limits::SocketSlot;
@@ -64,17 +69,26 @@ tokio::task_local! {
     static SEED: Arc<Seed>;
 }
 
+/// GET (SSE) streams one session may have open at once: its stream, and one more while a host
+/// reconnects before the old one has closed.
+pub const MAX_STREAMS_PER_SESSION: usize = 2;
+
 /// The session's entry in [`McpHttp::owners`], removed when the session's server is dropped
-/// (idle expiry, DELETE, shutdown), whatever ended it.
+/// (idle expiry, DELETE, shutdown, revocation), whatever ended it; with it go the session's
+/// place in its user's count and its streams.
 struct Ticket {
     owners: Arc<Owners>,
     id: Mutex<Option<String>>,
+    held: Mutex<Option<Held>>,
 }
 
 impl Drop for Ticket {
     fn drop(&mut self) {
         if let Some(id) = self.id.lock().unwrap().take() {
-            self.owners.0.lock().unwrap().remove(&id);
+            let owner = self.owners.0.lock().unwrap().sessions.remove(&id);
+            if let Some(owner) = owner {
+                owner.ended.cancel();
+            }
         }
     }
 }
@@ -86,22 +100,160 @@ struct Owner {
     refresh: TokenRefresh,
     /// The `exp` of the token the session uses; only a later one replaces it.
     expires_at: Arc<std::sync::atomic::AtomicU64>,
+    /// Its GET streams open now.
+    streams: Arc<AtomicUsize>,
+    /// Cancelled when the session ends: its streams and answers end with it.
+    ended: CancellationToken,
 }
 
-/// Which user each live session belongs to.
+/// What a user holds on the endpoint: sessions (with those being created), GET streams, and
+/// authenticated HTTP connections.
+#[derive(Default, Clone, Copy, PartialEq, Eq, Debug)]
+struct UserCounts {
+    sessions: usize,
+    streams: usize,
+    connections: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Session,
+    Stream,
+    Connection,
+}
+
+impl UserCounts {
+    fn of(&mut self, kind: Kind) -> &mut usize {
+        match kind {
+            Kind::Session => &mut self.sessions,
+            Kind::Stream => &mut self.streams,
+            Kind::Connection => &mut self.connections,
+        }
+    }
+}
+
 #[derive(Default)]
-struct Owners(Mutex<HashMap<String, Owner>>);
+struct OwnersInner {
+    sessions: HashMap<String, Owner>,
+    users: HashMap<String, UserCounts>,
+    /// Sessions live or being created, all users.
+    all_sessions: usize,
+}
+
+/// Which user each live session belongs to, and what each user holds, under one lock: a
+/// session's place is taken (checked and counted at once) before the session is created.
+#[derive(Default)]
+struct Owners(Mutex<OwnersInner>);
+
+/// A place in a user's count ([`Owners::take`]), given back when dropped.
+struct Held {
+    owners: Arc<Owners>,
+    user_id: String,
+    kind: Kind,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut inner = self.owners.0.lock().unwrap();
+        if self.kind == Kind::Session {
+            inner.all_sessions -= 1;
+        }
+        if let Some(counts) = inner.users.get_mut(&self.user_id) {
+            *counts.of(self.kind) -= 1;
+            if *counts == UserCounts::default() {
+                inner.users.remove(&self.user_id);
+            }
+        }
+    }
+}
 
 impl Owners {
     fn owner(&self, id: &str) -> Option<Owner> {
-        self.0.lock().unwrap().get(id).cloned()
+        self.0.lock().unwrap().sessions.get(id).cloned()
     }
 
-    fn count(&self, user_id: &str) -> (usize, usize) {
-        let owners = self.0.lock().unwrap();
-        let mine = owners.values().filter(|o| o.user_id == user_id).count();
-        (mine, owners.len())
+    /// Takes one place of `kind` for `user_id` if it has fewer than `max` (and, for sessions,
+    /// all users have fewer than `all_max`); else says how many it has.
+    fn take(
+        self: &Arc<Self>,
+        user_id: &str,
+        kind: Kind,
+        max: usize,
+        all_max: usize,
+    ) -> Result<Held, usize> {
+        let mut inner = self.0.lock().unwrap();
+        let had = inner.users.get(user_id).map_or(0, |c| *c.clone().of(kind));
+        if had >= max {
+            return Err(had);
+        }
+        if kind == Kind::Session {
+            if inner.all_sessions >= all_max {
+                return Err(had);
+            }
+            inner.all_sessions += 1;
+        }
+        *inner.users.entry(user_id.to_owned()).or_default().of(kind) += 1;
+        Ok(Held {
+            owners: Arc::clone(self),
+            user_id: user_id.to_owned(),
+            kind,
+        })
     }
+}
+
+/// One of a session's [`MAX_STREAMS_PER_SESSION`] GET streams, given back when dropped.
+struct SessionStream(Arc<AtomicUsize>);
+
+impl SessionStream {
+    fn take(streams: &Arc<AtomicUsize>) -> Option<SessionStream> {
+        streams
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < MAX_STREAMS_PER_SESSION).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| SessionStream(Arc::clone(streams)))
+    }
+}
+
+impl Drop for SessionStream {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A response body that ends when its session does, holding what it counts against until it
+/// is dropped (a GET stream's places).
+struct Watched {
+    inner: Body,
+    ended: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
+    _hold: Option<Box<dyn Send>>,
+}
+
+impl axum::body::HttpBody for Watched {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let this = self.get_mut();
+        if this.ended.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        Pin::new(&mut this.inner).poll_frame(cx)
+    }
+}
+
+/// Why the endpoint refused a request for what it would hold (`/metrics`).
+#[derive(Default)]
+struct Refused {
+    sessions_per_user: AtomicU64,
+    sessions_all: AtomicU64,
+    streams_per_session: AtomicU64,
+    streams_per_user: AtomicU64,
+    connections_per_user: AtomicU64,
+    connections_all: AtomicU64,
 }
 
 /// The Streamable HTTP endpoint: rmcp's service, and the bookkeeping around it.
@@ -109,6 +261,7 @@ pub struct McpHttp {
     service: StreamableHttpService<BrowserServer, LocalSessionManager>,
     owners: Arc<Owners>,
     default_tools: Exposure,
+    refused: Refused,
 }
 
 /// Opens in-process MCP sessions with this relay's hub.
@@ -167,6 +320,7 @@ impl McpHttp {
                 let ticket = Arc::new(Ticket {
                     owners: Arc::clone(&factory_owners),
                     id: Mutex::new(None),
+                    held: Mutex::new(None),
                 });
                 let config = &factory_state.config;
                 let (server, refresh) = hosted::server(HostedSession {
@@ -194,18 +348,102 @@ impl McpHttp {
             service,
             owners,
             default_tools,
+            refused: Refused::default(),
         })
     }
 
     /// The endpoint's figures for `/metrics`. (Each session's in-process relay client also
     /// counts in `mcp_relay_sockets{role="mcp"}` while it is connected.)
     pub fn render_metrics(&self) -> String {
-        let sessions = self.owners.0.lock().unwrap().len();
+        let sessions = self.owners.0.lock().unwrap().sessions.len();
+        let r = &self.refused;
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
         format!(
             "# HELP mcp_relay_http_mcp_sessions Live MCP sessions on the Streamable HTTP endpoint.\n\
              # TYPE mcp_relay_http_mcp_sessions gauge\n\
-             mcp_relay_http_mcp_sessions {sessions}\n"
+             mcp_relay_http_mcp_sessions {sessions}\n\
+             # HELP mcp_relay_http_mcp_refused_total Streamable HTTP requests refused for what they would hold, by the bound they met.\n\
+             # TYPE mcp_relay_http_mcp_refused_total counter\n\
+             mcp_relay_http_mcp_refused_total{{bound=\"sessions_per_user\"}} {}\n\
+             mcp_relay_http_mcp_refused_total{{bound=\"sessions_all\"}} {}\n\
+             mcp_relay_http_mcp_refused_total{{bound=\"streams_per_session\"}} {}\n\
+             mcp_relay_http_mcp_refused_total{{bound=\"streams_per_user\"}} {}\n\
+             mcp_relay_http_mcp_refused_total{{bound=\"connections_per_user\"}} {}\n\
+             mcp_relay_http_mcp_refused_total{{bound=\"connections_all\"}} {}\n",
+            n(&r.sessions_per_user),
+            n(&r.sessions_all),
+            n(&r.streams_per_session),
+            n(&r.streams_per_user),
+            n(&r.connections_per_user),
+            n(&r.connections_all),
         )
+    }
+
+    /// Counts an authenticated HTTP connection once, while it is open: in `--max-connections`
+    /// (a slot, as a WebSocket's) and among its user's connections (at most twice
+    /// `--max-mcp-clients-per-user`: a session's stream and a request beside it). Else the
+    /// answer that refuses it.
+    fn admit_connection(
+        &self,
+        state: &Arc<RelayState>,
+        conn: &ConnHandle,
+        user_id: &str,
+    ) -> Result<(), Response> {
+        if conn.holds() {
+            return Ok(());
+        }
+        let max = state.config.max_mcp_clients_per_user.saturating_mul(2);
+        let held = self
+            .owners
+            .take(user_id, Kind::Connection, max, usize::MAX)
+            .map_err(|had| {
+                self.refused
+                    .connections_per_user
+                    .fetch_add(1, Ordering::Relaxed);
+                too_many(format!(
+                    "this user already has {had} HTTP connections open to the MCP endpoint (twice \
+                     --max-mcp-clients-per-user); close some\n"
+                ))
+            })?;
+        let slot = SocketSlot::acquire(&state.open_sockets, state.config.max_connections)
+            .ok_or_else(|| {
+                self.refused.connections_all.fetch_add(1, Ordering::Relaxed);
+                at_capacity()
+            })?;
+        conn.authenticated_http();
+        conn.hold_while_open(Box::new((slot, held)));
+        Ok(())
+    }
+
+    /// A GET (the session's SSE stream): at most [`MAX_STREAMS_PER_SESSION`] per session and
+    /// `--max-mcp-clients-per-user` per user at once.
+    async fn stream(
+        &self,
+        state: &Arc<RelayState>,
+        owner: &Owner,
+        request: Request<Body>,
+    ) -> Response {
+        let Some(of_session) = SessionStream::take(&owner.streams) else {
+            self.refused
+                .streams_per_session
+                .fetch_add(1, Ordering::Relaxed);
+            return too_many(format!(
+                "this session already has {MAX_STREAMS_PER_SESSION} GET streams open; close one\n"
+            ));
+        };
+        let max = state.config.max_mcp_clients_per_user;
+        let of_user = match self.owners.take(&owner.user_id, Kind::Stream, max, usize::MAX) {
+            Ok(held) => held,
+            Err(had) => {
+                self.refused.streams_per_user.fetch_add(1, Ordering::Relaxed);
+                return too_many(format!(
+                    "this user already has {had} GET streams open (--max-mcp-clients-per-user); \
+                     close one\n"
+                ));
+            }
+        };
+        let response = self.forward(request, None).await;
+        watched(response, owner, Some(Box::new((of_session, of_user))))
     }
 
     /// Serves one non-WebSocket request to `/mcp`.
@@ -232,7 +470,9 @@ impl McpHttp {
             Ok(identity) => identity,
             Err(error) => return unauthorized(&base, token.is_some(), &error.to_string()),
         };
-        conn.authenticated_http();
+        if let Err(refused) = self.admit_connection(state, conn, &identity.user_id) {
+            return refused;
+        }
         let session = headers
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
@@ -244,7 +484,7 @@ impl McpHttp {
             }
             return self.initialize(state, request, identity, base).await;
         };
-        match self.owners.owner(&id) {
+        let owner = match self.owners.owner(&id) {
             Some(owner) if owner.user_id == identity.user_id => {
                 // The host may have refreshed its token; the session's relay client follows
                 // (an older token still in flight on another request does not undo that).
@@ -254,6 +494,7 @@ impl McpHttp {
                 if identity.expires_at > before {
                     owner.refresh.refresh(token.unwrap_or_default());
                 }
+                owner
             }
             // Another user's session looks exactly like one that does not exist.
             Some(_) => {
@@ -261,8 +502,12 @@ impl McpHttp {
                 return session_not_found();
             }
             None => return session_not_found(),
+        };
+        if request.method() == Method::GET {
+            return self.stream(state, &owner, request).await;
         }
-        self.forward(request, None).await
+        let response = self.forward(request, None).await;
+        watched(response, &owner, None)
     }
 
     /// A POST without a session id: an `initialize` (rmcp refuses anything else), which creates
@@ -285,24 +530,28 @@ impl McpHttp {
                 return (StatusCode::BAD_REQUEST, format!("{message}\n")).into_response()
             }
         };
-        let (mine, all) = self.owners.count(&identity.user_id);
-        if mine >= state.config.max_mcp_clients_per_user {
-            return (
-                StatusCode::TOO_MANY_REQUESTS,
-                format!(
+        // The place is taken before the session exists, under the lock that counts: concurrent
+        // initializes cannot all pass a check made before any of them is recorded.
+        let max = state.config.max_mcp_clients_per_user;
+        let held = match self.owners.take(
+            &identity.user_id,
+            Kind::Session,
+            max,
+            state.config.max_connections,
+        ) {
+            Ok(held) => held,
+            Err(mine) if mine >= max => {
+                self.refused.sessions_per_user.fetch_add(1, Ordering::Relaxed);
+                return too_many(format!(
                     "this user already has {mine} MCP sessions (--max-mcp-clients-per-user); end \
                      one (DELETE) or let it expire\n"
-                ),
-            )
-                .into_response();
-        }
-        if all >= state.config.max_connections {
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "relay is at its connection limit, try again later\n",
-            )
-                .into_response();
-        }
+                ));
+            }
+            Err(_) => {
+                self.refused.sessions_all.fetch_add(1, Ordering::Relaxed);
+                return at_capacity();
+            }
+        };
         let token = bearer(request.headers()).unwrap_or_default().to_owned();
         let seed = Arc::new(Seed {
             token,
@@ -324,9 +573,17 @@ impl McpHttp {
                 user_id: identity.user_id,
                 refresh,
                 expires_at: Arc::new(identity.expires_at.into()),
+                streams: Arc::new(AtomicUsize::new(0)),
+                ended: CancellationToken::new(),
             };
-            self.owners.0.lock().unwrap().insert(id.clone(), owner);
+            self.owners
+                .0
+                .lock()
+                .unwrap()
+                .sessions
+                .insert(id.clone(), owner);
             *ticket.id.lock().unwrap() = Some(id);
+            *ticket.held.lock().unwrap() = Some(held);
             tracing::info!(tools = ?tools, "an HTTP MCP session started");
         }
         response
@@ -383,6 +640,32 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .eq_ignore_ascii_case("bearer")
         .then(|| token.trim())
         .filter(|t| !t.is_empty())
+}
+
+/// `response` with a body that ends when `owner`'s session does, holding `hold` until then.
+fn watched(response: Response, owner: &Owner, hold: Option<Box<dyn Send>>) -> Response {
+    let ended = Box::pin(owner.ended.clone().cancelled_owned());
+    response.map(|inner| {
+        Body::new(Watched {
+            inner,
+            ended,
+            _hold: hold,
+        })
+    })
+}
+
+/// `429` with `why`.
+fn too_many(why: String) -> Response {
+    (StatusCode::TOO_MANY_REQUESTS, why).into_response()
+}
+
+/// `503`: the relay's `--max-connections` is reached.
+fn at_capacity() -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        "relay is at its connection limit, try again later\n",
+    )
+        .into_response()
 }
 
 /// `404` for an unknown, expired, ended or foreign session: the host initializes a new one.

@@ -201,6 +201,9 @@ struct Conn {
     /// The socket, until it is closed; eviction shuts it down under this lock so a reused
     /// descriptor number is never touched.
     fd: Mutex<Option<RawFd>>,
+    /// What an authenticated HTTP connection holds while it is open (its `--max-connections`
+    /// slot and its place in its user's count), released when the socket closes.
+    hold: Mutex<Option<Box<dyn Send>>>,
 }
 
 impl Conn {
@@ -214,6 +217,7 @@ impl Conn {
             requested: AtomicBool::new(false),
             write_blocked_since: AtomicU64::new(0),
             fd: Mutex::new(fd),
+            hold: Mutex::new(None),
         })
     }
 
@@ -252,6 +256,7 @@ impl Conn {
 
     fn closed(&self) {
         *self.fd.lock().unwrap() = None;
+        drop(self.hold.lock().unwrap().take());
         let stage = self.stage.swap(CLOSED, Ordering::AcqRel);
         if let Some(pool) = self.registry.pool(stage) {
             pool.count.fetch_sub(1, Ordering::AcqRel);
@@ -286,6 +291,20 @@ impl ConnHandle {
     /// as an idle anonymous connection.
     pub fn authenticated_http(&self) {
         self.0.leave(PENDING, AUTHENTICATED);
+    }
+
+    /// Whether [`ConnHandle::hold_while_open`] already gave this connection something to hold.
+    pub fn holds(&self) -> bool {
+        self.0.hold.lock().unwrap().is_some()
+    }
+
+    /// Keeps `hold` (a slot, a place in a count) until the connection closes. A connection
+    /// holds one thing; a later call replaces nothing and drops `hold` at once.
+    pub fn hold_while_open(&self, hold: Box<dyn Send>) {
+        let mut held = self.0.hold.lock().unwrap();
+        if held.is_none() && self.0.stage() != CLOSED {
+            *held = Some(hold);
+        }
     }
 
     /// The socket has authenticated: it leaves the unauthenticated pool and its reads are no

@@ -139,3 +139,148 @@ async fn a_flood_of_refused_requests_is_counted_not_stored_one_by_one() {
         .all(|t| t.connection_id.is_some() && t.method.as_ref().unwrap().len() == 128));
     assert!(grown <= 10.0, "the state file grew {grown:.1} MiB");
 }
+
+/// Sends one HTTP/1.1 request on a new connection that stays open (keep-alive) and reads the
+/// status line and headers only: how a host holds a GET stream, or an attacker a connection.
+async fn open_request(
+    addr: std::net::SocketAddr,
+    method: &str,
+    headers: &[(&str, &str)],
+) -> (u16, tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut request = format!("{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    socket.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let read = tokio::time::timeout(WAIT, socket.read(&mut byte))
+            .await
+            .expect("an answer's head")
+            .unwrap();
+        assert_eq!(read, 1, "closed before the head: {:?}", String::from_utf8_lossy(&head));
+        head.push(byte[0]);
+    }
+    let status = String::from_utf8_lossy(&head)
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    (status, socket)
+}
+
+/// Another user is served while the flood holds its places: an extension and an MCP client
+/// connect and talk, and `/healthz` answers.
+async fn another_user_is_served(relay: &ChildRelay, user: &str) {
+    let (status, _) = http_get(relay.addr, "/healthz").await;
+    assert_eq!(status, 200);
+    let extension =
+        Extension::connect_url(&relay.url("/extension"), user, "Desktop", &format!("{user}-pc"))
+            .await;
+    let extension_id = extension.extension_id.clone();
+    let echo = extension.spawn_echo();
+    let mut mcp = Mcp::connect_url(&relay.url("/mcp"), user).await;
+    mcp.connect_to(&extension_id).await;
+    let answer = mcp.call("tabs/list", json!({})).await;
+    assert_eq!(answer["result"]["echo"], "tabs/list", "{answer}");
+    echo.abort();
+}
+
+/// With `--max-mcp-clients-per-user 4` and `--max-connections 300`, one user's token:
+/// 400 concurrent `initialize`s make at most 4 sessions (the place is taken before the session
+/// exists); 50 GET streams on one session get 2 (the rest 429); 400 kept-open authenticated
+/// connections get at most 8 (twice the per-user cap, counted in `--max-connections`); all the
+/// while another user's extension, MCP socket and `/healthz` are served, and `/metrics` counts
+/// each refusal by its bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_users_sessions_streams_and_connections_stay_within_their_caps_under_concurrency() {
+    use common::http::{initialize, Session, ACCEPT};
+    use mcp_relay::auth::Role;
+    let relay = ChildRelay::start(&[
+        "--max-mcp-clients-per-user",
+        "4",
+        "--max-connections",
+        "300",
+    ]);
+    let addr = relay.addr;
+    let alice = token("alice", Some(Role::Mcp));
+    let auth = format!("Bearer {alice}");
+
+    // Concurrent initializes.
+    let answers = futures_util::future::join_all(
+        (0..400).map(|_| initialize(addr, &alice, "host", "/mcp")),
+    )
+    .await;
+    let created = answers.iter().filter(|a| a.status == 200).count();
+    let statuses: std::collections::BTreeMap<u16, usize> =
+        answers.iter().fold(Default::default(), |mut m, a| {
+            *m.entry(a.status).or_default() += 1;
+            m
+        });
+    eprintln!("400 concurrent initializes, cap 4: {statuses:?}");
+    assert!(created <= 4, "{created} sessions made");
+    assert_eq!(relay.metric("mcp_relay_http_mcp_sessions").await, created as f64);
+    for answer in answers.iter().filter(|a| a.status == 200) {
+        let id = answer.header("mcp-session-id").unwrap();
+        let (status, _) = open_request(
+            addr,
+            "DELETE",
+            &[("Authorization", &auth), ("Mcp-Session-Id", id)],
+        )
+        .await;
+        assert!(status < 300, "{status}");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(relay.metric("mcp_relay_http_mcp_sessions").await, 0.0);
+
+    // GET streams on one session.
+    let session = Session::open(addr, "alice", "host", "/mcp").await;
+    let get = [
+        ("Accept", "text/event-stream"),
+        ("Authorization", auth.as_str()),
+        ("Mcp-Session-Id", session.id.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    let streams =
+        futures_util::future::join_all((0..50).map(|_| open_request(addr, "GET", &get))).await;
+    let open = streams.iter().filter(|(s, _)| *s == 200).count();
+    let refused = streams.iter().filter(|(s, _)| *s == 429).count();
+    eprintln!("50 GET streams on one session: {open} open, {refused} refused");
+    assert_eq!((open, refused), (2, 48));
+    let metric = |bound: &str| format!("mcp_relay_http_mcp_refused_total{{bound=\"{bound}\"}}");
+    let per_session = relay.metric(&metric("streams_per_session")).await;
+    let per_user = relay.metric(&metric("connections_per_user")).await;
+    // Each GET came on its own connection: those beyond the user's eight were refused first.
+    assert_eq!(per_session + per_user, 48.0);
+    let _streams: Vec<_> = streams.into_iter().filter(|(s, _)| *s == 200).collect();
+
+    // Kept-open authenticated connections (each asks for a session that does not exist).
+    let mut held = Vec::new();
+    let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
+    for _ in 0..400 {
+        let (status, socket) = open_request(
+            addr,
+            "POST",
+            &[ACCEPT, ("Authorization", &auth), ("Mcp-Session-Id", "nope")],
+        )
+        .await;
+        *statuses.entry(status).or_default() += 1;
+        held.push(socket);
+    }
+    eprintln!("400 kept-open connections of one user: {statuses:?}");
+    // Two GET streams already hold two of the user's eight.
+    assert_eq!(statuses.get(&404), Some(&6), "{statuses:?}");
+    assert_eq!(statuses.get(&429), Some(&394), "{statuses:?}");
+    another_user_is_served(&relay, "bob").await;
+    assert!(relay.metric(&metric("sessions_per_user")).await > 0.0);
+    assert_eq!(
+        relay.metric(&metric("connections_per_user")).await,
+        per_user + 394.0
+    );
+    drop(held);
+}
