@@ -104,6 +104,89 @@ struct Owner {
     streams: Arc<AtomicUsize>,
     /// Cancelled when the session ends: its streams and answers end with it.
     ended: CancellationToken,
+    /// The tokens it was opened and refreshed with.
+    tokens: Arc<Mutex<SessionTokens>>,
+}
+
+/// Tokens a session remembers, newest last.
+const TOKENS_PER_SESSION: usize = 4;
+
+/// The tokens (identities) a session has been used with: the one that opened it and the
+/// refreshes since, the last [`TOKENS_PER_SESSION`].
+struct SessionTokens(Vec<crate::auth::Identity>);
+
+impl SessionTokens {
+    /// Whether a request with `identity` (already of the session's user) may use the session:
+    /// a token it knows (same `jti`), or a fresher one (a later `exp`), which it then knows.
+    fn admit(&mut self, identity: &crate::auth::Identity) -> bool {
+        if self.0.iter().any(|known| known.jti == identity.jti) {
+            return true;
+        }
+        let latest = self.0.iter().map(|t| t.expires_at).max().unwrap_or(0);
+        if identity.expires_at <= latest {
+            return false;
+        }
+        if self.0.len() == TOKENS_PER_SESSION {
+            self.0.remove(0);
+        }
+        self.0.push(identity.clone());
+        true
+    }
+}
+
+/// How often live sessions are checked against revocations and their tokens' expiry.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Ends every HTTP session whose token was revoked (any token it was used with, by `jti` or
+/// by its user's cutoff) or has expired (`exp` + `--token-expiry-grace` of its freshest token),
+/// with its streams, every [`SWEEP_EVERY`], until shutdown.
+fn spawn_sweeper(
+    state: &Arc<RelayState>,
+    owners: Arc<Owners>,
+    sessions: Arc<LocalSessionManager>,
+) {
+    use rmcp::transport::streamable_http_server::session::SessionManager;
+    let state_ = Arc::clone(state);
+    state.tracker.spawn(async move {
+        let state = state_;
+        let mut tick = tokio::time::interval(SWEEP_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = state.shutdown.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            let grace = state.config.token_expiry_grace.as_secs_f64();
+            let ended: Vec<(String, Owner)> = {
+                let inner = owners.0.lock().unwrap();
+                inner
+                    .sessions
+                    .iter()
+                    .filter(|(_, owner)| {
+                        let expires = owner.expires_at.load(Ordering::Acquire) as f64;
+                        now > expires + grace
+                            || owner
+                                .tokens
+                                .lock()
+                                .unwrap()
+                                .0
+                                .iter()
+                                .any(|t| state.access.check_token(t).is_err())
+                    })
+                    .map(|(id, owner)| (id.clone(), owner.clone()))
+                    .collect()
+            };
+            for (id, owner) in ended {
+                tracing::info!("an HTTP MCP session ended: its token was revoked or expired");
+                owners.0.lock().unwrap().sessions.remove(&id);
+                owner.ended.cancel();
+                let _ = sessions.close_session(&id.as_str().into()).await;
+            }
+        }
+    });
 }
 
 /// What a user holds on the endpoint: sessions (with those being created), GET streams, and
@@ -303,6 +386,7 @@ impl McpHttp {
         let mut sessions = LocalSessionManager::default()
             .with_event_store(Arc::new(crate::mcp_events::RecentEvents::default()));
         sessions.session_config.keep_alive = Some(state.config.mcp_session_idle);
+        let sessions = Arc::new(sessions);
         let mut config = StreamableHttpServerConfig::default()
             .disable_allowed_hosts()
             .with_cancellation_token(state.shutdown.child_token())
@@ -341,9 +425,10 @@ impl McpHttp {
                 *seed.ticket.lock().unwrap() = Some((ticket, refresh));
                 Ok(server)
             },
-            Arc::new(sessions),
+            Arc::clone(&sessions),
             config,
         );
+        spawn_sweeper(state, Arc::clone(&owners), sessions);
         Ok(McpHttp {
             service,
             owners,
@@ -486,8 +571,15 @@ impl McpHttp {
         };
         let owner = match self.owners.owner(&id) {
             Some(owner) if owner.user_id == identity.user_id => {
-                // The host may have refreshed its token; the session's relay client follows
-                // (an older token still in flight on another request does not undo that).
+                // A session belongs to the token that opened it: another token of its user is
+                // taken only as a refresh (it expires later), and from then on the session
+                // answers to it too; the session ends if any of its tokens is revoked.
+                if !owner.tokens.lock().unwrap().admit(&identity) {
+                    tracing::info!("refused a request for an HTTP MCP session with another token");
+                    return session_not_found();
+                }
+                // The session's relay client follows a refreshed token (an older token still
+                // in flight on another request does not undo that).
                 let before = owner
                     .expires_at
                     .fetch_max(identity.expires_at, std::sync::atomic::Ordering::AcqRel);
@@ -570,6 +662,7 @@ impl McpHttp {
         let ticket = seed.ticket.lock().unwrap().take();
         if let (Some(id), Some((ticket, refresh))) = (created, ticket) {
             let owner = Owner {
+                tokens: Arc::new(Mutex::new(SessionTokens(vec![identity.clone()]))),
                 user_id: identity.user_id,
                 refresh,
                 expires_at: Arc::new(identity.expires_at.into()),

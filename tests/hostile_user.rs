@@ -284,3 +284,123 @@ async fn one_users_sessions_streams_and_connections_stay_within_their_caps_under
     );
     drop(held);
 }
+
+/// A token of `user` with `role`, `jti` and a life of `life`.
+fn token_with(user: &str, role: Option<mcp_relay::auth::Role>, jti: &str, life: Duration) -> String {
+    let mut claims = mcp_relay::auth::MintClaims::new(user, role, life);
+    claims.jti = jti.to_owned();
+    mcp_relay::auth::mint_hs256(SECRET.as_bytes(), &claims)
+}
+
+/// Reads a held response until its body ends (the last chunk, or the connection closing);
+/// how long that took, or `None` if it was still open after `limit`.
+async fn body_ends_within(socket: &mut tokio::net::TcpStream, limit: Duration) -> Option<Duration> {
+    use tokio::io::AsyncReadExt;
+    let started = Instant::now();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let left = limit.checked_sub(started.elapsed())?;
+        match tokio::time::timeout(left, socket.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(started.elapsed()),
+            Ok(Ok(n)) => {
+                seen.extend_from_slice(&buf[..n]);
+                if seen.ends_with(b"\r\n0\r\n\r\n") || seen == b"0\r\n\r\n" {
+                    return Some(started.elapsed());
+                }
+            }
+        }
+    }
+}
+
+/// A GET stream of `session` held open with `auth`.
+async fn get_stream(addr: std::net::SocketAddr, auth: &str, session: &str) -> tokio::net::TcpStream {
+    let (status, socket) = open_request(
+        addr,
+        "GET",
+        &[
+            ("Accept", "text/event-stream"),
+            ("Authorization", auth),
+            ("Mcp-Session-Id", session),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200);
+    socket
+}
+
+/// Two sessions of one user, opened with two tokens. A session answers only to the token that
+/// opened it (the user's other token of the same age gets 404). Revoking the first token's
+/// `jti` ends its session and both its GET streams within a second (the session then answers
+/// 404); the other session and its stream are untouched. A session whose token expires ends,
+/// stream included, within a second of `exp` + `--token-expiry-grace`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revocation_and_expiry_end_http_sessions_and_their_streams_within_a_second() {
+    use common::http::Session;
+    use mcp_relay::auth::Role;
+    let relay = ChildRelay::start(&["--token-expiry-grace", "0s"]);
+    let addr = relay.addr;
+    let hour = Duration::from_secs(3600);
+    let (a, b) = (
+        token_with("alice", Some(Role::Mcp), "alice-a", hour),
+        token_with("alice", Some(Role::Mcp), "alice-b", hour),
+    );
+    let (auth_a, auth_b) = (format!("Bearer {a}"), format!("Bearer {b}"));
+    let session_a = Session::open_with(addr, &a, "host-a", "/mcp").await;
+    let session_b = Session::open_with(addr, &b, "host-b", "/mcp").await;
+    let ping = json!({"jsonrpc": "2.0", "id": 7, "method": "ping"});
+    assert_eq!(session_a.post_as(&auth_b, &ping).await.status, 404);
+    assert_eq!(session_a.post(&ping).await.status, 200);
+    let mut streams_a = vec![
+        get_stream(addr, &auth_a, &session_a.id).await,
+        get_stream(addr, &auth_a, &session_a.id).await,
+    ];
+    let mut stream_b = get_stream(addr, &auth_b, &session_b.id).await;
+
+    let admin = token_with("root", Some(Role::Admin), "admin", hour);
+    let (status, body) = api(
+        addr,
+        "POST",
+        "/api/v1/tokens/revoke",
+        Some(&admin),
+        Some(json!({"jti": "alice-a"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let revoked = Instant::now();
+    for stream in &mut streams_a {
+        let took = body_ends_within(stream, Duration::from_secs(3)).await;
+        let took = took.expect("the revoked token's stream ends");
+        assert!(took < Duration::from_secs(1), "{took:?}");
+    }
+    let closed_after = revoked.elapsed();
+    assert_eq!(session_a.post(&ping).await.status, 401, "the token is refused");
+    assert_eq!(session_a.post_as(&auth_b, &ping).await.status, 404, "the session is gone");
+    assert!(body_ends_within(&mut stream_b, Duration::from_millis(600)).await.is_none());
+    assert_eq!(session_b.post(&ping).await.status, 200);
+
+    // Expiry: a token valid for 2 s, no grace.
+    let short = token_with("carol", Some(Role::Mcp), "carol-1", Duration::from_secs(2));
+    let session_c = Session::open_with(addr, &short, "host-c", "/mcp").await;
+    let exp = {
+        use base64::Engine;
+        let claims = short.split('.').nth(1).unwrap();
+        let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(claims).unwrap();
+        serde_json::from_slice::<Value>(&claims).unwrap()["exp"].as_u64().unwrap()
+    };
+    let mut stream_c = get_stream(addr, &format!("Bearer {short}"), &session_c.id).await;
+    assert!(body_ends_within(&mut stream_c, Duration::from_secs(5)).await.is_some());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let after_exp = now - exp as f64;
+    eprintln!(
+        "revoked jti: both GET streams ended {:.0} ms after the revocation's answer; expired \
+         token: the stream ended {after_exp:.2} s after exp (grace 0)",
+        closed_after.as_secs_f64() * 1000.0
+    );
+    assert!((0.0..1.0).contains(&after_exp), "{after_exp}");
+}
