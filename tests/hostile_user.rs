@@ -404,3 +404,99 @@ async fn revocation_and_expiry_end_http_sessions_and_their_streams_within_a_seco
     );
     assert!((0.0..1.0).contains(&after_exp), "{after_exp}");
 }
+
+/// An MCP handshake with `token`: `Ok` or the refusal's message.
+async fn handshake(relay: &ChildRelay, token: &str) -> Result<(), String> {
+    let mut client = Client::connect(&relay.url("/mcp")).await;
+    let answer = client
+        .call(
+            json!(1),
+            "mcp_handshake",
+            json!({"access_token": token, "client_id": "host"}),
+        )
+        .await;
+    client.close().await;
+    if answer["result"]["authenticated"] == true {
+        Ok(())
+    } else {
+        Err(answer["error"]["message"].as_str().unwrap_or("").to_owned())
+    }
+}
+
+/// A token of `user` issued `ahead` seconds in the future.
+fn token_issued_ahead(user: &str, ahead: u64) -> String {
+    let mut claims = mcp_relay::auth::MintClaims::new(
+        user,
+        Some(mcp_relay::auth::Role::Mcp),
+        Duration::from_secs(7200),
+    );
+    claims.iat += ahead;
+    mcp_relay::auth::mint_hs256(SECRET.as_bytes(), &claims)
+}
+
+/// A user's own MCP token asks for a cutoff in 2100: it is clamped to now, so the user's next
+/// token works. A token issued an hour in the future is refused (30 s ahead passes: clock
+/// skew). An admin lowers and removes a cutoff (a user may not), and a cutoff of 2100 already
+/// in a state file (written before the clamp) counts from the relay's start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cutoff_cannot_lie_in_the_future_and_an_admin_can_lower_or_remove_it() {
+    use mcp_relay::auth::Role;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("state.db");
+    let state = format!("sqlite:{}", file.display());
+    let hour = Duration::from_secs(3600);
+    let old = {
+        let mut claims = mcp_relay::auth::MintClaims::new("alice", Some(Role::Mcp), hour);
+        claims.iat -= 10;
+        claims.jti = "old".into();
+        mcp_relay::auth::mint_hs256(SECRET.as_bytes(), &claims)
+    };
+    let admin = token_with("root", Some(Role::Admin), "admin", hour);
+    {
+        let relay = ChildRelay::start(&["--state", &state]);
+        let (status, body) = api(
+            relay.addr,
+            "POST",
+            "/api/v1/tokens/revoke",
+            Some(&old),
+            Some(json!({"user_id": "alice", "issued_before": "2100-01-01T00:00:00Z"})),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body["issued_before"].as_str().unwrap() < "2100", "{body}");
+        assert_eq!(handshake(&relay, &old).await, Err("Authentication failed: revoked".into()));
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let fresh = token_with("alice", Some(Role::Mcp), "fresh", hour);
+        assert_eq!(handshake(&relay, &fresh).await, Ok(()));
+
+        // Issued in the future.
+        let ahead = handshake(&relay, &token_issued_ahead("alice", 3600)).await;
+        assert!(ahead.unwrap_err().contains("issued in the future"));
+        assert_eq!(handshake(&relay, &token_issued_ahead("alice", 30)).await, Ok(()));
+
+        // Only an admin lowers or removes a cutoff.
+        let path = "/api/v1/users/alice/cutoff";
+        let remove = json!({"issued_before": null});
+        let (status, _) = api(relay.addr, "PUT", path, Some(&fresh), Some(remove.clone())).await;
+        assert_eq!(status, 403);
+        let lower = json!({"issued_before": 1000});
+        let (status, body) = api(relay.addr, "PUT", path, Some(&admin), Some(lower)).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(handshake(&relay, &old).await, Ok(()), "lowered below the old token");
+        let (status, _) = api(relay.addr, "PUT", path, Some(&admin), Some(remove)).await;
+        assert_eq!(status, 200);
+        assert_eq!(handshake(&relay, &old).await, Ok(()));
+    }
+    // A cutoff of 2100 written into the file (as before the clamp).
+    {
+        let store =
+            mcp_relay::store::Store::open(&mcp_relay::store::StateSpec::Sqlite(file.clone()))
+                .unwrap();
+        store.revoke_user("alice", 4_102_444_800).unwrap();
+    }
+    let relay = ChildRelay::start(&["--state", &state]);
+    assert_eq!(handshake(&relay, &old).await, Err("Authentication failed: revoked".into()));
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let later = token_with("alice", Some(Role::Mcp), "later", hour);
+    assert_eq!(handshake(&relay, &later).await, Ok(()));
+}
