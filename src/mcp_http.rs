@@ -410,6 +410,10 @@ impl McpHttp {
                 let (server, refresh) = hosted::server(HostedSession {
                     token: seed.token.clone(),
                     user_id: seed.user_id.clone(),
+                    // Random (122 bits from the OS) and one per session: each assistant is its
+                    // own identity for the browser's owner, and no other host or socket can
+                    // predict it (sockets may not declare the prefix at all).
+                    client_id: format!("{}{}", crate::mcp_session::HTTP_CLIENT_PREFIX, uuid::Uuid::new_v4()),
                     tools: seed.tools,
                     dynamic: seed.dynamic,
                     dialer: Arc::new(InProcess(Arc::clone(&factory_state))),

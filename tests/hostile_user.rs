@@ -500,3 +500,65 @@ async fn a_cutoff_cannot_lie_in_the_future_and_an_admin_can_lower_or_remove_it()
     let later = token_with("alice", Some(Role::Mcp), "later", hour);
     assert_eq!(handshake(&relay, &later).await, Ok(()));
 }
+
+/// Calls `browser_snapshot` in each of `sessions` while `extension` answers; returns the
+/// `client_id`s of the `connection_opened`s the extension saw.
+async fn client_ids_seen(sessions: &[&common::http::Session], extension: &mut Extension) -> Vec<String> {
+    let calls = futures_util::future::join_all(
+        sessions
+            .iter()
+            .map(|session| session.call(2, "browser_snapshot", json!({}))),
+    );
+    let browser = async {
+        let (mut ids, mut answered) = (Vec::new(), 0);
+        while answered < sessions.len() || ids.len() < sessions.len() {
+            let frame = extension.client.recv().await;
+            if frame["method"] == "connection_opened" {
+                assert_eq!(frame["params"]["client_name"], "Claude Desktop");
+                ids.push(frame["params"]["client_id"].as_str().unwrap().to_owned());
+            } else if frame.get("id").is_some() && frame["method"] == "snapshot" {
+                extension.reply(&frame, json!({"snapshot": "ok"})).await;
+                answered += 1;
+            }
+        }
+        ids
+    };
+    let (results, ids) = tokio::join!(calls, browser);
+    for result in results {
+        assert_ne!(result["isError"], true, "{result}");
+    }
+    ids
+}
+
+/// Two HTTP sessions of one user from hosts with the same name, URL and `Host`: the browser's
+/// owner sees two different `client_id`s (random, `http-` + a v4 UUID), so an Allow or Deny
+/// given to one is never the other's; a WebSocket client declaring one of them (or any
+/// `http-` id) is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_http_session_is_its_own_assistant_whose_client_id_no_socket_can_claim() {
+    use common::http::Session;
+    let relay = ChildRelay::start(&[]);
+    let mut extension =
+        Extension::connect_url(&relay.url("/extension"), "alice", "Chrome", "laptop").await;
+    let first = Session::open(relay.addr, "alice", "Claude Desktop", "/mcp").await;
+    let second = Session::open(relay.addr, "alice", "Claude Desktop", "/mcp").await;
+    let ids = client_ids_seen(&[&first, &second], &mut extension).await;
+    eprintln!("two sessions of one host: client ids {ids:?}");
+    assert_ne!(ids[0], ids[1]);
+    for id in &ids {
+        let uuid = id.strip_prefix("http-").expect("an http- id");
+        assert_eq!(uuid::Uuid::parse_str(uuid).unwrap().get_version_num(), 4);
+    }
+    for claimed in [ids[0].as_str(), "http-anything"] {
+        let mut client = Client::connect(&relay.url("/mcp")).await;
+        let answer = client
+            .call(
+                json!(1),
+                "mcp_handshake",
+                json!({"access_token": token("alice", Some(mcp_relay::auth::Role::Mcp)),
+                       "client_id": claimed}),
+            )
+            .await;
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    }
+}
