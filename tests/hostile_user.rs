@@ -562,3 +562,45 @@ async fn each_http_session_is_its_own_assistant_whose_client_id_no_socket_can_cl
         assert_eq!(answer["error"]["code"], -32602, "{answer}");
     }
 }
+
+/// At `trace` (the WebSocket library logs every frame whole at that level), an extension's
+/// `authenticate` answer and an MCP client's `mcp_handshake` carry their tokens: neither token
+/// appears in the relay's log, though the log is at trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_tokens_never_reach_the_log_even_at_trace() {
+    use mcp_relay::auth::Role;
+    let relay = ChildRelay::start_with(&[], &[("MCP_RELAY_LOG", "trace")], None);
+    let hour = Duration::from_secs(3600);
+    let extension_token = token_with("alice", Some(Role::Extension), "ext-jti", hour);
+    let mcp_token = token_with("alice", Some(Role::Mcp), "mcp-jti", hour);
+    let mut client = Client::connect(&relay.url("/extension")).await;
+    let auth = client.recv().await;
+    client
+        .send(json!({"jsonrpc": "2.0", "id": auth["id"], "result": {
+            "name": "Chrome", "access_token": extension_token, "client_id": "laptop"}}))
+        .await;
+    let authenticated = client.recv_notification("authenticated").await;
+    let extension_id = authenticated["params"]["extension_id"].as_str().unwrap().to_owned();
+    let mut mcp = Client::connect(&relay.url("/mcp")).await;
+    let answer = mcp
+        .call(
+            json!(1),
+            "mcp_handshake",
+            json!({"access_token": mcp_token, "client_id": "host"}),
+        )
+        .await;
+    assert_eq!(answer["result"]["authenticated"], true, "{answer}");
+    let answer = mcp
+        .call(json!(2), "connect", json!({"extension_id": extension_id}))
+        .await;
+    assert!(answer["result"]["connection_id"].is_string(), "{answer}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log = relay.log();
+    assert!(log.contains("DEBUG"), "the log is on below info:\n{log}");
+    let signature = |t: &str| t.rsplit('.').next().unwrap().to_owned();
+    for secret in [&extension_token, &mcp_token] {
+        assert!(!log.contains(secret.as_str()), "a token is in the log");
+        assert!(!log.contains(&signature(secret)), "a token's signature is in the log");
+    }
+    eprintln!("{} lines at trace, no token", log.lines().count());
+}
