@@ -110,6 +110,9 @@ fn ok(body: Value) -> Result<Response, ApiError> {
 pub(crate) struct Caller {
     pub(crate) user_id: String,
     pub(crate) admin: bool,
+    /// The token names no role: it is accepted on the extension endpoint too, so it may not
+    /// approve a browser (the browser it authenticates would approve itself).
+    pub(crate) role_less: bool,
 }
 
 impl Caller {
@@ -153,6 +156,7 @@ fn caller(state: &RelayState, headers: &HeaderMap) -> Result<Caller, ApiError> {
         role => Ok(Caller {
             user_id: identity.user_id,
             admin: role == Some(Role::Admin),
+            role_less: role.is_none(),
         }),
     }
 }
@@ -294,6 +298,13 @@ pub(crate) async fn approve_browser_as(
     caller: &Caller,
     id: String,
 ) -> Result<Response, ApiError> {
+    if caller.role_less {
+        return Err(ApiError::forbidden(
+            "a token without a role also authenticates browsers, so it may not approve one (a \
+             browser must not approve itself); use a token with role mcp of the same user, or an \
+             admin token",
+        ));
+    }
     let browser = owned_browser(state, caller, &id)?;
     let access = Arc::clone(&state.access);
     let approved = blocking({
@@ -672,6 +683,7 @@ pub fn answer_node(state: &RelayState, question: &str) -> String {
             let caller = Caller {
                 user_id: asking.user_id,
                 admin: asking.admin,
+                role_less: false,
             };
             match kick_here(state, &caller, &id) {
                 Ok(body) => json!({"status": 200, "body": body}),

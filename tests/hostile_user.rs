@@ -604,3 +604,27 @@ async fn websocket_tokens_never_reach_the_log_even_at_trace() {
     }
     eprintln!("{} lines at trace, no token", log.lines().count());
 }
+
+/// With `--require-approval`, a browser authenticated with a role-less token (what
+/// `mcp-relay token` mints by default, accepted on both endpoints) cannot be approved with that
+/// same token through the admin API: 403; the user's MCP token approves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_less_token_cannot_approve_the_browser_it_authenticates() {
+    use mcp_relay::auth::Role;
+    let relay = ChildRelay::start(&["--require-approval"]);
+    let role_less = token("alice", None);
+    let mut client = Client::connect(&relay.url("/extension")).await;
+    let auth = client.recv().await;
+    client
+        .send(json!({"jsonrpc": "2.0", "id": auth["id"], "result": {
+            "name": "Rogue", "access_token": role_less, "client_id": "rogue"}}))
+        .await;
+    let authenticated = client.recv_notification("authenticated").await;
+    let id = authenticated["params"]["extension_id"].as_str().unwrap();
+    let path = format!("/api/v1/browsers/{id}/approve");
+    let (status, body) = api(relay.addr, "POST", &path, Some(&role_less), None).await;
+    assert_eq!(status, 403, "{body}");
+    let mcp = token("alice", Some(Role::Mcp));
+    let (status, body) = api(relay.addr, "POST", &path, Some(&mcp), None).await;
+    assert_eq!(status, 200, "{body}");
+}

@@ -200,6 +200,7 @@ fn caller(session: &Session) -> Caller {
     Caller {
         user_id: session.identity.user_id.clone(),
         admin: session.admin,
+        role_less: session.identity.role.is_none(),
     }
 }
 
