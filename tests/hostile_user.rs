@@ -628,3 +628,68 @@ async fn a_role_less_token_cannot_approve_the_browser_it_authenticates() {
     let (status, body) = api(relay.addr, "POST", &path, Some(&mcp), None).await;
     assert_eq!(status, 200, "{body}");
 }
+
+/// One HTTP/1.1 request (`Connection: close`) to the dashboard; its status, head and body.
+async fn dashboard(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Value>,
+) -> (u16, String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let mut head =
+        format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nHost: {addr}\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!(
+        "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    ));
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut raw = String::new();
+    tokio::time::timeout(WAIT, stream.read_to_string(&mut raw))
+        .await
+        .expect("the relay answers")
+        .unwrap();
+    let (head, text) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    (head[9..12].parse().unwrap(), head.to_owned(), text.to_owned())
+}
+
+/// Behind TLS (here a proxy that says so), the dashboard reads only its `__Host-` cookie: a
+/// plain `mcp_relay_session` cookie with a valid session id, listed first or alone, signs
+/// nobody in (a sibling domain or a plain-HTTP page can plant a plain cookie, not a
+/// `__Host-` one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_tls_only_the_host_prefixed_cookie_signs_in() {
+    let relay = ChildRelay::start(&[]);
+    let tls = ("X-Forwarded-Proto", "https");
+    let mcp = token("alice", Some(mcp_relay::auth::Role::Mcp));
+    let (status, head, _) = dashboard(
+        relay.addr,
+        "POST",
+        "/dashboard/session",
+        &[tls],
+        Some(json!({ "token": mcp })),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let cookie = head
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .unwrap();
+    let id = cookie.split(';').next().unwrap().split_once('=').unwrap().1;
+    assert!(cookie.starts_with("__Host-mcp_relay_session="), "{cookie}");
+    let me = |cookies: String| async move {
+        dashboard(relay.addr, "GET", "/dashboard/session", &[tls, ("Cookie", &cookies)], None)
+            .await
+            .0
+    };
+    assert_eq!(me(format!("__Host-mcp_relay_session={id}")).await, 200);
+    assert_eq!(me(format!("mcp_relay_session={id}")).await, 401);
+    let planted = format!("mcp_relay_session=0000; __Host-mcp_relay_session={id}");
+    assert_eq!(me(planted).await, 200, "the plain cookie listed first does not win");
+}
