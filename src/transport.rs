@@ -204,6 +204,8 @@ struct Conn {
     /// What an authenticated HTTP connection holds while it is open (its `--max-connections`
     /// slot and its place in its user's count), released when the socket closes.
     hold: Mutex<Option<Box<dyn Send>>>,
+    /// The address the connection came from (the TCP peer: a proxy's, behind one).
+    peer_ip: OnceLock<std::net::IpAddr>,
 }
 
 impl Conn {
@@ -218,6 +220,7 @@ impl Conn {
             write_blocked_since: AtomicU64::new(0),
             fd: Mutex::new(fd),
             hold: Mutex::new(None),
+            peer_ip: OnceLock::new(),
         })
     }
 
@@ -291,6 +294,11 @@ impl ConnHandle {
     /// as an idle anonymous connection.
     pub fn authenticated_http(&self) {
         self.0.leave(PENDING, AUTHENTICATED);
+    }
+
+    /// The TCP peer's address, when the listener knew it.
+    pub fn peer_ip(&self) -> Option<std::net::IpAddr> {
+        self.0.peer_ip.get().copied()
     }
 
     /// Whether [`ConnHandle::hold_while_open`] already gave this connection something to hold.
@@ -494,6 +502,9 @@ impl<S> axum_server::accept::Accept<TcpStream, S> for Acceptor {
             return std::future::ready(Err(error));
         }
         let conn = Conn::open(registry, Some(stream.as_raw_fd()));
+        if let Ok(peer) = stream.peer_addr() {
+            let _ = conn.peer_ip.set(peer.ip());
+        }
         let io = BufferedIo::tracked(stream, Arc::clone(&conn));
         if registry.open.load(Ordering::Acquire) > registry.limits.fd_budget
             && !registry.pending.evict_oldest()

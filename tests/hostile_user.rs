@@ -693,3 +693,39 @@ async fn under_tls_only_the_host_prefixed_cookie_signs_in() {
     let planted = format!("mcp_relay_session=0000; __Host-mcp_relay_session={id}");
     assert_eq!(me(planted).await, 200, "the plain cookie listed first does not win");
 }
+
+/// Dashboard sign-in from one address: 30 attempts with a wrong token at once, then a good
+/// one. The first 10 (the burst) are checked and refused (401), the other 20 are throttled
+/// (429) before any token is looked at; a second later a good token signs in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_sign_in_is_throttled_per_address() {
+    let relay = ChildRelay::start(&[]);
+    let wrong = format!("{}x", token("alice", Some(mcp_relay::auth::Role::Mcp)));
+    let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
+    let started = Instant::now();
+    for _ in 0..30 {
+        let (status, _, _) = dashboard(
+            relay.addr,
+            "POST",
+            "/dashboard/session",
+            &[],
+            Some(json!({ "token": wrong })),
+        )
+        .await;
+        *statuses.entry(status).or_default() += 1;
+    }
+    eprintln!("30 sign-ins in {:?}: {statuses:?}", started.elapsed());
+    assert_eq!(statuses.get(&401), Some(&10), "{statuses:?}");
+    assert_eq!(statuses.get(&429), Some(&20), "{statuses:?}");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let good = token("alice", Some(mcp_relay::auth::Role::Mcp));
+    let (status, _, _) = dashboard(
+        relay.addr,
+        "POST",
+        "/dashboard/session",
+        &[],
+        Some(json!({ "token": good })),
+    )
+    .await;
+    assert_eq!(status, 200);
+}

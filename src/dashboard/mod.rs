@@ -233,10 +233,17 @@ struct SignIn {
 
 async fn sign_in(
     State(state): State<Arc<RelayState>>,
+    conn: Option<axum::Extension<crate::transport::ConnHandle>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     same_origin(&headers)?;
+    if !state.sign_in.allow(conn.and_then(|c| c.peer_ip())) {
+        return Err(error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many sign-in attempts from this address; wait a few seconds",
+        ));
+    }
     let request: SignIn = serde_json::from_slice(&body).map_err(|_| {
         error(
             StatusCode::BAD_REQUEST,
