@@ -408,7 +408,11 @@ impl Access {
     /// An admin's correction of `user_id`'s cutoff: set to exactly `issued_before` (clamped to
     /// now; it may be lower than before), or removed (`None`). Blocking. Returns the sockets
     /// closed (when the new cutoff is later than their tokens).
-    pub fn set_cutoff(&self, user_id: &str, issued_before: Option<i64>) -> Result<usize, AccessError> {
+    pub fn set_cutoff(
+        &self,
+        user_id: &str,
+        issued_before: Option<i64>,
+    ) -> Result<usize, AccessError> {
         let issued_before = issued_before.map(|b| b.min(latest_cutoff()));
         {
             let mut revoked = self.revoked.lock().unwrap();

@@ -407,9 +407,9 @@ async fn set_cutoff(
             n.as_i64()
                 .ok_or_else(|| ApiError::bad_request("issued_before must be whole seconds"))?,
         ),
-        Some(Value::String(text)) => Some(
-            (parse_moment(text).map_err(ApiError::bad_request)? + 999).div_euclid(1000),
-        ),
+        Some(Value::String(text)) => {
+            Some((parse_moment(text).map_err(ApiError::bad_request)? + 999).div_euclid(1000))
+        }
         _ => {
             return Err(ApiError::bad_request(
                 "give {\"issued_before\": <seconds or RFC 3339>} or {\"issued_before\": null}",

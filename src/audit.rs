@@ -229,11 +229,7 @@ impl AuditSink {
         let now = SystemTime::now();
         let mut refusals = self.refusals.lock().unwrap();
         let Refusals { tallies, per_user } = &mut *refusals;
-        let mut key = (
-            conn.user_id.clone(),
-            conn.connection_id.clone(),
-            reason,
-        );
+        let mut key = (conn.user_id.clone(), conn.connection_id.clone(), reason);
         if let Some(tally) = tallies.get_mut(&key) {
             tally.count += 1;
             tally.last_at = now;
@@ -539,7 +535,14 @@ mod tests {
         let tracker = TaskTracker::new();
         let day = Duration::from_secs(86_400);
         let every = Duration::from_millis(300);
-        spawn_writer_every(Arc::clone(&store), queue, day, every, shutdown.clone(), &tracker);
+        spawn_writer_every(
+            Arc::clone(&store),
+            queue,
+            day,
+            every,
+            shutdown.clone(),
+            &tracker,
+        );
         let conns: Vec<_> = (0..REFUSAL_KEYS_PER_USER + 10)
             .map(|i| tag(&format!("c{i}")))
             .collect();
@@ -568,7 +571,11 @@ mod tests {
         );
         let overflow = records.iter().find(|r| r.connection_id.is_none()).unwrap();
         assert_eq!(overflow.user_id, "alice");
-        assert!(overflow.detail.as_deref().unwrap().starts_with("11 requests refused"));
+        assert!(overflow
+            .detail
+            .as_deref()
+            .unwrap()
+            .starts_with("11 requests refused"));
         assert_eq!(sink.refusals(), 10_000 + 1 + conns.len() as u64 - 1);
         // The next interval starts afresh; shutdown writes what was counted so far.
         sink.refused(&conns[1], "later", -32002, "rate limit");

@@ -140,11 +140,7 @@ const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 /// Ends every HTTP session whose token was revoked (any token it was used with, by `jti` or
 /// by its user's cutoff) or has expired (`exp` + `--token-expiry-grace` of its freshest token),
 /// with its streams, every [`SWEEP_EVERY`], until shutdown.
-fn spawn_sweeper(
-    state: &Arc<RelayState>,
-    owners: Arc<Owners>,
-    sessions: Arc<LocalSessionManager>,
-) {
+fn spawn_sweeper(state: &Arc<RelayState>, owners: Arc<Owners>, sessions: Arc<LocalSessionManager>) {
     use rmcp::transport::streamable_http_server::session::SessionManager;
     let state_ = Arc::clone(state);
     state.tracker.spawn(async move {
@@ -326,6 +322,15 @@ impl axum::body::HttpBody for Watched {
         }
         Pin::new(&mut this.inner).poll_frame(cx)
     }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    // Kept, so a JSON answer still goes out with its Content-Length.
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// Why the endpoint refused a request for what it would hold (`/metrics`).
@@ -413,7 +418,11 @@ impl McpHttp {
                     // Random (122 bits from the OS) and one per session: each assistant is its
                     // own identity for the browser's owner, and no other host or socket can
                     // predict it (sockets may not declare the prefix at all).
-                    client_id: format!("{}{}", crate::mcp_session::HTTP_CLIENT_PREFIX, uuid::Uuid::new_v4()),
+                    client_id: format!(
+                        "{}{}",
+                        crate::mcp_session::HTTP_CLIENT_PREFIX,
+                        uuid::Uuid::new_v4()
+                    ),
                     tools: seed.tools,
                     dynamic: seed.dynamic,
                     dialer: Arc::new(InProcess(Arc::clone(&factory_state))),
@@ -471,13 +480,13 @@ impl McpHttp {
     /// Counts an authenticated HTTP connection once, while it is open: in `--max-connections`
     /// (a slot, as a WebSocket's) and among its user's connections (at most twice
     /// `--max-mcp-clients-per-user`: a session's stream and a request beside it). Else the
-    /// answer that refuses it.
+    /// answer that refuses it (boxed: a response is large beside `Ok`).
     fn admit_connection(
         &self,
         state: &Arc<RelayState>,
         conn: &ConnHandle,
         user_id: &str,
-    ) -> Result<(), Response> {
+    ) -> Result<(), Box<Response>> {
         if conn.holds() {
             return Ok(());
         }
@@ -489,15 +498,15 @@ impl McpHttp {
                 self.refused
                     .connections_per_user
                     .fetch_add(1, Ordering::Relaxed);
-                too_many(format!(
+                Box::new(too_many(format!(
                     "this user already has {had} HTTP connections open to the MCP endpoint (twice \
                      --max-mcp-clients-per-user); close some\n"
-                ))
+                )))
             })?;
         let slot = SocketSlot::acquire(&state.open_sockets, state.config.max_connections)
             .ok_or_else(|| {
                 self.refused.connections_all.fetch_add(1, Ordering::Relaxed);
-                at_capacity()
+                Box::new(at_capacity())
             })?;
         conn.authenticated_http();
         conn.hold_while_open(Box::new((slot, held)));
@@ -521,10 +530,15 @@ impl McpHttp {
             ));
         };
         let max = state.config.max_mcp_clients_per_user;
-        let of_user = match self.owners.take(&owner.user_id, Kind::Stream, max, usize::MAX) {
+        let of_user = match self
+            .owners
+            .take(&owner.user_id, Kind::Stream, max, usize::MAX)
+        {
             Ok(held) => held,
             Err(had) => {
-                self.refused.streams_per_user.fetch_add(1, Ordering::Relaxed);
+                self.refused
+                    .streams_per_user
+                    .fetch_add(1, Ordering::Relaxed);
                 return too_many(format!(
                     "this user already has {had} GET streams open (--max-mcp-clients-per-user); \
                      close one\n"
@@ -560,7 +574,7 @@ impl McpHttp {
             Err(error) => return unauthorized(&base, token.is_some(), &error.to_string()),
         };
         if let Err(refused) = self.admit_connection(state, conn, &identity.user_id) {
-            return refused;
+            return *refused;
         }
         let session = headers
             .get(SESSION_HEADER)
@@ -637,7 +651,9 @@ impl McpHttp {
         ) {
             Ok(held) => held,
             Err(mine) if mine >= max => {
-                self.refused.sessions_per_user.fetch_add(1, Ordering::Relaxed);
+                self.refused
+                    .sessions_per_user
+                    .fetch_add(1, Ordering::Relaxed);
                 return too_many(format!(
                     "this user already has {mine} MCP sessions (--max-mcp-clients-per-user); end \
                      one (DELETE) or let it expire\n"

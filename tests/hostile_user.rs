@@ -91,7 +91,10 @@ async fn a_flood_of_refused_requests_is_counted_not_stored_one_by_one() {
         .expect("every request is answered")
         .unwrap();
     let flood = started.elapsed();
-    assert!(refused > N * 9 / 10, "{refused} refused, {answered} answered");
+    assert!(
+        refused > N * 9 / 10,
+        "{refused} refused, {answered} answered"
+    );
     assert_eq!(
         relay.metric("mcp_relay_audit_refusals_total").await as usize,
         refused
@@ -101,11 +104,10 @@ async fn a_flood_of_refused_requests_is_counted_not_stored_one_by_one() {
     let grown = dir_bytes(dir.path()).saturating_sub(before) as f64 / MIB;
     drop(relay);
 
-    let store =
-        mcp_relay::store::Store::open(&mcp_relay::store::StateSpec::Sqlite(
-            dir.path().join("state.db"),
-        ))
-        .unwrap();
+    let store = mcp_relay::store::Store::open(&mcp_relay::store::StateSpec::Sqlite(
+        dir.path().join("state.db"),
+    ))
+    .unwrap();
     let records = store
         .query_audit(&mcp_relay::store::AuditQuery {
             limit: usize::MAX,
@@ -162,7 +164,12 @@ async fn open_request(
             .await
             .expect("an answer's head")
             .unwrap();
-        assert_eq!(read, 1, "closed before the head: {:?}", String::from_utf8_lossy(&head));
+        assert_eq!(
+            read,
+            1,
+            "closed before the head: {:?}",
+            String::from_utf8_lossy(&head)
+        );
         head.push(byte[0]);
     }
     let status = String::from_utf8_lossy(&head)
@@ -179,9 +186,13 @@ async fn open_request(
 async fn another_user_is_served(relay: &ChildRelay, user: &str) {
     let (status, _) = http_get(relay.addr, "/healthz").await;
     assert_eq!(status, 200);
-    let extension =
-        Extension::connect_url(&relay.url("/extension"), user, "Desktop", &format!("{user}-pc"))
-            .await;
+    let extension = Extension::connect_url(
+        &relay.url("/extension"),
+        user,
+        "Desktop",
+        &format!("{user}-pc"),
+    )
+    .await;
     let extension_id = extension.extension_id.clone();
     let echo = extension.spawn_echo();
     let mut mcp = Mcp::connect_url(&relay.url("/mcp"), user).await;
@@ -212,10 +223,9 @@ async fn one_users_sessions_streams_and_connections_stay_within_their_caps_under
     let auth = format!("Bearer {alice}");
 
     // Concurrent initializes.
-    let answers = futures_util::future::join_all(
-        (0..400).map(|_| initialize(addr, &alice, "host", "/mcp")),
-    )
-    .await;
+    let answers =
+        futures_util::future::join_all((0..400).map(|_| initialize(addr, &alice, "host", "/mcp")))
+            .await;
     let created = answers.iter().filter(|a| a.status == 200).count();
     let statuses: std::collections::BTreeMap<u16, usize> =
         answers.iter().fold(Default::default(), |mut m, a| {
@@ -224,7 +234,10 @@ async fn one_users_sessions_streams_and_connections_stay_within_their_caps_under
         });
     eprintln!("400 concurrent initializes, cap 4: {statuses:?}");
     assert!(created <= 4, "{created} sessions made");
-    assert_eq!(relay.metric("mcp_relay_http_mcp_sessions").await, created as f64);
+    assert_eq!(
+        relay.metric("mcp_relay_http_mcp_sessions").await,
+        created as f64
+    );
     for answer in answers.iter().filter(|a| a.status == 200) {
         let id = answer.header("mcp-session-id").unwrap();
         let (status, _) = open_request(
@@ -286,7 +299,12 @@ async fn one_users_sessions_streams_and_connections_stay_within_their_caps_under
 }
 
 /// A token of `user` with `role`, `jti` and a life of `life`.
-fn token_with(user: &str, role: Option<mcp_relay::auth::Role>, jti: &str, life: Duration) -> String {
+fn token_with(
+    user: &str,
+    role: Option<mcp_relay::auth::Role>,
+    jti: &str,
+    life: Duration,
+) -> String {
     let mut claims = mcp_relay::auth::MintClaims::new(user, role, life);
     claims.jti = jti.to_owned();
     mcp_relay::auth::mint_hs256(SECRET.as_bytes(), &claims)
@@ -315,7 +333,11 @@ async fn body_ends_within(socket: &mut tokio::net::TcpStream, limit: Duration) -
 }
 
 /// A GET stream of `session` held open with `auth`.
-async fn get_stream(addr: std::net::SocketAddr, auth: &str, session: &str) -> tokio::net::TcpStream {
+async fn get_stream(
+    addr: std::net::SocketAddr,
+    auth: &str,
+    session: &str,
+) -> tokio::net::TcpStream {
     let (status, socket) = open_request(
         addr,
         "GET",
@@ -376,9 +398,19 @@ async fn revocation_and_expiry_end_http_sessions_and_their_streams_within_a_seco
         assert!(took < Duration::from_secs(1), "{took:?}");
     }
     let closed_after = revoked.elapsed();
-    assert_eq!(session_a.post(&ping).await.status, 401, "the token is refused");
-    assert_eq!(session_a.post_as(&auth_b, &ping).await.status, 404, "the session is gone");
-    assert!(body_ends_within(&mut stream_b, Duration::from_millis(600)).await.is_none());
+    assert_eq!(
+        session_a.post(&ping).await.status,
+        401,
+        "the token is refused"
+    );
+    assert_eq!(
+        session_a.post_as(&auth_b, &ping).await.status,
+        404,
+        "the session is gone"
+    );
+    assert!(body_ends_within(&mut stream_b, Duration::from_millis(600))
+        .await
+        .is_none());
     assert_eq!(session_b.post(&ping).await.status, 200);
 
     // Expiry: a token valid for 2 s, no grace.
@@ -387,11 +419,17 @@ async fn revocation_and_expiry_end_http_sessions_and_their_streams_within_a_seco
     let exp = {
         use base64::Engine;
         let claims = short.split('.').nth(1).unwrap();
-        let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(claims).unwrap();
-        serde_json::from_slice::<Value>(&claims).unwrap()["exp"].as_u64().unwrap()
+        let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(claims)
+            .unwrap();
+        serde_json::from_slice::<Value>(&claims).unwrap()["exp"]
+            .as_u64()
+            .unwrap()
     };
     let mut stream_c = get_stream(addr, &format!("Bearer {short}"), &session_c.id).await;
-    assert!(body_ends_within(&mut stream_c, Duration::from_secs(5)).await.is_some());
+    assert!(body_ends_within(&mut stream_c, Duration::from_secs(5))
+        .await
+        .is_some());
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -464,7 +502,10 @@ async fn a_cutoff_cannot_lie_in_the_future_and_an_admin_can_lower_or_remove_it()
         .await;
         assert_eq!(status, 200, "{body}");
         assert!(body["issued_before"].as_str().unwrap() < "2100", "{body}");
-        assert_eq!(handshake(&relay, &old).await, Err("Authentication failed: revoked".into()));
+        assert_eq!(
+            handshake(&relay, &old).await,
+            Err("Authentication failed: revoked".into())
+        );
         tokio::time::sleep(Duration::from_millis(1100)).await;
         let fresh = token_with("alice", Some(Role::Mcp), "fresh", hour);
         assert_eq!(handshake(&relay, &fresh).await, Ok(()));
@@ -472,7 +513,10 @@ async fn a_cutoff_cannot_lie_in_the_future_and_an_admin_can_lower_or_remove_it()
         // Issued in the future.
         let ahead = handshake(&relay, &token_issued_ahead("alice", 3600)).await;
         assert!(ahead.unwrap_err().contains("issued in the future"));
-        assert_eq!(handshake(&relay, &token_issued_ahead("alice", 30)).await, Ok(()));
+        assert_eq!(
+            handshake(&relay, &token_issued_ahead("alice", 30)).await,
+            Ok(())
+        );
 
         // Only an admin lowers or removes a cutoff.
         let path = "/api/v1/users/alice/cutoff";
@@ -482,7 +526,11 @@ async fn a_cutoff_cannot_lie_in_the_future_and_an_admin_can_lower_or_remove_it()
         let lower = json!({"issued_before": 1000});
         let (status, body) = api(relay.addr, "PUT", path, Some(&admin), Some(lower)).await;
         assert_eq!(status, 200, "{body}");
-        assert_eq!(handshake(&relay, &old).await, Ok(()), "lowered below the old token");
+        assert_eq!(
+            handshake(&relay, &old).await,
+            Ok(()),
+            "lowered below the old token"
+        );
         let (status, _) = api(relay.addr, "PUT", path, Some(&admin), Some(remove)).await;
         assert_eq!(status, 200);
         assert_eq!(handshake(&relay, &old).await, Ok(()));
@@ -495,7 +543,10 @@ async fn a_cutoff_cannot_lie_in_the_future_and_an_admin_can_lower_or_remove_it()
         store.revoke_user("alice", 4_102_444_800).unwrap();
     }
     let relay = ChildRelay::start(&["--state", &state]);
-    assert_eq!(handshake(&relay, &old).await, Err("Authentication failed: revoked".into()));
+    assert_eq!(
+        handshake(&relay, &old).await,
+        Err("Authentication failed: revoked".into())
+    );
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let later = token_with("alice", Some(Role::Mcp), "later", hour);
     assert_eq!(handshake(&relay, &later).await, Ok(()));
@@ -503,7 +554,10 @@ async fn a_cutoff_cannot_lie_in_the_future_and_an_admin_can_lower_or_remove_it()
 
 /// Calls `browser_snapshot` in each of `sessions` while `extension` answers; returns the
 /// `client_id`s of the `connection_opened`s the extension saw.
-async fn client_ids_seen(sessions: &[&common::http::Session], extension: &mut Extension) -> Vec<String> {
+async fn client_ids_seen(
+    sessions: &[&common::http::Session],
+    extension: &mut Extension,
+) -> Vec<String> {
     let calls = futures_util::future::join_all(
         sessions
             .iter()
@@ -580,7 +634,10 @@ async fn websocket_tokens_never_reach_the_log_even_at_trace() {
             "name": "Chrome", "access_token": extension_token, "client_id": "laptop"}}))
         .await;
     let authenticated = client.recv_notification("authenticated").await;
-    let extension_id = authenticated["params"]["extension_id"].as_str().unwrap().to_owned();
+    let extension_id = authenticated["params"]["extension_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let mut mcp = Client::connect(&relay.url("/mcp")).await;
     let answer = mcp
         .call(
@@ -600,7 +657,10 @@ async fn websocket_tokens_never_reach_the_log_even_at_trace() {
     let signature = |t: &str| t.rsplit('.').next().unwrap().to_owned();
     for secret in [&extension_token, &mcp_token] {
         assert!(!log.contains(secret.as_str()), "a token is in the log");
-        assert!(!log.contains(&signature(secret)), "a token's signature is in the log");
+        assert!(
+            !log.contains(&signature(secret)),
+            "a token's signature is in the log"
+        );
     }
     eprintln!("{} lines at trace, no token", log.lines().count());
 }
@@ -639,8 +699,7 @@ async fn dashboard(
 ) -> (u16, String, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let mut head =
-        format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nHost: {addr}\r\n");
+    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nHost: {addr}\r\n");
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -656,7 +715,11 @@ async fn dashboard(
         .expect("the relay answers")
         .unwrap();
     let (head, text) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    (head[9..12].parse().unwrap(), head.to_owned(), text.to_owned())
+    (
+        head[9..12].parse().unwrap(),
+        head.to_owned(),
+        text.to_owned(),
+    )
 }
 
 /// Behind TLS (here a proxy that says so), the dashboard reads only its `__Host-` cookie: a
@@ -684,14 +747,24 @@ async fn under_tls_only_the_host_prefixed_cookie_signs_in() {
     let id = cookie.split(';').next().unwrap().split_once('=').unwrap().1;
     assert!(cookie.starts_with("__Host-mcp_relay_session="), "{cookie}");
     let me = |cookies: String| async move {
-        dashboard(relay.addr, "GET", "/dashboard/session", &[tls, ("Cookie", &cookies)], None)
-            .await
-            .0
+        dashboard(
+            relay.addr,
+            "GET",
+            "/dashboard/session",
+            &[tls, ("Cookie", &cookies)],
+            None,
+        )
+        .await
+        .0
     };
     assert_eq!(me(format!("__Host-mcp_relay_session={id}")).await, 200);
     assert_eq!(me(format!("mcp_relay_session={id}")).await, 401);
     let planted = format!("mcp_relay_session=0000; __Host-mcp_relay_session={id}");
-    assert_eq!(me(planted).await, 200, "the plain cookie listed first does not win");
+    assert_eq!(
+        me(planted).await,
+        200,
+        "the plain cookie listed first does not win"
+    );
 }
 
 /// Dashboard sign-in from one address: 30 attempts with a wrong token at once, then a good
