@@ -255,7 +255,8 @@ async fn one_users_sessions_streams_and_connections_stay_within_their_caps_under
     let session = Session::open(addr, "alice", "host", "/mcp").await;
     let get = [
         ("Accept", "text/event-stream"),
-        ("Authorization", auth.as_str()),
+        // The session's own token: a session answers only to the token that opened it.
+        ("Authorization", session.auth.as_str()),
         ("Mcp-Session-Id", session.id.as_str()),
         ("MCP-Protocol-Version", "2025-06-18"),
     ];
