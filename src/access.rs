@@ -93,6 +93,12 @@ fn now_secs() -> i64 {
     crate::auth::now_secs() as i64
 }
 
+/// The latest a user cutoff may be: the end of the current second (tokens carry `iat` in whole
+/// seconds, so a cutoff of "now" refuses every token issued up to this moment), never later.
+pub fn latest_cutoff() -> i64 {
+    now_secs() + 1
+}
+
 impl Access {
     /// Loads the mirror from `store`. Blocking (call at start-up).
     pub fn load(store: Arc<Store>, require_approval: bool) -> anyhow::Result<Access> {
@@ -113,7 +119,14 @@ impl Access {
                 .or_default()
                 .push(token.user_id);
         }
-        revoked.cutoffs = loaded.cutoffs.into_iter().collect();
+        // A cutoff in the future (written before cutoffs were clamped) would refuse every token
+        // the user gets until then: it counts from now.
+        let now = now_secs();
+        revoked.cutoffs = loaded
+            .cutoffs
+            .into_iter()
+            .map(|(user, before)| (user, before.min(now + 1)))
+            .collect();
         Ok(Access {
             store,
             require_approval,
@@ -366,6 +379,8 @@ impl Access {
     /// Revokes every token of `user_id` issued before `issued_before` (seconds). Blocking.
     /// Returns the sockets closed.
     pub fn revoke_user(&self, user_id: &str, issued_before: i64) -> Result<usize, AccessError> {
+        // Never in the future: "every token until 2100" would lock the user out for good.
+        let issued_before = issued_before.min(latest_cutoff());
         {
             let mut revoked = self.revoked.lock().unwrap();
             let cutoff = revoked
@@ -388,6 +403,33 @@ impl Access {
             .collect();
         drop(revoked);
         Ok(self.close_ids(&names))
+    }
+
+    /// An admin's correction of `user_id`'s cutoff: set to exactly `issued_before` (clamped to
+    /// now; it may be lower than before), or removed (`None`). Blocking. Returns the sockets
+    /// closed (when the new cutoff is later than their tokens).
+    pub fn set_cutoff(
+        &self,
+        user_id: &str,
+        issued_before: Option<i64>,
+    ) -> Result<usize, AccessError> {
+        let issued_before = issued_before.map(|b| b.min(latest_cutoff()));
+        {
+            let mut revoked = self.revoked.lock().unwrap();
+            match issued_before {
+                Some(before) => revoked.cutoffs.insert(user_id.to_owned(), before),
+                None => revoked.cutoffs.remove(user_id),
+            };
+        }
+        self.store
+            .set_user_cutoff(user_id, issued_before)
+            .map_err(AccessError::Store)?;
+        let Some(before) = issued_before else {
+            return Ok(0);
+        };
+        Ok(self.close_where(|s| {
+            s.user_id == user_id && s.issued_at.is_none_or(|i| (i as i64) < before)
+        }))
     }
 
     /// Applies a revocation another cluster node made: the mirror and this node's sockets now,
@@ -446,6 +488,7 @@ impl Access {
                 user_id,
                 issued_before,
             } => {
+                let issued_before = &(*issued_before).min(latest_cutoff());
                 {
                     let mut revoked = self.revoked.lock().unwrap();
                     let cutoff = revoked.cutoffs.entry(user_id.clone()).or_insert(i64::MIN);

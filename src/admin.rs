@@ -17,7 +17,7 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::Router;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -40,6 +40,7 @@ pub fn routes() -> Router<Arc<RelayState>> {
         .route("/api/v1/browsers/{id}/approve", post(approve_browser))
         .route("/api/v1/browsers/{id}/revoke", post(revoke_browser))
         .route("/api/v1/tokens/revoke", post(revoke_tokens))
+        .route("/api/v1/users/{user_id}/cutoff", put(set_cutoff))
         .route("/api/v1/connections", get(list_connections))
         .route("/api/v1/connections/{id}", delete(kick))
         .route("/api/v1/audit", get(audit))
@@ -109,6 +110,9 @@ fn ok(body: Value) -> Result<Response, ApiError> {
 pub(crate) struct Caller {
     pub(crate) user_id: String,
     pub(crate) admin: bool,
+    /// The token names no role: it is accepted on the extension endpoint too, so it may not
+    /// approve a browser (the browser it authenticates would approve itself).
+    pub(crate) role_less: bool,
 }
 
 impl Caller {
@@ -152,6 +156,7 @@ fn caller(state: &RelayState, headers: &HeaderMap) -> Result<Caller, ApiError> {
         role => Ok(Caller {
             user_id: identity.user_id,
             admin: role == Some(Role::Admin),
+            role_less: role.is_none(),
         }),
     }
 }
@@ -293,6 +298,13 @@ pub(crate) async fn approve_browser_as(
     caller: &Caller,
     id: String,
 ) -> Result<Response, ApiError> {
+    if caller.role_less {
+        return Err(ApiError::forbidden(
+            "a token without a role also authenticates browsers, so it may not approve one (a \
+             browser must not approve itself); use a token with role mcp of the same user, or an \
+             admin token",
+        ));
+    }
     let browser = owned_browser(state, caller, &id)?;
     let access = Arc::clone(&state.access);
     let approved = blocking({
@@ -371,6 +383,64 @@ async fn revoke_tokens(
     revoke_tokens_as(&state, &caller, body).await
 }
 
+/// `PUT /api/v1/users/{user_id}/cutoff` with `{"issued_before": <seconds or RFC 3339>}` or
+/// `{"issued_before": null}`: an admin sets a user's cutoff exactly (clamped to now, so it may
+/// lower one) or removes it. Only an admin: a user's own tokens may only raise it (`POST
+/// /api/v1/tokens/revoke`).
+async fn set_cutoff(
+    State(state): State<Arc<RelayState>>,
+    headers: HeaderMap,
+    Path(user_id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let caller = caller(&state, &headers)?;
+    if !caller.admin {
+        return Err(ApiError::forbidden(
+            "only an admin token may lower or remove a user's cutoff",
+        ));
+    }
+    let request: Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request(format!("the body must be JSON: {e}")))?;
+    let before_secs = match request.get("issued_before") {
+        Some(Value::Null) => None,
+        Some(Value::Number(n)) => Some(
+            n.as_i64()
+                .ok_or_else(|| ApiError::bad_request("issued_before must be whole seconds"))?,
+        ),
+        Some(Value::String(text)) => {
+            Some((parse_moment(text).map_err(ApiError::bad_request)? + 999).div_euclid(1000))
+        }
+        _ => {
+            return Err(ApiError::bad_request(
+                "give {\"issued_before\": <seconds or RFC 3339>} or {\"issued_before\": null}",
+            ))
+        }
+    }
+    .map(|b| b.min(crate::access::latest_cutoff()));
+    let access = Arc::clone(&state.access);
+    let closed = blocking({
+        let user_id = user_id.clone();
+        move || access.set_cutoff(&user_id, before_secs)
+    })
+    .await?;
+    record(
+        state.as_ref(),
+        "set_cutoff",
+        &caller,
+        &user_id,
+        None,
+        match before_secs {
+            Some(b) => format!("issued before {}", rfc3339_secs(b)),
+            None => "removed".to_owned(),
+        },
+    );
+    ok(json!({
+        "user_id": user_id,
+        "issued_before": before_secs.map(rfc3339_secs),
+        "closed_sockets": closed,
+    }))
+}
+
 pub(crate) async fn revoke_tokens_as(
     state: &Arc<RelayState>,
     caller: &Caller,
@@ -433,8 +503,11 @@ pub(crate) async fn revoke_tokens_as(
                     ))
                 }
             };
-            // Tokens carry `iat` in whole seconds: a cutoff of 12.3 s refuses iat 12.
-            let before_secs = (before_ms + 999).div_euclid(1000);
+            // Tokens carry `iat` in whole seconds: a cutoff of 12.3 s refuses iat 12. Never in
+            // the future: a cutoff of 2100 would refuse every token the user gets until then.
+            let before_secs = (before_ms + 999)
+                .div_euclid(1000)
+                .min(crate::access::latest_cutoff());
             let closed = blocking({
                 let user_id = user_id.clone();
                 move || access.revoke_user(&user_id, before_secs)
@@ -610,6 +683,7 @@ pub fn answer_node(state: &RelayState, question: &str) -> String {
             let caller = Caller {
                 user_id: asking.user_id,
                 admin: asking.admin,
+                role_less: false,
             };
             match kick_here(state, &caller, &id) {
                 Ok(body) => json!({"status": 200, "body": body}),

@@ -13,11 +13,21 @@
 //! (`mcp_relay_audit_dropped_total`) rather than slowing or blocking forwarding; the channel
 //! holds [`AUDIT_QUEUE`] events.
 //!
+//! Refusals are counted, not stored one by one: a request refused before it reached the browser
+//! (rate limit, pending bytes, the browser's queue, an id too long, …) adds one to a tally kept
+//! per (user, connection, reason) ([`AuditSink::refused`]), and the writer turns every tally into
+//! one `refused` record per [`REFUSAL_INTERVAL`] (the count in `detail`, the first method seen
+//! in `method`). A user has at most [`REFUSAL_KEYS_PER_USER`] tallies of its own connections per
+//! interval; refusals beyond them go into one tally per (user, reason) with no connection. So a
+//! flood of refusals costs at most `REFUSAL_KEYS_PER_USER` + reasons records per user per
+//! interval, however fast it comes and whatever method names it uses.
+//!
 //! Retention: records older than `--audit-retention` are deleted by the same task, every
 //! hundredth of the retention period (at least every second, at most every hour).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::mpsc;
@@ -34,6 +44,12 @@ pub const MAX_METHOD_BYTES: usize = 128;
 /// Longest id or note recorded for a control action (`connect` records the `extension_id` the
 /// client asked for, which may be anything).
 const MAX_FIELD_BYTES: usize = 256;
+
+/// How long refusals are tallied before the tallies are written, one record each.
+pub const REFUSAL_INTERVAL: Duration = Duration::from_secs(10);
+/// Tallies (of a connection and a reason) one user may have per [`REFUSAL_INTERVAL`]; refusals
+/// beyond them share one tally per reason for the user, with no connection.
+pub const REFUSAL_KEYS_PER_USER: usize = 16;
 
 /// Most records written in one transaction.
 const BATCH: usize = 16_384;
@@ -104,24 +120,146 @@ pub fn millis(at: SystemTime) -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
+/// The refusals of one connection (or of a user's other connections) for one reason, since the
+/// tallies were last written.
+struct Tally {
+    /// The connection's labels; `None` for the tally of a user's connections beyond
+    /// [`REFUSAL_KEYS_PER_USER`].
+    conn: Option<Arc<ConnTag>>,
+    user_id: String,
+    code: i64,
+    reason: &'static str,
+    /// The first method refused, already cut to [`MAX_METHOD_BYTES`].
+    first_method: Box<str>,
+    count: u64,
+    first_at: SystemTime,
+    last_at: SystemTime,
+}
+
+impl Tally {
+    fn record(&self) -> AuditRecord {
+        let span = self
+            .last_at
+            .duration_since(self.first_at)
+            .unwrap_or_default();
+        let conn = self.conn.as_deref();
+        AuditRecord {
+            at_ms: millis(self.last_at),
+            kind: "refused".into(),
+            user_id: crate::hub::truncate_utf8(&self.user_id, MAX_FIELD_BYTES).to_owned(),
+            mcp_client_id: conn.map(|c| c.mcp_client_id.clone()),
+            connection_id: conn.map(|c| c.connection_id.clone()),
+            extension_id: conn.map(|c| c.extension_id.clone()),
+            method: Some(self.first_method.to_string()),
+            code: self.code,
+            duration_ms: Some(span.as_secs_f64() * 1000.0),
+            detail: Some(format!(
+                "{} request{} refused ({}){}",
+                self.count,
+                if self.count == 1 { "" } else { "s" },
+                self.reason,
+                if conn.is_none() {
+                    " on connections beyond the per-user tally bound"
+                } else {
+                    ""
+                }
+            )),
+        }
+    }
+}
+
+/// The tallies of the current interval.
+#[derive(Default)]
+struct Refusals {
+    /// Keyed by (user, connection id or "" for the overflow tally, reason).
+    tallies: HashMap<(String, String, &'static str), Tally>,
+    /// Connection tallies per user this interval.
+    per_user: HashMap<String, usize>,
+}
+
 /// The sending side, held by the hub and the sessions. Cloning is cheap.
 #[derive(Clone)]
 pub struct AuditSink {
     tx: mpsc::Sender<AuditEvent>,
     dropped: Arc<AtomicU64>,
+    refused: Arc<AtomicU64>,
+    refusals: Arc<Mutex<Refusals>>,
+}
+
+/// What the writer drains: the channel, and the refusal tallies.
+pub struct AuditQueue {
+    rx: mpsc::Receiver<AuditEvent>,
+    refusals: Arc<Mutex<Refusals>>,
+}
+
+impl Refusals {
+    /// The tallies as records (oldest last refusal first), emptied.
+    fn take(refusals: &Mutex<Refusals>) -> Vec<AuditEvent> {
+        let taken = std::mem::take(&mut *refusals.lock().unwrap());
+        let mut tallies: Vec<Tally> = taken.tallies.into_values().collect();
+        tallies.sort_by_key(|t| t.last_at);
+        tallies
+            .iter()
+            .map(|t| AuditEvent::Control(Box::new(t.record())))
+            .collect()
+    }
 }
 
 impl AuditSink {
-    /// A sink and the receiver its writer drains.
-    pub fn channel() -> (AuditSink, mpsc::Receiver<AuditEvent>) {
+    /// A sink and the queue its writer drains.
+    pub fn channel() -> (AuditSink, AuditQueue) {
         let (tx, rx) = mpsc::channel(AUDIT_QUEUE);
+        let refusals = Arc::new(Mutex::new(Refusals::default()));
         (
             AuditSink {
                 tx,
                 dropped: Arc::new(AtomicU64::new(0)),
+                refused: Arc::new(AtomicU64::new(0)),
+                refusals: Arc::clone(&refusals),
             },
-            rx,
+            AuditQueue { rx, refusals },
         )
+    }
+
+    /// Counts one request refused before it reached the browser (`reason` names the check,
+    /// `code` is what the client got); never blocks on the writer. Written as one `refused`
+    /// record per connection and reason every [`REFUSAL_INTERVAL`].
+    pub fn refused(&self, conn: &Arc<ConnTag>, method: &str, code: i64, reason: &'static str) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        let now = SystemTime::now();
+        let mut refusals = self.refusals.lock().unwrap();
+        let Refusals { tallies, per_user } = &mut *refusals;
+        let mut key = (conn.user_id.clone(), conn.connection_id.clone(), reason);
+        if let Some(tally) = tallies.get_mut(&key) {
+            tally.count += 1;
+            tally.last_at = now;
+            return;
+        }
+        let seen = per_user.entry(conn.user_id.clone()).or_default();
+        let own = *seen < REFUSAL_KEYS_PER_USER;
+        if own {
+            *seen += 1;
+        } else {
+            key.1 = String::new();
+            if let Some(tally) = tallies.get_mut(&key) {
+                tally.count += 1;
+                tally.last_at = now;
+                return;
+            }
+        }
+        tallies.insert(
+            key,
+            Tally {
+                conn: own.then(|| Arc::clone(conn)),
+                user_id: conn.user_id.clone(),
+                code,
+                reason,
+                first_method: crate::hub::truncate_utf8(method, MAX_METHOD_BYTES).into(),
+                count: 1,
+                first_at: now,
+                last_at: now,
+            },
+        );
     }
 
     /// Records one forwarded request's outcome; never blocks. `method` should already be cut
@@ -174,6 +312,11 @@ impl AuditSink {
         }
     }
 
+    /// Requests counted by [`AuditSink::refused`].
+    pub fn refusals(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
     /// Events dropped because the writer fell behind.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
@@ -184,8 +327,20 @@ impl AuditSink {
 /// until `shutdown`, then writes what is left and ends.
 pub fn spawn_writer(
     store: Arc<Store>,
-    mut rx: mpsc::Receiver<AuditEvent>,
+    queue: AuditQueue,
     retention: Duration,
+    shutdown: CancellationToken,
+    tracker: &TaskTracker,
+) {
+    spawn_writer_every(store, queue, retention, REFUSAL_INTERVAL, shutdown, tracker)
+}
+
+/// [`spawn_writer`] with the refusal tallies written every `refusals_every`.
+fn spawn_writer_every(
+    store: Arc<Store>,
+    queue: AuditQueue,
+    retention: Duration,
+    refusals_every: Duration,
     shutdown: CancellationToken,
     tracker: &TaskTracker,
 ) {
@@ -193,10 +348,20 @@ pub fn spawn_writer(
     tracker.spawn(async move {
         let mut prune = tokio::time::interval(prune_every);
         prune.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut tally = tokio::time::interval(refusals_every);
+        tally.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tally.tick().await;
         let mut batch = Vec::with_capacity(BATCH);
+        let AuditQueue { mut rx, refusals } = queue;
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
+                _ = tally.tick() => {
+                    let tallies = Refusals::take(&refusals);
+                    if !tallies.is_empty() {
+                        write(&store, tallies).await;
+                    }
+                }
                 _ = prune.tick() => {
                     let before = millis(SystemTime::now() - retention);
                     let store = Arc::clone(&store);
@@ -229,6 +394,7 @@ pub fn spawn_writer(
                 batch = write(&store, batch).await;
             }
         }
+        batch.extend(Refusals::take(&refusals));
         if !batch.is_empty() {
             write(&store, batch).await;
         }
@@ -358,6 +524,67 @@ mod tests {
         assert_eq!(records.len(), total + 1);
         assert_eq!(records[0].kind, "kick");
         assert_eq!(sink.dropped(), 0);
+    }
+
+    #[tokio::test]
+    async fn refusals_are_tallied_per_connection_and_reason_and_bounded_per_user() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(&StateSpec::Sqlite(dir.path().join("s.db"))).unwrap());
+        let (sink, queue) = AuditSink::channel();
+        let shutdown = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        let day = Duration::from_secs(86_400);
+        let every = Duration::from_millis(300);
+        spawn_writer_every(
+            Arc::clone(&store),
+            queue,
+            day,
+            every,
+            shutdown.clone(),
+            &tracker,
+        );
+        let conns: Vec<_> = (0..REFUSAL_KEYS_PER_USER + 10)
+            .map(|i| tag(&format!("c{i}")))
+            .collect();
+        for i in 0..10_000 {
+            sink.refused(&conns[0], &format!("unique-{i}"), -32002, "rate limit");
+        }
+        sink.refused(&conns[0], "m", -32600, "id too long");
+        for conn in &conns[1..] {
+            sink.refused(conn, "m", -32002, "rate limit");
+        }
+        until_recorded(&store, REFUSAL_KEYS_PER_USER + 1).await;
+        tokio::time::sleep(every * 2).await;
+        let records = recorded(&store);
+        // Connection c0 has two tallies (two reasons), 14 more connections one each, and the
+        // last 11 share the user's overflow tally.
+        assert_eq!(records.len(), REFUSAL_KEYS_PER_USER + 1, "{records:#?}");
+        assert!(records.iter().all(|r| r.kind == "refused"));
+        let c0 = records
+            .iter()
+            .find(|r| r.connection_id.as_deref() == Some("c0") && r.code == -32002)
+            .unwrap();
+        assert_eq!(c0.method.as_deref(), Some("unique-0"));
+        assert_eq!(
+            c0.detail.as_deref(),
+            Some("10000 requests refused (rate limit)")
+        );
+        let overflow = records.iter().find(|r| r.connection_id.is_none()).unwrap();
+        assert_eq!(overflow.user_id, "alice");
+        assert!(overflow
+            .detail
+            .as_deref()
+            .unwrap()
+            .starts_with("11 requests refused"));
+        assert_eq!(sink.refusals(), 10_000 + 1 + conns.len() as u64 - 1);
+        // The next interval starts afresh; shutdown writes what was counted so far.
+        sink.refused(&conns[1], "later", -32002, "rate limit");
+        shutdown.cancel();
+        tracker.close();
+        tracker.wait().await;
+        let records = recorded(&store);
+        assert_eq!(records.len(), REFUSAL_KEYS_PER_USER + 2);
+        assert_eq!(records[0].method.as_deref(), Some("later"));
     }
 
     #[test]

@@ -52,6 +52,10 @@ impl JwtAlgorithm {
     }
 }
 
+/// How far ahead of the relay's clock a token's `iat` may be (clock skew between the issuer and
+/// the relay); beyond it the token is refused.
+pub const MAX_IAT_SKEW: Duration = Duration::from_secs(60);
+
 /// The claims the relay reads. Typed fields make a mistyped claim a verification failure.
 #[derive(Debug, Clone, Deserialize)]
 struct WireClaims {
@@ -111,6 +115,10 @@ pub enum AuthError {
     Expired,
     #[error("token not yet valid (nbf is in the future)")]
     NotYetValid,
+    /// `iat` more than [`MAX_IAT_SKEW`] ahead of the relay's clock: a token "issued in the
+    /// future" would pass any cutoff set before that moment.
+    #[error("token issued in the future (iat is more than {} s ahead of the relay's clock)", MAX_IAT_SKEW.as_secs())]
+    IssuedInTheFuture,
     #[error("invalid signature")]
     BadSignature,
     #[error("token algorithm not accepted (this relay accepts {0} only)")]
@@ -298,6 +306,12 @@ impl Verifier {
                 })
             }
         };
+        if claims
+            .iat
+            .is_some_and(|iat| iat > now_secs().saturating_add(MAX_IAT_SKEW.as_secs()))
+        {
+            return Err(AuthError::IssuedInTheFuture);
+        }
         Ok(Identity {
             user_id,
             role,

@@ -101,10 +101,20 @@ struct DevCertsArgs {
     names: Vec<String>,
 }
 
+/// Log targets held at `debug` whatever the filter asks: the WebSocket library logs every frame
+/// it reads and writes at `trace`, whole, and frames carry tokens (`mcp_handshake`,
+/// `authenticate` answers). docs/SECURITY.md: tokens appear at no level.
+const FRAME_LOGGERS: [&str; 2] = ["tungstenite", "tokio_tungstenite"];
+
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("MCP_RELAY_LOG")
+    let mut filter = tracing_subscriber::EnvFilter::try_from_env("MCP_RELAY_LOG")
         .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    for target in FRAME_LOGGERS {
+        if let Ok(directive) = format!("{target}=debug").parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
     // Colour codes only on a terminal: the bridge's stderr usually ends up in a host's log file.
     use std::io::IsTerminal;
     tracing_subscriber::fmt()

@@ -26,8 +26,14 @@ use crate::state::RelayState;
 use crate::transport::ConnHandle;
 
 /// One MCP socket and everything it knows about itself.
+/// How the `client_id` of every Streamable HTTP session begins (the relay chooses it, random,
+/// per session); reserved for them: a socket's `mcp_handshake` may not declare it.
+pub const HTTP_CLIENT_PREFIX: &str = "http-";
+
 pub struct McpSession {
     state: Arc<RelayState>,
+    /// A client inside the relay process (an HTTP session's tools), not a socket.
+    in_process: bool,
     /// The writing side: replies, errors and the goodbye go here.
     peer: Peer,
     /// The reading side, until the socket closes or the relay shuts down.
@@ -107,7 +113,9 @@ impl McpSession {
         slot: SocketSlot,
     ) -> (McpSession, crate::peer::InMemoryEnds) {
         let (peer, reader, ends) = state.open_in_memory_peer();
-        (McpSession::with_peer(peer, reader, state, slot), ends)
+        let mut session = McpSession::with_peer(peer, reader, state, slot);
+        session.in_process = true;
+        (session, ends)
     }
 
     fn with_peer(
@@ -118,6 +126,7 @@ impl McpSession {
     ) -> McpSession {
         let gauge = SocketGauge::open(&state.metrics, |m| &m.mcp_sockets);
         McpSession {
+            in_process: false,
             peer,
             reader,
             client: None,
@@ -316,12 +325,8 @@ impl McpSession {
                 &self.state.audit,
                 self.state.hub.connection_tag(&connection_id),
             ) {
-                audit.request(
-                    &tag,
-                    call.method.as_str().into(),
-                    RelayError::RateLimited.code(),
-                    Default::default(),
-                );
+                let refusal = RelayError::RateLimited;
+                audit.refused(&tag, &call.method, refusal.code(), refusal.reason());
             }
             return self.reply_error(id, &RelayError::RateLimited);
         }

@@ -181,6 +181,27 @@ impl RelayError {
         }
     }
 
+    /// A short fixed name for the check that refused a request, for the audit trail's
+    /// `refused` tallies (the message may carry numbers; this never does).
+    pub fn reason(&self) -> &'static str {
+        use RelayError::*;
+        match self {
+            RateLimited => "rate limit",
+            ControlRateLimited => "control rate limit",
+            TooManyPending(_) => "pending request bytes",
+            BrowserQueueFull => "browser queue full",
+            FairShareExceeded(_) => "fair share of the browser queue",
+            IdTooLong(_) => "id too long",
+            ReservedId(_) => "reserved id",
+            TooLargeForCluster(_) => "too large for the cluster",
+            NotConnected | WrongConnection => "not connected",
+            ExtensionGone | ExtensionLeft => "browser gone",
+            BrowserNotApproved(_) => "browser not approved",
+            ShuttingDown => "shutting down",
+            _ => "refused",
+        }
+    }
+
     /// The error response to the request whose raw JSON id is `id`.
     pub fn response(&self, id: &str) -> String {
         frame::error_response(id, self.code(), &self.to_string())

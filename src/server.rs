@@ -638,8 +638,12 @@ async fn metrics_endpoint(
         text += &format!(
             "# HELP mcp_relay_audit_dropped_total Audit events dropped because the writer fell behind.\n\
              # TYPE mcp_relay_audit_dropped_total counter\n\
-             mcp_relay_audit_dropped_total {}\n",
-            audit.dropped()
+             mcp_relay_audit_dropped_total {}\n\
+             # HELP mcp_relay_audit_refusals_total Requests refused before reaching a browser, counted in the audit trail's refused tallies.\n\
+             # TYPE mcp_relay_audit_refusals_total counter\n\
+             mcp_relay_audit_refusals_total {}\n",
+            audit.dropped(),
+            audit.refusals()
         );
     }
     ([("content-type", "text/plain; version=0.0.4")], text).into_response()

@@ -50,6 +50,8 @@ pub struct RelayState {
     pub audit: Option<AuditSink>,
     /// Signed-in `/dashboard` sessions.
     pub dashboard: crate::dashboard::session::Sessions,
+    /// Dashboard sign-in attempts per client address.
+    pub sign_in: crate::dashboard::session::SignInThrottle,
 }
 
 impl RelayState {
@@ -84,6 +86,7 @@ impl RelayState {
             open_sockets: Arc::new(AtomicUsize::new(0)),
             pending_auths: PendingAuths::default(),
             dashboard: Default::default(),
+            sign_in: Default::default(),
         }
     }
 

@@ -201,6 +201,11 @@ struct Conn {
     /// The socket, until it is closed; eviction shuts it down under this lock so a reused
     /// descriptor number is never touched.
     fd: Mutex<Option<RawFd>>,
+    /// What an authenticated HTTP connection holds while it is open (its `--max-connections`
+    /// slot and its place in its user's count), released when the socket closes.
+    hold: Mutex<Option<Box<dyn Send>>>,
+    /// The address the connection came from (the TCP peer: a proxy's, behind one).
+    peer_ip: OnceLock<std::net::IpAddr>,
 }
 
 impl Conn {
@@ -214,6 +219,8 @@ impl Conn {
             requested: AtomicBool::new(false),
             write_blocked_since: AtomicU64::new(0),
             fd: Mutex::new(fd),
+            hold: Mutex::new(None),
+            peer_ip: OnceLock::new(),
         })
     }
 
@@ -252,6 +259,7 @@ impl Conn {
 
     fn closed(&self) {
         *self.fd.lock().unwrap() = None;
+        drop(self.hold.lock().unwrap().take());
         let stage = self.stage.swap(CLOSED, Ordering::AcqRel);
         if let Some(pool) = self.registry.pool(stage) {
             pool.count.fetch_sub(1, Ordering::AcqRel);
@@ -286,6 +294,25 @@ impl ConnHandle {
     /// as an idle anonymous connection.
     pub fn authenticated_http(&self) {
         self.0.leave(PENDING, AUTHENTICATED);
+    }
+
+    /// The TCP peer's address, when the listener knew it.
+    pub fn peer_ip(&self) -> Option<std::net::IpAddr> {
+        self.0.peer_ip.get().copied()
+    }
+
+    /// Whether [`ConnHandle::hold_while_open`] already gave this connection something to hold.
+    pub fn holds(&self) -> bool {
+        self.0.hold.lock().unwrap().is_some()
+    }
+
+    /// Keeps `hold` (a slot, a place in a count) until the connection closes. A connection
+    /// holds one thing; a later call replaces nothing and drops `hold` at once.
+    pub fn hold_while_open(&self, hold: Box<dyn Send>) {
+        let mut held = self.0.hold.lock().unwrap();
+        if held.is_none() && self.0.stage() != CLOSED {
+            *held = Some(hold);
+        }
     }
 
     /// The socket has authenticated: it leaves the unauthenticated pool and its reads are no
@@ -475,6 +502,9 @@ impl<S> axum_server::accept::Accept<TcpStream, S> for Acceptor {
             return std::future::ready(Err(error));
         }
         let conn = Conn::open(registry, Some(stream.as_raw_fd()));
+        if let Ok(peer) = stream.peer_addr() {
+            let _ = conn.peer_ip.set(peer.ip());
+        }
         let io = BufferedIo::tracked(stream, Arc::clone(&conn));
         if registry.open.load(Ordering::Acquire) > registry.limits.fd_budget
             && !registry.pending.evict_oldest()

@@ -753,7 +753,8 @@ async fn protocol_revisions_are_negotiated_and_the_version_header_is_checked() {
         ]
     );
 
-    // A request whose MCP-Protocol-Version header names no revision is refused.
+    // A request whose MCP-Protocol-Version header names no revision is refused (with the
+    // session's own token: a session answers only to the token that opened it).
     let session = Session::open(addr, "alice", "host", "/mcp").await;
     let wrong = http(
         addr,
@@ -762,7 +763,7 @@ async fn protocol_revisions_are_negotiated_and_the_version_header_is_checked() {
         &[
             ACCEPT,
             JSON,
-            ("Authorization", &auth),
+            ("Authorization", &session.auth),
             ("Mcp-Session-Id", &session.id),
             ("MCP-Protocol-Version", "1999-01-01"),
         ],

@@ -114,15 +114,18 @@ fn secure(state: &RelayState, headers: &HeaderMap) -> bool {
             .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
 }
 
-/// The session id from the `Cookie` header, if any.
-fn session_id(headers: &HeaderMap) -> Option<String> {
+/// The session id from the `Cookie` header, if any: under TLS only the `__Host-` cookie (a
+/// plain one may have been planted by a sibling domain or over plain HTTP, and must not win by
+/// coming first), without TLS only the plain one.
+fn session_id(headers: &HeaderMap, secure: bool) -> Option<String> {
+    let wanted = if secure { COOKIE_SECURE } else { COOKIE_PLAIN };
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE_SECURE || *name == COOKIE_PLAIN)
+        .find(|(name, _)| *name == wanted)
         .map(|(_, value)| value.trim().to_owned())
         .filter(|v| !v.is_empty() && v.len() <= 128)
 }
@@ -163,7 +166,7 @@ fn same_origin(headers: &HeaderMap) -> Result<(), ApiError> {
 
 /// The signed-in session, or 401.
 fn signed_in(state: &RelayState, headers: &HeaderMap) -> Result<(String, Session), ApiError> {
-    let id = session_id(headers).ok_or_else(|| {
+    let id = session_id(headers, secure(state, headers)).ok_or_else(|| {
         error(
             StatusCode::UNAUTHORIZED,
             "not signed in: paste a token on the dashboard",
@@ -200,6 +203,7 @@ fn caller(session: &Session) -> Caller {
     Caller {
         user_id: session.identity.user_id.clone(),
         admin: session.admin,
+        role_less: session.identity.role.is_none(),
     }
 }
 
@@ -229,10 +233,17 @@ struct SignIn {
 
 async fn sign_in(
     State(state): State<Arc<RelayState>>,
+    conn: Option<axum::Extension<crate::transport::ConnHandle>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     same_origin(&headers)?;
+    if !state.sign_in.allow(conn.and_then(|c| c.peer_ip())) {
+        return Err(error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many sign-in attempts from this address; wait a few seconds",
+        ));
+    }
     let request: SignIn = serde_json::from_slice(&body).map_err(|_| {
         error(
             StatusCode::BAD_REQUEST,

@@ -19,6 +19,33 @@ pub const MAX_SESSIONS: usize = 4096;
 /// Sessions one user keeps; a further sign-in ends that user's least recently used one.
 pub const MAX_SESSIONS_PER_USER: usize = 16;
 
+/// Sign-in attempts one address may make: this many per second on average…
+pub const SIGN_IN_RATE: f64 = 1.0;
+/// …in bursts of up to this many. Beyond, sign-in answers 429 before looking at the token.
+pub const SIGN_IN_BURST: f64 = 10.0;
+/// Addresses whose attempts are counted at once; when more come, the counts start afresh.
+const SIGN_IN_ADDRESSES: usize = 4096;
+
+/// Sign-in attempts per client address (the TCP peer: behind a proxy, the proxy's), so tokens
+/// cannot be tried at thousands a second, each costing a signature check.
+#[derive(Default)]
+pub struct SignInThrottle(Mutex<HashMap<std::net::IpAddr, crate::limits::RateLimit>>);
+
+impl SignInThrottle {
+    /// Counts one attempt from `ip`; `false` when it is over the rate.
+    pub fn allow(&self, ip: Option<std::net::IpAddr>) -> bool {
+        let ip = ip.unwrap_or(std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
+        let mut buckets = self.0.lock().unwrap();
+        if buckets.len() >= SIGN_IN_ADDRESSES && !buckets.contains_key(&ip) {
+            buckets.clear();
+        }
+        buckets
+            .entry(ip)
+            .or_insert_with(|| crate::limits::RateLimit::new(SIGN_IN_RATE, SIGN_IN_BURST))
+            .try_acquire()
+    }
+}
+
 /// One signed-in dashboard.
 #[derive(Clone)]
 pub struct Session {

@@ -798,8 +798,9 @@ impl Hub {
         }
         let result = self.forward_local(&conn, id, method, params);
         if let (Err(error), Some(audit)) = (&result, &self.audit) {
-            // Refused before it reached the browser: recorded with the code the client got.
-            audit.request(&conn.tag, method.into(), error.code(), Default::default());
+            // Refused before it reached the browser: counted (per connection and reason) with
+            // the code the client got, not stored one by one.
+            audit.refused(&conn.tag, method, error.code(), error.reason());
         }
         result
     }

@@ -76,6 +76,18 @@ impl McpSession {
         };
         let max_label = self.state.config.hub.max_name_bytes;
         let client_id = HandshakeParams::label(&params.client_id, max_label);
+        if !self.in_process
+            && client_id
+                .as_deref()
+                .is_some_and(|id| id.starts_with(super::HTTP_CLIENT_PREFIX))
+        {
+            // The relay gives each HTTP session its own random id; a socket declaring one could
+            // pass for that assistant with the browser's owner.
+            return Err(RelayError::InvalidParams(
+                "client_id values beginning \"http-\" are reserved for the relay's HTTP MCP \
+                 sessions",
+            ));
+        }
         let client_name = HandshakeParams::label(&params.client_name, max_label);
         let token = params
             .access_token_camel

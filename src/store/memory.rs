@@ -63,6 +63,15 @@ impl MemoryStore {
         }
     }
 
+    pub(super) fn set_user_cutoff(&self, user_id: &str, issued_before: Option<i64>) {
+        let mut inner = self.0.lock().unwrap();
+        let cutoffs = &mut inner.revocations.cutoffs;
+        cutoffs.retain(|(u, _)| u != user_id);
+        if let Some(before) = issued_before {
+            cutoffs.push((user_id.to_owned(), before));
+        }
+    }
+
     pub(super) fn append_audit(&self, entries: &[AuditEntry<'_>]) {
         // Built before taking the lock: queries and the writer share it.
         let skip = entries.len().saturating_sub(MAX_AUDIT_RECORDS);

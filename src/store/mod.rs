@@ -355,6 +355,19 @@ impl Store {
         }
     }
 
+    /// Sets `user_id`'s cutoff to exactly `issued_before`, lower or not, or removes it (`None`):
+    /// an admin's correction.
+    pub fn set_user_cutoff(&self, user_id: &str, issued_before: Option<i64>) -> anyhow::Result<()> {
+        match self {
+            Store::Memory(m) => {
+                m.set_user_cutoff(user_id, issued_before);
+                Ok(())
+            }
+            Store::Sqlite(s) => s.set_user_cutoff(user_id, issued_before),
+            Store::Nats(n) => n.set_user_cutoff(user_id, issued_before),
+        }
+    }
+
     /// Appends a batch (one transaction in SQLite).
     pub fn append_audit(&self, entries: &[AuditEntry<'_>]) -> anyhow::Result<()> {
         match self {

@@ -382,6 +382,28 @@ impl NatsStore {
         })
     }
 
+    /// Sets `user_id`'s cutoff exactly, or deletes it: an admin's correction. (Other nodes'
+    /// mirrors take a lower cutoff or its removal at their next start; a raise reaches them at
+    /// once through the watcher.)
+    pub(super) fn set_user_cutoff(
+        &self,
+        user_id: &str,
+        issued_before: Option<i64>,
+    ) -> anyhow::Result<()> {
+        let key = format!("c.{}", encode(user_id));
+        self.block(async {
+            match issued_before {
+                Some(before) => {
+                    self.revocations
+                        .put(key.as_str(), before.to_string().into_bytes().into())
+                        .await?;
+                }
+                None => self.revocations.delete(key.as_str()).await?,
+            }
+            Ok(())
+        })
+    }
+
     /// Publishes the batch as one message per user (and per [`AUDIT_PER_MESSAGE`] records),
     /// waiting for JetStream to acknowledge each.
     pub(super) fn append_audit(&self, entries: &[AuditEntry<'_>]) -> anyhow::Result<()> {

@@ -274,6 +274,27 @@ impl SqliteStore {
         })
     }
 
+    pub(super) fn set_user_cutoff(
+        &self,
+        user_id: &str,
+        issued_before: Option<i64>,
+    ) -> anyhow::Result<()> {
+        self.with(|c| {
+            match issued_before {
+                Some(before) => c.execute(
+                    "INSERT INTO user_cutoffs (user_id, issued_before) VALUES (?1, ?2)
+                     ON CONFLICT(user_id) DO UPDATE SET issued_before = ?2",
+                    params![user_id, before],
+                ),
+                None => c.execute(
+                    "DELETE FROM user_cutoffs WHERE user_id = ?1",
+                    params![user_id],
+                ),
+            }
+            .map(|_| ())
+        })
+    }
+
     /// One transaction per batch, one row per [`CHUNK_EVENTS`] events. Labels are looked up
     /// once per connection per batch (in memory, else in `audit_labels`, else added there),
     /// and each labels row used gets its `last_ms` moved on once per batch.

@@ -18,8 +18,9 @@ pub struct ChildRelay {
 }
 
 impl ChildRelay {
-    /// `mcp-relay serve` on a free loopback port with the tests' secret, no rate limit, and
-    /// `args`.
+    /// `mcp-relay serve` on a free loopback port with the tests' secret, no rate limit (unless
+    /// `args` give `--rate-limit`), and `args`. `MCP_RELAY_TEST_BIN` runs another build of the
+    /// binary (e.g. `target/release/mcp-relay`, for figures measured on the release build).
     pub fn start(args: &[&str]) -> ChildRelay {
         Self::start_with(args, &[], None)
     }
@@ -28,9 +29,14 @@ impl ChildRelay {
     /// file-descriptor limit. `HOSTILE_DEBUG=<log filter>` (e.g. `mcp_relay=debug`) prints the
     /// relay's log as it comes.
     pub fn start_with(args: &[&str], env: &[(&str, &str)], nofile: Option<u64>) -> ChildRelay {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-relay"));
+        let binary = std::env::var_os("MCP_RELAY_TEST_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_mcp-relay").into());
+        let mut command = Command::new(binary);
+        command.args(["serve", "--listen", "127.0.0.1:0"]);
+        if !args.contains(&"--rate-limit") {
+            command.args(["--rate-limit", "0"]);
+        }
         command
-            .args(["serve", "--listen", "127.0.0.1:0", "--rate-limit", "0"])
             .args(args)
             .env("MCP_RELAY_JWT_SECRET", SECRET)
             // Nothing shared through the user's data directory (`--state` overrides it).

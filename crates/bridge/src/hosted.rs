@@ -23,8 +23,12 @@ pub struct HostedSession {
     /// The session's bearer token; the in-process MCP session checks it again in
     /// `mcp_handshake`, exactly as for a socket (expiry, role, user).
     pub token: String,
-    /// Who the token names, for the stable `client_id` the relay logs.
+    /// Who the token names (the audit log's `user`).
     pub user_id: String,
+    /// The session's `client_id` in `mcp_handshake`, chosen by the relay: what the browser's
+    /// owner sees (`connection_opened`) and remembers an Allow or Deny for. The relay makes it
+    /// unpredictable and one per session, so no other host or socket shares it.
+    pub client_id: String,
     /// Which tools the host sees (`--mcp-tools`, or the session's `?tools=`).
     pub tools: Exposure,
     /// With `retrieve` or `all`: register each search's top K hits as tools and send
@@ -83,17 +87,10 @@ impl TokenRefresh {
 /// client starts dialling at once (the handshake checks the token); the browser is chosen when
 /// the first tool needs it.
 pub fn server(session: HostedSession) -> (BrowserServer, TokenRefresh) {
-    let client_id = format!(
-        "http-{}",
-        uuid::Uuid::new_v5(
-            &uuid::Uuid::NAMESPACE_URL,
-            format!("{}#{}", session.describe, session.user_id).as_bytes()
-        )
-    );
     let relay = RelayClient::start(RelayConfig {
         url: session.describe,
         token: session.token,
-        client_id,
+        client_id: session.client_id,
         route: Route::InProcess(session.dialer),
         request_timeout: session.request_timeout,
         approval_wait: session.approval_wait,
