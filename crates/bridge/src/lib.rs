@@ -230,7 +230,7 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
     let toolbox = tools::Toolbox::new(Arc::clone(&link), args.max_result_chars)
         .with_max_message_bytes(args.max_message_bytes)
         .with_downloads_dir(args.downloads_dir.clone())
-        .with_code_execution(args.code_execution.then(|| tools::CodeLimits {
+        .with_code_execution(args.code_execution.then_some(tools::CodeLimits {
             wall_time: args.code_wall_time,
             cpu_time: args.code_cpu_time,
             memory: args.code_memory,
