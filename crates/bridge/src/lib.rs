@@ -237,6 +237,7 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
             calls: args.code_max_calls,
             bytes: args.code_max_bytes,
         }));
+    let toolbox = toolbox.with_audit(audit.clone());
     let gateway = gateway::Gateway::new(Arc::new(toolbox), args.tools, dynamic, audit);
     let (stdout, pump) = wire::stdout_pump();
     let service = server::BrowserServer::new(Arc::new(gateway), link)

@@ -12,6 +12,9 @@
 //! `console.log` (captured into the answer); there is no module loader, so `import()` fails,
 //! and nothing else (no `fetch`, `require`, `process`, `Deno`, file system, network).
 //!
+//! Each inner call is also a line in the audit log (`--audit-log`), `tool: "code_execution"`
+//! with the tool called as `target`.
+//!
 //! Bounds, each with a default and a flag (see `lib.rs`): wall time, CPU time (time running
 //! script, enforced by the engine's interrupt handler), memory (the engine's limit), inner
 //! calls, and bytes returned to the script. Going over one stops the script; the answer names
@@ -34,6 +37,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::results::{error, Rendered};
 use super::Toolbox;
+use crate::audit::{AuditRecord, Outcome as Audited};
 
 /// The tool's name.
 pub(crate) const NAME: &str = "code_execution";
@@ -260,9 +264,12 @@ impl Toolbox {
                 outcome = &mut done_rx => break outcome,
                 Some(request) = request_rx.recv() => {
                     // The same path as a direct call of that tool.
+                    let started = Instant::now();
                     let call = self.call_tool(&request.tool, &request.args);
                     // Past the deadline the engine has given up: drop the call.
-                    if let Ok(result) = tokio::time::timeout_at(deadline, call).await {
+                    let result = tokio::time::timeout_at(deadline, call).await;
+                    self.audit_inner(&request.tool, result.as_ref().ok(), started);
+                    if let Ok(result) = result {
                         let _ = reply_tx.send((request.id, result));
                     }
                 }
@@ -272,6 +279,32 @@ impl Toolbox {
             return error(format!("{NAME} failed: the engine stopped unexpectedly"));
         };
         self.report(outcome, &limits)
+    }
+
+    /// One line in the audit log for an inner call: `tool` is `code_execution`, `target` the
+    /// tool the script called; no result means the script's time ran out first.
+    fn audit_inner(&self, tool: &str, result: Option<&CallToolResult>, started: Instant) {
+        let (outcome, error) = match result {
+            Some(result) if result.is_error != Some(true) => (Audited::Ok, None),
+            Some(result) => (
+                Audited::Error,
+                text_of(result).lines().next().map(str::to_owned),
+            ),
+            None => (
+                Audited::Error,
+                Some("the script's wall time ran out before the answer".to_owned()),
+            ),
+        };
+        self.audit.append(&AuditRecord {
+            time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            tool: NAME.to_owned(),
+            target: Some(tool.to_owned()),
+            variant: None,
+            intent: None,
+            outcome,
+            error,
+            duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+        });
     }
 
     /// The tool's answer for how the script ended.

@@ -109,6 +109,9 @@ pub(crate) struct Toolbox {
     downloads: transfers::Downloads,
     /// `--code-execution`: the bounds of `code_execution`, listed only then.
     code: Option<CodeLimits>,
+    /// `--audit-log`: where a script's inner calls are written, one line each (the gateway
+    /// writes the line of each call the host makes).
+    audit: crate::audit::AuditLog,
 }
 
 impl Toolbox {
@@ -121,7 +124,14 @@ impl Toolbox {
             max_message_bytes: 0,
             downloads: transfers::Downloads::new(None),
             code: None,
+            audit: crate::audit::AuditLog::disabled(),
         }
+    }
+
+    /// Writes each inner call of a script to `audit`.
+    pub(crate) fn with_audit(mut self, audit: crate::audit::AuditLog) -> Toolbox {
+        self.audit = audit;
+        self
     }
 
     /// Offers `code_execution` under `limits` (none: not offered, not listed).

@@ -1197,3 +1197,32 @@ async fn code_execution_is_offered_only_when_enabled() {
     let result = run_code(&enabled, "return 1").await;
     assert_eq!(result_text(&result), "1");
 }
+
+#[tokio::test]
+async fn code_execution_writes_each_inner_call_to_the_audit_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let link = FakeLink::new(vec![("snapshot", Ok(page(1)))]);
+    let toolbox = scripted(link, limits()).with_audit(crate::audit::AuditLog::open(&path).unwrap());
+    let result = run_code(
+        &toolbox,
+        "await tools.browser_snapshot({}); try { await tools.browser_click({}); } catch (e) {} return 'ok';",
+    )
+    .await;
+    assert_eq!(result_text(&result), "ok");
+    let lines: Vec<Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["tool"], "code_execution");
+    assert_eq!(lines[0]["target"], "browser_snapshot");
+    assert_eq!(lines[0]["outcome"], "ok");
+    assert_eq!(lines[1]["target"], "browser_click");
+    assert_eq!(lines[1]["outcome"], "error");
+    assert!(lines[1]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("browser_click"));
+}
