@@ -1226,3 +1226,29 @@ async fn code_execution_writes_each_inner_call_to_the_audit_log() {
         .unwrap()
         .starts_with("browser_click"));
 }
+
+#[tokio::test]
+async fn code_execution_survives_recursion_parallel_calls_and_dead_promises() {
+    let toolbox = scripted(FakeLink::new(vec![]), limits());
+    let result = run_code(
+        &toolbox,
+        "function f(n) { return f(n + 1) + 1; }\nreturn f(0);",
+    )
+    .await;
+    let text = result_text(&result);
+    assert_eq!(result.is_error, Some(true), "{text}");
+    assert!(text.contains("RangeError"), "{text}");
+
+    let result = run_code(&toolbox, "await new Promise(() => {});").await;
+    let text = result_text(&result);
+    assert!(text.contains("nothing will settle"), "{text}");
+
+    let link = FakeLink::new(vec![("snapshot", Ok(page(1))), ("snapshot", Ok(page(2)))]);
+    let toolbox = scripted(link, limits());
+    let result = run_code(
+        &toolbox,
+        "const [a, b] = await Promise.all([tools.browser_snapshot({}), tools.browser_snapshot({})]);\nreturn [a.data.title, b.data.title];",
+    )
+    .await;
+    assert_eq!(result_text(&result), r#"["Product 1","Product 2"]"#);
+}
