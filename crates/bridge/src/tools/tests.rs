@@ -1252,3 +1252,69 @@ async fn code_execution_survives_recursion_parallel_calls_and_dead_promises() {
     .await;
     assert_eq!(result_text(&result), r#"["Product 1","Product 2"]"#);
 }
+
+/// A browser that takes `delay` to answer anything.
+struct SlowLink {
+    inner: Arc<FakeLink>,
+    delay: Duration,
+}
+
+impl BrowserLink for SlowLink {
+    fn describe(&self) -> &str {
+        "slow"
+    }
+
+    fn call<'a>(
+        &'a self,
+        method: &'a str,
+        params: Value,
+    ) -> futures_util::future::BoxFuture<'a, Result<Value, LinkError>> {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            self.inner.call(method, params).await
+        })
+    }
+
+    fn list_browsers(
+        &self,
+    ) -> futures_util::future::BoxFuture<'_, Result<Vec<crate::link::ExtensionRow>, LinkError>>
+    {
+        self.inner.list_browsers()
+    }
+
+    fn choose<'a>(
+        &'a self,
+        wanted: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, Result<crate::link::ChosenBrowser, LinkError>> {
+        self.inner.choose(wanted)
+    }
+
+    fn status(&self) -> crate::link::Status {
+        self.inner.status()
+    }
+}
+
+#[tokio::test]
+async fn code_execution_wall_time_stops_a_script_waiting_for_a_slow_tool() {
+    let link = Arc::new(SlowLink {
+        inner: FakeLink::new(vec![("snapshot", Ok(page(1))), ("snapshot", Ok(page(2)))]),
+        delay: Duration::from_millis(400),
+    });
+    let toolbox = Toolbox::new(link, 40_000).with_code_execution(Some(CodeLimits {
+        wall_time: Duration::from_millis(600),
+        ..limits()
+    }));
+    let started = std::time::Instant::now();
+    let result = run_code(
+        &toolbox,
+        "await tools.browser_snapshot({});\nawait tools.browser_snapshot({});\nreturn 'done';",
+    )
+    .await;
+    let text = result_text(&result);
+    assert!(text.contains("the wall-time bound"), "{text}");
+    assert!(
+        text.contains("1. browser_snapshot {} → ok\n2. browser_snapshot {} → no answer yet"),
+        "{text}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
