@@ -144,6 +144,32 @@ pub struct BridgeArgs {
     #[arg(long, env = "MCP_RELAY_BRIDGE_DYNAMIC_POOL", default_value = "20", value_parser = clap::value_parser!(u16).range(1..=500))]
     pub dynamic_pool: u16,
 
+    /// Offer `code_execution`: a JavaScript async function body run in an embedded sandbox
+    /// (QuickJS) whose only way out is this session's own tools. Off by default.
+    #[arg(long, env = "MCP_RELAY_BRIDGE_CODE_EXECUTION")]
+    pub code_execution: bool,
+
+    /// With `--code-execution`: a script's longest run, waiting for tools included.
+    #[arg(long, env = "MCP_RELAY_BRIDGE_CODE_WALL_TIME", default_value = "60s", value_parser = parse_duration)]
+    pub code_wall_time: Duration,
+
+    /// With `--code-execution`: a script's longest time running script (not waiting for tools).
+    #[arg(long, env = "MCP_RELAY_BRIDGE_CODE_CPU_TIME", default_value = "10s", value_parser = parse_duration)]
+    pub code_cpu_time: Duration,
+
+    /// With `--code-execution`: the script engine's memory limit (e.g. `64MiB`).
+    #[arg(long, env = "MCP_RELAY_BRIDGE_CODE_MEMORY", default_value = "64MiB", value_parser = parse_bytes)]
+    pub code_memory: usize,
+
+    /// With `--code-execution`: the most tool calls one script may make.
+    #[arg(long, env = "MCP_RELAY_BRIDGE_CODE_MAX_CALLS", default_value = "100")]
+    pub code_max_calls: usize,
+
+    /// With `--code-execution`: the most bytes of tool results handed to one script (text plus
+    /// structured data as JSON).
+    #[arg(long, env = "MCP_RELAY_BRIDGE_CODE_MAX_BYTES", default_value = "5MB", value_parser = parse_bytes)]
+    pub code_max_bytes: usize,
+
     /// Append one JSON line per tool call, resource read and prompt get (time, tool, target,
     /// variant, intent, outcome, duration) to this file.
     #[arg(long, env = "MCP_RELAY_AUDIT_LOG")]
@@ -203,7 +229,15 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
     let link: Arc<dyn link::BrowserLink> = Arc::new(relay.clone());
     let toolbox = tools::Toolbox::new(Arc::clone(&link), args.max_result_chars)
         .with_max_message_bytes(args.max_message_bytes)
-        .with_downloads_dir(args.downloads_dir.clone());
+        .with_downloads_dir(args.downloads_dir.clone())
+        .with_code_execution(args.code_execution.then_some(tools::CodeLimits {
+            wall_time: args.code_wall_time,
+            cpu_time: args.code_cpu_time,
+            memory: args.code_memory,
+            calls: args.code_max_calls,
+            bytes: args.code_max_bytes,
+        }));
+    let toolbox = toolbox.with_audit(audit.clone());
     let gateway = gateway::Gateway::new(Arc::new(toolbox), args.tools, dynamic, audit);
     let (stdout, pump) = wire::stdout_pump();
     let service = server::BrowserServer::new(Arc::new(gateway), link)

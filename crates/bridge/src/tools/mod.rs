@@ -20,6 +20,7 @@
 
 mod actions;
 pub(crate) mod args;
+mod code;
 mod errors;
 mod find;
 mod pages;
@@ -37,6 +38,7 @@ use serde_json::{json, Value};
 
 use crate::link::{BrowserLink, LinkError};
 
+pub(crate) use code::CodeLimits;
 pub(crate) use errors::advice;
 pub(crate) use parts::DEFAULT_MAX_RESULT_CHARS;
 pub use table::definitions;
@@ -105,6 +107,11 @@ pub(crate) struct Toolbox {
     max_message_bytes: usize,
     /// Where downloads are saved, and what this session saved.
     downloads: transfers::Downloads,
+    /// `--code-execution`: the bounds of `code_execution`, listed only then.
+    code: Option<CodeLimits>,
+    /// `--audit-log`: where a script's inner calls are written, one line each (the gateway
+    /// writes the line of each call the host makes).
+    audit: crate::audit::AuditLog,
 }
 
 impl Toolbox {
@@ -116,7 +123,25 @@ impl Toolbox {
             in_parts: Mutex::new(HashMap::new()),
             max_message_bytes: 0,
             downloads: transfers::Downloads::new(None),
+            code: None,
+            audit: crate::audit::AuditLog::disabled(),
         }
+    }
+
+    /// Writes each inner call of a script to `audit`.
+    pub(crate) fn with_audit(mut self, audit: crate::audit::AuditLog) -> Toolbox {
+        self.audit = audit;
+        self
+    }
+
+    /// Offers `code_execution` under `limits` (none: not offered, not listed).
+    pub(crate) fn with_code_execution(mut self, limits: Option<CodeLimits>) -> Toolbox {
+        self.tools.retain(|tool| tool.name != code::NAME);
+        if limits.is_some() {
+            self.tools.push(table::code_execution());
+        }
+        self.code = limits;
+        self
     }
 
     pub(crate) fn with_max_message_bytes(mut self, max_message_bytes: usize) -> Toolbox {
@@ -145,6 +170,23 @@ impl Toolbox {
 
     /// Runs a tool. Never fails: problems are results with `isError: true`.
     pub(crate) async fn call(&self, name: &str, args: &JsonObject) -> CallToolResult {
+        if name == code::NAME {
+            let Some(limits) = self.code.clone() else {
+                return error(format!(
+                    "unknown tool {name} (start the bridge with --code-execution to offer it)"
+                ));
+            };
+            return match table::code_args(args) {
+                Ok(code) => self.execute(code, limits).await,
+                Err(message) => error(format!("{name}: {message}")),
+            };
+        }
+        self.call_tool(name, args).await
+    }
+
+    /// Runs a tool other than `code_execution`: what [`Toolbox::call`] does for each of them,
+    /// and for each call a script makes.
+    async fn call_tool(&self, name: &str, args: &JsonObject) -> CallToolResult {
         let plan = match table::plan(name, args) {
             Ok(plan) => plan,
             Err(message) => return error(format!("{name}: {message}")),

@@ -425,6 +425,37 @@ pub fn definitions() -> Vec<Tool> {
     TABLE.iter().map(|entry| entry.tool.clone()).collect()
 }
 
+/// `code_execution`'s definition, listed only when the bridge enables it (see `code`).
+pub(crate) fn code_execution() -> Tool {
+    let title = "Run a script over the browser tools";
+    Tool::new(
+        super::code::NAME,
+        "Run JavaScript (an async function body) in a sandbox whose only way out is this \
+         session's browser tools: `await tools.browser_navigate({url})`, `await \
+         tools.browser_snapshot({})`, `await tools.browser_find({text})`, … (every tool listed \
+         here, same arguments). Each call resolves to {text, data} (the result's text and \
+         structuredContent) or rejects with an Error you may catch. Return only what you need \
+         (e.g. a table): the return value is the result (a string as-is, else JSON). \
+         console.log is captured. No fetch, require, import or timers; time, memory, calls and \
+         bytes are bounded.",
+        input_schema::<args::CodeExecution>(false),
+    )
+    .with_title(title)
+    .with_annotations(
+        ToolAnnotations::with_title(title)
+            .read_only(false)
+            .destructive(true)
+            .idempotent(false)
+            .open_world(true),
+    )
+}
+
+/// `code_execution`'s arguments.
+pub(crate) fn code_args(args: &JsonObject) -> Result<String, String> {
+    let schema = input_schema::<args::CodeExecution>(false);
+    args::parse::<args::CodeExecution>(args, &schema).map(|a| a.code)
+}
+
 /// Maps a call onto what to do, or says what is wrong with its arguments.
 pub(crate) fn plan(name: &str, args: &JsonObject) -> Result<Plan, String> {
     match TABLE.iter().find(|entry| entry.tool.name == name) {

@@ -1,6 +1,7 @@
 //! The tool table and the plans calls turn into.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::{json, Value};
@@ -890,4 +891,430 @@ fn what_a_schema_requires_is_what_parsing_requires() {
         let without = plan(&tool.name, &JsonObject::new());
         assert_eq!(with_extra, without, "{}", tool.name);
     }
+}
+
+// code_execution: a sandboxed script over the session's tools (code.rs).
+
+fn limits() -> CodeLimits {
+    CodeLimits::default()
+}
+
+fn scripted(link: Arc<FakeLink>, limits: CodeLimits) -> Toolbox {
+    Toolbox::new(link, 40_000).with_code_execution(Some(limits))
+}
+
+async fn run_code(toolbox: &Toolbox, code: &str) -> CallToolResult {
+    toolbox
+        .call("code_execution", &args(json!({ "code": code })))
+        .await
+}
+
+fn page(n: usize) -> Value {
+    json!({
+        "tabId": 1,
+        "url": format!("https://shop.test/p/{n}"),
+        "title": format!("Product {n}"),
+        "snapshot": format!("- main [ref=e1]:\n  - heading \"Product {n}\" [ref=e2]\n  - text: Price {n}0 EUR\n  - text: In stock"),
+    })
+}
+
+#[tokio::test]
+async fn code_execution_makes_several_calls_and_returns_a_table() {
+    let link = FakeLink::new(vec![
+        ("browser_navigate", Ok(page(1))),
+        ("snapshot", Ok(page(1))),
+        ("browser_navigate", Ok(page(2))),
+        ("snapshot", Ok(page(2))),
+        ("browser_navigate", Ok(page(3))),
+        ("snapshot", Ok(page(3))),
+    ]);
+    let toolbox = scripted(link.clone(), limits());
+    let code = r#"
+        const rows = [];
+        for (const n of [1, 2, 3]) {
+          const page = await tools.browser_navigate({url: "https://shop.test/p/" + n});
+          const found = await tools.browser_find({text: "Price"});
+          console.log("visited", n);
+          rows.push({title: page.data.title, matches: found.data.matches,
+                     price: found.text.match(/Price (\d+)/)[1]});
+        }
+        return rows;"#;
+    let result = run_code(&toolbox, code).await;
+    let text = result_text(&result);
+    assert_eq!(result.is_error, Some(false), "{text}");
+    let table: Value = serde_json::from_str(text.split("\n\nconsole.log:").next().unwrap())
+        .unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(
+        table,
+        json!([
+            {"title": "Product 1", "matches": 1, "price": "10"},
+            {"title": "Product 2", "matches": 1, "price": "20"},
+            {"title": "Product 3", "matches": 1, "price": "30"},
+        ])
+    );
+    assert!(
+        text.ends_with("console.log:\nvisited 1\nvisited 2\nvisited 3"),
+        "{text}"
+    );
+    let sent: Vec<String> = link.sent().into_iter().map(|(m, _)| m).collect();
+    assert_eq!(
+        sent,
+        [
+            "browser_navigate",
+            "snapshot",
+            "browser_navigate",
+            "snapshot",
+            "browser_navigate",
+            "snapshot"
+        ]
+    );
+    let structured = result.structured_content.unwrap();
+    assert_eq!(structured["innerCalls"].as_array().unwrap().len(), 6);
+    assert_eq!(
+        structured["innerCalls"][0],
+        json!({"tool": "browser_navigate", "ok": true})
+    );
+
+    // A string is returned as-is.
+    let toolbox = scripted(FakeLink::new(vec![]), limits());
+    let result = run_code(&toolbox, "return 'plain ' + (1 + 1);").await;
+    assert_eq!(result_text(&result), "plain 2");
+}
+
+#[tokio::test]
+async fn code_execution_answers_which_bound_stopped_it_and_what_it_did() {
+    // Inner calls.
+    let link = FakeLink::new(vec![
+        ("snapshot", Ok(page(1))),
+        ("snapshot", Ok(page(2))),
+        ("snapshot", Ok(page(3))),
+    ]);
+    let toolbox = scripted(
+        link,
+        CodeLimits {
+            calls: 2,
+            ..limits()
+        },
+    );
+    let result = run_code(
+        &toolbox,
+        "for (let i = 0; i < 3; i++) { try { await tools.browser_snapshot({}); } catch (e) {} }\nreturn 'done';",
+    )
+    .await;
+    let text = result_text(&result);
+    assert_eq!(result.is_error, Some(true), "{text}");
+    assert!(
+        text.contains("inner-call bound (2 tool calls, --code-max-calls)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "It had made 2 tool call(s):\n1. browser_snapshot {} → ok\n2. browser_snapshot {} → ok"
+        ),
+        "{text}"
+    );
+    assert_eq!(result.structured_content.unwrap()["stoppedBy"], "calls");
+
+    // Bytes returned to the script.
+    let link = FakeLink::new(vec![("snapshot", Ok(page(1))), ("snapshot", Ok(page(2)))]);
+    let toolbox = scripted(
+        link,
+        CodeLimits {
+            bytes: 200,
+            ..limits()
+        },
+    );
+    let result = run_code(
+        &toolbox,
+        "await tools.browser_snapshot({}); await tools.browser_snapshot({}); return 'done';",
+    )
+    .await;
+    let text = result_text(&result);
+    assert!(
+        text.contains("bytes returned to the script (200 bytes, --code-max-bytes)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("It had made 1 tool call(s)") || text.contains("It had made 2 tool call(s)"),
+        "{text}"
+    );
+
+    // CPU time: an endless loop.
+    let toolbox = scripted(
+        FakeLink::new(vec![]),
+        CodeLimits {
+            cpu_time: Duration::from_millis(300),
+            ..limits()
+        },
+    );
+    let started = std::time::Instant::now();
+    let result = run_code(&toolbox, "while (true) {}").await;
+    let text = result_text(&result);
+    assert!(text.contains("the CPU-time bound"), "{text}");
+    assert!(text.contains("It had made no tool call."), "{text}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    // Wall time, below the CPU bound; catching does not keep it going.
+    let toolbox = scripted(
+        FakeLink::new(vec![]),
+        CodeLimits {
+            wall_time: Duration::from_millis(300),
+            ..limits()
+        },
+    );
+    let result = run_code(
+        &toolbox,
+        "for (;;) { try { while (true) {} } catch (e) {} }",
+    )
+    .await;
+    let text = result_text(&result);
+    assert!(text.contains("the wall-time bound"), "{text}");
+    assert_eq!(result.structured_content.unwrap()["stoppedBy"], "wall_time");
+
+    // Memory.
+    let toolbox = scripted(
+        FakeLink::new(vec![]),
+        CodeLimits {
+            memory: 8 << 20,
+            ..limits()
+        },
+    );
+    let result = run_code(
+        &toolbox,
+        "const a = []; for (let i = 0; ; i++) a.push('x'.repeat(1000) + i); return a.length;",
+    )
+    .await;
+    let text = result_text(&result);
+    assert!(text.contains("the memory bound"), "{text}");
+}
+
+#[tokio::test]
+async fn code_execution_has_no_way_out_but_its_tools() {
+    let toolbox = scripted(FakeLink::new(vec![]), limits());
+    let result = run_code(
+        &toolbox,
+        "return [typeof fetch, typeof require, typeof process, typeof Deno, typeof performance, typeof std, typeof os, typeof setTimeout, typeof XMLHttpRequest, typeof WebSocket, typeof tools.browser_snapshot, typeof tools.code_execution];",
+    )
+    .await;
+    assert_eq!(
+        result_text(&result),
+        r#"["undefined","undefined","undefined","undefined","undefined","undefined","undefined","undefined","undefined","undefined","function","undefined"]"#
+    );
+    for (code, expected) in [
+        ("return fetch('https://example.com')", "ReferenceError"),
+        ("return require('fs')", "ReferenceError"),
+        ("return process.env", "ReferenceError"),
+        ("return Deno.readTextFile('/etc/passwd')", "ReferenceError"),
+        ("const m = await import('fs'); return m;", "Error"),
+        ("return await import('https://example.com/x.js');", "Error"),
+    ] {
+        let result = run_code(&toolbox, code).await;
+        let text = result_text(&result);
+        assert_eq!(result.is_error, Some(true), "{code}: {text}");
+        assert!(text.contains(expected), "{code}: {text}");
+    }
+    // The global object holds the language's built-ins, tools and console, and nothing else.
+    let result = run_code(
+        &toolbox,
+        "const builtins = new Set(['Object','Function','Array','Number','parseFloat','parseInt','Infinity','NaN','undefined','decodeURI','decodeURIComponent','encodeURI','encodeURIComponent','escape','unescape','isFinite','isNaN','globalThis','Symbol','Error','EvalError','RangeError','ReferenceError','SyntaxError','TypeError','URIError','InternalError','AggregateError','SuppressedError','Iterator','Math','Reflect','Boolean','String','BigInt','Date','eval','RegExp','JSON','Proxy','Map','Set','WeakMap','WeakSet','ArrayBuffer','SharedArrayBuffer','Uint8ClampedArray','Int8Array','Uint8Array','Int16Array','Uint16Array','Int32Array','Uint32Array','BigInt64Array','BigUint64Array','Float16Array','Float32Array','Float64Array','DataView','Atomics','Promise','WeakRef','FinalizationRegistry','queueMicrotask','structuredClone','DisposableStack','AsyncDisposableStack','AsyncIterator']);\nreturn Object.getOwnPropertyNames(globalThis).filter(n => !builtins.has(n));",
+    )
+    .await;
+    assert_eq!(result_text(&result), r#"["tools","console"]"#);
+    // An endless loop is stopped.
+    let toolbox = scripted(
+        FakeLink::new(vec![]),
+        CodeLimits {
+            cpu_time: Duration::from_millis(200),
+            ..limits()
+        },
+    );
+    let result = run_code(&toolbox, "while(true){}").await;
+    assert!(
+        result_text(&result).contains("stopped"),
+        "{}",
+        result_text(&result)
+    );
+}
+
+#[tokio::test]
+async fn code_execution_errors_say_message_and_line() {
+    let toolbox = scripted(FakeLink::new(vec![]), limits());
+    let result = run_code(&toolbox, "const a = 1;\nconst b = ;\nreturn a;").await;
+    let text = result_text(&result);
+    assert_eq!(result.is_error, Some(true));
+    assert!(text.contains("SyntaxError"), "{text}");
+    assert!(text.contains("(line 2)"), "{text}");
+
+    let result = run_code(&toolbox, "const a = 1;\n\nthrow new Error('boom ' + a);").await;
+    let text = result_text(&result);
+    assert!(text.contains("Error: boom 1 (line 3)"), "{text}");
+
+    // An inner tool's error is a rejected promise the script may catch.
+    let link = FakeLink::new(vec![("snapshot", Ok(page(1)))]);
+    let toolbox = scripted(link, limits());
+    let result = run_code(
+        &toolbox,
+        "try { await tools.browser_click({}); return 'no'; } catch (e) {\n  const s = await tools.browser_snapshot({});\n  return {caught: e.message, title: s.data.title};\n}",
+    )
+    .await;
+    let text = result_text(&result);
+    assert_eq!(result.is_error, Some(false), "{text}");
+    let value: Value = serde_json::from_str(&text).unwrap();
+    assert!(
+        value["caught"]
+            .as_str()
+            .unwrap()
+            .starts_with("browser_click"),
+        "{text}"
+    );
+    assert_eq!(value["title"], "Product 1");
+
+    // Uncaught, it fails the script with its message.
+    let result = run_code(&toolbox, "\nawait tools.browser_click({});").await;
+    let text = result_text(&result);
+    assert!(text.contains("browser_click"), "{text}");
+    assert!(text.contains("(line 2)"), "{text}");
+    assert!(text.contains("1. browser_click {} → error"), "{text}");
+}
+
+#[tokio::test]
+async fn code_execution_is_offered_only_when_enabled() {
+    let plain = Toolbox::new(FakeLink::new(vec![]), 40_000);
+    assert!(!plain.knows("code_execution"));
+    let result = run_code(&plain, "return 1").await;
+    assert_eq!(result.is_error, Some(true));
+    assert!(result_text(&result).contains("--code-execution"));
+
+    let enabled = scripted(FakeLink::new(vec![]), limits());
+    assert!(enabled.knows("code_execution"));
+    let tool = enabled
+        .definitions()
+        .iter()
+        .find(|t| t.name == "code_execution")
+        .unwrap();
+    assert_eq!(tool.input_schema["required"], json!(["code"]));
+    assert_eq!(enabled.definitions().len(), definitions().len() + 1);
+    let result = run_code(&enabled, "return 1").await;
+    assert_eq!(result_text(&result), "1");
+}
+
+#[tokio::test]
+async fn code_execution_writes_each_inner_call_to_the_audit_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let link = FakeLink::new(vec![("snapshot", Ok(page(1)))]);
+    let toolbox = scripted(link, limits()).with_audit(crate::audit::AuditLog::open(&path).unwrap());
+    let result = run_code(
+        &toolbox,
+        "await tools.browser_snapshot({}); try { await tools.browser_click({}); } catch (e) {} return 'ok';",
+    )
+    .await;
+    assert_eq!(result_text(&result), "ok");
+    let lines: Vec<Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["tool"], "code_execution");
+    assert_eq!(lines[0]["target"], "browser_snapshot");
+    assert_eq!(lines[0]["outcome"], "ok");
+    assert_eq!(lines[1]["target"], "browser_click");
+    assert_eq!(lines[1]["outcome"], "error");
+    assert!(lines[1]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("browser_click"));
+}
+
+#[tokio::test]
+async fn code_execution_survives_recursion_parallel_calls_and_dead_promises() {
+    let toolbox = scripted(FakeLink::new(vec![]), limits());
+    let result = run_code(
+        &toolbox,
+        "function f(n) { return f(n + 1) + 1; }\nreturn f(0);",
+    )
+    .await;
+    let text = result_text(&result);
+    assert_eq!(result.is_error, Some(true), "{text}");
+    assert!(text.contains("RangeError"), "{text}");
+
+    let result = run_code(&toolbox, "await new Promise(() => {});").await;
+    let text = result_text(&result);
+    assert!(text.contains("nothing will settle"), "{text}");
+
+    let link = FakeLink::new(vec![("snapshot", Ok(page(1))), ("snapshot", Ok(page(2)))]);
+    let toolbox = scripted(link, limits());
+    let result = run_code(
+        &toolbox,
+        "const [a, b] = await Promise.all([tools.browser_snapshot({}), tools.browser_snapshot({})]);\nreturn [a.data.title, b.data.title];",
+    )
+    .await;
+    assert_eq!(result_text(&result), r#"["Product 1","Product 2"]"#);
+}
+
+/// A browser that takes `delay` to answer anything.
+struct SlowLink {
+    inner: Arc<FakeLink>,
+    delay: Duration,
+}
+
+impl BrowserLink for SlowLink {
+    fn describe(&self) -> &str {
+        "slow"
+    }
+
+    fn call<'a>(
+        &'a self,
+        method: &'a str,
+        params: Value,
+    ) -> futures_util::future::BoxFuture<'a, Result<Value, LinkError>> {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            self.inner.call(method, params).await
+        })
+    }
+
+    fn list_browsers(
+        &self,
+    ) -> futures_util::future::BoxFuture<'_, Result<Vec<crate::link::ExtensionRow>, LinkError>>
+    {
+        self.inner.list_browsers()
+    }
+
+    fn choose<'a>(
+        &'a self,
+        wanted: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, Result<crate::link::ChosenBrowser, LinkError>> {
+        self.inner.choose(wanted)
+    }
+
+    fn status(&self) -> crate::link::Status {
+        self.inner.status()
+    }
+}
+
+#[tokio::test]
+async fn code_execution_wall_time_stops_a_script_waiting_for_a_slow_tool() {
+    let link = Arc::new(SlowLink {
+        inner: FakeLink::new(vec![("snapshot", Ok(page(1))), ("snapshot", Ok(page(2)))]),
+        delay: Duration::from_millis(400),
+    });
+    let toolbox = Toolbox::new(link, 40_000).with_code_execution(Some(CodeLimits {
+        wall_time: Duration::from_millis(600),
+        ..limits()
+    }));
+    let started = std::time::Instant::now();
+    let result = run_code(
+        &toolbox,
+        "await tools.browser_snapshot({});\nawait tools.browser_snapshot({});\nreturn 'done';",
+    )
+    .await;
+    let text = result_text(&result);
+    assert!(text.contains("the wall-time bound"), "{text}");
+    assert!(
+        text.contains("1. browser_snapshot {} → ok\n2. browser_snapshot {} → no answer yet"),
+        "{text}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
 }

@@ -1,0 +1,666 @@
+//! `code_execution`: a JavaScript async function body run in an embedded QuickJS (rquickjs),
+//! whose only way out is this session's own tools.
+//!
+//! The engine runs on a thread of its own (it is not `Send`, and a busy script must not hold a
+//! Tokio worker). Each `tools.<name>(args)` the script makes is sent to the async side, which
+//! runs it as [`Toolbox::call`] runs a direct call, and sends the result back; the
+//! script's promise settles when it arrives. The script sees `{text, data}` for a result
+//! (`text`: the result's text; `data`: its `structuredContent`, or `null`), and a rejected
+//! promise whose `Error.message` is the result's text for an error.
+//!
+//! The global object holds the language's built-ins (no `performance`), `tools` and
+//! `console.log` (captured into the answer); there is no module loader, so `import()` fails,
+//! and nothing else (no `fetch`, `require`, `process`, `Deno`, file system, network).
+//!
+//! Each inner call is also a line in the audit log (`--audit-log`), `tool: "code_execution"`
+//! with the tool called as `target`.
+//!
+//! Bounds, each with a default and a flag (see `lib.rs`): wall time, CPU time (time running
+//! script, enforced by the engine's interrupt handler), memory (the engine's limit), inner
+//! calls, and bytes returned to the script. Going over one stops the script; the answer names
+//! the bound and lists the inner calls made.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::rc::Rc;
+use std::sync::mpsc as std_mpsc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolResult, JsonObject};
+use rquickjs::context::intrinsic;
+use rquickjs::promise::PromiseState;
+use rquickjs::{
+    CatchResultExt, CaughtError, Context, Ctx, Function, Object, Promise, Runtime, Value,
+};
+use serde_json::{json, Value as Json};
+use tokio::sync::{mpsc, oneshot};
+
+use super::results::{error, Rendered};
+use super::Toolbox;
+use crate::audit::{AuditRecord, Outcome as Audited};
+
+/// The tool's name.
+pub(crate) const NAME: &str = "code_execution";
+
+/// How far a script may go.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CodeLimits {
+    /// From start to answer, waiting for tools included.
+    pub(crate) wall_time: Duration,
+    /// Time spent running the script itself (not waiting for tools).
+    pub(crate) cpu_time: Duration,
+    /// The engine's memory limit, in bytes.
+    pub(crate) memory: usize,
+    /// Inner tool calls.
+    pub(crate) calls: usize,
+    /// Bytes of results handed to the script (text plus `data` as JSON).
+    pub(crate) bytes: usize,
+}
+
+impl Default for CodeLimits {
+    fn default() -> CodeLimits {
+        CodeLimits {
+            wall_time: Duration::from_secs(60),
+            cpu_time: Duration::from_secs(10),
+            memory: 64 << 20,
+            calls: 100,
+            bytes: 5_000_000,
+        }
+    }
+}
+
+/// Which bound stopped a script.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Bound {
+    WallTime,
+    CpuTime,
+    Memory,
+    Calls,
+    Bytes,
+}
+
+impl Bound {
+    fn describe(self, limits: &CodeLimits) -> String {
+        match self {
+            Bound::WallTime => format!(
+                "the wall-time bound ({:?}, --code-wall-time)",
+                limits.wall_time
+            ),
+            Bound::CpuTime => format!(
+                "the CPU-time bound ({:?} of running script, --code-cpu-time)",
+                limits.cpu_time
+            ),
+            Bound::Memory => format!("the memory bound ({} bytes, --code-memory)", limits.memory),
+            Bound::Calls => format!(
+                "the inner-call bound ({} tool calls, --code-max-calls)",
+                limits.calls
+            ),
+            Bound::Bytes => format!(
+                "the bound on bytes returned to the script ({} bytes, --code-max-bytes)",
+                limits.bytes
+            ),
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            Bound::WallTime => "wall_time",
+            Bound::CpuTime => "cpu_time",
+            Bound::Memory => "memory",
+            Bound::Calls => "calls",
+            Bound::Bytes => "bytes",
+        }
+    }
+}
+
+/// One inner call, as the answer lists it.
+#[derive(Debug, Clone)]
+struct InnerCall {
+    tool: String,
+    args: Json,
+    /// `None` while in flight.
+    ok: Option<bool>,
+}
+
+impl fmt::Display for InnerCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut args = self.args.to_string();
+        if args.chars().count() > 200 {
+            args = args.chars().take(200).collect::<String>() + "…";
+        }
+        let outcome = match self.ok {
+            Some(true) => "ok",
+            Some(false) => "error",
+            None => "no answer yet",
+        };
+        write!(f, "{} {args} → {outcome}", self.tool)
+    }
+}
+
+/// How a script ended.
+enum End {
+    /// Its return value as text (a string as-is, the rest as JSON).
+    Returned(String),
+    /// It threw (or would not compile): message and line.
+    Threw(String),
+    /// A bound stopped it.
+    Stopped(Bound),
+}
+
+/// What the engine's thread hands back.
+struct Outcome {
+    end: End,
+    calls: Vec<InnerCall>,
+    logs: Vec<String>,
+}
+
+/// A call the script made, for the async side.
+struct Request {
+    id: u32,
+    tool: String,
+    args: JsonObject,
+}
+
+/// The state the engine's thread shares between the script's native function, the interrupt
+/// handler and its own loop (all on that one thread).
+struct Meter {
+    started: Instant,
+    /// Time spent waiting for tools, not running script.
+    waited: Cell<Duration>,
+    stopped: Cell<Option<Bound>>,
+    calls: RefCell<Vec<InnerCall>>,
+    logs: RefCell<Vec<String>>,
+    bytes: Cell<usize>,
+}
+
+impl Meter {
+    /// The bound the script is over now, if any (and remembers it).
+    fn over(&self, limits: &CodeLimits) -> Option<Bound> {
+        if let Some(bound) = self.stopped.get() {
+            return Some(bound);
+        }
+        let elapsed = self.started.elapsed();
+        let bound = if elapsed >= limits.wall_time {
+            Some(Bound::WallTime)
+        } else if elapsed.saturating_sub(self.waited.get()) >= limits.cpu_time {
+            Some(Bound::CpuTime)
+        } else {
+            None
+        };
+        if bound.is_some() {
+            self.stopped.set(bound);
+        }
+        bound
+    }
+}
+
+/// Keeps the wrapper's helpers off the global object: it returns `tools`, `console` and the
+/// function that settles a call's promise.
+const PRELUDE: &str = r#"(function (call, names, log) {
+  const pending = new Map();
+  const tools = {};
+  for (const name of names) {
+    tools[name] = function (args) {
+      // Made here, so that its stack names the script's line of the call.
+      const failure = new Error("");
+      return new Promise(function (resolve, reject) {
+        const id = call(name, JSON.stringify(args === undefined ? {} : args));
+        pending.set(id, { resolve, reject, failure });
+      });
+    };
+  }
+  const show = function (v) {
+    if (typeof v === "string") return v;
+    try { const s = JSON.stringify(v); return s === undefined ? String(v) : s; }
+    catch (e) { return String(v); }
+  };
+  const console = Object.freeze({
+    log: function (...items) { log(items.map(show).join(" ")); },
+  });
+  const settle = function (id, ok, payload) {
+    const p = pending.get(id);
+    pending.delete(id);
+    if (ok) { p.resolve(JSON.parse(payload)); return; }
+    p.failure.message = payload;
+    p.reject(p.failure);
+  };
+  return [Object.freeze(tools), console, settle];
+})"#;
+
+/// The script's file name in stack traces.
+const FILENAME: &str = "code";
+
+/// The script's source: the body inside an async arrow function, its first line on line 1.
+fn source(code: &str) -> String {
+    format!("(async () => {{{code}\n}})()")
+}
+
+impl Toolbox {
+    /// Runs `code` under `limits`, its inner calls through [`Toolbox::call`].
+    pub(super) async fn execute(&self, code: String, limits: CodeLimits) -> CallToolResult {
+        let names: Vec<String> = self
+            .tools
+            .iter()
+            .map(|tool| tool.name.to_string())
+            .filter(|name| name != NAME)
+            .collect();
+        let (request_tx, mut request_rx) = mpsc::unbounded_channel::<Request>();
+        let (reply_tx, reply_rx) = std_mpsc::channel::<(u32, CallToolResult)>();
+        let (done_tx, mut done_rx) = oneshot::channel::<Outcome>();
+        let deadline = tokio::time::Instant::now() + limits.wall_time;
+        let engine_limits = limits.clone();
+        let spawned = std::thread::Builder::new()
+            .name("code_execution".into())
+            .stack_size(16 << 20)
+            .spawn(move || {
+                let outcome = run_script(&code, &names, &engine_limits, request_tx, reply_rx);
+                let _ = done_tx.send(outcome);
+            });
+        if let Err(e) = spawned {
+            return error(format!("{NAME} failed: could not start the engine: {e}"));
+        }
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut done_rx => break outcome,
+                Some(request) = request_rx.recv() => {
+                    // The same path as a direct call of that tool.
+                    let started = Instant::now();
+                    let call = self.call_tool(&request.tool, &request.args);
+                    // Past the deadline the engine has given up: drop the call.
+                    let result = tokio::time::timeout_at(deadline, call).await;
+                    self.audit_inner(&request.tool, result.as_ref().ok(), started);
+                    if let Ok(result) = result {
+                        let _ = reply_tx.send((request.id, result));
+                    }
+                }
+            }
+        };
+        let Ok(outcome) = outcome else {
+            return error(format!("{NAME} failed: the engine stopped unexpectedly"));
+        };
+        self.report(outcome, &limits)
+    }
+
+    /// One line in the audit log for an inner call: `tool` is `code_execution`, `target` the
+    /// tool the script called; no result means the script's time ran out first.
+    fn audit_inner(&self, tool: &str, result: Option<&CallToolResult>, started: Instant) {
+        let (outcome, error) = match result {
+            Some(result) if result.is_error != Some(true) => (Audited::Ok, None),
+            Some(result) => (
+                Audited::Error,
+                text_of(result).lines().next().map(str::to_owned),
+            ),
+            None => (
+                Audited::Error,
+                Some("the script's wall time ran out before the answer".to_owned()),
+            ),
+        };
+        self.audit.append(&AuditRecord {
+            time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            tool: NAME.to_owned(),
+            target: Some(tool.to_owned()),
+            variant: None,
+            intent: None,
+            outcome,
+            error,
+            duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+        });
+    }
+
+    /// The tool's answer for how the script ended.
+    fn report(&self, outcome: Outcome, limits: &CodeLimits) -> CallToolResult {
+        let Outcome { end, calls, logs } = outcome;
+        let call_rows: Vec<Json> = calls
+            .iter()
+            .map(|c| json!({"tool": c.tool, "ok": c.ok}))
+            .collect();
+        let mut structured = json!({ "innerCalls": call_rows, "logs": logs });
+        let logs_text = if logs.is_empty() {
+            String::new()
+        } else {
+            format!("\n\nconsole.log:\n{}", logs.join("\n"))
+        };
+        let done_so_far = || {
+            if calls.is_empty() {
+                "It had made no tool call.".to_owned()
+            } else {
+                let lines: Vec<String> = calls
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| format!("{}. {c}", i + 1))
+                    .collect();
+                format!(
+                    "It had made {} tool call(s):\n{}",
+                    calls.len(),
+                    lines.join("\n")
+                )
+            }
+        };
+        match end {
+            End::Returned(text) => self.deliver(
+                NAME,
+                Rendered {
+                    text: text + &logs_text,
+                    structured: Some(structured),
+                },
+            ),
+            End::Threw(message) => {
+                let mut result = error(format!(
+                    "{NAME}: the script failed: {message}\n{}{logs_text}",
+                    done_so_far()
+                ));
+                result.structured_content = Some(structured);
+                result
+            }
+            End::Stopped(bound) => {
+                structured["stoppedBy"] = json!(bound.key());
+                let mut result = error(format!(
+                    "{NAME}: the script was stopped: it went over {}.\n{}{logs_text}",
+                    bound.describe(limits),
+                    done_so_far()
+                ));
+                result.structured_content = Some(structured);
+                result
+            }
+        }
+    }
+}
+
+/// The engine's thread: runs the script to its end, a bound, or an error.
+fn run_script(
+    code: &str,
+    names: &[String],
+    limits: &CodeLimits,
+    requests: mpsc::UnboundedSender<Request>,
+    replies: std_mpsc::Receiver<(u32, CallToolResult)>,
+) -> Outcome {
+    let meter = Rc::new(Meter {
+        started: Instant::now(),
+        waited: Cell::new(Duration::ZERO),
+        stopped: Cell::new(None),
+        calls: RefCell::new(Vec::new()),
+        logs: RefCell::new(Vec::new()),
+        bytes: Cell::new(0),
+    });
+    let end = match engine(code, names, limits, &meter, requests, replies) {
+        Ok(end) => end,
+        Err(message) => End::Threw(message),
+    };
+    let end = match meter.stopped.get() {
+        Some(bound) => End::Stopped(bound),
+        None => end,
+    };
+    let calls = meter.calls.borrow().clone();
+    let logs = meter.logs.borrow().clone();
+    Outcome { end, calls, logs }
+}
+
+fn engine(
+    code: &str,
+    names: &[String],
+    limits: &CodeLimits,
+    meter: &Rc<Meter>,
+    requests: mpsc::UnboundedSender<Request>,
+    replies: std_mpsc::Receiver<(u32, CallToolResult)>,
+) -> Result<End, String> {
+    let runtime = Runtime::new().map_err(|e| format!("could not start the engine: {e}"))?;
+    runtime.set_memory_limit(limits.memory);
+    runtime.set_max_stack_size(1 << 20);
+    {
+        let meter = Rc::clone(meter);
+        let limits = limits.clone();
+        runtime.set_interrupt_handler(Some(Box::new(move || meter.over(&limits).is_some())));
+    }
+    let context = Context::builder()
+        .with::<(
+            intrinsic::Date,
+            intrinsic::Eval,
+            intrinsic::RegExpCompiler,
+            intrinsic::RegExp,
+            intrinsic::Json,
+            intrinsic::Proxy,
+            intrinsic::MapSet,
+            intrinsic::TypedArrays,
+            intrinsic::Promise,
+            intrinsic::WeakRef,
+        )>()
+        .build(&runtime)
+        .map_err(|e| format!("could not start the engine: {e}"))?;
+    let end = context.with(|ctx| drive(&ctx, code, names, limits, meter, &requests, &replies));
+    drop(context);
+    // The handler holds the meter; let the runtime go first.
+    runtime.set_interrupt_handler(None);
+    end
+}
+
+/// Within the context: sets up the globals, starts the script and settles its calls until it
+/// ends.
+fn drive<'js>(
+    ctx: &Ctx<'js>,
+    code: &str,
+    names: &[String],
+    limits: &CodeLimits,
+    meter: &Rc<Meter>,
+    requests: &mpsc::UnboundedSender<Request>,
+    replies: &std_mpsc::Receiver<(u32, CallToolResult)>,
+) -> Result<End, String> {
+    let setup = || -> rquickjs::Result<Function<'js>> {
+        let call = {
+            let meter = Rc::clone(meter);
+            let limits = limits.clone();
+            let requests = requests.clone();
+            Function::new(
+                ctx.clone(),
+                move |ctx: Ctx<'js>, tool: String, args: String| -> rquickjs::Result<u32> {
+                    if meter.over(&limits).is_some() {
+                        return Err(rquickjs::Exception::throw_internal(&ctx, "stopped"));
+                    }
+                    let parsed: Option<JsonObject> = serde_json::from_str(&args).ok();
+                    let Some(parsed) = parsed else {
+                        return Err(rquickjs::Exception::throw_type(
+                            &ctx,
+                            &format!("tools.{tool}: the argument must be an object"),
+                        ));
+                    };
+                    let id = meter.calls.borrow().len();
+                    if id >= limits.calls {
+                        meter.stopped.set(Some(Bound::Calls));
+                        return Err(rquickjs::Exception::throw_internal(&ctx, "stopped"));
+                    }
+                    meter.calls.borrow_mut().push(InnerCall {
+                        tool: tool.clone(),
+                        args: Json::Object(parsed.clone()),
+                        ok: None,
+                    });
+                    let id = id as u32;
+                    let _ = requests.send(Request {
+                        id,
+                        tool,
+                        args: parsed,
+                    });
+                    Ok(id)
+                },
+            )?
+        };
+        let log = {
+            let meter = Rc::clone(meter);
+            Function::new(ctx.clone(), move |line: String| {
+                let mut logs = meter.logs.borrow_mut();
+                if logs.len() < 1000 {
+                    logs.push(line);
+                }
+            })?
+        };
+        let mut options = rquickjs::context::EvalOptions::default();
+        options.filename = Some("prelude".into());
+        let prelude: Function = ctx.eval_with_options(PRELUDE, options)?;
+        let parts: rquickjs::Array = prelude.call((call, names.to_vec(), log))?;
+        let tools: Object = parts.get(0)?;
+        let console: Object = parts.get(1)?;
+        let settle: Function = parts.get(2)?;
+        ctx.globals().set("tools", tools)?;
+        ctx.globals().set("console", console)?;
+        Ok(settle)
+    };
+    let settle = setup()
+        .catch(ctx)
+        .map_err(|e| format!("could not set up the engine: {e}"))?;
+    let mut options = rquickjs::context::EvalOptions::default();
+    options.filename = Some(FILENAME.into());
+    options.strict = false;
+    let promise: Promise = match ctx.eval_with_options(source(code), options).catch(ctx) {
+        Ok(promise) => promise,
+        Err(e) => return Ok(thrown(e, limits, meter)),
+    };
+    loop {
+        while ctx.execute_pending_job() {
+            if meter.stopped.get().is_some() {
+                break;
+            }
+        }
+        if let Some(bound) = meter.stopped.get() {
+            return Ok(End::Stopped(bound));
+        }
+        match promise.state() {
+            PromiseState::Resolved => {
+                let value: Value = promise
+                    .result()
+                    .expect("resolved")
+                    .map_err(|e| e.to_string())?;
+                return Ok(End::Returned(returned(ctx, value)));
+            }
+            PromiseState::Rejected => {
+                let Some(Err(e)) = promise.result::<Value>().map(|r| r.catch(ctx)) else {
+                    return Err("the script's promise was rejected without a reason".into());
+                };
+                return Ok(thrown(e, limits, meter));
+            }
+            PromiseState::Pending => {}
+        }
+        let in_flight = meter.calls.borrow().iter().any(|c| c.ok.is_none());
+        if !in_flight {
+            return Ok(End::Threw(
+                "the script is waiting for a promise that nothing will settle (only the \
+                 promises of tools.* calls settle here; there are no timers)"
+                    .into(),
+            ));
+        }
+        let left = limits.wall_time.saturating_sub(meter.started.elapsed());
+        let waiting = Instant::now();
+        let reply = replies.recv_timeout(left);
+        meter.waited.set(meter.waited.get() + waiting.elapsed());
+        let Ok((id, result)) = reply else {
+            meter.stopped.set(Some(Bound::WallTime));
+            return Ok(End::Stopped(Bound::WallTime));
+        };
+        let failed = result.is_error == Some(true);
+        if let Some(call) = meter.calls.borrow_mut().get_mut(id as usize) {
+            call.ok = Some(!failed);
+        }
+        let payload = if failed {
+            text_of(&result)
+        } else {
+            json!({
+                "text": text_of(&result),
+                "data": result.structured_content.clone().unwrap_or(Json::Null),
+            })
+            .to_string()
+        };
+        let bytes = meter.bytes.get() + payload.len();
+        meter.bytes.set(bytes);
+        if bytes > limits.bytes {
+            meter.stopped.set(Some(Bound::Bytes));
+            return Ok(End::Stopped(Bound::Bytes));
+        }
+        if let Err(e) = settle.call::<_, ()>((id, !failed, payload)).catch(ctx) {
+            return Ok(thrown(e, limits, meter));
+        }
+    }
+}
+
+/// The text blocks of a result, joined.
+fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The script's return value as the tool's text: a string as-is, the rest as JSON.
+fn returned<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> String {
+    if let Some(s) = value.as_string() {
+        return s.to_string().unwrap_or_default();
+    }
+    if value.is_undefined() {
+        return "(the script returned nothing)".into();
+    }
+    match ctx.json_stringify(value) {
+        Ok(Some(s)) => s.to_string().unwrap_or_default(),
+        Ok(None) => "(the script returned a value JSON cannot hold)".into(),
+        Err(e) => format!("(the script's value could not be turned into JSON: {e})"),
+    }
+}
+
+/// How a thrown value reads: its message and the script's line.
+fn thrown(e: CaughtError<'_>, limits: &CodeLimits, meter: &Meter) -> End {
+    if let Some(bound) = meter.stopped.get() {
+        return End::Stopped(bound);
+    }
+    match e {
+        CaughtError::Exception(exception) => {
+            let message = exception.message().unwrap_or_default();
+            if message.contains("out of memory") {
+                meter.stopped.set(Some(Bound::Memory));
+                return End::Stopped(Bound::Memory);
+            }
+            if message == "interrupted" {
+                if let Some(bound) = meter.over(limits) {
+                    return End::Stopped(bound);
+                }
+            }
+            let name: String = exception
+                .as_object()
+                .get::<_, rquickjs::Coerced<String>>("name")
+                .map(|n| n.0)
+                .unwrap_or_else(|_| "Error".into());
+            let line = exception.stack().as_deref().and_then(script_line);
+            match line {
+                Some(line) => End::Threw(format!("{name}: {message} (line {line})")),
+                None => End::Threw(format!("{name}: {message}")),
+            }
+        }
+        CaughtError::Value(value) => {
+            let text = value
+                .as_string()
+                .and_then(|s| s.to_string().ok())
+                .or_else(|| {
+                    value
+                        .ctx()
+                        .json_stringify(value.clone())
+                        .ok()
+                        .flatten()
+                        .and_then(|s| s.to_string().ok())
+                })
+                .unwrap_or_else(|| "a value".into());
+            End::Threw(format!("the script threw {text}"))
+        }
+        CaughtError::Error(e) => {
+            if matches!(e, rquickjs::Error::Allocation) {
+                meter.stopped.set(Some(Bound::Memory));
+                return End::Stopped(Bound::Memory);
+            }
+            End::Threw(e.to_string())
+        }
+    }
+}
+
+/// The first line of the script named in a stack trace (`code:LINE:COL`).
+fn script_line(stack: &str) -> Option<u32> {
+    let marker = format!("{FILENAME}:");
+    let at = stack.find(&marker)?;
+    let rest = &stack[at + marker.len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
