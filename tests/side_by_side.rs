@@ -453,6 +453,9 @@ async fn playwright_mcp(cli: &Path, chromium: &Path) -> Client {
             "--isolated",
         ])
         .args(["--viewport-size", "1280x800"])
+        // Its console logs and saved files go there, not into the checkout.
+        .arg("--output-dir")
+        .arg(std::env::temp_dir().join("side-by-side-playwright-mcp"))
         .arg("--executable-path")
         .arg(chromium)
         .stderr(std::process::Stdio::null());
