@@ -24,11 +24,11 @@ beforeEach(() => {
 });
 afterEach(() => { delete globalThis.chrome; });
 
-test('attaching enables Page, Runtime and Network events, and keeps revoked blob: URLs readable for downloads', async () => {
+test('attaching enables Page, Runtime, Network and WebMCP events, and keeps revoked blob: URLs readable for downloads', async () => {
   const sessions = new DebuggerSessions();
   await sessions.send(1, 'Runtime.evaluate', { expression: '1' });
   assert.deepEqual(sent, ['Emulation.setFocusEmulationEnabled', 'Page.enable', 'Runtime.enable', 'Network.enable',
-    'Page.addScriptToEvaluateOnNewDocument', 'Runtime.evaluate']);
+    'WebMCP.enable', 'Page.addScriptToEvaluateOnNewDocument', 'Runtime.evaluate']);
 });
 
 test('a command that is waiting when a dialog opens stops waiting and says which dialog', async () => {
