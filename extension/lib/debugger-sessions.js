@@ -19,6 +19,7 @@ import { EventTaps } from './event-taps.js';
 import { NetworkLog } from './network.js';
 import { PageEvents } from './page-events.js';
 import { WebMcpTools } from './webmcp-store.js';
+import { WEBMCP_BINDING, WEBMCP_SCRIPT } from './webmcp.js';
 
 /** CDP protocol version every Chromium since 2017 speaks. */
 const PROTOCOL_VERSION = '1.3';
@@ -163,9 +164,17 @@ export class DebuggerSessions {
           .catch(() => {})));
     // In each new document: blob: URLs stay readable for a download's capture (downloads.js),
     // and DOM changes are timed for settling (settle.js).
-    const source = `${KEEP_BLOBS_SCRIPT};\n${DOM_WATCH_SCRIPT};`;
-    await withTimeout(chrome.debugger.sendCommand({ tabId }, 'Page.addScriptToEvaluateOnNewDocument', { source }),
-        ENABLE_TIMEOUT_MS, () => 'Page.addScriptToEvaluateOnNewDocument timed out').catch(() => {});
+    // The page's own tools (webmcp.js): changes reported through a binding, in this document too.
+    const source = `${KEEP_BLOBS_SCRIPT};\n${DOM_WATCH_SCRIPT};\n${WEBMCP_SCRIPT};`;
+    for (const [method, params] of [
+      ['Runtime.addBinding', { name: WEBMCP_BINDING }],
+      ['Page.addScriptToEvaluateOnNewDocument', { source }],
+    ]) {
+      await withTimeout(chrome.debugger.sendCommand({ tabId }, method, params),
+          ENABLE_TIMEOUT_MS, () => `${method} timed out`).catch(() => {});
+    }
+    // Not awaited: behind a dialog it waits for the answer, and attaching must not.
+    chrome.debugger.sendCommand({ tabId }, 'Runtime.evaluate', { expression: WEBMCP_SCRIPT }).catch(() => {});
   }
 
   /**

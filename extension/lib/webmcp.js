@@ -10,17 +10,58 @@
  *   outside the page; there is no CDP command that invokes one;
  * - the CDP domain `WebMCP` (feature `DevToolsWebMCPSupport`): `WebMCP.enable`, then
  *   `toolsAdded`/`toolsRemoved` as tools come and go (main frame only), `toolInvoked` and
- *   `toolResponded` (with the page's exception when a tool threw).
+ *   `toolResponded` (with the page's exception when a tool threw). A DevTools client on the
+ *   remote debugging port gets it; chrome.debugger (an extension) is answered "'WebMCP.enable'
+ *   wasn't found" in Chromium 148, so it is enabled on attach in case a later Chrome allows it.
  *
  * So the tools are listed through the page API, in the main frame and every same-origin frame
- * below it; the CDP events keep a per-tab record (frame ids, form tools, the page's own error
- * of a call) and tell the client when the set changes. The store here is pure: Node tests it.
+ * below it. {@link WEBMCP_SCRIPT}, run in every agent document, reports changes of the set
+ * (`toolchange`) through the binding {@link WEBMCP_BINDING} (its `Runtime.bindingCalled`
+ * events reach the client like any CDP event), and keeps the message of the exception a tool
+ * threw, which `executeTool` does not pass on.
  */
 
 import { targetTab } from './commands.js';
 import { invalidParams, serverError } from './rpc.js';
 
 export { WebMcpTools } from './webmcp-store.js';
+
+/** The CDP binding through which agent documents say their tools changed. */
+export const WEBMCP_BINDING = '__mcpRelayPageToolsChanged';
+/** Where WEBMCP_SCRIPT keeps what it knows in the page (a symbol: no page name collides). */
+const PAGE_KEY = 'mcp-relay.webmcp';
+
+/**
+ * Run in each agent document (main frame and frames; on attach and in each new document):
+ * calls the binding when the page's tools change, and wraps each tool the page registers from
+ * then on so the message of an exception it throws can be told to the agent. The wrapper
+ * passes arguments and results through untouched.
+ */
+export const WEBMCP_SCRIPT = `(() => {
+  const key = Symbol.for(${JSON.stringify(PAGE_KEY)});
+  const context = navigator.modelContext;
+  if (!context || Object.prototype.hasOwnProperty.call(window, key)) return;
+  const state = { errors: Object.create(null) };
+  Object.defineProperty(window, key, { value: state });
+  const register = context.registerTool;
+  context.registerTool = function registerTool(tool, ...rest) {
+    const execute = tool && tool.execute;
+    if (typeof execute === 'function') {
+      const name = String(tool.name);
+      tool = { ...tool, execute: async function (...args) {
+        try {
+          return await execute.apply(this, args);
+        } catch (error) {
+          state.errors[name] = String((error && error.message !== undefined) ? (error.name ? error.name + ': ' : '') + error.message : error);
+          throw error;
+        }
+      } };
+    }
+    return register.call(this, tool, ...rest);
+  };
+  const tell = () => { try { window[${JSON.stringify(WEBMCP_BINDING)}]?.('changed'); } catch {} };
+  navigator.modelContextTesting?.addEventListener?.('toolchange', tell);
+})()`;
 
 /** A page tool's call may take this long before the agent is told it timed out. */
 export const PAGE_TOOL_TIMEOUT_MS = 30_000;
@@ -88,13 +129,16 @@ export function executePageTool(framePath, name, input, timeoutMs) {
   const testing = win.navigator.modelContextTesting;
   if (!testing)
     return { error: 'no-testing-api' };
+  const state = win[Symbol.for('mcp-relay.webmcp')];
+  if (state)
+    delete state.errors[name];
   let timer;
   const timeout = new Promise(resolve => {
     timer = setTimeout(() => resolve({ error: 'timeout' }), timeoutMs);
   });
   const call = Promise.resolve()
       .then(() => testing.executeTool(name, input))
-      .then(result => ({ ok: true, result: result ?? null }), error => ({ error: 'threw', message: String(error?.message ?? error), errorName: String(error?.name ?? '') }));
+      .then(result => ({ ok: true, result: result ?? null }), error => ({ error: 'threw', message: String(error?.message ?? error), pageError: state?.errors[name] }));
   return Promise.race([call, timeout]).finally(() => clearTimeout(timer));
 }
 
@@ -133,11 +177,12 @@ export function describeTool(listed, reported) {
  *
  * @param {string} name
  * @param {number} tabId
- * @param {{message: string}} answer
+ * @param {{message: string, pageError?: string}} answer what executeTool rejected with, and
+ *   the tool's own exception when WEBMCP_SCRIPT saw it
  * @param {any} response `WebMCP.toolResponded` params, if any
  */
 export function pageToolError(name, tabId, answer, response) {
-  const pageSays = response?.exception?.description?.split('\n')[0] || response?.errorText || answer.message;
+  const pageSays = answer.pageError || response?.exception?.description?.split('\n')[0] || response?.errorText || answer.message;
   if (/reading 'requestUserInteraction'/.test(pageSays))
     return serverError(`Page tool "${name}" in tab ${tabId} asked for the person's interaction (requestUserInteraction); ` +
         'it was not answered for them. Ask the person to use the page themselves.');

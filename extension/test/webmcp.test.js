@@ -85,3 +85,30 @@ test('pageTools and callPageTool take a tab, a tool name and object arguments', 
   assert.throws(() => validateParams(COMMANDS.callPageTool.params, { name: 'add', arguments: 'a=1' }),
       error => error.code === ErrorCode.INVALID_PARAMS);
 });
+
+test('the agent documents\' script keeps a tool\'s exception, passes results through, and reports changes once installed', async () => {
+  const { runInNewContext } = await import('node:vm');
+  const { WEBMCP_BINDING, WEBMCP_SCRIPT } = await import('../lib/webmcp.js');
+  const registered = [];
+  const listeners = [];
+  const told = [];
+  const window = {};
+  const navigator = {
+    modelContext: { registerTool(tool) { registered.push(tool); } },
+    modelContextTesting: { addEventListener: (type, fn) => listeners.push([type, fn]) },
+  };
+  window[WEBMCP_BINDING] = what => told.push(what);
+  const sandbox = { window, navigator, Symbol, Object, String };
+  runInNewContext(WEBMCP_SCRIPT, sandbox);
+  runInNewContext(WEBMCP_SCRIPT, sandbox);
+  assert.equal(listeners.length, 1, 'installed once per document');
+  navigator.modelContext.registerTool({ name: 'ok', execute: async ({ a }) => ({ twice: a * 2 }) });
+  navigator.modelContext.registerTool({ name: 'bad', execute: () => { throw new RangeError('too many'); } });
+  assert.deepEqual(await registered[0].execute({ a: 2 }), { twice: 4 });
+  await assert.rejects(registered[1].execute({}), /too many/);
+  const state = window[Symbol.for('mcp-relay.webmcp')];
+  assert.equal(state.errors.bad, 'RangeError: too many');
+  assert.equal(state.errors.ok, undefined);
+  listeners[0][1]();
+  assert.deepEqual(told, ['changed']);
+});
