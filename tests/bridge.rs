@@ -89,10 +89,14 @@ async fn tools_list_has_every_browser_tool_with_schema_title_and_honest_hints() 
         ("browser_close", (false, true, true, true)),
         ("browser_connect", (false, false, true, false)),
         ("browser_console_messages", (true, false, true, true)),
+        ("browser_downloads", (false, false, true, true)),
         ("browser_drag", (false, true, false, true)),
+        ("browser_drop", (false, true, false, true)),
+        ("browser_emulate_media", (false, false, true, true)),
         ("browser_evaluate", (false, true, false, true)),
         ("browser_file_upload", (false, true, false, true)),
         ("browser_fill_form", (false, true, false, true)),
+        ("browser_find", (true, false, true, true)),
         ("browser_handle_dialog", (false, true, false, true)),
         ("browser_hover", (false, false, true, true)),
         ("browser_list", (true, false, true, false)),
@@ -140,6 +144,27 @@ async fn tools_list_has_every_browser_tool_with_schema_title_and_honest_hints() 
     assert_eq!(schema("browser_type")["required"], json!(["text"]));
     assert!(schema("browser_type")["properties"]["ref"].is_object());
     assert!(schema("browser_type")["properties"]["selector"].is_object());
+    // Playwright MCP's names: target wherever an element is named.
+    for tool in [
+        "browser_click",
+        "browser_type",
+        "browser_hover",
+        "browser_select_option",
+        "browser_evaluate",
+        "browser_file_upload",
+        "browser_take_screenshot",
+        "browser_snapshot",
+        "browser_find",
+        "browser_drop",
+    ] {
+        assert_eq!(
+            schema(tool)["properties"]["target"]["type"],
+            "string",
+            "{tool}"
+        );
+    }
+    assert!(schema("browser_drag")["properties"]["startTarget"].is_object());
+    assert!(schema("browser_drag")["properties"]["endTarget"].is_object());
     assert_eq!(schema("browser_tabs")["required"], json!(["action"]));
     assert_eq!(
         schema("browser_tabs")["properties"]["action"]["enum"],
@@ -356,15 +381,18 @@ async fn a_multi_megabyte_screenshot_arrives_intact_even_with_a_result_limit() {
 }
 
 #[tokio::test]
-async fn long_text_results_are_cut_with_a_note_and_the_rest_comes_with_offset() {
+async fn long_text_results_come_in_parts_at_line_boundaries_and_offset_reads_on() {
     let relay = relay().await;
     let mut extension = Extension::connect(&relay, USER, "Chrome", "client-1").await;
-    let bridge = bridge(&relay.url("/mcp"), &["--max-result-bytes", "1000"]).await;
-    let page_text: String = (0..900).map(|i| format!("é{i} ")).collect();
-    let answer = json!({"tabId": 1, "url": "https://example.com/", "title": "Long", "text": page_text,
-        "textTruncated": false, "elements": [], "elementsTruncated": false});
-    let full = answer.to_string();
-    assert!(full.len() > 4000);
+    // The former flag name still works, and counts characters now.
+    let bridge = bridge(&relay.url("/mcp"), &["--max-result-bytes", "1500"]).await;
+    let outline: String = (0..400)
+        .map(|i| format!("- listitem \"é{i} \\\"quoted\\\"\" [ref=e{i}]\n"))
+        .collect();
+    let answer = json!({"tabId": 1, "url": "https://example.com/", "title": "Long",
+        "snapshot": outline});
+    // What a model reads in all: a plain header, then the outline exactly as printed.
+    let full = format!("Tab 1 · https://example.com/ · Long\n\n{outline}");
 
     let (_, first) = call_answered(
         &bridge,
@@ -375,36 +403,39 @@ async fn long_text_results_are_cut_with_a_note_and_the_rest_comes_with_offset() 
     )
     .await;
     assert!(!is_error(&first), "{first}");
+    assert_eq!(first["structuredContent"]["url"], "https://example.com/");
     let mut chunk = text(&first);
     let mut collected = String::new();
     let mut calls = 1;
     loop {
+        assert!(
+            chunk.chars().count() <= 1500,
+            "a part of {} characters",
+            chunk.chars().count()
+        );
         let (body, note) = chunk
-            .split_once("\n\n[")
+            .rsplit_once("[Part ")
             .unwrap_or_else(|| panic!("no note in {chunk}"));
-        assert!(body.len() <= 1000, "chunk of {} bytes", body.len());
+        // Parts end at line boundaries: the note is on a line of its own.
+        assert!(body.ends_with('\n'), "{body}");
         collected.push_str(body);
-        if note.starts_with("End of the result") {
+        if note.contains("End of the result.") {
             break;
         }
-        assert!(
-            note.contains("call browser_snapshot with {\"offset\": "),
-            "{note}"
-        );
-        assert!(note.contains("--max-result-bytes"), "{note}");
         let offset: u64 = note
             .split("{\"offset\": ")
             .nth(1)
             .and_then(|rest| rest.split('}').next())
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("no offset in {note}"));
-        assert_eq!(offset as usize, collected.len());
+        assert!(note.contains("call browser_snapshot with"), "{note}");
+        assert_eq!(offset as usize, collected.chars().count());
         // Served from the bridge's memory: the extension sees nothing.
         let next = call(&bridge, "browser_snapshot", json!({"offset": offset})).await;
         assert!(!is_error(&next), "{next}");
         chunk = text(&next);
         calls += 1;
-        assert!(calls < 20, "too many chunks");
+        assert!(calls < 100, "too many parts");
     }
     assert_eq!(collected, full);
     assert!(calls >= 5);
@@ -413,7 +444,7 @@ async fn long_text_results_are_cut_with_a_note_and_the_rest_comes_with_offset() 
         .expect_silence(Duration::from_millis(200))
         .await;
 
-    // A tool without offset explains how to see everything instead.
+    // A tool without offset says how to see everything instead.
     let long_name = "n".repeat(3000);
     let (_, cut) = call_answered(
         &bridge,
@@ -423,7 +454,131 @@ async fn long_text_results_are_cut_with_a_note_and_the_rest_comes_with_offset() 
         json!({"hovered": true, "element": long_name}),
     )
     .await;
-    assert!(text(&cut).contains("larger --max-result-bytes"), "{cut}");
+    assert!(text(&cut).contains("larger --max-result-chars"), "{cut}");
+    bridge.cancel().await.unwrap();
+}
+
+/// Issue 23: Playwright MCP's `target`, `browser_find`, `browser_drop`, `browser_emulate_media`
+/// and downloads reach the extension as the wire contract (/work/contract-23.md) says, and
+/// their results read as text.
+#[tokio::test]
+async fn issue_23_tools_speak_the_contracts_commands() {
+    let relay = relay().await;
+    let mut extension = Extension::connect(&relay, USER, "Chrome", "client-1").await;
+    let downloads = tempfile::tempdir().unwrap();
+    let downloads_dir = downloads.path().to_string_lossy().into_owned();
+    let bridge = bridge(&relay.url("/mcp"), &["--downloads-dir", &downloads_dir]).await;
+
+    // target: a ref goes as `ref`, anything else as `selector`.
+    let (request, _) = call_answered(
+        &bridge,
+        &mut extension,
+        "browser_click",
+        json!({"target": "f1e3"}),
+        json!({"tabId": 7, "clicked": true}),
+    )
+    .await;
+    assert_eq!(request["params"], json!({"ref": "f1e3"}));
+    let (request, _) = call_answered(
+        &bridge,
+        &mut extension,
+        "browser_drag",
+        json!({"startTarget": "li:first-child", "endTarget": "e9"}),
+        json!({"tabId": 7, "dragged": true}),
+    )
+    .await;
+    assert_eq!(
+        request["params"],
+        json!({"startSelector": "li:first-child", "endRef": "e9"})
+    );
+
+    // browser_find: one outline from the extension, searched in the bridge.
+    let outline = "- main [ref=e1]:\n  - list \"Todo\" [ref=e2]:\n    - listitem [ref=e3]: Buy milk\n  - button \"Save\" [ref=e4]";
+    let (request, found) = call_answered(
+        &bridge,
+        &mut extension,
+        "browser_find",
+        json!({"regex": "/save/i"}),
+        json!({"tabId": 7, "url": "https://t/", "title": "T", "snapshot": outline}),
+    )
+    .await;
+    assert_eq!(request["method"], "snapshot");
+    assert_eq!(request["params"], json!({"format": "outline"}));
+    assert!(
+        text(&found).contains("- main [ref=e1]:\n") && text(&found).contains("[ref=e4]  ◀"),
+        "{found}"
+    );
+    assert_eq!(found["structuredContent"]["matches"], 1);
+
+    // browser_drop: files read here, plus MIME data.
+    let file = downloads.path().join("note.txt");
+    std::fs::write(&file, "héllo").unwrap();
+    let (request, dropped) = call_answered(
+        &bridge,
+        &mut extension,
+        "browser_drop",
+        json!({"target": "e2", "paths": [file], "data": {"text/plain": "x"}}),
+        json!({"tabId": 7, "dropped": {"files": 1, "types": ["Files", "text/plain"]}, "accepted": true}),
+    )
+    .await;
+    assert_eq!(request["method"], "drop");
+    assert_eq!(request["params"]["ref"], "e2");
+    assert_eq!(request["params"]["data"], json!({"text/plain": "x"}));
+    assert_eq!(request["params"]["files"][0]["name"], "note.txt");
+    assert_eq!(request["params"]["files"][0]["data"], "aMOpbGxv");
+    assert_eq!(ok_json(&dropped)["accepted"], true);
+
+    // browser_emulate_media: null clears, absent is left alone.
+    let (request, _) = call_answered(
+        &bridge,
+        &mut extension,
+        "browser_emulate_media",
+        json!({"colorScheme": "dark", "reducedMotion": null}),
+        json!({"tabId": 7, "emulated": {"colorScheme": "dark"}}),
+    )
+    .await;
+    assert_eq!(request["method"], "emulateMedia");
+    assert_eq!(
+        request["params"],
+        json!({"colorScheme": "dark", "reducedMotion": null})
+    );
+
+    // A download the click started is taken and saved where the bridge runs.
+    let extension_side = async {
+        let click = extension.next_request().await;
+        extension
+            .reply(
+                &click,
+                json!({"tabId": 7, "clicked": true, "downloads": [{"id": "d1", "url": "https://t/r.csv",
+                    "filename": "r.csv", "mimeType": "text/csv", "bytes": 4, "state": "complete"}]}),
+            )
+            .await;
+        let take = extension.next_request().await;
+        extension
+            .reply(
+                &take,
+                json!({"id": "d1", "filename": "r.csv", "mimeType": "text/csv", "bytes": 4, "data": "YSxiCg=="}),
+            )
+            .await;
+        take
+    };
+    let (clicked, take) = tokio::join!(
+        call(&bridge, "browser_click", json!({"target": "#export"})),
+        extension_side
+    );
+    assert_eq!(take["method"], "takeDownload");
+    assert_eq!(take["params"]["id"], "d1");
+    assert!(take["params"]["maxBytes"].as_u64().unwrap() > 1_000_000);
+    let saved = downloads.path().join("r.csv");
+    assert_eq!(std::fs::read(&saved).unwrap(), b"a,b\n");
+    assert!(
+        text(&clicked).contains(&format!("saved as {}", saved.display())),
+        "{clicked}"
+    );
+    assert_eq!(
+        clicked["structuredContent"]["downloads"][0]["saved"],
+        saved.display().to_string()
+    );
     bridge.cancel().await.unwrap();
 }
 
@@ -446,9 +601,12 @@ async fn extension_and_argument_errors_become_tool_errors_a_model_can_act_on() {
         refusing
     );
     assert!(is_error(&result), "{result}");
-    assert_eq!(
-        text(&result),
-        "browser_click failed: the browser could not do it: No element matches selector #missing"
+    assert!(
+        text(&result).starts_with(
+            "browser_click failed: the browser could not do it: No element matches selector \
+             #missing"
+        ),
+        "{result}"
     );
 
     // Arguments a model gets wrong are explained without bothering the browser.
@@ -536,7 +694,7 @@ async fn browser_going_away_fails_fast_and_coming_back_works_without_restarting_
     assert_eq!(request["params"], json!({"expression": "2"}));
     assert_eq!(ok_json(&after), json!({"value": 2, "type": "number"}));
     // The tool list did not change across all this.
-    assert_eq!(bridge.list_all_tools().await.unwrap().len(), 27);
+    assert_eq!(bridge.list_all_tools().await.unwrap().len(), 31);
     bridge.cancel().await.unwrap();
 }
 
@@ -815,7 +973,7 @@ async fn stdout_carries_only_mcp_frames_and_closing_stdin_stops_the_bridge() {
         }
     }
     assert_eq!(answers[&1]["result"]["protocolVersion"], "2025-06-18");
-    assert_eq!(answers[&2]["result"]["tools"].as_array().unwrap().len(), 27);
+    assert_eq!(answers[&2]["result"]["tools"].as_array().unwrap().len(), 31);
     let listed = &answers[&3]["result"];
     assert_eq!(listed["isError"], true, "{listed}");
     assert!(
@@ -851,7 +1009,7 @@ async fn official_typescript_sdk_client_initializes_lists_and_calls_a_tool() {
     let report = run_sdk_client(Path::new("node"), &client_dir.join("client.mjs"), &[], USER).await;
     assert_eq!(report["ok"], true);
     assert_eq!(report["server"], "mcp-relay");
-    assert_eq!(report["tools"], 27);
+    assert_eq!(report["tools"], 31);
     assert_eq!(
         report["answer"],
         json!({"echo": "evaluate", "params": {"expression": "document.title"}})

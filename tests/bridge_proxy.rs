@@ -18,8 +18,8 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 const USER: &str = "alice";
-/// 27 browser tools and every command of the compiled-in CDP catalog.
-const BROWSER_TOOLS: usize = 27;
+/// 31 browser tools and every command of the compiled-in CDP catalog.
+const BROWSER_TOOLS: usize = 31;
 
 use common::bridge::{
     bridge_command, call, is_error, ok_json, python_sdk_client, run_sdk_client, start_bridge, text,
@@ -247,10 +247,10 @@ async fn proxy_lists_describes_and_calls_tools_with_the_spec_annotations() {
         names,
         [
             json!("browser_snapshot"),
+            json!("browser_find"),
             json!("browser_cdp"),
             json!("browser_navigate_back"),
-            json!("browser_navigate_forward"),
-            json!("browser_select_option")
+            json!("browser_navigate_forward")
         ]
     );
     let cdp_network = client

@@ -79,8 +79,16 @@ pub fn is_error(result: &Value) -> bool {
 }
 
 /// A successful result's text parsed as JSON.
+/// The answer's fields: `structuredContent` (where the bridge puts them beside the text a model
+/// reads), else the text parsed as JSON.
 pub fn ok_json(result: &Value) -> Value {
     assert!(!is_error(result), "unexpected error: {result}");
+    if let Some(structured) = result.get("structuredContent").filter(|s| s.is_object()) {
+        let mut fields = structured.clone();
+        // Where a part is says nothing about the answer.
+        fields.as_object_mut().unwrap().remove("part");
+        return fields;
+    }
     serde_json::from_str(&text(result)).unwrap_or_else(|e| panic!("not JSON ({e}): {result}"))
 }
 

@@ -48,7 +48,8 @@ async def main(url: str, token: str) -> dict:
                 tools = [tool.name for tool in (await session.list_tools()).tools]
                 snapshot = await session.call_tool("browser_snapshot", {})
                 assert not snapshot.is_error, snapshot
-                answer = json.loads(snapshot.content[0].text)
+                # The answer's fields come as structuredContent beside the text a model reads.
+                answer = snapshot.structured_content or json.loads(snapshot.content[0].text)
         session_id = next(sid for _, _, sid in seen if sid)
         deletes = [status for method, status, _ in seen if method == "DELETE"]
         # Leaving the transport sent DELETE: the session is gone.

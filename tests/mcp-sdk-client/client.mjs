@@ -37,8 +37,9 @@ try {
   const names = tools.map((t) => t.name).sort();
   assert.deepEqual(names, [
     "browser_cdp", "browser_click", "browser_close", "browser_connect",
-    "browser_console_messages", "browser_drag", "browser_evaluate", "browser_file_upload",
-    "browser_fill_form", "browser_handle_dialog", "browser_hover", "browser_list",
+    "browser_console_messages", "browser_downloads", "browser_drag", "browser_drop",
+    "browser_emulate_media", "browser_evaluate", "browser_file_upload",
+    "browser_fill_form", "browser_find", "browser_handle_dialog", "browser_hover", "browser_list",
     "browser_navigate", "browser_navigate_back", "browser_navigate_forward",
     "browser_network_requests", "browser_pdf_save", "browser_press_key", "browser_resize",
     "browser_screenshot", "browser_select_option", "browser_snapshot", "browser_status",
@@ -58,7 +59,8 @@ try {
   });
   assert.notEqual(result.isError, true, `browser_evaluate failed: ${JSON.stringify(result)}`);
   assert.equal(result.content[0].type, "text");
-  const answer = JSON.parse(result.content[0].text);
+  // The answer's fields come as structuredContent beside the text a model reads.
+  const answer = result.structuredContent ?? JSON.parse(result.content[0].text);
 
   console.log(JSON.stringify({
     ok: true,

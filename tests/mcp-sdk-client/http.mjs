@@ -41,7 +41,8 @@ try {
   const tools = (await client.listTools()).tools.map((t) => t.name);
   const snapshot = await client.callTool({ name: "browser_snapshot", arguments: {} });
   assert.notEqual(snapshot.isError, true, JSON.stringify(snapshot));
-  const answer = JSON.parse(snapshot.content[0].text);
+  // The answer's fields come as structuredContent beside the text a model reads.
+  const answer = snapshot.structuredContent ?? JSON.parse(snapshot.content[0].text);
 
   await transport.terminateSession();
   const after = await fetch(url, {

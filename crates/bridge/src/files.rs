@@ -5,7 +5,8 @@
 //! therefore read the files here and carry their bytes to the page inside the request
 //! (base64 in JSON), which the relay caps at its `--max-message-bytes`; the bridge checks the
 //! same budget first, so an upload too large is refused with a sentence naming the sizes
-//! rather than by the relay closing the socket. PDFs go the other way and are written here.
+//! rather than by the relay closing the socket. PDFs and downloads go the other way and are
+//! written here, never over an existing file.
 
 use std::path::{Path, PathBuf};
 
@@ -113,8 +114,97 @@ pub(crate) fn save_pdf(data: &str, filename: Option<&str>) -> Result<(PathBuf, u
     Ok((path, bytes.len()))
 }
 
+/// The page's name for a download, made safe as one file name here: no directories, no
+/// leading dots, no control characters.
+fn safe_file_name(name: &str) -> String {
+    let last = name.rsplit(['/', '\\']).next().unwrap_or_default();
+    let cleaned: String = last
+        .chars()
+        .map(|c| {
+            if c.is_control() || ":*?\"<>|".contains(c) {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let cleaned = cleaned.trim().trim_start_matches('.').to_owned();
+    if cleaned.is_empty() {
+        "download".into()
+    } else {
+        cleaned
+    }
+}
+
+/// Writes a download's base64 bytes in `dir` (created if needed) under its own name, or
+/// `name (1).ext`, `name (2).ext`, … when that exists: an existing file is never replaced.
+pub(crate) fn save_download(
+    dir: &Path,
+    name: &str,
+    data: &str,
+) -> Result<(PathBuf, usize), String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|e| format!("the extension's download was not base64: {e}"))?;
+    std::fs::create_dir_all(dir).map_err(|e| {
+        format!(
+            "cannot create {} on the bridge's machine: {e}",
+            dir.display()
+        )
+    })?;
+    let name = safe_file_name(name);
+    let (stem, extension) = match name.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() => (stem.to_owned(), format!(".{ext}")),
+        _ => (name.clone(), String::new()),
+    };
+    for n in 0..10_000 {
+        let candidate = if n == 0 {
+            dir.join(&name)
+        } else {
+            dir.join(format!("{stem} ({n}){extension}"))
+        };
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&candidate)
+        {
+            Ok(mut file) => {
+                std::io::Write::write_all(&mut file, &bytes)
+                    .map_err(|e| format!("cannot write {}: {e}", candidate.display()))?;
+                return Ok((candidate, bytes.len()));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(format!(
+                    "cannot create {} on the bridge's machine: {e}",
+                    candidate.display()
+                ))
+            }
+        }
+    }
+    Err(format!(
+        "{} holds too many files named {name}",
+        dir.display()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn downloads_are_saved_under_their_name_and_never_over_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (first, size) = save_download(dir.path(), "report.csv", "YSxiCg==").unwrap();
+        assert_eq!((first.clone(), size), (dir.path().join("report.csv"), 4));
+        assert_eq!(std::fs::read(&first).unwrap(), b"a,b\n");
+        let (second, _) = save_download(dir.path(), "report.csv", "eA==").unwrap();
+        assert_eq!(second, dir.path().join("report (1).csv"));
+        assert_eq!(std::fs::read(&first).unwrap(), b"a,b\n");
+        let (odd, _) = save_download(dir.path(), "../../etc/.passwd", "eA==").unwrap();
+        assert_eq!(odd, dir.path().join("passwd"));
+        let (bare, _) = save_download(dir.path(), "", "eA==").unwrap();
+        assert_eq!(bare, dir.path().join("download"));
+    }
+
     use super::*;
 
     #[test]

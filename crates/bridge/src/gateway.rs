@@ -650,6 +650,8 @@ impl Gateway {
                     let mut annotated =
                         CallToolResult::success(proxy::annotate_tool_call(result.content, &path));
                     annotated.is_error = result.is_error;
+                    // The answer's fields stay beside its text, as the tool gave them.
+                    annotated.structured_content = result.structured_content;
                     annotated
                 }
                 None => not_found("tool"),

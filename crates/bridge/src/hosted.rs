@@ -102,8 +102,9 @@ pub fn server(session: HostedSession) -> (BrowserServer, TokenRefresh) {
     let closer = relay.closer();
     let refresh = TokenRefresh(relay.clone());
     let link: Arc<dyn BrowserLink> = Arc::new(relay);
-    let toolbox = crate::tools::Toolbox::new(Arc::clone(&link), 0)
-        .with_max_message_bytes(session.max_message_bytes);
+    let toolbox =
+        crate::tools::Toolbox::new(Arc::clone(&link), crate::tools::DEFAULT_MAX_RESULT_CHARS)
+            .with_max_message_bytes(session.max_message_bytes);
     let gateway = Gateway::new(
         Arc::new(toolbox),
         session.tools,

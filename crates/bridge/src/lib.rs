@@ -10,7 +10,8 @@
 //!   [`hosted`], the tools the relay serves over Streamable HTTP, through a [`pipe`]).
 //! - [`relay_client`]: the socket to the relay, the bridge's `BrowserLink` (handshake, request matching, notifications,
 //!   reconnecting, returning to the chosen browser).
-//! - [`tools`]: the browser tools and how each maps onto an extension command.
+//! - [`tools`]: the browser tools, one typed input each, how each maps onto an extension
+//!   command, and their results as text a model reads, in parts when long.
 //! - [`gateway`]: what the host sees by `--tools` mode (direct tools, [`proxy`], retrieval
 //!   with [`retrieve`], [`bm25`], [`catalog`] and [`intent`], [`dynamic`] registration),
 //!   plus [`resources`] and [`prompts`], and the [`audit`] log of every call.
@@ -88,10 +89,23 @@ pub struct BridgeArgs {
     #[arg(long, env = "MCP_RELAY_CA_CERT")]
     pub ca_cert: Option<PathBuf>,
 
-    /// Longest text a tool returns (e.g. `100KiB`); longer text is cut and ends with a note on
-    /// how to read the rest. Images are never cut. `0` means no limit.
-    #[arg(long, env = "MCP_RELAY_MAX_RESULT_BYTES", default_value = "0", value_parser = parse_bytes)]
-    pub max_result_bytes: usize,
+    /// Longest text result, in characters (e.g. `40000` or `100K`): a longer one comes in
+    /// parts cut at line boundaries, each saying where it is and how to read on. Images are
+    /// never cut. `0` means no limit. (`--max-result-bytes` is its former name.)
+    #[arg(
+        long,
+        visible_alias = "max-result-bytes",
+        env = "MCP_RELAY_MAX_RESULT_BYTES",
+        default_value = "40000",
+        value_parser = parse_bytes
+    )]
+    pub max_result_chars: usize,
+
+    /// Where files the page downloads are saved, on this machine (default:
+    /// `mcp-relay-downloads` in the system's temporary directory). An existing file is never
+    /// replaced: a new name is chosen instead.
+    #[arg(long, env = "MCP_RELAY_DOWNLOADS_DIR")]
+    pub downloads_dir: Option<PathBuf>,
 
     /// Largest request the bridge sends (e.g. `32MiB`, the relay's default): file uploads
     /// carry their bytes in one request, and one above this is refused with a clear error
@@ -187,8 +201,9 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
         browser: args.browser.clone(),
     });
     let link: Arc<dyn link::BrowserLink> = Arc::new(relay.clone());
-    let toolbox = tools::Toolbox::new(Arc::clone(&link), args.max_result_bytes)
-        .with_max_message_bytes(args.max_message_bytes);
+    let toolbox = tools::Toolbox::new(Arc::clone(&link), args.max_result_chars)
+        .with_max_message_bytes(args.max_message_bytes)
+        .with_downloads_dir(args.downloads_dir.clone());
     let gateway = gateway::Gateway::new(Arc::new(toolbox), args.tools, dynamic, audit);
     let (stdout, pump) = wire::stdout_pump();
     let service = server::BrowserServer::new(Arc::new(gateway), link)

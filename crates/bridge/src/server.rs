@@ -26,12 +26,14 @@ use super::resources::ReadError;
 
 /// What the host reads once, at `initialize`.
 const INSTRUCTIONS: &str = "Drives the person's own web browser through an mcp-relay extension. \
-Start with browser_snapshot (an outline whose elements carry refs such as e5) or \
-browser_take_screenshot to see the page, act with browser_navigate, browser_click, browser_type, \
-browser_fill_form, browser_select_option, browser_press_key, browser_hover, browser_drag and \
-browser_file_upload (naming elements by ref), wait for text with browser_wait_for, answer \
+Start with browser_snapshot (an outline whose elements carry refs such as e5), browser_find (only \
+the lines that match, with their path) or browser_take_screenshot to see the page, act with \
+browser_navigate, browser_click, browser_type, browser_fill_form, browser_select_option, \
+browser_press_key, browser_hover, browser_drag, browser_drop and browser_file_upload (naming \
+elements by target: a ref or a CSS selector), wait for text with browser_wait_for, answer \
 alert/confirm/prompt dialogs with browser_handle_dialog, read console errors and network requests \
-with browser_console_messages and browser_network_requests, and use browser_tabs for tabs. If a \
+with browser_console_messages and browser_network_requests, and use browser_tabs for tabs. Files \
+the page downloads are saved where this server runs (browser_downloads lists them). If a \
 ref is refused, take a new snapshot. If a tool says no browser is connected, call browser_status; \
 with several browsers, pick one with browser_list and browser_connect. If a tool says the \
 browser's owner has not allowed you yet, tell the person to click Allow in the extension.";

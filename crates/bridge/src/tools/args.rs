@@ -1,0 +1,764 @@
+//! Every tool's input as one typed struct: its JSON Schema (what `tools/list` shows) and its
+//! parsing (what the tool reads) both come from it, so the two cannot drift apart.
+//!
+//! Field docs are the schema's descriptions, so they are short: `tools/list` is read by the
+//! model before its first call and weighs on every conversation. Unknown arguments are
+//! ignored (hosts and models add their own, e.g. Playwright MCP's `modifiers`), and `null`
+//! reads as absent, except in `browser_emulate_media`, where it clears an override.
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+use rmcp::model::JsonObject;
+
+/// An element, as Playwright MCP names it (`target`: a ref or a selector) and as this bridge
+/// always has (`ref`, `selector`). Playwright MCP's `element` (a description for a permission
+/// prompt) is read as any unknown argument is: ignored, and left out of the schema to keep
+/// `tools/list` short.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub(crate) struct Element {
+    /// The element: a ref from browser_snapshot (e.g. e5) or a CSS selector.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub(crate) target: Option<Name>,
+    // `ref` and `selector` are today's names, kept working; their lack of description saves
+    // room in `tools/list`, and target is described.
+    #[serde(default, rename = "ref")]
+    #[schemars(with = "Option<String>")]
+    pub(crate) reference: Option<Name>,
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub(crate) selector: Option<Name>,
+}
+
+/// How an element is named on the wire: the extension knows `ref` and `selector` only.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Named {
+    Ref(String),
+    Selector(String),
+}
+
+impl Named {
+    /// `ref` or `selector`, for the extension's params.
+    pub(crate) fn key(&self) -> &'static str {
+        match self {
+            Named::Ref(_) => "ref",
+            Named::Selector(_) => "selector",
+        }
+    }
+
+    pub(crate) fn value(&self) -> &str {
+        match self {
+            Named::Ref(s) | Named::Selector(s) => s,
+        }
+    }
+
+    /// Sets `prefix` + `Ref`/`Selector` (or `ref`/`selector` without a prefix) in `params`.
+    pub(crate) fn put(&self, params: &mut Map<String, Value>, prefix: &str) {
+        let key = if prefix.is_empty() {
+            self.key().to_owned()
+        } else {
+            format!(
+                "{prefix}{}",
+                if self.key() == "ref" {
+                    "Ref"
+                } else {
+                    "Selector"
+                }
+            )
+        };
+        params.insert(key, Value::String(self.value().to_owned()));
+    }
+}
+
+/// Whether `text` is a snapshot ref (`e5`, or `f1e3` inside a frame): the contract's
+/// `^(f\d+)?e\d+$`. Anything else in `target` is a CSS selector.
+pub(crate) fn is_ref(text: &str) -> bool {
+    let rest = match text.strip_prefix('f') {
+        Some(frame) => {
+            let digits = frame.chars().take_while(char::is_ascii_digit).count();
+            if digits == 0 {
+                return false;
+            }
+            &frame[digits..]
+        }
+        None => text,
+    };
+    rest.strip_prefix('e')
+        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+}
+
+fn non_empty(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// Resolves `target`, then `ref`, then `selector` (the first given wins); `None` when none is.
+pub(crate) fn resolve(
+    target: &Option<String>,
+    reference: &Option<String>,
+    selector: &Option<String>,
+) -> Option<Named> {
+    if let Some(target) = non_empty(target) {
+        return Some(if is_ref(target) {
+            Named::Ref(target.to_owned())
+        } else {
+            Named::Selector(target.to_owned())
+        });
+    }
+    if let Some(reference) = non_empty(reference) {
+        return Some(Named::Ref(reference.to_owned()));
+    }
+    selector
+        .as_deref()
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| Named::Selector(s.to_owned()))
+}
+
+impl Element {
+    pub(crate) fn named(&self) -> Option<Named> {
+        let text = |name: &Option<Name>| name.as_ref().map(|n| n.0.clone());
+        resolve(
+            &text(&self.target),
+            &text(&self.reference),
+            &text(&self.selector),
+        )
+    }
+
+    /// The element, or the sentence a model needs when none was given.
+    pub(crate) fn required(&self) -> Result<Named, String> {
+        self.named().ok_or_else(|| {
+            "give \"target\": the element's ref from browser_snapshot (e.g. \"e5\") or a CSS \
+             selector"
+                .into()
+        })
+    }
+}
+
+/// Parses a call's arguments into `A`, or says which argument is wrong and what it should be
+/// (the description from `schema`, so the sentence matches what `tools/list` showed).
+pub(crate) fn parse<A: DeserializeOwned>(
+    args: &JsonObject,
+    schema: &JsonObject,
+) -> Result<A, String> {
+    // `null` reads as absent everywhere (hosts send it for "not given").
+    serde_path_to_error::deserialize(Value::Object(args.clone())).map_err(|e| {
+        let path = e.path().to_string();
+        // Rust's names for numbers mean nothing to a model.
+        let mut inner = e.inner().to_string();
+        for (rust, plain) in [
+            ("expected f64", "expected a number"),
+            ("expected u8", "expected a whole number"),
+            ("expected u32", "expected a whole number"),
+            ("expected u64", "expected a whole number"),
+            ("expected i64", "expected a whole number"),
+        ] {
+            inner = inner.replace(rust, plain);
+        }
+        let top = |path: &str| path.split(['.', '[']).next().unwrap_or_default().to_owned();
+        let (field, message) = match inner.strip_prefix("missing field `") {
+            Some(rest) => {
+                let name = rest.split('`').next().unwrap_or_default().to_owned();
+                if path == "." {
+                    (name.clone(), format!("\"{name}\" is required"))
+                } else {
+                    (top(&path), format!("\"{name}\" is required in \"{path}\""))
+                }
+            }
+            // An argument of a flattened group (the element's names) has no path.
+            None if path == "." => (String::new(), inner),
+            None => (top(&path), format!("\"{path}\": {inner}")),
+        };
+        let description = schema
+            .get("properties")
+            .and_then(|p| p.get(&field))
+            .and_then(|p| p.get("description"))
+            .and_then(Value::as_str);
+        match description {
+            Some(description) => format!("{message} ({field}: {description})"),
+            None => message,
+        }
+    })
+}
+
+/// A string naming an element, whose type error says what it should be.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Name(pub(crate) String);
+
+impl<'de> Deserialize<'de> for Name {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Name, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Name;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a string naming the element: a ref from browser_snapshot such as \"e5\", \
+                     or a CSS selector",
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Name, E> {
+                Ok(Name(text.to_owned()))
+            }
+        }
+        deserializer.deserialize_str(Visitor)
+    }
+}
+
+/// `"values": "red"` reads as `["red"]` (a model often sends one value bare).
+fn one_or_many<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    match OneOrMany::deserialize(deserializer) {
+        Ok(OneOrMany::One(one)) => Ok(vec![one]),
+        Ok(OneOrMany::Many(many)) => Ok(many),
+        Err(_) => Err(serde::de::Error::custom(
+            "expected an array of option values or labels, e.g. [\"blue\"]",
+        )),
+    }
+}
+
+/// A field where `null` means something (clear the override) and absence means "unchanged".
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+/// No arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct NoArgs {}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct Connect {
+    /// Browser name or extension id (ext-…).
+    pub(crate) browser: String,
+}
+
+/// Only to read on after a result came in parts: the offset its note names.
+pub(crate) type Offset = Option<u64>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum TabAction {
+    List,
+    New,
+    Select,
+    Close,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct Tabs {
+    /// list, new, select or close.
+    pub(crate) action: TabAction,
+    /// For select (required) and close.
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+    /// For new: the page to open.
+    #[serde(default)]
+    pub(crate) url: Option<String>,
+    /// For new: focus its window (default false).
+    #[serde(default)]
+    pub(crate) active: Option<bool>,
+    /// Read on in a result that came in parts.
+    #[serde(default)]
+    pub(crate) offset: Offset,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Direction {
+    Back,
+    Forward,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct Navigate {
+    /// The URL to load.
+    #[serde(default)]
+    pub(crate) url: Option<String>,
+    /// Instead of url: go back or forward in history.
+    #[serde(default)]
+    pub(crate) direction: Option<Direction>,
+    /// Also return the page's outline afterwards.
+    #[serde(default)]
+    pub(crate) outline: Option<bool>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct TabOnly {
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Button {
+    Left,
+    Right,
+    Middle,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct Click {
+    #[serde(flatten)]
+    pub(crate) on: Element,
+    /// Instead of target: viewport x, with y.
+    #[serde(default)]
+    pub(crate) x: Option<serde_json::Number>,
+    #[serde(default)]
+    pub(crate) y: Option<serde_json::Number>,
+    #[serde(default)]
+    pub(crate) button: Option<Button>,
+    #[serde(default, rename = "doubleClick")]
+    pub(crate) double_click: Option<bool>,
+    #[serde(default, rename = "clickCount")]
+    #[schemars(range(min = 1))]
+    pub(crate) click_count: Option<u32>,
+    /// Also return the page's outline afterwards.
+    #[serde(default)]
+    pub(crate) outline: Option<bool>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct Type {
+    #[serde(flatten)]
+    pub(crate) on: Element,
+    pub(crate) text: String,
+    /// Press Enter afterwards.
+    #[serde(default)]
+    pub(crate) submit: Option<bool>,
+    /// Also return the page's outline afterwards.
+    #[serde(default)]
+    pub(crate) outline: Option<bool>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct Hover {
+    #[serde(flatten)]
+    pub(crate) on: Element,
+    /// Also return the page's outline afterwards.
+    #[serde(default)]
+    pub(crate) outline: Option<bool>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ImageFormat {
+    Png,
+    Jpeg,
+    Webp,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct Screenshot {
+    /// Default png; jpeg (with quality) is smaller.
+    #[serde(default)]
+    pub(crate) format: Option<ImageFormat>,
+    #[serde(default)]
+    #[schemars(range(max = 100))]
+    pub(crate) quality: Option<u8>,
+    /// The whole page, not only the viewport.
+    #[serde(default, rename = "fullPage")]
+    pub(crate) full_page: Option<bool>,
+    /// Longest side in pixels (default 1568).
+    #[serde(default, rename = "maxDimension")]
+    #[schemars(range(min = 16, max = 16384))]
+    pub(crate) max_dimension: Option<u32>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct Evaluate {
+    /// A function: () => document.title, or (element) => element.textContent with target.
+    #[serde(default)]
+    pub(crate) function: Option<String>,
+    /// Instead of function: an expression.
+    #[serde(default)]
+    pub(crate) expression: Option<String>,
+    #[serde(flatten)]
+    pub(crate) on: Element,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+    /// Read on in a result that came in parts.
+    #[serde(default)]
+    pub(crate) offset: Offset,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct Snapshot {
+    /// Only this element's subtree: a ref (e5) or a CSS selector.
+    #[serde(default)]
+    pub(crate) target: Option<String>,
+    #[serde(default, rename = "ref")]
+    #[schemars(skip)]
+    pub(crate) reference: Option<String>,
+    #[serde(default)]
+    #[schemars(skip)]
+    pub(crate) selector: Option<String>,
+    /// Only elements with refs: much shorter.
+    #[serde(default)]
+    pub(crate) interactive: Option<bool>,
+    /// Levels to show (1 = top level).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub(crate) depth: Option<u32>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+    /// Read on in a result that came in parts.
+    #[serde(default)]
+    pub(crate) offset: Offset,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct Find {
+    /// Text to find (case-insensitive).
+    #[serde(default)]
+    pub(crate) text: Option<String>,
+    /// Instead of text: a regular expression, /pattern/i for flags.
+    #[serde(default)]
+    pub(crate) regex: Option<String>,
+    /// Search only this element's subtree.
+    #[serde(default)]
+    pub(crate) target: Option<String>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct Cdp {
+    /// CDP method, e.g. Page.reload.
+    pub(crate) method: String,
+    #[serde(default)]
+    pub(crate) params: Option<Map<String, Value>>,
+    /// CDP session of a child target.
+    #[serde(default, rename = "sessionId")]
+    pub(crate) session_id: Option<String>,
+    /// Read on in a result that came in parts.
+    #[serde(default)]
+    pub(crate) offset: Offset,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct SelectOption {
+    #[serde(flatten)]
+    pub(crate) on: Element,
+    /// Values or labels of the options to select.
+    #[serde(deserialize_with = "one_or_many")]
+    #[schemars(with = "Vec<String>", length(min = 1))]
+    pub(crate) values: Vec<String>,
+    /// Also return the page's outline afterwards.
+    #[serde(default)]
+    pub(crate) outline: Option<bool>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct PressKey {
+    /// e.g. Enter, ArrowDown, Control+A.
+    pub(crate) key: String,
+    /// Also return the page's outline afterwards.
+    #[serde(default)]
+    pub(crate) outline: Option<bool>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct WaitFor {
+    /// Text to wait for.
+    #[serde(default)]
+    pub(crate) text: Option<String>,
+    /// Text to wait to disappear.
+    #[serde(default, rename = "textGone")]
+    pub(crate) text_gone: Option<String>,
+    /// Instead: seconds to wait.
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 30.0))]
+    pub(crate) time: Option<f64>,
+    /// Give up on text after this many seconds (default 10).
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 30.0))]
+    pub(crate) timeout: Option<f64>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct HandleDialog {
+    /// true for OK, false for Cancel.
+    pub(crate) accept: bool,
+    /// For a prompt: the answer.
+    #[serde(default, rename = "promptText")]
+    pub(crate) prompt_text: Option<String>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct ConsoleMessages {
+    /// Only errors and uncaught exceptions.
+    #[serde(default, rename = "onlyErrors")]
+    pub(crate) only_errors: Option<bool>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+    /// Read on in a result that came in parts.
+    #[serde(default)]
+    pub(crate) offset: Offset,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct Drag {
+    /// The element to drag: a ref or a CSS selector.
+    #[serde(default, rename = "startTarget")]
+    pub(crate) start_target: Option<String>,
+    /// The element to drop on: a ref or a CSS selector.
+    #[serde(default, rename = "endTarget")]
+    pub(crate) end_target: Option<String>,
+    #[serde(default, rename = "startRef")]
+    pub(crate) start_ref: Option<String>,
+    #[serde(default, rename = "startSelector")]
+    pub(crate) start_selector: Option<String>,
+    #[serde(default, rename = "endRef")]
+    pub(crate) end_ref: Option<String>,
+    #[serde(default, rename = "endSelector")]
+    pub(crate) end_selector: Option<String>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum FieldType {
+    Textbox,
+    Checkbox,
+    Radio,
+    Combobox,
+    Slider,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct FormField {
+    /// For the person's record.
+    pub(crate) name: String,
+    #[serde(rename = "type")]
+    pub(crate) kind: FieldType,
+    /// The field: a ref or a CSS selector.
+    #[serde(default)]
+    pub(crate) target: Option<String>,
+    #[serde(default, rename = "ref")]
+    pub(crate) reference: Option<String>,
+    #[serde(default)]
+    pub(crate) selector: Option<String>,
+    /// Text; "true"/"false" for checkbox or radio; the option for combobox.
+    pub(crate) value: Value,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct FillForm {
+    #[schemars(length(min = 1))]
+    pub(crate) fields: Vec<FormField>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct FileUpload {
+    /// Absolute paths of the files, where the bridge runs.
+    #[schemars(length(min = 1))]
+    pub(crate) paths: Vec<String>,
+    #[serde(flatten)]
+    pub(crate) on: Element,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct Drop {
+    /// The element to drop on: a ref (e5) or a CSS selector.
+    #[schemars(with = "String")]
+    pub(crate) target: Name,
+    /// Absolute paths of files to drop, where the bridge runs.
+    #[serde(default)]
+    pub(crate) paths: Option<Vec<String>>,
+    /// MIME type to string, e.g. {"text/plain": "hello"}.
+    #[serde(default)]
+    pub(crate) data: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct NetworkRequests {
+    /// A request from the list: its response body.
+    #[serde(default, rename = "requestId")]
+    pub(crate) request_id: Option<String>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+    /// Read on in a result that came in parts.
+    #[serde(default)]
+    pub(crate) offset: Offset,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum PngOrJpeg {
+    Png,
+    Jpeg,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct TakeScreenshot {
+    #[serde(default, rename = "type")]
+    pub(crate) kind: Option<PngOrJpeg>,
+    #[serde(flatten)]
+    pub(crate) on: Element,
+    /// The whole scrollable page.
+    #[serde(default, rename = "fullPage")]
+    pub(crate) full_page: Option<bool>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct Resize {
+    #[schemars(range(min = 1, max = 10000))]
+    pub(crate) width: u32,
+    #[schemars(range(min = 1, max = 10000))]
+    pub(crate) height: u32,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct PdfSave {
+    /// Where to save it (never over an existing file).
+    #[serde(default)]
+    pub(crate) filename: Option<String>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Media {
+    Screen,
+    Print,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum ColorScheme {
+    Light,
+    Dark,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum ReducedMotion {
+    Reduce,
+    NoPreference,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum ForcedColors {
+    Active,
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Contrast {
+    More,
+    NoPreference,
+}
+
+/// Each field: absent = unchanged, `null` = cleared. Serialised as the wire's params. The
+/// values are Playwright MCP's enums, as the wire contract of issue 23 fixes them.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+pub(crate) struct EmulateMedia {
+    /// CSS media type.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) media: Option<Option<Media>>,
+    /// prefers-color-scheme.
+    #[serde(
+        default,
+        rename = "colorScheme",
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) color_scheme: Option<Option<ColorScheme>>,
+    /// prefers-reduced-motion.
+    #[serde(
+        default,
+        rename = "reducedMotion",
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) reduced_motion: Option<Option<ReducedMotion>>,
+    /// forced-colors.
+    #[serde(
+        default,
+        rename = "forcedColors",
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) forced_colors: Option<Option<ForcedColors>>,
+    /// prefers-contrast.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) contrast: Option<Option<Contrast>>,
+    #[serde(default, rename = "tabId", skip_serializing_if = "Option::is_none")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_that_look_like_refs_are_refs_and_the_rest_selectors() {
+        for r in ["e5", "e123", "f1e3", "f12e0"] {
+            assert!(is_ref(r), "{r}");
+        }
+        for s in ["e", "f1", "fe3", "#e5", "e5 ", "button", "e5a", "f1e", ""] {
+            assert!(!is_ref(s), "{s}");
+        }
+        let some = |s: &str| Some(s.to_owned());
+        assert_eq!(
+            resolve(&some(" e7 "), &some("e1"), &None),
+            Some(Named::Ref("e7".into()))
+        );
+        assert_eq!(
+            resolve(&some("#go"), &None, &None),
+            Some(Named::Selector("#go".into()))
+        );
+        assert_eq!(
+            resolve(&None, &some("e1"), &some("#a")),
+            Some(Named::Ref("e1".into()))
+        );
+        assert_eq!(resolve(&some(" "), &None, &None), None);
+    }
+}

@@ -1,0 +1,248 @@
+//! `browser_find`: searching the page's outline in the bridge (issue 23's contract).
+//!
+//! The extension sends the whole outline (`snapshot`, format outline); the bridge answers only
+//! the lines that match, each under its path from the root (its ancestor lines, found by
+//! indentation) with a few lines of context, so a model finds an element and its ref for a
+//! fraction of a whole snapshot's characters.
+
+use regex::{Regex, RegexBuilder};
+
+/// Lines of context shown before and after each match.
+const CONTEXT: usize = 2;
+/// Matches shown at most; the rest are counted.
+const MAX_MATCHES: usize = 30;
+/// Characters of one shown line at most (a long text node is clipped with "…").
+const MAX_LINE_CHARS: usize = 300;
+/// Characters of snippets at most: a find stays far cheaper than a snapshot, and within one
+/// part (no `offset` to read on).
+const MAX_OUTPUT_CHARS: usize = 20_000;
+
+/// What to look for.
+#[derive(Debug)]
+pub(crate) enum Query {
+    /// Case-insensitive substring, lowercased.
+    Text(String),
+    Regex(Regex),
+}
+
+impl Query {
+    /// `text` (case-insensitive substring) or `regex` (Rust syntax; `/pattern/flags` with
+    /// flags among `i`, `m`, `s`, `x`, `u`, `g` (ignored)): exactly one of them.
+    pub(crate) fn new(text: Option<&str>, regex: Option<&str>) -> Result<Query, String> {
+        match (text, regex) {
+            (Some(_), Some(_)) => Err("give either \"text\" or \"regex\", not both".into()),
+            (None, None) => Err(
+                "give \"text\" (case-insensitive) or \"regex\" (e.g. \"/sign ?in/i\") to find"
+                    .into(),
+            ),
+            (Some(""), None) => Err("\"text\" is empty".into()),
+            (Some(text), None) => Ok(Query::Text(text.to_lowercase())),
+            (None, Some(pattern)) => {
+                let (pattern, flags) = match pattern
+                    .strip_prefix('/')
+                    .and_then(|rest| rest.rsplit_once('/'))
+                {
+                    Some((inner, flags)) if flags.chars().all(|c| "imsxug".contains(c)) => {
+                        (inner, flags)
+                    }
+                    _ => (pattern, ""),
+                };
+                if pattern.is_empty() {
+                    return Err("\"regex\" is empty".into());
+                }
+                RegexBuilder::new(pattern)
+                    .case_insensitive(flags.contains('i'))
+                    .multi_line(flags.contains('m'))
+                    .dot_matches_new_line(flags.contains('s'))
+                    .ignore_whitespace(flags.contains('x'))
+                    .size_limit(1 << 20)
+                    .build()
+                    .map(Query::Regex)
+                    .map_err(|e| format!("\"regex\" is not a valid regular expression: {e}"))
+            }
+        }
+    }
+
+    fn matches(&self, line: &str) -> bool {
+        match self {
+            Query::Text(needle) => line.to_lowercase().contains(needle.as_str()),
+            Query::Regex(regex) => regex.is_match(line),
+        }
+    }
+}
+
+fn indent(line: &str) -> usize {
+    line.len() - line.trim_start_matches(' ').len()
+}
+
+/// The indices of `line`'s ancestors, root first: each earlier line less indented than the
+/// one after it on the path.
+fn ancestors(lines: &[&str], line: usize) -> Vec<usize> {
+    let mut path = Vec::new();
+    let mut level = indent(lines[line]);
+    for i in (0..line).rev() {
+        if level == 0 {
+            break;
+        }
+        let own = indent(lines[i]);
+        if own < level && !lines[i].trim().is_empty() {
+            path.push(i);
+            level = own;
+        }
+    }
+    path.reverse();
+    path
+}
+
+fn clip(line: &str) -> String {
+    if line.chars().count() <= MAX_LINE_CHARS {
+        return line.to_owned();
+    }
+    let mut clipped: String = line.chars().take(MAX_LINE_CHARS).collect();
+    clipped.push('…');
+    clipped
+}
+
+/// What `browser_find` found in `outline`: the text a model reads (without the page header)
+/// and how many lines matched.
+pub(crate) fn search(outline: &str, query: &Query) -> (String, usize) {
+    let lines: Vec<&str> = outline.lines().collect();
+    let matched: Vec<usize> = (0..lines.len())
+        .filter(|&i| query.matches(lines[i]))
+        .collect();
+    if matched.is_empty() {
+        return (String::new(), 0);
+    }
+    let mut out = String::new();
+    // The end of the last context shown, so overlapping windows are not printed twice.
+    let mut shown_until = 0usize;
+    let mut shown_ancestors: Vec<usize> = Vec::new();
+    let mut shown = 0;
+    for (n, &line) in matched.iter().take(MAX_MATCHES).enumerate() {
+        if out.len() > MAX_OUTPUT_CHARS {
+            break;
+        }
+        shown += 1;
+        let from = line.saturating_sub(CONTEXT).max(shown_until);
+        let to = (line + CONTEXT + 1).min(lines.len());
+        if from > shown_until || n == 0 {
+            if n > 0 {
+                out.push('\n');
+            }
+            // A new snippet: its path from the root, then the window.
+            let path = ancestors(&lines, from);
+            if from > 0 && !path.is_empty() && path != shown_ancestors {
+                for &a in &path {
+                    out.push_str(&clip(lines[a]));
+                    out.push('\n');
+                }
+            }
+            shown_ancestors = path;
+            if from > 0 && ancestors(&lines, from).last().map(|a| a + 1) != Some(from) {
+                let pad = " ".repeat(indent(lines[from]));
+                out.push_str(&format!("{pad}…\n"));
+            }
+        }
+        for (i, text) in lines.iter().enumerate().take(to).skip(from) {
+            out.push_str(&clip(text));
+            if matched.binary_search(&i).is_ok() {
+                out.push_str("  ◀");
+            }
+            out.push('\n');
+        }
+        shown_until = to;
+    }
+    if matched.len() > shown {
+        out.push_str(&format!(
+            "\n[{} more matches not shown: search for something more specific, or within an \
+             element with \"target\".]\n",
+            matched.len() - shown
+        ));
+    }
+    (out, matched.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OUTLINE: &str = "\
+- banner [ref=e1]:
+  - link \"Home\" [ref=e2]
+  - navigation \"Main\" [ref=e3]:
+    - link \"Docs\" [ref=e4]
+    - link \"Blog\" [ref=e5]
+- main [ref=e6]:
+  - heading \"Welcome\" [level=1] [ref=e7]
+  - paragraph [ref=e8]: Lorem ipsum
+  - paragraph [ref=e9]: dolor sit
+  - paragraph [ref=e10]: amet
+  - list \"Todo\" [ref=e11]:
+    - listitem [ref=e12]: Buy milk
+    - listitem [ref=e13]: Sign in to the bank
+  - button \"Sign in\" [ref=e14]";
+
+    #[test]
+    fn a_match_comes_under_its_path_from_the_root_with_context_and_refs() {
+        let query = Query::new(Some("BLOG"), None).unwrap();
+        let (text, count) = search(OUTLINE, &query);
+        assert_eq!(count, 1);
+        assert!(text.starts_with("- banner [ref=e1]:\n"), "{text}");
+        assert!(text.contains("- link \"Blog\" [ref=e5]  ◀"), "{text}");
+        assert!(
+            text.contains("  - navigation \"Main\" [ref=e3]:\n"),
+            "{text}"
+        );
+
+        let query = Query::new(None, Some("/sign in/i")).unwrap();
+        let (text, count) = search(OUTLINE, &query);
+        assert_eq!(count, 2);
+        assert!(text.contains("- main [ref=e6]:\n"), "{text}");
+        assert!(
+            text.contains("    - listitem [ref=e13]: Sign in to the bank  ◀"),
+            "{text}"
+        );
+        assert!(text.contains("- button \"Sign in\" [ref=e14]  ◀"), "{text}");
+        // The two windows overlap: each line is printed once.
+        assert_eq!(text.matches("[ref=e13]").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn no_match_and_bad_queries_are_explained() {
+        let query = Query::new(Some("nowhere"), None).unwrap();
+        assert_eq!(search(OUTLINE, &query).1, 0);
+        assert!(Query::new(None, Some("(unclosed"))
+            .unwrap_err()
+            .contains("not a valid regular expression"));
+        assert!(Query::new(Some("a"), Some("b"))
+            .unwrap_err()
+            .contains("not both"));
+        assert!(Query::new(None, None).unwrap_err().contains("\"text\""));
+        // Case-sensitive by default, like Playwright MCP's.
+        let query = Query::new(None, Some("sign in")).unwrap();
+        assert_eq!(search(OUTLINE, &query).1, 0);
+    }
+
+    #[test]
+    fn many_matches_are_bounded() {
+        let outline: String = (0..500)
+            .map(|i| format!("- listitem [ref=e{i}]: row {i}\n"))
+            .collect();
+        let (text, count) = search(&outline, &Query::new(Some("row"), None).unwrap());
+        assert_eq!(count, 500);
+        assert!(text.contains("470 more matches"), "{text}");
+        assert!(text.chars().count() < 5_000);
+        // Long lines: bounded by characters too.
+        let outline: String = (0..100)
+            .map(|i| format!("- paragraph [ref=e{i}]: {}\n", "word ".repeat(200)))
+            .collect();
+        let (text, count) = search(&outline, &Query::new(Some("word"), None).unwrap());
+        assert_eq!(count, 100);
+        assert!(
+            text.chars().count() < MAX_OUTPUT_CHARS + 2_000,
+            "{}",
+            text.len()
+        );
+        assert!(text.contains("more matches not shown"), "{text}");
+    }
+}

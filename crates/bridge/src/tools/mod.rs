@@ -1,0 +1,335 @@
+//! The tools a model sees, and how each becomes an extension command.
+//!
+//! - [`args`]: each tool's input as one typed struct, the source of both its JSON Schema and
+//!   its parsing.
+//! - [`pages`]: reading and moving around (tabs, navigate, snapshot, find, evaluate, console,
+//!   network, CDP); [`actions`]: acting on the page (click, type, drag, drop, forms, media);
+//!   [`transfers`]: files crossing between the bridge's machine and the browser's (uploads,
+//!   drops, PDFs, downloads).
+//! - [`results`]: answers as plain text with `structuredContent` beside; [`parts`]: long text
+//!   in parts; [`find`]: searching an outline; [`errors`]: what a model reads when a call fails.
+//!
+//! The tool list is fixed: it does not change when the relay or the browser comes and goes,
+//! because hosts cache it and models plan with it. Availability shows up in results instead:
+//! every failure is a tool result with `isError: true` and a sentence a model can act on,
+//! never a protocol error (hosts show those as an opaque "tool failed").
+//!
+//! The annotations are hints for hosts deciding whether to ask the person first, so they are
+//! honest rather than flattering: anything that can submit a form, run script or close a tab
+//! says it may be destructive; anything that touches a web page is open-world.
+
+mod actions;
+pub(crate) mod args;
+mod errors;
+mod find;
+mod pages;
+mod parts;
+mod results;
+mod table;
+mod transfers;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{CallToolResult, JsonObject, Tool};
+use serde_json::{json, Value};
+
+use crate::link::{BrowserLink, LinkError};
+
+pub(crate) use errors::advice;
+pub(crate) use parts::DEFAULT_MAX_RESULT_CHARS;
+pub use table::definitions;
+
+use results::{error, render, success, Rendered};
+
+/// Tools whose results can be long and that therefore take `offset`.
+const PAGED: [&str; 6] = [
+    "browser_snapshot",
+    "browser_evaluate",
+    "browser_cdp",
+    "browser_tabs",
+    "browser_console_messages",
+    "browser_network_requests",
+];
+
+/// What a tool call turns into.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Plan {
+    /// `list_extensions` on the relay.
+    List,
+    /// `disconnect` + `connect` on the relay.
+    Connect(String),
+    /// The bridge's own state; nothing is sent.
+    Status,
+    /// An extension command.
+    Forward {
+        method: &'static str,
+        params: Value,
+        image: bool,
+    },
+    /// The rest of this tool's last result in parts, from this character offset.
+    Continue(usize),
+    /// `fileUpload` (or `drop`) with the bytes of `paths`, read where the bridge runs.
+    Upload {
+        method: &'static str,
+        paths: Vec<String>,
+        params: Value,
+    },
+    /// `printPdf`, its PDF written where the bridge runs.
+    SavePdf {
+        params: Value,
+        filename: Option<String>,
+    },
+    /// `snapshot` (outline), searched here (find.rs).
+    Find {
+        params: Value,
+        text: Option<String>,
+        regex: Option<String>,
+    },
+    /// `listDownloads`, then the session's saved downloads.
+    Downloads,
+}
+
+/// The tool definitions and their execution.
+pub(crate) struct Toolbox {
+    /// Where every call ends up (the relay's socket, for the bridge).
+    link: Arc<dyn BrowserLink>,
+    /// Built once: the list must be identical for every `tools/list` (see the module docs).
+    tools: Vec<Tool>,
+    /// `--max-result-chars`: the longest text result; 0 for no limit.
+    max_result_chars: usize,
+    /// The full text of each paged tool's last result in parts, for `offset`.
+    in_parts: Mutex<HashMap<String, Arc<str>>>,
+    /// `--max-message-bytes`: the budget of one upload's or download's bytes; 0 for no limit.
+    max_message_bytes: usize,
+    /// Where downloads are saved, and what this session saved.
+    downloads: transfers::Downloads,
+}
+
+impl Toolbox {
+    pub(crate) fn new(link: Arc<dyn BrowserLink>, max_result_chars: usize) -> Toolbox {
+        Toolbox {
+            link,
+            tools: definitions(),
+            max_result_chars,
+            in_parts: Mutex::new(HashMap::new()),
+            max_message_bytes: 0,
+            downloads: transfers::Downloads::new(None),
+        }
+    }
+
+    pub(crate) fn with_max_message_bytes(mut self, max_message_bytes: usize) -> Toolbox {
+        self.max_message_bytes = max_message_bytes;
+        self
+    }
+
+    /// Saves downloads in `dir` instead of the system's temporary directory.
+    pub(crate) fn with_downloads_dir(mut self, dir: Option<PathBuf>) -> Toolbox {
+        self.downloads = transfers::Downloads::new(dir);
+        self
+    }
+
+    pub(crate) fn definitions(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// The way to the browser, for the resources that read it directly.
+    pub(crate) fn link(&self) -> &dyn BrowserLink {
+        &*self.link
+    }
+
+    pub(crate) fn knows(&self, name: &str) -> bool {
+        self.tools.iter().any(|tool| tool.name == name)
+    }
+
+    /// Runs a tool. Never fails: problems are results with `isError: true`.
+    pub(crate) async fn call(&self, name: &str, args: &JsonObject) -> CallToolResult {
+        let plan = match table::plan(name, args) {
+            Ok(plan) => plan,
+            Err(message) => return error(format!("{name}: {message}")),
+        };
+        self.run(name, plan)
+            .await
+            .unwrap_or_else(|e| error(format!("{name} failed: {}", advice(&e))))
+    }
+
+    async fn run(&self, name: &str, plan: Plan) -> Result<CallToolResult, LinkError> {
+        match plan {
+            Plan::Status => Ok(self.answer(name, &json!(self.link.status()))),
+            Plan::List => self.list().await,
+            Plan::Connect(wanted) => {
+                let chosen = self.link.choose(&wanted).await?;
+                Ok(self.answer(
+                    name,
+                    &json!({"connected": true, "extension_id": chosen.extension_id, "name": chosen.name}),
+                ))
+            }
+            Plan::Forward {
+                method,
+                params,
+                image,
+            } => {
+                let mut result = self.link.call(method, params).await?;
+                if image {
+                    return Ok(results::screenshot_result(&result));
+                }
+                self.take_downloads(&mut result).await;
+                Ok(self.answer(name, &result))
+            }
+            Plan::Continue(offset) => Ok(self.continue_result(name, offset)),
+            Plan::Upload {
+                method,
+                paths,
+                mut params,
+            } => {
+                if !paths.is_empty() {
+                    match crate::files::read_upload(&paths, self.max_message_bytes) {
+                        Err(message) => return Ok(error(format!("{name}: {message}"))),
+                        Ok(files) => params["files"] = Value::Array(files),
+                    }
+                }
+                let mut result = self.link.call(method, params).await?;
+                self.take_downloads(&mut result).await;
+                Ok(self.answer(name, &result))
+            }
+            Plan::SavePdf { params, filename } => {
+                let result = self.link.call("printPdf", params).await?;
+                Ok(results::pdf_result(&result, filename.as_deref()))
+            }
+            Plan::Find {
+                params,
+                text,
+                regex,
+            } => {
+                let result = self.link.call("snapshot", params).await?;
+                Ok(self.found(&result, text.as_deref(), regex.as_deref()))
+            }
+            Plan::Downloads => self.list_downloads().await,
+        }
+    }
+
+    async fn list(&self) -> Result<CallToolResult, LinkError> {
+        let list = self.link.list_browsers().await?;
+        let status = self.link.status();
+        let current = status
+            .browser
+            .filter(|_| status.browser_connected)
+            .map(|b| b.extension_id);
+        let browsers: Vec<Value> = list
+            .iter()
+            .map(|row| {
+                json!({
+                    "id": row.id,
+                    "name": row.name,
+                    "version": row.version,
+                    "current": current.as_deref() == Some(row.id.as_str()),
+                })
+            })
+            .collect();
+        Ok(self.answer("browser_list", &json!({ "browsers": browsers })))
+    }
+
+    /// `browser_find`'s answer from the outline the extension sent.
+    fn found(&self, result: &Value, text: Option<&str>, regex: Option<&str>) -> CallToolResult {
+        let query = match find::Query::new(text, regex) {
+            Ok(query) => query,
+            Err(message) => return error(format!("browser_find: {message}")),
+        };
+        let Some(outline) = result["snapshot"].as_str() else {
+            return error(
+                "browser_find failed: the extension's answer held no outline; update the \
+                 mcp-relay extension"
+                    .into(),
+            );
+        };
+        let wanted = text.or(regex).unwrap_or_default();
+        let (snippets, count) = find::search(outline, &query);
+        let head = results::header(result);
+        let lines = outline.lines().count();
+        let text = if count == 0 {
+            format!(
+                "{head}\nNo line of the page's outline ({lines} lines) matches {wanted:?}. Try \
+                 other words, a regex, or browser_snapshot to read the page."
+            )
+        } else {
+            format!(
+                "{head}\n{count} of {lines} outline lines match {wanted:?} (◀), each under its \
+                 path from the root:\n\n{snippets}"
+            )
+        };
+        let structured = json!({
+            "tabId": result["tabId"],
+            "url": result["url"],
+            "title": result["title"],
+            "matches": count,
+        });
+        self.deliver(
+            "browser_find",
+            Rendered {
+                text: text.trim_end().to_owned(),
+                structured: Some(structured),
+            },
+        )
+    }
+
+    /// `value` rendered for a model (results.rs) and cut into parts when long.
+    fn answer(&self, tool: &str, value: &Value) -> CallToolResult {
+        self.deliver(tool, render(tool, value))
+    }
+
+    /// The first part of `rendered` (the whole of it when short enough); a paged tool keeps
+    /// the text so `offset` reads on.
+    fn deliver(&self, tool: &str, rendered: Rendered) -> CallToolResult {
+        let Rendered { text, structured } = rendered;
+        let part =
+            parts::part_at(&text, 0, self.max_result_chars).expect("offset 0 is in every text");
+        if part.is_whole() {
+            return success(text, structured);
+        }
+        let paged = PAGED.contains(&tool);
+        if paged {
+            self.in_parts
+                .lock()
+                .unwrap()
+                .insert(tool.to_owned(), Arc::from(text.as_str()));
+        }
+        let mut structured = structured.unwrap_or_else(|| json!({}));
+        structured["part"] = part_fields(&part);
+        success(part.text(tool, paged), Some(structured))
+    }
+
+    fn continue_result(&self, tool: &str, offset: usize) -> CallToolResult {
+        let Some(text) = self.in_parts.lock().unwrap().get(tool).cloned() else {
+            return error(format!(
+                "{tool}: \"offset\" reads on in a result of {tool} that came in parts, and there \
+                 is none (the bridge keeps only the last one); call {tool} without offset"
+            ));
+        };
+        match parts::part_at(&text, offset, self.max_result_chars) {
+            None => error(format!(
+                "{tool}: offset {offset} is past the end of the last result ({} characters)",
+                text.chars().count()
+            )),
+            Some(part) => success(
+                part.text(tool, true),
+                Some(json!({ "part": part_fields(&part) })),
+            ),
+        }
+    }
+}
+
+/// Where a part is, for `structuredContent`.
+fn part_fields(part: &parts::Part) -> Value {
+    json!({
+        "index": part.index,
+        "count": part.count,
+        "offset": part.start,
+        "end": part.end,
+        "totalChars": part.total,
+        "nextOffset": (part.end < part.total).then_some(part.end),
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,280 @@
+//! Reading the browser and moving around in it: browsers, tabs, navigation, snapshots, find,
+//! script, console, network, screenshots and raw CDP.
+
+use serde_json::{json, Map, Value};
+
+use super::args::{
+    resolve, Cdp, Connect, ConsoleMessages, Direction, Evaluate, Find, HandleDialog, Navigate,
+    NetworkRequests, NoArgs, Screenshot, Snapshot, TabAction, TabOnly, Tabs, TakeScreenshot,
+    WaitFor,
+};
+use super::Plan;
+
+/// `browser_wait_for`'s limits, in seconds: under the relay's and the bridge's 60 s
+/// request timeouts, so the wait's own error (which names its timeout) is what comes back.
+const WAIT_DEFAULT_SECS: f64 = 10.0;
+const WAIT_MAX_SECS: f64 = 30.0;
+
+pub(super) fn forward(method: &'static str, params: Map<String, Value>) -> Result<Plan, String> {
+    Ok(Plan::Forward {
+        method,
+        params: Value::Object(params),
+        image: false,
+    })
+}
+
+/// Params holding only `tabId`, when given.
+pub(super) fn on_tab(tab_id: Option<i64>) -> Map<String, Value> {
+    let mut params = Map::new();
+    if let Some(id) = tab_id {
+        params.insert("tabId".into(), json!(id));
+    }
+    params
+}
+
+/// Sets `key` when `value` is given.
+pub(super) fn set<T: serde::Serialize>(
+    params: &mut Map<String, Value>,
+    key: &str,
+    value: Option<T>,
+) {
+    if let Some(value) = value {
+        params.insert(key.into(), json!(value));
+    }
+}
+
+/// `outline: true` asks an action for the page's outline afterwards (the extension's
+/// `snapshot` flag). Not called `snapshot` here because parameter names weigh in
+/// `retrieve_tools`' ranking, and "snapshot" pulled every action into queries about reading
+/// or seeing the page (docs/BENCHMARKS.md, "Tool retrieval quality").
+pub(super) fn outline_after(params: &mut Map<String, Value>, outline: Option<bool>) {
+    if outline == Some(true) {
+        params.insert("snapshot".into(), json!(true));
+    }
+}
+
+pub(super) fn list(_: NoArgs) -> Result<Plan, String> {
+    Ok(Plan::List)
+}
+
+pub(super) fn status(_: NoArgs) -> Result<Plan, String> {
+    Ok(Plan::Status)
+}
+
+pub(super) fn connect(args: Connect) -> Result<Plan, String> {
+    if args.browser.trim().is_empty() {
+        return Err("\"browser\" (a name or id from browser_list) is empty".into());
+    }
+    Ok(Plan::Connect(args.browser))
+}
+
+pub(super) fn close(_: NoArgs) -> Result<Plan, String> {
+    forward("closeAgentTabs", Map::new())
+}
+
+pub(super) fn tabs(args: Tabs) -> Result<Plan, String> {
+    if let Some(offset) = args.offset {
+        return Ok(Plan::Continue(offset as usize));
+    }
+    match args.action {
+        TabAction::List => forward("getTabs", Map::new()),
+        TabAction::New => {
+            let mut params = Map::new();
+            set(&mut params, "url", args.url);
+            set(&mut params, "active", args.active);
+            forward("createTab", params)
+        }
+        TabAction::Select => match args.tab_id {
+            None => Err("action \"select\" needs \"tabId\" (see action \"list\")".into()),
+            Some(_) => forward("selectTab", on_tab(args.tab_id)),
+        },
+        TabAction::Close => forward("closeTab", on_tab(args.tab_id)),
+    }
+}
+
+pub(super) fn navigate(args: Navigate) -> Result<Plan, String> {
+    let mut params = on_tab(args.tab_id);
+    match (args.url, args.direction) {
+        (Some(url), None) if !url.trim().is_empty() => {
+            params.insert("url".into(), json!(url));
+            outline_after(&mut params, args.outline);
+            forward("browser_navigate", params)
+        }
+        (None, Some(Direction::Back)) => forward("goBack", params),
+        (None, Some(Direction::Forward)) => forward("goForward", params),
+        _ => Err("give either \"url\" or \"direction\" (\"back\" or \"forward\")".into()),
+    }
+}
+
+pub(super) fn back(args: TabOnly) -> Result<Plan, String> {
+    forward("goBack", on_tab(args.tab_id))
+}
+
+pub(super) fn forward_in_history(args: TabOnly) -> Result<Plan, String> {
+    forward("goForward", on_tab(args.tab_id))
+}
+
+pub(super) fn snapshot(args: Snapshot) -> Result<Plan, String> {
+    if let Some(offset) = args.offset {
+        return Ok(Plan::Continue(offset as usize));
+    }
+    if args.depth == Some(0) {
+        return Err("\"depth\" must be an integer of at least 1".into());
+    }
+    let mut params = on_tab(args.tab_id);
+    params.insert("format".into(), json!("outline"));
+    set(&mut params, "depth", args.depth);
+    set(&mut params, "interactive", args.interactive);
+    if let Some(root) = resolve(&args.target, &args.reference, &args.selector) {
+        root.put(&mut params, "");
+    }
+    forward("snapshot", params)
+}
+
+pub(super) fn find(args: Find) -> Result<Plan, String> {
+    // Checked now, so a bad regex costs no snapshot; built again when the outline is here.
+    super::find::Query::new(args.text.as_deref(), args.regex.as_deref())?;
+    let mut params = on_tab(args.tab_id);
+    params.insert("format".into(), json!("outline"));
+    if let Some(root) = resolve(&args.target, &None, &None) {
+        root.put(&mut params, "");
+    }
+    Ok(Plan::Find {
+        params: Value::Object(params),
+        text: args.text,
+        regex: args.regex,
+    })
+}
+
+pub(super) fn evaluate(args: Evaluate) -> Result<Plan, String> {
+    if let Some(offset) = args.offset {
+        return Ok(Plan::Continue(offset as usize));
+    }
+    let mut params = on_tab(args.tab_id);
+    if let Some(function) = args.function {
+        if function.trim().is_empty() {
+            return Err("\"function\" is empty".into());
+        }
+        params.insert("function".into(), json!(function));
+        if let Some(on) = args.on.named() {
+            on.put(&mut params, "");
+        }
+        return forward("evaluateFunction", params);
+    }
+    match args.expression {
+        Some(expression) if !expression.trim().is_empty() => {
+            params.insert("expression".into(), json!(expression));
+            forward("evaluate", params)
+        }
+        _ => Err("give \"function\" (e.g. \"() => document.title\") or \"expression\"".into()),
+    }
+}
+
+pub(super) fn console_messages(args: ConsoleMessages) -> Result<Plan, String> {
+    if let Some(offset) = args.offset {
+        return Ok(Plan::Continue(offset as usize));
+    }
+    let mut params = on_tab(args.tab_id);
+    set(&mut params, "onlyErrors", args.only_errors);
+    forward("consoleMessages", params)
+}
+
+pub(super) fn network_requests(args: NetworkRequests) -> Result<Plan, String> {
+    if let Some(offset) = args.offset {
+        return Ok(Plan::Continue(offset as usize));
+    }
+    let mut params = on_tab(args.tab_id);
+    set(&mut params, "requestId", args.request_id);
+    forward("networkRequests", params)
+}
+
+pub(super) fn cdp(args: Cdp) -> Result<Plan, String> {
+    if let Some(offset) = args.offset {
+        return Ok(Plan::Continue(offset as usize));
+    }
+    if args.method.trim().is_empty() {
+        return Err("\"method\" (a CDP method such as Page.reload) is empty".into());
+    }
+    let mut params = Map::new();
+    params.insert("method".into(), json!(args.method));
+    set(&mut params, "params", args.params);
+    set(&mut params, "sessionId", args.session_id);
+    forward("forwardCDPCommand", params)
+}
+
+fn seconds(key: &str, value: Option<f64>) -> Result<Option<f64>, String> {
+    match value {
+        Some(secs) if !(0.0..=WAIT_MAX_SECS).contains(&secs) => Err(format!(
+            "\"{key}\" must be a number of seconds from 0 to {WAIT_MAX_SECS}"
+        )),
+        other => Ok(other),
+    }
+}
+
+pub(super) fn wait_for(args: WaitFor) -> Result<Plan, String> {
+    let time = seconds("time", args.time)?;
+    let timeout = seconds("timeout", args.timeout)?;
+    for (key, text) in [("text", &args.text), ("textGone", &args.text_gone)] {
+        if text.as_deref() == Some("") {
+            return Err(format!("\"{key}\" is empty"));
+        }
+    }
+    let waits_for_text = args.text.is_some() || args.text_gone.is_some();
+    if time.is_some() && waits_for_text {
+        return Err("give either \"time\", or \"text\"/\"textGone\", not both".into());
+    }
+    if time.is_none() && !waits_for_text {
+        return Err("give \"text\" to wait for, \"textGone\", or \"time\" (seconds)".into());
+    }
+    let mut params = on_tab(args.tab_id);
+    set(&mut params, "text", args.text);
+    set(&mut params, "textGone", args.text_gone);
+    set(&mut params, "time", time);
+    if waits_for_text {
+        params.insert(
+            "timeout".into(),
+            json!(timeout.unwrap_or(WAIT_DEFAULT_SECS)),
+        );
+    }
+    forward("waitFor", params)
+}
+
+pub(super) fn handle_dialog(args: HandleDialog) -> Result<Plan, String> {
+    let mut params = on_tab(args.tab_id);
+    params.insert("accept".into(), json!(args.accept));
+    set(&mut params, "promptText", args.prompt_text);
+    forward("handleDialog", params)
+}
+
+pub(super) fn screenshot(args: Screenshot) -> Result<Plan, String> {
+    let mut params = on_tab(args.tab_id);
+    set(&mut params, "format", args.format);
+    set(&mut params, "quality", args.quality);
+    set(&mut params, "fullPage", args.full_page);
+    set(&mut params, "maxDimension", args.max_dimension);
+    Ok(Plan::Forward {
+        method: "screenshot",
+        params: Value::Object(params),
+        image: true,
+    })
+}
+
+pub(super) fn take_screenshot(args: TakeScreenshot) -> Result<Plan, String> {
+    let mut params = on_tab(args.tab_id);
+    set(&mut params, "format", args.kind);
+    let element = args.on.named();
+    if let Some(on) = &element {
+        on.put(&mut params, "");
+    } else if args.full_page == Some(true) {
+        params.insert("fullPage".into(), json!(true));
+    }
+    Ok(Plan::Forward {
+        method: if element.is_some() {
+            "elementScreenshot"
+        } else {
+            "screenshot"
+        },
+        params: Value::Object(params),
+        image: true,
+    })
+}

@@ -1,0 +1,424 @@
+//! What a model reads: the extension's answers as plain text, with the answer's fields in
+//! MCP's `structuredContent` beside it.
+//!
+//! Page text (an outline, an evaluated string, console lines, requests, tabs) is printed as
+//! it would be on a screen under a short header (`Tab 7 · https://… · Title`), never as a
+//! JSON string with every quote and line break escaped. Short answers without page text stay
+//! compact JSON, which a model reads as easily. Screenshots are MCP images.
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{json, Map, Value};
+
+/// A tool's answer before it is cut into parts: the text a model reads and the fields a
+/// client may want, without the page text already in `text`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Rendered {
+    pub(crate) text: String,
+    pub(crate) structured: Option<Value>,
+}
+
+impl Rendered {
+    fn json(value: &Value) -> Rendered {
+        Rendered {
+            text: value.to_string(),
+            structured: value.is_object().then(|| value.clone()),
+        }
+    }
+}
+
+pub(crate) fn error(message: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// A successful result of `text`, with `structured` beside it when there is any.
+pub(crate) fn success(text: String, structured: Option<Value>) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = structured.filter(Value::is_object);
+    result
+}
+
+/// A JSON value as a model reads it in a line: strings bare, the rest compact JSON.
+fn plain(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `Tab 7 · https://example.com/ · Example`, from whichever of the three `value` has.
+pub(crate) fn header(value: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(tab) = value.get("tabId").filter(|t| !t.is_null()) {
+        parts.push(format!("Tab {tab}"));
+    }
+    for key in ["url", "title"] {
+        if let Some(text) = value.get(key).and_then(Value::as_str) {
+            if !text.is_empty() {
+                parts.push(text.to_owned());
+            }
+        }
+    }
+    parts.join(" · ")
+}
+
+/// `value` without `keys`.
+fn without(value: &Value, keys: &[&str]) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !keys.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// The lines of an action's answer: a header, what changed, downloads, then each other field
+/// as `key: value`.
+fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let head = header(&Value::Object(map.clone()));
+    if !head.is_empty() {
+        lines.push(head);
+    }
+    for (key, value) in map {
+        if skip.contains(&key.as_str()) || ["tabId", "url", "title"].contains(&key.as_str()) {
+            continue;
+        }
+        match key.as_str() {
+            "pageChanged" => {
+                lines.push(format!("Page changed: {}", header(value)));
+            }
+            "downloads" => lines.extend(download_lines(value)),
+            "note" | "snapshotNote" => lines.push(format!("Note: {}", plain(value))),
+            _ => lines.push(format!("{key}: {}", plain(value))),
+        }
+    }
+    lines
+}
+
+/// One line per download of an action's answer, once the bridge saved them (files.rs).
+fn download_lines(downloads: &Value) -> Vec<String> {
+    let Some(rows) = downloads.as_array() else {
+        return Vec::new();
+    };
+    rows.iter()
+        .map(|row| {
+            let name = row["filename"].as_str().unwrap_or("download");
+            match (row["saved"].as_str(), row["error"].as_str()) {
+                (Some(path), _) => format!(
+                    "Downloaded {name}: saved as {path} ({} bytes, {}) on the bridge's machine",
+                    row["bytes"],
+                    row["mimeType"]
+                        .as_str()
+                        .unwrap_or("application/octet-stream")
+                ),
+                (None, Some(error)) => format!("Download {name} failed: {error}"),
+                (None, None) => format!(
+                    "Download {name}: {} (call browser_downloads to save it once complete)",
+                    row["state"].as_str().unwrap_or("in progress")
+                ),
+            }
+        })
+        .collect()
+}
+
+/// An answer that carries an outline (`snapshot`): its fields, a blank line, the outline.
+fn with_outline(value: &Value, outline: &str) -> Rendered {
+    let map = value.as_object().cloned().unwrap_or_default();
+    let mut text = field_lines(&map, &["snapshot"]).join("\n");
+    if !text.is_empty() {
+        text.push_str("\n\n");
+    }
+    text.push_str(outline);
+    Rendered {
+        text,
+        structured: Some(without(value, &["snapshot"])),
+    }
+}
+
+/// A tool's answer as text and structured fields.
+pub(crate) fn render(tool: &str, value: &Value) -> Rendered {
+    let Some(map) = value.as_object() else {
+        return Rendered::json(value);
+    };
+    if let Some(outline) = map.get("snapshot").and_then(Value::as_str) {
+        return with_outline(value, outline);
+    }
+    match tool {
+        "browser_evaluate" => {
+            if let Some(text) = map.get("value").and_then(Value::as_str) {
+                return Rendered {
+                    text: text.to_owned(),
+                    structured: Some(value.clone()),
+                };
+            }
+        }
+        "browser_tabs" if map.get("tabs").is_some_and(Value::is_array) => {
+            return tabs(value);
+        }
+        "browser_console_messages" if map.get("messages").is_some_and(Value::is_array) => {
+            return console(value);
+        }
+        "browser_network_requests" => {
+            if let Some(rows) = map.get("requests").and_then(Value::as_array) {
+                return requests(value, rows);
+            }
+            if let Some(body) = map.get("body").and_then(Value::as_str) {
+                let mut lines = field_lines(map, &["body"]);
+                lines.push(String::new());
+                lines.push(body.to_owned());
+                return Rendered {
+                    text: lines.join("\n"),
+                    structured: Some(without(value, &["body"])),
+                };
+            }
+        }
+        _ => {}
+    }
+    if map.contains_key("pageChanged") || map.contains_key("downloads") {
+        return Rendered {
+            text: field_lines(map, &[]).join("\n"),
+            structured: Some(value.clone()),
+        };
+    }
+    Rendered::json(value)
+}
+
+fn tabs(value: &Value) -> Rendered {
+    let rows = value["tabs"].as_array().cloned().unwrap_or_default();
+    let mut lines = vec![format!(
+        "{} tabs; this session's current tab: {}",
+        rows.len(),
+        match &value["currentTabId"] {
+            Value::Null => "none".to_owned(),
+            id => id.to_string(),
+        }
+    )];
+    for row in &rows {
+        let mut line = format!("- {}", header(row));
+        let mut marks = Vec::new();
+        if row["current"] == true {
+            marks.push("current".to_owned());
+        }
+        if row["active"] == true {
+            marks.push("active in its window".to_owned());
+        }
+        if let Some(owner) = row["owner"].as_str() {
+            marks.push(format!("used by {owner}"));
+        }
+        if !marks.is_empty() {
+            line.push_str(&format!(" ({})", marks.join(", ")));
+        }
+        lines.push(line);
+    }
+    Rendered {
+        text: lines.join("\n"),
+        structured: Some(value.clone()),
+    }
+}
+
+fn console(value: &Value) -> Rendered {
+    let rows = value["messages"].as_array().cloned().unwrap_or_default();
+    let mut head = header(value);
+    head.push_str(&format!(
+        "{}{} console messages",
+        if head.is_empty() { "" } else { " · " },
+        rows.len()
+    ));
+    let mut lines = vec![head];
+    if let Some(note) = value["note"].as_str() {
+        lines.push(format!("Note: {note}"));
+    }
+    for row in &rows {
+        let mut line = format!(
+            "[{}] {}",
+            row["type"].as_str().unwrap_or("log"),
+            row["text"].as_str().unwrap_or_default()
+        );
+        if let Some(url) = row["url"].as_str() {
+            line.push_str(&format!(" ({url}"));
+            if let Some(n) = row["line"].as_u64() {
+                line.push_str(&format!(":{n}"));
+            }
+            line.push(')');
+        }
+        lines.push(line);
+    }
+    Rendered {
+        text: lines.join("\n"),
+        structured: Some(value.clone()),
+    }
+}
+
+fn requests(value: &Value, rows: &[Value]) -> Rendered {
+    let mut head = header(value);
+    head.push_str(&format!(
+        "{}{} requests",
+        if head.is_empty() { "" } else { " · " },
+        rows.len()
+    ));
+    let mut lines = vec![head];
+    if let Some(note) = value["note"].as_str() {
+        lines.push(format!("Note: {note}"));
+    }
+    for row in rows {
+        let status = match (&row["status"], row["failure"].as_str()) {
+            (_, Some(failure)) => format!("failed: {failure}"),
+            (Value::Null, None) => "pending".to_owned(),
+            (status, None) => format!(
+                "{status} {}",
+                row["statusText"].as_str().unwrap_or_default()
+            )
+            .trim_end()
+            .to_owned(),
+        };
+        let mut details = vec![row["type"].as_str().unwrap_or("Other").to_owned()];
+        if let Some(ms) = row["durationMs"].as_f64() {
+            details.push(format!("{} ms", ms.round()));
+        }
+        if let Some(id) = row["requestId"].as_str() {
+            details.push(format!("requestId {id}"));
+        }
+        lines.push(format!(
+            "{} {} → {status} ({})",
+            row["method"].as_str().unwrap_or("GET"),
+            row["url"].as_str().unwrap_or_default(),
+            details.join(", ")
+        ));
+    }
+    Rendered {
+        text: lines.join("\n"),
+        structured: Some(value.clone()),
+    }
+}
+
+/// The extension's `{tabId, data, mimeType}` as an MCP image, never cut.
+pub(crate) fn screenshot_result(result: &Value) -> CallToolResult {
+    let Some(data) = result["data"].as_str() else {
+        return error(
+            "browser_screenshot failed: the extension's answer held no image data; update the \
+             mcp-relay extension"
+                .into(),
+        );
+    };
+    let mime = result["mimeType"].as_str().unwrap_or("image/png");
+    CallToolResult::success(vec![
+        ContentBlock::image(data, mime),
+        ContentBlock::text(screenshot_caption(result, mime, data.len())),
+    ])
+}
+
+/// "Screenshot of tab 7: PNG, 1280×800 px (…)": what a model needs to relate the image to
+/// the page (clicks take viewport coordinates, which differ from the pixels when scaled).
+pub(crate) fn screenshot_caption(result: &Value, mime: &str, base64_len: usize) -> String {
+    let tab = match &result["tabId"] {
+        Value::Null => String::new(),
+        tab => format!(" of tab {tab}"),
+    };
+    let format = result["format"]
+        .as_str()
+        .unwrap_or_else(|| mime.trim_start_matches("image/"))
+        .to_uppercase();
+    let size = match (result["width"].as_u64(), result["height"].as_u64()) {
+        (Some(width), Some(height)) => format!(", {width}×{height} px"),
+        _ => String::new(),
+    };
+    format!("Screenshot{tab}: {format}{size} ({mime}, {base64_len} bytes base64).")
+}
+
+/// The extension's base64 PDF, saved where the bridge runs; the result names the file.
+pub(crate) fn pdf_result(result: &Value, filename: Option<&str>) -> CallToolResult {
+    let Some(data) = result["data"].as_str() else {
+        return error("browser_pdf_save failed: the extension's answer held no PDF".into());
+    };
+    match crate::files::save_pdf(data, filename) {
+        Err(message) => error(format!("browser_pdf_save: {message}")),
+        Ok((path, bytes)) => {
+            let structured = json!({
+                "tabId": result["tabId"],
+                "url": result["url"],
+                "saved": path.display().to_string(),
+                "bytes": bytes,
+            });
+            let mut text = header(result);
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&format!(
+                "Saved the page as PDF: {} ({bytes} bytes) on the machine where the bridge runs",
+                path.display()
+            ));
+            success(text, Some(structured))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_is_its_outline_under_a_plain_header() {
+        let answer = json!({"tabId": 7, "url": "https://example.com/", "title": "Example",
+            "snapshot": "- heading \"Hi \\\"there\\\"\" [ref=e1]\n- link \"More\" [ref=e2]",
+            "note": "Cut at depth 3"});
+        let shown = render("browser_snapshot", &answer);
+        assert_eq!(
+            shown.text,
+            "Tab 7 · https://example.com/ · Example\nNote: Cut at depth 3\n\n\
+             - heading \"Hi \\\"there\\\"\" [ref=e1]\n- link \"More\" [ref=e2]"
+        );
+        let structured = shown.structured.unwrap();
+        assert_eq!(structured["url"], "https://example.com/");
+        assert!(structured.get("snapshot").is_none());
+    }
+
+    #[test]
+    fn page_text_results_read_as_lines() {
+        let evaluated = render(
+            "browser_evaluate",
+            &json!({"value": "a\nb", "type": "string"}),
+        );
+        assert_eq!(evaluated.text, "a\nb");
+        let number = render("browser_evaluate", &json!({"value": 2, "type": "number"}));
+        assert_eq!(number.text, r#"{"type":"number","value":2}"#);
+        let console = render(
+            "browser_console_messages",
+            &json!({"tabId": 3, "messages": [{"type": "error", "text": "boom", "url": "https://x/a.js", "line": 4, "time": 1}]}),
+        );
+        assert_eq!(
+            console.text,
+            "Tab 3 · 1 console messages\n[error] boom (https://x/a.js:4)"
+        );
+        let tabs = render(
+            "browser_tabs",
+            &json!({"currentTabId": 7, "tabs": [{"tabId": 7, "url": "https://e/", "title": "E", "active": true, "current": true, "owner": "you"}]}),
+        );
+        assert_eq!(
+            tabs.text,
+            "1 tabs; this session's current tab: 7\n- Tab 7 · https://e/ · E (current, active in its window, used by you)"
+        );
+        let requests = render(
+            "browser_network_requests",
+            &json!({"tabId": 1, "requests": [{"requestId": "9.1", "method": "GET", "url": "https://e/a", "type": "Fetch", "status": 200, "statusText": "OK", "durationMs": 12.4}]}),
+        );
+        assert_eq!(
+            requests.text,
+            "Tab 1 · 1 requests\nGET https://e/a → 200 OK (Fetch, 12 ms, requestId 9.1)"
+        );
+        let clicked = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true, "pageChanged": {"url": "https://e/b", "title": "B"}}),
+        );
+        assert_eq!(
+            clicked.text,
+            "Tab 7\nclicked: true\nPage changed: https://e/b · B"
+        );
+        // Short answers without page text stay JSON, with the same fields beside.
+        let hovered = render("browser_hover", &json!({"tabId": 7, "hovered": true}));
+        assert_eq!(hovered.text, r#"{"hovered":true,"tabId":7}"#);
+        assert_eq!(hovered.structured.unwrap()["hovered"], true);
+    }
+}

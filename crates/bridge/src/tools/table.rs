@@ -1,0 +1,434 @@
+//! The tool table: each tool's name, title, description, honest hints, input type and plan,
+//! in the order hosts show them. The input type gives both the schema and the parsing.
+
+use std::sync::LazyLock;
+
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use schemars::generate::SchemaSettings;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::{actions, args, pages, transfers, Plan};
+
+/// The honest hints of one tool.
+struct Hints {
+    read_only: bool,
+    destructive: bool,
+    idempotent: bool,
+    open_world: bool,
+}
+
+const LOCAL_READ: Hints = Hints {
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    open_world: false,
+};
+const PAGE_READ: Hints = Hints {
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    open_world: true,
+};
+const PAGE_ACTION: Hints = Hints {
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+    open_world: true,
+};
+/// Changes how the page looks or where the mouse is, nothing the page keeps.
+const PAGE_VIEW: Hints = Hints {
+    read_only: false,
+    destructive: false,
+    idempotent: true,
+    open_world: true,
+};
+
+type Planner = Box<dyn Fn(&JsonObject) -> Result<Plan, String> + Send + Sync>;
+
+/// One tool: what `tools/list` shows and how a call is planned.
+struct Entry {
+    /// What `tools/list` shows, its `inputSchema` generated from the input type.
+    tool: Tool,
+    /// Parses a call into that same input type, then maps it onto a [`Plan`].
+    plan: Planner,
+}
+
+/// `A`'s JSON Schema as a tool's `inputSchema`: inlined, without the `$schema` line, formats
+/// and (unless `null` means something, `keep_null`) the `null` every `Option` adds; parsing
+/// still reads `null` as absent.
+fn input_schema<A: JsonSchema>(keep_null: bool) -> JsonObject {
+    let mut settings = SchemaSettings::draft2020_12();
+    settings.inline_subschemas = true;
+    settings.meta_schema = None;
+    let schema = settings.into_generator().into_root_schema_for::<A>();
+    let mut value = serde_json::to_value(schema).expect("a schema serialises");
+    tidy(&mut value, keep_null);
+    let Value::Object(mut object) = value else {
+        unreachable!("tool inputs are structs");
+    };
+    object.remove("title");
+    object.remove("description");
+    object.insert("type".into(), "object".into());
+    object
+        .entry("properties")
+        .or_insert_with(|| Value::Object(JsonObject::new()));
+    object
+}
+
+fn tidy(value: &mut Value, keep_null: bool) {
+    match value {
+        Value::Object(map) => {
+            map.remove("format");
+            if map.get("default") == Some(&Value::Null) {
+                map.remove("default");
+            }
+            if !keep_null {
+                if let Some(Value::Array(types)) = map.get_mut("type") {
+                    types.retain(|t| t != "null");
+                    if types.len() == 1 {
+                        let only = types.remove(0);
+                        map.insert("type".into(), only);
+                    }
+                }
+                if let Some(Value::Array(values)) = map.get_mut("enum") {
+                    values.retain(|v| !v.is_null());
+                }
+                if let Some(Value::Array(choices)) = map.get_mut("anyOf") {
+                    choices.retain(|c| c.get("type") != Some(&Value::from("null")));
+                    if choices.len() == 1 {
+                        let Value::Object(only) = choices.remove(0) else {
+                            unreachable!("subschemas are objects");
+                        };
+                        map.remove("anyOf");
+                        for (k, v) in only {
+                            map.entry(k).or_insert(v);
+                        }
+                    }
+                }
+            }
+            for child in map.values_mut() {
+                tidy(child, keep_null);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| tidy(v, keep_null)),
+        _ => {}
+    }
+}
+
+fn entry<A: DeserializeOwned + JsonSchema + 'static>(
+    name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    hints: Hints,
+    plan: fn(A) -> Result<Plan, String>,
+) -> Entry {
+    entry_with::<A>(name, title, description, hints, false, plan)
+}
+
+fn entry_with<A: DeserializeOwned + JsonSchema + 'static>(
+    name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    hints: Hints,
+    keep_null: bool,
+    plan: fn(A) -> Result<Plan, String>,
+) -> Entry {
+    let schema = input_schema::<A>(keep_null);
+    let tool = Tool::new(name, description, schema.clone())
+        .with_title(title)
+        .with_annotations(
+            ToolAnnotations::with_title(title)
+                .read_only(hints.read_only)
+                .destructive(hints.destructive)
+                .idempotent(hints.idempotent)
+                .open_world(hints.open_world),
+        );
+    Entry {
+        tool,
+        plan: Box::new(move |call| args::parse::<A>(call, &schema).and_then(plan)),
+    }
+}
+
+static TABLE: LazyLock<Vec<Entry>> = LazyLock::new(table);
+
+fn table() -> Vec<Entry> {
+    vec![
+        entry(
+            "browser_list",
+            "List browsers",
+            "List the browsers (mcp-relay extensions) connected to the relay for this user, and \
+             which one this session uses.",
+            LOCAL_READ,
+            pages::list,
+        ),
+        entry(
+            "browser_connect",
+            "Use a browser",
+            "Choose the browser to drive, by name or id from browser_list; needed only when \
+             several are connected.",
+            Hints {
+                read_only: false,
+                destructive: false,
+                idempotent: true,
+                open_world: false,
+            },
+            pages::connect,
+        ),
+        entry(
+            "browser_status",
+            "Connection status",
+            "Whether the bridge is connected to the relay and a browser, and if not, why.",
+            LOCAL_READ,
+            pages::status,
+        ),
+        entry(
+            "browser_tabs",
+            "Manage tabs",
+            "List tabs (which is current), open, select or close one. new opens a tab (at url) in its own window \
+             without taking the person's focus and makes it current; close defaults to the \
+             current tab.",
+            PAGE_ACTION,
+            pages::tabs,
+        ),
+        entry(
+            "browser_navigate",
+            "Navigate",
+            "Go to a URL: load it in the current tab (opening one if needed), or go back or \
+             forward in history; waits for the page to load.",
+            PAGE_ACTION,
+            pages::navigate,
+        ),
+        entry(
+            "browser_click",
+            "Click",
+            "Click an element (target: ref from browser_snapshot, or CSS selector) or a \
+             viewport point (x, y).",
+            PAGE_ACTION,
+            actions::click,
+        ),
+        entry(
+            "browser_type",
+            "Type text",
+            "Type text into an input field, replacing its content; submit presses Enter.",
+            PAGE_ACTION,
+            actions::type_text,
+        ),
+        entry(
+            "browser_hover",
+            "Hover",
+            "Move the mouse over an element, e.g. to open a menu.",
+            PAGE_VIEW,
+            actions::hover,
+        ),
+        entry(
+            "browser_screenshot",
+            "Screenshot",
+            "Screenshot of the current tab's viewport as an image, longest side at most 1568 \
+             px unless maxDimension says otherwise.",
+            PAGE_READ,
+            pages::screenshot,
+        ),
+        entry(
+            "browser_evaluate",
+            "Run JavaScript",
+            "Evaluate JavaScript in the page and return its value (promises awaited): a \
+             function, called with the element when target names one, or an expression such as \
+             document.title. It can change the page.",
+            PAGE_ACTION,
+            pages::evaluate,
+        ),
+        entry(
+            "browser_snapshot",
+            "Page snapshot",
+            "Read the page (URL, title, visible text, links, interactive elements) as an \
+             accessibility outline, better than a screenshot: elements carry refs (e5) for \
+             other tools' target. target reads one element's subtree; depth and interactive \
+             show less. Long pages come in parts.",
+            PAGE_READ,
+            pages::snapshot,
+        ),
+        entry(
+            "browser_find",
+            "Find in page",
+            "Search the page for a word, text or a regex: the matching lines of its outline \
+             with a few lines around, each under its path from the root, with refs. Cheaper \
+             than a whole snapshot to locate an element.",
+            PAGE_READ,
+            pages::find,
+        ),
+        entry(
+            "browser_cdp",
+            "Chrome DevTools command",
+            "Send a raw Chrome DevTools Protocol command to the current tab and return its \
+             result. Can do anything DevTools can.",
+            PAGE_ACTION,
+            pages::cdp,
+        ),
+        entry(
+            "browser_navigate_back",
+            "Navigate back",
+            "Go back to the previous page.",
+            PAGE_ACTION,
+            pages::back,
+        ),
+        entry(
+            "browser_navigate_forward",
+            "Navigate forward",
+            "Go forward to the next page, after going back.",
+            PAGE_ACTION,
+            pages::forward_in_history,
+        ),
+        entry(
+            "browser_select_option",
+            "Select option",
+            "Choose options in a <select> drop-down by value or label, firing input and change \
+             events.",
+            PAGE_ACTION,
+            actions::select_option,
+        ),
+        entry(
+            "browser_press_key",
+            "Press a key",
+            "Press a key or combination on the focused element: Enter, Escape, ArrowDown, a, \
+             Control+A, Shift+Tab.",
+            PAGE_ACTION,
+            actions::press_key,
+        ),
+        entry(
+            "browser_wait_for",
+            "Wait for text",
+            "Wait until text appears or disappears (textGone), or for time seconds.",
+            PAGE_READ,
+            pages::wait_for,
+        ),
+        entry(
+            "browser_handle_dialog",
+            "Answer a dialog",
+            "Accept or dismiss the page's alert, confirm or prompt dialog.",
+            PAGE_ACTION,
+            pages::handle_dialog,
+        ),
+        entry(
+            "browser_console_messages",
+            "Console messages",
+            "The current tab's console messages and uncaught errors, oldest first.",
+            PAGE_READ,
+            pages::console_messages,
+        ),
+        entry(
+            "browser_drag",
+            "Drag and drop",
+            "Drag one element onto another with the mouse; HTML5 drop zones get a real drop.",
+            PAGE_ACTION,
+            actions::drag,
+        ),
+        entry(
+            "browser_drop",
+            "Drop files or data",
+            "Drop files (read where the bridge runs) or MIME data onto an element, as if \
+             dragged from outside the page.",
+            PAGE_ACTION,
+            transfers::drop,
+        ),
+        entry(
+            "browser_fill_form",
+            "Fill a form",
+            "Fill several fields at once (textbox, checkbox, radio, combobox, slider); the \
+             result reads the values back.",
+            PAGE_ACTION,
+            actions::fill_form,
+        ),
+        entry(
+            "browser_file_upload",
+            "Upload files",
+            "Give files, read where the bridge runs, to the page's file input (target, or the \
+             only one).",
+            PAGE_ACTION,
+            transfers::file_upload,
+        ),
+        entry(
+            "browser_network_requests",
+            "Network requests",
+            "The current tab's network requests, oldest first; with requestId, that \
+             response's body.",
+            PAGE_READ,
+            pages::network_requests,
+        ),
+        entry(
+            "browser_take_screenshot",
+            "Take a screenshot",
+            "Screenshot of the viewport, the whole page (fullPage) or one element (target), \
+             as an image.",
+            PAGE_READ,
+            pages::take_screenshot,
+        ),
+        entry(
+            "browser_resize",
+            "Resize the viewport",
+            "Set the current tab's viewport size in CSS pixels (emulated; windows untouched).",
+            PAGE_VIEW,
+            actions::resize,
+        ),
+        entry_with(
+            "browser_emulate_media",
+            "Emulate media",
+            "Emulate CSS media features, e.g. dark color scheme or print. Omitted: unchanged; \
+             null: cleared.",
+            PAGE_VIEW,
+            true,
+            actions::emulate_media,
+        ),
+        entry(
+            "browser_pdf_save",
+            "Save as PDF",
+            "Print the page to a PDF file where the bridge runs; the result names it.",
+            Hints {
+                read_only: false,
+                destructive: false,
+                idempotent: false,
+                open_world: true,
+            },
+            transfers::pdf_save,
+        ),
+        entry(
+            "browser_downloads",
+            "Downloads",
+            "List this session's downloads, saved where the bridge runs (saving any finished \
+             since).",
+            Hints {
+                read_only: false,
+                destructive: false,
+                idempotent: true,
+                open_world: true,
+            },
+            transfers::downloads,
+        ),
+        entry(
+            "browser_close",
+            "Close the agent's tabs",
+            "Close the tabs this session opened; the person's own tabs are never closed.",
+            Hints {
+                read_only: false,
+                destructive: true,
+                idempotent: true,
+                open_world: true,
+            },
+            pages::close,
+        ),
+    ]
+}
+
+/// Every tool, in the order hosts show them.
+pub fn definitions() -> Vec<Tool> {
+    TABLE.iter().map(|entry| entry.tool.clone()).collect()
+}
+
+/// Maps a call onto what to do, or says what is wrong with its arguments.
+pub(crate) fn plan(name: &str, args: &JsonObject) -> Result<Plan, String> {
+    match TABLE.iter().find(|entry| entry.tool.name == name) {
+        Some(entry) => (entry.plan)(args),
+        None => Err(format!("unknown tool {name}")),
+    }
+}

@@ -1,0 +1,893 @@
+//! The tool table and the plans calls turn into.
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{CallToolResult, JsonObject};
+use serde_json::{json, Value};
+
+use super::results::{screenshot_caption, screenshot_result};
+use super::table::plan;
+use super::*;
+use crate::link::{BrowserLink, LinkError};
+
+fn args(value: Value) -> JsonObject {
+    value.as_object().unwrap().clone()
+}
+
+#[test]
+fn every_tool_has_a_title_an_object_schema_and_all_four_hints() {
+    let tools = definitions();
+    assert_eq!(tools.len(), 31);
+    for tool in &tools {
+        assert!(tool.title.is_some(), "{}", tool.name);
+        assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
+        let hints = tool.annotations.as_ref().unwrap();
+        assert!(hints.read_only_hint.is_some() && hints.destructive_hint.is_some());
+        assert!(hints.idempotent_hint.is_some() && hints.open_world_hint.is_some());
+    }
+}
+
+#[test]
+fn calls_map_onto_extension_commands() {
+    let cases = [
+        (
+            "browser_tabs",
+            json!({"action": "list"}),
+            "getTabs",
+            json!({}),
+        ),
+        (
+            "browser_tabs",
+            json!({"action": "new", "url": "https://example.com"}),
+            "createTab",
+            json!({"url": "https://example.com"}),
+        ),
+        (
+            "browser_navigate",
+            json!({"direction": "back", "tabId": 3}),
+            "goBack",
+            json!({"tabId": 3}),
+        ),
+        (
+            "browser_click",
+            json!({"x": 1, "y": 2, "unknown": true}),
+            "click",
+            json!({"x": 1, "y": 2}),
+        ),
+        (
+            "browser_cdp",
+            json!({"method": "Page.reload", "params": {"ignoreCache": true}}),
+            "forwardCDPCommand",
+            json!({"method": "Page.reload", "params": {"ignoreCache": true}}),
+        ),
+    ];
+    for (tool, call, method, params) in cases {
+        assert_eq!(
+            plan(tool, &args(call)).unwrap(),
+            Plan::Forward {
+                method,
+                params,
+                image: false
+            },
+            "{tool}"
+        );
+    }
+}
+
+#[test]
+fn bad_arguments_are_explained() {
+    assert!(plan("browser_tabs", &args(json!({})))
+        .unwrap_err()
+        .contains("list, new, select or close"));
+    assert!(plan("browser_tabs", &args(json!({"action": "select"})))
+        .unwrap_err()
+        .contains("tabId"));
+    assert!(plan("browser_click", &args(json!({"x": 1})))
+        .unwrap_err()
+        .contains("selector"));
+    assert!(plan("browser_navigate", &args(json!({})))
+        .unwrap_err()
+        .contains("url"));
+    assert_eq!(
+        plan("browser_snapshot", &args(json!({"offset": 10}))).unwrap(),
+        Plan::Continue(10)
+    );
+}
+
+#[test]
+fn playwright_named_tools_map_onto_extension_commands() {
+    let cases = [
+        (
+            "browser_select_option",
+            json!({"element": "Colour", "selector": "#colour", "values": ["Blue", "red"]}),
+            "selectOption",
+            json!({"selector": "#colour", "values": ["Blue", "red"]}),
+        ),
+        (
+            "browser_select_option",
+            json!({"selector": "#colour", "values": "red", "tabId": 4}),
+            "selectOption",
+            json!({"selector": "#colour", "values": ["red"], "tabId": 4}),
+        ),
+        (
+            "browser_press_key",
+            json!({"key": "Control+A"}),
+            "pressKey",
+            json!({"key": "Control+A"}),
+        ),
+        (
+            "browser_type",
+            json!({"element": "Name", "selector": "#name", "text": "Ada", "submit": true}),
+            "type",
+            json!({"selector": "#name", "text": "Ada", "submit": true}),
+        ),
+        (
+            "browser_click",
+            json!({"element": "Save", "selector": "#save"}),
+            "click",
+            json!({"selector": "#save"}),
+        ),
+        (
+            "browser_hover",
+            json!({"element": "Menu", "selector": "#menu"}),
+            "hover",
+            json!({"selector": "#menu"}),
+        ),
+        ("browser_navigate_back", json!({}), "goBack", json!({})),
+        (
+            "browser_navigate_forward",
+            json!({"tabId": 2}),
+            "goForward",
+            json!({"tabId": 2}),
+        ),
+        (
+            "browser_wait_for",
+            json!({"text": "Done"}),
+            "waitFor",
+            json!({"text": "Done", "timeout": 10.0}),
+        ),
+        (
+            "browser_wait_for",
+            json!({"textGone": "Loading", "timeout": 2}),
+            "waitFor",
+            json!({"textGone": "Loading", "timeout": 2.0}),
+        ),
+        (
+            "browser_wait_for",
+            json!({"time": 1.5}),
+            "waitFor",
+            json!({"time": 1.5}),
+        ),
+        (
+            "browser_handle_dialog",
+            json!({"accept": true, "promptText": "Ada"}),
+            "handleDialog",
+            json!({"accept": true, "promptText": "Ada"}),
+        ),
+        (
+            "browser_console_messages",
+            json!({"onlyErrors": true}),
+            "consoleMessages",
+            json!({"onlyErrors": true}),
+        ),
+    ];
+    for (tool, call, method, params) in cases {
+        assert_eq!(
+            plan(tool, &args(call.clone())).unwrap(),
+            Plan::Forward {
+                method,
+                params,
+                image: false
+            },
+            "{tool} {call}"
+        );
+    }
+}
+
+#[test]
+fn element_tools_take_a_ref_or_a_selector_and_a_ref_wins() {
+    for (tool, method, extra) in [
+        ("browser_click", "click", json!({})),
+        ("browser_type", "type", json!({"text": "Ada"})),
+        ("browser_hover", "hover", json!({})),
+        (
+            "browser_select_option",
+            "selectOption",
+            json!({"values": ["b"]}),
+        ),
+    ] {
+        let mut call = extra.clone();
+        call["element"] = json!("Thing");
+        call["ref"] = json!("f1e3");
+        call["selector"] = json!("#thing");
+        let mut params = extra.clone();
+        params["ref"] = json!("f1e3");
+        assert_eq!(
+            plan(tool, &args(call)).unwrap(),
+            Plan::Forward {
+                method,
+                params,
+                image: false
+            },
+            "{tool}"
+        );
+    }
+    assert_eq!(
+        plan(
+            "browser_click",
+            &args(json!({"ref": "e2", "doubleClick": true, "outline": true}))
+        )
+        .unwrap(),
+        Plan::Forward {
+            method: "click",
+            params: json!({"ref": "e2", "clickCount": 2, "snapshot": true}),
+            image: false
+        }
+    );
+    assert_eq!(
+        plan(
+            "browser_snapshot",
+            &args(json!({"interactive": true, "depth": 3}))
+        )
+        .unwrap(),
+        Plan::Forward {
+            method: "snapshot",
+            params: json!({"interactive": true, "depth": 3, "format": "outline"}),
+            image: false
+        }
+    );
+}
+
+#[test]
+fn playwright_named_tools_explain_bad_arguments() {
+    let err = |tool: &str, call: Value| plan(tool, &args(call)).unwrap_err();
+    assert!(err("browser_select_option", json!({"selector": "#s"})).contains("\"values\""));
+    assert!(err(
+        "browser_select_option",
+        json!({"selector": "#s", "values": []})
+    )
+    .contains("\"values\""));
+    assert!(err(
+        "browser_select_option",
+        json!({"selector": "#s", "values": [1]})
+    )
+    .contains("\"values\""));
+    let no_target = err("browser_hover", json!({"element": "Menu"}));
+    assert!(
+        no_target.contains("\"target\"") && no_target.contains("selector"),
+        "{no_target}"
+    );
+    assert!(err("browser_click", json!({"ref": 5})).contains("\"e5\""));
+    assert!(err("browser_wait_for", json!({"time": "x"})).contains("expected a number"));
+    assert!(err(
+        "browser_fill_form",
+        json!({"fields": [{"name": "a", "value": "b"}]})
+    )
+    .contains("\"type\" is required in \"fields[0]\""));
+    assert!(err("browser_snapshot", json!({"depth": 0})).contains("\"depth\""));
+    assert!(err("browser_press_key", json!({})).contains("\"key\""));
+    assert!(err("browser_press_key", json!({"key": ""})).contains("\"key\""));
+    assert!(err("browser_wait_for", json!({})).contains("\"time\""));
+    assert!(err("browser_wait_for", json!({"text": "a", "time": 1})).contains("not both"));
+    assert!(err("browser_wait_for", json!({"time": 61})).contains("0 to 30"));
+    assert!(err("browser_wait_for", json!({"text": "a", "timeout": "x"})).contains("seconds"));
+    assert!(err("browser_handle_dialog", json!({})).contains("\"accept\""));
+    assert!(err("browser_handle_dialog", json!({"accept": "yes"})).contains("\"accept\""));
+    assert!(err(
+        "browser_handle_dialog",
+        json!({"accept": true, "promptText": 3})
+    )
+    .contains("\"promptText\""));
+    assert!(err("browser_console_messages", json!({"onlyErrors": 1})).contains("onlyErrors"));
+    assert_eq!(
+        plan("browser_console_messages", &args(json!({"offset": 5}))).unwrap(),
+        Plan::Continue(5)
+    );
+}
+
+#[test]
+fn screenshots_pass_their_size_options_and_name_format_and_pixels() {
+    assert_eq!(
+        plan(
+            "browser_screenshot",
+            &args(json!({"format": "jpeg", "quality": 70, "maxDimension": 800, "x": 1}))
+        )
+        .unwrap(),
+        Plan::Forward {
+            method: "screenshot",
+            params: json!({"format": "jpeg", "quality": 70, "maxDimension": 800}),
+            image: true
+        }
+    );
+    let answer = json!({"tabId": 7, "data": "AAAA", "mimeType": "image/jpeg",
+                        "format": "jpeg", "width": 800, "height": 500});
+    let result = serde_json::to_value(screenshot_result(&answer)).unwrap();
+    assert_eq!(result["content"][0]["type"], "image");
+    assert_eq!(result["content"][0]["mimeType"], "image/jpeg");
+    assert_eq!(
+        result["content"][1]["text"],
+        "Screenshot of tab 7: JPEG, 800×500 px (image/jpeg, 4 bytes base64)."
+    );
+    // An older extension without the size still gets a caption.
+    let old = json!({"data": "AAAA", "mimeType": "image/png"});
+    assert_eq!(
+        screenshot_caption(&old, "image/png", 4),
+        "Screenshot: PNG (image/png, 4 bytes base64)."
+    );
+}
+
+#[test]
+fn the_rest_of_playwrights_tools_map_onto_extension_commands() {
+    let forwarded = |tool: &str, call: Value| match plan(tool, &args(call)).unwrap() {
+        Plan::Forward { method, params, .. } => (method, params),
+        other => panic!("{tool}: {other:?}"),
+    };
+    assert_eq!(
+        forwarded(
+            "browser_drag",
+            json!({"startElement": "C", "startRef": "e3", "endSelector": "#a"})
+        ),
+        ("drag", json!({"startRef": "e3", "endSelector": "#a"}))
+    );
+    assert_eq!(
+        forwarded(
+            "browser_evaluate",
+            json!({"function": "(el) => el.id", "ref": "e2", "element": "Save"})
+        ),
+        (
+            "evaluateFunction",
+            json!({"function": "(el) => el.id", "ref": "e2"})
+        )
+    );
+    assert_eq!(
+        forwarded(
+            "browser_take_screenshot",
+            json!({"type": "jpeg", "ref": "e9"})
+        ),
+        ("elementScreenshot", json!({"ref": "e9", "format": "jpeg"}))
+    );
+    assert_eq!(
+        forwarded("browser_take_screenshot", json!({"fullPage": true})),
+        ("screenshot", json!({"fullPage": true}))
+    );
+    assert_eq!(
+        forwarded("browser_resize", json!({"width": 800, "height": 600})),
+        ("resize", json!({"width": 800, "height": 600}))
+    );
+    assert_eq!(
+        forwarded("browser_close", json!({})),
+        ("closeAgentTabs", json!({}))
+    );
+    assert_eq!(
+        plan(
+            "browser_file_upload",
+            &args(json!({"paths": ["/tmp/a.txt"], "selector": "#f"}))
+        )
+        .unwrap(),
+        Plan::Upload {
+            method: "fileUpload",
+            paths: vec!["/tmp/a.txt".into()],
+            params: json!({"selector": "#f"})
+        }
+    );
+    let err = |tool: &str, call: Value| plan(tool, &args(call)).unwrap_err();
+    assert!(err("browser_drag", json!({"startRef": "e1"})).contains("endTarget"));
+    assert!(err("browser_fill_form", json!({"fields": []})).contains("fields"));
+    assert!(err("browser_file_upload", json!({"paths": [3]})).contains("paths"));
+    assert!(err("browser_resize", json!({"width": 0, "height": 5})).contains("width"));
+    assert!(err("browser_take_screenshot", json!({"type": "gif"})).contains("png"));
+    assert!(err("browser_evaluate", json!({})).contains("function"));
+}
+
+/// Playwright MCP 0.0.83's default `tools/list`, as compact JSON (/work/pwmcp/tools-default.json
+/// when issue 23 was written): this bridge's list must be no larger.
+const PLAYWRIGHT_TOOLS_LIST_CHARS: usize = 20_296;
+
+#[test]
+fn tools_list_is_no_larger_than_playwright_mcps() {
+    let list = rmcp::model::ListToolsResult::with_all_items(definitions());
+    let json = serde_json::to_string(&list).unwrap();
+    let chars = json.chars().count();
+    println!("tools/list: {chars} characters, {} tools", list.tools.len());
+    if std::env::var_os("DUMP_TOOLS").is_some() {
+        std::fs::write("/tmp/tools-list.json", &json).unwrap();
+    }
+    assert!(
+        chars <= PLAYWRIGHT_TOOLS_LIST_CHARS,
+        "tools/list is {chars} characters, above Playwright MCP's {PLAYWRIGHT_TOOLS_LIST_CHARS}"
+    );
+    // No schema carries the generator's noise.
+    assert!(
+        !json.contains("$schema") && !json.contains("\"format\""),
+        "{json}"
+    );
+}
+
+#[test]
+fn every_tool_plans_from_empty_or_minimal_arguments_without_panicking() {
+    for tool in definitions() {
+        // Whatever the answer, it is a plan or a sentence, never a panic.
+        let _ = plan(&tool.name, &JsonObject::new());
+        let schema = Value::Object((*tool.input_schema).clone());
+        for (name, _) in schema["properties"].as_object().unwrap() {
+            let mut call = JsonObject::new();
+            call.insert(name.clone(), json!({"wrong": "type"}));
+            if let Err(message) = plan(&tool.name, &call) {
+                assert!(!message.is_empty(), "{} {name}", tool.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn target_is_accepted_wherever_ref_and_selector_are() {
+    let forwarded = |tool: &str, call: Value| match plan(tool, &args(call)).unwrap() {
+        Plan::Forward { method, params, .. } => (method, params),
+        other => panic!("{tool}: {other:?}"),
+    };
+    assert_eq!(
+        forwarded("browser_click", json!({"target": "e5", "element": "Save"})),
+        ("click", json!({"ref": "e5"}))
+    );
+    assert_eq!(
+        forwarded("browser_hover", json!({"target": "nav a.menu"})),
+        ("hover", json!({"selector": "nav a.menu"}))
+    );
+    assert_eq!(
+        forwarded("browser_type", json!({"target": "f1e3", "text": "x"})),
+        ("type", json!({"ref": "f1e3", "text": "x"}))
+    );
+    assert_eq!(
+        forwarded(
+            "browser_evaluate",
+            json!({"function": "(e) => e.id", "target": "#a"})
+        ),
+        (
+            "evaluateFunction",
+            json!({"function": "(e) => e.id", "selector": "#a"})
+        )
+    );
+    assert_eq!(
+        forwarded("browser_take_screenshot", json!({"target": "e9"})),
+        ("elementScreenshot", json!({"ref": "e9"}))
+    );
+    assert_eq!(
+        forwarded(
+            "browser_drag",
+            json!({"startTarget": "e1", "endTarget": "ul.done", "startElement": "card"})
+        ),
+        ("drag", json!({"startRef": "e1", "endSelector": "ul.done"}))
+    );
+    assert_eq!(
+        forwarded(
+            "browser_fill_form",
+            json!({"fields": [{"name": "A", "type": "textbox", "target": "e2", "value": "x"},
+                              {"name": "B", "type": "checkbox", "selector": "#b", "value": "true"}]})
+        ),
+        (
+            "fillForm",
+            json!({"fields": [{"name": "A", "type": "textbox", "ref": "e2", "value": "x"},
+                              {"name": "B", "type": "checkbox", "selector": "#b", "value": "true"}]})
+        )
+    );
+    assert_eq!(
+        forwarded("browser_snapshot", json!({"target": "e3", "depth": 2})),
+        (
+            "snapshot",
+            json!({"format": "outline", "ref": "e3", "depth": 2})
+        )
+    );
+    assert_eq!(
+        forwarded(
+            "browser_select_option",
+            json!({"target": "#c", "values": ["x"]})
+        ),
+        ("selectOption", json!({"selector": "#c", "values": ["x"]}))
+    );
+    assert_eq!(
+        plan(
+            "browser_file_upload",
+            &args(json!({"paths": ["/a"], "target": "e4"}))
+        )
+        .unwrap(),
+        Plan::Upload {
+            method: "fileUpload",
+            paths: vec!["/a".into()],
+            params: json!({"ref": "e4"})
+        }
+    );
+}
+
+#[test]
+fn new_tools_map_onto_the_contracts_commands() {
+    assert_eq!(
+        plan(
+            "browser_drop",
+            &args(json!({"target": "e7", "paths": ["/tmp/a.png"], "data": {"text/plain": "hi"}}))
+        )
+        .unwrap(),
+        Plan::Upload {
+            method: "drop",
+            paths: vec!["/tmp/a.png".into()],
+            params: json!({"ref": "e7", "data": {"text/plain": "hi"}})
+        }
+    );
+    assert!(plan("browser_drop", &args(json!({"target": "e7"})))
+        .unwrap_err()
+        .contains("\"paths\""));
+    assert!(plan("browser_drop", &args(json!({"data": {"a": "b"}})))
+        .unwrap_err()
+        .contains("\"target\""));
+    // null clears an override, absent leaves it: both reach the extension as such.
+    assert_eq!(
+        plan(
+            "browser_emulate_media",
+            &args(json!({"colorScheme": "dark", "media": null, "tabId": 3}))
+        )
+        .unwrap(),
+        Plan::Forward {
+            method: "emulateMedia",
+            params: json!({"colorScheme": "dark", "media": null, "tabId": 3}),
+            image: false
+        }
+    );
+    assert!(plan(
+        "browser_emulate_media",
+        &args(json!({"colorScheme": "blue"}))
+    )
+    .unwrap_err()
+    .contains("light"));
+    assert_eq!(
+        plan(
+            "browser_find",
+            &args(json!({"text": "Save", "target": "e2"}))
+        )
+        .unwrap(),
+        Plan::Find {
+            params: json!({"format": "outline", "ref": "e2"}),
+            text: Some("Save".into()),
+            regex: None
+        }
+    );
+    assert!(plan("browser_find", &args(json!({"regex": "("})))
+        .unwrap_err()
+        .contains("not a valid regular expression"));
+    assert_eq!(
+        plan("browser_downloads", &args(json!({}))).unwrap(),
+        Plan::Downloads
+    );
+}
+
+/// A browser that answers each command from a script and records what it was sent.
+struct FakeLink {
+    answers: Mutex<Vec<(&'static str, Result<Value, LinkError>)>>,
+    sent: Mutex<Vec<(String, Value)>>,
+}
+
+impl FakeLink {
+    fn new(answers: Vec<(&'static str, Result<Value, LinkError>)>) -> Arc<FakeLink> {
+        Arc::new(FakeLink {
+            answers: Mutex::new(answers),
+            sent: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn sent(&self) -> Vec<(String, Value)> {
+        self.sent.lock().unwrap().clone()
+    }
+}
+
+impl BrowserLink for FakeLink {
+    fn describe(&self) -> &str {
+        "fake"
+    }
+
+    fn call<'a>(
+        &'a self,
+        method: &'a str,
+        params: Value,
+    ) -> futures_util::future::BoxFuture<'a, Result<Value, LinkError>> {
+        self.sent
+            .lock()
+            .unwrap()
+            .push((method.to_owned(), params.clone()));
+        let mut answers = self.answers.lock().unwrap();
+        let at = answers.iter().position(|(m, _)| *m == method);
+        let answer = match at {
+            Some(i) => answers.remove(i).1,
+            None => Err(LinkError::Rpc {
+                code: mcp_relay_wire::code::METHOD_NOT_FOUND,
+                message: format!("no scripted answer for {method}"),
+            }),
+        };
+        Box::pin(async move { answer })
+    }
+
+    fn list_browsers(
+        &self,
+    ) -> futures_util::future::BoxFuture<'_, Result<Vec<crate::link::ExtensionRow>, LinkError>>
+    {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    fn choose<'a>(
+        &'a self,
+        _wanted: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, Result<crate::link::ChosenBrowser, LinkError>> {
+        Box::pin(async { Err(LinkError::NoBrowser("none".into())) })
+    }
+
+    fn status(&self) -> crate::link::Status {
+        crate::link::Status {
+            relay_url: "fake".into(),
+            relay_connected: true,
+            user_id: None,
+            relay_error: None,
+            browser: None,
+            browser_connected: true,
+            connection_id: None,
+            browser_problem: None,
+        }
+    }
+}
+
+fn result_text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn outline(lines: usize) -> String {
+    (0..lines)
+        .map(|i| format!("- listitem \"Row {i} é\" [ref=e{i}]"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn a_snapshot_reads_as_text_and_a_long_one_in_parts_that_add_up() {
+    let page = outline(3_000);
+    let link = FakeLink::new(vec![(
+        "snapshot",
+        Ok(json!({"tabId": 7, "url": "https://example.com/", "title": "Rows", "snapshot": page})),
+    )]);
+    let toolbox = Toolbox::new(link.clone(), 20_000);
+    let first = toolbox.call("browser_snapshot", &args(json!({}))).await;
+    assert_eq!(first.is_error, Some(false));
+    let text = result_text(&first);
+    assert!(
+        text.starts_with(
+            "Tab 7 · https://example.com/ · Rows\n\n- listitem \"Row 0 é\" [ref=e0]\n"
+        ),
+        "{}",
+        &text[..200]
+    );
+    let structured = first.structured_content.clone().unwrap();
+    assert_eq!(structured["url"], "https://example.com/");
+    assert!(structured.get("snapshot").is_none());
+    assert_eq!(structured["part"]["index"], 1);
+
+    // Reading on returns exactly the rest, part by part, without asking the browser again.
+    let whole = format!("Tab 7 · https://example.com/ · Rows\n\n{page}");
+    let mut collected = String::new();
+    let mut result = first;
+    loop {
+        let text = result_text(&result);
+        assert!(text.chars().count() <= 20_000);
+        let structured = result.structured_content.clone().unwrap();
+        let part = &structured["part"];
+        let (start, end) = (
+            part["offset"].as_u64().unwrap() as usize,
+            part["end"].as_u64().unwrap() as usize,
+        );
+        let body: String = whole.chars().skip(start).take(end - start).collect();
+        assert!(text.starts_with(&body), "part {part}");
+        collected.push_str(&body);
+        let Some(next) = part["nextOffset"].as_u64() else {
+            assert!(text.ends_with("End of the result.]"), "{text}");
+            break;
+        };
+        assert!(
+            text.contains(&format!(
+                "call browser_snapshot with {{\"offset\": {next}}}. Or see less: browser_find"
+            )),
+            "{}",
+            &text[text.len() - 200..]
+        );
+        result = toolbox
+            .call("browser_snapshot", &args(json!({"offset": next})))
+            .await;
+        assert_eq!(result.is_error, Some(false), "{}", result_text(&result));
+    }
+    assert_eq!(collected, whole);
+    assert_eq!(link.sent().len(), 1);
+    let past = toolbox
+        .call("browser_snapshot", &args(json!({"offset": 10_000_000})))
+        .await;
+    assert!(result_text(&past).contains("past the end"));
+}
+
+#[tokio::test]
+async fn find_answers_matching_lines_under_their_path() {
+    let page = "- main [ref=e1]:\n  - list \"Todo\" [ref=e2]:\n    - listitem [ref=e3]: Buy milk\n    - listitem [ref=e4]: Call Ada\n  - button \"Save\" [ref=e5]";
+    let link = FakeLink::new(vec![
+        (
+            "snapshot",
+            Ok(json!({"tabId": 2, "url": "https://t/", "title": "T", "snapshot": page})),
+        ),
+        (
+            "snapshot",
+            Ok(json!({"tabId": 2, "url": "https://t/", "title": "T", "snapshot": page})),
+        ),
+    ]);
+    let toolbox = Toolbox::new(link.clone(), DEFAULT_MAX_RESULT_CHARS);
+    let found = toolbox
+        .call(
+            "browser_find",
+            &args(json!({"text": "ada", "target": "e2"})),
+        )
+        .await;
+    let text = result_text(&found);
+    assert!(
+        text.starts_with("Tab 2 · https://t/ · T\n1 of 5 outline lines match"),
+        "{text}"
+    );
+    assert!(
+        text.contains("- main [ref=e1]:\n  - list \"Todo\" [ref=e2]:\n"),
+        "{text}"
+    );
+    assert!(text.contains("- listitem [ref=e4]: Call Ada  ◀"), "{text}");
+    assert_eq!(found.structured_content.unwrap()["matches"], 1);
+    assert_eq!(
+        link.sent()[0],
+        ("snapshot".into(), json!({"format": "outline", "ref": "e2"}))
+    );
+    let none = toolbox
+        .call("browser_find", &args(json!({"regex": "/^nothing$/i"})))
+        .await;
+    assert_eq!(none.is_error, Some(false));
+    assert!(result_text(&none).contains("No line of the page's outline"));
+}
+
+#[tokio::test]
+async fn downloads_an_action_started_are_saved_and_named_in_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("report.csv"), b"older").unwrap();
+    let link = FakeLink::new(vec![
+        (
+            "click",
+            Ok(json!({"tabId": 7, "clicked": true, "downloads": [
+                {"id": "d1", "url": "https://e/report.csv", "filename": "report.csv", "mimeType": "text/csv", "bytes": 4, "state": "complete"},
+                {"id": "d2", "url": "https://e/big.zip", "filename": "big.zip", "mimeType": "application/zip", "bytes": 0, "state": "in_progress"}
+            ]})),
+        ),
+        (
+            "takeDownload",
+            Ok(
+                json!({"id": "d1", "filename": "report.csv", "mimeType": "text/csv", "bytes": 4, "data": "YSxiCg=="}),
+            ),
+        ),
+        (
+            "listDownloads",
+            Ok(
+                json!({"downloads": [{"id": "d2", "url": "https://e/big.zip", "filename": "big.zip", "mimeType": "application/zip", "bytes": 9, "state": "complete"}]}),
+            ),
+        ),
+        (
+            "takeDownload",
+            Err(LinkError::Rpc {
+                code: mcp_relay_wire::code::INVALID_PARAMS,
+                message: "download big.zip is 90000000 bytes, above maxBytes 1000".into(),
+            }),
+        ),
+    ]);
+    let toolbox = Toolbox::new(link.clone(), DEFAULT_MAX_RESULT_CHARS)
+        .with_max_message_bytes(1_000)
+        .with_downloads_dir(Some(dir.path().to_owned()));
+    let clicked = toolbox
+        .call("browser_click", &args(json!({"target": "e3"})))
+        .await;
+    let text = result_text(&clicked);
+    let saved = dir.path().join("report (1).csv");
+    assert!(
+        text.contains(&format!(
+            "Downloaded report.csv: saved as {} (4 bytes, text/csv)",
+            saved.display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("Download big.zip: in_progress"), "{text}");
+    assert_eq!(std::fs::read(&saved).unwrap(), b"a,b\n");
+    assert_eq!(
+        std::fs::read(dir.path().join("report.csv")).unwrap(),
+        b"older"
+    );
+    assert_eq!(
+        link.sent()[1],
+        ("takeDownload".into(), json!({"id": "d1", "maxBytes": 1000}))
+    );
+
+    let listed = toolbox.call("browser_downloads", &args(json!({}))).await;
+    let text = result_text(&listed);
+    assert!(
+        text.starts_with("1 downloads saved in this session"),
+        "{text}"
+    );
+    assert!(text.contains(&saved.display().to_string()), "{text}");
+    assert!(
+        text.contains("big.zip: not saved: download big.zip is 90000000 bytes"),
+        "{text}"
+    );
+    assert!(text.contains("--max-message-bytes"), "{text}");
+}
+
+#[tokio::test]
+async fn drop_carries_files_read_here_and_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.txt");
+    std::fs::write(&path, b"hi").unwrap();
+    let link = FakeLink::new(vec![(
+        "drop",
+        Ok(
+            json!({"tabId": 1, "dropped": {"files": 1, "types": ["Files", "text/plain"]}, "accepted": true}),
+        ),
+    )]);
+    let toolbox = Toolbox::new(link.clone(), DEFAULT_MAX_RESULT_CHARS);
+    let dropped = toolbox
+        .call(
+            "browser_drop",
+            &args(json!({"target": "ul#zone", "paths": [path.to_string_lossy()], "data": {"text/plain": "x"}})),
+        )
+        .await;
+    assert_eq!(dropped.is_error, Some(false), "{}", result_text(&dropped));
+    let (method, params) = link.sent()[0].clone();
+    assert_eq!(method, "drop");
+    assert_eq!(params["selector"], "ul#zone");
+    assert_eq!(params["data"], json!({"text/plain": "x"}));
+    assert_eq!(
+        params["files"],
+        json!([{"name": "a.txt", "mimeType": "text/plain", "data": "aGk="}])
+    );
+    let missing = toolbox
+        .call(
+            "browser_drop",
+            &args(json!({"target": "e1", "paths": ["/nonexistent/file"]})),
+        )
+        .await;
+    assert_eq!(missing.is_error, Some(true));
+    assert!(result_text(&missing).contains("bridge's machine"));
+}
+
+#[test]
+fn what_a_schema_requires_is_what_parsing_requires() {
+    for tool in definitions() {
+        let required: Vec<String> = tool
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|names| {
+                names
+                    .iter()
+                    .map(|n| n.as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(first) = required.first() {
+            let err = plan(&tool.name, &JsonObject::new()).unwrap_err();
+            assert!(
+                err.contains(&format!("\"{first}\"")),
+                "{}: {err}",
+                tool.name
+            );
+        }
+        // And an argument the schema does not list is ignored, never an error of its own.
+        let mut extra = JsonObject::new();
+        extra.insert("notAnArgument".into(), json!(1));
+        let with_extra = plan(&tool.name, &extra);
+        let without = plan(&tool.name, &JsonObject::new());
+        assert_eq!(with_extra, without, "{}", tool.name);
+    }
+}
