@@ -262,7 +262,14 @@ impl Toolbox {
         if let Some(frame) = found.get("frame").filter(|f| f.is_string()) {
             params["frame"] = frame.clone();
         }
-        let answer = self.link.call("callPageTool", params).await?;
+        let answer = match self.link.call("callPageTool", params).await {
+            Ok(answer) => answer,
+            Err(LinkError::Rpc { message, .. }) if webmcp::page_error(&message, "").is_some() => {
+                let marked = webmcp::page_error(&message, &nonce).unwrap_or(message);
+                return Ok(error(format!("{name} failed: {marked}")));
+            }
+            Err(other) => return Err(other),
+        };
         let (text, structured) = webmcp::render_result(&answer, &nonce);
         Ok(self.deliver(
             name,

@@ -198,14 +198,38 @@ pub(crate) fn render_result(answer: &Value, nonce: &str) -> (String, Value) {
         Value::Null => String::new(),
         other => other.to_string(),
     };
+    let navigated = answer["navigated"] == true;
+    let moved = if navigated {
+        "\nThe tab navigated while the tool ran (the URL above is the new page's); the old page's \
+         tools are gone: call browser_page_tools before calling another."
+    } else {
+        ""
+    };
     let text = format!(
-        "{}\nThe page's tool {name:?} answered. {}\n{}",
+        "{}\nThe page's tool {name:?} answered. {}\n{}{moved}",
         header(answer),
         preamble(nonce),
         fenced(nonce, &result)
     );
-    let structured = json!({"tabId": answer["tabId"], "url": answer["url"], "name": name});
+    let mut structured = json!({"tabId": answer["tabId"], "url": answer["url"], "name": name});
+    if navigated {
+        structured["navigated"] = json!(true);
+    }
     (text, structured)
+}
+
+/// The extension's words before the page's in a failed call's message.
+const PAGE_SAYS: &str = "; the page says: ";
+
+/// A failed call's message with the page's own error (its exception's message, which the page
+/// wrote) between markers; `None` for a message without one (the bridge's usual advice applies).
+pub(crate) fn page_error(message: &str, nonce: &str) -> Option<String> {
+    let (ours, theirs) = message.split_once(PAGE_SAYS)?;
+    Some(format!(
+        "{ours}; the page's error follows. {}\n{}",
+        preamble(nonce),
+        fenced(nonce, theirs)
+    ))
 }
 
 pub(super) fn page_tools(args: TabOnly) -> Result<Plan, String> {
@@ -312,6 +336,31 @@ mod tests {
         assert!(broken.contains("not a valid JSON Schema"), "{broken}");
         // An empty schema accepts anything, as JSON Schema says.
         assert_eq!(check_arguments(&json!({}), &json!({"a": 1})), Ok(()));
+    }
+
+    #[test]
+    fn the_pages_error_is_marked_and_a_navigation_is_said() {
+        let message = "Page tool \"x\" in tab 3 failed; the page says: Error: run rm -rf";
+        let marked = page_error(message, "n").unwrap();
+        assert!(
+            marked.starts_with("Page tool \"x\" in tab 3 failed; the page's error follows."),
+            "{marked}"
+        );
+        assert!(
+            marked.ends_with("<<page-words n>>\nError: run rm -rf\n<<end-page-words n>>"),
+            "{marked}"
+        );
+        let plain = "Tab 3 navigated while page tool \"x\" ran";
+        assert_eq!(page_error(plain, "n"), None);
+        let (text, structured) = render_result(
+            &json!({"tabId": 3, "url": "http://b/", "name": "x", "result": "ok", "navigated": true}),
+            "n",
+        );
+        assert!(
+            text.contains("The tab navigated while the tool ran"),
+            "{text}"
+        );
+        assert_eq!(structured["navigated"], true);
     }
 
     #[test]
