@@ -84,6 +84,7 @@ async fn tools_list_has_every_browser_tool_with_schema_title_and_honest_hints() 
         .collect();
     // (readOnly, destructive, idempotent, openWorld)
     let expected = [
+        ("browser_call_page_tool", (false, true, false, true)),
         ("browser_cdp", (false, true, false, true)),
         ("browser_click", (false, true, false, true)),
         ("browser_close", (false, true, true, true)),
@@ -104,6 +105,7 @@ async fn tools_list_has_every_browser_tool_with_schema_title_and_honest_hints() 
         ("browser_navigate_back", (false, true, false, true)),
         ("browser_navigate_forward", (false, true, false, true)),
         ("browser_network_requests", (true, false, true, true)),
+        ("browser_page_tools", (true, false, true, true)),
         ("browser_pdf_save", (false, false, false, true)),
         ("browser_press_key", (false, true, false, true)),
         ("browser_resize", (false, false, true, true)),
@@ -163,6 +165,15 @@ async fn tools_list_has_every_browser_tool_with_schema_title_and_honest_hints() 
             "{tool}"
         );
     }
+    // A page's own tool is an argument, never an MCP tool of its own (issue 26).
+    assert_eq!(
+        schema("browser_call_page_tool")["required"],
+        json!(["name"])
+    );
+    assert_eq!(
+        schema("browser_call_page_tool")["properties"]["arguments"]["type"],
+        "object"
+    );
     assert!(schema("browser_drag")["properties"]["startTarget"].is_object());
     assert!(schema("browser_drag")["properties"]["endTarget"].is_object());
     assert_eq!(schema("browser_tabs")["required"], json!(["action"]));
