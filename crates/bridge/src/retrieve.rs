@@ -404,6 +404,19 @@ mod tests {
     }
 
     #[test]
+    fn a_pages_own_tools_are_found_by_intent() {
+        let hits = index().search("list the tools the page registers itself", 5);
+        assert_eq!(hits[0].name, "browser_page_tools", "{hits:?}");
+        assert_eq!(hits[0].call_with, "call_tool_read");
+        let hits = index().search("call a page's tool with arguments", 5);
+        let call = hits
+            .iter()
+            .find(|h| h.name == "browser_call_page_tool")
+            .unwrap_or_else(|| panic!("{hits:?}"));
+        assert_eq!(call.call_with, "call_tool_destructive");
+    }
+
+    #[test]
     fn a_query_of_stop_words_finds_nothing() {
         assert!(index().search("the of and", 5).is_empty());
     }
