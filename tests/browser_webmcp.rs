@@ -184,6 +184,36 @@ async fn through_the_bridge(chromium: &Path) {
         "{gone}"
     );
 
+    // A form the person must submit is refused, not filled.
+    let form = call(
+        &bridge,
+        "browser_call_page_tool",
+        json!({"name": "place_order", "arguments": {"address": "1 Main St"}}),
+    )
+    .await;
+    assert!(is_error(&form), "{form}");
+    assert!(text(&form).contains("submit themselves"), "{form}");
+    // The tab navigating under the call: a clear error, then the new page's (empty) tools.
+    let navigated = call(
+        &bridge,
+        "browser_call_page_tool",
+        json!({"name": "go_elsewhere", "arguments": {}}),
+    )
+    .await;
+    assert!(is_error(&navigated), "{navigated}");
+    assert!(text(&navigated).contains("navigated"), "{navigated}");
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        let after = call(&bridge, "browser_page_tools", json!({})).await;
+        if text(&after).contains("page1.html") {
+            assert!(text(&after).contains("registers no tools"), "{after}");
+            assert_eq!(after["structuredContent"]["toolCount"], 0, "{after}");
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{after}");
+        tokio::time::sleep(POLL).await;
+    }
+
     drop(bridge);
     let log = std::fs::read_to_string(&audit_log).unwrap();
     let calls: Vec<Value> = log
@@ -191,7 +221,8 @@ async fn through_the_bridge(chromium: &Path) {
         .map(|line| serde_json::from_str(line).unwrap())
         .filter(|record: &Value| record["tool"] == "browser_call_page_tool")
         .collect();
-    assert_eq!(calls.len(), 4, "{log}");
+    assert_eq!(calls.len(), 6, "{log}");
+    assert_eq!(calls[5]["target"], "page-tool:go_elsewhere", "{log}");
     assert_eq!(calls[1]["target"], "page-tool:add_to_cart", "{log}");
     assert_eq!(calls[1]["outcome"], "ok", "{log}");
     assert_eq!(calls[0]["outcome"], "error", "{log}");
