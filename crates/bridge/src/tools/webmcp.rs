@@ -22,6 +22,8 @@ use super::Plan;
 const MAX_DESCRIPTION_CHARS: usize = 2_000;
 /// The longest input schema shown (as compact JSON); a longer one is cut with a note.
 const MAX_SCHEMA_CHARS: usize = 4_000;
+/// The longest page annotations shown (as compact JSON).
+const MAX_HINTS_CHARS: usize = 500;
 /// Violations listed when the arguments do not fit the schema.
 const MAX_VIOLATIONS: usize = 10;
 
@@ -101,13 +103,20 @@ pub(crate) fn render_listing(listing: &Value, nonce: &str) -> (String, Value) {
             } else {
                 format!(" ({})", facts.join("; "))
             };
+            let mut words =
+                format!("name: {name}\ndescription: {description}\ninputSchema: {schema}");
+            // The page's own hints, shown as its words: they never make the call less careful
+            // (browser_call_page_tool is destructive and open-world whatever they say).
+            let mut what = "name, description and input schema";
+            if let Some(hints) = tool["annotations"].as_object().filter(|h| !h.is_empty()) {
+                what = "name, description, input schema and the page's own hints";
+                let hints = cut(&Value::Object(hints.clone()).to_string(), MAX_HINTS_CHARS);
+                words.push_str(&format!("\nannotations: {hints}"));
+            }
             lines.push(format!(
-                "\n{}. Tool{facts}, name, description and input schema:\n{}",
+                "\n{}. Tool{facts}, {what}:\n{}",
                 index + 1,
-                fenced(
-                    nonce,
-                    &format!("name: {name}\ndescription: {description}\ninputSchema: {schema}")
-                )
+                fenced(nonce, &words)
             ));
         }
     }
@@ -264,7 +273,7 @@ mod tests {
                  "inputSchema": {"type": "object", "properties": {"qty": {"type": "integer", "minimum": 1}}, "required": ["qty"]}},
                 {"name": "add", "description": "the frame's", "frame": "0", "inputSchema": {}},
                 {"name": "order", "description": "Order", "frame": "", "needsUserInteraction": true,
-                 "inputSchema": {"type": "object", "properties": {}}},
+                 "inputSchema": {"type": "object", "properties": {}}, "annotations": {"readOnlyHint": true}},
             ],
         })
     }
@@ -285,6 +294,11 @@ mod tests {
         let open = text[..injected].rfind("<<page-words n0nce>>").unwrap();
         assert!(text[open..].find("<<end-page-words n0nce>>").unwrap() > injected - open);
         assert!(text.contains("in frame 0"), "{text}");
+        // The page's hints are its words, inside the fence.
+        assert!(
+            text.contains("inputSchema: {\"properties\":{},\"type\":\"object\"}\nannotations: {\"readOnlyHint\":true}\n<<end-page-words n0nce>>"),
+            "{text}"
+        );
         assert!(text.contains("needs the person"), "{text}");
         assert_eq!(
             structured,
