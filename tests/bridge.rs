@@ -84,6 +84,7 @@ async fn tools_list_has_every_browser_tool_with_schema_title_and_honest_hints() 
         .collect();
     // (readOnly, destructive, idempotent, openWorld)
     let expected = [
+        ("browser_call_page_tool", (false, true, false, true)),
         ("browser_cdp", (false, true, false, true)),
         ("browser_click", (false, true, false, true)),
         ("browser_close", (false, true, true, true)),
@@ -104,6 +105,7 @@ async fn tools_list_has_every_browser_tool_with_schema_title_and_honest_hints() 
         ("browser_navigate_back", (false, true, false, true)),
         ("browser_navigate_forward", (false, true, false, true)),
         ("browser_network_requests", (true, false, true, true)),
+        ("browser_page_tools", (true, false, true, true)),
         ("browser_pdf_save", (false, false, false, true)),
         ("browser_press_key", (false, true, false, true)),
         ("browser_resize", (false, false, true, true)),
@@ -163,6 +165,15 @@ async fn tools_list_has_every_browser_tool_with_schema_title_and_honest_hints() 
             "{tool}"
         );
     }
+    // A page's own tool is an argument, never an MCP tool of its own (issue 26).
+    assert_eq!(
+        schema("browser_call_page_tool")["required"],
+        json!(["name"])
+    );
+    assert_eq!(
+        schema("browser_call_page_tool")["properties"]["arguments"]["type"],
+        "object"
+    );
     assert!(schema("browser_drag")["properties"]["startTarget"].is_object());
     assert!(schema("browser_drag")["properties"]["endTarget"].is_object());
     assert_eq!(schema("browser_tabs")["required"], json!(["action"]));
@@ -694,7 +705,7 @@ async fn browser_going_away_fails_fast_and_coming_back_works_without_restarting_
     assert_eq!(request["params"], json!({"expression": "2"}));
     assert_eq!(ok_json(&after), json!({"value": 2, "type": "number"}));
     // The tool list did not change across all this.
-    assert_eq!(bridge.list_all_tools().await.unwrap().len(), 31);
+    assert_eq!(bridge.list_all_tools().await.unwrap().len(), 33);
     bridge.cancel().await.unwrap();
 }
 
@@ -973,7 +984,7 @@ async fn stdout_carries_only_mcp_frames_and_closing_stdin_stops_the_bridge() {
         }
     }
     assert_eq!(answers[&1]["result"]["protocolVersion"], "2025-06-18");
-    assert_eq!(answers[&2]["result"]["tools"].as_array().unwrap().len(), 31);
+    assert_eq!(answers[&2]["result"]["tools"].as_array().unwrap().len(), 33);
     let listed = &answers[&3]["result"];
     assert_eq!(listed["isError"], true, "{listed}");
     assert!(
@@ -1009,7 +1020,7 @@ async fn official_typescript_sdk_client_initializes_lists_and_calls_a_tool() {
     let report = run_sdk_client(Path::new("node"), &client_dir.join("client.mjs"), &[], USER).await;
     assert_eq!(report["ok"], true);
     assert_eq!(report["server"], "mcp-relay");
-    assert_eq!(report["tools"], 31);
+    assert_eq!(report["tools"], 33);
     assert_eq!(
         report["answer"],
         json!({"echo": "evaluate", "params": {"expression": "document.title"}})

@@ -18,8 +18,8 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 const USER: &str = "alice";
-/// 31 browser tools and every command of the compiled-in CDP catalog.
-const BROWSER_TOOLS: usize = 31;
+/// 33 browser tools and every command of the compiled-in CDP catalog.
+const BROWSER_TOOLS: usize = 33;
 
 use common::bridge::{
     bridge_command, call, is_error, ok_json, python_sdk_client, run_sdk_client, start_bridge, text,
@@ -291,6 +291,18 @@ async fn proxy_lists_describes_and_calls_tools_with_the_spec_annotations() {
     ));
     assert_eq!(navigate["inputSchema"]["required"], json!(["url"]));
     assert_eq!(navigate["annotations"]["destructiveHint"], false);
+    // A page's own tools (WebMCP) are reached through the fixed pair, destructive whatever
+    // the page says.
+    let call_page_tool = item_data(query_item(
+        &client
+            .call(
+                "proxy",
+                json!({"action": "info", "type": "tool", "path": "browser_call_page_tool"}),
+            )
+            .await,
+    ));
+    assert_eq!(call_page_tool["inputSchema"]["required"], json!(["name"]));
+    assert_eq!(call_page_tool["annotations"]["destructiveHint"], true);
 
     // call: the tool's own content, each item annotated.
     let call = async {

@@ -20,6 +20,7 @@ import { DialogOpenError } from './debugger-sessions.js';
 import { keyPressEvents } from './keys.js';
 import { PAGE_TOOL_COMMANDS } from './page-tools.js';
 import { PLAYWRIGHT_COMMANDS } from './playwright-commands.js';
+import { webmcpCommands } from './webmcp.js';
 import { settleAfter, settling } from './settle.js';
 import {
   elementExpression, findElementThen, locateElement, pageExpression, pageShowsText, pageState, prepareTyping, readValue, selectOptions, takeSnapshot,
@@ -167,7 +168,7 @@ export const COMMANDS = {
 
 /** The protocol spec's own example says `navigate`; accept it as a synonym. */
 COMMANDS.navigate = COMMANDS.browser_navigate;
-Object.assign(COMMANDS, PLAYWRIGHT_COMMANDS, PAGE_TOOL_COMMANDS);
+Object.assign(COMMANDS, PLAYWRIGHT_COMMANDS, PAGE_TOOL_COMMANDS, webmcpCommands());
 // The rest of Playwright MCP's actions say what changed too, once the page has settled.
 for (const name of ['fillForm', 'drag', 'drop'])
   COMMANDS[name] = { ...COMMANDS[name], run: reportingChanges(COMMANDS[name].run, SETTLES) };

@@ -106,6 +106,7 @@ export class ConnectionState {
     this.debuggers.events.handle(source, method, params);
     this.debuggers.network.handle(source, method, params);
     this.debuggers.taps.handle(source, method, params);
+    this.debuggers.webmcp?.handle(source, method, params);
     // Only tabs we are attached to report this, and we attach only to tabs a connection owns.
     if (method === 'Page.downloadWillBegin' && source.tabId !== undefined && !source.sessionId) {
       const owner = this.tabs.ownerOf(source.tabId);
@@ -168,6 +169,7 @@ export class ConnectionState {
     this.debuggers.forget(tabId);
     this.debuggers.events.forget(tabId);
     this.debuggers.network.forget(tabId);
+    this.debuggers.webmcp?.forget(tabId);
     this.tabs.dropTab(tabId);
   }
 

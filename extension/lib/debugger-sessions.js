@@ -18,6 +18,8 @@ import { DOM_WATCH_SCRIPT } from './settle.js';
 import { EventTaps } from './event-taps.js';
 import { NetworkLog } from './network.js';
 import { PageEvents } from './page-events.js';
+import { WebMcpTools } from './webmcp-store.js';
+import { WEBMCP_BINDING, WEBMCP_SCRIPT } from './webmcp.js';
 
 /** CDP protocol version every Chromium since 2017 speaks. */
 const PROTOCOL_VERSION = '1.3';
@@ -66,6 +68,8 @@ export class DebuggerSessions {
     this.events = new PageEvents();
     /** Network requests of the attached tabs (networkRequests, settling), fed by ConnectionState. */
     this.network = new NetworkLog();
+    /** The tools pages registered (WebMCP), per tab, fed by ConnectionState. */
+    this.webmcp = new WebMcpTools();
     /** One-shot waits for an event a command causes (a drag's Input.dragIntercepted). */
     this.taps = new EventTaps();
     /** @type {Map<number, Record<string, string>>} emulateMedia's overrides per tab (Chrome drops them on detach) */
@@ -154,14 +158,23 @@ export class DebuggerSessions {
         .catch(() => {});
     // Dialog events (Page), console messages (Runtime) and requests (Network). Bounded: on a tab that already
     // shows a dialog these hang until it is answered, and attaching must not.
-    await Promise.all(['Page.enable', 'Runtime.enable', 'Network.enable'].map(method =>
+    // WebMCP (webmcp.js): the page's own tools as they come and go; "wasn't found" in a browser without it.
+    await Promise.all(['Page.enable', 'Runtime.enable', 'Network.enable', 'WebMCP.enable'].map(method =>
       withTimeout(chrome.debugger.sendCommand({ tabId }, method, {}), ENABLE_TIMEOUT_MS, () => `${method} timed out`)
           .catch(() => {})));
     // In each new document: blob: URLs stay readable for a download's capture (downloads.js),
     // and DOM changes are timed for settling (settle.js).
-    const source = `${KEEP_BLOBS_SCRIPT};\n${DOM_WATCH_SCRIPT};`;
-    await withTimeout(chrome.debugger.sendCommand({ tabId }, 'Page.addScriptToEvaluateOnNewDocument', { source }),
-        ENABLE_TIMEOUT_MS, () => 'Page.addScriptToEvaluateOnNewDocument timed out').catch(() => {});
+    // The page's own tools (webmcp.js): changes reported through a binding, in this document too.
+    const source = `${KEEP_BLOBS_SCRIPT};\n${DOM_WATCH_SCRIPT};\n${WEBMCP_SCRIPT};`;
+    for (const [method, params] of [
+      ['Runtime.addBinding', { name: WEBMCP_BINDING }],
+      ['Page.addScriptToEvaluateOnNewDocument', { source }],
+    ]) {
+      await withTimeout(chrome.debugger.sendCommand({ tabId }, method, params),
+          ENABLE_TIMEOUT_MS, () => `${method} timed out`).catch(() => {});
+    }
+    // Not awaited: behind a dialog it waits for the answer, and attaching must not.
+    chrome.debugger.sendCommand({ tabId }, 'Runtime.evaluate', { expression: WEBMCP_SCRIPT }).catch(() => {});
   }
 
   /**
@@ -211,6 +224,7 @@ export class DebuggerSessions {
   forget(tabId) {
     this._attachments.delete(tabId);
     this.media?.delete(tabId);
+    this.webmcp?.forget(tabId);
     this.events.detached(tabId);
     this.network.detached(tabId);
   }
@@ -223,6 +237,7 @@ export class DebuggerSessions {
     this._attachments.delete(tabId);
     this.events.detached(tabId);
     this.media?.delete(tabId);
+    this.webmcp?.forget(tabId);
     try {
       await attachment;
       await chrome.debugger.detach({ tabId });

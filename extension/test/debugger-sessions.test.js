@@ -24,11 +24,11 @@ beforeEach(() => {
 });
 afterEach(() => { delete globalThis.chrome; });
 
-test('attaching enables Page, Runtime and Network events, and keeps revoked blob: URLs readable for downloads', async () => {
+test('attaching enables Page, Runtime, Network and WebMCP events, and keeps revoked blob: URLs readable for downloads', async () => {
   const sessions = new DebuggerSessions();
   await sessions.send(1, 'Runtime.evaluate', { expression: '1' });
   assert.deepEqual(sent, ['Emulation.setFocusEmulationEnabled', 'Page.enable', 'Runtime.enable', 'Network.enable',
-    'Page.addScriptToEvaluateOnNewDocument', 'Runtime.evaluate']);
+    'WebMCP.enable', 'Runtime.addBinding', 'Page.addScriptToEvaluateOnNewDocument', 'Runtime.evaluate', 'Runtime.evaluate']);
 });
 
 test('a command that is waiting when a dialog opens stops waiting and says which dialog', async () => {
@@ -45,10 +45,11 @@ test('a command that is waiting when a dialog opens stops waiting and says which
 test('while a dialog is open, commands are refused at once, except answering it', async () => {
   const sessions = new DebuggerSessions();
   await sessions.attach(2);
+  const attached = sent.length;
   sessions.events.handle({ tabId: 2 }, 'Page.javascriptDialogOpening', { type: 'alert', message: 'Hi' });
   await assert.rejects(sessions.send(2, 'Runtime.evaluate', {}),
       error => error instanceof DialogOpenError && !error.openedDuring && /alert dialog \("Hi"\)/.test(error.message));
-  assert.equal(sent.includes('Runtime.evaluate'), false, 'the refused command was never sent');
+  assert.equal(sent.slice(attached).includes('Runtime.evaluate'), false, 'the refused command was never sent');
   await sessions.send(2, 'Page.handleJavaScriptDialog', { accept: true });
   assert.equal(sent.at(-1), 'Page.handleJavaScriptDialog');
   // Another tab is not affected.

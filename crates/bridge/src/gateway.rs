@@ -411,7 +411,11 @@ impl Gateway {
             }
         }
         if self.exposure.direct() && self.toolbox.knows(name) {
-            return (self.toolbox.call(name, args).await, Note::default());
+            let note = Note {
+                target: page_tool_target(name, args),
+                ..Note::default()
+            };
+            return (self.toolbox.call(name, args).await, note);
         }
         // A tool --dynamic registered.
         self.pool.lock().unwrap().touch(name);
@@ -786,6 +790,16 @@ fn first_text(result: &CallToolResult) -> Option<String> {
         c.as_text()
             .map(|t| t.text.lines().next().unwrap_or_default().to_owned())
     })
+}
+
+/// The audit log's `target` of a call to one of a page's own tools (WebMCP): `page-tool:<name>`,
+/// the name cut at 128 characters; the arguments are never logged.
+fn page_tool_target(tool: &str, args: &JsonObject) -> Option<String> {
+    if tool != "browser_call_page_tool" {
+        return None;
+    }
+    let name: String = args.get("name")?.as_str()?.chars().take(128).collect();
+    Some(format!("page-tool:{name}"))
 }
 
 #[cfg(test)]

@@ -382,7 +382,7 @@ mod tests {
     #[test]
     fn the_index_holds_bridge_tools_and_cdp_commands() {
         let index = index();
-        assert_eq!(index.bridge_count, 31);
+        assert_eq!(index.bridge_count, 33);
         assert!(index.entries.len() > 600);
         assert!(index.get("cdp:Page.navigate").is_some());
         assert!(index.get("browser_click").is_some());
@@ -401,6 +401,19 @@ mod tests {
         assert_eq!(top.call_with, "call_tool_destructive");
         assert!(top.signature.starts_with(&top.name), "{top:?}");
         assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+    }
+
+    #[test]
+    fn a_pages_own_tools_are_found_by_intent() {
+        let hits = index().search("list the tools the page registers itself", 5);
+        assert_eq!(hits[0].name, "browser_page_tools", "{hits:?}");
+        assert_eq!(hits[0].call_with, "call_tool_read");
+        let hits = index().search("call a page's tool with arguments", 5);
+        let call = hits
+            .iter()
+            .find(|h| h.name == "browser_call_page_tool")
+            .unwrap_or_else(|| panic!("{hits:?}"));
+        assert_eq!(call.call_with, "call_tool_destructive");
     }
 
     #[test]

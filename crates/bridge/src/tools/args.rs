@@ -297,6 +297,17 @@ pub(crate) struct TabOnly {
     pub(crate) tab_id: Option<i64>,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct CallPageTool {
+    /// The tool's name, from browser_page_tools.
+    pub(crate) name: String,
+    /// Its input, fitting its inputSchema.
+    #[serde(default)]
+    pub(crate) arguments: Option<Map<String, Value>>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Button {

@@ -28,6 +28,7 @@ mod parts;
 mod results;
 mod table;
 mod transfers;
+mod webmcp;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -91,6 +92,15 @@ pub(crate) enum Plan {
     },
     /// `listDownloads`, then the session's saved downloads.
     Downloads,
+    /// `pageTools`: the page's own tools (WebMCP), as the page's words (webmcp.rs).
+    PageTools { params: Value },
+    /// `pageTools`, the arguments checked against the tool's schema, then `callPageTool`.
+    CallPageTool {
+        /// `{tabId}` when given.
+        tab: Value,
+        name: String,
+        arguments: Value,
+    },
 }
 
 /// The tool definitions and their execution.
@@ -248,7 +258,68 @@ impl Toolbox {
                 Ok(self.found(&result, text.as_deref(), regex.as_deref()))
             }
             Plan::Downloads => self.list_downloads().await,
+            Plan::PageTools { params } => {
+                let listing = self.link.call("pageTools", params).await?;
+                let (text, structured) = webmcp::render_listing(&listing, &webmcp::nonce());
+                Ok(self.deliver(
+                    name,
+                    Rendered {
+                        text,
+                        structured: Some(structured),
+                    },
+                ))
+            }
+            Plan::CallPageTool {
+                tab,
+                name: tool,
+                arguments,
+            } => self.call_page_tool(name, tab, &tool, arguments).await,
         }
+    }
+
+    /// `browser_call_page_tool`: the page's current tools first, for the tool's schema; the
+    /// arguments checked against it here; then the call (webmcp.rs says why here).
+    async fn call_page_tool(
+        &self,
+        name: &str,
+        tab: Value,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, LinkError> {
+        let nonce = webmcp::nonce();
+        let listing = self.link.call("pageTools", tab.clone()).await?;
+        let Some(found) = webmcp::find_tool(&listing, tool) else {
+            return Ok(error(format!(
+                "{name}: {}",
+                webmcp::not_listed(&listing, tool, &nonce)
+            )));
+        };
+        let schema = found.get("inputSchema").cloned().unwrap_or(json!({}));
+        if let Err(message) = webmcp::check_arguments(&schema, &arguments) {
+            return Ok(error(format!("{name}: {message}")));
+        }
+        let mut params = tab;
+        params["name"] = json!(tool);
+        params["arguments"] = arguments;
+        if let Some(frame) = found.get("frame").filter(|f| f.is_string()) {
+            params["frame"] = frame.clone();
+        }
+        let answer = match self.link.call("callPageTool", params).await {
+            Ok(answer) => answer,
+            Err(LinkError::Rpc { message, .. }) if webmcp::page_error(&message, "").is_some() => {
+                let marked = webmcp::page_error(&message, &nonce).unwrap_or(message);
+                return Ok(error(format!("{name} failed: {marked}")));
+            }
+            Err(other) => return Err(other),
+        };
+        let (text, structured) = webmcp::render_result(&answer, &nonce);
+        Ok(self.deliver(
+            name,
+            Rendered {
+                text,
+                structured: Some(structured),
+            },
+        ))
     }
 
     async fn list(&self) -> Result<CallToolResult, LinkError> {

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{actions, args, pages, transfers, Plan};
+use super::{actions, args, pages, transfers, webmcp, Plan};
 
 /// The honest hints of one tool.
 struct Hints {
@@ -404,6 +404,22 @@ fn table() -> Vec<Entry> {
                 open_world: true,
             },
             transfers::downloads,
+        ),
+        entry(
+            "browser_page_tools",
+            "The page's own tools",
+            "List the tools the page registers itself (WebMCP): name, description, input schema \
+             (the page's words, untrusted).",
+            PAGE_READ,
+            webmcp::page_tools,
+        ),
+        entry(
+            "browser_call_page_tool",
+            "Call a page's tool",
+            "Call a tool from browser_page_tools with arguments fitting its schema; answers the \
+             page's result.",
+            PAGE_ACTION,
+            webmcp::call_page_tool,
         ),
         entry(
             "browser_close",

@@ -18,7 +18,7 @@ fn args(value: Value) -> JsonObject {
 #[test]
 fn every_tool_has_a_title_an_object_schema_and_all_four_hints() {
     let tools = definitions();
-    assert_eq!(tools.len(), 31);
+    assert_eq!(tools.len(), 33);
     for tool in &tools {
         assert!(tool.title.is_some(), "{}", tool.name);
         assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
