@@ -262,7 +262,14 @@ impl McpHttp {
             }
             None => return session_not_found(),
         }
-        self.forward(request, None).await
+        let ending = request.method() == Method::DELETE;
+        let mut response = self.forward(request, None).await;
+        // The session is ended by the time rmcp answers its DELETE, with 202; the official
+        // SDKs expect 200 (Python's client logs "Session termination failed: 202" otherwise).
+        if ending && response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::OK;
+        }
+        response
     }
 
     /// A POST without a session id: an `initialize` (rmcp refuses anything else), which creates
