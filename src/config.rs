@@ -64,9 +64,11 @@ pub struct ServeConfig {
     #[arg(long, env = "MCP_RELAY_JWT_PUBLIC_KEY")]
     pub jwt_public_key: Option<PathBuf>,
 
-    /// A JWKS with the public keys for RS256, ES256 or EdDSA tokens (needs --jwt-alg): a file
-    /// or an https:// URL (http:// only on a loopback host). Tokens name their key with `kid`;
-    /// the set is reloaded every --jwt-jwks-refresh and soon after a token names a key it lacks,
+    /// A JWKS with the public keys for RS256, ES256 or EdDSA tokens: a file or an https:// URL
+    /// (http:// only on a loopback host). Tokens name their key with `kid` and are verified
+    /// with that key's algorithm only: the `alg` each key declares (an EC P-256 key without one
+    /// is ES256, an Ed25519 key EdDSA; an RSA key must declare RS256), or --jwt-alg when given.
+    /// The set is reloaded every --jwt-jwks-refresh and soon after a token names a key it lacks,
     /// so the identity provider can rotate keys without a restart.
     #[arg(long, env = "MCP_RELAY_JWT_JWKS", conflicts_with_all = ["jwt_public_key", "jwt_secret"])]
     pub jwt_jwks: Option<String>,
@@ -75,10 +77,16 @@ pub struct ServeConfig {
     #[arg(long, env = "MCP_RELAY_JWT_JWKS_REFRESH", default_value = "10m", value_parser = parse_duration)]
     pub jwt_jwks_refresh: Duration,
 
+    /// PEM CA certificate(s) to trust, besides the public roots, for an https:// --jwt-jwks
+    /// (an identity provider behind a private CA).
+    #[arg(long, env = "MCP_RELAY_JWT_JWKS_CA", requires = "jwt_jwks")]
+    pub jwt_jwks_ca: Option<PathBuf>,
+
     /// The one JWT algorithm accepted. Tokens signed with any other, or with `none`, are
-    /// refused.
-    #[arg(long, env = "MCP_RELAY_JWT_ALG", value_enum, default_value = "HS256")]
-    pub jwt_alg: JwtAlgorithm,
+    /// refused. Default: HS256 with --jwt-secret; with --jwt-jwks, the algorithm each key
+    /// declares; --jwt-public-key needs it.
+    #[arg(long, env = "MCP_RELAY_JWT_ALG", value_enum)]
+    pub jwt_alg: Option<JwtAlgorithm>,
 
     /// Required `iss` claim, if set.
     #[arg(long, env = "MCP_RELAY_JWT_ISSUER")]

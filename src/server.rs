@@ -107,22 +107,29 @@ async fn verifier(config: &ServeConfig) -> anyhow::Result<Verifier> {
         _ if config.jwt_jwks.is_some() => {
             let text = config.jwt_jwks.as_deref().unwrap_or_default();
             let source = crate::jwks::JwksSource::parse(text)?;
-            let jwks = crate::jwks::Jwks::load(source, config.jwt_alg)
+            let jwks = crate::jwks::Jwks::load(source, config.jwt_alg, config.jwt_jwks_ca.clone())
                 .await
                 .with_context(|| format!("loading --jwt-jwks {text}"))?;
-            Verifier::from_jwks(config.jwt_alg, jwks)
+            Verifier::from_jwks(jwks)
         }
         (Some(path), _) => {
+            let alg = config.jwt_alg.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--jwt-public-key needs --jwt-alg (RS256, ES256 or EdDSA): a PEM key does \
+                     not say which algorithm it signs with"
+                )
+            })?;
             let pem = std::fs::read(path)
                 .with_context(|| format!("reading JWT public key {}", path.display()))?;
-            Verifier::from_public_pem(config.jwt_alg, &pem)
+            Verifier::from_public_pem(alg, &pem)
                 .with_context(|| format!("loading JWT public key {}", path.display()))?
         }
         (None, Some(secret)) => {
+            let alg = config.jwt_alg.unwrap_or(crate::auth::JwtAlgorithm::Hs256);
             anyhow::ensure!(
-                config.jwt_alg == crate::auth::JwtAlgorithm::Hs256,
-                "--jwt-secret is for HS256; for {:?} give --jwt-public-key",
-                config.jwt_alg
+                alg == crate::auth::JwtAlgorithm::Hs256,
+                "--jwt-secret is for HS256; for {} give --jwt-public-key or --jwt-jwks",
+                alg.name()
             );
             anyhow::ensure!(
                 secret.len() >= 16,
@@ -132,7 +139,7 @@ async fn verifier(config: &ServeConfig) -> anyhow::Result<Verifier> {
         }
         (None, None) => anyhow::bail!(
             "no JWT key configured: set MCP_RELAY_JWT_SECRET (HS256), or --jwt-public-key with \
-             --jwt-alg, or run `mcp-relay serve --dev` to try it out"
+             --jwt-alg, or --jwt-jwks, or run `mcp-relay serve --dev` to try it out"
         ),
     };
     if let Some(issuer) = &config.jwt_issuer {
