@@ -16,9 +16,10 @@ COPY --from=build /src/target/release/mcp-relay /usr/local/bin/mcp-relay
 USER relay
 EXPOSE 8443
 ENV MCP_RELAY_LISTEN=0.0.0.0:8443
-# Approvals, revocations and the audit trail (docs/ADMIN.md): one file per container, kept in a
-# volume so they survive a new container. The system user has no home directory to default to.
-ENV MCP_RELAY_STATE=sqlite:/var/lib/mcp-relay/state.db
+# Approvals, revocations and the audit trail (docs/ADMIN.md): a single relay keeps them in
+# /var/lib/mcp-relay/state.db, a volume, so they survive a new container (the system user has no
+# home directory to default to); with --cluster the default is the state shared on NATS.
+ENV XDG_DATA_HOME=/var/lib
 VOLUME ["/var/lib/mcp-relay"]
 HEALTHCHECK --interval=15s --timeout=3s CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/8443"]
 ENTRYPOINT ["mcp-relay"]

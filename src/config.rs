@@ -35,18 +35,22 @@ pub struct ServeConfig {
     pub fresh: bool,
 
     /// Where approvals, revocations, the audit trail and the --dev secret live: `memory`
-    /// (nothing survives a restart), `sqlite:PATH` (one file per relay process), or `nats`
-    /// (JetStream buckets on the --cluster NATS, shared by every node; the server needs
-    /// JetStream, `nats-server -js`). Default: a SQLite file in the data directory
-    /// ($XDG_DATA_HOME/mcp-relay/state.db, else ~/.local/share/mcp-relay/state.db). A corrupt,
-    /// locked or unwritable file, or a NATS without JetStream, stops start-up.
+    /// (nothing survives a restart), `sqlite:PATH` (one file per relay process; `sqlite` alone:
+    /// the file in the data directory), or `nats` (JetStream buckets on the --cluster NATS,
+    /// shared by every node; the server needs JetStream, `nats-server -js`). Default: `nats`
+    /// with --cluster; else a SQLite file in the data directory
+    /// ($XDG_DATA_HOME/mcp-relay/state.db, else ~/.local/share/mcp-relay/state.db). A cluster
+    /// node with a file of its own keeps approvals, revocations and audit events to itself (see
+    /// docs/ADMIN.md). A corrupt, locked or unwritable file, or a NATS without JetStream, stops
+    /// start-up.
     #[arg(long, env = "MCP_RELAY_STATE", value_parser = parse_state)]
     pub state: Option<StateSpec>,
 
     /// Browsers seen for the first time are pending: listed with `approved: false`, and
     /// `connect` to them answers -32011 until their owner or an admin approves them out of band
-    /// (admin API or `mcp-relay admin approve ID`). With --cluster it needs --state nats, so
-    /// that an approval holds on every node. See docs/ADMIN.md.
+    /// (admin API or `mcp-relay admin approve ID`). With --cluster it needs the shared state
+    /// (--state nats, the default there), so that an approval holds on every node. See
+    /// docs/ADMIN.md.
     #[arg(long, env = "MCP_RELAY_REQUIRE_APPROVAL")]
     pub require_approval: bool,
 

@@ -180,6 +180,9 @@ pub async fn open_store(config: &ServeConfig) -> anyhow::Result<Arc<crate::store
     use crate::store::{default_state_path, StateSpec, Store};
     let spec = match &config.state {
         Some(spec) => spec.clone(),
+        // A cluster shares its state by default: a file per node would split approvals,
+        // revocations and the audit trail between the nodes (docs/ADMIN.md, "State").
+        None if config.cluster.is_some() => StateSpec::Nats,
         None => StateSpec::Sqlite(default_state_path().ok_or_else(|| {
             anyhow::anyhow!(
                 "no data directory for the default state file (neither XDG_DATA_HOME nor HOME is \
@@ -189,8 +192,9 @@ pub async fn open_store(config: &ServeConfig) -> anyhow::Result<Arc<crate::store
     };
     anyhow::ensure!(
         !(config.require_approval && config.cluster.is_some() && spec != StateSpec::Nats),
-        "--require-approval with --cluster needs state shared by every node: add --state nats \
-         (JetStream on the cluster's NATS), or approvals would stay on the node they were made on"
+        "--require-approval with --cluster needs state shared by every node: leave --state out \
+         or give --state nats (JetStream on the cluster's NATS), or approvals would stay on the \
+         node they were made on"
     );
     if spec == StateSpec::Nats {
         let url = config.cluster.as_deref().ok_or_else(|| {
@@ -199,7 +203,19 @@ pub async fn open_store(config: &ServeConfig) -> anyhow::Result<Arc<crate::store
                  nats-server with JetStream enabled, `nats-server -js`)"
             )
         })?;
-        let store = crate::store::nats::NatsStore::open(config, url).await?;
+        let store = crate::store::nats::NatsStore::open(config, url)
+            .await
+            .map_err(|e| match config.state {
+                Some(_) => e,
+                None => e.context(
+                    "with --cluster the state is kept on the cluster's NATS unless --state says \
+                     otherwise (--state sqlite:PATH for a file per node, docs/ADMIN.md)",
+                ),
+            })?;
+        tracing::info!(
+            default = config.state.is_none(),
+            "state: JetStream on the cluster's NATS, shared by every node"
+        );
         return Ok(Arc::new(Store::Nats(Box::new(store))));
     }
     let store = tokio::task::spawn_blocking(move || Store::open(&spec)).await??;
