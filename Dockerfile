@@ -2,12 +2,14 @@
 FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
-# Cargo reads every workspace member (manifest and targets) even when building one package;
-# without the default features only crates/wire is compiled into the binary.
+# Cargo reads every workspace member (manifest and targets) even when building one package.
 COPY crates ./crates
 COPY src ./src
-# The relay alone: `bridge` and `bench` run where the MCP host and the load generator are.
-RUN cargo build --release --locked --no-default-features --bin mcp-relay
+# The relay with everything it serves: the WebSockets, MCP over Streamable HTTP on /mcp (hosts
+# connect by URL; feature `http-mcp`), the admin API and /dashboard. The stdio `bridge` and the
+# `bench` load generator run where the MCP host and the load generator are. `.ci/run` builds
+# with this very line and runs the HTTP MCP and dashboard tests against its binary.
+RUN cargo build --release --locked --no-default-features --features http-mcp --bin mcp-relay
 
 FROM debian:bookworm-slim
 RUN useradd --system --uid 10001 relay \

@@ -309,7 +309,7 @@ pub async fn start_with_store(
         );
     }
 
-    #[cfg(feature = "bridge")]
+    #[cfg(feature = "http-mcp")]
     let http = Arc::new(crate::mcp_http::McpHttp::new(&state)?);
     let app = Router::new()
         .route("/extension", get(extension_endpoint))
@@ -336,7 +336,7 @@ pub async fn start_with_store(
             ),
         )
         .with_state(Arc::clone(&state));
-    #[cfg(feature = "bridge")]
+    #[cfg(feature = "http-mcp")]
     let app = app.layer(Extension(http));
 
     let listener = std::net::TcpListener::bind(state.config.listen)
@@ -533,11 +533,11 @@ async fn extension_endpoint(
 }
 
 /// `/mcp`: a request with `Upgrade: websocket` is the relay's WebSocket protocol; anything else
-/// is MCP over Streamable HTTP (see [`crate::mcp_http`]), when built with the `bridge` feature.
+/// is MCP over Streamable HTTP (see [`crate::mcp_http`]), when built with the `http-mcp` feature.
 async fn mcp_endpoint(
     State(state): State<Arc<RelayState>>,
     Extension(conn): Extension<ConnHandle>,
-    #[cfg(feature = "bridge")] Extension(http): Extension<Arc<crate::mcp_http::McpHttp>>,
+    #[cfg(feature = "http-mcp")] Extension(http): Extension<Arc<crate::mcp_http::McpHttp>>,
     request: axum::extract::Request,
 ) -> Response {
     let wants_websocket = request
@@ -546,14 +546,14 @@ async fn mcp_endpoint(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("websocket"));
     if !wants_websocket {
-        #[cfg(feature = "bridge")]
+        #[cfg(feature = "http-mcp")]
         return http.handle(&state, &conn, request).await;
-        #[cfg(not(feature = "bridge"))]
+        #[cfg(not(feature = "http-mcp"))]
         return (
             StatusCode::METHOD_NOT_ALLOWED,
             [(axum::http::header::ALLOW, "GET")],
             "/mcp is a WebSocket endpoint here (send Upgrade: websocket); this relay was built \
-             without the `bridge` feature, which serves MCP over Streamable HTTP\n",
+             without the `http-mcp` feature, which serves MCP over Streamable HTTP\n",
         )
             .into_response();
     }
@@ -581,14 +581,14 @@ async fn protected_resource_metadata(
     State(state): State<Arc<RelayState>>,
     headers: HeaderMap,
 ) -> Response {
-    #[cfg(feature = "bridge")]
+    #[cfg(feature = "http-mcp")]
     return crate::mcp_http::protected_resource_metadata(&state, &headers);
-    #[cfg(not(feature = "bridge"))]
+    #[cfg(not(feature = "http-mcp"))]
     {
         let _ = (state, headers);
         (
             StatusCode::NOT_FOUND,
-            "this relay was built without the HTTP MCP endpoint (the `bridge` feature)\n",
+            "this relay was built without the HTTP MCP endpoint (the `http-mcp` feature)\n",
         )
             .into_response()
     }
@@ -648,12 +648,12 @@ async fn healthz(State(state): State<Arc<RelayState>>) -> Response {
 
 async fn metrics_endpoint(
     State(state): State<Arc<RelayState>>,
-    #[cfg(feature = "bridge")] Extension(http): Extension<Arc<crate::mcp_http::McpHttp>>,
+    #[cfg(feature = "http-mcp")] Extension(http): Extension<Arc<crate::mcp_http::McpHttp>>,
 ) -> Response {
     let mut text = state.metrics.render();
     text += &state.hub.render_cluster_metrics();
     text += &connection_metrics(&state);
-    #[cfg(feature = "bridge")]
+    #[cfg(feature = "http-mcp")]
     {
         text += &http.render_metrics();
     }

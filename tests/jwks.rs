@@ -240,7 +240,7 @@ async fn a_jwks_that_cannot_be_loaded_stops_start_up_with_a_clear_error() {
 }
 
 /// Hosts that connect by URL (MCP over HTTP on `/mcp`) are checked against the same keys.
-#[cfg(feature = "bridge")]
+#[cfg(feature = "http-mcp")]
 #[tokio::test]
 async fn the_http_mcp_endpoint_takes_tokens_signed_by_a_jwks_key() {
     use common::http::Session;

@@ -3,15 +3,18 @@
 //! socket, so each test sees exactly the status codes and headers a host would; the official
 //! SDKs' clients run in `http_sdk_*` below.
 
-// Without the `bridge` feature `/mcp` is WebSocket-only (answered 405 otherwise).
-#![cfg(feature = "bridge")]
+// Without the `http-mcp` feature `/mcp` is WebSocket-only (answered 405 otherwise).
+#![cfg(feature = "http-mcp")]
 
 mod common;
 
 use std::time::Duration;
 
 use common::http::{http, initialize, text, Session, ACCEPT, JSON};
-use common::{relay, relay_with, token, Extension, SECRET, WAIT};
+// The relay binary of MCP_RELAY_TEST_BINARY when set (CI: the Dockerfile's build), else the
+// relay in this process.
+use common::served::{relay, relay_with};
+use common::{token, Extension, SECRET, WAIT};
 use mcp_relay::auth::{mint_hs256, MintClaims, Role};
 use serde_json::{json, Value};
 
@@ -530,8 +533,9 @@ async fn a_session_on_one_node_drives_a_browser_on_another_and_other_nodes_answe
         config.cluster_options.heartbeat = Duration::from_millis(200);
         config.cluster_options.node_ttl = Duration::from_millis(1200);
     };
-    let node_a = relay_with(join).await;
-    let node_b = relay_with(join).await;
+    // In this process whatever MCP_RELAY_TEST_BINARY says: the test watches the nodes join.
+    let node_a = common::relay_with(join).await;
+    let node_b = common::relay_with(join).await;
     for node in [&node_a, &node_b] {
         let cluster = node.cluster().unwrap();
         let deadline = tokio::time::Instant::now() + WAIT;
@@ -585,6 +589,7 @@ async fn a_session_on_one_node_drives_a_browser_on_another_and_other_nodes_answe
 /// docs/BENCHMARKS.md: one tool call over HTTP vs over the bridge, same run. Ignored by
 /// default (it measures, and takes a while): `cargo test --release --test mcp_http
 /// tool_call_latency -- --ignored --nocapture`.
+#[cfg(feature = "bridge")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore]
 async fn tool_call_latency_over_http_and_over_the_bridge() {

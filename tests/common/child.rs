@@ -28,7 +28,20 @@ impl ChildRelay {
     /// file-descriptor limit. `HOSTILE_DEBUG=<log filter>` (e.g. `mcp_relay=debug`) prints the
     /// relay's log as it comes.
     pub fn start_with(args: &[&str], env: &[(&str, &str)], nofile: Option<u64>) -> ChildRelay {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-relay"));
+        let binary = super::served::binary()
+            .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_BIN_EXE_mcp-relay")));
+        Self::start_binary(&binary, args, env, nofile)
+    }
+
+    /// As [`ChildRelay::start_with`], running `binary` (`MCP_RELAY_TEST_BINARY`, see
+    /// [`super::served`]) rather than this build's.
+    pub fn start_binary(
+        binary: &std::path::Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        nofile: Option<u64>,
+    ) -> ChildRelay {
+        let mut command = Command::new(binary);
         command
             .args(["serve", "--listen", "127.0.0.1:0", "--rate-limit", "0"])
             .args(args)
