@@ -897,3 +897,75 @@ async fn a_call_whose_stream_dropped_is_resumed_with_last_event_id() {
     assert!(text(&answer["result"]).contains("[ref=e9]"), "{resumed:?}");
     relay.shutdown().await;
 }
+
+/// Protocol 2026-07-28 has no `initialize` and no session: every request carries the protocol
+/// version and the client's capabilities in `_meta`. Each such request is served on its own,
+/// with the same bearer token check, and a tool call reaches the user's browser.
+#[tokio::test]
+async fn a_client_of_protocol_2026_07_28_calls_a_tool_without_a_session() {
+    let relay = relay().await;
+    let echo = Extension::connect(&relay, "alice", "Chrome", "client-1")
+        .await
+        .spawn_echo();
+    let auth = format!("Bearer {}", token("alice", Some(Role::Mcp)));
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "stateless host", "version": "1"},
+    });
+    let post = |id: u64, method: &'static str, name: Option<&'static str>, params: Value| {
+        let auth = auth.clone();
+        let mut params = params;
+        params["_meta"] = meta.clone();
+        async move {
+            let mut headers = vec![
+                ACCEPT,
+                JSON,
+                ("Authorization", auth.as_str()),
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", method),
+            ];
+            if let Some(name) = name {
+                headers.push(("Mcp-Name", name));
+            }
+            http(
+                relay.local_addr,
+                "POST",
+                "/mcp",
+                &headers,
+                Some(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})),
+            )
+            .await
+        }
+    };
+    let listed = post(1, "tools/list", None, json!({})).await;
+    assert_eq!(listed.status, 200, "{listed:?}");
+    assert!(listed.header("mcp-session-id").is_none(), "{listed:?}");
+    let tools = listed.answer(1)["result"]["tools"].clone();
+    assert!(tools.to_string().contains("browser_snapshot"), "{tools}");
+    let called = post(
+        2,
+        "tools/call",
+        Some("browser_snapshot"),
+        json!({"name": "browser_snapshot", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(called.status, 200, "{called:?}");
+    let result = called.answer(2)["result"].clone();
+    assert_ne!(result["isError"], true, "{result}");
+    assert!(text(&result).contains("snapshot"), "{result}");
+    // Without a token: 401, as for any request.
+    let anonymous = http(
+        relay.local_addr,
+        "POST",
+        "/mcp",
+        &[ACCEPT, JSON, ("MCP-Protocol-Version", "2026-07-28")],
+        Some(
+            &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": meta}}),
+        ),
+    )
+    .await;
+    assert_eq!(anonymous.status, 401, "{anonymous:?}");
+    echo.abort();
+    relay.shutdown().await;
+}
