@@ -1,8 +1,9 @@
 //! Access tokens: verifying the JWTs that extensions and MCP clients present, and minting them for
 //! self-hosters (`mcp-relay token`) and for `--dev` mode.
 //!
-//! The accepted algorithm is pinned by configuration, never taken from the token's header: a
-//! token signed with anything else (including `alg: none`, which the JWT library cannot even
+//! The accepted algorithm is pinned by configuration (or, with a JWKS and no `--jwt-alg`, by
+//! the key the token's `kid` names), never taken from the token's header: a token signed with
+//! anything else (including `alg: none`, which the JWT library cannot even
 //! represent) is refused. `exp` is required and must be a number; `nbf`, when present, must be a
 //! number too. A string `exp` is refused rather than ignored, because a verifier that skips a
 //! claim it cannot read would accept a token that never expires.
@@ -123,6 +124,10 @@ pub enum AuthError {
     BadSignature,
     #[error("token algorithm not accepted (this relay accepts {0} only)")]
     WrongAlgorithm(&'static str),
+    /// With `--jwt-jwks` and no `--jwt-alg`: the header's `alg` is not the one of the key its
+    /// `kid` names.
+    #[error("token algorithm not accepted (its signing key is for {0} only)")]
+    WrongAlgorithmForKey(&'static str),
     #[error("token has no exp claim")]
     MissingExp,
     #[error("malformed claims: {0}")]
@@ -167,18 +172,33 @@ enum Keys {
     Jwks(Arc<crate::jwks::Jwks>),
 }
 
-/// Verifies tokens with one pinned algorithm and key (or set of keys).
+/// What every token must satisfy, signed with `alg` and nothing else.
+fn validation(alg: JwtAlgorithm) -> Validation {
+    let mut validation = Validation::new(alg.to_jwt());
+    validation.set_required_spec_claims(&["exp"]);
+    validation.validate_exp = true;
+    validation.validate_nbf = true;
+    validation.validate_aud = false;
+    validation.leeway = 30;
+    validation
+}
+
+/// Verifies tokens with one pinned algorithm and key (or set of keys), or, with a JWKS and no
+/// pinned algorithm, each with the algorithm of the key its `kid` names.
 #[derive(Clone)]
 pub struct Verifier {
     keys: Keys,
-    validation: Validation,
-    alg_name: &'static str,
+    /// One validation per algorithm a key may be for (one when pinned), each accepting that
+    /// algorithm only.
+    validations: Vec<(JwtAlgorithm, Validation)>,
+    /// The pinned algorithm's name, or `None` when each key brings its own.
+    alg_name: Option<&'static str>,
 }
 
 impl std::fmt::Debug for Verifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Verifier")
-            .field("alg", &self.alg_name)
+            .field("alg", &self.alg_name.unwrap_or("each JWKS key's own"))
             .finish_non_exhaustive()
     }
 }
@@ -203,9 +223,24 @@ impl Verifier {
         Ok(Self::new(alg, Keys::Fixed(key)))
     }
 
-    /// An asymmetric algorithm with the keys of a JWKS, chosen by each token's `kid`.
-    pub fn from_jwks(alg: JwtAlgorithm, jwks: Arc<crate::jwks::Jwks>) -> Self {
-        Self::new(alg, Keys::Jwks(jwks))
+    /// The keys of a JWKS, chosen by each token's `kid`: with the set's pinned algorithm
+    /// (`--jwt-alg`), else with the algorithm of the key the token names.
+    pub fn from_jwks(jwks: Arc<crate::jwks::Jwks>) -> Self {
+        match jwks.pinned() {
+            Some(alg) => Self::new(alg, Keys::Jwks(jwks)),
+            None => Verifier {
+                keys: Keys::Jwks(jwks),
+                validations: [
+                    JwtAlgorithm::Rs256,
+                    JwtAlgorithm::Es256,
+                    JwtAlgorithm::EdDsa,
+                ]
+                .into_iter()
+                .map(|alg| (alg, validation(alg)))
+                .collect(),
+                alg_name: None,
+            },
+        }
     }
 
     /// The JWKS the keys come from, if they do (its refresher runs beside the relay).
@@ -217,35 +252,32 @@ impl Verifier {
     }
 
     fn new(alg: JwtAlgorithm, keys: Keys) -> Self {
-        let mut validation = Validation::new(alg.to_jwt());
-        validation.set_required_spec_claims(&["exp"]);
-        validation.validate_exp = true;
-        validation.validate_nbf = true;
-        validation.validate_aud = false;
-        validation.leeway = 30;
-        let alg_name = alg.name();
         Verifier {
             keys,
-            validation,
-            alg_name,
+            validations: vec![(alg, validation(alg))],
+            alg_name: Some(alg.name()),
         }
     }
 
     /// Requires `iss` to equal `issuer`.
     pub fn with_issuer(mut self, issuer: &str) -> Self {
-        self.validation.set_issuer(&[issuer]);
-        // jsonwebtoken checks `iss` only when the token has one: a pinned issuer must be
-        // present.
-        self.validation.required_spec_claims.insert("iss".into());
+        for (_, validation) in &mut self.validations {
+            validation.set_issuer(&[issuer]);
+            // jsonwebtoken checks `iss` only when the token has one: a pinned issuer must be
+            // present.
+            validation.required_spec_claims.insert("iss".into());
+        }
         self
     }
 
     /// Requires `aud` to contain `audience`.
     pub fn with_audience(mut self, audience: &str) -> Self {
-        self.validation.set_audience(&[audience]);
-        self.validation.validate_aud = true;
-        // Likewise `aud`: a token minted for no audience is not a token for this relay.
-        self.validation.required_spec_claims.insert("aud".into());
+        for (_, validation) in &mut self.validations {
+            validation.set_audience(&[audience]);
+            validation.validate_aud = true;
+            // Likewise `aud`: a token minted for no audience is not a token for this relay.
+            validation.required_spec_claims.insert("aud".into());
+        }
         self
     }
 
@@ -273,21 +305,29 @@ impl Verifier {
             return Err(AuthError::TooLarge);
         }
         let found;
-        let key = match &self.keys {
-            Keys::Fixed(key) => key,
+        let (key, alg) = match &self.keys {
+            Keys::Fixed(key) => (key, self.validations[0].0),
             Keys::Jwks(jwks) => {
-                let header =
-                    jsonwebtoken::decode_header(token).map_err(|e| self.describe(e.into_kind()))?;
+                let header = jsonwebtoken::decode_header(token)
+                    .map_err(|e| self.describe(e.into_kind(), None))?;
                 let kid = header.kid.ok_or(AuthError::NoKeyId)?;
                 found = jwks.key(&kid).ok_or_else(|| {
                     jwks.ask_reload();
                     AuthError::UnknownKey(kid.chars().take(64).collect())
                 })?;
-                &found
+                (&found.key, found.alg)
             }
         };
-        let data = jsonwebtoken::decode::<WireClaims>(token, key, &self.validation)
-            .map_err(|e| self.describe(e.into_kind()))?;
+        // The key's algorithm decides which validation (accepting that one algorithm) applies;
+        // the header's `alg` only has to agree with it.
+        let validation = self
+            .validations
+            .iter()
+            .find(|(a, _)| *a == alg)
+            .map(|(_, v)| v)
+            .ok_or_else(|| self.wrong_algorithm(alg))?;
+        let data = jsonwebtoken::decode::<WireClaims>(token, key, validation)
+            .map_err(|e| self.describe(e.into_kind(), Some(alg)))?;
         let claims = data.claims;
         let user_id = claims
             .sub
@@ -322,14 +362,26 @@ impl Verifier {
         })
     }
 
-    fn describe(&self, kind: ErrorKind) -> AuthError {
+    /// A token whose algorithm is not `alg`, the one its key is for.
+    fn wrong_algorithm(&self, alg: JwtAlgorithm) -> AuthError {
+        match self.alg_name {
+            Some(pinned) => AuthError::WrongAlgorithm(pinned),
+            None => AuthError::WrongAlgorithmForKey(alg.name()),
+        }
+    }
+
+    fn describe(&self, kind: ErrorKind, alg: Option<JwtAlgorithm>) -> AuthError {
         match kind {
             ErrorKind::ExpiredSignature => AuthError::Expired,
             ErrorKind::ImmatureSignature => AuthError::NotYetValid,
             ErrorKind::InvalidSignature => AuthError::BadSignature,
             ErrorKind::InvalidAlgorithm
             | ErrorKind::InvalidAlgorithmName
-            | ErrorKind::MissingAlgorithm => AuthError::WrongAlgorithm(self.alg_name),
+            | ErrorKind::MissingAlgorithm => match alg {
+                Some(alg) => self.wrong_algorithm(alg),
+                // The header itself names an algorithm no key is for (`none`, HS256, …).
+                None => AuthError::WrongAlgorithm(self.alg_name.unwrap_or("RS256, ES256 or EdDSA")),
+            },
             ErrorKind::MissingRequiredClaim(claim) if claim == "exp" => AuthError::MissingExp,
             ErrorKind::MissingRequiredClaim(claim) => {
                 AuthError::BadClaims(format!("missing {claim}"))

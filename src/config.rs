@@ -35,18 +35,22 @@ pub struct ServeConfig {
     pub fresh: bool,
 
     /// Where approvals, revocations, the audit trail and the --dev secret live: `memory`
-    /// (nothing survives a restart), `sqlite:PATH` (one file per relay process), or `nats`
-    /// (JetStream buckets on the --cluster NATS, shared by every node; the server needs
-    /// JetStream, `nats-server -js`). Default: a SQLite file in the data directory
-    /// ($XDG_DATA_HOME/mcp-relay/state.db, else ~/.local/share/mcp-relay/state.db). A corrupt,
-    /// locked or unwritable file, or a NATS without JetStream, stops start-up.
+    /// (nothing survives a restart), `sqlite:PATH` (one file per relay process; `sqlite` alone:
+    /// the file in the data directory), or `nats` (JetStream buckets on the --cluster NATS,
+    /// shared by every node; the server needs JetStream, `nats-server -js`). Default: `nats`
+    /// with --cluster; else a SQLite file in the data directory
+    /// ($XDG_DATA_HOME/mcp-relay/state.db, else ~/.local/share/mcp-relay/state.db). A cluster
+    /// node with a file of its own keeps approvals, revocations and audit events to itself (see
+    /// docs/ADMIN.md). A corrupt, locked or unwritable file, or a NATS without JetStream, stops
+    /// start-up.
     #[arg(long, env = "MCP_RELAY_STATE", value_parser = parse_state)]
     pub state: Option<StateSpec>,
 
     /// Browsers seen for the first time are pending: listed with `approved: false`, and
     /// `connect` to them answers -32011 until their owner or an admin approves them out of band
-    /// (admin API or `mcp-relay admin approve ID`). With --cluster it needs --state nats, so
-    /// that an approval holds on every node. See docs/ADMIN.md.
+    /// (admin API or `mcp-relay admin approve ID`). With --cluster it needs the shared state
+    /// (--state nats, the default there), so that an approval holds on every node. See
+    /// docs/ADMIN.md.
     #[arg(long, env = "MCP_RELAY_REQUIRE_APPROVAL")]
     pub require_approval: bool,
 
@@ -64,9 +68,11 @@ pub struct ServeConfig {
     #[arg(long, env = "MCP_RELAY_JWT_PUBLIC_KEY")]
     pub jwt_public_key: Option<PathBuf>,
 
-    /// A JWKS with the public keys for RS256, ES256 or EdDSA tokens (needs --jwt-alg): a file
-    /// or an https:// URL (http:// only on a loopback host). Tokens name their key with `kid`;
-    /// the set is reloaded every --jwt-jwks-refresh and soon after a token names a key it lacks,
+    /// A JWKS with the public keys for RS256, ES256 or EdDSA tokens: a file or an https:// URL
+    /// (http:// only on a loopback host). Tokens name their key with `kid` and are verified
+    /// with that key's algorithm only: the `alg` each key declares (an EC P-256 key without one
+    /// is ES256, an Ed25519 key EdDSA; an RSA key must declare RS256), or --jwt-alg when given.
+    /// The set is reloaded every --jwt-jwks-refresh and soon after a token names a key it lacks,
     /// so the identity provider can rotate keys without a restart.
     #[arg(long, env = "MCP_RELAY_JWT_JWKS", conflicts_with_all = ["jwt_public_key", "jwt_secret"])]
     pub jwt_jwks: Option<String>,
@@ -75,10 +81,16 @@ pub struct ServeConfig {
     #[arg(long, env = "MCP_RELAY_JWT_JWKS_REFRESH", default_value = "10m", value_parser = parse_duration)]
     pub jwt_jwks_refresh: Duration,
 
+    /// PEM CA certificate(s) to trust, besides the public roots, for an https:// --jwt-jwks
+    /// (an identity provider behind a private CA).
+    #[arg(long, env = "MCP_RELAY_JWT_JWKS_CA", requires = "jwt_jwks")]
+    pub jwt_jwks_ca: Option<PathBuf>,
+
     /// The one JWT algorithm accepted. Tokens signed with any other, or with `none`, are
-    /// refused.
-    #[arg(long, env = "MCP_RELAY_JWT_ALG", value_enum, default_value = "HS256")]
-    pub jwt_alg: JwtAlgorithm,
+    /// refused. Default: HS256 with --jwt-secret; with --jwt-jwks, the algorithm each key
+    /// declares; --jwt-public-key needs it.
+    #[arg(long, env = "MCP_RELAY_JWT_ALG", value_enum)]
+    pub jwt_alg: Option<JwtAlgorithm>,
 
     /// Required `iss` claim, if set.
     #[arg(long, env = "MCP_RELAY_JWT_ISSUER")]

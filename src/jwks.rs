@@ -1,10 +1,20 @@
 //! Signing keys from a JWKS (`--jwt-jwks FILE_OR_URL`), so an identity provider can rotate its
 //! keys without a relay restart.
 //!
-//! A token names its key with `kid`; the relay looks the key up in the set it last loaded. The
-//! algorithm stays pinned (`--jwt-alg`): only keys of that algorithm's type are taken from the
-//! set (RSA for RS256, P-256 for ES256, Ed25519 for EdDSA; a key that names another `alg` or a
-//! `use` other than `sig` is skipped), and the token's header must name the same algorithm.
+//! A token names its key with `kid`; the relay looks the key up in the set it last loaded, and
+//! verifies the token with that key's algorithm only: the token header's `alg` must name the
+//! same one, it never chooses. Which algorithm a key is for:
+//!
+//! - **`--jwt-alg` given** (pinned): only keys of that algorithm's type are taken from the set
+//!   (RSA for RS256, P-256 for ES256, Ed25519 for EdDSA); a key that names another `alg` is
+//!   skipped.
+//! - **no `--jwt-alg`**: the `alg` each key declares (RS256, ES256 or EdDSA), which must fit its
+//!   `kty`/`crv`. A key that names none is taken only where its type admits exactly one of the
+//!   three (RFC 7518 §3.4, RFC 8037): an EC P-256 key is ES256, an OKP Ed25519 key EdDSA. An RSA
+//!   key without `alg` is skipped, since RSA keys also sign RS384, RS512 and PS256; a set left
+//!   without a usable key that way is refused with an error saying its keys name no algorithm.
+//!
+//! Either way a key whose `use` is not `sig`, or that has no `kid`, is skipped.
 //!
 //! The set is reloaded every `--jwt-jwks-refresh` and, at most once per
 //! [`MIN_REFETCH`], when a token names a key the relay does not have (the provider has just
@@ -12,8 +22,9 @@
 //! error saying so, and the next attempt, a moment later, finds the new key. A failed reload
 //! keeps the keys already loaded (and says why in the log); a failed first load stops start-up.
 //!
-//! Sources: a file, re-read on the same schedule; an `https://` URL; or an `http://` URL on a
-//! loopback host (for a provider or a test on the same machine: keys must not travel in clear).
+//! Sources: a file, re-read on the same schedule; an `https://` URL (public roots, plus
+//! `--jwt-jwks-ca` for a private CA); or an `http://` URL on a loopback host (for a provider or
+//! a test on the same machine: keys must not travel in clear).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -65,7 +76,7 @@ impl JwksSource {
         Ok(JwksSource::File(PathBuf::from(text)))
     }
 
-    async fn load(&self) -> anyhow::Result<String> {
+    async fn load(&self, ca_cert: Option<&std::path::Path>) -> anyhow::Result<String> {
         match self {
             JwksSource::File(path) => {
                 let text = tokio::fs::read_to_string(path)
@@ -85,7 +96,7 @@ impl JwksSource {
                     .nth(3)
                     .map_or_else(|| "/".to_owned(), |p| format!("/{p}"));
                 let (status, body) =
-                    crate::http_client::call(&base, None, "GET", &path, None, None)
+                    crate::http_client::call(&base, ca_cert, "GET", &path, None, None)
                         .await
                         .with_context(|| format!("fetching the JWKS from {url}"))?;
                 anyhow::ensure!(status == 200, "fetching the JWKS from {url}: HTTP {status}");
@@ -95,16 +106,39 @@ impl JwksSource {
     }
 }
 
+/// A key of the set and the one algorithm tokens signed with it may use.
+#[derive(Clone)]
+pub struct SigningKey {
+    pub alg: JwtAlgorithm,
+    pub key: DecodingKey,
+}
+
 /// The keys of one loaded set, by `kid`.
 #[derive(Default)]
 struct KeySet {
-    keys: HashMap<String, DecodingKey>,
+    keys: HashMap<String, SigningKey>,
+    /// How many keys were skipped only because they name no `alg` and their type does not fix
+    /// one (for the error when nothing else is usable).
+    without_alg: usize,
+}
+
+impl KeySet {
+    /// The algorithms its keys are for, for the log (`ES256, EdDSA`).
+    fn algorithms(&self) -> String {
+        let mut names: Vec<&str> = self.keys.values().map(|k| k.alg.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        names.join(", ")
+    }
 }
 
 /// The relay's view of the identity provider's keys; shared by every verifier clone.
 pub struct Jwks {
     source: JwksSource,
-    alg: JwtAlgorithm,
+    /// `--jwt-alg`, when given; else each key's own.
+    pinned: Option<JwtAlgorithm>,
+    /// `--jwt-jwks-ca`: a private CA for an `https://` source.
+    ca_cert: Option<PathBuf>,
     current: RwLock<Arc<KeySet>>,
     /// When the last reload asked for by an unknown `kid` was let through.
     last_asked: Mutex<Option<Instant>>,
@@ -115,32 +149,50 @@ impl std::fmt::Debug for Jwks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Jwks")
             .field("source", &self.source)
+            .field("pinned", &self.pinned)
             .finish_non_exhaustive()
     }
 }
 
 impl Jwks {
     /// Loads the set once; an unreachable source or a set without a usable key is an error.
-    pub async fn load(source: JwksSource, alg: JwtAlgorithm) -> anyhow::Result<Arc<Jwks>> {
+    /// `pinned` is `--jwt-alg` (None: the algorithms the keys declare).
+    pub async fn load(
+        source: JwksSource,
+        pinned: Option<JwtAlgorithm>,
+        ca_cert: Option<PathBuf>,
+    ) -> anyhow::Result<Arc<Jwks>> {
         anyhow::ensure!(
-            alg != JwtAlgorithm::Hs256,
-            "--jwt-jwks needs an asymmetric --jwt-alg (RS256, ES256 or EdDSA), not HS256"
+            pinned != Some(JwtAlgorithm::Hs256),
+            "--jwt-jwks needs an asymmetric --jwt-alg (RS256, ES256 or EdDSA), not HS256; or \
+             leave --jwt-alg out to take each key's own"
         );
         let jwks = Arc::new(Jwks {
             source,
-            alg,
+            pinned,
+            ca_cert,
             current: RwLock::new(Arc::default()),
             last_asked: Mutex::new(None),
             wake: Notify::new(),
         });
         // reload() refuses a set without a usable key, so a relay never starts locking everyone out.
-        jwks.reload().await?;
+        let count = jwks.reload().await?;
+        tracing::info!(
+            keys = count,
+            algorithms = %jwks.current.read().unwrap().algorithms(),
+            "loaded the JWKS"
+        );
         Ok(jwks)
     }
 
-    /// The key named `kid`, if the loaded set has it.
-    pub fn key(&self, kid: &str) -> Option<DecodingKey> {
+    /// The key named `kid` and its algorithm, if the loaded set has it.
+    pub fn key(&self, kid: &str) -> Option<SigningKey> {
         self.current.read().unwrap().keys.get(kid).cloned()
+    }
+
+    /// `--jwt-alg`, if the set is pinned to it.
+    pub fn pinned(&self) -> Option<JwtAlgorithm> {
+        self.pinned
     }
 
     /// A token named a key the relay does not have: reload soon, unless a reload was asked for
@@ -176,23 +228,33 @@ impl Jwks {
 
     /// Loads the set and swaps it in; returns how many usable keys it has.
     async fn reload(&self) -> anyhow::Result<usize> {
-        let text = self.source.load().await?;
-        let set = parse_set(&text, self.alg)?;
+        let text = self.source.load(self.ca_cert.as_deref()).await?;
+        let set = parse_set(&text, self.pinned)?;
         let count = set.keys.len();
         // An empty set would lock everyone out: keep the old keys instead.
-        anyhow::ensure!(
-            count > 0,
-            "the JWKS has no {} key with a kid",
-            self.alg.name()
-        );
+        if count == 0 {
+            match self.pinned {
+                Some(alg) => anyhow::bail!("the JWKS has no {} key with a kid", alg.name()),
+                None if set.without_alg > 0 => anyhow::bail!(
+                    "the JWKS's keys name no algorithm: {} key(s) have no \"alg\" and a type \
+                     that does not fix one (an RSA key may sign RS256, RS384, PS256, …); have \
+                     the provider publish \"alg\", or give --jwt-alg",
+                    set.without_alg
+                ),
+                None => {
+                    anyhow::bail!("the JWKS has no RS256, ES256 or EdDSA signing key with a kid")
+                }
+            }
+        }
         *self.current.write().unwrap() = Arc::new(set);
         Ok(count)
     }
 }
 
-/// The usable keys of a JWKS document. Keys that do not parse, have no `kid`, or are not for
-/// `alg` are skipped, so one exotic key in a provider's set does not hide the others.
-fn parse_set(text: &str, alg: JwtAlgorithm) -> anyhow::Result<KeySet> {
+/// The usable keys of a JWKS document. Keys that do not parse, have no `kid`, or are for no
+/// algorithm the relay takes (see the module's documentation) are skipped, so one exotic key in
+/// a provider's set does not hide the others.
+fn parse_set(text: &str, pinned: Option<JwtAlgorithm>) -> anyhow::Result<KeySet> {
     let document: serde_json::Value = serde_json::from_str(text).context("the JWKS is not JSON")?;
     let keys = document["keys"]
         .as_array()
@@ -205,33 +267,65 @@ fn parse_set(text: &str, alg: JwtAlgorithm) -> anyhow::Result<KeySet> {
         let Some(kid) = jwk.common.key_id.clone().filter(|k| !k.is_empty()) else {
             continue;
         };
-        if !fits(&jwk, alg) {
-            continue;
-        }
+        let alg = match algorithm_of(&jwk, pinned) {
+            Ok(alg) => alg,
+            Err(Skip::NoAlgorithm) => {
+                set.without_alg += 1;
+                continue;
+            }
+            Err(Skip::Unusable) => continue,
+        };
         if let Ok(key) = DecodingKey::from_jwk(&jwk) {
-            set.keys.insert(kid, key);
+            set.keys.insert(kid, SigningKey { alg, key });
         }
     }
     Ok(set)
 }
 
-/// Whether `jwk` is a signing key of the pinned algorithm's type.
-fn fits(jwk: &Jwk, alg: JwtAlgorithm) -> bool {
+/// Why a key of the set is not used.
+#[derive(Debug, PartialEq, Eq)]
+enum Skip {
+    /// Not a signing key of a type and algorithm the relay takes.
+    Unusable,
+    /// It names no `alg`, nothing is pinned, and its type alone does not fix one.
+    NoAlgorithm,
+}
+
+/// The one algorithm tokens signed with `jwk` may use: `pinned` if the key fits it, else the
+/// key's own `alg` (which must fit its type), else the one its type admits.
+fn algorithm_of(jwk: &Jwk, pinned: Option<JwtAlgorithm>) -> Result<JwtAlgorithm, Skip> {
     if matches!(jwk.common.public_key_use, Some(ref u) if *u != PublicKeyUse::Signature) {
-        return false;
+        return Err(Skip::Unusable);
     }
-    let named = jwk.common.key_algorithm;
-    let (kind_fits, wanted) = match (&jwk.algorithm, alg) {
-        (AlgorithmParameters::RSA(_), JwtAlgorithm::Rs256) => (true, KeyAlgorithm::RS256),
-        (AlgorithmParameters::EllipticCurve(p), JwtAlgorithm::Es256) => {
-            (p.curve == EllipticCurve::P256, KeyAlgorithm::ES256)
+    // What the key's type admits among the relay's algorithms; only RSA is ambiguous (it also
+    // signs RS384, RS512 and PS*, which the relay does not take).
+    let (by_type, unambiguous) = match &jwk.algorithm {
+        AlgorithmParameters::RSA(_) => (JwtAlgorithm::Rs256, false),
+        AlgorithmParameters::EllipticCurve(p) if p.curve == EllipticCurve::P256 => {
+            (JwtAlgorithm::Es256, true)
         }
-        (AlgorithmParameters::OctetKeyPair(p), JwtAlgorithm::EdDsa) => {
-            (p.curve == EllipticCurve::Ed25519, KeyAlgorithm::EdDSA)
+        AlgorithmParameters::OctetKeyPair(p) if p.curve == EllipticCurve::Ed25519 => {
+            (JwtAlgorithm::EdDsa, true)
         }
-        _ => return false,
+        _ => return Err(Skip::Unusable),
     };
-    kind_fits && named.is_none_or(|named| named == wanted)
+    let named = match jwk.common.key_algorithm {
+        None => None,
+        Some(KeyAlgorithm::RS256) => Some(JwtAlgorithm::Rs256),
+        Some(KeyAlgorithm::ES256) => Some(JwtAlgorithm::Es256),
+        Some(KeyAlgorithm::EdDSA) => Some(JwtAlgorithm::EdDsa),
+        Some(_) => return Err(Skip::Unusable),
+    };
+    if named.is_some_and(|named| named != by_type) {
+        return Err(Skip::Unusable);
+    }
+    match (pinned, named) {
+        (Some(pinned), _) if pinned != by_type => Err(Skip::Unusable),
+        (Some(pinned), _) => Ok(pinned),
+        (None, Some(named)) => Ok(named),
+        (None, None) if unambiguous => Ok(by_type),
+        (None, None) => Err(Skip::NoAlgorithm),
+    }
 }
 
 #[cfg(test)]
@@ -262,17 +356,68 @@ mod tests {
         other_alg["kid"] = json!("k4");
         let junk = json!({"kty": "nonsense", "kid": "k5"});
         let text = json!({"keys": [good, no_kid, for_encryption, other_alg, junk]}).to_string();
-        let set = parse_set(&text, JwtAlgorithm::Es256).unwrap();
+        let set = parse_set(&text, Some(JwtAlgorithm::Es256)).unwrap();
         assert_eq!(set.keys.keys().collect::<Vec<_>>(), vec!["k1"]);
-        assert!(parse_set(&text, JwtAlgorithm::EdDsa)
+        assert!(parse_set(&text, Some(JwtAlgorithm::EdDsa))
             .unwrap()
             .keys
             .is_empty());
-        assert!(parse_set(&text, JwtAlgorithm::Rs256)
+        assert!(parse_set(&text, Some(JwtAlgorithm::Rs256))
             .unwrap()
             .keys
             .is_empty());
-        assert!(parse_set("{}", JwtAlgorithm::Es256).is_err());
+        assert!(parse_set("{}", Some(JwtAlgorithm::Es256)).is_err());
+    }
+
+    fn jwk(value: serde_json::Value) -> Jwk {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn without_a_pinned_algorithm_each_key_is_for_the_one_it_declares_or_its_type_fixes() {
+        let (_, ec) = ec_jwk("k1");
+        assert_eq!(
+            algorithm_of(&jwk(ec.clone()), None),
+            Ok(JwtAlgorithm::Es256)
+        );
+        // P-256 and Ed25519 admit one algorithm each: no alg needed.
+        let mut bare = ec.clone();
+        bare.as_object_mut().unwrap().remove("alg");
+        assert_eq!(
+            algorithm_of(&jwk(bare.clone()), None),
+            Ok(JwtAlgorithm::Es256)
+        );
+        let ed = json!({"kty": "OKP", "crv": "Ed25519", "kid": "k2",
+            "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"});
+        assert_eq!(algorithm_of(&jwk(ed), None), Ok(JwtAlgorithm::EdDsa));
+        // An RSA key without alg could be for RS384 or PS256 as well: skipped, counted.
+        let rsa = json!({"kty": "RSA", "kid": "k3", "n": "sXchDaQebHnPiGvyDOAT4saGEUetSyo9MKLOoWFsueri23bOdgWp4Dy1WlUzewbgBHod5pcM9H95GQRV3JDXboIRROSBigeC5yjU1hGzHHyXss8UDprecbAYxknTcQkhslANGRUZmdTOQ5qTRsLAt6BTYuyvVRdhS8exSZEy_c4gs_7svlJJQ4H9_NxsiIoLwAEk7-Q3UXERGYw_75IDrGA84-lA_-Ct4eTlXHBIY2EaV7t7LjJaynVJCpkv4LKjTTAumiGUIuQhrNhZLuF_RJLqHpM2kgWFLU7-VTdL1VbC2tejvcI2BlMkEpk1BzBZI0KQB0GaDWFLN-aEAw3vRw", "e": "AQAB"});
+        assert_eq!(
+            algorithm_of(&jwk(rsa.clone()), None),
+            Err(Skip::NoAlgorithm)
+        );
+        let mut rs256 = rsa.clone();
+        rs256["alg"] = json!("RS256");
+        assert_eq!(algorithm_of(&jwk(rs256), None), Ok(JwtAlgorithm::Rs256));
+        // Pinned, the RSA key is taken for RS256 as before.
+        assert_eq!(
+            algorithm_of(&jwk(rsa.clone()), Some(JwtAlgorithm::Rs256)),
+            Ok(JwtAlgorithm::Rs256)
+        );
+        // A declared alg must fit the key's type, and be one the relay takes.
+        let mut liar = ec.clone();
+        liar["alg"] = json!("RS256");
+        assert_eq!(algorithm_of(&jwk(liar), None), Err(Skip::Unusable));
+        let mut ps = rsa.clone();
+        ps["alg"] = json!("PS256");
+        assert_eq!(algorithm_of(&jwk(ps), None), Err(Skip::Unusable));
+        assert_eq!(
+            algorithm_of(&jwk(bare), Some(JwtAlgorithm::EdDsa)),
+            Err(Skip::Unusable)
+        );
+        let set = parse_set(&json!({"keys": [rsa]}).to_string(), None).unwrap();
+        assert!(set.keys.is_empty());
+        assert_eq!(set.without_alg, 1);
     }
 
     #[test]
@@ -298,7 +443,7 @@ mod tests {
         let path = dir.path().join("jwks.json");
         let (_, jwk) = ec_jwk("k1");
         std::fs::write(&path, json!({"keys": [jwk]}).to_string()).unwrap();
-        let jwks = Jwks::load(JwksSource::File(path), JwtAlgorithm::Es256)
+        let jwks = Jwks::load(JwksSource::File(path), Some(JwtAlgorithm::Es256), None)
             .await
             .unwrap();
         assert!(jwks.key("k1").is_some());

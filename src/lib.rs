@@ -33,7 +33,7 @@
 //! - [`extension_session`]: one extension socket (`ExtensionSession`): `authenticate` (with its
 //!   own random id, and answers that arrive on another socket of the same browser), then
 //!   answers and notifications from the browser, until the socket or its token ends.
-//! - `mcp_http` (feature `bridge`): MCP over Streamable HTTP on `/mcp` for hosts that connect
+//! - `mcp_http` (feature `http-mcp`): MCP over Streamable HTTP on `/mcp` for hosts that connect
 //!   by URL: bearer auth, sessions bound to their user, the bridge's tools over an in-memory
 //!   `McpSession`; `mcp_events` keeps its SSE events for `Last-Event-ID` resumption.
 //! - [`state`]: what every session shares (configuration, verifier, hub, metrics, shutdown,
@@ -74,10 +74,13 @@
 //!
 //! The same `mcp-relay` binary also carries two programs that reach the relay only over the
 //! wire, each a crate of its own behind a cargo feature of this package (both on by default;
-//! `--no-default-features` builds the relay alone):
+//! `--no-default-features --features http-mcp`, what the Dockerfile builds, is the relay with
+//! its HTTP MCP endpoint, admin API and dashboard; `--no-default-features` alone, the relay
+//! without the HTTP MCP endpoint):
 //!
 //! - `crates/bridge` (`mcp-relay bridge`, feature `bridge`): an MCP server over stdio that
-//!   drives a browser through the relay's `/mcp` endpoint (for Claude Desktop, Cursor, …).
+//!   drives a browser through the relay's `/mcp` endpoint (for Claude Desktop, Cursor, …). Its
+//!   tool server is also what `mcp_http` serves (feature `http-mcp`, implied by `bridge`).
 //! - `crates/bench` (`mcp-relay bench`, feature `bench`): the load generator and JSON-free
 //!   baseline forwarder behind `docs/BENCHMARKS.md`.
 //! - `crates/wire`: what the relay shares with both: error codes ([`frame::code`]), token
@@ -102,9 +105,9 @@ pub(crate) mod http_client;
 pub mod hub;
 pub mod jwks;
 pub mod limits;
-#[cfg(feature = "bridge")]
+#[cfg(feature = "http-mcp")]
 pub mod mcp_events;
-#[cfg(feature = "bridge")]
+#[cfg(feature = "http-mcp")]
 pub mod mcp_http;
 pub mod mcp_session;
 pub mod metrics;

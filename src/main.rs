@@ -280,7 +280,7 @@ fn print_dev_banner(relay: &mcp_relay::server::RunningRelay, secret: Option<&str
     );
     // The HTTP endpoint shares /mcp with the WebSocket one; hosts that speak Streamable HTTP
     // connect to it directly.
-    #[cfg(feature = "bridge")]
+    #[cfg(feature = "http-mcp")]
     {
         let http_url = relay.http_url("/mcp");
         say!(

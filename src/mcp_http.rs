@@ -616,7 +616,13 @@ impl McpHttp {
         if request.method() == Method::GET {
             return self.stream(state, &owner, request).await;
         }
-        let response = self.forward(request, None).await;
+        let ending = request.method() == Method::DELETE;
+        let mut response = self.forward(request, None).await;
+        // The session is ended by the time rmcp answers its DELETE, with 202; the official
+        // SDKs expect 200 (Python's client logs "Session termination failed: 202" otherwise).
+        if ending && response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::OK;
+        }
         watched(response, &owner, None)
     }
 

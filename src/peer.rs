@@ -11,7 +11,7 @@
 //! sees its socket close.
 //!
 //! Memory bounds (docs/SECURITY.md): each queued frame is charged its length plus
-//! [`FRAME_OVERHEAD`] (the channel slot, the shared buffer header and allocator rounding), so
+//! [`FRAME_OVERHEAD`] (the queue slot, the shared buffer header and allocator rounding), so
 //! the count matches what the queue really holds even for floods of tiny error replies. The
 //! queue is bounded per peer (`--max-unauthenticated-queue-bytes` until the socket
 //! authenticates, then `--max-send-queue-bytes`) and for all peers together
@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 use crate::metrics::Metrics;
 use crate::transport::ConnHandle;
 
-/// What a queued frame costs beyond its bytes: the channel slot, the shared buffer header, and
+/// What a queued frame costs beyond its bytes: the queue slot, the shared buffer header, and
 /// allocator rounding. Measured (`queued_tiny_replies_cost_what_the_queue_counts`): 150,000
 /// queued 106-byte error replies are counted as 33.5 MiB and grow the relay's RSS by 28.8 MiB
 /// (0.86×); counting their lengths alone would have said 15.2 MiB (1.9× under).
@@ -79,7 +79,7 @@ pub struct Peer(Arc<PeerInner>);
 struct PeerInner {
     /// Unique for the process lifetime; lets the hub tell two sockets of one extension apart.
     id: u64,
-    tx: mpsc::UnboundedSender<Outgoing>,
+    tx: QueueTx,
     /// Bytes queued but not yet written (plus `FRAME_OVERHEAD` per frame); the bound that
     /// keeps memory finite.
     queued_bytes: AtomicUsize,
@@ -260,7 +260,7 @@ impl Peer {
 #[cfg(test)]
 pub(crate) struct DetachedRx {
     peer: Peer,
-    rx: mpsc::UnboundedReceiver<Outgoing>,
+    rx: QueueRx,
 }
 
 #[cfg(test)]
@@ -285,7 +285,7 @@ impl Peer {
     /// deterministic unit tests: nothing is written until the test reads it. Queue bounds are
     /// the defaults of an authenticated socket (64 MiB).
     pub(crate) fn detached() -> (Peer, DetachedRx) {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = queue();
         let peer = Peer(Arc::new(PeerInner {
             id: NEXT_PEER_ID.fetch_add(1, Ordering::Relaxed),
             tx,
@@ -309,6 +309,109 @@ enum Outgoing {
     Frame(Utf8Bytes),
     /// Everything before this has been written: send the close frame now.
     Close,
+}
+
+/// A peer's send queue: many senders (the [`Peer`] handle's clones, one `QueueTx`), one
+/// receiver (the writer). A `VecDeque` behind a mutex rather than tokio's unbounded channel,
+/// because that channel allocates a block of 32 slots (32 × 32 bytes of [`Outgoing`]) when it
+/// is created, so every idle socket held 1 KiB of queue it never used; an empty `VecDeque`
+/// holds nothing, and one that held a burst gives its memory back once drained.
+struct Queue {
+    state: Mutex<QueueState>,
+    /// Wakes the receiver; `notify_one` keeps a permit when it is not waiting yet.
+    ready: tokio::sync::Notify,
+}
+
+struct QueueState {
+    items: std::collections::VecDeque<Outgoing>,
+    /// The receiver closed it, or the sender is gone: sends fail, and the receiver sees the
+    /// end once it has taken what is left.
+    closed: bool,
+}
+
+/// Capacity an emptied queue may keep (a peer answering one request at a time reuses it).
+const QUEUE_KEPT_CAPACITY: usize = 8;
+
+fn queue() -> (QueueTx, QueueRx) {
+    let queue = Arc::new(Queue {
+        state: Mutex::new(QueueState {
+            items: std::collections::VecDeque::new(),
+            closed: false,
+        }),
+        ready: tokio::sync::Notify::new(),
+    });
+    (QueueTx(Arc::clone(&queue)), QueueRx(queue))
+}
+
+struct QueueTx(Arc<Queue>);
+
+impl QueueTx {
+    /// Appends `item`, or hands it back when the queue is closed.
+    fn send(&self, item: Outgoing) -> Result<(), Outgoing> {
+        {
+            let mut state = self.0.state.lock().unwrap();
+            if state.closed {
+                return Err(item);
+            }
+            state.items.push_back(item);
+        }
+        self.0.ready.notify_one();
+        Ok(())
+    }
+}
+
+impl Drop for QueueTx {
+    fn drop(&mut self) {
+        self.0.state.lock().unwrap().closed = true;
+        self.0.ready.notify_one();
+    }
+}
+
+struct QueueRx(Arc<Queue>);
+
+impl QueueRx {
+    /// The next item, or `None` once the queue is closed and empty. Cancel-safe: an item is
+    /// taken only by the call that returns it.
+    async fn recv(&mut self) -> Option<Outgoing> {
+        loop {
+            match self.try_take() {
+                Ok(item) => return Some(item),
+                Err(true) => return None,
+                Err(false) => self.0.ready.notified().await,
+            }
+        }
+    }
+
+    /// The next item without waiting (`Err` when there is none right now).
+    fn try_recv(&mut self) -> Result<Outgoing, ()> {
+        self.try_take().map_err(|_| ())
+    }
+
+    /// An item, else whether the queue has ended.
+    fn try_take(&mut self) -> Result<Outgoing, bool> {
+        let mut state = self.0.state.lock().unwrap();
+        match state.items.pop_front() {
+            Some(item) => {
+                if state.items.is_empty() && state.items.capacity() > QUEUE_KEPT_CAPACITY {
+                    state.items = std::collections::VecDeque::new();
+                }
+                Ok(item)
+            }
+            None => Err(state.closed),
+        }
+    }
+
+    /// Refuses further sends; what is queued can still be taken.
+    fn close(&mut self) {
+        self.0.state.lock().unwrap().closed = true;
+    }
+}
+
+impl Drop for QueueRx {
+    /// A writer that is gone takes nothing more: senders fail and undo their own count.
+    fn drop(&mut self) {
+        self.close();
+    }
 }
 
 /// Liveness as seen by the reader: updated on every frame received, checked by the writer at
@@ -339,12 +442,7 @@ impl Default for LastSeen {
 }
 
 /// A new peer's shared part, before anything writes its queue.
-fn new_inner(
-    tx: mpsc::UnboundedSender<Outgoing>,
-    conn: ConnHandle,
-    config: &SocketConfig,
-    metrics: Arc<Metrics>,
-) -> Peer {
+fn new_inner(tx: QueueTx, conn: ConnHandle, config: &SocketConfig, metrics: Arc<Metrics>) -> Peer {
     Peer(Arc::new(PeerInner {
         id: NEXT_PEER_ID.fetch_add(1, Ordering::Relaxed),
         tx,
@@ -388,7 +486,7 @@ pub fn open_in_memory(
     shutdown: CancellationToken,
     max_message_bytes: usize,
 ) -> (Peer, PeerReader, InMemoryEnds) {
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = queue();
     let peer = new_inner(tx, ConnHandle::detached(), config, metrics);
     let (out_tx, out_rx) = mpsc::channel(IN_MEMORY_FRAMES);
     let (in_tx, in_rx) = mpsc::channel(IN_MEMORY_FRAMES);
@@ -408,11 +506,7 @@ pub fn open_in_memory(
 }
 
 /// An in-memory peer's writer: the socket writer's loop, with a channel for the socket.
-async fn write_channel(
-    out: mpsc::Sender<String>,
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
-    peer: Peer,
-) {
+async fn write_channel(out: mpsc::Sender<String>, mut rx: QueueRx, peer: Peer) {
     let mut in_flight = 0;
     loop {
         let frame = tokio::select! {
@@ -448,7 +542,7 @@ async fn write_channel(
 /// A writer has stopped: marks the peer closed and takes whatever is still queued, plus the
 /// frame it was writing (`in_flight`), off the counts; senders that come later fail and undo
 /// their own count.
-fn release_queued(peer: &Peer, rx: &mut mpsc::UnboundedReceiver<Outgoing>, mut in_flight: usize) {
+fn release_queued(peer: &Peer, rx: &mut QueueRx, mut in_flight: usize) {
     peer.close(close_code::NORMAL, "");
     rx.close();
     while let Ok(outgoing) = rx.try_recv() {
@@ -468,7 +562,7 @@ pub fn spawn(
     metrics: Arc<Metrics>,
     tracker: &tokio_util::task::TaskTracker,
 ) -> Peer {
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = queue();
     let peer = new_inner(tx, conn, config, metrics);
     tracker.spawn(write_loop(
         sink,
@@ -482,7 +576,7 @@ pub fn spawn(
 
 async fn write_loop(
     mut sink: SplitSink<WebSocket, Message>,
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
+    mut rx: QueueRx,
     peer: Peer,
     config: SocketConfig,
     last_seen: LastSeen,

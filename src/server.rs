@@ -107,22 +107,29 @@ async fn verifier(config: &ServeConfig) -> anyhow::Result<Verifier> {
         _ if config.jwt_jwks.is_some() => {
             let text = config.jwt_jwks.as_deref().unwrap_or_default();
             let source = crate::jwks::JwksSource::parse(text)?;
-            let jwks = crate::jwks::Jwks::load(source, config.jwt_alg)
+            let jwks = crate::jwks::Jwks::load(source, config.jwt_alg, config.jwt_jwks_ca.clone())
                 .await
                 .with_context(|| format!("loading --jwt-jwks {text}"))?;
-            Verifier::from_jwks(config.jwt_alg, jwks)
+            Verifier::from_jwks(jwks)
         }
         (Some(path), _) => {
+            let alg = config.jwt_alg.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--jwt-public-key needs --jwt-alg (RS256, ES256 or EdDSA): a PEM key does \
+                     not say which algorithm it signs with"
+                )
+            })?;
             let pem = std::fs::read(path)
                 .with_context(|| format!("reading JWT public key {}", path.display()))?;
-            Verifier::from_public_pem(config.jwt_alg, &pem)
+            Verifier::from_public_pem(alg, &pem)
                 .with_context(|| format!("loading JWT public key {}", path.display()))?
         }
         (None, Some(secret)) => {
+            let alg = config.jwt_alg.unwrap_or(crate::auth::JwtAlgorithm::Hs256);
             anyhow::ensure!(
-                config.jwt_alg == crate::auth::JwtAlgorithm::Hs256,
-                "--jwt-secret is for HS256; for {:?} give --jwt-public-key",
-                config.jwt_alg
+                alg == crate::auth::JwtAlgorithm::Hs256,
+                "--jwt-secret is for HS256; for {} give --jwt-public-key or --jwt-jwks",
+                alg.name()
             );
             anyhow::ensure!(
                 secret.len() >= 16,
@@ -132,7 +139,7 @@ async fn verifier(config: &ServeConfig) -> anyhow::Result<Verifier> {
         }
         (None, None) => anyhow::bail!(
             "no JWT key configured: set MCP_RELAY_JWT_SECRET (HS256), or --jwt-public-key with \
-             --jwt-alg, or run `mcp-relay serve --dev` to try it out"
+             --jwt-alg, or --jwt-jwks, or run `mcp-relay serve --dev` to try it out"
         ),
     };
     if let Some(issuer) = &config.jwt_issuer {
@@ -173,6 +180,9 @@ pub async fn open_store(config: &ServeConfig) -> anyhow::Result<Arc<crate::store
     use crate::store::{default_state_path, StateSpec, Store};
     let spec = match &config.state {
         Some(spec) => spec.clone(),
+        // A cluster shares its state by default: a file per node would split approvals,
+        // revocations and the audit trail between the nodes (docs/ADMIN.md, "State").
+        None if config.cluster.is_some() => StateSpec::Nats,
         None => StateSpec::Sqlite(default_state_path().ok_or_else(|| {
             anyhow::anyhow!(
                 "no data directory for the default state file (neither XDG_DATA_HOME nor HOME is \
@@ -182,8 +192,9 @@ pub async fn open_store(config: &ServeConfig) -> anyhow::Result<Arc<crate::store
     };
     anyhow::ensure!(
         !(config.require_approval && config.cluster.is_some() && spec != StateSpec::Nats),
-        "--require-approval with --cluster needs state shared by every node: add --state nats \
-         (JetStream on the cluster's NATS), or approvals would stay on the node they were made on"
+        "--require-approval with --cluster needs state shared by every node: leave --state out \
+         or give --state nats (JetStream on the cluster's NATS), or approvals would stay on the \
+         node they were made on"
     );
     if spec == StateSpec::Nats {
         let url = config.cluster.as_deref().ok_or_else(|| {
@@ -192,7 +203,19 @@ pub async fn open_store(config: &ServeConfig) -> anyhow::Result<Arc<crate::store
                  nats-server with JetStream enabled, `nats-server -js`)"
             )
         })?;
-        let store = crate::store::nats::NatsStore::open(config, url).await?;
+        let store = crate::store::nats::NatsStore::open(config, url)
+            .await
+            .map_err(|e| match config.state {
+                Some(_) => e,
+                None => e.context(
+                    "with --cluster the state is kept on the cluster's NATS unless --state says \
+                     otherwise (--state sqlite:PATH for a file per node, docs/ADMIN.md)",
+                ),
+            })?;
+        tracing::info!(
+            default = config.state.is_none(),
+            "state: JetStream on the cluster's NATS, shared by every node"
+        );
         return Ok(Arc::new(Store::Nats(Box::new(store))));
     }
     let store = tokio::task::spawn_blocking(move || Store::open(&spec)).await??;
@@ -286,7 +309,7 @@ pub async fn start_with_store(
         );
     }
 
-    #[cfg(feature = "bridge")]
+    #[cfg(feature = "http-mcp")]
     let http = Arc::new(crate::mcp_http::McpHttp::new(&state)?);
     let app = Router::new()
         .route("/extension", get(extension_endpoint))
@@ -313,7 +336,7 @@ pub async fn start_with_store(
             ),
         )
         .with_state(Arc::clone(&state));
-    #[cfg(feature = "bridge")]
+    #[cfg(feature = "http-mcp")]
     let app = app.layer(Extension(http));
 
     let listener = std::net::TcpListener::bind(state.config.listen)
@@ -510,11 +533,11 @@ async fn extension_endpoint(
 }
 
 /// `/mcp`: a request with `Upgrade: websocket` is the relay's WebSocket protocol; anything else
-/// is MCP over Streamable HTTP (see [`crate::mcp_http`]), when built with the `bridge` feature.
+/// is MCP over Streamable HTTP (see [`crate::mcp_http`]), when built with the `http-mcp` feature.
 async fn mcp_endpoint(
     State(state): State<Arc<RelayState>>,
     Extension(conn): Extension<ConnHandle>,
-    #[cfg(feature = "bridge")] Extension(http): Extension<Arc<crate::mcp_http::McpHttp>>,
+    #[cfg(feature = "http-mcp")] Extension(http): Extension<Arc<crate::mcp_http::McpHttp>>,
     request: axum::extract::Request,
 ) -> Response {
     let wants_websocket = request
@@ -523,14 +546,14 @@ async fn mcp_endpoint(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("websocket"));
     if !wants_websocket {
-        #[cfg(feature = "bridge")]
+        #[cfg(feature = "http-mcp")]
         return http.handle(&state, &conn, request).await;
-        #[cfg(not(feature = "bridge"))]
+        #[cfg(not(feature = "http-mcp"))]
         return (
             StatusCode::METHOD_NOT_ALLOWED,
             [(axum::http::header::ALLOW, "GET")],
             "/mcp is a WebSocket endpoint here (send Upgrade: websocket); this relay was built \
-             without the `bridge` feature, which serves MCP over Streamable HTTP\n",
+             without the `http-mcp` feature, which serves MCP over Streamable HTTP\n",
         )
             .into_response();
     }
@@ -558,14 +581,14 @@ async fn protected_resource_metadata(
     State(state): State<Arc<RelayState>>,
     headers: HeaderMap,
 ) -> Response {
-    #[cfg(feature = "bridge")]
+    #[cfg(feature = "http-mcp")]
     return crate::mcp_http::protected_resource_metadata(&state, &headers);
-    #[cfg(not(feature = "bridge"))]
+    #[cfg(not(feature = "http-mcp"))]
     {
         let _ = (state, headers);
         (
             StatusCode::NOT_FOUND,
-            "this relay was built without the HTTP MCP endpoint (the `bridge` feature)\n",
+            "this relay was built without the HTTP MCP endpoint (the `http-mcp` feature)\n",
         )
             .into_response()
     }
@@ -625,12 +648,12 @@ async fn healthz(State(state): State<Arc<RelayState>>) -> Response {
 
 async fn metrics_endpoint(
     State(state): State<Arc<RelayState>>,
-    #[cfg(feature = "bridge")] Extension(http): Extension<Arc<crate::mcp_http::McpHttp>>,
+    #[cfg(feature = "http-mcp")] Extension(http): Extension<Arc<crate::mcp_http::McpHttp>>,
 ) -> Response {
     let mut text = state.metrics.render();
     text += &state.hub.render_cluster_metrics();
     text += &connection_metrics(&state);
-    #[cfg(feature = "bridge")]
+    #[cfg(feature = "http-mcp")]
     {
         text += &http.render_metrics();
     }

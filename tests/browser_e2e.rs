@@ -79,7 +79,7 @@ async fn bridge_tools_click_a_real_page_through_relay_and_extension() {
 /// The relay as a remote MCP server: an MCP session over Streamable HTTP (no bridge process)
 /// → the relay's in-process MCP client → extension → page. A click through it changes the
 /// real page.
-#[cfg(feature = "bridge")]
+#[cfg(feature = "http-mcp")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_mcp_session_clicks_a_real_page_through_relay_and_extension() {
     let Some(chromium) =
@@ -201,7 +201,7 @@ async fn bridge_to_page(chromium: &Path) {
     let _ = bridge.cancel().await;
 }
 
-#[cfg(feature = "bridge")]
+#[cfg(feature = "http-mcp")]
 async fn http_session_to_page(chromium: &Path) {
     use common::http::{text as http_text, Session};
     let relay = relay().await;

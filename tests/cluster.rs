@@ -1074,6 +1074,86 @@ async fn with_state_nats_an_approval_made_through_one_node_holds_on_every_node_a
     assert_eq!(record["approved"], true, "{record}");
 }
 
+/// A node started with `--cluster` and no `--state` at all (approval required, which a file
+/// per node would refuse).
+async fn default_state_node(nats: &NatsServer) -> RunningRelay {
+    node_with(nats, |c| {
+        c.state = None;
+        c.require_approval = true;
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_cluster_and_no_state_two_nodes_share_an_approval_and_a_revocation() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(nats) = jetstream_nats(dir.path()) else {
+        return;
+    };
+    let a = default_state_node(&nats).await;
+    let b = default_state_node(&nats).await;
+    wait_until("the nodes see each other", || {
+        let (ca, cb) = (a.cluster().unwrap(), b.cluster().unwrap());
+        async move { ca.live_nodes() >= 1 && cb.live_nodes() >= 1 }
+    })
+    .await;
+
+    // A browser on node a, pending. Node b knows it only through the shared store (with a file
+    // per node it would answer 404), and approves it; node a lets a client in.
+    let ext = Extension::connect(&a, "alice", "Laptop", "laptop").await;
+    let id = ext.extension_id.clone();
+    wait_until("node b knows node a's browser", || {
+        let (b, id) = (&b, id.clone());
+        async move { browser_record(b, &id).await.is_some() }
+    })
+    .await;
+    let mut on_a = Mcp::connect(&a, "alice").await;
+    let refused = on_a.call("connect", json!({"extension_id": id})).await;
+    assert_eq!(refused["error"]["code"], -32011, "{refused}");
+    let admin = token("root", Some(mcp_relay::auth::Role::Admin));
+    let (status, body) = api(
+        b.local_addr,
+        "POST",
+        &format!("/api/v1/browsers/{id}/approve"),
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let started = Instant::now();
+    loop {
+        let answer = on_a.call("connect", json!({"extension_id": id})).await;
+        if answer["result"]["connection_id"].is_string() {
+            break;
+        }
+        assert_eq!(answer["error"]["code"], -32011, "{answer}");
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "node a still refuses after {:?}",
+            started.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    // A token revoked through node a closes its socket on node b, and is in the shared store:
+    // a node started after both are gone refuses it, and knows the approval.
+    let leaked = revoking_through_a_closes_the_socket_on_b(&a, &b).await;
+    ext.client.close().await;
+    a.shutdown().await;
+    b.shutdown().await;
+    let c = default_state_node(&nats).await;
+    let mut again = Client::connect(&c.url("/mcp")).await;
+    let answer = again
+        .call(json!(1), "mcp_handshake", json!({"access_token": leaked}))
+        .await;
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("revoked"), "{answer}");
+    let record = browser_record(&c, &id)
+        .await
+        .expect("the browser is remembered");
+    assert_eq!(record["approved"], true, "{record}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_state_nats_revocations_reach_every_node_and_outlive_them_all() {
     let dir = tempfile::tempdir().unwrap();
@@ -1121,6 +1201,13 @@ async fn state_nats_start_up_errors_say_what_is_missing() {
         started.elapsed() < Duration::from_secs(20),
         "{:?}",
         started.elapsed()
+    );
+    // With --cluster and no --state the state is the shared one: the same error, saying how
+    // to ask for a file per node instead.
+    let stderr = serve(&["--cluster", &plain.url()]);
+    assert!(
+        stderr.contains("JetStream") && stderr.contains("--state sqlite:PATH"),
+        "{stderr}"
     );
     // Approval on several nodes needs the shared state.
     let stderr = serve(&[

@@ -11,6 +11,9 @@ use std::time::Duration;
 
 use common::browser::{chromium_or_skip, Browser, DevTools, Profile, ONE_BROWSER_AT_A_TIME};
 use common::*;
+// The relay binary of MCP_RELAY_TEST_BINARY when set (CI: the Dockerfile's build), else the
+// relay in this process.
+use common::served::{relay, relay_with};
 use mcp_relay::auth::{mint_hs256, MintClaims, Role};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -1,7 +1,7 @@
 //! Issue 24: what one authenticated user can cost the relay. Each test drives the relay binary
 //! (a child process, so its files, memory and descriptors are its own) over loopback sockets as
 //! an attacker holding one ordinary user's token would, and asserts the bound; `docs/SECURITY.md`
-//! records the figures they print (`-- --nocapture`; `MCP_RELAY_TEST_BIN=target/release/mcp-relay`
+//! records the figures they print (`-- --nocapture`; `MCP_RELAY_TEST_BINARY=target/release/mcp-relay`
 //! measures the release build).
 
 mod common;

@@ -271,7 +271,7 @@ async fn asymmetric_algorithms_verify_with_a_pinned_public_key() {
         let relay = relay_with(|c| {
             c.jwt_secret = None;
             c.jwt_public_key = Some(public.clone());
-            c.jwt_alg = alg;
+            c.jwt_alg = Some(alg);
         })
         .await;
         let good = auth::mint_with_private_pem(

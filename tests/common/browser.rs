@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use mcp_relay::auth::Role;
-use mcp_relay::server::RunningRelay;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -60,7 +59,7 @@ pub struct Profile {
 }
 
 impl Profile {
-    pub fn new(relay: &RunningRelay, browser_name: &str) -> Profile {
+    pub fn new(relay: &impl super::Endpoint, browser_name: &str) -> Profile {
         let root = tempfile::tempdir().expect("temp dir");
         let extension_dir = root.path().join("extension");
         let user_data_dir = root.path().join("profile");
@@ -521,7 +520,7 @@ pub struct Driver {
 }
 
 impl Driver {
-    pub async fn handshake(relay: &RunningRelay, name: &'static str) -> Driver {
+    pub async fn handshake(relay: &impl super::Endpoint, name: &'static str) -> Driver {
         Driver {
             client: Mcp::connect(relay, USER).await.client,
             next_id: 1000,

@@ -19,7 +19,7 @@ pub struct ChildRelay {
 
 impl ChildRelay {
     /// `mcp-relay serve` on a free loopback port with the tests' secret, no rate limit (unless
-    /// `args` give `--rate-limit`), and `args`. `MCP_RELAY_TEST_BIN` runs another build of the
+    /// `args` give `--rate-limit`), and `args`. `MCP_RELAY_TEST_BINARY` runs another build of the
     /// binary (e.g. `target/release/mcp-relay`, for figures measured on the release build).
     pub fn start(args: &[&str]) -> ChildRelay {
         Self::start_with(args, &[], None)
@@ -29,8 +29,19 @@ impl ChildRelay {
     /// file-descriptor limit. `HOSTILE_DEBUG=<log filter>` (e.g. `mcp_relay=debug`) prints the
     /// relay's log as it comes.
     pub fn start_with(args: &[&str], env: &[(&str, &str)], nofile: Option<u64>) -> ChildRelay {
-        let binary = std::env::var_os("MCP_RELAY_TEST_BIN")
-            .unwrap_or_else(|| env!("CARGO_BIN_EXE_mcp-relay").into());
+        let binary = super::served::binary()
+            .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_BIN_EXE_mcp-relay")));
+        Self::start_binary(&binary, args, env, nofile)
+    }
+
+    /// As [`ChildRelay::start_with`], running `binary` (`MCP_RELAY_TEST_BINARY`, see
+    /// [`super::served`]) rather than this build's.
+    pub fn start_binary(
+        binary: &std::path::Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        nofile: Option<u64>,
+    ) -> ChildRelay {
         let mut command = Command::new(binary);
         command.args(["serve", "--listen", "127.0.0.1:0"]);
         if !args.contains(&"--rate-limit") {

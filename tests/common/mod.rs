@@ -6,6 +6,7 @@ pub mod bridge;
 pub mod browser;
 pub mod child;
 pub mod http;
+pub mod served;
 
 use std::time::Duration;
 
@@ -37,6 +38,19 @@ pub async fn relay_with(tweak: impl FnOnce(&mut ServeConfig)) -> RunningRelay {
 
 pub async fn relay() -> RunningRelay {
     relay_with(|_| {}).await
+}
+
+/// What the helpers need of a relay: where its endpoints are. The in-process relay has it, and
+/// so has the relay binary run as a child ([`served::Served`]).
+pub trait Endpoint {
+    /// `ws://` or `wss://` URL of `/extension` or `/mcp`.
+    fn url(&self, path: &str) -> String;
+}
+
+impl Endpoint for RunningRelay {
+    fn url(&self, path: &str) -> String {
+        RunningRelay::url(self, path)
+    }
 }
 
 pub fn token(user: &str, role: Option<Role>) -> String {
@@ -166,7 +180,7 @@ pub struct Extension {
 }
 
 impl Extension {
-    pub async fn connect(relay: &RunningRelay, user: &str, name: &str, client_id: &str) -> Self {
+    pub async fn connect(relay: &impl Endpoint, user: &str, name: &str, client_id: &str) -> Self {
         Self::connect_url(&relay.url("/extension"), user, name, client_id).await
     }
 
@@ -265,7 +279,7 @@ pub struct Mcp {
 }
 
 impl Mcp {
-    pub async fn connect(relay: &RunningRelay, user: &str) -> Self {
+    pub async fn connect(relay: &impl Endpoint, user: &str) -> Self {
         Self::connect_url(&relay.url("/mcp"), user).await
     }
 

@@ -10,6 +10,7 @@ the MCP token.
 
 import asyncio
 import json
+import logging
 import os
 import re
 import sys
@@ -22,7 +23,20 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 ACCEPT = "application/json, text/event-stream"
 
 
+class Warnings(logging.Handler):
+    """What the SDK's client logs at WARNING or above (e.g. "Session termination failed")."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
 async def main(url: str, token: str) -> dict:
+    warnings = Warnings()
+    logging.getLogger("mcp").addHandler(warnings)
     async with httpx2.AsyncClient() as raw:
         anonymous = await raw.post(
             url,
@@ -73,6 +87,7 @@ async def main(url: str, token: str) -> dict:
         "answer": answer,
         "metadata": metadata,
         "deletes": deletes,
+        "warnings": warnings.messages,
         "after_delete": after,
     }
 
