@@ -16,7 +16,6 @@ use base64::Engine;
 use common::browser::*;
 use common::relay;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
@@ -551,49 +550,26 @@ fn binary_bytes() -> Vec<u8> {
 const ATTACHMENT_CSV: &str = "name,size\nalpha,1\nbeta,2\n\u{e9}t\u{e9},3\n";
 
 async fn serve(mut stream: TcpStream, root: PathBuf) {
-    let mut request = Vec::new();
-    let mut buffer = [0u8; 4096];
-    while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 64 * 1024 {
-        match stream.read(&mut buffer).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => request.extend_from_slice(&buffer[..n]),
-        }
-    }
-    let request = String::from_utf8_lossy(&request);
-    let target = request.split_whitespace().nth(1).unwrap_or("");
-    let name = target
-        .split(['?', '#'])
-        .next()
-        .unwrap_or("")
-        .trim_start_matches('/');
-    let (status, headers, body): (&str, String, Vec<u8>) = match name {
-        "bytes.bin" => (
-            "200 OK",
-            "Content-Type: application/octet-stream\r\n".into(),
-            binary_bytes(),
-        ),
+    let Some(name) = request_path(&mut stream).await else {
+        return;
+    };
+    let (headers, body): (&str, Vec<u8>) = match name.as_str() {
+        "bytes.bin" => ("Content-Type: application/octet-stream\r\n", binary_bytes()),
         "attachment.csv" => (
-            "200 OK",
-            "Content-Type: text/csv; charset=utf-8\r\nContent-Disposition: attachment; filename=\"report.csv\"\r\n".into(),
+            "Content-Type: text/csv; charset=utf-8\r\nContent-Disposition: attachment; filename=\"report.csv\"\r\n",
             ATTACHMENT_CSV.as_bytes().to_vec(),
         ),
         "slow.txt" => {
             tokio::time::sleep(Duration::from_millis(400)).await;
-            ("200 OK", "Content-Type: text/plain\r\n".into(), b"slow".to_vec())
+            ("Content-Type: text/plain\r\n", b"slow".to_vec())
         }
         _ => match (!name.is_empty() && !name.contains(['/', '\\']))
-            .then(|| std::fs::read(root.join(name)).ok())
+            .then(|| std::fs::read(root.join(&name)).ok())
             .flatten()
         {
-            Some(body) => ("200 OK", "Content-Type: text/html; charset=utf-8\r\n".into(), body),
-            None => ("404 Not Found", "Content-Type: text/plain\r\n".into(), b"not found".to_vec()),
+            Some(body) => ("Content-Type: text/html; charset=utf-8\r\n", body),
+            None => return not_found(stream).await,
         },
     };
-    let head = format!(
-        "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = stream.write_all(head.as_bytes()).await;
-    let _ = stream.write_all(&body).await;
-    let _ = stream.shutdown().await;
+    respond(stream, "200 OK", headers, &body).await;
 }

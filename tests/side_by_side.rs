@@ -28,7 +28,6 @@ use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
@@ -515,20 +514,12 @@ impl Drop for DocSite {
     }
 }
 
-/// One request per connection; only paths of plain names below the two roots are served.
+/// Only paths of plain names below the two roots are served.
 async fn serve(mut stream: TcpStream, rust: PathBuf, fixtures: PathBuf) {
-    let mut request = Vec::new();
-    let mut buffer = [0u8; 4096];
-    while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 64 * 1024 {
-        match stream.read(&mut buffer).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => request.extend_from_slice(&buffer[..n]),
-        }
-    }
-    let request = String::from_utf8_lossy(&request);
-    let target = request.split_whitespace().nth(1).unwrap_or("");
-    let path = target.split(['?', '#']).next().unwrap_or("");
-    let mut parts = path.trim_start_matches('/').splitn(2, '/');
+    let Some(path) = request_path(&mut stream).await else {
+        return;
+    };
+    let mut parts = path.splitn(2, '/');
     let root = match parts.next() {
         Some("rust") => Some(&rust),
         Some("fixtures") => Some(&fixtures),
@@ -551,18 +542,13 @@ async fn serve(mut stream: TcpStream, rust: PathBuf, fixtures: PathBuf) {
         Some("woff2") => "font/woff2",
         _ => "application/octet-stream",
     };
-    let (status, content_type, body) = match body {
-        Some(body) => ("200 OK", content_type, body),
-        None => ("404 Not Found", "text/plain", b"not found".to_vec()),
-    };
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-         Connection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = stream.write_all(head.as_bytes()).await;
-    let _ = stream.write_all(&body).await;
-    let _ = stream.shutdown().await;
+    match body {
+        Some(body) => {
+            let headers = format!("Content-Type: {content_type}\r\n");
+            respond(stream, "200 OK", &headers, &body).await;
+        }
+        None => not_found(stream).await,
+    }
 }
 
 #[test]

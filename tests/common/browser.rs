@@ -474,37 +474,74 @@ impl Drop for FixtureSite {
 }
 
 pub async fn serve_fixture(mut stream: TcpStream, root: PathBuf) {
+    let Some(name) = request_path(&mut stream).await else {
+        return;
+    };
+    // Flat directory: no sub-paths, so nothing outside it can be named.
+    let file = (!name.is_empty() && !name.contains(['/', '\\']) && name != "..")
+        .then(|| fs::read(root.join(&name)).ok())
+        .flatten();
+    match file {
+        Some(body) => {
+            respond(
+                stream,
+                "200 OK",
+                "Content-Type: text/html; charset=utf-8\r\n",
+                &body,
+            )
+            .await
+        }
+        None => not_found(stream).await,
+    }
+}
+
+/// The path of a GET request read from `stream`, without its leading `/`, query or fragment;
+/// empty (which no server here serves: a 404) for any other method; None when the connection
+/// ends first. One request per connection.
+pub async fn request_path(stream: &mut TcpStream) -> Option<String> {
     let mut request = Vec::new();
     let mut buffer = [0u8; 4096];
     while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 64 * 1024 {
         match stream.read(&mut buffer).await {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => return None,
             Ok(n) => request.extend_from_slice(&buffer[..n]),
         }
     }
     let request = String::from_utf8_lossy(&request);
     let mut words = request.split_whitespace();
-    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-    let name = target
-        .split(['?', '#'])
-        .next()
-        .unwrap_or("")
-        .trim_start_matches('/');
-    // Flat directory: no sub-paths, so nothing outside it can be named.
-    let file = (method == "GET" && !name.is_empty() && !name.contains(['/', '\\']) && name != "..")
-        .then(|| fs::read(root.join(name)).ok())
-        .flatten();
-    let (status, content_type, body) = match file {
-        Some(body) => ("200 OK", "text/html; charset=utf-8", body),
-        None => ("404 Not Found", "text/plain", b"not found".to_vec()),
-    };
+    if words.next() != Some("GET") {
+        return Some(String::new());
+    }
+    let target = words.next().unwrap_or("");
+    Some(
+        target
+            .split(['?', '#'])
+            .next()
+            .unwrap_or("")
+            .trim_start_matches('/')
+            .to_owned(),
+    )
+}
+
+/// Answers and closes: `headers` are whole header lines (each ending in CRLF).
+pub async fn respond(mut stream: TcpStream, status: &str, headers: &str, body: &[u8]) {
     let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
     let _ = stream.write_all(head.as_bytes()).await;
-    let _ = stream.write_all(&body).await;
+    let _ = stream.write_all(body).await;
     let _ = stream.shutdown().await;
+}
+
+pub async fn not_found(stream: TcpStream) {
+    respond(
+        stream,
+        "404 Not Found",
+        "Content-Type: text/plain\r\n",
+        b"not found",
+    )
+    .await;
 }
 
 // ---------------------------------------------------------------------------

@@ -36,12 +36,13 @@ try {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
   assert.deepEqual(names, [
-    "browser_cdp", "browser_click", "browser_close", "browser_connect",
+    "browser_call_page_tool", "browser_cdp", "browser_click", "browser_close", "browser_connect",
     "browser_console_messages", "browser_downloads", "browser_drag", "browser_drop",
     "browser_emulate_media", "browser_evaluate", "browser_file_upload",
     "browser_fill_form", "browser_find", "browser_handle_dialog", "browser_hover", "browser_list",
     "browser_navigate", "browser_navigate_back", "browser_navigate_forward",
-    "browser_network_requests", "browser_pdf_save", "browser_press_key", "browser_resize",
+    "browser_network_requests", "browser_page_tools", "browser_pdf_save", "browser_press_key",
+    "browser_resize",
     "browser_screenshot", "browser_select_option", "browser_snapshot", "browser_status",
     "browser_tabs", "browser_take_screenshot", "browser_type", "browser_wait_for",
   ]);
