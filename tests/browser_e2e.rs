@@ -2663,3 +2663,55 @@ async fn a_download_is_carried_back_byte_exact() {
         }
     );
 }
+
+/// Issue 27 in a real browser: one `code_execution` script visits three fixture pages and
+/// returns a table that matches what single calls answer; a script reaching for the network or
+/// looping for ever gets nothing and is stopped by the bound it hit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_visits_pages_in_one_call_and_matches_single_calls() {
+    on_tools_page!(
+        "a_script_visits_pages_in_one_call_and_matches_single_calls",
+        &["--code-execution", "--code-cpu-time", "1s"],
+        |bridge, site| {
+            let pages = ["page1.html", "page2.html", "form.html"].map(|p| site.url(p));
+            let script = format!(
+                "const rows = [];\n\
+                 for (const url of {}) {{\n\
+                   const page = await tools.browser_navigate({{url}});\n\
+                   const shot = await tools.browser_snapshot({{depth: 1}});\n\
+                   rows.push({{url: page.data.url, title: shot.data.title}});\n\
+                 }}\n\
+                 return rows;",
+                serde_json::to_string(&pages).unwrap()
+            );
+            let result = tool(&bridge, "code_execution", json!({ "code": script })).await;
+            assert!(!is_error(&result), "{result}");
+            let rows: Value = serde_json::from_str(&text(&result)).unwrap_or_else(|e| {
+                panic!("the script's table is not JSON ({e}): {}", text(&result))
+            });
+            assert_eq!(rows.as_array().map(Vec::len), Some(3), "{rows}");
+            for (row, url) in rows.as_array().unwrap().iter().zip(&pages) {
+                tool_ok(&bridge, "browser_navigate", json!({ "url": url })).await;
+                let single = tool(&bridge, "browser_snapshot", json!({"depth": 1})).await;
+                let title = &single["structuredContent"]["title"];
+                assert_eq!(
+                    &row["title"], title,
+                    "script and single call disagree on {url}"
+                );
+                assert_eq!(row["url"], json!(url));
+            }
+            for (code, bound) in [
+                ("return await fetch('http://127.0.0.1/')", "fetch"),
+                ("while (true) {}", "cpu"),
+            ] {
+                let stopped = tool(&bridge, "code_execution", json!({ "code": code })).await;
+                assert!(is_error(&stopped), "{code} was not stopped: {stopped}");
+                let said = text(&stopped).to_lowercase();
+                assert!(
+                    said.contains(bound),
+                    "{code}: the answer does not name {bound}: {said}"
+                );
+            }
+        }
+    );
+}
