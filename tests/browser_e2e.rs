@@ -2715,3 +2715,65 @@ async fn a_script_visits_pages_in_one_call_and_matches_single_calls() {
         }
     );
 }
+
+/// Not a test but the benchmark of issue 27: reading title and first heading of 30 pages as
+/// single calls (navigate + find per page, every result reaching the model) against one
+/// `code_execution` script returning only the table; wall time and characters the model reads.
+/// `cargo test --test browser_e2e script_against_single_calls_benchmark -- --ignored --nocapture`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark, run on purpose (docs/BENCHMARKS.md)"]
+async fn script_against_single_calls_benchmark() {
+    on_tools_page!(
+        "script_against_single_calls_benchmark",
+        &["--code-execution"],
+        |bridge, site| {
+            let fixtures = [
+                "page1.html",
+                "page2.html",
+                "form.html",
+                "controls.html",
+                "table.html",
+            ];
+            let urls: Vec<String> = (0..30)
+                .map(|i| format!("{}?n={i}", site.url(fixtures[i % fixtures.len()])))
+                .collect();
+            let started = Instant::now();
+            let mut single_chars = 0;
+            for url in &urls {
+                let page = tool(&bridge, "browser_navigate", json!({ "url": url })).await;
+                let heading = tool(&bridge, "browser_find", json!({"regex": "heading"})).await;
+                single_chars += text(&page).chars().count() + text(&heading).chars().count();
+            }
+            let single_ms = started.elapsed().as_secs_f64() * 1000.0;
+            let script = format!(
+                "const rows = [];\n\
+                 for (const url of {}) {{\n\
+                   const page = await tools.browser_navigate({{url}});\n\
+                   const hit = await tools.browser_find({{regex: 'heading'}});\n\
+                   const first = hit.text.match(/- heading \"([^\"]*)\"/);\n\
+                   rows.push([page.data.title, first ? first[1] : null]);\n\
+                 }}\n\
+                 return rows;",
+                serde_json::to_string(&urls).unwrap()
+            );
+            let started = Instant::now();
+            let result = try_tool(
+                &bridge,
+                "code_execution",
+                json!({ "code": script }),
+                Duration::from_secs(90),
+            )
+            .await
+            .unwrap();
+            let script_ms = started.elapsed().as_secs_f64() * 1000.0;
+            assert!(!is_error(&result), "{result}");
+            let script_chars = text(&result).chars().count();
+            let table: String = text(&result).chars().take(300).collect();
+            println!("the script returned: {table}");
+            println!("| way | model turns | wall ms | characters the model reads |");
+            println!("|---|---:|---:|---:|");
+            println!("| single calls | 60 | {single_ms:.0} | {single_chars} |");
+            println!("| one script | 1 | {script_ms:.0} | {script_chars} |");
+        }
+    );
+}
