@@ -835,6 +835,36 @@ async fn the_owner_sees_and_stops_a_client_connected_through_another_node() {
 
 /// Alice's MCP token with jti `leaked` holds a socket on node `b`; an admin revokes it through
 /// node `a`, and the socket on `b` closes with 1008 "revoked" within a second. Returns the token.
+/// Approves browser `id` through node `b`'s admin API, then has `on_a` (a client on another
+/// node) retry `connect` until that node lets it in, which must happen within a second;
+/// returns how long it took after `b` answered.
+async fn approve_through_b_until_a_lets_in(b: &RunningRelay, on_a: &mut Mcp, id: &str) -> Duration {
+    let admin = token("root", Some(mcp_relay::auth::Role::Admin));
+    let (status, body) = api(
+        b.local_addr,
+        "POST",
+        &format!("/api/v1/browsers/{id}/approve"),
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let started = Instant::now();
+    loop {
+        let answer = on_a.call("connect", json!({"extension_id": id})).await;
+        if answer["result"]["connection_id"].is_string() {
+            return started.elapsed();
+        }
+        assert_eq!(answer["error"]["code"], -32011, "{answer}");
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "node a still refuses after {:?}",
+            started.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 async fn revoking_through_a_closes_the_socket_on_b(a: &RunningRelay, b: &RunningRelay) -> String {
     let mut claims = mcp_relay::auth::MintClaims::new(
         "alice",
@@ -1010,33 +1040,8 @@ async fn with_state_nats_an_approval_made_through_one_node_holds_on_every_node_a
     .await;
     let admin = token("root", Some(mcp_relay::auth::Role::Admin));
     let mut on_a = Mcp::connect(&a, "alice").await;
-    let (status, body) = api(
-        b.local_addr,
-        "POST",
-        &format!("/api/v1/browsers/{id}/approve"),
-        Some(&admin),
-        None,
-    )
-    .await;
-    assert_eq!(status, 200, "{body}");
-    let started = Instant::now();
-    loop {
-        let answer = on_a.call("connect", json!({"extension_id": id})).await;
-        if answer["result"]["connection_id"].is_string() {
-            break;
-        }
-        assert_eq!(answer["error"]["code"], -32011, "{answer}");
-        assert!(
-            started.elapsed() < Duration::from_secs(1),
-            "node a still refuses after {:?}",
-            started.elapsed()
-        );
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-    eprintln!(
-        "shared state: node a let the client in {:?} after node b's API answered",
-        started.elapsed()
-    );
+    let took = approve_through_b_until_a_lets_in(&b, &mut on_a, &id).await;
+    eprintln!("shared state: node a let the client in {took:?} after node b's API answered");
     // A forwarded request through node a is in the trail that node b reads.
     on_a.client.recv_notification("status").await;
     on_a.client
@@ -1110,30 +1115,7 @@ async fn with_cluster_and_no_state_two_nodes_share_an_approval_and_a_revocation(
     let mut on_a = Mcp::connect(&a, "alice").await;
     let refused = on_a.call("connect", json!({"extension_id": id})).await;
     assert_eq!(refused["error"]["code"], -32011, "{refused}");
-    let admin = token("root", Some(mcp_relay::auth::Role::Admin));
-    let (status, body) = api(
-        b.local_addr,
-        "POST",
-        &format!("/api/v1/browsers/{id}/approve"),
-        Some(&admin),
-        None,
-    )
-    .await;
-    assert_eq!(status, 200, "{body}");
-    let started = Instant::now();
-    loop {
-        let answer = on_a.call("connect", json!({"extension_id": id})).await;
-        if answer["result"]["connection_id"].is_string() {
-            break;
-        }
-        assert_eq!(answer["error"]["code"], -32011, "{answer}");
-        assert!(
-            started.elapsed() < Duration::from_secs(1),
-            "node a still refuses after {:?}",
-            started.elapsed()
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    approve_through_b_until_a_lets_in(&b, &mut on_a, &id).await;
 
     // A token revoked through node a closes its socket on node b, and is in the shared store:
     // a node started after both are gone refuses it, and knows the approval.
