@@ -628,17 +628,15 @@ async fn websocket_tokens_never_reach_the_log_even_at_trace() {
     let hour = Duration::from_secs(3600);
     let extension_token = token_with("alice", Some(Role::Extension), "ext-jti", hour);
     let mcp_token = token_with("alice", Some(Role::Mcp), "mcp-jti", hour);
-    let mut client = Client::connect(&relay.url("/extension")).await;
-    let auth = client.recv().await;
-    client
-        .send(json!({"jsonrpc": "2.0", "id": auth["id"], "result": {
-            "name": "Chrome", "access_token": extension_token, "client_id": "laptop"}}))
-        .await;
-    let authenticated = client.recv_notification("authenticated").await;
-    let extension_id = authenticated["params"]["extension_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let extension = Extension::authenticate(
+        Client::connect(&relay.url("/extension")).await,
+        "alice",
+        "Chrome",
+        "laptop",
+        json!({ "access_token": extension_token }),
+    )
+    .await;
+    let extension_id = extension.extension_id.clone();
     let mut mcp = Client::connect(&relay.url("/mcp")).await;
     let answer = mcp
         .call(
@@ -674,14 +672,15 @@ async fn a_role_less_token_cannot_approve_the_browser_it_authenticates() {
     use mcp_relay::auth::Role;
     let relay = ChildRelay::start(&["--require-approval"]);
     let role_less = token("alice", None);
-    let mut client = Client::connect(&relay.url("/extension")).await;
-    let auth = client.recv().await;
-    client
-        .send(json!({"jsonrpc": "2.0", "id": auth["id"], "result": {
-            "name": "Rogue", "access_token": role_less, "client_id": "rogue"}}))
-        .await;
-    let authenticated = client.recv_notification("authenticated").await;
-    let id = authenticated["params"]["extension_id"].as_str().unwrap();
+    let rogue = Extension::authenticate(
+        Client::connect(&relay.url("/extension")).await,
+        "alice",
+        "Rogue",
+        "rogue",
+        json!({ "access_token": role_less }),
+    )
+    .await;
+    let id = &rogue.extension_id;
     let path = format!("/api/v1/browsers/{id}/approve");
     let (status, body) = api(relay.addr, "POST", &path, Some(&role_less), None).await;
     assert_eq!(status, 403, "{body}");
