@@ -181,6 +181,7 @@ async fn one_round(
     out.push(("navigate", navigate));
 
     let (mut snapshot, first) = timed(client, "browser_snapshot", json!({})).await;
+    dump(side, page, "snapshot", &first);
     let mut whole = texts(&first).join("\n");
     // Our long snapshots come in parts; the whole page's cost includes reading every part.
     let mut next = continuation(&whole);
@@ -196,7 +197,8 @@ async fn one_round(
     }
     out.push(("snapshot (whole page)", snapshot));
 
-    let (find, _) = timed(client, "browser_find", json!({"text": page.find})).await;
+    let (find, found) = timed(client, "browser_find", json!({"text": page.find})).await;
+    dump(side, page, "find", &found);
     out.push(("find", find));
 
     let shot_args = match side {
@@ -221,6 +223,21 @@ async fn one_round(
         ),
     }
     out
+}
+
+/// With `SIDE_BY_SIDE_DUMP=<dir>`, the text of a result exactly as the model reads it, one file
+/// per side, page and call (the last round's), to look at rather than only count.
+fn dump(side: Side, page: &Page, call: &str, result: &Value) {
+    let Some(dir) = std::env::var_os("SIDE_BY_SIDE_DUMP") else {
+        return;
+    };
+    let name: String = page
+        .name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let file = Path::new(&dir).join(format!("{side:?}-{name}-{call}.txt"));
+    std::fs::write(file, texts(result).join("\n")).expect("writing the dump");
 }
 
 /// The offset a cut result names for reading on (`"offset": N` in its note), if any.
