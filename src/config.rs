@@ -5,12 +5,12 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
 
 use clap::Args;
 
 use crate::auth::JwtAlgorithm;
-use crate::store::StateSpec;
 
 fn parse_state(text: &str) -> Result<StateSpec, String> {
     text.parse()
@@ -392,6 +392,69 @@ impl ServeConfig {
 
 // The parsers are shared with `bridge` and `bench`, so `30s` and `32MiB` mean the same everywhere.
 pub use mcp_relay_wire::units::{parse_bytes, parse_duration};
+
+/// What `--state` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateSpec {
+    /// Nothing survives the process (tests, benchmarks, a quick try).
+    Memory,
+    /// A SQLite file (created with its directory when missing).
+    Sqlite(PathBuf),
+    /// NATS JetStream key-value buckets (and an audit stream) on the cluster's NATS.
+    Nats,
+}
+
+impl FromStr for StateSpec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let text = text.trim();
+        match text {
+            "memory" => Ok(StateSpec::Memory),
+            "nats" => Ok(StateSpec::Nats),
+            "sqlite" | "default" => default_state_path()
+                .map(StateSpec::Sqlite)
+                .ok_or_else(|| NO_DATA_DIR.to_owned()),
+            _ => match text.strip_prefix("sqlite:") {
+                Some(path) if !path.is_empty() => Ok(StateSpec::Sqlite(PathBuf::from(path))),
+                _ => Err(format!(
+                    "{text:?} is not a state store: use memory, sqlite:PATH (e.g. \
+                     sqlite:/var/lib/mcp-relay/state.db) or nats"
+                )),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for StateSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateSpec::Memory => f.write_str("memory"),
+            StateSpec::Sqlite(path) => write!(f, "sqlite:{}", path.display()),
+            StateSpec::Nats => f.write_str("nats"),
+        }
+    }
+}
+
+const NO_DATA_DIR: &str = "no data directory: neither XDG_DATA_HOME nor HOME is set; pass \
+                           --state sqlite:PATH (or --state memory to keep nothing)";
+
+/// `$XDG_DATA_HOME/mcp-relay/state.db`, else `~/.local/share/mcp-relay/state.db` (on macOS
+/// `~/Library/Application Support/mcp-relay/state.db`).
+pub fn default_state_path() -> Option<PathBuf> {
+    let nonempty = |key| std::env::var_os(key).filter(|v| !v.is_empty());
+    let base = if let Some(xdg) = nonempty("XDG_DATA_HOME") {
+        PathBuf::from(xdg)
+    } else {
+        let home = PathBuf::from(nonempty("HOME")?);
+        if cfg!(target_os = "macos") {
+            home.join("Library").join("Application Support")
+        } else {
+            home.join(".local").join("share")
+        }
+    };
+    Some(base.join("mcp-relay").join("state.db"))
+}
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,6 @@
 //! A small HTTP/1.1 client: one request per connection, TLS through rustls (public roots plus
 //! an optional private CA), the answer read whole and parsed as JSON. It serves
-//! `mcp-relay admin` ([`crate::admin_cli`]) and the JWKS fetch ([`crate::jwks`]): their
+//! `mcp-relay admin` ([`crate::operator::admin_cli`]) and the JWKS fetch ([`crate::auth::jwks`]): their
 //! requests are tiny and rare, and a full HTTP client would be the largest dependency of the
 //! relay for their sake.
 

@@ -33,7 +33,7 @@ enum Command {
     DevCerts(DevCertsArgs),
     /// Operate a running relay through its admin API: list and approve browsers, revoke
     /// tokens and browsers, kick connections, query the audit trail (docs/ADMIN.md).
-    Admin(mcp_relay::admin_cli::AdminArgs),
+    Admin(mcp_relay::operator::admin_cli::AdminArgs),
     /// Run an MCP server over stdio that drives the browser through the relay (for Claude
     /// Desktop, Cursor, …).
     #[cfg(feature = "bridge")]
@@ -133,7 +133,7 @@ async fn main() -> anyhow::Result<()> {
             serve(*config).await
         }
         Command::Token(args) => token(args),
-        Command::Admin(args) => mcp_relay::admin_cli::run(args).await,
+        Command::Admin(args) => mcp_relay::operator::admin_cli::run(args).await,
         #[cfg(feature = "bench")]
         Command::Bench(args) => mcp_relay_bench::run(args).await,
         #[cfg(feature = "bench")]
@@ -146,8 +146,8 @@ async fn main() -> anyhow::Result<()> {
             mcp_relay_bridge::run(args).await
         }
         Command::DevCerts(args) => {
-            let certs = mcp_relay::certs::generate(&args.names)?;
-            let (cert, key) = mcp_relay::certs::write(&args.out, &certs)?;
+            let certs = mcp_relay::net::certs::generate(&args.names)?;
+            let (cert, key) = mcp_relay::net::certs::write(&args.out, &certs)?;
             println!(
                 "Wrote {}, {} and the CA {}.\nServe with: mcp-relay serve --tls-cert {} --tls-key {}\n\
                  Trust {} in clients (the bridge: --ca-cert).",
@@ -187,7 +187,7 @@ async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
     let signals = ShutdownSignals::install()?;
     // Every socket is a file descriptor: use all the hard limit allows (the relay keeps
     // --fd-reserve of them free, see docs/SECURITY.md).
-    match mcp_relay::limits::raise_fd_limit() {
+    match mcp_relay::net::limits::raise_fd_limit() {
         Some(limit) => tracing::info!(limit, "file-descriptor limit"),
         None => tracing::warn!("could not read the file-descriptor limit"),
     }
@@ -218,7 +218,7 @@ async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
 /// The `--dev` secret: the one kept in the state store, so tokens printed by an earlier run
 /// keep working, or (first run, `--fresh`) a new one, kept for the next run.
 async fn dev_secret(
-    store: &std::sync::Arc<mcp_relay::store::Store>,
+    store: &std::sync::Arc<mcp_relay::operator::store::Store>,
     fresh: bool,
 ) -> anyhow::Result<String> {
     const KEY: &str = "dev_secret";

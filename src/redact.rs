@@ -18,11 +18,7 @@ pub fn clip(text: &str, max: usize) -> Cow<'_, str> {
     if text.len() <= max {
         return Cow::Borrowed(text);
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    Cow::Owned(format!("{}…", &text[..end]))
+    Cow::Owned(format!("{}…", crate::text::truncate_utf8(text, max)))
 }
 
 /// A client-supplied string made safe for one log line: control characters (newlines, escape

@@ -23,15 +23,17 @@ use axum::routing::get;
 use axum::Router;
 
 use crate::auth::Verifier;
-use crate::cluster::Cluster;
 use crate::config::ServeConfig;
-use crate::extension_session::ExtensionSession;
-use crate::hub::{Hub, HubLimits};
-use crate::limits::SocketSlot;
-use crate::mcp_session::McpSession;
 use crate::metrics::Metrics;
+use crate::net::limits::SocketSlot;
+use crate::net::transport::ConnHandle;
+use crate::operator::Operator;
+use crate::routing::cluster::Cluster;
+use crate::routing::hub::AuditTrail;
+use crate::routing::hub::{Hub, HubLimits};
+use crate::session::extension::ExtensionSession;
+use crate::session::mcp::McpSession;
 pub use crate::state::RelayState;
-use crate::transport::ConnHandle;
 
 /// A relay that is accepting connections.
 pub struct RunningRelay {
@@ -106,10 +108,11 @@ async fn verifier(config: &ServeConfig) -> anyhow::Result<Verifier> {
     let mut verifier = match (&config.jwt_public_key, &config.jwt_secret) {
         _ if config.jwt_jwks.is_some() => {
             let text = config.jwt_jwks.as_deref().unwrap_or_default();
-            let source = crate::jwks::JwksSource::parse(text)?;
-            let jwks = crate::jwks::Jwks::load(source, config.jwt_alg, config.jwt_jwks_ca.clone())
-                .await
-                .with_context(|| format!("loading --jwt-jwks {text}"))?;
+            let source = crate::auth::jwks::JwksSource::parse(text)?;
+            let jwks =
+                crate::auth::jwks::Jwks::load(source, config.jwt_alg, config.jwt_jwks_ca.clone())
+                    .await
+                    .with_context(|| format!("loading --jwt-jwks {text}"))?;
             Verifier::from_jwks(jwks)
         }
         (Some(path), _) => {
@@ -176,8 +179,10 @@ fn tls_config(config: &ServeConfig) -> anyhow::Result<Option<rustls::ServerConfi
 
 /// Opens the state store `--state` names (the default SQLite file when unset), off the
 /// runtime: opening migrates and may wait on the disk.
-pub async fn open_store(config: &ServeConfig) -> anyhow::Result<Arc<crate::store::Store>> {
-    use crate::store::{default_state_path, StateSpec, Store};
+pub async fn open_store(
+    config: &ServeConfig,
+) -> anyhow::Result<Arc<crate::operator::store::Store>> {
+    use crate::operator::store::{default_state_path, StateSpec, Store};
     let spec = match &config.state {
         Some(spec) => spec.clone(),
         // A cluster shares its state by default: a file per node would split approvals,
@@ -203,7 +208,7 @@ pub async fn open_store(config: &ServeConfig) -> anyhow::Result<Arc<crate::store
                  nats-server with JetStream enabled, `nats-server -js`)"
             )
         })?;
-        let store = crate::store::nats::NatsStore::open(config, url)
+        let store = crate::operator::store::nats::NatsStore::open(config, url)
             .await
             .map_err(|e| match config.state {
                 Some(_) => e,
@@ -232,7 +237,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningRelay> {
 /// secret from the store first).
 pub async fn start_with_store(
     config: ServeConfig,
-    store: Arc<crate::store::Store>,
+    store: Arc<crate::operator::store::Store>,
 ) -> anyhow::Result<RunningRelay> {
     let verifier = verifier(&config).await?;
     let tls = tls_config(&config)?;
@@ -246,15 +251,18 @@ pub async fn start_with_store(
     let require_approval = config.require_approval;
     let access = {
         let store = Arc::clone(&store);
-        tokio::task::spawn_blocking(move || crate::access::Access::load(store, require_approval))
-            .await??
+        tokio::task::spawn_blocking(move || {
+            crate::operator::access::Access::load(store, require_approval)
+        })
+        .await??
     };
     let mut hub = Hub::new(limits, Arc::clone(&metrics), cluster);
     let audit = if config.audit_retention.is_zero() {
         None
     } else {
-        let (sink, rx) = crate::audit::AuditSink::channel();
-        hub.set_audit(sink.clone());
+        let (sink, rx) = crate::operator::audit::AuditSink::channel();
+        let sink: Arc<dyn AuditTrail> = Arc::new(sink);
+        hub.set_audit(Arc::clone(&sink));
         Some((sink, rx))
     };
     let hub = Arc::new(hub);
@@ -264,33 +272,33 @@ pub async fn start_with_store(
         Some((sink, rx)) => (Some(sink), Some(rx)),
         None => (None, None),
     };
+    let access = Arc::new(access);
+    // The core sees the operator's access mirror only as its gate.
+    let gate: Arc<dyn crate::state::Gate> = Arc::new(Arc::clone(&access));
     let state = Arc::new(RelayState::new(
-        config,
-        verifier,
-        metrics,
-        hub,
-        Arc::new(access),
-        audit_sink,
+        config, verifier, metrics, hub, gate, audit_sink,
     ));
+    let operator = Arc::new(Operator::new(Arc::clone(&state), Arc::clone(&access)));
     if let Some(cluster) = state.hub.cluster() {
-        let access = Arc::clone(&state.access);
+        let access = Arc::clone(&access);
         cluster.on_revocation(Arc::new(move |body: &str| {
-            match serde_json::from_str::<crate::access::RemoteRevocation>(body) {
+            match serde_json::from_str::<crate::operator::access::RemoteRevocation>(body) {
                 Ok(revocation) => access.apply_remote_revocation(&revocation),
                 Err(_) => tracing::warn!("cluster: malformed revocation dropped"),
             }
         }));
     }
     if let Some(cluster) = state.hub.cluster() {
-        // Weak: the state owns the hub, which owns the cluster, which keeps this handler.
-        let weak = Arc::downgrade(&state);
+        // Weak: the operator owns the state, which owns the hub, which owns the cluster, which
+        // keeps this handler.
+        let weak = Arc::downgrade(&operator);
         cluster.on_admin(Arc::new(move |question: &str| match weak.upgrade() {
-            Some(state) => crate::admin::answer_node(&state, question),
+            Some(operator) => crate::operator::admin::answer_node(&operator, question),
             None => "{}".to_owned(),
         }));
     }
     if let Some(shared) = store.as_nats() {
-        let access = Arc::clone(&state.access);
+        let access = Arc::clone(&access);
         shared.spawn_watcher(
             Arc::new(move |change| access.apply_store_change(change)),
             state.shutdown.clone(),
@@ -300,7 +308,7 @@ pub async fn start_with_store(
         jwks.spawn_refresher(state.config.jwt_jwks_refresh, state.shutdown.clone());
     }
     if let Some(rx) = audit_rx {
-        crate::audit::spawn_writer(
+        crate::operator::audit::spawn_writer(
             Arc::clone(&store),
             rx,
             retention,
@@ -310,7 +318,7 @@ pub async fn start_with_store(
     }
 
     #[cfg(feature = "http-mcp")]
-    let http = Arc::new(crate::mcp_http::McpHttp::new(&state)?);
+    let http = Arc::new(crate::session::http::McpHttp::new(&state)?);
     let app = Router::new()
         .route("/extension", get(extension_endpoint))
         .route("/mcp", axum::routing::any(mcp_endpoint))
@@ -320,8 +328,8 @@ pub async fn start_with_store(
         )
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics_endpoint))
-        .merge(crate::admin::routes())
-        .merge(crate::dashboard::routes())
+        .merge(crate::operator::admin::routes().with_state(Arc::clone(&operator)))
+        .merge(crate::operator::dashboard::routes().with_state(Arc::clone(&operator)))
         // The path only: a query string may carry a token (`/mcp?token=…`), and tokens
         // never reach a log at any level.
         .layer(
@@ -345,7 +353,7 @@ pub async fn start_with_store(
     let local_addr = listener.local_addr()?;
     let handle = axum_server::Handle::new();
     let is_tls = tls.is_some();
-    let acceptor = crate::transport::Acceptor::new(Arc::clone(&state.connections));
+    let acceptor = crate::net::transport::Acceptor::new(Arc::clone(&state.connections));
     let header_timeout = state.config.header_timeout;
     let server = match tls {
         Some(tls) => {
@@ -456,32 +464,6 @@ fn tune(ws: WebSocketUpgrade, state: &RelayState) -> WebSocketUpgrade {
         .max_frame_size(max)
 }
 
-/// Whether a browser page from `origin` may open `endpoint`. Non-browser clients send no
-/// `Origin`; browsers always do, so this is what keeps a web page from reaching a relay on
-/// localhost. Extensions connect from `chrome-extension://<id>`.
-pub(crate) fn origin_allowed(config: &ServeConfig, headers: &HeaderMap, extension: bool) -> bool {
-    let Some(origin) = headers.get(axum::http::header::ORIGIN) else {
-        return true;
-    };
-    let Ok(origin) = origin.to_str() else {
-        return false;
-    };
-    let origin = origin.trim().trim_end_matches('/');
-    if extension
-        && origin
-            .get(.."chrome-extension://".len())
-            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("chrome-extension://"))
-    {
-        return true;
-    }
-    config.allowed_origins.iter().any(|allowed| {
-        allowed
-            .trim()
-            .trim_end_matches('/')
-            .eq_ignore_ascii_case(origin)
-    })
-}
-
 /// Checks the `Origin`, takes a socket slot and moves the connection into the unauthenticated
 /// pool, or says why the upgrade is refused (403 for an origin, 503 otherwise).
 fn admit(
@@ -490,7 +472,7 @@ fn admit(
     conn: &ConnHandle,
     extension: bool,
 ) -> Result<SocketSlot, (StatusCode, &'static str)> {
-    if !origin_allowed(&state.config, headers, extension) {
+    if !crate::net::origin::allowed(&state.config, headers, extension) {
         tracing::info!(origin = ?headers.get(axum::http::header::ORIGIN), "refused a WebSocket from a web origin");
         return Err((
             StatusCode::FORBIDDEN,
@@ -533,11 +515,11 @@ async fn extension_endpoint(
 }
 
 /// `/mcp`: a request with `Upgrade: websocket` is the relay's WebSocket protocol; anything else
-/// is MCP over Streamable HTTP (see [`crate::mcp_http`]), when built with the `http-mcp` feature.
+/// is MCP over Streamable HTTP (see [`crate::session::http`]), when built with the `http-mcp` feature.
 async fn mcp_endpoint(
     State(state): State<Arc<RelayState>>,
     Extension(conn): Extension<ConnHandle>,
-    #[cfg(feature = "http-mcp")] Extension(http): Extension<Arc<crate::mcp_http::McpHttp>>,
+    #[cfg(feature = "http-mcp")] Extension(http): Extension<Arc<crate::session::http::McpHttp>>,
     request: axum::extract::Request,
 ) -> Response {
     let wants_websocket = request
@@ -582,7 +564,7 @@ async fn protected_resource_metadata(
     headers: HeaderMap,
 ) -> Response {
     #[cfg(feature = "http-mcp")]
-    return crate::mcp_http::protected_resource_metadata(&state, &headers);
+    return crate::session::http::protected_resource_metadata(&state, &headers);
     #[cfg(not(feature = "http-mcp"))]
     {
         let _ = (state, headers);
@@ -648,7 +630,7 @@ async fn healthz(State(state): State<Arc<RelayState>>) -> Response {
 
 async fn metrics_endpoint(
     State(state): State<Arc<RelayState>>,
-    #[cfg(feature = "http-mcp")] Extension(http): Extension<Arc<crate::mcp_http::McpHttp>>,
+    #[cfg(feature = "http-mcp")] Extension(http): Extension<Arc<crate::session::http::McpHttp>>,
 ) -> Response {
     let mut text = state.metrics.render();
     text += &state.hub.render_cluster_metrics();

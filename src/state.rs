@@ -15,14 +15,12 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::access::Access;
-use crate::audit::AuditSink;
 use crate::auth::{AuthError, Identity, Role, Verifier};
 use crate::config::ServeConfig;
-use crate::hub::{ExtensionAuth, Hub};
 use crate::metrics::Metrics;
-use crate::peer::{self, Peer, PeerReader, SocketConfig};
-use crate::transport::{ConnHandle, ConnLimits, Registry};
+use crate::net::peer::{self, Peer, PeerReader, SocketConfig};
+use crate::net::transport::{ConnHandle, ConnLimits, Registry};
+use crate::routing::hub::{AuditTrail, ExtensionAuth, Hub};
 
 /// Everything a session needs, shared by all of them.
 pub struct RelayState {
@@ -44,14 +42,11 @@ pub struct RelayState {
     pub(crate) pending_auths: PendingAuths,
     /// Every TCP connection, and the pending and unauthenticated pools.
     pub(crate) connections: Arc<Registry>,
-    /// Approvals, revocations and the live sockets a revocation closes.
-    pub access: Arc<Access>,
+    /// Approvals, revocations and the live sockets a revocation closes: the operator's
+    /// `Access`, registered when the relay is built.
+    pub gate: Arc<dyn Gate>,
     /// The audit trail, unless `--audit-retention 0`.
-    pub audit: Option<AuditSink>,
-    /// Signed-in `/dashboard` sessions.
-    pub dashboard: crate::dashboard::session::Sessions,
-    /// Dashboard sign-in attempts per client address.
-    pub sign_in: crate::dashboard::session::SignInThrottle,
+    pub audit: Option<Arc<dyn AuditTrail>>,
 }
 
 impl RelayState {
@@ -62,11 +57,11 @@ impl RelayState {
         verifier: Verifier,
         metrics: Arc<Metrics>,
         hub: Arc<Hub>,
-        access: Arc<Access>,
-        audit: Option<AuditSink>,
+        gate: Arc<dyn Gate>,
+        audit: Option<Arc<dyn AuditTrail>>,
     ) -> RelayState {
         RelayState {
-            access,
+            gate,
             audit,
             socket: SocketConfig {
                 ping_interval: config.ping_interval,
@@ -85,8 +80,6 @@ impl RelayState {
             shutdown: CancellationToken::new(),
             open_sockets: Arc::new(AtomicUsize::new(0)),
             pending_auths: PendingAuths::default(),
-            dashboard: Default::default(),
-            sign_in: Default::default(),
         }
     }
 
@@ -124,7 +117,7 @@ impl RelayState {
     }
 
     fn live(&self, identity: Identity) -> Result<Identity, AuthError> {
-        self.access.check_token(&identity).map(|()| identity)
+        self.gate.check_token(&identity).map(|()| identity)
     }
 
     /// Opens an in-memory peer (see [`peer::open_in_memory`]) with this relay's bounds.
@@ -139,9 +132,48 @@ impl RelayState {
     }
 }
 
+/// What the sessions ask the operator's side about a token or a browser: a seam, so the core
+/// never imports the operator's wing. `operator::access::Access` is the implementation the
+/// relay registers when it is built; every method answers from memory and never blocks.
+pub trait Gate: Send + Sync {
+    /// Whether new browsers wait for an approval (`--require-approval`).
+    fn require_approval(&self) -> bool;
+    /// Refuses a token revoked by its `jti`, its browser or its user's cutoff.
+    fn check_token(&self, identity: &Identity) -> Result<(), AuthError>;
+    /// Whether this browser was revoked (its sockets are refused).
+    fn browser_revoked(&self, extension_id: &str) -> bool;
+    /// Whether this browser is approved.
+    fn approved(&self, extension_id: &str) -> bool;
+    /// Records a browser that just authenticated; returns whether it is approved.
+    fn browser_seen(
+        &self,
+        extension_id: &str,
+        user_id: &str,
+        name: &str,
+        version: Option<&str>,
+    ) -> bool;
+    /// Records that a browser's socket closed.
+    fn browser_left(&self, extension_id: &str);
+    /// Registers an authenticated socket, so a revocation can close it; dropping the guard
+    /// forgets it.
+    fn track(&self, peer: &Peer, identity: &Identity, extension_id: Option<&str>) -> LiveGuard;
+    /// A repeated `mcp_handshake` with another token of the same user: the socket now holds it.
+    fn retrack(&self, peer: &Peer, identity: &Identity);
+}
+
+/// Keeps a socket registered with the [`Gate`] while it lives.
+pub struct LiveGuard(#[allow(dead_code)] Box<dyn Send + Sync>);
+
+impl LiveGuard {
+    /// Wraps whatever the gate forgets the socket by when dropped.
+    pub fn new(forget_on_drop: impl Send + Sync + 'static) -> Self {
+        LiveGuard(Box::new(forget_on_drop))
+    }
+}
+
 /// The bounds on anonymous connections, from the configuration and the file-descriptor limit.
 fn conn_limits(config: &ServeConfig) -> ConnLimits {
-    let fd_budget = crate::limits::fd_limit()
+    let fd_budget = crate::net::limits::fd_limit()
         .map_or(usize::MAX, |limit| limit.saturating_sub(config.fd_reserve));
     ConnLimits {
         max_pending: config.max_pending_connections,
@@ -205,7 +237,7 @@ impl PendingAuths {
 pub(crate) fn for_tests(config: ServeConfig) -> Arc<RelayState> {
     let metrics = Arc::new(Metrics::default());
     let hub = Hub::new(
-        crate::hub::HubLimits::from_config(&config),
+        crate::routing::hub::HubLimits::from_config(&config),
         Arc::clone(&metrics),
         None,
     );
@@ -214,13 +246,13 @@ pub(crate) fn for_tests(config: ServeConfig) -> Arc<RelayState> {
         Verifier::hs256(b"unit-test-secret-0123456789"),
         metrics,
         Arc::new(hub),
-        Arc::new(
-            Access::load(
-                Arc::new(crate::store::Store::Memory(Default::default())),
+        Arc::new(Arc::new(
+            crate::operator::access::Access::load(
+                Arc::new(crate::operator::store::Store::Memory(Default::default())),
                 false,
             )
             .unwrap(),
-        ),
+        )),
         None,
     ))
 }

@@ -866,8 +866,8 @@ async fn a_refused_token_is_reported_with_what_to_fix() {
 #[tokio::test]
 async fn wss_needs_the_private_ca_given_with_ca_cert() {
     let dir = tempfile::tempdir().unwrap();
-    let certs = mcp_relay::certs::generate(&[]).unwrap();
-    let (cert, key) = mcp_relay::certs::write(dir.path(), &certs).unwrap();
+    let certs = mcp_relay::net::certs::generate(&[]).unwrap();
+    let (cert, key) = mcp_relay::net::certs::write(dir.path(), &certs).unwrap();
     let relay = relay_with(|config| {
         config.tls_cert = Some(cert);
         config.tls_key = Some(key);

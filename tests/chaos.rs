@@ -245,7 +245,7 @@ async fn every_request_gets_exactly_one_answer_under_random_faults() {
     // A real state file: the audit trail must hold every routed request of the run.
     let state_dir = tempfile::tempdir().unwrap();
     let state_file = state_dir.path().join("state.db");
-    let spec = mcp_relay::store::StateSpec::Sqlite(state_file.clone());
+    let spec = mcp_relay::operator::store::StateSpec::Sqlite(state_file.clone());
     let relay = relay_with(|c| {
         c.request_timeout = Duration::from_millis(800);
         c.ping_interval = Duration::from_millis(500);
@@ -320,7 +320,7 @@ async fn every_request_gets_exactly_one_answer_under_random_faults() {
     relay.shutdown().await;
     let deadline = Instant::now() + Duration::from_secs(10);
     let store = loop {
-        match mcp_relay::store::Store::open(&spec) {
+        match mcp_relay::operator::store::Store::open(&spec) {
             Ok(store) => break store,
             Err(e) if e.to_string().contains("locked") && Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -329,7 +329,7 @@ async fn every_request_gets_exactly_one_answer_under_random_faults() {
         }
     };
     let events = store
-        .query_audit(&mcp_relay::store::AuditQuery {
+        .query_audit(&mcp_relay::operator::store::AuditQuery {
             method: Some("work".into()),
             limit: usize::MAX,
             ..Default::default()

@@ -707,8 +707,8 @@ async fn nodes_authenticate_to_nats_with_user_and_password() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nodes_reach_nats_over_tls_verified_with_the_given_ca() {
     let dir = tempfile::tempdir().unwrap();
-    let certs = mcp_relay::certs::generate(&[]).unwrap();
-    let (cert, key) = mcp_relay::certs::write(dir.path(), &certs).unwrap();
+    let certs = mcp_relay::net::certs::generate(&[]).unwrap();
+    let (cert, key) = mcp_relay::net::certs::write(dir.path(), &certs).unwrap();
     let ca = dir.path().join("ca.pem");
     let Some(nats) = NatsServer::start_or_skip(
         "cluster test",
@@ -973,7 +973,7 @@ fn jetstream_nats(dir: &std::path::Path) -> Option<NatsServer> {
 /// A node keeping its state on the cluster's NATS (`--state nats`), approval required.
 async fn shared_state_node(nats: &NatsServer) -> RunningRelay {
     node_with(nats, |c| {
-        c.state = Some(mcp_relay::store::StateSpec::Nats);
+        c.state = Some(mcp_relay::operator::store::StateSpec::Nats);
         c.require_approval = true;
     })
     .await
@@ -1205,7 +1205,7 @@ async fn state_nats_start_up_errors_say_what_is_missing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_shared_audit_trail_answers_newest_first_by_user_method_and_time_across_many_messages()
 {
-    use mcp_relay::store::{AuditQuery, AuditRecord, Store};
+    use mcp_relay::operator::store::{AuditQuery, AuditRecord, Store};
     let dir = tempfile::tempdir().unwrap();
     let Some(nats) = jetstream_nats(dir.path()) else {
         return;
@@ -1213,7 +1213,7 @@ async fn the_shared_audit_trail_answers_newest_first_by_user_method_and_time_acr
     let mut config = mcp_relay::config::ServeConfig::defaults();
     config.cluster = Some(nats.url());
     let store = Store::Nats(Box::new(
-        mcp_relay::store::nats::NatsStore::open(&config, &nats.url())
+        mcp_relay::operator::store::nats::NatsStore::open(&config, &nats.url())
             .await
             .expect("the NATS store opens"),
     ));
@@ -1302,7 +1302,7 @@ async fn the_shared_audit_trail_answers_newest_first_by_user_method_and_time_acr
     // A node started with the trail off leaves the shared trail as it is.
     config.audit_retention = Duration::ZERO;
     let off = Store::Nats(Box::new(
-        mcp_relay::store::nats::NatsStore::open(&config, &nats.url())
+        mcp_relay::operator::store::nats::NatsStore::open(&config, &nats.url())
             .await
             .unwrap(),
     ));

@@ -888,8 +888,8 @@ async fn over_tls_chromium_keeps_a_secure_host_prefixed_httponly_strict_cookie()
     };
     let _one = ONE_BROWSER_AT_A_TIME.lock().await;
     let dir = tempfile::tempdir().unwrap();
-    let certs = mcp_relay::certs::generate(&[]).unwrap();
-    let (cert, key) = mcp_relay::certs::write(dir.path(), &certs).unwrap();
+    let certs = mcp_relay::net::certs::generate(&[]).unwrap();
+    let (cert, key) = mcp_relay::net::certs::write(dir.path(), &certs).unwrap();
     let relay = relay_with(|c| {
         c.tls_cert = Some(cert);
         c.tls_key = Some(key);

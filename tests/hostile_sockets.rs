@@ -603,7 +603,7 @@ async fn pending_connections_are_capped_and_the_oldest_make_way() {
 
 /// Raises this test process's own descriptor limit: it holds 1,100 sockets itself.
 fn raise_own_fd_limit() {
-    mcp_relay::limits::raise_fd_limit();
+    mcp_relay::net::limits::raise_fd_limit();
 }
 
 #[tokio::test]

@@ -100,16 +100,16 @@ async fn a_flood_of_refused_requests_is_counted_not_stored_one_by_one() {
         refused
     );
     // The tallies are written every 10 s.
-    tokio::time::sleep(mcp_relay::audit::REFUSAL_INTERVAL + Duration::from_secs(2)).await;
+    tokio::time::sleep(mcp_relay::operator::audit::REFUSAL_INTERVAL + Duration::from_secs(2)).await;
     let grown = dir_bytes(dir.path()).saturating_sub(before) as f64 / MIB;
     drop(relay);
 
-    let store = mcp_relay::store::Store::open(&mcp_relay::store::StateSpec::Sqlite(
-        dir.path().join("state.db"),
-    ))
+    let store = mcp_relay::operator::store::Store::open(
+        &mcp_relay::operator::store::StateSpec::Sqlite(dir.path().join("state.db")),
+    )
     .unwrap();
     let records = store
-        .query_audit(&mcp_relay::store::AuditQuery {
+        .query_audit(&mcp_relay::operator::store::AuditQuery {
             limit: usize::MAX,
             ..Default::default()
         })
@@ -538,9 +538,10 @@ async fn a_cutoff_cannot_lie_in_the_future_and_an_admin_can_lower_or_remove_it()
     }
     // A cutoff of 2100 written into the file (as before the clamp).
     {
-        let store =
-            mcp_relay::store::Store::open(&mcp_relay::store::StateSpec::Sqlite(file.clone()))
-                .unwrap();
+        let store = mcp_relay::operator::store::Store::open(
+            &mcp_relay::operator::store::StateSpec::Sqlite(file.clone()),
+        )
+        .unwrap();
         store.revoke_user("alice", 4_102_444_800).unwrap();
     }
     let relay = ChildRelay::start(&["--state", &state]);

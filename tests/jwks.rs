@@ -207,7 +207,7 @@ async fn tokens_are_checked_by_kid_and_a_rotated_key_is_picked_up_without_a_rest
 async fn a_jwks_that_cannot_be_loaded_stops_start_up_with_a_clear_error() {
     let mut config = mcp_relay::config::ServeConfig::defaults();
     config.listen = "127.0.0.1:0".parse().unwrap();
-    config.state = Some(mcp_relay::store::StateSpec::Memory);
+    config.state = Some(mcp_relay::operator::store::StateSpec::Memory);
     config.jwt_alg = Some(JwtAlgorithm::Es256);
     config.jwt_jwks = Some("/nonexistent/jwks.json".into());
     let error = mcp_relay::server::start(config.clone())
@@ -358,7 +358,7 @@ async fn relay_without_alg(
 ) -> anyhow::Result<mcp_relay::server::RunningRelay> {
     let mut config = mcp_relay::config::ServeConfig::defaults();
     config.listen = "127.0.0.1:0".parse().unwrap();
-    config.state = Some(mcp_relay::store::StateSpec::Memory);
+    config.state = Some(mcp_relay::operator::store::StateSpec::Memory);
     config.jwt_alg = None;
     config.jwt_jwks = Some(source);
     config.jwt_jwks_ca = ca;
@@ -432,8 +432,8 @@ async fn without_jwt_alg_rs256_es256_and_eddsa_keys_over_https_each_verify_their
     ];
     // The provider serves https with a certificate of a private CA the relay is told about.
     let dir = tempfile::tempdir().unwrap();
-    let certs = mcp_relay::certs::generate(&[]).unwrap();
-    let (cert, key) = mcp_relay::certs::write(dir.path(), &certs).unwrap();
+    let certs = mcp_relay::net::certs::generate(&[]).unwrap();
+    let (cert, key) = mcp_relay::net::certs::write(dir.path(), &certs).unwrap();
     let tls = {
         use rustls::pki_types::pem::PemObject;
         use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -493,7 +493,7 @@ async fn without_jwt_alg_a_jwks_whose_keys_name_no_algorithm_is_refused() {
     // Named on the command line instead, the same set works.
     let mut config = mcp_relay::config::ServeConfig::defaults();
     config.listen = "127.0.0.1:0".parse().unwrap();
-    config.state = Some(mcp_relay::store::StateSpec::Memory);
+    config.state = Some(mcp_relay::operator::store::StateSpec::Memory);
     config.jwt_alg = Some(JwtAlgorithm::Rs256);
     config.jwt_jwks = Some(source);
     let relay = mcp_relay::server::start(config).await.unwrap();

@@ -805,8 +805,8 @@ async fn audit_events_older_than_the_retention_are_pruned_and_zero_turns_the_tra
 #[tokio::test]
 async fn the_admin_cli_reaches_a_wss_relay_with_its_private_ca() {
     let dir = tempfile::tempdir().unwrap();
-    let certs = mcp_relay::certs::generate(&[]).unwrap();
-    let (cert, key) = mcp_relay::certs::write(dir.path(), &certs).unwrap();
+    let certs = mcp_relay::net::certs::generate(&[]).unwrap();
+    let (cert, key) = mcp_relay::net::certs::write(dir.path(), &certs).unwrap();
     let relay = relay_with(|c| {
         c.tls_cert = Some(cert);
         c.tls_key = Some(key);

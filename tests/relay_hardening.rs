@@ -449,8 +449,8 @@ async fn slow_reader_is_disconnected_without_slowing_other_clients() {
 #[tokio::test]
 async fn wss_works_with_a_generated_certificate() {
     let dir = tempfile::tempdir().unwrap();
-    let certs = mcp_relay::certs::generate(&[]).unwrap();
-    let (cert, key) = mcp_relay::certs::write(dir.path(), &certs).unwrap();
+    let certs = mcp_relay::net::certs::generate(&[]).unwrap();
+    let (cert, key) = mcp_relay::net::certs::write(dir.path(), &certs).unwrap();
     let relay = relay_with(|c| {
         c.tls_cert = Some(cert);
         c.tls_key = Some(key);

@@ -31,7 +31,7 @@ pub async fn relay_with(tweak: impl FnOnce(&mut ServeConfig)) -> RunningRelay {
     config.rate_limit = 0.0;
     // Tests share nothing through the user's data directory; those about persistence give a
     // file of their own.
-    config.state = Some(mcp_relay::store::StateSpec::Memory);
+    config.state = Some(mcp_relay::operator::store::StateSpec::Memory);
     tweak(&mut config);
     start(config).await.expect("relay starts")
 }

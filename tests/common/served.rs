@@ -108,7 +108,7 @@ fn base() -> ServeConfig {
     config.listen = "127.0.0.1:0".parse().unwrap();
     config.jwt_secret = Some(super::SECRET.into());
     config.rate_limit = 0.0;
-    config.state = Some(mcp_relay::store::StateSpec::Memory);
+    config.state = Some(mcp_relay::operator::store::StateSpec::Memory);
     config
 }
 
