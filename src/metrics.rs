@@ -9,16 +9,24 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::frame::code;
+
 /// Upper bounds (seconds) of the forward-latency histogram buckets.
 const LATENCY_BUCKETS: [f64; 14] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0,
 ];
 
-/// Error codes counted individually; anything else lands in `other`.
-const COUNTED_CODES: [i64; 13] = [
-    -32700, -32600, -32601, -32602, -32603, -32000, -32001, -32002, -32003, -32004, -32005, -32006,
-    0,
-];
+/// Error codes counted individually (every code the relay answers with, from the one list in
+/// `mcp_relay_wire::code`); anything else lands in `other`, the last slot.
+const COUNTED_CODES: [i64; code::RELAY_CODES.len() + 1] = {
+    let mut codes = [0; code::RELAY_CODES.len() + 1];
+    let mut i = 0;
+    while i < code::RELAY_CODES.len() {
+        codes[i] = code::RELAY_CODES[i];
+        i += 1;
+    }
+    codes
+};
 
 #[derive(Default)]
 pub struct Metrics {
@@ -222,5 +230,42 @@ impl Metrics {
         );
         let _ = writeln!(out, "mcp_relay_forward_latency_seconds_count {count}");
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_relay_code_has_its_own_series_and_the_rest_are_other() {
+        let metrics = Metrics::default();
+        for code in [
+            code::OWNER_APPROVAL_REQUIRED,
+            code::BROWSER_NOT_APPROVED,
+            code::NOT_CONNECTED,
+        ] {
+            metrics.error(code);
+        }
+        metrics.error(-32099);
+        let text = metrics.render();
+        for code in code::RELAY_CODES {
+            assert!(
+                text.contains(&format!("mcp_relay_errors_total{{code=\"{code}\"}}")),
+                "no series for {code}"
+            );
+        }
+        assert!(
+            text.contains("mcp_relay_errors_total{code=\"-32012\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("mcp_relay_errors_total{code=\"-32010\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("mcp_relay_errors_total{code=\"other\"} 1"),
+            "{text}"
+        );
     }
 }

@@ -20,7 +20,8 @@ use crate::frame::{self, code};
 /// not here.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RelayError {
-    // --- Authentication and session state (-32000 unless noted) ---
+    // --- Authentication and session state (-32000 unless noted: the spec's code for an
+    // authentication failure and an unknown extension) ---
     #[error("Not authenticated")]
     NotAuthenticated,
     #[error("Not authenticated: answer the relay's authenticate request first")]
@@ -41,6 +42,8 @@ pub enum RelayError {
          call connect again"
     )]
     BrowserNotApproved(String),
+    /// `-32012`: the client must connect (again) before forwarding; its own code so clients
+    /// can act on it without reading the message.
     #[error("Not connected to an extension")]
     NotConnected,
     #[error("connectionId does not name this client's connection")]
@@ -159,10 +162,10 @@ impl RelayError {
             | AuthenticationFailed(_)
             | AuthenticatedAsAnotherUser
             | ExtensionNotFound
-            | NotConnected
             | WrongConnection
             | NotThisBrowsersConnection(_) => code::SERVER_ERROR,
             AlreadyConnected => code::ALREADY_CONNECTED,
+            NotConnected => code::NOT_CONNECTED,
             InvalidParams(_) => code::INVALID_PARAMS,
             ReservedId(_) | IdTooLong(_) | IdWithoutMethod => code::INVALID_REQUEST,
             RelayMethod(_) | ExtensionRequest(_) => code::METHOD_NOT_FOUND,
@@ -351,8 +354,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_code_the_relay_answers_with_is_a_row_of_docs_protocol() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/PROTOCOL.md"))
+            .unwrap();
+        for code in code::RELAY_CODES {
+            assert!(
+                doc.contains(&format!("\n| {code} |")),
+                "docs/PROTOCOL.md has no row for {code}"
+            );
+        }
+    }
+
+    #[test]
     fn errors_carry_the_codes_docs_protocol_lists() {
-        assert_eq!(RelayError::NotConnected.code(), -32000);
+        assert_eq!(RelayError::NotConnected.code(), -32012);
         assert_eq!(RelayError::AlreadyConnected.code(), -32001);
         assert_eq!(RelayError::RateLimited.code(), -32002);
         assert_eq!(
@@ -380,7 +395,7 @@ mod tests {
         let frame = RelayError::NotConnected.response("\"a\\u0062\"");
         assert_eq!(
             frame,
-            "{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0062\",\"error\":{\"code\":-32000,\"message\":\"Not connected to an extension\"}}"
+            "{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0062\",\"error\":{\"code\":-32012,\"message\":\"Not connected to an extension\"}}"
         );
     }
 

@@ -215,8 +215,8 @@ async fn mcp_session(url: &str, user: &str, me: u64, rng: &mut Rng, tally: &Tall
                     tally.results.fetch_add(1, Ordering::Relaxed);
                 } else {
                     let code = frame["error"]["code"].as_i64().unwrap();
-                    assert!(matches!(code, -32000 | -32003 | -32004), "{frame}");
-                    if code == -32000 { connected = false; } else {
+                    assert!(matches!(code, -32012 | -32003 | -32004), "{frame}");
+                    if code == -32012 { connected = false; } else {
                         tally.routed_errors.fetch_add(1, Ordering::Relaxed);
                     }
                     tally.errors.fetch_add(1, Ordering::Relaxed);

@@ -424,7 +424,7 @@ async fn requests_without_a_connection_are_refused() {
     let relay = relay().await;
     let mut mcp = Mcp::connect(&relay, "alice").await;
     let response = mcp.call("getTabs", json!({})).await;
-    assert_eq!(response["error"]["code"], -32000);
+    assert_eq!(response["error"]["code"], -32012);
     assert_eq!(
         response["error"]["message"],
         "Not connected to an extension"

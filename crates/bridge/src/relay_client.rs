@@ -357,9 +357,7 @@ impl RelayClient {
         match self.request(method, params.clone()).await {
             // The relay ended the connection (extension gone) and the notification has not
             // arrived yet: the command never reached a browser, so trying once more is safe.
-            Err(LinkError::Rpc { code, message })
-                if code == code::SERVER_ERROR && message.starts_with("Not connected") =>
-            {
+            Err(LinkError::Rpc { code, .. }) if code == code::NOT_CONNECTED => {
                 self.forget_connection(&connection_id, "the relay ended the connection");
                 self.ensure_browser().await?;
                 self.request(method, params).await

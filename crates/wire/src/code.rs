@@ -33,3 +33,28 @@ pub const OWNER_APPROVAL_REQUIRED: i64 = -32010;
 /// `connect` to a browser that is still pending approval (`serve --require-approval`): its
 /// owner or an operator approves it out of band (admin API, `mcp-relay admin approve ID`).
 pub const BROWSER_NOT_APPROVED: i64 = -32011;
+/// A forwarded request on an MCP socket with no connection to a browser (never connected,
+/// disconnected, or the connection ended). A client that connects again may resend it: the
+/// request never reached a browser. Its own code because clients act on it (the bridge
+/// reconnects and retries once); before 0.1 it was `-32000` with the same message.
+pub const NOT_CONNECTED: i64 = -32012;
+
+/// Every code the relay itself answers with, for counting (`/metrics`) and for tests that
+/// each is documented.
+pub const RELAY_CODES: [i64; 15] = [
+    PARSE_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    INVALID_PARAMS,
+    INTERNAL_ERROR,
+    SERVER_ERROR,
+    ALREADY_CONNECTED,
+    RATE_LIMITED,
+    REQUEST_TIMEOUT,
+    EXTENSION_GONE,
+    SHUTTING_DOWN,
+    LIMIT_REACHED,
+    OWNER_APPROVAL_REQUIRED,
+    BROWSER_NOT_APPROVED,
+    NOT_CONNECTED,
+];

@@ -52,7 +52,7 @@ pub(crate) fn advice(error: &LinkError) -> String {
                  mcp-relay extension"
                 ),
                 code::LIMIT_REACHED => format!("the relay refused: {message}"),
-                _ if message.starts_with("Not connected") => {
+                code::NOT_CONNECTED => {
                     "no browser connected: open the browser with the mcp-relay extension and check \
                  its token, then call the tool again"
                         .into()
