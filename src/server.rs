@@ -328,7 +328,7 @@ pub async fn start_with_store(
         )
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics_endpoint))
-        .merge(crate::operator::admin::routes().with_state(Arc::clone(&operator)))
+        .merge(crate::operator::admin::api().with_state(Arc::clone(&operator)))
         .merge(crate::operator::dashboard::routes().with_state(Arc::clone(&operator)))
         // The path only: a query string may carry a token (`/mcp?token=…`), and tokens
         // never reach a log at any level.

@@ -1,5 +1,7 @@
 //! The admin API: JSON over HTTP on the relay's own listener, under `/api/v1/`, authenticated
-//! with `Authorization: Bearer <token>` (docs/ADMIN.md has every request and answer).
+//! with `Authorization: Bearer <token>` (docs/ADMIN.md has every request and answer). The same
+//! handlers serve the dashboard under `/dashboard/api/` with its session cookie: who is calling
+//! is the [`Caller`] extractor's business (`crate::operator::caller`), not the handlers'.
 //!
 //! Who sees what: a token of role `admin` sees and acts on every user's browsers, connections
 //! and audit events; any other token (role `mcp`, or none) only on its own user's. Extension
@@ -15,15 +17,17 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use axum::routing::{delete, get, post, put};
+use axum::Extension;
 use axum::Router;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::auth::Role;
 use crate::operator::access::{AccessError, RemoteRevocation};
+use crate::operator::caller::json_response;
+pub use crate::operator::caller::{ApiError, Caller, Door};
 use crate::operator::store::{AuditQuery, BrowserRecord};
 use crate::operator::Operator;
 
@@ -33,132 +37,30 @@ const MAX_BODY: usize = 16 * 1024;
 pub const DEFAULT_AUDIT_LIMIT: usize = 100;
 pub const MAX_AUDIT_LIMIT: usize = 1000;
 
-/// The admin routes, merged into the relay's router.
-pub fn routes() -> Router<Arc<Operator>> {
+/// The admin surface: one router, mounted twice (see `crate::operator::caller`): under
+/// `/api/v1` for bearer tokens ([`api`]) and under `/dashboard/api` for the dashboard's
+/// session (`crate::operator::dashboard::routes`).
+pub fn surface() -> Router<Arc<Operator>> {
     Router::new()
-        .route("/api/v1/browsers", get(list_browsers))
-        .route("/api/v1/browsers/{id}/approve", post(approve_browser))
-        .route("/api/v1/browsers/{id}/revoke", post(revoke_browser))
-        .route("/api/v1/tokens/revoke", post(revoke_tokens))
-        .route("/api/v1/users/{user_id}/cutoff", put(set_cutoff))
-        .route("/api/v1/connections", get(list_connections))
-        .route("/api/v1/connections/{id}", delete(kick))
-        .route("/api/v1/audit", get(audit))
+        .route("/browsers", get(list_browsers))
+        .route("/browsers/{id}/approve", post(approve_browser))
+        .route("/browsers/{id}/revoke", post(revoke_browser))
+        .route("/tokens/revoke", post(revoke_tokens))
+        .route("/users/{user_id}/cutoff", put(set_cutoff))
+        .route("/connections", get(list_connections))
+        .route("/connections/{id}", delete(kick))
+        .route("/audit", get(audit))
         .layer(DefaultBodyLimit::max(MAX_BODY))
 }
 
-/// An API error: its status and a message for the person at the terminal.
-#[derive(Debug)]
-pub struct ApiError(pub(crate) StatusCode, pub(crate) String);
-
-impl ApiError {
-    fn bad_request(message: impl Into<String>) -> Self {
-        ApiError(StatusCode::BAD_REQUEST, message.into())
-    }
-    fn forbidden(message: impl Into<String>) -> Self {
-        ApiError(StatusCode::FORBIDDEN, message.into())
-    }
-    fn not_found(message: impl Into<String>) -> Self {
-        ApiError(StatusCode::NOT_FOUND, message.into())
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut response = json_response(self.0, &json!({ "error": self.1 }));
-        if self.0 == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Bearer"),
-            );
-        }
-        response
-    }
-}
-
-impl From<AccessError> for ApiError {
-    fn from(error: AccessError) -> Self {
-        match error {
-            AccessError::NoSuchBrowser => ApiError::not_found("no such browser"),
-            AccessError::TooManyRevocations => ApiError::bad_request(error.to_string()),
-            AccessError::Store(e) => {
-                tracing::error!("admin API: state store failed: {e:#}");
-                ApiError(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "the relay's state store failed; see the relay's log".into(),
-                )
-            }
-        }
-    }
-}
-
-fn json_response(status: StatusCode, body: &Value) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
+/// `/api/v1/…`, each request with `Authorization: Bearer <token>`; merged into the relay's
+/// router.
+pub fn api() -> Router<Arc<Operator>> {
+    Router::new().nest("/api/v1", surface().layer(Extension(Door::Bearer)))
 }
 
 fn ok(body: Value) -> Result<Response, ApiError> {
     Ok(json_response(StatusCode::OK, &body))
-}
-
-/// Who is calling: from a Bearer token here, or from a dashboard session
-/// (src/operator/dashboard/session.rs), so both are scoped by the same rules below.
-pub(crate) struct Caller {
-    pub(crate) user_id: String,
-    pub(crate) admin: bool,
-    /// The token names no role: it is accepted on the extension endpoint too, so it may not
-    /// approve a browser (the browser it authenticates would approve itself).
-    pub(crate) role_less: bool,
-}
-
-impl Caller {
-    /// `Err(403)` unless the caller may act on `owner`'s things.
-    fn may_act_for(&self, owner: &str, what: &str) -> Result<(), ApiError> {
-        if self.admin || self.user_id == owner {
-            Ok(())
-        } else {
-            Err(ApiError::forbidden(format!(
-                "this {what} belongs to another user; only its user or an admin token may act on it"
-            )))
-        }
-    }
-
-    /// The user filter for listings: the caller's own user unless admin.
-    fn scope(&self) -> Option<&str> {
-        (!self.admin).then_some(self.user_id.as_str())
-    }
-}
-
-fn caller(state: &Operator, headers: &HeaderMap) -> Result<Caller, ApiError> {
-    let unauthorized = |m: &str| ApiError(StatusCode::UNAUTHORIZED, m.to_owned());
-    let value = headers
-        .get(header::AUTHORIZATION)
-        .ok_or_else(|| unauthorized("missing Authorization: Bearer <token>"))?
-        .to_str()
-        .map_err(|_| unauthorized("malformed Authorization header"))?;
-    let token = value
-        .strip_prefix("Bearer ")
-        .or_else(|| value.strip_prefix("bearer "))
-        .ok_or_else(|| unauthorized("the Authorization header must be `Bearer <token>`"))?
-        .trim();
-    let identity = state
-        .verify_any(token, "admin or mcp")
-        .map_err(|e| unauthorized(&format!("invalid token: {e}")))?;
-    match identity.role {
-        Some(Role::Extension) => Err(ApiError::forbidden(
-            "extension tokens cannot use the admin API (a browser must not approve itself); use \
-             an MCP token of the same user or an admin token",
-        )),
-        role => Ok(Caller {
-            user_id: identity.user_id,
-            admin: role == Some(Role::Admin),
-            role_less: role.is_none(),
-        }),
-    }
 }
 
 /// A moment as people type it: seconds since the epoch, RFC 3339 (`2026-11-24T05:00:00Z`),
@@ -257,16 +159,9 @@ async fn blocking<T: Send + 'static>(
 
 async fn list_browsers(
     State(state): State<Arc<Operator>>,
-    headers: HeaderMap,
+    caller: Caller,
 ) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers)?;
-    list_browsers_as(&state, &caller).await
-}
-
-pub(crate) async fn list_browsers_as(
-    state: &Arc<Operator>,
-    caller: &Caller,
-) -> Result<Response, ApiError> {
+    let (state, caller) = (&state, &caller);
     let rows: Vec<Value> = state
         .access
         .browsers(caller.scope())
@@ -288,18 +183,10 @@ fn owned_browser(state: &Operator, caller: &Caller, id: &str) -> Result<BrowserR
 
 async fn approve_browser(
     State(state): State<Arc<Operator>>,
-    headers: HeaderMap,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers)?;
-    approve_browser_as(&state, &caller, id).await
-}
-
-pub(crate) async fn approve_browser_as(
-    state: &Arc<Operator>,
-    caller: &Caller,
-    id: String,
-) -> Result<Response, ApiError> {
+    let (state, caller) = (&state, &caller);
     if caller.role_less {
         return Err(ApiError::forbidden(
             "a token without a role also authenticates browsers, so it may not approve one (a \
@@ -327,18 +214,10 @@ pub(crate) async fn approve_browser_as(
 
 async fn revoke_browser(
     State(state): State<Arc<Operator>>,
-    headers: HeaderMap,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers)?;
-    revoke_browser_as(&state, &caller, id).await
-}
-
-pub(crate) async fn revoke_browser_as(
-    state: &Arc<Operator>,
-    caller: &Caller,
-    id: String,
-) -> Result<Response, ApiError> {
+    let (state, caller) = (&state, &caller);
     let browser = owned_browser(state, caller, &id)?;
     let access = Arc::clone(&state.access);
     let closed = blocking({
@@ -376,26 +255,16 @@ struct RevokeTokens {
     issued_before: Option<Value>,
 }
 
-async fn revoke_tokens(
-    State(state): State<Arc<Operator>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers)?;
-    revoke_tokens_as(&state, &caller, body).await
-}
-
 /// `PUT /api/v1/users/{user_id}/cutoff` with `{"issued_before": <seconds or RFC 3339>}` or
 /// `{"issued_before": null}`: an admin sets a user's cutoff exactly (clamped to now, so it may
 /// lower one) or removes it. Only an admin: a user's own tokens may only raise it (`POST
 /// /api/v1/tokens/revoke`).
 async fn set_cutoff(
     State(state): State<Arc<Operator>>,
-    headers: HeaderMap,
+    caller: Caller,
     Path(user_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers)?;
     if !caller.admin {
         return Err(ApiError::forbidden(
             "only an admin token may lower or remove a user's cutoff",
@@ -443,11 +312,12 @@ async fn set_cutoff(
     }))
 }
 
-pub(crate) async fn revoke_tokens_as(
-    state: &Arc<Operator>,
-    caller: &Caller,
+async fn revoke_tokens(
+    State(state): State<Arc<Operator>>,
+    caller: Caller,
     body: Bytes,
 ) -> Result<Response, ApiError> {
+    let (state, caller) = (&state, &caller);
     let request: RevokeTokens = serde_json::from_slice(&body).map_err(|e| {
         ApiError::bad_request(format!(
             "the body must be {{\"jti\": \"…\"}} or {{\"user_id\": \"…\", \"issued_before\": …}}: {e}"
@@ -545,16 +415,9 @@ pub(crate) async fn revoke_tokens_as(
 
 async fn list_connections(
     State(state): State<Arc<Operator>>,
-    headers: HeaderMap,
+    caller: Caller,
 ) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers)?;
-    list_connections_as(&state, &caller).await
-}
-
-pub(crate) async fn list_connections_as(
-    state: &Arc<Operator>,
-    caller: &Caller,
-) -> Result<Response, ApiError> {
+    let (state, caller) = (&state, &caller);
     let mut rows = local_connections(state, caller.scope());
     // In a cluster, every node lists the connections whose MCP client it holds.
     if let Some(cluster) = state.hub.cluster() {
@@ -589,18 +452,10 @@ fn local_connections(state: &Operator, user_id: Option<&str>) -> Vec<Value> {
 
 async fn kick(
     State(state): State<Arc<Operator>>,
-    headers: HeaderMap,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers)?;
-    kick_as(&state, &caller, id).await
-}
-
-pub(crate) async fn kick_as(
-    state: &Arc<Operator>,
-    caller: &Caller,
-    id: String,
-) -> Result<Response, ApiError> {
+    let (state, caller) = (&state, &caller);
     let here = kick_here(state, caller, &id);
     let Some(cluster) = state.hub.cluster() else {
         return here.and_then(ok);
@@ -711,18 +566,10 @@ pub(crate) struct AuditParams {
 
 async fn audit(
     State(state): State<Arc<Operator>>,
-    headers: HeaderMap,
+    caller: Caller,
     Query(params): Query<AuditParams>,
 ) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers)?;
-    audit_as(&state, &caller, params).await
-}
-
-pub(crate) async fn audit_as(
-    state: &Arc<Operator>,
-    caller: &Caller,
-    params: AuditParams,
-) -> Result<Response, ApiError> {
+    let (state, caller) = (&state, &caller);
     let nonempty = |v: Option<String>| v.filter(|s| !s.is_empty());
     let user_id = match (nonempty(params.user_id), caller.admin) {
         (Some(user), false) => {

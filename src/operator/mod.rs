@@ -8,7 +8,9 @@ pub mod access;
 pub mod admin;
 pub mod admin_cli;
 pub mod audit;
+pub mod caller;
 pub mod dashboard;
+pub mod session;
 pub mod store;
 
 use std::ops::Deref;
@@ -24,9 +26,9 @@ pub struct Operator {
     /// Approvals, revocations and the live sockets a revocation closes.
     pub access: Arc<access::Access>,
     /// Signed-in `/dashboard` sessions.
-    pub dashboard: dashboard::session::Sessions,
+    pub dashboard: session::Sessions,
     /// Dashboard sign-in attempts per client address.
-    pub sign_in: dashboard::session::SignInThrottle,
+    pub sign_in: session::SignInThrottle,
 }
 
 impl Operator {

@@ -6,36 +6,33 @@
 //! cookie; the token is never stored, echoed or logged. Every state-changing request needs the
 //! session's CSRF token in `X-CSRF-Token` and an `Origin` (when sent) of the relay itself.
 //!
-//! The data and the actions are the admin API's own functions (`crate::operator::admin::*_as`) called
-//! with the session's user, so the scoping rules live in one place.
-
-pub mod session;
+//! The data and the actions are the admin API's own router, mounted under `/dashboard/api`
+//! with the session's user as its caller (`crate::operator::caller`), so the scoping rules
+//! live in one place.
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::get;
+use axum::Extension;
 use axum::Router;
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::auth::Role;
-use crate::operator::admin::{self, ApiError, AuditParams, Caller};
+use crate::operator::admin::{self, ApiError, Door};
+use crate::operator::caller::{
+    error, may_change, same_origin, secure, signed_in, COOKIE_PLAIN, COOKIE_SECURE,
+};
+use crate::operator::session::{self, OpenError, Session};
 use crate::operator::Operator;
-use session::{constant_time_eq, OpenError, Session};
 
 const INDEX_HTML: &str = include_str!("index.html");
 const STYLE_CSS: &str = include_str!("dashboard.css");
 const SCRIPT_JS: &str = include_str!("dashboard.js");
-
-/// The cookie's name over TLS: `__Host-` makes browsers insist on `Secure`, `Path=/` and no
-/// `Domain`, so no sibling host can plant one.
-const COOKIE_SECURE: &str = "__Host-mcp_relay_session";
-/// Over plain HTTP (a local relay, or TLS ended by a proxy that does not say so).
-const COOKIE_PLAIN: &str = "mcp_relay_session";
 
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; \
                    connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; \
@@ -55,13 +52,10 @@ pub fn routes() -> Router<Arc<Operator>> {
             "/dashboard/session",
             get(whoami).post(sign_in).delete(sign_out),
         )
-        .route("/dashboard/api/browsers", get(browsers))
-        .route("/dashboard/api/browsers/{id}/approve", post(approve))
-        .route("/dashboard/api/browsers/{id}/revoke", post(revoke_browser))
-        .route("/dashboard/api/tokens/revoke", post(revoke_tokens))
-        .route("/dashboard/api/connections", get(connections))
-        .route("/dashboard/api/connections/{id}", delete(kick))
-        .route("/dashboard/api/audit", get(audit))
+        .nest(
+            "/dashboard/api",
+            admin::surface().layer(Extension(Door::Session)),
+        )
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(axum::middleware::map_response(security_headers))
 }
@@ -98,113 +92,6 @@ async fn style() -> Response {
 }
 async fn script() -> Response {
     asset("text/javascript; charset=utf-8", SCRIPT_JS)
-}
-
-fn error(status: StatusCode, message: &str) -> ApiError {
-    ApiError(status, message.to_owned())
-}
-
-/// Whether the cookie should be `Secure`: the relay speaks TLS, or a proxy in front says the
-/// browser's side was HTTPS.
-fn secure(state: &Operator, headers: &HeaderMap) -> bool {
-    state.config.tls_cert.is_some()
-        || headers
-            .get("x-forwarded-proto")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
-}
-
-/// The session id from the `Cookie` header, if any: under TLS only the `__Host-` cookie (a
-/// plain one may have been planted by a sibling domain or over plain HTTP, and must not win by
-/// coming first), without TLS only the plain one.
-fn session_id(headers: &HeaderMap, secure: bool) -> Option<String> {
-    let wanted = if secure { COOKIE_SECURE } else { COOKIE_PLAIN };
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == wanted)
-        .map(|(_, value)| value.trim().to_owned())
-        .filter(|v| !v.is_empty() && v.len() <= 128)
-}
-
-/// Refuses a request a page of another site sent: `Origin` (browsers send it with every POST
-/// and DELETE) must name this relay's own host, and `Sec-Fetch-Site` must not say cross-site.
-fn same_origin(headers: &HeaderMap) -> Result<(), ApiError> {
-    let forbidden = || {
-        error(
-            StatusCode::FORBIDDEN,
-            "this request came from another site's page; the dashboard acts only for itself",
-        )
-    };
-    if let Some(site) = headers.get("sec-fetch-site") {
-        if site.as_bytes() == b"cross-site" || site.as_bytes() == b"same-site" {
-            return Err(forbidden());
-        }
-    }
-    let Some(origin) = headers.get(header::ORIGIN) else {
-        return Ok(());
-    };
-    let origin = origin.to_str().map_err(|_| forbidden())?.trim();
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .ok_or_else(forbidden)?
-        .trim();
-    let authority = origin
-        .strip_prefix("https://")
-        .or_else(|| origin.strip_prefix("http://"))
-        .ok_or_else(forbidden)?;
-    if authority.eq_ignore_ascii_case(host) {
-        Ok(())
-    } else {
-        Err(forbidden())
-    }
-}
-
-/// The signed-in session, or 401.
-fn signed_in(state: &Operator, headers: &HeaderMap) -> Result<(String, Session), ApiError> {
-    let id = session_id(headers, secure(state, headers)).ok_or_else(|| {
-        error(
-            StatusCode::UNAUTHORIZED,
-            "not signed in: paste a token on the dashboard",
-        )
-    })?;
-    let session = state.dashboard.get(&id, &state.access).ok_or_else(|| {
-        error(
-            StatusCode::UNAUTHORIZED,
-            "the session ended (signed out, idle, expired or its token was revoked): sign in again",
-        )
-    })?;
-    Ok((id, session))
-}
-
-/// For a state-changing request: the session (401 without), then the `Origin` and the CSRF
-/// token (403 when either is wrong).
-fn may_change(state: &Operator, headers: &HeaderMap) -> Result<(String, Session), ApiError> {
-    same_origin(headers)?;
-    let (id, session) = signed_in(state, headers)?;
-    let sent = headers
-        .get("x-csrf-token")
-        .map(|v| v.as_bytes())
-        .unwrap_or_default();
-    if !constant_time_eq(sent, session.csrf.as_bytes()) {
-        return Err(error(
-            StatusCode::FORBIDDEN,
-            "missing or wrong X-CSRF-Token: reload the dashboard",
-        ));
-    }
-    Ok((id, session))
-}
-
-fn caller(session: &Session) -> Caller {
-    Caller {
-        user_id: session.identity.user_id.clone(),
-        admin: session.admin,
-        role_less: session.identity.role.is_none(),
-    }
 }
 
 fn session_json(session: &Session) -> serde_json::Value {
@@ -316,65 +203,4 @@ async fn sign_out(
         );
     }
     Ok(response)
-}
-
-async fn browsers(
-    State(state): State<Arc<Operator>>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let (_, session) = signed_in(&state, &headers)?;
-    admin::list_browsers_as(&state, &caller(&session)).await
-}
-
-async fn approve(
-    State(state): State<Arc<Operator>>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Result<Response, ApiError> {
-    let (_, session) = may_change(&state, &headers)?;
-    admin::approve_browser_as(&state, &caller(&session), id).await
-}
-
-async fn revoke_browser(
-    State(state): State<Arc<Operator>>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Result<Response, ApiError> {
-    let (_, session) = may_change(&state, &headers)?;
-    admin::revoke_browser_as(&state, &caller(&session), id).await
-}
-
-async fn revoke_tokens(
-    State(state): State<Arc<Operator>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    let (_, session) = may_change(&state, &headers)?;
-    admin::revoke_tokens_as(&state, &caller(&session), body).await
-}
-
-async fn connections(
-    State(state): State<Arc<Operator>>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let (_, session) = signed_in(&state, &headers)?;
-    admin::list_connections_as(&state, &caller(&session)).await
-}
-
-async fn kick(
-    State(state): State<Arc<Operator>>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Result<Response, ApiError> {
-    let (_, session) = may_change(&state, &headers)?;
-    admin::kick_as(&state, &caller(&session), id).await
-}
-
-async fn audit(
-    State(state): State<Arc<Operator>>,
-    headers: HeaderMap,
-    Query(params): Query<AuditParams>,
-) -> Result<Response, ApiError> {
-    let (_, session) = signed_in(&state, &headers)?;
-    admin::audit_as(&state, &caller(&session), params).await
 }
