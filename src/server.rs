@@ -280,22 +280,9 @@ pub async fn start_with_store(
     ));
     let operator = Arc::new(Operator::new(Arc::clone(&state), Arc::clone(&access)));
     if let Some(cluster) = state.hub.cluster() {
-        let access = Arc::clone(&access);
-        cluster.on_revocation(Arc::new(move |body: &str| {
-            match serde_json::from_str::<crate::operator::access::RemoteRevocation>(body) {
-                Ok(revocation) => access.apply_remote_revocation(&revocation),
-                Err(_) => tracing::warn!("cluster: malformed revocation dropped"),
-            }
-        }));
-    }
-    if let Some(cluster) = state.hub.cluster() {
-        // Weak: the operator owns the state, which owns the hub, which owns the cluster, which
-        // keeps this handler.
-        let weak = Arc::downgrade(&operator);
-        cluster.on_admin(Arc::new(move |question: &str| match weak.upgrade() {
-            Some(operator) => crate::operator::admin::answer_node(&operator, question),
-            None => "{}".to_owned(),
-        }));
+        // Weak: the operator owns the state, which owns the hub, which owns the cluster.
+        let weak: std::sync::Weak<Operator> = Arc::downgrade(&operator);
+        cluster.register_operator(weak);
     }
     if let Some(shared) = store.as_nats() {
         let access = Arc::clone(&access);

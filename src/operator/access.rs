@@ -682,25 +682,9 @@ fn make_room(browsers: &mut HashMap<String, BrowserRecord>, user_id: &str) -> Op
     Some(id)
 }
 
-/// A revocation as the cluster link carries it to the other nodes.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum RemoteRevocation {
-    Token {
-        jti: String,
-        user_id: Option<String>,
-    },
-    User {
-        user_id: String,
-        issued_before: i64,
-    },
-    Browser {
-        extension_id: String,
-        /// Its user, for a node that has not seen the browser yet.
-        #[serde(default)]
-        user_id: String,
-    },
-}
+/// A revocation as the cluster link carries it to the other nodes (its wire form is the
+/// cluster's).
+pub use crate::routing::cluster::Revocation as RemoteRevocation;
 
 /// Keeps a socket in [`Access`]'s live set while it lives.
 pub struct LiveGuard {

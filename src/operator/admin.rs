@@ -30,6 +30,7 @@ use crate::operator::caller::json_response;
 pub use crate::operator::caller::{ApiError, Caller, Door};
 use crate::operator::store::{AuditQuery, BrowserRecord};
 use crate::operator::Operator;
+use crate::routing::cluster::{AdminAnswer, AdminQuestion, AskingCaller};
 
 /// Largest request body the API reads (its bodies are a few dozen bytes).
 const MAX_BODY: usize = 16 * 1024;
@@ -113,9 +114,7 @@ fn browser_row(state: &Operator, b: &BrowserRecord) -> Value {
 /// Propagates a revocation to the other cluster nodes, when clustered.
 fn propagate(state: &Operator, revocation: RemoteRevocation) {
     if let Some(cluster) = state.hub.cluster() {
-        if let Ok(body) = serde_json::to_string(&revocation) {
-            cluster.revoke(&body);
-        }
+        cluster.revoke(&revocation);
     }
 }
 
@@ -421,12 +420,12 @@ async fn list_connections(
     let mut rows = local_connections(state, caller.scope());
     // In a cluster, every node lists the connections whose MCP client it holds.
     if let Some(cluster) = state.hub.cluster() {
-        let question = json!({"op": "connections", "user_id": caller.scope()}).to_string();
+        let question = AdminQuestion::Connections {
+            user_id: caller.scope().map(str::to_owned),
+        };
         for answer in cluster.ask_others(&question).await {
-            if let Ok(mut answer) = serde_json::from_str::<Value>(&answer) {
-                if let Some(Value::Array(more)) = answer.get_mut("connections").map(Value::take) {
-                    rows.extend(more);
-                }
+            if let AdminAnswer::Connections { connections } = answer {
+                rows.extend(connections);
             }
         }
     }
@@ -464,23 +463,17 @@ async fn kick(
         return here.and_then(ok);
     }
     // Not held here: the node holding the connection's client kicks it, with the same checks.
-    let question = json!({
-        "op": "kick",
-        "connection_id": id,
-        "caller": {"user_id": caller.user_id, "admin": caller.admin},
-    })
-    .to_string();
+    let question = AdminQuestion::Kick {
+        connection_id: id.clone(),
+        caller: AskingCaller {
+            user_id: caller.user_id.clone(),
+            admin: caller.admin,
+        },
+    };
     for answer in cluster.ask_others(&question).await {
-        let Ok(answer) = serde_json::from_str::<Value>(&answer) else {
-            continue;
-        };
-        match answer["status"].as_u64() {
-            Some(200) => return ok(answer["body"].clone()),
-            Some(403) => {
-                return Err(ApiError::forbidden(
-                    answer["error"].as_str().unwrap_or("forbidden"),
-                ))
-            }
+        match answer {
+            AdminAnswer::Kicked { body } => return ok(body),
+            AdminAnswer::Forbidden { error } => return Err(ApiError::forbidden(error)),
             _ => {}
         }
     }
@@ -512,46 +505,29 @@ fn kick_here(state: &Operator, caller: &Caller, id: &str) -> Result<Value, ApiEr
     Ok(json!({ "kicked": true, "connection_id": id }))
 }
 
-/// Answers another node's admin question (`crate::routing::cluster::Cluster::ask_others`): this
-/// node's connections, or kicking one of them for a caller the asking node authenticated.
-pub fn answer_node(state: &Operator, question: &str) -> String {
-    #[derive(Deserialize)]
-    struct Question {
-        op: String,
-        user_id: Option<String>,
-        connection_id: Option<String>,
-        caller: Option<AskingCaller>,
-    }
-    #[derive(Deserialize)]
-    struct AskingCaller {
-        user_id: String,
-        admin: bool,
-    }
-    let Ok(question) = serde_json::from_str::<Question>(question) else {
-        return json!({"error": "malformed question"}).to_string();
-    };
-    match (
-        question.op.as_str(),
-        question.connection_id,
-        question.caller,
-    ) {
-        ("connections", _, _) => {
-            json!({"connections": local_connections(state, question.user_id.as_deref())})
-        }
-        ("kick", Some(id), Some(asking)) => {
+/// Answers another node's admin question (`Cluster::ask_others`): this node's connections,
+/// or kicking one of them for a caller the asking node authenticated.
+pub fn answer_node(state: &Operator, question: AdminQuestion) -> AdminAnswer {
+    match question {
+        AdminQuestion::Connections { user_id } => AdminAnswer::Connections {
+            connections: local_connections(state, user_id.as_deref()),
+        },
+        AdminQuestion::Kick {
+            connection_id,
+            caller,
+        } => {
             let caller = Caller {
-                user_id: asking.user_id,
-                admin: asking.admin,
+                user_id: caller.user_id,
+                admin: caller.admin,
                 role_less: false,
             };
-            match kick_here(state, &caller, &id) {
-                Ok(body) => json!({"status": 200, "body": body}),
-                Err(ApiError(status, error)) => json!({"status": status.as_u16(), "error": error}),
+            match kick_here(state, &caller, &connection_id) {
+                Ok(body) => AdminAnswer::Kicked { body },
+                Err(ApiError(StatusCode::FORBIDDEN, error)) => AdminAnswer::Forbidden { error },
+                Err(_) => AdminAnswer::NotHere,
             }
         }
-        _ => json!({"error": "unknown question"}),
     }
-    .to_string()
 }
 
 #[derive(Deserialize)]

@@ -51,3 +51,17 @@ impl Deref for Operator {
         &self.relay
     }
 }
+
+/// Other nodes' revocations and admin questions reach the wing here.
+impl crate::routing::cluster::NodeOperator for Operator {
+    fn revoked(&self, revocation: crate::routing::cluster::Revocation) {
+        self.access.apply_remote_revocation(&revocation);
+    }
+
+    fn answer(
+        &self,
+        question: crate::routing::cluster::AdminQuestion,
+    ) -> crate::routing::cluster::AdminAnswer {
+        admin::answer_node(self, question)
+    }
+}

@@ -20,6 +20,7 @@
 //! methods directly. So the dependency goes one way, hub → cluster.
 
 pub(crate) mod nats;
+pub mod operator;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -36,6 +37,7 @@ use tokio::task::JoinHandle;
 use crate::config::ServeConfig;
 use crate::frame::{self, Call, Incoming};
 use crate::protocol::{self, RelayError};
+pub use operator::{AdminAnswer, AdminQuestion, AskingCaller, NodeOperator, Revocation};
 use wire::{ConnectBody, Envelope, Kind, Presence, PresenceEntry};
 
 /// NATS's default `max_payload`, assumed until the server tells its own.
@@ -63,13 +65,6 @@ pub trait Routing: Send + Sync + 'static {
     /// `frame`: an answer or notification from an extension's node for a client here.
     fn frame_for_client(&self, connection_id: &str, body: &str);
 }
-
-/// What a node does with a revocation another node announced (its JSON body).
-pub type RevocationHandler = Arc<dyn Fn(&str) + Send + Sync>;
-
-/// How a node answers another node's admin question (JSON in, JSON out; see
-/// [`Cluster::ask_others`]).
-pub type AdminHandler = Arc<dyn Fn(&str) -> String + Send + Sync>;
 
 /// How long [`Cluster::ask_others`] waits for each node's answer.
 pub const ASK_TIMEOUT: Duration = Duration::from_secs(2);
@@ -164,11 +159,9 @@ pub struct Cluster {
     /// The NATS client and the cluster's tasks, dropped and aborted by [`Cluster::kill`].
     client: Mutex<Option<async_nats::Client>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
-    /// Applies a revocation another node made (set by the server, which knows the access
-    /// registry; this module does not).
-    on_revoke: Mutex<Option<RevocationHandler>>,
-    /// Answers other nodes' admin questions (set by the server).
-    on_admin: Mutex<Option<AdminHandler>>,
+    /// The operator's wing, registered once when the relay is built (weak: the wing holds the
+    /// relay state, which holds the hub, which holds this cluster).
+    operator: std::sync::OnceLock<std::sync::Weak<dyn NodeOperator>>,
 }
 
 impl Cluster {
@@ -239,8 +232,7 @@ impl Cluster {
             startup: Mutex::new(None),
             client: Mutex::new(None),
             tasks: Mutex::new(Vec::new()),
-            on_revoke: Mutex::new(None),
-            on_admin: Mutex::new(None),
+            operator: std::sync::OnceLock::new(),
         }
     }
 
@@ -384,33 +376,35 @@ impl Cluster {
         self.publish(node, Kind::Connect, connection_id, &body);
     }
 
-    /// Sets what this node does with revocations from other nodes.
-    pub fn on_revocation(&self, handler: RevocationHandler) {
-        *self.on_revoke.lock().unwrap() = Some(handler);
+    /// Registers the operator's wing, which applies other nodes' revocations and answers their
+    /// admin questions. Once: a second registration is ignored.
+    pub fn register_operator(&self, operator: std::sync::Weak<dyn NodeOperator>) {
+        let _ = self.operator.set(operator);
     }
 
-    /// Sets how this node answers other nodes' admin questions.
-    pub fn on_admin(&self, handler: AdminHandler) {
-        *self.on_admin.lock().unwrap() = Some(handler);
+    fn operator(&self) -> Option<Arc<dyn NodeOperator>> {
+        self.operator.get().and_then(std::sync::Weak::upgrade)
     }
 
-    /// Asks every other live node `question` (JSON) and returns the answers that came within
-    /// [`ASK_TIMEOUT`] (a node that is slow, or died since its last heartbeat, is left out).
-    pub async fn ask_others(&self, question: &str) -> Vec<String> {
+    /// Asks every other live node `question` and returns the answers that came within
+    /// [`ASK_TIMEOUT`] (a node that is slow, or died since its last heartbeat, is left out;
+    /// so is an answer this node cannot read).
+    pub async fn ask_others(&self, question: &AdminQuestion) -> Vec<AdminAnswer> {
         let Some(client) = self.client.lock().unwrap().clone() else {
             return Vec::new();
         };
+        let question = Bytes::from(serde_json::to_vec(question).expect("serializable"));
         let nodes: Vec<String> = self.view.lock().unwrap().keys().cloned().collect();
         let asks = nodes
             .into_iter()
             .filter(|node| *node != self.node_id)
             .map(|node| {
                 let client = client.clone();
-                let question = Bytes::copy_from_slice(question.as_bytes());
+                let question = question.clone();
                 async move {
                     let asked = client.request(wire::admin_subject(&node), question);
                     match tokio::time::timeout(ASK_TIMEOUT, asked).await {
-                        Ok(Ok(answer)) => String::from_utf8(answer.payload.to_vec()).ok(),
+                        Ok(Ok(answer)) => serde_json::from_slice(&answer.payload).ok(),
                         _ => {
                             tracing::warn!(
                                 node,
@@ -428,13 +422,14 @@ impl Cluster {
             .collect()
     }
 
-    /// Tells every other live node about a revocation (`body`: its JSON), so their sockets
-    /// holding the revoked token or browser close too and the token is refused there.
-    pub fn revoke(&self, body: &str) {
+    /// Tells every other live node about a revocation, so their sockets holding the revoked
+    /// token or browser close too and the token is refused there.
+    pub fn revoke(&self, revocation: &Revocation) {
+        let body = serde_json::to_string(revocation).expect("serializable");
         let nodes: Vec<String> = self.view.lock().unwrap().keys().cloned().collect();
         for node in nodes {
             if node != self.node_id {
-                self.publish(&node, Kind::Revoke, "-", body);
+                self.publish(&node, Kind::Revoke, "-", &body);
             }
         }
     }
@@ -596,12 +591,14 @@ impl Cluster {
             Kind::Notify => on_notify(routing, &message),
             Kind::End => self.on_end(routing, &message),
             Kind::Frame => routing.frame_for_client(message.connection_id, message.body),
-            Kind::Revoke => {
-                let handler = self.on_revoke.lock().unwrap().clone();
-                if let Some(handler) = handler {
-                    handler(message.body);
+            Kind::Revoke => match serde_json::from_str::<Revocation>(message.body) {
+                Ok(revocation) => {
+                    if let Some(operator) = self.operator() {
+                        operator.revoked(revocation);
+                    }
                 }
-            }
+                Err(_) => tracing::warn!("cluster: malformed revocation dropped"),
+            },
         }
     }
 
@@ -672,11 +669,14 @@ async fn admin_loop(
         let Some(reply) = message.reply else {
             continue;
         };
-        let handler = cluster.on_admin.lock().unwrap().clone();
-        let answer = match (handler, std::str::from_utf8(&message.payload)) {
-            (Some(handler), Ok(question)) => handler(question),
-            _ => "{}".to_owned(),
+        let answer = match (
+            cluster.operator(),
+            serde_json::from_slice::<AdminQuestion>(&message.payload),
+        ) {
+            (Some(operator), Ok(question)) => operator.answer(question),
+            _ => AdminAnswer::Unknown,
         };
+        let answer = serde_json::to_vec(&answer).expect("serializable");
         if let Err(error) = client.publish(reply, answer.into()).await {
             tracing::warn!(%error, "cluster: answering an admin question failed");
         }

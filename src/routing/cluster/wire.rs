@@ -73,7 +73,7 @@ pub enum Kind {
     /// Extension node → client node: a frame for the MCP client (answer or notification).
     Frame,
     /// Any node → every other node: a token or browser was revoked (the connection id is
-    /// `-`). Body: the revocation as JSON (`crate::operator::access::RemoteRevocation`).
+    /// `-`). Body: the revocation as JSON ([`super::Revocation`]).
     Revoke,
 }
 
