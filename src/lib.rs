@@ -33,7 +33,7 @@
 //! [`frame`] the JSON-RPC frame model (only the envelope is parsed, so ids are restored byte
 //! for byte); [`protocol`] every notification and error the relay itself sends; [`metrics`],
 //! [`redact`] (what a log line may hold), [`text`] (the one UTF-8 cut) and `http_client`.
-//! `tests/architecture.rs` fails on a cycle between modules at any level.
+//! `tests/it/architecture.rs` fails on a cycle between modules at any level.
 //!
 //! ## Beside the relay (`crates/`)
 //!

@@ -73,7 +73,7 @@ impl Profile {
             "relayUrl": relay.url("/extension"),
             "token": token(USER, Some(Role::Extension)),
             "name": browser_name,
-            // These tests are about driving the browser; consent has its own (tests/browser_owner.rs).
+            // These tests are about driving the browser; consent has its own (tests/it/browser_owner.rs).
             "autoAllow": true,
         });
         fs::write(

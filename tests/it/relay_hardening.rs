@@ -1,7 +1,7 @@
 //! Everything that keeps the relay safe to host: bad input, isolation between users, token
 //! checks, keepalive, limits, TLS, the HTTP endpoints and the command line.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::sync::Arc;

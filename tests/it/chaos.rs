@@ -7,7 +7,7 @@
 //!
 //! Small and bounded here (a few seconds); `CHAOS_SECS` makes it run longer.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -3,7 +3,7 @@
 //! (row 4), forging log lines (row 10) and using a token past its expiry (row 13); plus the
 //! protocol points found at the same time.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

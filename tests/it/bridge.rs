@@ -2,7 +2,7 @@
 //! and the bridge binary as a subprocess driven over stdio by rmcp's client (and, in one test,
 //! by the official TypeScript SDK), the way Claude Desktop or Cursor run it.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! real headless Chromium signs in by typing a token, approves a browser, kicks a connection
 //! and takes the screenshots committed under docs/.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

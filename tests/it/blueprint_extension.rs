@@ -5,7 +5,7 @@
 //! this, socket A timed out after `--auth-timeout`, was closed with 1008, and about one run in
 //! six lost requests.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 // Without the `http-mcp` feature `/mcp` is WebSocket-only (answered 405 otherwise).
 #![cfg(feature = "http-mcp")]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! stdio by rmcp's client, or by a raw JSON-RPC client where the exact bytes matter (rmcp's
 //! typed content drops the proxy spec's custom annotation keys, as strict clients do).
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //!
 //! Locally these tests skip with a loud message when Chromium is missing; in CI they fail.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! is picked up without a restart. Without `--jwt-alg` each token is verified with the
 //! algorithm of the key its `kid` names (RS256, ES256, EdDSA), keys from a file or over https.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! The relay's protocol as real clients see it over real sockets: authentication flows, control
 //! methods, id-mapped forwarding, notifications, and the "nothing lost" guarantees.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

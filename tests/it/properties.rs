@@ -1,7 +1,7 @@
 //! Property tests of the frame model and the id mapping: arbitrary bytes never panic the
 //! parser, and arbitrary JSON ids survive a real round trip through the relay exactly.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mcp_relay::frame::{self, Incoming};

@@ -6,7 +6,7 @@
 //!
 //! Locally these tests skip with a loud message when Chromium is missing; in CI they fail.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! With `OWNER_SCREENSHOTS=<dir>` the tests also save what the person sees (the popup asking,
 //! the popup while an assistant works, the options page) for extension/README.md.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

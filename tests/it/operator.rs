@@ -2,7 +2,7 @@
 //! closes live sockets, browser approval, the audit trail and the admin API, against real
 //! sockets, a real SQLite file and the relay binary.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

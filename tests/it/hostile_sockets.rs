@@ -5,7 +5,7 @@
 //! Tests that measure memory run the relay binary as a child process and read its
 //! `/proc/PID/status`, so tests running in parallel threads cannot disturb the figure.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

@@ -6,7 +6,7 @@
 //! Locally these tests skip with a loud message when Chromium is missing; in CI (`CI=true`)
 //! a missing Chromium fails them. `CHROMIUM=/path/to/chromium` overrides the default path.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

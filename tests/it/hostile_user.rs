@@ -4,7 +4,7 @@
 //! records the figures they print (`-- --nocapture`; `MCP_RELAY_TEST_BINARY=target/release/mcp-relay`
 //! measures the release build).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -6,7 +6,7 @@
 //! the other nodes see of a crash. Without `nats-server` installed these tests print SKIP,
 //! except in CI (`CI=true`), where that is a failure.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
