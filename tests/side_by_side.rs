@@ -205,7 +205,8 @@ async fn one_round(
         Side::Ours => json!({"type": "png"}),
         Side::Theirs => json!({"type": "png", "scale": "css"}),
     };
-    let (shot, _) = timed(client, "browser_take_screenshot", shot_args).await;
+    let (shot, image) = timed(client, "browser_take_screenshot", shot_args).await;
+    dump(side, page, "screenshot", &image);
     out.push(("screenshot", shot));
 
     match ref_of(&whole, page.click) {
@@ -226,7 +227,8 @@ async fn one_round(
 }
 
 /// With `SIDE_BY_SIDE_DUMP=<dir>`, the text of a result exactly as the model reads it, one file
-/// per side, page and call (the last round's), to look at rather than only count.
+/// per side, page and call (the last round's), to look at rather than only count; an image
+/// result's image beside it (`.png`).
 fn dump(side: Side, page: &Page, call: &str, result: &Value) {
     let Some(dir) = std::env::var_os("SIDE_BY_SIDE_DUMP") else {
         return;
@@ -237,7 +239,15 @@ fn dump(side: Side, page: &Page, call: &str, result: &Value) {
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
     let file = Path::new(&dir).join(format!("{side:?}-{name}-{call}.txt"));
-    std::fs::write(file, texts(result).join("\n")).expect("writing the dump");
+    std::fs::write(&file, texts(result).join("\n")).expect("writing the dump");
+    let images = result["content"].as_array().into_iter().flatten();
+    for image in images.filter(|c| c["type"] == "image") {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(image["data"].as_str().unwrap_or_default())
+            .expect("an image in base64");
+        std::fs::write(file.with_extension("png"), bytes).expect("writing the dump");
+    }
 }
 
 /// The offset a cut result names for reading on (`"offset": N` in its note), if any.

@@ -83,7 +83,8 @@ function pngHeader(width, height) {
 }
 
 /** The CDP session of every tab: records commands; `paints(tabId)` says whether captures answer. */
-function fakeDebuggers({ paints = () => true, onMousePressed = () => {} } = {}) {
+function fakeDebuggers({ paints = () => true, onMousePressed = () => {}, viewport = [2000, 1000] } = {}) {
+  const [width, height] = viewport;
   const sent = [];
   const muted = [];
   return {
@@ -98,14 +99,16 @@ function fakeDebuggers({ paints = () => true, onMousePressed = () => {} } = {}) 
       switch (method) {
         case 'Page.getLayoutMetrics':
           return {
-            cssVisualViewport: { pageX: 0, pageY: 0, clientWidth: 2000, clientHeight: 1000 },
-            visualViewport: { pageX: 0, pageY: 0, clientWidth: 2000, clientHeight: 1000 },
-            cssContentSize: { x: 0, y: 0, width: 2000, height: 3000 },
+            cssVisualViewport: { pageX: 0, pageY: 0, clientWidth: width, clientHeight: height },
+            visualViewport: { pageX: 0, pageY: 0, clientWidth: width, clientHeight: height },
+            cssContentSize: { x: 0, y: 0, width, height: 3 * height },
           };
-        case 'Page.captureScreenshot':
+        case 'Page.captureScreenshot': {
           if (!paints(tabId))
             return new Promise(() => {});
-          return { data: pngHeader(Math.round(2000 * params.clip.scale), Math.round(1000 * params.clip.scale)) };
+          const scale = params.clip?.scale ?? 1;
+          return { data: pngHeader(Math.round(width * scale), Math.round(height * scale)) };
+        }
         case 'Runtime.evaluate':
           return { result: { type: 'object', value: { x: 5, y: 6, element: 'button#go' } } };
         case 'Input.dispatchMouseEvent':
@@ -182,7 +185,10 @@ test('a screenshot is sized for a model and names its format and pixel size', as
   assert.equal(shot.format, 'png');
   assert.deepEqual([shot.width, shot.height], [1568, 784]);
   assert.equal(shot.attempts, 1);
-  const capture = ctx.debuggers.sent.find(c => c.method === 'Page.captureScreenshot').params;
+  // The 2000×1000 frame is too large, so it is taken again scaled, after the layout query.
+  const captures = ctx.debuggers.sent.filter(c => c.method === 'Page.captureScreenshot').map(c => c.params);
+  assert.equal(captures.length, 2);
+  const capture = captures[1];
   assert.equal(capture.format, 'png');
   assert.deepEqual({ ...capture.clip, scale: undefined }, { x: 0, y: 0, width: 2000, height: 1000, scale: undefined });
 
@@ -192,6 +198,24 @@ test('a screenshot is sized for a model and names its format and pixel size', as
   assert.equal(small.mimeType, 'image/jpeg');
   assert.ok(Math.max(small.width, small.height) <= 500);
   await assert.rejects(runCommand(ctx, 'screenshot', { maxDimension: 8 }), /maxDimension/);
+});
+
+test('a viewport that fits is captured as it is: no layout query, no clip; a tab that needed scaling is planned scaled next time', async () => {
+  ctx.debuggers = fakeDebuggers({ viewport: [1280, 800] });
+  await runCommand(ctx, 'createTab', {});
+  const shot = await runCommand(ctx, 'screenshot', {});
+  assert.deepEqual([shot.width, shot.height], [1280, 800]);
+  assert.deepEqual(ctx.debuggers.sent.filter(c => c.method.startsWith('Page.')),
+      [{ tabId: shot.tabId, method: 'Page.captureScreenshot', params: { format: 'png' } }]);
+
+  ctx.debuggers = fakeDebuggers();
+  await runCommand(ctx, 'screenshot', {});
+  await runCommand(ctx, 'screenshot', {});
+  const methods = ctx.debuggers.sent.map(c => c.method).filter(m => m.startsWith('Page.'));
+  assert.deepEqual(methods, [
+    'Page.captureScreenshot', 'Page.getLayoutMetrics', 'Page.captureScreenshot',
+    'Page.getLayoutMetrics', 'Page.captureScreenshot',
+  ]);
 });
 
 test('a background tab that never paints gets an explained error within 5 s, and is not brought to the front', async () => {
