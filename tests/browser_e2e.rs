@@ -2226,6 +2226,49 @@ async fn take_screenshot_of_an_element_clips_to_its_box() {
     );
 }
 
+/// A viewport screenshot is taken as the frame Chrome has when that frame is the tab's own size
+/// (extension/lib/screenshots.js): it must be the page as shown, down to its bottom rows (the
+/// page's red bottom bar, read back by decoding the PNG in the page itself). Under an emulated
+/// viewport taller than the window (`browser_resize`) the frame is not the tab's size, and the
+/// shot is measured and clipped to the emulated size instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_screenshot_is_the_page_as_shown_and_an_emulated_viewport_is_clipped_to_its_size() {
+    on_tools_page!(
+        "a_screenshot_is_the_page_as_shown_and_an_emulated_viewport_is_clipped_to_its_size",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "(() => { const bar = document.createElement('div'); bar.style.cssText = \
+                 'position: fixed; left: 0; right: 0; bottom: 0; height: 100px; \
+                 background: rgb(255, 0, 0)'; document.body.append(bar); return true; })()",
+            )
+            .await;
+            let shot = tool(&bridge, "browser_take_screenshot", json!({})).await;
+            let (_, png) = image_of(&shot);
+            let data = base64::engine::general_purpose::STANDARD.encode(&png);
+            let pixel = page_value(
+                &bridge,
+                &format!(
+                    "new Promise(done => {{ const image = new Image(); image.onload = () => {{ \
+                     const canvas = document.createElement('canvas'); \
+                     canvas.width = image.width; canvas.height = image.height; \
+                     const g = canvas.getContext('2d'); g.drawImage(image, 0, 0); \
+                     done([...g.getImageData(10, image.height - 20, 1, 1).data]); }}; \
+                     image.src = 'data:image/png;base64,{data}'; }})"
+                ),
+            )
+            .await;
+            assert_eq!(pixel, json!([255, 0, 0, 255]), "the shot's bottom rows");
+
+            let size = json!({"width": 1280, "height": 800});
+            tool_ok(&bridge, "browser_resize", size).await;
+            let shot = tool(&bridge, "browser_take_screenshot", json!({})).await;
+            assert_eq!(png_dimensions(&image_of(&shot).1), (1280, 800));
+        }
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resize_sets_the_viewport_of_the_agents_tab() {
     on_tools_page!(

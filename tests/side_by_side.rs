@@ -98,7 +98,7 @@ async fn side_by_side_with_playwright_mcp() {
     let site = DocSite::start(rust_docs()).await;
     let relay = relay().await;
     let profile = Profile::new(&relay, "Side by side");
-    let browser = Browser::launch(&chromium, &profile);
+    let browser = Browser::launch_with(&chromium, &profile, &[OUR_WINDOW]);
     let ours = bridge_on(&relay, &browser, &site.url("fixtures/controls.html")).await;
     let theirs = playwright_mcp(&cli, &chromium).await;
 
@@ -417,7 +417,14 @@ fn ratio(a: f64, b: f64) -> String {
 // ---------------------------------------------------------------------------
 // The two sides
 
-/// `mcp-relay bridge` on `relay` once the browser is online, with a tab of its own at `url`.
+/// Our browser's window: the extension gives its tab a window of this size, whose bars take
+/// 139 of its pixels, so the page gets 1280×800 CSS pixels, as Playwright MCP's
+/// (`--viewport-size`). Not emulated (`browser_resize` would emulate), since an agent's tab
+/// usually is not, and an emulated viewport is captured another way (extension/lib/screenshots.js).
+const OUR_WINDOW: &str = "--window-size=1280,939";
+
+/// `mcp-relay bridge` on `relay` once the browser is online, with a tab of its own at `url`
+/// whose viewport is 1280×800, as Playwright MCP's.
 async fn bridge_on(
     relay: &mcp_relay::server::RunningRelay,
     browser: &Browser<'_>,
@@ -437,6 +444,16 @@ async fn bridge_on(
         );
         let result = serde_json::to_value(bridge.call_tool(params).await.unwrap()).unwrap();
         if result["isError"] != true {
+            let size = json!({"expression": "[innerWidth, innerHeight]"});
+            let params = CallToolRequestParams::new("browser_evaluate")
+                .with_arguments(size.as_object().unwrap().clone());
+            let size = serde_json::to_value(bridge.call_tool(params).await.unwrap()).unwrap();
+            let size = &size["structuredContent"]["value"];
+            assert_eq!(
+                size,
+                &json!([1280, 800]),
+                "our viewport (adjust OUR_WINDOW)"
+            );
             return bridge;
         }
         assert!(
@@ -465,8 +482,8 @@ fn playwright_mcp_cli() -> PathBuf {
     path
 }
 
-/// Playwright MCP on the same Chromium binary, headless, with the same 1280×800 window our
-/// browser gets, a fresh in-memory profile, and its default tool set.
+/// Playwright MCP on the same Chromium binary, headless, with the same 1280×800 viewport our
+/// side's tab gets, a fresh in-memory profile, and its default tool set.
 async fn playwright_mcp(cli: &Path, chromium: &Path) -> Client {
     let mut command = tokio::process::Command::new("node");
     command

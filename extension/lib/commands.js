@@ -40,8 +40,8 @@ import {
 
 /** A screenshot's layout query; the rest of CAPTURE_DEADLINE_MS is for the capture. */
 const METRICS_TIMEOUT_MS = 2_000;
-/** Per debugger sessions, the tabs whose last screenshot had to be scaled down: their next one is planned scaled at once. */
-const scaledTabs = new WeakMap();
+/** Per debugger sessions, the tabs whose frame was not the tab's own size: measured and clipped from then on (screenshots.js). */
+const clippedTabs = new WeakMap();
 /** How long a navigation may take before the client is told it timed out. */
 const NAVIGATION_TIMEOUT_MS = 30_000;
 const POLL_INTERVAL_MS = 100;
@@ -621,14 +621,15 @@ async function screenshot(ctx, { format = 'png', quality, fullPage = false, maxD
     throw invalidParams('parameter "quality" applies only to format "jpeg" or "webp"');
   const started = Date.now();
   const id = await targetTab(ctx, tabId);
-  const scaled = scaledTabs.get(ctx.debuggers) ?? scaledTabs.set(ctx.debuggers, new Set()).get(ctx.debuggers);
+  const clipped = clippedTabs.get(ctx.debuggers) ?? clippedTabs.set(ctx.debuggers, new Set()).get(ctx.debuggers);
+  const tab = clipped.has(id) ? undefined : await chrome.tabs.get(id).catch(() => undefined);
   let shot;
   try {
     shot = await captureForModel((method, params, options) => ctx.debuggers.send(id, method, params, options),
         { format, quality, fullPage, maxDimension }, {
           deadlineMs: CAPTURE_DEADLINE_MS - (Date.now() - started),
           metricsTimeoutMs: METRICS_TIMEOUT_MS,
-          scaledBefore: scaled.has(id),
+          tabSize: tab && { width: tab.width, height: tab.height },
           muteKick: () => ctx.debuggers.mute(id, 'Page.screencastFrame'),
         });
   } catch (error) {
@@ -637,10 +638,8 @@ async function screenshot(ctx, { format = 'png', quality, fullPage = false, maxD
       throw serverError(await stalledAdvice(id, Date.now() - started, error instanceof CaptureStalledError));
     throw error;
   }
-  if (shot.scaled && !fullPage)
-    scaled.add(id);
-  else if (!fullPage)
-    scaled.delete(id);
+  if (!shot.asIs && !fullPage)
+    clipped.add(id);
   const { data, width, height, attempts } = shot;
   return { tabId: id, data, mimeType: `image/${format}`, format, width, height, attempts };
 }

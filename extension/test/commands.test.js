@@ -185,10 +185,7 @@ test('a screenshot is sized for a model and names its format and pixel size', as
   assert.equal(shot.format, 'png');
   assert.deepEqual([shot.width, shot.height], [1568, 784]);
   assert.equal(shot.attempts, 1);
-  // The 2000×1000 frame is too large, so it is taken again scaled, after the layout query.
-  const captures = ctx.debuggers.sent.filter(c => c.method === 'Page.captureScreenshot').map(c => c.params);
-  assert.equal(captures.length, 2);
-  const capture = captures[1];
+  const capture = ctx.debuggers.sent.find(c => c.method === 'Page.captureScreenshot').params;
   assert.equal(capture.format, 'png');
   assert.deepEqual({ ...capture.clip, scale: undefined }, { x: 0, y: 0, width: 2000, height: 1000, scale: undefined });
 
@@ -200,22 +197,27 @@ test('a screenshot is sized for a model and names its format and pixel size', as
   await assert.rejects(runCommand(ctx, 'screenshot', { maxDimension: 8 }), /maxDimension/);
 });
 
-test('a viewport that fits is captured as it is: no layout query, no clip; a tab that needed scaling is planned scaled next time', async () => {
+test('a frame of the tab\'s own size is taken as it is; any other is measured and clipped, then at once for that tab', async () => {
   ctx.debuggers = fakeDebuggers({ viewport: [1280, 800] });
-  await runCommand(ctx, 'createTab', {});
+  const { tabId } = await runCommand(ctx, 'createTab', {});
+  Object.assign(browser.tabs.get(tabId), { width: 1280, height: 800 });
   const shot = await runCommand(ctx, 'screenshot', {});
   assert.deepEqual([shot.width, shot.height], [1280, 800]);
   assert.deepEqual(ctx.debuggers.sent.filter(c => c.method.startsWith('Page.')),
-      [{ tabId: shot.tabId, method: 'Page.captureScreenshot', params: { format: 'png' } }]);
+      [{ tabId, method: 'Page.captureScreenshot', params: { format: 'png' } }]);
 
-  ctx.debuggers = fakeDebuggers();
+  // An emulated viewport taller than the window (browser_resize): the frame is not the tab's size.
+  Object.assign(browser.tabs.get(tabId), { width: 1280, height: 661 });
+  ctx.debuggers = fakeDebuggers({ viewport: [1280, 800] });
+  const emulated = await runCommand(ctx, 'screenshot', {});
+  assert.deepEqual([emulated.width, emulated.height], [1280, 800]);
   await runCommand(ctx, 'screenshot', {});
-  await runCommand(ctx, 'screenshot', {});
-  const methods = ctx.debuggers.sent.map(c => c.method).filter(m => m.startsWith('Page.'));
-  assert.deepEqual(methods, [
+  const sent = ctx.debuggers.sent.filter(c => c.method.startsWith('Page.'));
+  assert.deepEqual(sent.map(c => c.method), [
     'Page.captureScreenshot', 'Page.getLayoutMetrics', 'Page.captureScreenshot',
     'Page.getLayoutMetrics', 'Page.captureScreenshot',
   ]);
+  assert.deepEqual(sent.at(-1).params.clip, { x: 0, y: 0, width: 1280, height: 800, scale: 1 });
 });
 
 test('a background tab that never paints gets an explained error within 5 s, and is not brought to the front', async () => {
