@@ -418,7 +418,8 @@ fn ratio(a: f64, b: f64) -> String {
 // The two sides
 
 /// Our browser's window: the extension gives its tab a window of this size, whose bars take
-/// 139 of its pixels, so the page gets 1280×800 CSS pixels, as Playwright MCP's
+/// 139 of its pixels once Chrome shows that the extension debugs it, so the page gets 1280×800
+/// CSS pixels, as Playwright MCP's
 /// (`--viewport-size`). Not emulated (`browser_resize` would emulate), since an agent's tab
 /// usually is not, and an emulated viewport is captured another way (extension/lib/screenshots.js).
 const OUR_WINDOW: &str = "--window-size=1280,939";
@@ -444,16 +445,23 @@ async fn bridge_on(
         );
         let result = serde_json::to_value(bridge.call_tool(params).await.unwrap()).unwrap();
         if result["isError"] != true {
+            // Chrome's "started debugging this browser" bar takes its 48 pixels a moment
+            // after the extension first attaches: wait for the viewport to settle.
             let size = json!({"expression": "[innerWidth, innerHeight]"});
-            let params = CallToolRequestParams::new("browser_evaluate")
-                .with_arguments(size.as_object().unwrap().clone());
-            let size = serde_json::to_value(bridge.call_tool(params).await.unwrap()).unwrap();
-            let size = &size["structuredContent"]["value"];
-            assert_eq!(
-                size,
-                &json!([1280, 800]),
-                "our viewport (adjust OUR_WINDOW)"
-            );
+            loop {
+                let params = CallToolRequestParams::new("browser_evaluate")
+                    .with_arguments(size.as_object().unwrap().clone());
+                let now = serde_json::to_value(bridge.call_tool(params).await.unwrap()).unwrap();
+                let now = &now["structuredContent"]["value"];
+                if now == &json!([1280, 800]) {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "our viewport is {now}, not 1280×800 (adjust OUR_WINDOW)"
+                );
+                tokio::time::sleep(POLL).await;
+            }
             return bridge;
         }
         assert!(
