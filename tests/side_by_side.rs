@@ -98,7 +98,7 @@ async fn side_by_side_with_playwright_mcp() {
     let site = DocSite::start(rust_docs()).await;
     let relay = relay().await;
     let profile = Profile::new(&relay, "Side by side");
-    let browser = Browser::launch(&chromium, &profile);
+    let browser = Browser::launch_with(&chromium, &profile, &[OUR_WINDOW]);
     let ours = bridge_on(&relay, &browser, &site.url("fixtures/controls.html")).await;
     let theirs = playwright_mcp(&cli, &chromium).await;
 
@@ -205,7 +205,8 @@ async fn one_round(
         Side::Ours => json!({"type": "png"}),
         Side::Theirs => json!({"type": "png", "scale": "css"}),
     };
-    let (shot, _) = timed(client, "browser_take_screenshot", shot_args).await;
+    let (shot, image) = timed(client, "browser_take_screenshot", shot_args).await;
+    dump(side, page, "screenshot", &image);
     out.push(("screenshot", shot));
 
     match ref_of(&whole, page.click) {
@@ -226,7 +227,8 @@ async fn one_round(
 }
 
 /// With `SIDE_BY_SIDE_DUMP=<dir>`, the text of a result exactly as the model reads it, one file
-/// per side, page and call (the last round's), to look at rather than only count.
+/// per side, page and call (the last round's), to look at rather than only count; an image
+/// result's image beside it (`.png`).
 fn dump(side: Side, page: &Page, call: &str, result: &Value) {
     let Some(dir) = std::env::var_os("SIDE_BY_SIDE_DUMP") else {
         return;
@@ -237,7 +239,15 @@ fn dump(side: Side, page: &Page, call: &str, result: &Value) {
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
     let file = Path::new(&dir).join(format!("{side:?}-{name}-{call}.txt"));
-    std::fs::write(file, texts(result).join("\n")).expect("writing the dump");
+    std::fs::write(&file, texts(result).join("\n")).expect("writing the dump");
+    let images = result["content"].as_array().into_iter().flatten();
+    for image in images.filter(|c| c["type"] == "image") {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(image["data"].as_str().unwrap_or_default())
+            .expect("an image in base64");
+        std::fs::write(file.with_extension("png"), bytes).expect("writing the dump");
+    }
 }
 
 /// The offset a cut result names for reading on (`"offset": N` in its note), if any.
@@ -407,7 +417,15 @@ fn ratio(a: f64, b: f64) -> String {
 // ---------------------------------------------------------------------------
 // The two sides
 
-/// `mcp-relay bridge` on `relay` once the browser is online, with a tab of its own at `url`.
+/// Our browser's window: the extension gives its tab a window of this size, whose bars take
+/// 139 of its pixels once Chrome shows that the extension debugs it, so the page gets 1280×800
+/// CSS pixels, as Playwright MCP's
+/// (`--viewport-size`). Not emulated (`browser_resize` would emulate), since an agent's tab
+/// usually is not, and an emulated viewport is captured another way (extension/lib/screenshots.js).
+const OUR_WINDOW: &str = "--window-size=1280,939";
+
+/// `mcp-relay bridge` on `relay` once the browser is online, with a tab of its own at `url`
+/// whose viewport is 1280×800, as Playwright MCP's.
 async fn bridge_on(
     relay: &mcp_relay::server::RunningRelay,
     browser: &Browser<'_>,
@@ -427,6 +445,23 @@ async fn bridge_on(
         );
         let result = serde_json::to_value(bridge.call_tool(params).await.unwrap()).unwrap();
         if result["isError"] != true {
+            // Chrome's "started debugging this browser" bar takes its 48 pixels a moment
+            // after the extension first attaches: wait for the viewport to settle.
+            let size = json!({"expression": "[innerWidth, innerHeight]"});
+            loop {
+                let params = CallToolRequestParams::new("browser_evaluate")
+                    .with_arguments(size.as_object().unwrap().clone());
+                let now = serde_json::to_value(bridge.call_tool(params).await.unwrap()).unwrap();
+                let now = &now["structuredContent"]["value"];
+                if now == &json!([1280, 800]) {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "our viewport is {now}, not 1280×800 (adjust OUR_WINDOW)"
+                );
+                tokio::time::sleep(POLL).await;
+            }
             return bridge;
         }
         assert!(
@@ -455,8 +490,8 @@ fn playwright_mcp_cli() -> PathBuf {
     path
 }
 
-/// Playwright MCP on the same Chromium binary, headless, with the same 1280×800 window our
-/// browser gets, a fresh in-memory profile, and its default tool set.
+/// Playwright MCP on the same Chromium binary, headless, with the same 1280×800 viewport our
+/// side's tab gets, a fresh in-memory profile, and its default tool set.
 async fn playwright_mcp(cli: &Path, chromium: &Path) -> Client {
     let mut command = tokio::process::Command::new("node");
     command

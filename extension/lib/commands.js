@@ -28,7 +28,7 @@ import {
 import { TARGET_PARAMS, describeTarget, elementTarget } from './targets.js';
 import { captureTree, cutLines, formatOutline } from './snapshot.js';
 import {
-  CAPTURE_DEADLINE_MS, CaptureStalledError, DEFAULT_MAX_DIMENSION, captureParams, captureWithRetry, headOfBase64, imageSize, layoutMetrics,
+  CAPTURE_DEADLINE_MS, CaptureStalledError, DEFAULT_MAX_DIMENSION, captureForModel,
 } from './screenshots.js';
 
 /**
@@ -40,6 +40,8 @@ import {
 
 /** A screenshot's layout query; the rest of CAPTURE_DEADLINE_MS is for the capture. */
 const METRICS_TIMEOUT_MS = 2_000;
+/** Per debugger sessions, the tabs whose frame was not the tab's own size: measured and clipped from then on (screenshots.js). */
+const clippedTabs = new WeakMap();
 /** How long a navigation may take before the client is told it timed out. */
 const NAVIGATION_TIMEOUT_MS = 30_000;
 const POLL_INTERVAL_MS = 100;
@@ -619,25 +621,27 @@ async function screenshot(ctx, { format = 'png', quality, fullPage = false, maxD
     throw invalidParams('parameter "quality" applies only to format "jpeg" or "webp"');
   const started = Date.now();
   const id = await targetTab(ctx, tabId);
-  let data, attempts, planned;
+  const clipped = clippedTabs.get(ctx.debuggers) ?? clippedTabs.set(ctx.debuggers, new Set()).get(ctx.debuggers);
+  const tab = clipped.has(id) ? undefined : await chrome.tabs.get(id).catch(() => undefined);
+  let shot;
   try {
-    // A page stuck in a dialog or a long script does not even answer this.
-    const layout = await ctx.debuggers.send(id, 'Page.getLayoutMetrics', {}, { timeoutMs: METRICS_TIMEOUT_MS });
-    planned = captureParams({ format, quality, fullPage, maxDimension }, layoutMetrics(layout));
-    ({ data, attempts } = await captureWithRetry(
-        (method, params) => ctx.debuggers.send(id, method, params),
-        planned.params,
-        {
+    shot = await captureForModel((method, params, options) => ctx.debuggers.send(id, method, params, options),
+        { format, quality, fullPage, maxDimension }, {
           deadlineMs: CAPTURE_DEADLINE_MS - (Date.now() - started),
+          metricsTimeoutMs: METRICS_TIMEOUT_MS,
+          tabSize: tab && { width: tab.width, height: tab.height },
           muteKick: () => ctx.debuggers.mute(id, 'Page.screencastFrame'),
-        }));
+        });
   } catch (error) {
+    // A page stuck in a dialog or a long script does not even answer the layout query.
     if (error instanceof CaptureStalledError || /no answer within/.test(messageOf(error)))
-      throw serverError(await stalledAdvice(id, Date.now() - started, planned !== undefined));
+      throw serverError(await stalledAdvice(id, Date.now() - started, error instanceof CaptureStalledError));
     throw error;
   }
-  const size = imageSize(headOfBase64(data)) ?? { width: planned.width, height: planned.height };
-  return { tabId: id, data, mimeType: `image/${format}`, format, width: size.width, height: size.height, attempts };
+  if (!shot.asIs && !fullPage)
+    clipped.add(id);
+  const { data, width, height, attempts } = shot;
+  return { tabId: id, data, mimeType: `image/${format}`, format, width, height, attempts };
 }
 
 /**
@@ -645,7 +649,7 @@ async function screenshot(ctx, { format = 'png', quality, fullPage = false, maxD
  *
  * @param {number} tabId
  * @param {number} ms how long the capture waited
- * @param {boolean} answered whether the page answered the layout query (and only painted nothing)
+ * @param {boolean} answered whether the page answered (a capture produced no frame) rather than not at all
  */
 async function stalledAdvice(tabId, ms, answered) {
   const seconds = (ms / 1000).toFixed(1);

@@ -83,7 +83,8 @@ function pngHeader(width, height) {
 }
 
 /** The CDP session of every tab: records commands; `paints(tabId)` says whether captures answer. */
-function fakeDebuggers({ paints = () => true, onMousePressed = () => {} } = {}) {
+function fakeDebuggers({ paints = () => true, onMousePressed = () => {}, viewport = [2000, 1000] } = {}) {
+  const [width, height] = viewport;
   const sent = [];
   const muted = [];
   return {
@@ -98,14 +99,16 @@ function fakeDebuggers({ paints = () => true, onMousePressed = () => {} } = {}) 
       switch (method) {
         case 'Page.getLayoutMetrics':
           return {
-            cssVisualViewport: { pageX: 0, pageY: 0, clientWidth: 2000, clientHeight: 1000 },
-            visualViewport: { pageX: 0, pageY: 0, clientWidth: 2000, clientHeight: 1000 },
-            cssContentSize: { x: 0, y: 0, width: 2000, height: 3000 },
+            cssVisualViewport: { pageX: 0, pageY: 0, clientWidth: width, clientHeight: height },
+            visualViewport: { pageX: 0, pageY: 0, clientWidth: width, clientHeight: height },
+            cssContentSize: { x: 0, y: 0, width, height: 3 * height },
           };
-        case 'Page.captureScreenshot':
+        case 'Page.captureScreenshot': {
           if (!paints(tabId))
             return new Promise(() => {});
-          return { data: pngHeader(Math.round(2000 * params.clip.scale), Math.round(1000 * params.clip.scale)) };
+          const scale = params.clip?.scale ?? 1;
+          return { data: pngHeader(Math.round(width * scale), Math.round(height * scale)) };
+        }
         case 'Runtime.evaluate':
           return { result: { type: 'object', value: { x: 5, y: 6, element: 'button#go' } } };
         case 'Input.dispatchMouseEvent':
@@ -192,6 +195,29 @@ test('a screenshot is sized for a model and names its format and pixel size', as
   assert.equal(small.mimeType, 'image/jpeg');
   assert.ok(Math.max(small.width, small.height) <= 500);
   await assert.rejects(runCommand(ctx, 'screenshot', { maxDimension: 8 }), /maxDimension/);
+});
+
+test('a frame of the tab\'s own size is taken as it is; any other is measured and clipped, then at once for that tab', async () => {
+  ctx.debuggers = fakeDebuggers({ viewport: [1280, 800] });
+  const { tabId } = await runCommand(ctx, 'createTab', {});
+  Object.assign(browser.tabs.get(tabId), { width: 1280, height: 800 });
+  const shot = await runCommand(ctx, 'screenshot', {});
+  assert.deepEqual([shot.width, shot.height], [1280, 800]);
+  assert.deepEqual(ctx.debuggers.sent.filter(c => c.method.startsWith('Page.')),
+      [{ tabId, method: 'Page.captureScreenshot', params: { format: 'png' } }]);
+
+  // An emulated viewport taller than the window (browser_resize): the frame is not the tab's size.
+  Object.assign(browser.tabs.get(tabId), { width: 1280, height: 661 });
+  ctx.debuggers = fakeDebuggers({ viewport: [1280, 800] });
+  const emulated = await runCommand(ctx, 'screenshot', {});
+  assert.deepEqual([emulated.width, emulated.height], [1280, 800]);
+  await runCommand(ctx, 'screenshot', {});
+  const sent = ctx.debuggers.sent.filter(c => c.method.startsWith('Page.'));
+  assert.deepEqual(sent.map(c => c.method), [
+    'Page.captureScreenshot', 'Page.getLayoutMetrics', 'Page.captureScreenshot',
+    'Page.getLayoutMetrics', 'Page.captureScreenshot',
+  ]);
+  assert.deepEqual(sent.at(-1).params.clip, { x: 0, y: 0, width: 1280, height: 800, scale: 1 });
 });
 
 test('a background tab that never paints gets an explained error within 5 s, and is not brought to the front', async () => {

@@ -9,6 +9,7 @@
 use crate::common;
 
 use std::fs;
+use std::future::Future;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -203,60 +204,31 @@ async fn bridge_to_page(chromium: &Path) {
 
 #[cfg(feature = "http-mcp")]
 async fn http_session_to_page(chromium: &Path) {
-    use common::http::{text as http_text, Session};
     let relay = relay().await;
     let site = FixtureSite::start().await;
     let profile = Profile::new(&relay, "HTTP Chromium");
     let browser = Browser::launch(chromium, &profile);
-    let mut watcher = Driver::handshake(&relay, "watcher").await;
-    watcher.wait_for_extension(&browser).await;
-    let session = Session::open(relay.local_addr, USER, "e2e-http-host", "/mcp").await;
-    let mut id = 10;
-    let deadline = Instant::now() + STEP;
-    loop {
-        id += 1;
-        let opened = session
-            .call(
-                id,
-                "browser_tabs",
-                json!({"action": "new", "url": site.url("page1.html")}),
-            )
-            .await;
-        if opened["isError"] != true {
-            assert!(http_text(&opened).contains("page1.html"), "{opened}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "browser_tabs new kept failing: {opened}"
-        );
-        tokio::time::sleep(POLL).await;
-    }
-    let read_button = json!({"expression": "document.querySelector('#btn').textContent"});
-    let before = session
-        .call(100, "browser_evaluate", read_button.clone())
-        .await;
-    assert!(!http_text(&before).contains("Clicked"), "{before}");
-    let clicked = session
-        .call(101, "browser_click", json!({"selector": "#btn"}))
-        .await;
-    assert_ne!(clicked["isError"], true, "{clicked}");
-    let after = session.call(102, "browser_evaluate", read_button).await;
-    assert!(
-        http_text(&after).contains("Clicked"),
-        "the click did not reach the page: {after}"
+    let (host, opened) = HttpHost::with_tab(&relay, &browser, &site.url("page1.html")).await;
+    assert!(text(&opened).contains("page1.html"), "{opened}");
+    let read_button = "document.querySelector('#btn').textContent";
+    assert_ne!(page_value(&host, read_button).await, "Clicked");
+    tool_ok(&host, "browser_click", json!({"selector": "#btn"})).await;
+    assert_eq!(
+        page_value(&host, read_button).await,
+        "Clicked",
+        "the click did not reach the page"
     );
 }
 
 /// A tool call that must succeed, and its JSON.
-async fn tool_ok(bridge: &Bridge, name: &str, args: Value) -> Value {
-    ok_json(&tool(bridge, name, args).await)
+async fn tool_ok(host: &impl Host, name: &str, args: Value) -> Value {
+    ok_json(&tool(host, name, args).await)
 }
 
-/// The value of a page expression, through the bridge.
-async fn page_value(bridge: &Bridge, expression: &str) -> Value {
+/// The value of a page expression, through `host`.
+async fn page_value(host: &impl Host, expression: &str) -> Value {
     let args = json!({ "expression": expression });
-    tool_ok(bridge, "browser_evaluate", args).await["value"].clone()
+    tool_ok(host, "browser_evaluate", args).await["value"].clone()
 }
 
 async fn playwright_tools(chromium: &Path, mode: Mode) {
@@ -1100,8 +1072,8 @@ async fn snapshot_refs_stay_true_and_a_huge_page_comes_in_parts() {
 }
 
 /// The outline of a whole (not in parts) `browser_snapshot` result: its text after the header.
-async fn outline(bridge: &Bridge, args: Value) -> String {
-    let result = tool(bridge, "browser_snapshot", args).await;
+async fn outline(host: &impl Host, args: Value) -> String {
+    let result = tool(host, "browser_snapshot", args).await;
     assert!(!is_error(&result), "{result}");
     assert!(
         result["structuredContent"].get("part").is_none(),
@@ -1300,35 +1272,8 @@ async fn snapshot_refs(chromium: &Path) {
         json!({"url": site.url("table.html")}),
     )
     .await;
-    let mut chunk = text(&tool(&bridge, "browser_snapshot", json!({})).await);
-    let mut whole = String::new();
-    let mut parts = 1;
-    loop {
-        assert!(
-            chunk.chars().count() <= REFS_RESULT_LIMIT,
-            "part of {} characters",
-            chunk.chars().count()
-        );
-        let (body, note) = chunk
-            .rsplit_once("[Part ")
-            .unwrap_or_else(|| panic!("no note after part {parts}"));
-        // Parts end at line boundaries.
-        assert!(body.ends_with('\n'), "part {parts} ends mid-line");
-        whole.push_str(body);
-        if note.contains("End of the result") {
-            break;
-        }
-        assert!(note.contains("browser_find"), "{note}");
-        let offset: u64 = note
-            .split("{\"offset\": ")
-            .nth(1)
-            .and_then(|rest| rest.split('}').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no offset in {note}"));
-        chunk = text(&tool(&bridge, "browser_snapshot", json!({ "offset": offset })).await);
-        parts += 1;
-        assert!(parts < 100, "too many parts");
-    }
+    let (whole, parts) =
+        read_in_parts(&bridge, "browser_snapshot", json!({}), REFS_RESULT_LIMIT).await;
     assert!(parts > 2, "the table came in {parts} parts");
     // The parts join into the whole text: the header, then every row.
     let (head, rows) = whole.split_once("\n\n").expect("a header");
@@ -1430,17 +1375,18 @@ async fn bridge_with_tab_args(
     let mut args = vec!["--relay", relay_url.as_str()];
     args.extend_from_slice(extra);
     let bridge = start_bridge((), &args, &token(USER, Some(Role::Mcp))).await;
-    // The bridge connects to the only browser by itself; retry while it is still doing so.
+    let opened = open_tab(&bridge, url).await;
+    (bridge, opened)
+}
+
+/// The result of `browser_tabs new` at `url` through `host`, retried while the host is still
+/// finding the only browser.
+async fn open_tab(host: &impl Host, url: &str) -> Value {
     let deadline = Instant::now() + STEP;
     loop {
-        let result = tool(
-            &bridge,
-            "browser_tabs",
-            json!({"action": "new", "url": url}),
-        )
-        .await;
+        let result = tool(host, "browser_tabs", json!({"action": "new", "url": url})).await;
         if !is_error(&result) {
-            return (bridge, result);
+            return result;
         }
         assert!(
             Instant::now() < deadline,
@@ -1450,26 +1396,76 @@ async fn bridge_with_tab_args(
     }
 }
 
+/// Where a test's tool calls go: `mcp-relay bridge` over stdio, or the relay's own HTTP `/mcp`.
+/// The same tool code serves both, so one scenario written against this proves both routes.
+trait Host {
+    /// One `tools/call`, answered as the host sees it on the wire.
+    fn call(&self, name: &str, args: Value) -> impl Future<Output = Result<Value, String>>;
+}
+
+impl Host for Bridge {
+    async fn call(&self, name: &str, args: Value) -> Result<Value, String> {
+        let params = rmcp::model::CallToolRequestParams::new(name.to_owned())
+            .with_arguments(args.as_object().expect("arguments are an object").clone());
+        match self.call_tool(params).await {
+            Err(e) => Err(format!("bridge error: {e}")),
+            Ok(result) => Ok(serde_json::to_value(result).unwrap()),
+        }
+    }
+}
+
+/// An MCP session of the relay's HTTP `/mcp`, as a host that connects by URL holds it.
+#[cfg(feature = "http-mcp")]
+struct HttpHost {
+    session: common::http::Session,
+    next_id: std::sync::atomic::AtomicU64,
+}
+
+#[cfg(feature = "http-mcp")]
+impl HttpHost {
+    /// A session of `relay`'s `/mcp` for [`USER`], once `browser` is online, and its first
+    /// call: a new tab at `url`.
+    async fn with_tab(relay: &RunningRelay, browser: &Browser<'_>, url: &str) -> (HttpHost, Value) {
+        let mut watcher = Driver::handshake(relay, "watcher").await;
+        watcher.wait_for_extension(browser).await;
+        let session =
+            common::http::Session::open(relay.local_addr, USER, "e2e-http-host", "/mcp").await;
+        let host = HttpHost {
+            session,
+            next_id: 10.into(),
+        };
+        let opened = open_tab(&host, url).await;
+        (host, opened)
+    }
+}
+
+#[cfg(feature = "http-mcp")]
+impl Host for HttpHost {
+    async fn call(&self, name: &str, args: Value) -> Result<Value, String> {
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(self.session.call(id, name, args).await)
+    }
+}
+
 /// A tool call that must be answered (successfully or not) within [`STEP`].
-async fn tool(bridge: &Bridge, name: &str, args: Value) -> Value {
-    try_tool(bridge, name, args, STEP)
+async fn tool(host: &impl Host, name: &str, args: Value) -> Value {
+    try_tool(host, name, args, STEP)
         .await
         .unwrap_or_else(|problem| panic!("{name}: {problem}"))
 }
 
-/// A tool call; Err when it is not answered within `limit` or the bridge fails.
+/// A tool call; Err when it is not answered within `limit` or the host fails.
 async fn try_tool(
-    bridge: &Bridge,
+    host: &impl Host,
     name: &str,
     args: Value,
     limit: Duration,
 ) -> Result<Value, String> {
-    let params = rmcp::model::CallToolRequestParams::new(name.to_owned())
-        .with_arguments(args.as_object().expect("arguments are an object").clone());
-    match tokio::time::timeout(limit, bridge.call_tool(params)).await {
+    match tokio::time::timeout(limit, host.call(name, args)).await {
         Err(_) => Err(format!("no answer within {limit:?}")),
-        Ok(Err(e)) => Err(format!("bridge error: {e}")),
-        Ok(Ok(result)) => Ok(serde_json::to_value(result).unwrap()),
+        Ok(answer) => answer,
     }
 }
 
@@ -2230,6 +2226,49 @@ async fn take_screenshot_of_an_element_clips_to_its_box() {
     );
 }
 
+/// A viewport screenshot is taken as the frame Chrome has when that frame is the tab's own size
+/// (extension/lib/screenshots.js): it must be the page as shown, down to its bottom rows (the
+/// page's red bottom bar, read back by decoding the PNG in the page itself). Under an emulated
+/// viewport taller than the window (`browser_resize`) the frame is not the tab's size, and the
+/// shot is measured and clipped to the emulated size instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_screenshot_is_the_page_as_shown_and_an_emulated_viewport_is_clipped_to_its_size() {
+    on_tools_page!(
+        "a_screenshot_is_the_page_as_shown_and_an_emulated_viewport_is_clipped_to_its_size",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "(() => { const bar = document.createElement('div'); bar.style.cssText = \
+                 'position: fixed; left: 0; right: 0; bottom: 0; height: 100px; \
+                 background: rgb(255, 0, 0)'; document.body.append(bar); return true; })()",
+            )
+            .await;
+            let shot = tool(&bridge, "browser_take_screenshot", json!({})).await;
+            let (_, png) = image_of(&shot);
+            let data = base64::engine::general_purpose::STANDARD.encode(&png);
+            let pixel = page_value(
+                &bridge,
+                &format!(
+                    "new Promise(done => {{ const image = new Image(); image.onload = () => {{ \
+                     const canvas = document.createElement('canvas'); \
+                     canvas.width = image.width; canvas.height = image.height; \
+                     const g = canvas.getContext('2d'); g.drawImage(image, 0, 0); \
+                     done([...g.getImageData(10, image.height - 20, 1, 1).data]); }}; \
+                     image.src = 'data:image/png;base64,{data}'; }})"
+                ),
+            )
+            .await;
+            assert_eq!(pixel, json!([255, 0, 0, 255]), "the shot's bottom rows");
+
+            let size = json!({"width": 1280, "height": 800});
+            tool_ok(&bridge, "browser_resize", size).await;
+            let shot = tool(&bridge, "browser_take_screenshot", json!({})).await;
+            assert_eq!(png_dimensions(&image_of(&shot).1), (1280, 800));
+        }
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resize_sets_the_viewport_of_the_agents_tab() {
     on_tools_page!(
@@ -2488,134 +2527,221 @@ async fn more_playwright_tools_benchmark() {
 }
 
 // ---------------------------------------------------------------------------
-// Issue 23: Playwright MCP's current names (target, browser_find, …), drops, media, downloads
+// Issue 23: Playwright MCP's current names (target, browser_find, …), drops, media, downloads,
+// each through the bridge and through the relay's own HTTP `/mcp`.
+
+/// Runs `check` on the tools fixture in real Chromium through an MCP session of the relay's
+/// HTTP `/mcp` (no bridge): `on_tools_page!` for hosts that connect by URL.
+#[cfg(feature = "http-mcp")]
+async fn on_tools_page_over_http(test: &str, check: impl AsyncFnOnce(&HttpHost, &FixtureSite)) {
+    let Some(chromium) = chromium_or_skip(test) else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, async {
+        let relay = relay().await;
+        let site = FixtureSite::start().await;
+        let profile = Profile::new(&relay, "Tools Chromium");
+        let person = site.url("person.html");
+        let browser = Browser::launch_in(&chromium, &profile, Mode::Headless, &[], &[&person]);
+        let (host, _) = HttpHost::with_tab(&relay, &browser, &site.url("tools.html")).await;
+        check(&host, &site).await;
+    })
+    .await;
+}
 
 /// `browser_find` answers the matching outline lines under their path, and a ref it shows
-/// works as `target`; `startTarget`/`endTarget` drag by selector. Needs only today's extension.
+/// works as `target`; `startTarget`/`endTarget` drag by selector, and by refs alone onto a list
+/// item that nobody can click (it has a ref only because it is a list item).
+async fn find_and_target(host: &impl Host) {
+    let found = tool(host, "browser_find", json!({"text": "fetch"})).await;
+    assert!(!is_error(&found), "{found}");
+    let found_text = text(&found);
+    assert!(found_text.starts_with("Tab "), "{found_text}");
+    let button = found_text
+        .lines()
+        .find(|line| line.contains("button \"Fetch\"") && line.ends_with('◀'))
+        .unwrap_or_else(|| panic!("no match marked in\n{found_text}"));
+    let fetch = ref_of(button, "[ref=");
+    tool_ok(host, "browser_click", json!({ "target": fetch })).await;
+    tool_ok(
+        host,
+        "browser_wait_for",
+        json!({"text": "200 404", "timeout": 5}),
+    )
+    .await;
+    let none = tool(host, "browser_find", json!({"regex": "/^nothing here$/"})).await;
+    assert!(
+        !is_error(&none) && text(&none).contains("No line of the page's outline"),
+        "{none}"
+    );
+    assert_eq!(page_value(host, "order()").await, "ABC");
+    tool_ok(
+        host,
+        "browser_drag",
+        json!({"startTarget": "#item-c", "endTarget": "#item-a"}),
+    )
+    .await;
+    assert_eq!(page_value(host, "order()").await, "CAB");
+    let list = outline(host, json!({"target": "#dnd"})).await;
+    let item = |name: &str| {
+        let line = list
+            .lines()
+            .find(|l| {
+                l.contains("listitem")
+                    && (l.contains(&format!("\"{name}\""))
+                        || l.trim_end().ends_with(&format!(": {name}")))
+            })
+            .unwrap_or_else(|| panic!("no item {name} in\n{list}"));
+        ref_of(line, "[ref=")
+    };
+    tool_ok(
+        host,
+        "browser_drag",
+        json!({"startTarget": item("B"), "endTarget": item("C")}),
+    )
+    .await;
+    assert_eq!(page_value(host, "order()").await, "BCA");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn find_and_target_name_elements_on_a_real_page() {
     on_tools_page!(
         "find_and_target_name_elements_on_a_real_page",
         &[],
         |bridge, _site| {
-            let found = tool(&bridge, "browser_find", json!({"text": "fetch"})).await;
-            assert!(!is_error(&found), "{found}");
-            let found_text = text(&found);
-            assert!(found_text.starts_with("Tab "), "{found_text}");
-            let button = found_text
-                .lines()
-                .find(|line| line.contains("button \"Fetch\"") && line.ends_with('◀'))
-                .unwrap_or_else(|| panic!("no match marked in\n{found_text}"));
-            let fetch = ref_of(button, "[ref=");
-            tool_ok(&bridge, "browser_click", json!({ "target": fetch })).await;
-            tool_ok(
-                &bridge,
-                "browser_wait_for",
-                json!({"text": "200 404", "timeout": 5}),
-            )
-            .await;
-            let none = tool(
-                &bridge,
-                "browser_find",
-                json!({"regex": "/^nothing here$/"}),
-            )
-            .await;
-            assert!(
-                !is_error(&none) && text(&none).contains("No line of the page's outline"),
-                "{none}"
-            );
-            assert_eq!(page_value(&bridge, "order()").await, "ABC");
-            tool_ok(
-                &bridge,
-                "browser_drag",
-                json!({"startTarget": "#item-c", "endTarget": "#item-a"}),
-            )
-            .await;
-            assert_eq!(page_value(&bridge, "order()").await, "CAB");
+            find_and_target(&bridge).await;
         }
     );
 }
 
-/// `browser_snapshot {target}` reads one subtree; `browser_drop` drops MIME data on the
-/// fixture's drop list (named only by a ref) and files read where the bridge runs;
-/// `browser_emulate_media` switches and clears the colour scheme.
+#[cfg(feature = "http-mcp")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_find_and_target_name_elements_on_a_real_page() {
+    on_tools_page_over_http(
+        "over_http_find_and_target_name_elements_on_a_real_page",
+        async |host, _site| find_and_target(host).await,
+    )
+    .await;
+}
+
+/// `browser_snapshot {target, depth}` reads one subtree; `browser_drop` drops MIME data on a
+/// list item named only by a ref, and files: read where the bridge runs when `files_here`,
+/// refused when the tools run on the relay's server (HTTP `/mcp`), whose files are not the
+/// host's; `browser_emulate_media` switches and clears the colour scheme.
+async fn subtree_drop_and_media(host: &impl Host, files_here: bool) {
+    let list = outline(host, json!({"target": "#dnd"})).await;
+    assert!(list.starts_with("- list"), "{list}");
+    assert_eq!(list.matches("listitem").count(), 3, "{list}");
+    assert!(!list.contains("Fetch"), "{list}");
+    let shallow = outline(host, json!({"target": "#dnd", "depth": 1})).await;
+    assert!(
+        shallow.starts_with("- list") && !shallow.contains("listitem"),
+        "{shallow}"
+    );
+    // The list itself has a ref now: drop an item's id on it as a drag from outside
+    // would carry it (the fixture's items move the dropped id before themselves).
+    let item_a = list
+        .lines()
+        .find(|l| l.contains("listitem") && (l.contains("\"A\"") || l.trim_end().ends_with(": A")))
+        .unwrap_or_else(|| panic!("no item A in\n{list}"));
+    let a = ref_of(item_a, "[ref=");
+    let dropped = tool_ok(
+        host,
+        "browser_drop",
+        json!({"target": a, "data": {"text/plain": "item-c"}}),
+    )
+    .await;
+    assert_eq!(dropped["accepted"], true, "{dropped}");
+    assert_eq!(page_value(host, "order()").await, "CAB");
+
+    // Files: a drop zone that records what it received.
+    page_value(
+        host,
+        "(() => { const zone = document.createElement('div'); zone.id = 'zone'; \
+         zone.textContent = 'Drop here'; zone.style.height = '40px'; \
+         zone.addEventListener('dragover', e => e.preventDefault()); \
+         zone.addEventListener('drop', async e => { e.preventDefault(); \
+         window.droppedFiles = await Promise.all([...e.dataTransfer.files].map(async f => \
+         `${f.name}:${f.size}:${await f.text()}`)); }); \
+         document.body.prepend(zone); return true; })()",
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dropped.txt");
+    std::fs::write(&path, "héllo").unwrap();
+    let drop_file = json!({"target": "#zone", "paths": [path]});
+    if files_here {
+        tool_ok(host, "browser_drop", drop_file).await;
+        let deadline = Instant::now() + STEP;
+        loop {
+            let files = page_value(host, "window.droppedFiles || null").await;
+            if files == json!(["dropped.txt:6:héllo"]) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "dropped files: {files}");
+            tokio::time::sleep(POLL).await;
+        }
+    } else {
+        let refused = tool(host, "browser_drop", drop_file).await;
+        let said = text(&refused);
+        assert!(
+            is_error(&refused) && said.contains("relay's server") && said.contains("\"data\""),
+            "{refused}"
+        );
+        assert_eq!(
+            page_value(host, "window.droppedFiles || null").await,
+            Value::Null
+        );
+    }
+
+    let dark = "matchMedia('(prefers-color-scheme: dark)').matches";
+    assert_eq!(page_value(host, dark).await, false);
+    tool_ok(
+        host,
+        "browser_emulate_media",
+        json!({"colorScheme": "dark"}),
+    )
+    .await;
+    assert_eq!(page_value(host, dark).await, true);
+    tool_ok(host, "browser_emulate_media", json!({"colorScheme": null})).await;
+    assert_eq!(page_value(host, dark).await, false);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subtree_snapshot_drop_and_emulated_media_on_a_real_page() {
     on_tools_page!(
         "subtree_snapshot_drop_and_emulated_media_on_a_real_page",
         &[],
         |bridge, _site| {
-            let list = outline(&bridge, json!({"target": "#dnd"})).await;
-            assert!(list.starts_with("- list"), "{list}");
-            assert_eq!(list.matches("listitem").count(), 3, "{list}");
-            assert!(!list.contains("Fetch"), "{list}");
-            // The list itself has a ref now: drop an item's id on it as a drag from outside
-            // would carry it (the fixture's items move the dropped id before themselves).
-            let item_a = list
-                .lines()
-                .find(|l| {
-                    l.contains("listitem") && (l.contains("\"A\"") || l.trim_end().ends_with(": A"))
-                })
-                .unwrap_or_else(|| panic!("no item A in\n{list}"));
-            let a = ref_of(item_a, "[ref=");
-            let dropped = tool_ok(
-                &bridge,
-                "browser_drop",
-                json!({"target": a, "data": {"text/plain": "item-c"}}),
-            )
-            .await;
-            assert_eq!(dropped["accepted"], true, "{dropped}");
-            assert_eq!(page_value(&bridge, "order()").await, "CAB");
-
-            // Files: a drop zone that records what it received.
-            page_value(
-                &bridge,
-                "(() => { const zone = document.createElement('div'); zone.id = 'zone'; \
-                 zone.textContent = 'Drop here'; zone.style.height = '40px'; \
-                 zone.addEventListener('dragover', e => e.preventDefault()); \
-                 zone.addEventListener('drop', async e => { e.preventDefault(); \
-                 window.droppedFiles = await Promise.all([...e.dataTransfer.files].map(async f => \
-                 `${f.name}:${f.size}:${await f.text()}`)); }); \
-                 document.body.prepend(zone); return true; })()",
-            )
-            .await;
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("dropped.txt");
-            std::fs::write(&path, "héllo").unwrap();
-            tool_ok(
-                &bridge,
-                "browser_drop",
-                json!({"target": "#zone", "paths": [path]}),
-            )
-            .await;
-            let deadline = Instant::now() + STEP;
-            loop {
-                let files = page_value(&bridge, "window.droppedFiles || null").await;
-                if files == json!(["dropped.txt:6:héllo"]) {
-                    break;
-                }
-                assert!(Instant::now() < deadline, "dropped files: {files}");
-                tokio::time::sleep(POLL).await;
-            }
-
-            let dark = "matchMedia('(prefers-color-scheme: dark)').matches";
-            assert_eq!(page_value(&bridge, dark).await, false);
-            tool_ok(
-                &bridge,
-                "browser_emulate_media",
-                json!({"colorScheme": "dark"}),
-            )
-            .await;
-            assert_eq!(page_value(&bridge, dark).await, true);
-            tool_ok(
-                &bridge,
-                "browser_emulate_media",
-                json!({"colorScheme": null}),
-            )
-            .await;
-            assert_eq!(page_value(&bridge, dark).await, false);
+            subtree_drop_and_media(&bridge, true).await;
         }
     );
+}
+
+#[cfg(feature = "http-mcp")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_subtree_snapshot_drop_and_emulated_media_and_no_relay_files() {
+    on_tools_page_over_http(
+        "over_http_subtree_snapshot_drop_and_emulated_media_and_no_relay_files",
+        async |host, _site| subtree_drop_and_media(host, false).await,
+    )
+    .await;
+}
+
+/// Puts a link on the page that downloads `report.bin`, 300,000 bytes covering every value of
+/// a byte many times over, and answers those bytes.
+async fn download_link(host: &impl Host) -> Vec<u8> {
+    page_value(
+        host,
+        "(() => { const bytes = new Uint8Array(300000).map((_, i) => (i * 7) % 256); \
+         const a = document.createElement('a'); a.id = 'dl'; a.textContent = 'Download'; \
+         a.download = 'report.bin'; \
+         a.href = URL.createObjectURL(new Blob([bytes], {type: 'application/octet-stream'})); \
+         document.body.prepend(a); return true; })()",
+    )
+    .await;
+    (0..300_000usize).map(|i| ((i * 7) % 256) as u8).collect()
 }
 
 /// A download the agent's click starts is captured, carried to where the bridge runs byte for
@@ -2629,16 +2755,7 @@ async fn a_download_is_carried_back_byte_exact() {
         "a_download_is_carried_back_byte_exact",
         &["--downloads-dir", &downloads],
         |bridge, _site| {
-            // 300,000 bytes, every value of a byte many times over.
-            page_value(
-                &bridge,
-                "(() => { const bytes = new Uint8Array(300000).map((_, i) => (i * 7) % 256); \
-                 const a = document.createElement('a'); a.id = 'dl'; a.textContent = 'Download'; \
-                 a.download = 'report.bin'; \
-                 a.href = URL.createObjectURL(new Blob([bytes], {type: 'application/octet-stream'})); \
-                 document.body.prepend(a); return true; })()",
-            )
-            .await;
+            let expected = download_link(&bridge).await;
             let clicked = tool(&bridge, "browser_click", json!({"target": "#dl"})).await;
             assert!(!is_error(&clicked), "{clicked}");
             let saved = dir.path().join("report (1).bin");
@@ -2652,7 +2769,6 @@ async fn a_download_is_carried_back_byte_exact() {
                 tokio::time::sleep(POLL).await;
             }
             let bytes = std::fs::read(&saved).unwrap();
-            let expected: Vec<u8> = (0..300_000usize).map(|i| ((i * 7) % 256) as u8).collect();
             assert!(bytes == expected, "the download's bytes changed");
             assert_eq!(
                 std::fs::read(dir.path().join("report.bin")).unwrap(),
@@ -2662,6 +2778,161 @@ async fn a_download_is_carried_back_byte_exact() {
             assert!(listed.contains(&saved.display().to_string()), "{listed}");
         }
     );
+}
+
+/// Over the relay's HTTP `/mcp` the tools run on the relay's server, which is not where the
+/// host is: the download comes back inside the result that took it, as an embedded resource
+/// whose bytes are the page's exactly, and `browser_downloads` lists it.
+#[cfg(feature = "http-mcp")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_a_download_is_carried_back_byte_exact_in_the_result() {
+    on_tools_page_over_http(
+        "over_http_a_download_is_carried_back_byte_exact_in_the_result",
+        async |host, _site| {
+            let expected = download_link(host).await;
+            let mut result = tool(host, "browser_click", json!({"target": "#dl"})).await;
+            assert!(!is_error(&result), "{result}");
+            let deadline = Instant::now() + STEP;
+            // In the click's result when the download completed in time; otherwise in the
+            // browser_downloads result that takes it.
+            let (said, blob) = loop {
+                if let Some(blob) = embedded_blob(&result) {
+                    break (text(&result), blob);
+                }
+                assert!(Instant::now() < deadline, "no download carried: {result}");
+                tokio::time::sleep(POLL).await;
+                result = tool(host, "browser_downloads", json!({})).await;
+                assert!(!is_error(&result), "{result}");
+            };
+            assert!(
+                said.contains("report.bin") && said.contains("carried back"),
+                "{said}"
+            );
+            assert_eq!(blob["mimeType"], "application/octet-stream", "{blob}");
+            let uri = blob["uri"].as_str().unwrap();
+            assert!(uri.ends_with("/report.bin"), "{uri}");
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(blob["blob"].as_str().unwrap())
+                .unwrap();
+            assert!(bytes == expected, "the download's bytes changed");
+            let listed = text(&tool(host, "browser_downloads", json!({})).await);
+            assert!(
+                listed.contains("1 downloads carried back") && listed.contains(uri),
+                "{listed}"
+            );
+        },
+    )
+    .await;
+}
+
+/// The embedded resource with bytes (`blob`) in a tool result, if any.
+#[cfg(feature = "http-mcp")]
+fn embedded_blob(result: &Value) -> Option<Value> {
+    result["content"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "resource" && c["resource"]["blob"].is_string())
+        .map(|c| c["resource"].clone())
+}
+
+/// Over the relay's HTTP `/mcp` (which has no `--max-result-chars`) no text result is over
+/// 40,000 characters: a 5,000-row table's snapshot and a 208,890-character evaluated string
+/// come in parts that end at line boundaries, and reading on with `offset` returns exactly the
+/// rest: every row once, and the string character for character.
+#[cfg(feature = "http-mcp")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_long_results_come_in_parts_of_at_most_40000_characters() {
+    on_tools_page_over_http(
+        "over_http_long_results_come_in_parts_of_at_most_40000_characters",
+        async |host, site| {
+            tool_ok(
+                host,
+                "browser_navigate",
+                json!({"url": site.url("table.html")}),
+            )
+            .await;
+            let (snapshot, parts) =
+                read_in_parts(host, "browser_snapshot", json!({}), 40_000).await;
+            assert!(parts > 2, "the table came in {parts} parts");
+            let mut rows: Vec<u32> = snapshot
+                .lines()
+                .filter_map(|l| l.trim_start().strip_prefix("- cell \"Person "))
+                .map(|rest| rest.split('"').next().unwrap().parse().unwrap())
+                .collect();
+            rows.sort_unstable();
+            assert!(
+                rows == (1..=5000).collect::<Vec<_>>(),
+                "rows lost or repeated"
+            );
+
+            let expression = "Array.from({length: 20000}, (_, i) => `line ${i}`).join('\\n')";
+            let expected = (0..20_000)
+                .map(|i| format!("line {i}"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let (value, parts) = read_in_parts(
+                host,
+                "browser_evaluate",
+                json!({ "expression": expression }),
+                40_000,
+            )
+            .await;
+            assert!(parts > 2, "the string came in {parts} parts");
+            assert!(value == expected, "the parts are not the string");
+        },
+    )
+    .await;
+}
+
+/// Reads a `tool` result to its end through `offset`, checking that no part's text is over
+/// `limit` characters, that each part but the last ends at a line boundary, that each starts
+/// where the text so far ends and that its note tells the model the next offset; answers the
+/// joined text and how many parts it came in.
+async fn read_in_parts(host: &impl Host, name: &str, args: Value, limit: usize) -> (String, usize) {
+    let mut result = tool(host, name, args).await;
+    let mut whole = String::new();
+    let mut parts = 0;
+    loop {
+        parts += 1;
+        assert!(parts < 100, "too many parts");
+        let chunk = text(&result);
+        let chars = chunk.chars().count();
+        assert!(
+            chars <= limit,
+            "part {parts} of {name} has {chars} characters"
+        );
+        let Some(part) = result["structuredContent"].get("part").cloned() else {
+            assert_eq!(parts, 1, "part {parts} of {name} does not say where it is");
+            return (chunk, 1);
+        };
+        let at = |field: &str| part[field].as_u64().map(|n| n as usize);
+        assert_eq!(
+            at("offset"),
+            Some(whole.chars().count()),
+            "part {parts} of {name} skips or repeats"
+        );
+        let body: String = chunk
+            .chars()
+            .take(at("end").unwrap() - at("offset").unwrap())
+            .collect();
+        let note = &chunk[body.len()..];
+        assert!(
+            note.trim_start_matches('\n').starts_with("[Part "),
+            "{note}"
+        );
+        whole.push_str(&body);
+        let Some(next) = at("nextOffset") else {
+            assert!(note.contains("End of the result"), "{note}");
+            return (whole, parts);
+        };
+        assert!(body.ends_with('\n'), "part {parts} of {name} ends mid-line");
+        if name == "browser_snapshot" {
+            assert!(note.contains("browser_find"), "{note}");
+        }
+        let read_on = format!("call {name} with {{\"offset\": {next}}}");
+        assert!(note.contains(&read_on), "{note}");
+        result = tool(host, name, json!({ "offset": next })).await;
+    }
 }
 
 /// Issue 27 in a real browser: one `code_execution` script visits three fixture pages and

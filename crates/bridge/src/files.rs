@@ -116,7 +116,7 @@ pub(crate) fn save_pdf(data: &str, filename: Option<&str>) -> Result<(PathBuf, u
 
 /// The page's name for a download, made safe as one file name here: no directories, no
 /// leading dots, no control characters.
-fn safe_file_name(name: &str) -> String {
+pub(crate) fn safe_file_name(name: &str) -> String {
     let last = name.rsplit(['/', '\\']).next().unwrap_or_default();
     let cleaned: String = last
         .chars()

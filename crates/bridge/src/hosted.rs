@@ -101,7 +101,10 @@ pub fn server(session: HostedSession) -> (BrowserServer, TokenRefresh) {
     let link: Arc<dyn BrowserLink> = Arc::new(relay);
     let toolbox =
         crate::tools::Toolbox::new(Arc::clone(&link), crate::tools::DEFAULT_MAX_RESULT_CHARS)
-            .with_max_message_bytes(session.max_message_bytes);
+            .with_max_message_bytes(session.max_message_bytes)
+            // The relay's server is not the host's machine, and its files are not the host's
+            // to read: files travel in results instead.
+            .with_files_in_results();
     let gateway = Gateway::new(
         Arc::new(toolbox),
         session.tools,

@@ -46,6 +46,15 @@ pub use table::definitions;
 
 use results::{error, render, success, Rendered};
 
+/// `result` with `more` content after its own (files carried back, transfers.rs).
+fn with_content(
+    mut result: CallToolResult,
+    more: Vec<rmcp::model::ContentBlock>,
+) -> CallToolResult {
+    result.content.extend(more);
+    result
+}
+
 /// Tools whose results can be long and that therefore take `offset`.
 const PAGED: [&str; 6] = [
     "browser_snapshot",
@@ -165,6 +174,13 @@ impl Toolbox {
         self
     }
 
+    /// Keeps no file where the tools run (the relay's HTTP `/mcp`): `paths` are refused, and
+    /// PDFs and downloads travel back in their results (transfers.rs).
+    pub(crate) fn with_files_in_results(mut self) -> Toolbox {
+        self.downloads = transfers::Downloads::keeping(transfers::Keep::InResult);
+        self
+    }
+
     pub(crate) fn definitions(&self) -> &[Tool] {
         &self.tools
     }
@@ -226,8 +242,8 @@ impl Toolbox {
                 if image {
                     return Ok(results::screenshot_result(&result));
                 }
-                self.take_downloads(&mut result).await;
-                Ok(self.answer(name, &result))
+                let carried = self.take_downloads(&mut result).await;
+                Ok(with_content(self.answer(name, &result), carried))
             }
             Plan::Continue(offset) => Ok(self.continue_result(name, offset)),
             Plan::Upload {
@@ -235,6 +251,9 @@ impl Toolbox {
                 paths,
                 mut params,
             } => {
+                if !paths.is_empty() && self.downloads.in_results() {
+                    return Ok(error(format!("{name}: {}", transfers::NO_PATHS_OVER_HTTP)));
+                }
                 if !paths.is_empty() {
                     match crate::files::read_upload(&paths, self.max_message_bytes) {
                         Err(message) => return Ok(error(format!("{name}: {message}"))),
@@ -242,12 +261,16 @@ impl Toolbox {
                     }
                 }
                 let mut result = self.link.call(method, params).await?;
-                self.take_downloads(&mut result).await;
-                Ok(self.answer(name, &result))
+                let carried = self.take_downloads(&mut result).await;
+                Ok(with_content(self.answer(name, &result), carried))
             }
             Plan::SavePdf { params, filename } => {
                 let result = self.link.call("printPdf", params).await?;
-                Ok(results::pdf_result(&result, filename.as_deref()))
+                Ok(results::pdf_result(
+                    &result,
+                    filename.as_deref(),
+                    self.downloads.in_results(),
+                ))
             }
             Plan::Find {
                 params,

@@ -106,6 +106,16 @@ fn download_lines(downloads: &Value) -> Vec<String> {
     rows.iter()
         .map(|row| {
             let name = row["filename"].as_str().unwrap_or("download");
+            if let Some(uri) = row["carried"].as_str() {
+                return format!(
+                    "Downloaded {name} ({} bytes, {}): carried back in this result as the \
+                     resource {uri} (the relay keeps no copy)",
+                    row["bytes"],
+                    row["mimeType"]
+                        .as_str()
+                        .unwrap_or("application/octet-stream")
+                );
+            }
             match (row["saved"].as_str(), row["error"].as_str()) {
                 (Some(path), _) => format!(
                     "Downloaded {name}: saved as {path} ({} bytes, {}) on the bridge's machine",
@@ -329,10 +339,17 @@ pub(crate) fn screenshot_caption(result: &Value, mime: &str, base64_len: usize) 
 }
 
 /// The extension's base64 PDF, saved where the bridge runs; the result names the file.
-pub(crate) fn pdf_result(result: &Value, filename: Option<&str>) -> CallToolResult {
+pub(crate) fn pdf_result(
+    result: &Value,
+    filename: Option<&str>,
+    in_result: bool,
+) -> CallToolResult {
     let Some(data) = result["data"].as_str() else {
         return error("browser_pdf_save failed: the extension's answer held no PDF".into());
     };
+    if in_result {
+        return carried_pdf(result, data, filename);
+    }
     match crate::files::save_pdf(data, filename) {
         Err(message) => error(format!("browser_pdf_save: {message}")),
         Ok((path, bytes)) => {
@@ -353,6 +370,33 @@ pub(crate) fn pdf_result(result: &Value, filename: Option<&str>) -> CallToolResu
             success(text, Some(structured))
         }
     }
+}
+
+/// The PDF carried back in the result as an embedded resource, `filename` naming it only
+/// (the relay's HTTP `/mcp`: nothing is written where the tools run).
+fn carried_pdf(result: &Value, data: &str, filename: Option<&str>) -> CallToolResult {
+    use base64::Engine;
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data) else {
+        return error("browser_pdf_save failed: the extension's PDF was not base64".into());
+    };
+    let name = crate::files::safe_file_name(filename.unwrap_or("page.pdf"));
+    let uri = super::transfers::carried_uri("pdf", "page", &name);
+    let bytes = bytes.len();
+    let mut text = header(result);
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "The page as PDF ({bytes} bytes) is the resource {uri} in this result: nothing was \
+         saved on the relay's machine"
+    ));
+    let structured = json!({"tabId": result["tabId"], "url": result["url"], "carried": uri,
+        "bytes": bytes});
+    let mut answer = success(text, Some(structured));
+    answer
+        .content
+        .push(super::transfers::blob(data, uri, Some("application/pdf")));
+    answer
 }
 
 #[cfg(test)]

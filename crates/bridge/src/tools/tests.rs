@@ -825,6 +825,91 @@ async fn downloads_an_action_started_are_saved_and_named_in_its_result() {
     assert!(text.contains("--max-message-bytes"), "{text}");
 }
 
+/// Served by the relay (HTTP `/mcp`) the tools run on the relay's server: a download and a
+/// PDF come back inside the result as embedded resources, nothing is written there, and
+/// `paths` are refused before any file is read (the relay's files are not a host's to read).
+#[tokio::test]
+async fn with_files_in_results_nothing_is_read_or_written_where_the_tools_run() {
+    let link = FakeLink::new(vec![
+        (
+            "click",
+            Ok(json!({"tabId": 7, "clicked": true, "downloads": [
+                {"id": "d1", "url": "https://e/r.csv", "filename": "../r 1.csv", "mimeType": "text/csv", "bytes": 4, "state": "complete"}
+            ]})),
+        ),
+        (
+            "takeDownload",
+            Ok(
+                json!({"id": "d1", "filename": "../r 1.csv", "mimeType": "text/csv", "data": "YSxiCg=="}),
+            ),
+        ),
+        (
+            "printPdf",
+            Ok(json!({"tabId": 7, "url": "https://e/", "data": "JVBERi0="})),
+        ),
+        ("listDownloads", Ok(json!({"downloads": []}))),
+    ]);
+    let toolbox = Toolbox::new(link.clone(), DEFAULT_MAX_RESULT_CHARS).with_files_in_results();
+    let clicked = toolbox
+        .call("browser_click", &args(json!({"target": "e3"})))
+        .await;
+    let text = result_text(&clicked);
+    let uri = "mcp-relay://downloads/d1/r_1.csv";
+    assert!(
+        text.contains(&format!(
+            "Downloaded ../r 1.csv (4 bytes, text/csv): carried back in this result as the resource {uri}"
+        )),
+        "{text}"
+    );
+    let blob = |result: &CallToolResult| {
+        let resource = serde_json::to_value(result.content.last().unwrap()).unwrap();
+        assert_eq!(resource["type"], "resource", "{resource}");
+        resource["resource"].clone()
+    };
+    assert_eq!(
+        blob(&clicked),
+        json!({"uri": uri, "mimeType": "text/csv", "blob": "YSxiCg=="})
+    );
+
+    let pdf = toolbox
+        .call("browser_pdf_save", &args(json!({"filename": "/etc/x.pdf"})))
+        .await;
+    assert!(
+        result_text(&pdf).contains("nothing was saved"),
+        "{}",
+        result_text(&pdf)
+    );
+    assert_eq!(
+        blob(&pdf),
+        json!({"uri": "mcp-relay://pdf/page/x.pdf", "mimeType": "application/pdf", "blob": "JVBERi0="})
+    );
+    assert!(!std::path::Path::new("/etc/x.pdf").exists());
+
+    let listed = result_text(&toolbox.call("browser_downloads", &args(json!({}))).await);
+    assert!(
+        listed.starts_with("1 downloads carried back in this session"),
+        "{listed}"
+    );
+    assert!(listed.contains(uri), "{listed}");
+
+    for (tool, arguments) in [
+        ("browser_file_upload", json!({"paths": ["/etc/passwd"]})),
+        (
+            "browser_drop",
+            json!({"target": "e2", "paths": ["/etc/passwd"]}),
+        ),
+    ] {
+        let refused = toolbox.call(tool, &args(arguments)).await;
+        assert_eq!(refused.is_error, Some(true));
+        assert!(
+            result_text(&refused).contains("relay's server"),
+            "{}",
+            result_text(&refused)
+        );
+    }
+    assert_eq!(link.sent().len(), 4, "a refused call reached the browser");
+}
+
 #[tokio::test]
 async fn drop_carries_files_read_here_and_data() {
     let dir = tempfile::tempdir().unwrap();

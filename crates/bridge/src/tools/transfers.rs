@@ -2,6 +2,11 @@
 //! bytes read here to the page; PDFs and downloads come back and are written here
 //! (crate::files does the reading and writing).
 //!
+//! Served by the relay itself (HTTP `/mcp`, hosted.rs), "here" is the relay's server, which the
+//! host cannot reach and which must not hand its own files to whoever holds a token: there
+//! [`Keep::InResult`] refuses `paths` and carries PDFs and downloads back inside the tool result
+//! as embedded resources (base64 `blob`), the only way to the host's machine.
+//!
 //! Downloads (issue 23's contract): when an action's answer lists `downloads`, each complete
 //! one is taken from the extension at once (`takeDownload`, bounded by
 //! `--max-message-bytes`) and saved, never over an existing file; the action's result names
@@ -11,7 +16,7 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use rmcp::model::CallToolResult;
+use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{json, Map, Value};
 
 use super::args::{Drop, FileUpload, NoArgs, PdfSave};
@@ -19,21 +24,71 @@ use super::results::success;
 use super::{advice, Plan, Toolbox};
 use crate::link::LinkError;
 
+/// Where files coming back from the browser are kept.
+pub(crate) enum Keep {
+    /// In this directory on the bridge's machine (`--downloads-dir`, else
+    /// `mcp-relay-downloads` in the system's temporary directory); uploads read `paths` here.
+    Dir(PathBuf),
+    /// Nowhere here: each travels in the tool result that took it, and `paths` are refused.
+    InResult,
+}
+
 /// Where downloads go and what this session saved.
 pub(crate) struct Downloads {
-    /// `--downloads-dir`, else `mcp-relay-downloads` in the system's temporary directory.
-    dir: PathBuf,
-    /// Every download saved in this session, as its result row (with `saved`).
+    keep: Keep,
+    /// Every download saved (or carried back) in this session, as its result row (with
+    /// `saved` or `carried`).
     saved: Mutex<Vec<Value>>,
 }
 
 impl Downloads {
     pub(crate) fn new(dir: Option<PathBuf>) -> Downloads {
+        let dir = dir.unwrap_or_else(|| std::env::temp_dir().join("mcp-relay-downloads"));
+        Downloads::keeping(Keep::Dir(dir))
+    }
+
+    pub(crate) fn keeping(keep: Keep) -> Downloads {
         Downloads {
-            dir: dir.unwrap_or_else(|| std::env::temp_dir().join("mcp-relay-downloads")),
+            keep,
             saved: Mutex::new(Vec::new()),
         }
     }
+
+    /// Whether files live with the host rather than here (the relay's HTTP `/mcp`).
+    pub(crate) fn in_results(&self) -> bool {
+        matches!(self.keep, Keep::InResult)
+    }
+}
+
+/// Why `paths` are refused over the relay's HTTP `/mcp`, and what to do instead.
+pub(crate) const NO_PATHS_OVER_HTTP: &str = "\"paths\" name files on the machine that serves \
+    the tools, and over the relay's HTTP /mcp that is the relay's server, whose files are never \
+    read for a host. Give \"data\" instead (browser_drop, e.g. {\"text/plain\": \"hello\"}), \
+    or run `mcp-relay bridge` on the machine that has the files";
+
+/// An embedded resource carrying `data` (base64) back to the host: a download or a PDF.
+pub(crate) fn blob(data: &str, uri: String, mime_type: Option<&str>) -> ContentBlock {
+    let contents = ResourceContents::blob(data, uri);
+    ContentBlock::resource(match mime_type {
+        Some(mime) => contents.with_mime_type(mime),
+        None => contents,
+    })
+}
+
+/// A URI for a file carried back: its kind, an id, and its name with only URI-safe characters.
+pub(crate) fn carried_uri(kind: &str, id: &str, name: &str) -> String {
+    let safe = |text: &str| -> String {
+        text.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!("mcp-relay://{kind}/{}/{}", safe(id), safe(name))
 }
 
 fn tab(params: &mut Map<String, Value>, tab_id: Option<i64>) {
@@ -104,22 +159,23 @@ pub(super) fn downloads(_: NoArgs) -> Result<Plan, String> {
 
 impl Toolbox {
     /// Takes and saves each complete download `result` lists, rewriting its rows to say where
-    /// each went (or why not).
-    pub(super) async fn take_downloads(&self, result: &mut Value) {
+    /// each went (or why not). Answers the downloads carried back in the result (only with
+    /// [`Keep::InResult`]), to go after its text.
+    pub(super) async fn take_downloads(&self, result: &mut Value) -> Vec<ContentBlock> {
+        let mut carried = Vec::new();
         let Some(rows) = result.get_mut("downloads").and_then(Value::as_array_mut) else {
-            return;
+            return carried;
         };
         for row in rows {
             if row["state"] == "complete" {
-                self.take_download(row).await;
+                carried.extend(self.take_download(row).await);
             }
         }
+        carried
     }
 
-    async fn take_download(&self, row: &mut Value) {
-        let Some(id) = row["id"].as_str().map(str::to_owned) else {
-            return;
-        };
+    async fn take_download(&self, row: &mut Value) -> Option<ContentBlock> {
+        let id = row["id"].as_str().map(str::to_owned)?;
         let mut params = json!({ "id": id });
         if self.max_message_bytes != 0 {
             params["maxBytes"] = json!(self.max_message_bytes);
@@ -128,7 +184,7 @@ impl Toolbox {
             Ok(taken) => taken,
             Err(e) => {
                 row["error"] = json!(format!("not saved: {}", download_advice(&e)));
-                return;
+                return None;
             }
         };
         let name = taken["filename"]
@@ -138,25 +194,42 @@ impl Toolbox {
             .to_owned();
         let Some(data) = taken["data"].as_str() else {
             row["error"] = json!("not saved: the extension's answer held no bytes");
-            return;
+            return None;
         };
-        match crate::files::save_download(&self.downloads.dir, &name, data) {
+        if let Some(mime) = taken["mimeType"].as_str() {
+            row["mimeType"] = json!(mime);
+        }
+        let dir = match &self.downloads.keep {
+            Keep::Dir(dir) => dir,
+            Keep::InResult => {
+                use base64::Engine;
+                let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data) else {
+                    row["error"] = json!("not carried: the extension's download was not base64");
+                    return None;
+                };
+                let uri = carried_uri("downloads", &id, &crate::files::safe_file_name(&name));
+                let bytes = bytes.len();
+                row["carried"] = json!(uri);
+                row["bytes"] = json!(bytes);
+                self.downloads.saved.lock().unwrap().push(row.clone());
+                return Some(blob(data, uri, row["mimeType"].as_str()));
+            }
+        };
+        match crate::files::save_download(dir, &name, data) {
             Err(message) => row["error"] = json!(format!("not saved: {message}")),
             Ok((path, bytes)) => {
                 row["saved"] = json!(path.display().to_string());
                 row["bytes"] = json!(bytes);
-                if let Some(mime) = taken["mimeType"].as_str() {
-                    row["mimeType"] = json!(mime);
-                }
                 self.downloads.saved.lock().unwrap().push(row.clone());
             }
         }
+        None
     }
 
     /// `browser_downloads`: takes what completed since, then lists the session's downloads.
     pub(super) async fn list_downloads(&self) -> Result<CallToolResult, LinkError> {
         let mut pending = self.link.call("listDownloads", json!({})).await?;
-        self.take_downloads(&mut pending).await;
+        let carried = self.take_downloads(&mut pending).await;
         let waiting: Vec<Value> = pending["downloads"]
             .as_array()
             .map(|rows| {
@@ -167,15 +240,25 @@ impl Toolbox {
             })
             .unwrap_or_default();
         let saved = self.downloads.saved.lock().unwrap().clone();
-        let mut lines = vec![format!(
-            "{} downloads saved in this session, in {} on the bridge's machine",
-            saved.len(),
-            self.downloads.dir.display()
-        )];
+        let mut lines = vec![match &self.downloads.keep {
+            Keep::Dir(dir) => format!(
+                "{} downloads saved in this session, in {} on the bridge's machine",
+                saved.len(),
+                dir.display()
+            ),
+            Keep::InResult => format!(
+                "{} downloads carried back in this session, each as an embedded resource of the \
+                 result that took it (the relay keeps no copy)",
+                saved.len()
+            ),
+        }];
         for row in &saved {
             lines.push(format!(
                 "- {} ({} bytes, {}) from {}",
-                row["saved"].as_str().unwrap_or_default(),
+                row["saved"]
+                    .as_str()
+                    .or(row["carried"].as_str())
+                    .unwrap_or_default(),
                 row["bytes"],
                 row["mimeType"]
                     .as_str()
@@ -193,10 +276,12 @@ impl Toolbox {
                 ),
             });
         }
-        Ok(success(
+        let mut result = success(
             lines.join("\n"),
             Some(json!({"saved": saved, "pending": waiting})),
-        ))
+        );
+        result.content.extend(carried);
+        Ok(result)
     }
 }
 
