@@ -2,9 +2,9 @@
 //!
 //! The model is a BERT-family sentence encoder in the sentence-transformers layout (a directory
 //! with `config.json`, `model.safetensors` and `tokenizer.json`, such as all-MiniLM-L6-v2), run
-//! on the CPU with candle, with 8-bit weights by default (see [`Precision`]; the encoder is
-//! written here for that): the bridge stays one binary that downloads nothing, neither at build
-//! time nor at run time. A text's vector is the mean of its token states, L2-normalised,
+//! on the CPU with candle's matrix products (the encoder around them is written here, see
+//! [`Encoder`]): the bridge stays one binary that downloads nothing, neither at build time nor
+//! at run time. A text's vector is the mean of its token states, L2-normalised,
 //! so a dot product of two vectors is their cosine similarity.
 //!
 //! [`Embedder`] adds a cache keyed by text: the catalogue's vectors are computed once, however
@@ -15,9 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor, D};
-use candle_nn::LayerNorm;
+use candle_nn::{LayerNorm, Linear};
 use serde::Deserialize;
 use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
 
@@ -54,18 +53,6 @@ pub enum EmbedError {
     Threads(String),
 }
 
-/// How the encoder's matrix weights are held.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Precision {
-    /// As stored: 32-bit floats.
-    F32,
-    /// 8-bit blocks of 32 weights with one scale each (GGML's Q8_0): a quarter of the memory,
-    /// so MiniLM's 42 MB of encoder weights become 11 MB, which stay in cache between queries;
-    /// that, and integer dot products, make a query several times faster. Vectors differ from
-    /// F32's by less than the ranking can see (see the tests).
-    Q8,
-}
-
 /// The part of `config.json` the encoder needs.
 #[derive(Debug, Deserialize)]
 struct BertConfig {
@@ -86,18 +73,6 @@ fn default_act() -> String {
     "gelu".into()
 }
 
-/// A linear layer: `x · Wᵀ + b`.
-struct Linear {
-    weight: QMatMul,
-    bias: Tensor,
-}
-
-impl Linear {
-    fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
-        self.weight.forward(xs)?.broadcast_add(&self.bias)
-    }
-}
-
 /// One transformer layer of BERT (post-norm).
 struct Layer {
     /// Query, key and value projections as one matrix (3 × hidden rows): one product, not three.
@@ -109,9 +84,10 @@ struct Layer {
     out_norm: LayerNorm,
 }
 
-/// A BERT encoder, written here rather than taken from candle-transformers so its matrix
-/// weights can be 8-bit ([`Precision::Q8`]): the query latency target (5 ms) is out of reach
-/// with 32-bit weights on a small shared CPU.
+/// A BERT encoder (post-norm, GELU, absolute positions), written here rather than taken from
+/// candle-transformers, which would compile a few hundred models to use this one; its vectors
+/// are the same (the retrieval figures of both were identical to the last digit when this was
+/// written).
 struct Encoder {
     word: Tensor,
     position: Tensor,
@@ -125,7 +101,6 @@ impl Encoder {
     fn load(
         tensors: &mut HashMap<String, Tensor>,
         config: &BertConfig,
-        precision: Precision,
     ) -> Result<Encoder, EmbedError> {
         if config.hidden_act != "gelu" {
             return Err(EmbedError::Activation(config.hidden_act.clone()));
@@ -153,17 +128,10 @@ impl Encoder {
                     weights.push(take(&format!("{at}.{name}.weight"))?);
                     biases.push(take(&format!("{at}.{name}.bias"))?);
                 }
-                let weight = Tensor::cat(&weights, 0)?;
-                let weight = match precision {
-                    Precision::F32 => QMatMul::Tensor(weight),
-                    Precision::Q8 => {
-                        QMatMul::from_qtensor(QTensor::quantize(&weight, GgmlDType::Q8_0)?)?
-                    }
-                };
-                Ok(Linear {
-                    weight,
-                    bias: Tensor::cat(&biases, 0)?,
-                })
+                Ok(Linear::new(
+                    Tensor::cat(&weights, 0)?,
+                    Some(Tensor::cat(&biases, 0)?),
+                ))
             };
             let qkv = linear(&[
                 "attention.self.query",
@@ -211,8 +179,7 @@ impl Encoder {
             .embedding_norm
             .forward(&(words + types)?.broadcast_add(&positions)?)?;
         // 0 where attended, a large negative number on padding, for every head and query.
-        let mask = ((mask.to_dtype(DType::F32)? - 1.0)? * 1e4)?
-            .reshape((batch, 1, 1, tokens))?;
+        let mask = ((mask.to_dtype(DType::F32)? - 1.0)? * 1e4)?.reshape((batch, 1, 1, tokens))?;
         let scale = 1.0 / (head as f64).sqrt();
         let split = |t: Tensor| -> candle_core::Result<Tensor> {
             t.reshape((batch, tokens, self.heads, head))?
@@ -263,9 +230,10 @@ pub struct EmbeddingModel {
     path: PathBuf,
     /// How long loading took (read, parse, quantize), measured once.
     load_time: Duration,
-    /// One thread for the model's work: a query is a few small matrix products, which threads
-    /// only slow down (measured: twice the latency with two threads on a 2-core machine), and a
-    /// bridge must not take every core of the host it runs beside.
+    /// One thread for the model's work: a query is a few small matrix products, which more
+    /// threads only slowed down (measured on the 2-core machine of docs/BENCHMARKS.md: 10.6 ms
+    /// with one, 22.5 ms with two), and a bridge must not take every core of the host it runs
+    /// beside.
     pool: rayon::ThreadPool,
 }
 
@@ -281,13 +249,8 @@ impl std::fmt::Debug for EmbeddingModel {
 
 impl EmbeddingModel {
     /// Loads the model from a sentence-transformers directory, or from the path of its
-    /// `model.safetensors` (the other files are then looked for beside it), with 8-bit weights.
+    /// `model.safetensors` (the other files are then looked for beside it).
     pub fn load(path: &Path) -> Result<EmbeddingModel, EmbedError> {
-        EmbeddingModel::load_with(path, Precision::Q8)
-    }
-
-    /// [`EmbeddingModel::load`] with the weights held at `precision`.
-    pub fn load_with(path: &Path, precision: Precision) -> Result<EmbeddingModel, EmbedError> {
         let started = Instant::now();
         let dir = if path.is_file() {
             path.parent().unwrap_or(Path::new(".")).to_path_buf()
@@ -299,19 +262,17 @@ impl EmbeddingModel {
             std::fs::read(&file).map_err(|source| EmbedError::Read { path: file, source })
         };
         let config_path = dir.join("config.json");
-        let config: BertConfig = serde_json::from_slice(&read("config.json")?).map_err(
-            |source| EmbedError::Config {
+        let config: BertConfig =
+            serde_json::from_slice(&read("config.json")?).map_err(|source| EmbedError::Config {
                 path: config_path,
                 source,
-            },
-        )?;
+            })?;
         let tokenizer_path = dir.join("tokenizer.json");
-        let mut tokenizer = Tokenizer::from_bytes(read("tokenizer.json")?).map_err(|e| {
-            EmbedError::Tokenizer {
+        let mut tokenizer =
+            Tokenizer::from_bytes(read("tokenizer.json")?).map_err(|e| EmbedError::Tokenizer {
                 path: tokenizer_path.clone(),
                 message: e.to_string(),
-            }
-        })?;
+            })?;
         tokenizer.with_padding(Some(PaddingParams::default()));
         tokenizer
             .with_truncation(Some(TruncationParams {
@@ -330,7 +291,7 @@ impl EmbeddingModel {
             .thread_name(|_| "embedding-model".into())
             .build()
             .map_err(|e| EmbedError::Threads(e.to_string()))?;
-        let encoder = pool.install(|| Encoder::load(&mut tensors, &config, precision))?;
+        let encoder = Encoder::load(&mut tensors, &config)?;
         Ok(EmbeddingModel {
             encoder,
             tokenizer,
