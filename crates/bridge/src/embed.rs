@@ -29,15 +29,15 @@ const BATCH: usize = 32;
 /// Why a model could not be loaded or run.
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("{path}: not a BERT config: {source}")]
+    #[error("{path}: not a BERT config: {error}")]
     Config {
         path: PathBuf,
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
     #[error("{path}: {message}")]
     Tokenizer { path: PathBuf, message: String },
@@ -259,13 +259,13 @@ impl EmbeddingModel {
         };
         let read = |name: &str| {
             let file = dir.join(name);
-            std::fs::read(&file).map_err(|source| EmbedError::Read { path: file, source })
+            std::fs::read(&file).map_err(|error| EmbedError::Read { path: file, error })
         };
         let config_path = dir.join("config.json");
         let config: BertConfig =
-            serde_json::from_slice(&read("config.json")?).map_err(|source| EmbedError::Config {
+            serde_json::from_slice(&read("config.json")?).map_err(|error| EmbedError::Config {
                 path: config_path,
-                source,
+                error,
             })?;
         let tokenizer_path = dir.join("tokenizer.json");
         let mut tokenizer =

@@ -326,11 +326,15 @@ impl Gateway {
             || (self.dynamic.is_some() && self.pool.lock().unwrap().contains(name))
     }
 
-    /// Puts the page tools of the latest listing a call brought in into the index.
-    fn follow_page_tools(&self) {
+    /// Puts the page tools of the latest listing a call brought in into the index (on a
+    /// blocking thread: with a model, new descriptions are embedded).
+    async fn follow_page_tools(&self) {
         let Some(listing) = self.toolbox.take_page_listing() else {
             return;
         };
+        if !self.exposure.retrieve() {
+            return;
+        }
         let tools: Vec<PageTool> = listing
             .iter()
             .filter_map(|t| {
@@ -344,8 +348,16 @@ impl Gateway {
                 })
             })
             .collect();
-        if let Err(e) = self.index.write().unwrap().set_page_tools(&tools) {
-            tracing::warn!(error = %e, "embedding the page's tools failed; they keep their old entries");
+        let index = Arc::clone(&self.index);
+        let updated =
+            tokio::task::spawn_blocking(move || index.write().unwrap().set_page_tools(&tools))
+                .await;
+        match updated {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "embedding the page's tools failed; the index keeps the previous ones")
+            }
+            Err(e) => tracing::warn!(error = %e, "updating the page's tools in the index failed"),
         }
     }
 
@@ -399,7 +411,7 @@ impl Gateway {
     ) -> CallToolResult {
         let started = Instant::now();
         let (result, note) = self.dispatch(name, args, peer).await;
-        self.follow_page_tools();
+        self.follow_page_tools().await;
         let failed = result.is_error == Some(true);
         let outcome = if note.refused {
             Outcome::Refused
@@ -531,7 +543,17 @@ impl Gateway {
                 }
             },
         };
-        let hits = self.index.read().unwrap().search(query, limit as usize);
+        // On a blocking thread: with a model, a search is a forward pass of some milliseconds.
+        let index = Arc::clone(&self.index);
+        let owned = query.to_owned();
+        let hits = match tokio::task::spawn_blocking(move || {
+            index.read().unwrap().search(&owned, limit as usize)
+        })
+        .await
+        {
+            Ok(hits) => hits,
+            Err(e) => return error(format!("retrieve_tools: the search failed: {e}")),
+        };
         let mut hits_json: Vec<Value> = hits
             .iter()
             .map(|h| serde_json::to_value(h).expect("hits serialize"))
