@@ -251,6 +251,13 @@ pub struct ServeConfig {
     #[arg(long, env = "MCP_RELAY_MCP_AUDIT_LOG")]
     pub mcp_audit_log: Option<PathBuf>,
 
+    /// A sentence-embedding model for the HTTP MCP sessions' `retrieve_tools` (tools
+    /// `retrieve` or `all`), as `mcp-relay bridge --embedding-model`: a sentence-transformers
+    /// BERT directory (config.json, model.safetensors, tokenizer.json), loaded once and shared
+    /// by every session. Without it, BM25 alone.
+    #[arg(long, env = "MCP_RELAY_MCP_EMBEDDING_MODEL")]
+    pub mcp_embedding_model: Option<PathBuf>,
+
     /// An OAuth authorization server that issues this relay's MCP tokens (its issuer URL),
     /// named in /.well-known/oauth-protected-resource so MCP hosts know where to get a token.
     /// Repeat for several.

@@ -352,6 +352,23 @@ pub struct McpHttp {
     refused: Refused,
 }
 
+/// Embeds the catalogue on a thread of its own as the relay starts, so the first session that
+/// retrieves finds every vector cached instead of waiting for them.
+fn warm_catalogue(embedder: Arc<mcp_relay_bridge::Embedder>) {
+    let spawned = std::thread::Builder::new()
+        .name("embed-catalogue".into())
+        .spawn(move || {
+            let texts = mcp_relay_bridge::ToolIndex::new(&mcp_relay_bridge::tool_definitions())
+                .semantic_texts();
+            if let Err(e) = embedder.documents(&texts) {
+                tracing::error!(error = %e, "embedding the catalogue failed");
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "no thread to embed the catalogue");
+    }
+}
+
 /// Opens in-process MCP sessions with this relay's hub.
 struct InProcess(Arc<RelayState>);
 
@@ -386,6 +403,21 @@ impl McpHttp {
                 })?),
                 None => None,
             };
+        let embedder = match &state.config.mcp_embedding_model {
+            Some(path) => {
+                let embedder = Arc::new(mcp_relay_bridge::Embedder::load(path).map_err(|e| {
+                    anyhow::anyhow!("loading --mcp-embedding-model {}: {e}", path.display())
+                })?);
+                tracing::info!(
+                    path = %path.display(),
+                    seconds = embedder.model().load_time().as_secs_f64(),
+                    "embedding model loaded"
+                );
+                warm_catalogue(Arc::clone(&embedder));
+                Some(embedder)
+            }
+            None => None,
+        };
         // Resumption with Last-Event-ID replays from the relay's own store (src/session/http_events.rs):
         // rmcp's session cache alone forgets a call's stream once its answer is sent.
         let mut sessions = LocalSessionManager::default().with_event_store(Arc::new(
@@ -434,6 +466,7 @@ impl McpHttp {
                     approval_wait: std::time::Duration::from_secs(20),
                     max_message_bytes: config.max_message_bytes,
                     audit: audit.clone(),
+                    embedder: embedder.clone(),
                     keep: Some(Box::new(Arc::clone(&ticket))),
                 });
                 *seed.ticket.lock().unwrap() = Some((ticket, refresh));

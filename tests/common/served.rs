@@ -164,6 +164,10 @@ fn args_for(config: &ServeConfig) -> Vec<String> {
         flag("mcp-audit-log", log.display().to_string());
     }
     rest.mcp_audit_log = base.mcp_audit_log.clone();
+    if let Some(model) = &config.mcp_embedding_model {
+        flag("mcp-embedding-model", model.display().to_string());
+    }
+    rest.mcp_embedding_model = base.mcp_embedding_model.clone();
     if config.require_approval {
         args.push("--require-approval".into());
     }

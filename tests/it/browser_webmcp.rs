@@ -67,6 +67,9 @@ async fn through_the_bridge(chromium: &Path) {
             relay_url.as_str(),
             "--audit-log",
             audit_log.to_str().unwrap(),
+            // Direct tools and the retrieval ones, which index the page's tools once listed.
+            "--tools",
+            "all",
         ],
         &token(USER, Some(Role::Mcp)),
     )
@@ -159,6 +162,42 @@ async fn through_the_bridge(chromium: &Path) {
     assert!(
         answer.contains("\n{\"added\":\"A1\",\"qty\":2,\"items\":1}\n<<end-page-words "),
         "{answer}"
+    );
+
+    // The listing put the page's tools in retrieve_tools' index (issue 30): found by what
+    // they do, never described in the page's words there, and called through the
+    // destructive variant, which goes through browser_call_page_tool's checks.
+    let found = call(
+        &bridge,
+        "retrieve_tools",
+        json!({"query": "add an item to the cart", "limit": 5}),
+    )
+    .await;
+    let found: Value = serde_json::from_str(&text(&found)).unwrap();
+    let hit = found["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == "page:add_to_cart")
+        .unwrap_or_else(|| panic!("page:add_to_cart among the hits: {found}"));
+    assert_eq!(hit["call_with"], "call_tool_destructive", "{hit}");
+    assert!(
+        !hit["description"]
+            .as_str()
+            .unwrap()
+            .contains("Adds an item"),
+        "{hit}"
+    );
+    let via_retrieval = call(
+        &bridge,
+        "call_tool_destructive",
+        json!({"name": "page:add_to_cart", "args": {"sku": "B2", "qty": 1}}),
+    )
+    .await;
+    assert!(!is_error(&via_retrieval), "{via_retrieval}");
+    assert!(
+        text(&via_retrieval).contains("{\"added\":\"B2\",\"qty\":1,\"items\":2}"),
+        "{via_retrieval}"
     );
 
     let threw = call(

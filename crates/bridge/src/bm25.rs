@@ -38,7 +38,7 @@ pub(crate) fn tokenize(text: &str) -> Vec<String> {
 }
 
 /// `getDOMCounters` → `get`, `DOM`, `Counters`.
-fn split_camel(chunk: &str, out: &mut Vec<String>) {
+pub(crate) fn split_camel(chunk: &str, out: &mut Vec<String>) {
     let chars: Vec<char> = chunk.chars().collect();
     let mut start = 0;
     for i in 1..chars.len() {

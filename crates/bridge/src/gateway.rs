@@ -12,7 +12,7 @@
 //! Resources and prompts are offered in every mode. Every call, resource read and prompt get is
 //! written to the audit log ([`super::audit`]) when one is configured.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use clap::ValueEnum;
@@ -25,11 +25,12 @@ use serde_json::{json, Value};
 use super::audit::{AuditLog, AuditRecord, Outcome};
 use super::catalog::{catalog, CdpCommand, CDP_PREFIX};
 use super::dynamic::ToolPool;
+use super::embed::Embedder;
 use super::intent::{self, Access, Intent};
 use super::prompts;
 use super::proxy::{self, Action, Kind};
 use super::resources::{self, ReadError};
-use super::retrieve::{self, ToolIndex};
+use super::retrieve::{self, PageTool, ToolIndex, PAGE_PREFIX};
 use super::tools::Toolbox;
 
 /// `--tools`: which tools the host sees.
@@ -77,6 +78,9 @@ const RETRIEVE_MAX: u64 = 50;
 enum Target {
     Bridge(Tool),
     Cdp(&'static CdpCommand),
+    /// One of the page's own tools (WebMCP) found by `retrieve_tools` as `page:<name>`,
+    /// called through `browser_call_page_tool`.
+    Page(String),
 }
 
 /// What the audit log learns about a call besides its result.
@@ -92,8 +96,10 @@ pub(crate) struct Gateway {
     /// The browser tools, which every path ends in.
     toolbox: Arc<Toolbox>,
     exposure: Exposure,
-    /// Built once: the catalog and the tool list do not change while the bridge runs.
-    index: ToolIndex,
+    /// The bridge's tools and the catalog, which do not change while the bridge runs, and the
+    /// page's own tools, which do (replaced at each listing the bridge sees). Shared with the
+    /// thread that attaches the embedding model's vectors once they are computed.
+    index: Arc<RwLock<ToolIndex>>,
     /// The `proxy` / retrieval tools this mode lists.
     meta_tools: Vec<Tool>,
     dynamic: Option<Dynamic>,
@@ -247,8 +253,12 @@ impl Gateway {
         exposure: Exposure,
         dynamic: Option<Dynamic>,
         audit: AuditLog,
+        embedder: Option<Arc<Embedder>>,
     ) -> Gateway {
-        let index = ToolIndex::new(toolbox.definitions());
+        let index = Arc::new(RwLock::new(ToolIndex::new(toolbox.definitions())));
+        if let (Some(embedder), true) = (embedder, exposure.retrieve()) {
+            attach_in_background(Arc::clone(&index), embedder);
+        }
         Gateway {
             meta_tools: meta_tools(exposure),
             pool: Mutex::new(ToolPool::new(dynamic.map_or(1, |d| d.pool))),
@@ -316,10 +326,48 @@ impl Gateway {
             || (self.dynamic.is_some() && self.pool.lock().unwrap().contains(name))
     }
 
-    /// A browser tool or CDP command by any of its names.
+    /// Puts the page tools of the latest listing a call brought in into the index (on a
+    /// blocking thread: with a model, new descriptions are embedded).
+    async fn follow_page_tools(&self) {
+        let Some(listing) = self.toolbox.take_page_listing() else {
+            return;
+        };
+        if !self.exposure.retrieve() {
+            return;
+        }
+        let tools: Vec<PageTool> = listing
+            .iter()
+            .filter_map(|t| {
+                Some(PageTool {
+                    name: t["name"].as_str().filter(|n| !n.is_empty())?.to_owned(),
+                    description: t["description"].as_str().unwrap_or_default().to_owned(),
+                    params: t["inputSchema"]["properties"]
+                        .as_object()
+                        .map(|p| p.keys().cloned().collect())
+                        .unwrap_or_default(),
+                })
+            })
+            .collect();
+        let index = Arc::clone(&self.index);
+        let updated =
+            tokio::task::spawn_blocking(move || index.write().unwrap().set_page_tools(&tools))
+                .await;
+        match updated {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "embedding the page's tools failed; the index keeps the previous ones")
+            }
+            Err(e) => tracing::warn!(error = %e, "updating the page's tools in the index failed"),
+        }
+    }
+
+    /// A browser tool, CDP command or page tool by any of its names.
     fn resolve(&self, name: &str) -> Option<Target> {
         if let Some(method) = cdp_method(name) {
             return catalog().get(&method).map(Target::Cdp);
+        }
+        if let Some(tool) = name.strip_prefix(PAGE_PREFIX) {
+            return Some(Target::Page(tool.to_owned()));
         }
         self.bridge_tool(name).map(Target::Bridge)
     }
@@ -327,6 +375,12 @@ impl Gateway {
     async fn run(&self, target: &Target, args: &JsonObject) -> CallToolResult {
         match target {
             Target::Bridge(tool) => self.toolbox.call(&tool.name, args).await,
+            Target::Page(name) => {
+                let mut call = JsonObject::new();
+                call.insert("name".into(), json!(name));
+                call.insert("arguments".into(), Value::Object(args.clone()));
+                self.toolbox.call("browser_call_page_tool", &call).await
+            }
             Target::Cdp(command) => {
                 let mut cdp = JsonObject::new();
                 cdp.insert("method".into(), json!(command.method));
@@ -357,6 +411,7 @@ impl Gateway {
     ) -> CallToolResult {
         let started = Instant::now();
         let (result, note) = self.dispatch(name, args, peer).await;
+        self.follow_page_tools().await;
         let failed = result.is_error == Some(true);
         let outcome = if note.refused {
             Outcome::Refused
@@ -453,6 +508,7 @@ impl Gateway {
         let access = match &target {
             Target::Bridge(t) => Access::from_annotations(t.annotations.as_ref()),
             Target::Cdp(c) => c.access,
+            Target::Page(_) => Access::Destructive,
         };
         if let Err(refusal) = intent::check(variant, access, &call.name) {
             note.refused = true;
@@ -487,7 +543,17 @@ impl Gateway {
                 }
             },
         };
-        let hits = self.index.search(query, limit as usize);
+        // On a blocking thread: with a model, a search is a forward pass of some milliseconds.
+        let index = Arc::clone(&self.index);
+        let owned = query.to_owned();
+        let hits = match tokio::task::spawn_blocking(move || {
+            index.read().unwrap().search(&owned, limit as usize)
+        })
+        .await
+        {
+            Ok(hits) => hits,
+            Err(e) => return error(format!("retrieve_tools: the search failed: {e}")),
+        };
         let mut hits_json: Vec<Value> = hits
             .iter()
             .map(|h| serde_json::to_value(h).expect("hits serialize"))
@@ -497,6 +563,11 @@ impl Gateway {
             let listed: Vec<String> = self.tools().iter().map(|t| t.name.to_string()).collect();
             let mut registered = Vec::new();
             for (hit, hit_json) in hits.iter().zip(hits_json.iter_mut()).take(dynamic.top_k) {
+                // A page tool is called through browser_call_page_tool, never registered: its
+                // name is the page's to choose, and the page may drop it at any moment.
+                if hit.name.starts_with(PAGE_PREFIX) {
+                    continue;
+                }
                 let tool_name = dynamic_name(&hit.name);
                 hit_json["registered_as"] = json!(tool_name);
                 let already_static =
@@ -548,6 +619,7 @@ impl Gateway {
         let described = match self.resolve(name) {
             Some(Target::Bridge(tool)) => retrieve::describe_tool(&tool),
             Some(Target::Cdp(command)) => retrieve::describe_cdp(command),
+            Some(Target::Page(tool)) => retrieve::describe_page_tool(&tool),
             None => {
                 return (
                     error(format!(
@@ -680,6 +752,7 @@ impl Gateway {
         let tool = match self.resolve(name)? {
             Target::Bridge(tool) => tool,
             Target::Cdp(command) => cdp_tool(command, command.tool_name()),
+            Target::Page(tool) => return Some(retrieve::describe_page_tool(&tool)),
         };
         Some(serde_json::to_value(tool).expect("tools serialize"))
     }
@@ -764,6 +837,35 @@ impl Gateway {
         };
         self.log("prompts/get", note, outcome, result.clone().err(), started);
         result
+    }
+}
+
+/// Embeds the index's entries on a thread of its own, then makes the index hybrid: the bridge
+/// answers at once (with BM25 alone for the first seconds) instead of waiting for the model to
+/// read the whole catalogue. The vectors are computed without holding the index; only the
+/// attaching (every vector then in the embedder's cache) takes its lock.
+fn attach_in_background(index: Arc<RwLock<ToolIndex>>, embedder: Arc<Embedder>) {
+    let spawned = std::thread::Builder::new()
+        .name("embed-catalogue".into())
+        .spawn(move || {
+            let started = Instant::now();
+            let texts = index.read().unwrap().semantic_texts();
+            let attached = embedder
+                .documents(&texts)
+                .and_then(|_| index.write().unwrap().attach(Arc::clone(&embedder)));
+            match attached {
+                Ok(()) => tracing::info!(
+                    entries = texts.len(),
+                    seconds = started.elapsed().as_secs_f64(),
+                    "retrieve_tools: embedding model ready, ranking is hybrid"
+                ),
+                Err(e) => {
+                    tracing::error!(error = %e, "retrieve_tools: embedding the catalogue failed; BM25 alone")
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "retrieve_tools: no thread for the embedding model; BM25 alone");
     }
 }
 

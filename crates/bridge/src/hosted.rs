@@ -47,6 +47,9 @@ pub struct HostedSession {
     pub max_message_bytes: usize,
     /// The relay's audit log (`--mcp-audit-log`), if any; records name the session's user.
     pub audit: Option<AuditFile>,
+    /// `--mcp-embedding-model`: the model every session's `retrieve_tools` shares (with its
+    /// cache of the catalogue's vectors), or BM25 alone.
+    pub embedder: Option<Arc<crate::embed::Embedder>>,
     /// Dropped when the session ends (the relay's bookkeeping of who owns it).
     pub keep: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
@@ -116,6 +119,7 @@ pub fn server(session: HostedSession) -> (BrowserServer, TokenRefresh) {
             Some(AuditFile(log)) => log.for_user(&session.user_id),
             None => crate::audit::AuditLog::disabled(),
         },
+        session.embedder,
     );
     let server = BrowserServer::new(Arc::new(gateway), link).ending_with(closer, session.keep);
     (server, refresh)

@@ -13,7 +13,8 @@
 //! - [`tools`]: the browser tools, one typed input each, how each maps onto an extension
 //!   command, and their results as text a model reads, in parts when long.
 //! - [`gateway`]: what the host sees by `--tools` mode (direct tools, [`proxy`], retrieval
-//!   with [`retrieve`], [`bm25`], [`catalog`] and [`intent`], [`dynamic`] registration),
+//!   with [`retrieve`], [`bm25`], [`embed`] (the optional embedding model), [`catalog`] and
+//!   [`intent`], [`dynamic`] registration),
 //!   plus [`resources`] and [`prompts`], and the [`audit`] log of every call.
 //! - [`server`]: the rmcp `ServerHandler` that ties them together.
 //! - [`wire`]: the stdout pump that puts the proxy spec's annotations where the spec wants them.
@@ -27,6 +28,7 @@ mod audit;
 mod bm25;
 mod catalog;
 mod dynamic;
+mod embed;
 mod files;
 mod gateway;
 pub mod hosted;
@@ -44,7 +46,8 @@ mod wire;
 
 // What the tests outside this crate use: the retrieval benchmark and the catalog count.
 pub use catalog::catalog;
-pub use retrieve::ToolIndex;
+pub use embed::{EmbedError, Embedder, EmbeddingModel};
+pub use retrieve::{Fusion, PageTool, ToolIndex};
 pub use tools::definitions as tool_definitions;
 // What the relay's Streamable HTTP endpoint builds its sessions from (see `hosted`).
 pub use gateway::Exposure;
@@ -174,6 +177,14 @@ pub struct BridgeArgs {
     /// variant, intent, outcome, duration) to this file.
     #[arg(long, env = "MCP_RELAY_AUDIT_LOG")]
     pub audit_log: Option<PathBuf>,
+
+    /// With `--tools retrieve|all`: a sentence-embedding model that makes `retrieve_tools`
+    /// understand meaning ("make the page bigger" finds browser_resize), fused with BM25. A
+    /// sentence-transformers BERT directory (config.json, model.safetensors, tokenizer.json),
+    /// e.g. all-MiniLM-L6-v2; run on the CPU in process, never downloaded. Without it, BM25
+    /// alone.
+    #[arg(long, env = "MCP_RELAY_BRIDGE_EMBEDDING_MODEL")]
+    pub embedding_model: Option<PathBuf>,
 }
 
 /// Runs the bridge until the MCP host closes stdin.
@@ -193,6 +204,22 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
                 top_k: k.into(),
                 pool: args.dynamic_pool.into(),
             })
+        }
+    };
+    let embedder = match &args.embedding_model {
+        None => None,
+        Some(_) if !args.tools.retrieve() => {
+            anyhow::bail!("--embedding-model needs --tools retrieve or --tools all (it ranks what retrieve_tools finds)")
+        }
+        Some(path) => {
+            let embedder = embed::Embedder::load(path)
+                .with_context(|| format!("loading --embedding-model {}", path.display()))?;
+            tracing::info!(
+                path = %path.display(),
+                seconds = embedder.model().load_time().as_secs_f64(),
+                "embedding model loaded"
+            );
+            Some(Arc::new(embedder))
         }
     };
     let audit = match &args.audit_log {
@@ -238,7 +265,7 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
             bytes: args.code_max_bytes,
         }));
     let toolbox = toolbox.with_audit(audit.clone());
-    let gateway = gateway::Gateway::new(Arc::new(toolbox), args.tools, dynamic, audit);
+    let gateway = gateway::Gateway::new(Arc::new(toolbox), args.tools, dynamic, audit, embedder);
     let (stdout, pump) = wire::stdout_pump();
     let service = server::BrowserServer::new(Arc::new(gateway), link)
         .serve((tokio::io::stdin(), stdout))

@@ -131,6 +131,9 @@ pub(crate) struct Toolbox {
     /// `--audit-log`: where a script's inner calls are written, one line each (the gateway
     /// writes the line of each call the host makes).
     audit: crate::audit::AuditLog,
+    /// The page's tools (WebMCP) as last listed by `pageTools` and not yet taken by the
+    /// gateway, which keeps `retrieve_tools`' index in step with them.
+    page_listing: Mutex<Option<Vec<Value>>>,
 }
 
 impl Toolbox {
@@ -144,7 +147,18 @@ impl Toolbox {
             downloads: transfers::Downloads::new(None),
             code: None,
             audit: crate::audit::AuditLog::disabled(),
+            page_listing: Mutex::new(None),
         }
+    }
+
+    /// The page tools listed since the last call, if a listing came in (see `page_listing`).
+    pub(crate) fn take_page_listing(&self) -> Option<Vec<Value>> {
+        self.page_listing.lock().unwrap().take()
+    }
+
+    fn saw_page_listing(&self, listing: &Value) {
+        let tools = listing["tools"].as_array().cloned().unwrap_or_default();
+        *self.page_listing.lock().unwrap() = Some(tools);
     }
 
     /// Writes each inner call of a script to `audit`.
@@ -283,6 +297,7 @@ impl Toolbox {
             Plan::Downloads => self.list_downloads().await,
             Plan::PageTools { params } => {
                 let listing = self.link.call("pageTools", params).await?;
+                self.saw_page_listing(&listing);
                 let (text, structured) = webmcp::render_listing(&listing, &webmcp::nonce());
                 Ok(self.deliver(
                     name,
@@ -311,6 +326,7 @@ impl Toolbox {
     ) -> Result<CallToolResult, LinkError> {
         let nonce = webmcp::nonce();
         let listing = self.link.call("pageTools", tab.clone()).await?;
+        self.saw_page_listing(&listing);
         let Some(found) = webmcp::find_tool(&listing, tool) else {
             return Ok(error(format!(
                 "{name}: {}",

@@ -1,0 +1,418 @@
+//! A small sentence-embedding model run in process, for `retrieve_tools`' meaning-based half.
+//!
+//! The model is a BERT-family sentence encoder in the sentence-transformers layout (a directory
+//! with `config.json`, `model.safetensors` and `tokenizer.json`, such as all-MiniLM-L6-v2), run
+//! on the CPU with candle's matrix products (the encoder around them is written here, see
+//! [`Encoder`]): the bridge stays one binary that downloads nothing, neither at build time nor
+//! at run time. A text's vector is the mean of its token states, L2-normalised,
+//! so a dot product of two vectors is their cosine similarity.
+//!
+//! [`Embedder`] adds a cache keyed by text: the catalogue's vectors are computed once, however
+//! many indexes (hosted sessions, a page's tools coming and going) ask for them again.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use candle_core::{DType, Device, Module, Tensor, D};
+use candle_nn::{LayerNorm, Linear};
+use serde::Deserialize;
+use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
+
+/// Tokens a document is cut to: a tool's name and the first sentences of its description say
+/// what it does; the long tail of a CDP description would only cost time.
+const MAX_TOKENS: usize = 96;
+/// Texts embedded in one forward pass (padded to the longest of them).
+const BATCH: usize = 32;
+
+/// Why a model could not be loaded or run.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error("{path}: {error}")]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{path}: not a BERT config: {error}")]
+    Config {
+        path: PathBuf,
+        error: serde_json::Error,
+    },
+    #[error("{path}: {message}")]
+    Tokenizer { path: PathBuf, message: String },
+    #[error("the model: {0}")]
+    Model(#[from] candle_core::Error),
+    #[error("the model has no tensor {0} (is it a BERT sentence encoder?)")]
+    Missing(String),
+    #[error("the model's hidden_act is {0:?}; only gelu is supported")]
+    Activation(String),
+    #[error("tokenizing: {0}")]
+    Tokenize(String),
+    #[error("no thread for the model: {0}")]
+    Threads(String),
+}
+
+/// The part of `config.json` the encoder needs.
+#[derive(Debug, Deserialize)]
+struct BertConfig {
+    hidden_size: usize,
+    num_attention_heads: usize,
+    num_hidden_layers: usize,
+    #[serde(default = "default_eps")]
+    layer_norm_eps: f64,
+    #[serde(default = "default_act")]
+    hidden_act: String,
+}
+
+fn default_eps() -> f64 {
+    1e-12
+}
+
+fn default_act() -> String {
+    "gelu".into()
+}
+
+/// One transformer layer of BERT (post-norm).
+struct Layer {
+    /// Query, key and value projections as one matrix (3 × hidden rows): one product, not three.
+    qkv: Linear,
+    attention_out: Linear,
+    attention_norm: LayerNorm,
+    up: Linear,
+    down: Linear,
+    out_norm: LayerNorm,
+}
+
+/// A BERT encoder (post-norm, GELU, absolute positions), written here rather than taken from
+/// candle-transformers, which would compile a few hundred models to use this one; its vectors
+/// are the same (the retrieval figures of both were identical to the last digit when this was
+/// written).
+struct Encoder {
+    word: Tensor,
+    position: Tensor,
+    token_type: Tensor,
+    embedding_norm: LayerNorm,
+    layers: Vec<Layer>,
+    heads: usize,
+}
+
+impl Encoder {
+    fn load(
+        tensors: &mut HashMap<String, Tensor>,
+        config: &BertConfig,
+    ) -> Result<Encoder, EmbedError> {
+        if config.hidden_act != "gelu" {
+            return Err(EmbedError::Activation(config.hidden_act.clone()));
+        }
+        // Some exports prefix every name with the architecture ("bert.embeddings…").
+        let prefix = if tensors.contains_key("bert.embeddings.word_embeddings.weight") {
+            "bert."
+        } else {
+            ""
+        };
+        let mut take = |name: &str| -> Result<Tensor, EmbedError> {
+            let name = format!("{prefix}{name}");
+            let tensor = tensors.remove(&name).ok_or(EmbedError::Missing(name))?;
+            Ok(tensor.to_dtype(DType::F32)?)
+        };
+        let embedding_norm = layer_norm(&mut take, "embeddings.LayerNorm", config.layer_norm_eps)?;
+        let mut layers = Vec::with_capacity(config.num_hidden_layers);
+        for i in 0..config.num_hidden_layers {
+            let at = format!("encoder.layer.{i}");
+            let eps = config.layer_norm_eps;
+            let mut linear = |names: &[&str]| -> Result<Linear, EmbedError> {
+                let mut weights = Vec::new();
+                let mut biases = Vec::new();
+                for name in names {
+                    weights.push(take(&format!("{at}.{name}.weight"))?);
+                    biases.push(take(&format!("{at}.{name}.bias"))?);
+                }
+                Ok(Linear::new(
+                    Tensor::cat(&weights, 0)?,
+                    Some(Tensor::cat(&biases, 0)?),
+                ))
+            };
+            let qkv = linear(&[
+                "attention.self.query",
+                "attention.self.key",
+                "attention.self.value",
+            ])?;
+            let attention_out = linear(&["attention.output.dense"])?;
+            let up = linear(&["intermediate.dense"])?;
+            let down = linear(&["output.dense"])?;
+            layers.push(Layer {
+                qkv,
+                attention_out,
+                up,
+                down,
+                attention_norm: layer_norm(
+                    &mut take,
+                    &format!("{at}.attention.output.LayerNorm"),
+                    eps,
+                )?,
+                out_norm: layer_norm(&mut take, &format!("{at}.output.LayerNorm"), eps)?,
+            });
+        }
+        Ok(Encoder {
+            word: take("embeddings.word_embeddings.weight")?,
+            position: take("embeddings.position_embeddings.weight")?,
+            token_type: take("embeddings.token_type_embeddings.weight")?,
+            embedding_norm,
+            layers,
+            heads: config.num_attention_heads,
+        })
+    }
+
+    /// Token states `(batch, tokens, hidden)` of `ids` and `types` `(batch, tokens)`; `mask`
+    /// is 1 for real tokens, 0 for padding.
+    fn forward(&self, ids: &Tensor, types: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
+        let (batch, tokens) = ids.dims2()?;
+        let hidden = self.word.dim(1)?;
+        let head = hidden / self.heads;
+        let words = self.word.index_select(&ids.flatten_all()?, 0)?;
+        let types = self.token_type.index_select(&types.flatten_all()?, 0)?;
+        let words = words.reshape((batch, tokens, hidden))?;
+        let types = types.reshape((batch, tokens, hidden))?;
+        let positions = self.position.narrow(0, 0, tokens)?.unsqueeze(0)?;
+        let mut xs = self
+            .embedding_norm
+            .forward(&(words + types)?.broadcast_add(&positions)?)?;
+        // 0 where attended, a large negative number on padding, for every head and query.
+        let mask = ((mask.to_dtype(DType::F32)? - 1.0)? * 1e4)?.reshape((batch, 1, 1, tokens))?;
+        let scale = 1.0 / (head as f64).sqrt();
+        let split = |t: Tensor| -> candle_core::Result<Tensor> {
+            t.reshape((batch, tokens, self.heads, head))?
+                .transpose(1, 2)?
+                .contiguous()
+        };
+        for layer in &self.layers {
+            let qkv = layer.qkv.forward(&xs)?;
+            let q = split(qkv.narrow(D::Minus1, 0, hidden)?)?;
+            let k = split(qkv.narrow(D::Minus1, hidden, hidden)?)?;
+            let v = split(qkv.narrow(D::Minus1, 2 * hidden, hidden)?)?;
+            let scores = (q.matmul(&k.t()?)? * scale)?.broadcast_add(&mask)?;
+            let weights = candle_nn::ops::softmax_last_dim(&scores)?;
+            let context = weights
+                .matmul(&v)?
+                .transpose(1, 2)?
+                .reshape((batch, tokens, hidden))?;
+            let attended = layer.attention_out.forward(&context)?;
+            xs = layer.attention_norm.forward(&(attended + &xs)?)?;
+            let inner = layer.up.forward(&xs)?.gelu_erf()?;
+            let out = layer.down.forward(&inner)?;
+            xs = layer.out_norm.forward(&(out + &xs)?)?;
+        }
+        Ok(xs)
+    }
+}
+
+/// A layer norm from `{name}.weight` and `{name}.bias`.
+fn layer_norm(
+    take: &mut impl FnMut(&str) -> Result<Tensor, EmbedError>,
+    name: &str,
+    eps: f64,
+) -> Result<LayerNorm, EmbedError> {
+    Ok(LayerNorm::new(
+        take(&format!("{name}.weight"))?,
+        take(&format!("{name}.bias"))?,
+        eps,
+    ))
+}
+
+/// The model and its tokenizer.
+pub struct EmbeddingModel {
+    encoder: Encoder,
+    tokenizer: Tokenizer,
+    /// Width of a vector (384 for MiniLM-L6).
+    dimension: usize,
+    /// Where it was loaded from, for messages.
+    path: PathBuf,
+    /// How long loading took (read, parse, quantize), measured once.
+    load_time: Duration,
+    /// One thread for the model's work: a query is a few small matrix products, which more
+    /// threads only slowed down (measured on the 2-core machine of docs/BENCHMARKS.md: 10.6 ms
+    /// with one, 22.5 ms with two), and a bridge must not take every core of the host it runs
+    /// beside.
+    pool: rayon::ThreadPool,
+}
+
+impl std::fmt::Debug for EmbeddingModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddingModel")
+            .field("path", &self.path)
+            .field("dimension", &self.dimension)
+            .field("load_time", &self.load_time)
+            .finish()
+    }
+}
+
+impl EmbeddingModel {
+    /// Loads the model from a sentence-transformers directory, or from the path of its
+    /// `model.safetensors` (the other files are then looked for beside it).
+    pub fn load(path: &Path) -> Result<EmbeddingModel, EmbedError> {
+        let started = Instant::now();
+        let dir = if path.is_file() {
+            path.parent().unwrap_or(Path::new(".")).to_path_buf()
+        } else {
+            path.to_path_buf()
+        };
+        let read = |name: &str| {
+            let file = dir.join(name);
+            std::fs::read(&file).map_err(|error| EmbedError::Read { path: file, error })
+        };
+        let config_path = dir.join("config.json");
+        let config: BertConfig =
+            serde_json::from_slice(&read("config.json")?).map_err(|error| EmbedError::Config {
+                path: config_path,
+                error,
+            })?;
+        let tokenizer_path = dir.join("tokenizer.json");
+        let mut tokenizer =
+            Tokenizer::from_bytes(read("tokenizer.json")?).map_err(|e| EmbedError::Tokenizer {
+                path: tokenizer_path.clone(),
+                message: e.to_string(),
+            })?;
+        tokenizer.with_padding(Some(PaddingParams::default()));
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: MAX_TOKENS,
+                ..TruncationParams::default()
+            }))
+            .map_err(|e| EmbedError::Tokenizer {
+                path: tokenizer_path,
+                message: e.to_string(),
+            })?;
+        let weights = read("model.safetensors")?;
+        let mut tensors = candle_core::safetensors::load_buffer(&weights, &Device::Cpu)?;
+        drop(weights);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|_| "embedding-model".into())
+            .build()
+            .map_err(|e| EmbedError::Threads(e.to_string()))?;
+        let encoder = Encoder::load(&mut tensors, &config)?;
+        Ok(EmbeddingModel {
+            encoder,
+            tokenizer,
+            dimension: config.hidden_size,
+            path: dir,
+            load_time: started.elapsed(),
+            pool,
+        })
+    }
+
+    pub fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    pub fn load_time(&self) -> Duration {
+        self.load_time
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// One unit vector per text, in order. Texts are batched by length so padding stays short.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let mut out = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(BATCH) {
+            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
+            let vectors = self.pool.install(|| self.embed_batch(&batch))?;
+            for (&i, vector) in chunk.iter().zip(vectors) {
+                out[i] = vector;
+            }
+        }
+        Ok(out)
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| EmbedError::Tokenize(e.to_string()))?;
+        let rows = |f: &dyn Fn(&tokenizers::Encoding) -> &[u32]| -> Result<Tensor, EmbedError> {
+            let rows = encodings
+                .iter()
+                .map(|e| Tensor::new(f(e), &Device::Cpu))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Tensor::stack(&rows, 0)?)
+        };
+        let ids = rows(&|e| e.get_ids())?;
+        let types = rows(&|e| e.get_type_ids())?;
+        let mask = rows(&|e| e.get_attention_mask())?;
+        let states = self.encoder.forward(&ids, &types, &mask)?;
+        // Mean of the real tokens' states (padding masked out), then unit length.
+        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+        let summed = states.broadcast_mul(&mask)?.sum(1)?;
+        let counts = mask.sum(1)?;
+        let mean = summed.broadcast_div(&counts)?;
+        let norms = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
+        Ok(mean.broadcast_div(&norms)?.to_vec2::<f32>()?)
+    }
+}
+
+/// A model shared by every index that uses it, with the vectors it has computed, by text.
+#[derive(Debug)]
+pub struct Embedder {
+    model: EmbeddingModel,
+    /// Document vectors by document text: a tool that leaves and comes back, or the same
+    /// catalogue in another session, is not embedded again.
+    cache: Mutex<HashMap<String, Arc<[f32]>>>,
+    /// Held while documents are embedded, so two indexes built at once (two sessions of the
+    /// relay) do not both embed the catalogue; queries do not wait for it.
+    computing: Mutex<()>,
+}
+
+impl Embedder {
+    pub fn new(model: EmbeddingModel) -> Embedder {
+        Embedder {
+            model,
+            cache: Mutex::new(HashMap::new()),
+            computing: Mutex::new(()),
+        }
+    }
+
+    /// Loads the model at `path` (see [`EmbeddingModel::load`]).
+    pub fn load(path: &Path) -> Result<Embedder, EmbedError> {
+        EmbeddingModel::load(path).map(Embedder::new)
+    }
+
+    pub fn model(&self) -> &EmbeddingModel {
+        &self.model
+    }
+
+    /// The vectors of `texts`, computing only those not cached yet.
+    pub fn documents(&self, texts: &[String]) -> Result<Vec<Arc<[f32]>>, EmbedError> {
+        let _computing = self.computing.lock().unwrap();
+        let missing: Vec<&str> = {
+            let cache = self.cache.lock().unwrap();
+            let mut seen = std::collections::HashSet::new();
+            texts
+                .iter()
+                .map(String::as_str)
+                .filter(|t| !cache.contains_key(*t) && seen.insert(*t))
+                .collect()
+        };
+        // Computed without the cache's lock: another index may read cached vectors meanwhile.
+        let computed = self.model.embed(&missing)?;
+        let mut cache = self.cache.lock().unwrap();
+        for (text, vector) in missing.iter().zip(computed) {
+            cache.insert((*text).to_owned(), vector.into());
+        }
+        Ok(texts.iter().map(|t| Arc::clone(&cache[t])).collect())
+    }
+
+    /// A query's vector (never cached: queries rarely repeat).
+    pub fn query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        Ok(self.model.embed(&[text])?.remove(0))
+    }
+
+    /// How many document vectors are cached.
+    pub fn cached(&self) -> usize {
+        self.cache.lock().unwrap().len()
+    }
+}
