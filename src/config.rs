@@ -258,6 +258,13 @@ pub struct ServeConfig {
     #[arg(long, env = "MCP_RELAY_MCP_EMBEDDING_MODEL")]
     pub mcp_embedding_model: Option<PathBuf>,
 
+    /// Offer `code_execution` to HTTP MCP sessions, as `mcp-relay bridge --code-execution`: a
+    /// JavaScript async function body run in an embedded sandbox (QuickJS) whose only way out
+    /// is the session's own tools, within 60 s, 10 s of script, 64 MiB, 100 tool calls and 5 MB
+    /// of results. Off by default.
+    #[arg(long, env = "MCP_RELAY_MCP_CODE_EXECUTION")]
+    pub mcp_code_execution: bool,
+
     /// An OAuth authorization server that issues this relay's MCP tokens (its issuer URL),
     /// named in /.well-known/oauth-protected-resource so MCP hosts know where to get a token.
     /// Repeat for several.

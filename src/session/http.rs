@@ -465,6 +465,7 @@ impl McpHttp {
                     request_timeout: config.request_timeout + std::time::Duration::from_secs(15),
                     approval_wait: std::time::Duration::from_secs(20),
                     max_message_bytes: config.max_message_bytes,
+                    code_execution: config.mcp_code_execution,
                     audit: audit.clone(),
                     embedder: embedder.clone(),
                     keep: Some(Box::new(Arc::clone(&ticket))),

@@ -2534,12 +2534,22 @@ async fn more_playwright_tools_benchmark() {
 /// HTTP `/mcp` (no bridge): `on_tools_page!` for hosts that connect by URL.
 #[cfg(feature = "http-mcp")]
 async fn on_tools_page_over_http(test: &str, check: impl AsyncFnOnce(&HttpHost, &FixtureSite)) {
+    on_tools_page_over_http_with(test, |_| {}, check).await;
+}
+
+/// [`on_tools_page_over_http`] with a relay configured by `configure` (its `serve` flags).
+#[cfg(feature = "http-mcp")]
+async fn on_tools_page_over_http_with(
+    test: &str,
+    configure: impl FnOnce(&mut mcp_relay::config::ServeConfig),
+    check: impl AsyncFnOnce(&HttpHost, &FixtureSite),
+) {
     let Some(chromium) = chromium_or_skip(test) else {
         return;
     };
     let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
     within(SCENARIO_LIMIT, async {
-        let relay = relay().await;
+        let relay = relay_with(configure).await;
         let site = FixtureSite::start().await;
         let profile = Profile::new(&relay, "Tools Chromium");
         let person = site.url("person.html");
@@ -2936,61 +2946,98 @@ async fn read_in_parts(host: &impl Host, name: &str, args: Value, limit: usize) 
 }
 
 /// Issue 27 in a real browser: one `code_execution` script visits three fixture pages and
-/// returns a table that matches what single calls answer; a script reaching for the network or
-/// looping for ever gets nothing and is stopped by the bound it hit.
+/// returns a table that matches what single calls answer; a script reaching for the network
+/// gets nothing, and (`cpu_bound`, when the host was given a 1 s bound) one looping for ever is
+/// stopped by the bound it hit.
+async fn script_visits_pages(host: &impl Host, site: &FixtureSite, cpu_bound: bool) {
+    let pages = ["page1.html", "page2.html", "form.html"].map(|p| site.url(p));
+    let script = format!(
+        "const rows = [];\n\
+         for (const url of {}) {{\n\
+           const page = await tools.browser_navigate({{url}});\n\
+           const shot = await tools.browser_snapshot({{depth: 1}});\n\
+           rows.push({{url: page.data.url, title: shot.data.title}});\n\
+         }}\n\
+         return rows;",
+        serde_json::to_string(&pages).unwrap()
+    );
+    let result = tool(host, "code_execution", json!({ "code": script })).await;
+    assert!(!is_error(&result), "{result}");
+    let rows: Value = serde_json::from_str(&text(&result))
+        .unwrap_or_else(|e| panic!("the script's table is not JSON ({e}): {}", text(&result)));
+    assert_eq!(rows.as_array().map(Vec::len), Some(3), "{rows}");
+    for (row, url) in rows.as_array().unwrap().iter().zip(&pages) {
+        tool_ok(host, "browser_navigate", json!({ "url": url })).await;
+        let single = tool(host, "browser_snapshot", json!({"depth": 1})).await;
+        let title = &single["structuredContent"]["title"];
+        assert_eq!(
+            &row["title"], title,
+            "script and single call disagree on {url}"
+        );
+        assert_eq!(row["url"], json!(url));
+    }
+    let mut stops = vec![("return await fetch('http://127.0.0.1/')", "fetch")];
+    if cpu_bound {
+        stops.push(("while (true) {}", "cpu"));
+    }
+    for (code, bound) in stops {
+        let stopped = tool(host, "code_execution", json!({ "code": code })).await;
+        assert!(is_error(&stopped), "{code} was not stopped: {stopped}");
+        let said = text(&stopped).to_lowercase();
+        assert!(
+            said.contains(bound),
+            "{code}: the answer does not name {bound}: {said}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_visits_pages_in_one_call_and_matches_single_calls() {
     on_tools_page!(
         "a_script_visits_pages_in_one_call_and_matches_single_calls",
         &["--code-execution", "--code-cpu-time", "1s"],
         |bridge, site| {
-            let pages = ["page1.html", "page2.html", "form.html"].map(|p| site.url(p));
-            let script = format!(
-                "const rows = [];\n\
-                 for (const url of {}) {{\n\
-                   const page = await tools.browser_navigate({{url}});\n\
-                   const shot = await tools.browser_snapshot({{depth: 1}});\n\
-                   rows.push({{url: page.data.url, title: shot.data.title}});\n\
-                 }}\n\
-                 return rows;",
-                serde_json::to_string(&pages).unwrap()
-            );
-            let result = tool(&bridge, "code_execution", json!({ "code": script })).await;
-            assert!(!is_error(&result), "{result}");
-            let rows: Value = serde_json::from_str(&text(&result)).unwrap_or_else(|e| {
-                panic!("the script's table is not JSON ({e}): {}", text(&result))
-            });
-            assert_eq!(rows.as_array().map(Vec::len), Some(3), "{rows}");
-            for (row, url) in rows.as_array().unwrap().iter().zip(&pages) {
-                tool_ok(&bridge, "browser_navigate", json!({ "url": url })).await;
-                let single = tool(&bridge, "browser_snapshot", json!({"depth": 1})).await;
-                let title = &single["structuredContent"]["title"];
-                assert_eq!(
-                    &row["title"], title,
-                    "script and single call disagree on {url}"
-                );
-                assert_eq!(row["url"], json!(url));
-            }
-            for (code, bound) in [
-                ("return await fetch('http://127.0.0.1/')", "fetch"),
-                ("while (true) {}", "cpu"),
-            ] {
-                let stopped = tool(&bridge, "code_execution", json!({ "code": code })).await;
-                assert!(is_error(&stopped), "{code} was not stopped: {stopped}");
-                let said = text(&stopped).to_lowercase();
-                assert!(
-                    said.contains(bound),
-                    "{code}: the answer does not name {bound}: {said}"
-                );
-            }
+            script_visits_pages(&bridge, &site, true).await;
         }
     );
+}
+
+/// The same script through the relay's HTTP `/mcp` started with `--mcp-code-execution`; a relay
+/// without the flag does not list `code_execution` at all.
+#[cfg(feature = "http-mcp")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_a_script_visits_pages_in_one_call_with_mcp_code_execution() {
+    on_tools_page_over_http_with(
+        "over_http_a_script_visits_pages_in_one_call_with_mcp_code_execution",
+        |c| c.mcp_code_execution = true,
+        async |host, site| {
+            assert!(host
+                .session
+                .tools()
+                .await
+                .iter()
+                .any(|t| t == "code_execution"));
+            script_visits_pages(host, site, false).await;
+        },
+    )
+    .await;
+    on_tools_page_over_http(
+        "over_http_a_script_visits_pages_in_one_call_with_mcp_code_execution",
+        async |host, _site| {
+            let tools = host.session.tools().await;
+            assert!(
+                !tools.iter().any(|t| t == "code_execution"),
+                "listed without --mcp-code-execution: {tools:?}"
+            );
+        },
+    )
+    .await;
 }
 
 /// Not a test but the benchmark of issue 27: reading title and first heading of 30 pages as
 /// single calls (navigate + find per page, every result reaching the model) against one
 /// `code_execution` script returning only the table; wall time and characters the model reads.
-/// `cargo test --test browser_e2e script_against_single_calls_benchmark -- --ignored --nocapture`
+/// `cargo test --test it browser_e2e::script_against_single_calls_benchmark -- --ignored --nocapture`
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a benchmark, run on purpose (docs/BENCHMARKS.md)"]
 async fn script_against_single_calls_benchmark() {

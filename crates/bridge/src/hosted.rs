@@ -50,6 +50,10 @@ pub struct HostedSession {
     /// `--mcp-embedding-model`: the model every session's `retrieve_tools` shares (with its
     /// cache of the catalogue's vectors), or BM25 alone.
     pub embedder: Option<Arc<crate::embed::Embedder>>,
+    /// `--mcp-code-execution`: offer `code_execution` (a sandboxed script whose only way out is
+    /// this session's own tools) with the bridge's default bounds (60 s, 10 s of script, 64
+    /// MiB, 100 calls, 5 MB of results).
+    pub code_execution: bool,
     /// Dropped when the session ends (the relay's bookkeeping of who owns it).
     pub keep: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
@@ -107,7 +111,12 @@ pub fn server(session: HostedSession) -> (BrowserServer, TokenRefresh) {
             .with_max_message_bytes(session.max_message_bytes)
             // The relay's server is not the host's machine, and its files are not the host's
             // to read: files travel in results instead.
-            .with_files_in_results();
+            .with_files_in_results()
+            .with_code_execution(
+                session
+                    .code_execution
+                    .then(crate::tools::CodeLimits::default),
+            );
     let gateway = Gateway::new(
         Arc::new(toolbox),
         session.tools,
