@@ -5,7 +5,8 @@
  *
  * The handlers live by concern under commands/: tabs and navigation
  * (tabs.js), input (input.js), reading the page (reading.js), scripts and raw
- * CDP (scripts.js), what an action changed (action-reports.js), and what they
+ * CDP (scripts.js), what an action changed (action-reports.js), hand-offs to
+ * the person (person.js), and what they
  * all share (shared.js: {@link targetTab}, where the per-connection rules
  * live: no tabId means "my current tab", and a tab owned by another
  * connection is refused). playwright-commands.js, page-tools.js and webmcp.js
@@ -29,6 +30,7 @@ import { TARGET_PARAMS } from './targets.js';
 import { reportingChanges, reportingDownloads } from './commands/action-reports.js';
 import { click, handleDialog, hover, pressKey, selectOption, type } from './commands/input.js';
 import { WAIT_MAX_MS, consoleMessages, screenshot, snapshot, waitFor } from './commands/reading.js';
+import { PERSON_COMMANDS, assertNotHandedOff } from './commands/person.js';
 import { evaluate, forwardCDPCommand } from './commands/scripts.js';
 import { TAB_ID } from './commands/shared.js';
 import { activateTab, closeTab, createTab, getTabs, goThroughHistory, navigate, selectTab } from './commands/tabs.js';
@@ -41,6 +43,9 @@ export { ACTIONABLE_WAIT_MS } from './commands/shared.js';
  * @property {string} connectionId `conn-…` or DIRECT_CONNECTION
  * @property {import('./tabs.js').TabOwnership} tabs
  * @property {import('./debugger-sessions.js').DebuggerSessions} debuggers
+ * @property {import('./downloads.js').DownloadBook} [downloads]
+ * @property {import('./person-requests.js').PersonRequests} [person] hand-offs and ask-before prompts
+ * @property {string} [assistantName] the assistant as the person knows it (OwnerControl sets it)
  */
 /** Options of {@link reportingChanges} for actions that wait for the page to settle. */
 const SETTLES = Object.freeze({ settle: true });
@@ -144,7 +149,7 @@ export const COMMANDS = {
 
 /** The protocol spec's own example says `navigate`; accept it as a synonym. */
 COMMANDS.navigate = COMMANDS.browser_navigate;
-Object.assign(COMMANDS, PLAYWRIGHT_COMMANDS, PAGE_TOOL_COMMANDS, webmcpCommands());
+Object.assign(COMMANDS, PLAYWRIGHT_COMMANDS, PAGE_TOOL_COMMANDS, webmcpCommands(), PERSON_COMMANDS);
 // The rest of Playwright MCP's actions say what changed too, once the page has settled.
 for (const name of ['fillForm', 'drag', 'drop'])
   COMMANDS[name] = { ...COMMANDS[name], run: reportingChanges(COMMANDS[name].run, SETTLES) };
@@ -167,6 +172,8 @@ export async function runCommand(ctx, method, params) {
     throw new RpcError(ErrorCode.METHOD_NOT_FOUND, `Method not found: "${method}"; this extension handles ${Object.keys(COMMANDS).join(', ')}`);
   const command = COMMANDS[method];
   const valid = validateParams(command.params, params);
+  // The person has this tab (a hand-off): nothing else runs on it until they answer.
+  assertNotHandedOff(ctx, method, valid);
   const dialogsBefore = ctx.debuggers?.events?.openDialogs() ?? new Map();
   try {
     return await command.run(ctx, valid);

@@ -26,6 +26,12 @@ export const ASSISTANTS_KEY = 'assistants';
 /** The popup shows this many recent actions per assistant: enough to see what it is doing, not a log. */
 const RECENT_ACTIONS = 5;
 const NOTIFICATION_PREFIX = 'consent:';
+/** Notifications of hand-offs and ask-before prompts: this prefix and the request's id. */
+const PERSON_NOTIFICATION_PREFIX = 'person:';
+/** chrome.storage.session key of what waits for the person (hand-offs, ask-before prompts), which the popup shows. */
+export const PERSON_REQUESTS_KEY = 'personRequests';
+/** What the person may answer to each kind of request. */
+const PERSON_ANSWERS = Object.freeze({ 'hand-off': ['done', 'cancelled'], ask: ['allowed', 'denied'] });
 /** What decisions and the site list are read from. */
 const STORED_KEYS = [ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, ConsentKey.DENIED, BLOCKED_SITES_KEY];
 
@@ -76,6 +82,7 @@ export class OwnerControl {
   /** The books of tabs and debuggers the relay connections share. @param {import('./connection-state.js').ConnectionState} connections */
   attach(connections) {
     this._connections = connections;
+    connections.person?.listen((request, change) => this._personChanged(request, change));
   }
 
   /** Reads decisions and site patterns, and the assistants a previous worker published. */
@@ -201,7 +208,7 @@ export class OwnerControl {
     const target = await this._checkReach(ctx, assistant, params ?? {});
     let result;
     try {
-      result = await runCommand(ctx, method, params);
+      result = await runCommand({ ...ctx, assistantName: assistant.name }, method, params);
     } catch (error) {
       // The tab went off limits or out of the group while the command ran (Chrome says "Detached…").
       if (target !== undefined && ctx.tabs.ownerOf(target) === undefined && assistant.takenBack[target])
@@ -312,6 +319,72 @@ export class OwnerControl {
     if (!notificationId.startsWith(NOTIFICATION_PREFIX))
       return;
     await this.decide(notificationId.slice(NOTIFICATION_PREFIX.length), buttonIndex === 0 ? 'once' : 'deny');
+  }
+
+  /**
+   * The person's answer to a hand-off ("Done", "Cancel") or an ask-before prompt ("Allow",
+   * "Deny") from the popup.
+   *
+   * @param {string} id
+   * @param {string} answer
+   */
+  async answerPerson(id, answer) {
+    const book = this._connections?.person;
+    const request = book?.get(id);
+    if (!request)
+      throw new Error('That request is no longer waiting');
+    if (!PERSON_ANSWERS[request.kind]?.includes(answer))
+      throw new Error(`"${answer}" is not an answer to a ${request.kind}`);
+    if (request.status !== 'waiting')
+      throw new Error(`That request already ended (${request.status})`);
+    book.answer(id, answer);
+  }
+
+  /**
+   * Brings a request's tab to the front of its window, and the window to the front: only when
+   * the person asks for it (a click on the notification, "Show the tab" in the popup), never
+   * by itself, so the person is not pulled away from what they were doing.
+   *
+   * @param {string} id
+   */
+  async showPersonTab(id) {
+    const request = this._connections?.person.get(id);
+    if (!request)
+      throw new Error('That request is no longer waiting');
+    const tab = await chrome.tabs.update(request.tabId, { active: true });
+    await chrome.windows.update(tab.windowId, { focused: true }).catch(() => {});
+  }
+
+  /** A click on a notification (its body, not a button). @param {string} notificationId */
+  async notificationClicked(notificationId) {
+    if (notificationId.startsWith(PERSON_NOTIFICATION_PREFIX))
+      await this.showPersonTab(notificationId.slice(PERSON_NOTIFICATION_PREFIX.length));
+  }
+
+  /**
+   * A hand-off or prompt opened (a notification, the badge, the popup) or ended (all cleared).
+   *
+   * @param {import('./person-requests.js').PersonRequest} request
+   * @param {'opened'|'answered'} change
+   */
+  _personChanged(request, change) {
+    const id = PERSON_NOTIFICATION_PREFIX + request.id;
+    if (change === 'answered') {
+      chrome.notifications?.clear(id).catch(() => {});
+    } else {
+      const handOff = request.kind === 'hand-off';
+      chrome.notifications?.create(id, {
+        type: 'basic',
+        iconUrl: chrome.runtime.getURL('ui/icon-128.png'),
+        title: handOff ? `${request.assistant} needs you for a step` : `${request.assistant} asks before it acts`,
+        message: handOff
+          ? `${request.reason}. Click here to see the tab, do the step there, then click Done in the mcp-relay popup.`
+          : `It is about to ${request.reason} on ${hostOf(request.page.url)}. Allow or Deny in the mcp-relay popup.`,
+        requireInteraction: true,
+        priority: 2,
+      }).catch(error => console.info('[mcp-relay] no notification (the popup still asks):', error?.message));
+    }
+    this._publish();
   }
 
   /**
@@ -525,12 +598,17 @@ export class OwnerControl {
     this._publish();
   }
 
-  /** Badge: pending requests first ("!" in amber), else the number of active assistants, else the relay state. */
+  /**
+   * Badge: what waits for the person first (a hand-off or an ask-before prompt: "1!" in red),
+   * then pending consent ("1?" in amber), else the number of active assistants, else the relay state.
+   */
   _renderBadge() {
     const assistants = [...this._assistants.values()];
     const pending = assistants.filter(a => this._isPending(a)).length;
     const active = assistants.filter(a => this._isAllowed(a)).length;
-    const badge = pending > 0 ? { text: `${pending}?`, color: '#e37400' }
+    const waiting = this._connections?.person?.waiting().length ?? 0;
+    const badge = waiting > 0 ? { text: `${waiting}!`, color: '#d93025' }
+      : pending > 0 ? { text: `${pending}?`, color: '#e37400' }
       : active > 0 ? { text: String(active), color: '#1a73e8' }
         : this._relayBadge;
     chrome.action.setBadgeText({ text: badge.text }).catch(() => {});
@@ -553,8 +631,27 @@ export class OwnerControl {
       takenBack: assistant.takenBack,
       tabs: this._connections?.tabs.tabsOf(assistant.connectionId) ?? [],
     }));
-    chrome.storage.session.set({ [ASSISTANTS_KEY]: list }).catch(() => {});
+    const person = (this._connections?.person?.waiting() ?? []).map(request => ({
+      id: request.id,
+      kind: request.kind,
+      assistant: request.assistant,
+      tabId: request.tabId,
+      reason: request.reason,
+      page: request.page,
+      openedAt: request.openedAt,
+      deadline: request.deadline,
+    }));
+    chrome.storage.session.set({ [ASSISTANTS_KEY]: list, [PERSON_REQUESTS_KEY]: person }).catch(() => {});
     this._renderBadge();
+  }
+}
+
+/** A page's site in words for a notification ("shop.example"), or the URL when it has no host. @param {string} url */
+function hostOf(url) {
+  try {
+    return new URL(url).host || url;
+  } catch {
+    return url || 'this page';
   }
 }
 

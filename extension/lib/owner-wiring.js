@@ -13,6 +13,10 @@ export const OwnerMessage = Object.freeze({
   DECIDE: 'owner:decide',
   STOP: 'owner:stop',
   REVOKE: 'owner:revoke',
+  /** `{id, answer}`: "done"/"cancelled" to a hand-off, "allowed"/"denied" to an ask-before prompt. */
+  PERSON_ANSWER: 'owner:person-answer',
+  /** `{id}`: bring that request's tab to the front. */
+  SHOW_TAB: 'owner:show-tab',
 });
 
 const WATCHED_KEYS = new Set([ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, ConsentKey.DENIED, BLOCKED_SITES_KEY]);
@@ -33,6 +37,9 @@ export function registerOwnerControl(devConfig, closeConnection) {
   chrome.notifications?.onButtonClicked.addListener((id, button) => {
     owner.notificationButton(id, button).catch(error => console.warn('[mcp-relay] notification:', error));
   });
+  chrome.notifications?.onClicked.addListener(id => {
+    owner.notificationClicked(id).catch(error => console.warn('[mcp-relay] notification:', error));
+  });
   chrome.storage.onChanged.addListener((changes, area) => {
     if (area === 'local' && Object.keys(changes).some(key => WATCHED_KEYS.has(key)))
       owner.reloadSettings().catch(error => console.warn('[mcp-relay] owner settings:', error));
@@ -43,6 +50,8 @@ export function registerOwnerControl(devConfig, closeConnection) {
       [OwnerMessage.STOP]: () => owner.stop(message.connectionId ? [message.connectionId] : 'all',
         message.reason || 'stopped from the mcp-relay popup'),
       [OwnerMessage.REVOKE]: () => owner.revoke(message.key),
+      [OwnerMessage.PERSON_ANSWER]: () => owner.answerPerson(message.id, message.answer),
+      [OwnerMessage.SHOW_TAB]: () => owner.showPersonTab(message.id),
     }[message?.type];
     if (!handle)
       return false;
