@@ -25,6 +25,7 @@ mod errors;
 mod find;
 mod pages;
 mod parts;
+mod person;
 mod results;
 mod table;
 mod transfers;
@@ -33,6 +34,7 @@ mod webmcp;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rmcp::model::{CallToolResult, JsonObject, Tool};
 use serde_json::{json, Value};
@@ -42,6 +44,7 @@ use crate::link::{BrowserLink, LinkError};
 pub(crate) use code::CodeLimits;
 pub(crate) use errors::advice;
 pub(crate) use parts::DEFAULT_MAX_RESULT_CHARS;
+pub(crate) use person::{in_scope, CallScope};
 pub use table::definitions;
 
 use results::{error, render, success, Rendered};
@@ -94,6 +97,8 @@ pub(crate) enum Plan {
     Downloads,
     /// `pageTools`: the page's own tools (WebMCP), as the page's words (webmcp.rs).
     PageTools { params: Value },
+    /// `requestHuman`, then `awaitHuman` until the person answers or `timeout` passes (person.rs).
+    RequestHuman { params: Value, timeout: Duration },
     /// `pageTools`, the arguments checked against the tool's schema, then `callPageTool`.
     CallPageTool {
         /// `{tabId}` when given.
@@ -122,6 +127,8 @@ pub(crate) struct Toolbox {
     /// `--audit-log`: where a script's inner calls are written, one line each (the gateway
     /// writes the line of each call the host makes).
     audit: crate::audit::AuditLog,
+    /// `--progress-interval`: how often a call waiting for the person notifies the host.
+    progress_interval: Duration,
 }
 
 impl Toolbox {
@@ -135,7 +142,14 @@ impl Toolbox {
             downloads: transfers::Downloads::new(None),
             code: None,
             audit: crate::audit::AuditLog::disabled(),
+            progress_interval: person::DEFAULT_PROGRESS_INTERVAL,
         }
+    }
+
+    /// How often a call that waits for the person sends the host a progress notification.
+    pub(crate) fn with_progress_interval(mut self, interval: Duration) -> Toolbox {
+        self.progress_interval = interval.max(Duration::from_millis(100));
+        self
     }
 
     /// Writes each inner call of a script to `audit`.
@@ -258,6 +272,9 @@ impl Toolbox {
                 Ok(self.found(&result, text.as_deref(), regex.as_deref()))
             }
             Plan::Downloads => self.list_downloads().await,
+            Plan::RequestHuman { params, timeout } => {
+                self.request_human(name, params, timeout).await
+            }
             Plan::PageTools { params } => {
                 let listing = self.link.call("pageTools", params).await?;
                 let (text, structured) = webmcp::render_listing(&listing, &webmcp::nonce());
