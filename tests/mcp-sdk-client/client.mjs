@@ -42,7 +42,7 @@ try {
     "browser_fill_form", "browser_find", "browser_handle_dialog", "browser_hover", "browser_list",
     "browser_navigate", "browser_navigate_back", "browser_navigate_forward",
     "browser_network_requests", "browser_page_tools", "browser_pdf_save", "browser_press_key",
-    "browser_resize",
+    "browser_request_human", "browser_resize",
     "browser_screenshot", "browser_select_option", "browser_snapshot", "browser_status",
     "browser_tabs", "browser_take_screenshot", "browser_type", "browser_wait_for",
   ]);

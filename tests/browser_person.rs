@@ -1,0 +1,271 @@
+//! End-to-end: the assistant hands a step to the person and waits for them (issue 29). The
+//! reference extension in a real Chromium, the real relay, `mcp-relay bridge` driven by the
+//! official MCP TypeScript SDK (`tests/mcp-sdk-client/hand-off.mjs`), and the person played
+//! here through the DevTools endpoint: they read the request in the extension's own popup
+//! (`ui/popup.html`, opened as a page), sign in on the login page in the assistant's tab, and
+//! click Done, then Cancel.
+//!
+//! With `OWNER_SCREENSHOTS=<dir>` the test also saves the popup showing the hand-off, for
+//! extension/README.md.
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use base64::Engine;
+use common::bridge::typescript_sdk_client;
+use common::browser::*;
+use common::{relay, token};
+use mcp_relay::auth::Role;
+use serde_json::{json, Value};
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+
+/// Longer than the host's 3 s request timeout in hand-off.mjs: only progress keeps it waiting.
+const PERSON_TAKES: Duration = Duration::from_secs(5);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn person_signs_in_for_the_assistant_and_clicks_done_cancel_stops_it_and_progress_keeps_a_short_timeout_host_waiting(
+) {
+    let Some(chromium) = chromium_or_skip("hand-off") else {
+        return;
+    };
+    let Some(client_dir) = typescript_sdk_client("hand-off") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, hand_off(&chromium, &client_dir)).await;
+}
+
+async fn hand_off(chromium: &Path, client_dir: &Path) {
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Person's browser");
+    let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
+
+    // The host: the official SDK, through the bridge, with progress every 500 ms.
+    let login = site.url("login.html");
+    let mut host = tokio::process::Command::new("node")
+        .arg(client_dir.join("hand-off.mjs"))
+        .arg(&login)
+        .arg(env!("CARGO_BIN_EXE_mcp-relay"))
+        .args([
+            "bridge",
+            "--relay",
+            &relay.url("/mcp"),
+            "--progress-interval",
+            "500ms",
+        ])
+        .env("MCP_RELAY_TOKEN", token(USER, Some(Role::Mcp)))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node");
+
+    // The person opens the popup and finds the request there, saying who asks what, where.
+    let popup = popup(&mut devtools, &origin).await;
+    let card = wait_for_request(&mut devtools, &popup).await;
+    assert!(
+        card.contains("Hand-off Test Host asks you to: Sign in to Example Bank"),
+        "{card}"
+    );
+    assert!(
+        card.contains("\"Sign in\""),
+        "the page, by its title: {card}"
+    );
+    screenshot(&mut devtools, &popup, "popup-hand-off.png").await;
+
+    // They take their time, sign in in the assistant's tab, and click Done.
+    tokio::time::sleep(PERSON_TAKES).await;
+    let tab = page_session(&mut devtools, "login.html").await;
+    devtools
+        .eval(
+            &tab,
+            "document.getElementById('user').value = 'ada'; \
+             document.getElementById('password').value = 'correct horse'; \
+             document.getElementById('sign-in').click(); document.title",
+        )
+        .await;
+    click_answer(&mut devtools, &popup, "done").await;
+
+    // The next request: they will not do it now.
+    let card = wait_for_request(&mut devtools, &popup).await;
+    assert!(
+        card.contains("Approve the transfer on your phone"),
+        "{card}"
+    );
+    click_answer(&mut devtools, &popup, "cancelled").await;
+
+    // The third goes unanswered; its host gives up, which withdraws it from the popup.
+    let card = wait_for_request(&mut devtools, &popup).await;
+    assert!(card.contains("Nobody will answer this"), "{card}");
+    devtools
+        .wait_for(
+            &popup,
+            "document.querySelectorAll('.person-request').length",
+            json!(0),
+        )
+        .await;
+
+    let report = finish(&mut host).await;
+    let signed_in = &report["signIn"];
+    assert_eq!(signed_in["isError"], false, "{report}");
+    let structured = &signed_in["structured"];
+    assert_eq!(structured["status"], "done", "{report}");
+    assert_eq!(structured["before"]["title"], "Sign in");
+    assert_eq!(structured["after"]["title"], "Your account");
+    assert!(
+        structured["after"]["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("login.html?signed-in"),
+        "{report}"
+    );
+    assert_eq!(structured["changed"], json!(["url", "title"]));
+    // The host's timeout is 3 s; the call lasted longer, kept alive by progress.
+    let elapsed = signed_in["elapsedMs"].as_u64().unwrap();
+    assert!(elapsed > 4_000, "{report}");
+    assert!(signed_in["progress"].as_u64().unwrap() >= 4, "{report}");
+    assert!(
+        signed_in["lastProgress"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("waiting for the person"),
+        "{report}"
+    );
+    let refused = &signed_in["refusedMeanwhile"];
+    assert_eq!(refused["isError"], true, "{report}");
+    assert!(
+        refused["text"]
+            .as_str()
+            .unwrap()
+            .contains("is handed to the person"),
+        "{report}"
+    );
+
+    let cancel = &report["cancel"];
+    assert_eq!(cancel["isError"], true, "{report}");
+    assert!(
+        cancel["text"]
+            .as_str()
+            .unwrap()
+            .contains("Hand-off cancelled"),
+        "{report}"
+    );
+
+    let gave_up = &report["hostGaveUp"];
+    assert_eq!(gave_up["gaveUp"], true, "{report}");
+    assert_eq!(gave_up["tabFreedAfterwards"], true, "{report}");
+
+    drop(devtools);
+    drop(browser);
+    relay.shutdown().await;
+}
+
+/// The popup, opened as a page at the popup's own width.
+async fn popup(devtools: &mut DevTools, origin: &str) -> String {
+    let session = devtools.open_page(&format!("{origin}/ui/popup.html")).await;
+    devtools
+        .send(
+            Some(&session),
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 360, "height": 600, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await;
+    session
+}
+
+/// Waits for one request in the popup and returns its card's text.
+async fn wait_for_request(devtools: &mut DevTools, popup: &str) -> String {
+    devtools
+        .wait_for(
+            popup,
+            "document.querySelectorAll('.person-request').length",
+            json!(1),
+        )
+        .await;
+    devtools
+        .eval(popup, "document.querySelector('.person-request').innerText")
+        .await
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+async fn click_answer(devtools: &mut DevTools, popup: &str, answer: &str) {
+    devtools
+        .eval(
+            popup,
+            &format!("document.querySelector('.person-request .person-{answer}').click()"),
+        )
+        .await;
+    devtools
+        .wait_for(
+            popup,
+            "document.querySelectorAll('.person-request').length",
+            json!(0),
+        )
+        .await;
+}
+
+/// A session in the page whose URL contains `part` (the assistant's tab).
+async fn page_session(devtools: &mut DevTools, part: &str) -> String {
+    let targets = devtools.send(None, "Target.getTargets", json!({})).await;
+    let target = targets["targetInfos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type"] == "page" && t["url"].as_str().is_some_and(|u| u.contains(part)))
+        .unwrap_or_else(|| panic!("no page at {part}: {targets}"))
+        .clone();
+    let attached = devtools
+        .send(
+            None,
+            "Target.attachToTarget",
+            json!({"targetId": target["targetId"], "flatten": true}),
+        )
+        .await;
+    attached["sessionId"].as_str().unwrap().to_owned()
+}
+
+/// The host's report (its last line), once it exits.
+async fn finish(host: &mut tokio::process::Child) -> Value {
+    let deadline = Instant::now() + STEP;
+    let status = tokio::time::timeout_at(deadline, host.wait())
+        .await
+        .expect("the host did not finish")
+        .unwrap();
+    let mut stdout = String::new();
+    host.stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .await
+        .unwrap();
+    assert!(status.success(), "hand-off.mjs failed:\n{stdout}");
+    serde_json::from_str(stdout.trim().lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no report ({e}): {stdout}"))
+}
+
+/// Saves what the page shows when OWNER_SCREENSHOTS names a directory.
+async fn screenshot(devtools: &mut DevTools, session: &str, name: &str) {
+    let Some(dir) = std::env::var_os("OWNER_SCREENSHOTS") else {
+        return;
+    };
+    let shot = devtools
+        .send(
+            Some(session),
+            "Page.captureScreenshot",
+            json!({"format": "png", "captureBeyondViewport": true}),
+        )
+        .await;
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(shot["data"].as_str().unwrap())
+        .unwrap();
+    std::fs::write(Path::new(&dir).join(name), png).unwrap();
+}
