@@ -28,6 +28,7 @@ import { webmcpCommands } from './webmcp.js';
 import { settling } from './settle.js';
 import { TARGET_PARAMS } from './targets.js';
 import { reportingChanges, reportingDownloads } from './commands/action-reports.js';
+import { askBeforeActing } from './commands/ask-before.js';
 import { click, handleDialog, hover, pressKey, selectOption, type } from './commands/input.js';
 import { WAIT_MAX_MS, consoleMessages, screenshot, snapshot, waitFor } from './commands/reading.js';
 import { PERSON_COMMANDS, assertNotHandedOff } from './commands/person.js';
@@ -46,6 +47,7 @@ export { ACTIONABLE_WAIT_MS } from './commands/shared.js';
  * @property {import('./downloads.js').DownloadBook} [downloads]
  * @property {import('./person-requests.js').PersonRequests} [person] hand-offs and ask-before prompts
  * @property {string} [assistantName] the assistant as the person knows it (OwnerControl sets it)
+ * @property {import('./ask-before.js').Asks} [askBefore] what the person asked to approve first on the tab's site (OwnerControl sets it)
  */
 /** Options of {@link reportingChanges} for actions that wait for the page to settle. */
 const SETTLES = Object.freeze({ settle: true });
@@ -174,6 +176,8 @@ export async function runCommand(ctx, method, params) {
   const valid = validateParams(command.params, params);
   // The person has this tab (a hand-off): nothing else runs on it until they answer.
   assertNotHandedOff(ctx, method, valid);
+  // A step the person asked to approve first (a form sent, a purchase) waits for their Allow.
+  await askBeforeActing(ctx, method, valid);
   const dialogsBefore = ctx.debuggers?.events?.openDialogs() ?? new Map();
   try {
     return await command.run(ctx, valid);

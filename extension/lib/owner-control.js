@@ -11,6 +11,7 @@
  * `chrome.*`, which it touches only in methods, never at import.
  */
 
+import { ASK_BEFORE_KEY, askRules, asksAnything, asksFor } from './ask-before.js';
 import { blockedSiteError, blockingPattern, parseSitePatterns } from './blocked-sites.js';
 import {
   ConsentKey, assistantKey, assistantName, consentDeniedError, consentPolicy, consentRequiredError, isAllowed, isDenied,
@@ -33,7 +34,9 @@ export const PERSON_REQUESTS_KEY = 'personRequests';
 /** What the person may answer to each kind of request. */
 const PERSON_ANSWERS = Object.freeze({ 'hand-off': ['done', 'cancelled'], ask: ['allowed', 'denied'] });
 /** What decisions and the site list are read from. */
-const STORED_KEYS = [ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, ConsentKey.DENIED, BLOCKED_SITES_KEY];
+const STORED_KEYS = [ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, ConsentKey.DENIED, BLOCKED_SITES_KEY, ASK_BEFORE_KEY];
+/** Commands that may submit a form or pay: only these are checked against the ask-before rules. */
+const ASKABLE = new Set(['click', 'type', 'pressKey']);
 
 
 /**
@@ -76,6 +79,8 @@ export class OwnerControl {
     this._relayBadge = { text: '', color: '#80868b' };
     this._policy = consentPolicy({}, null);
     this._blocked = [];
+    /** @type {import('./ask-before.js').AskRules} */
+    this._askRules = askRules(undefined);
     this.ready = this._load();
   }
 
@@ -103,6 +108,7 @@ export class OwnerControl {
     const fromDev = Array.isArray(devConfig?.blockedSites) ? devConfig.blockedSites : [];
     const fromOptions = Array.isArray(stored[BLOCKED_SITES_KEY]) ? stored[BLOCKED_SITES_KEY] : [];
     this._blocked = parseSitePatterns([...fromDev, ...fromOptions]);
+    this._askRules = askRules(stored[ASK_BEFORE_KEY], devConfig);
   }
 
   /** The options page or the popup changed a decision or the site list. */
@@ -208,7 +214,7 @@ export class OwnerControl {
     const target = await this._checkReach(ctx, assistant, params ?? {});
     let result;
     try {
-      result = await runCommand({ ...ctx, assistantName: assistant.name }, method, params);
+      result = await runCommand({ ...ctx, assistantName: assistant.name, askBefore: await this._asksOn(method, target) }, method, params);
     } catch (error) {
       // The tab went off limits or out of the group while the command ran (Chrome says "Detached…").
       if (target !== undefined && ctx.tabs.ownerOf(target) === undefined && assistant.takenBack[target])
@@ -266,6 +272,20 @@ export class OwnerControl {
       assistant.takenBack = rest;
     }
     return tabId;
+  }
+
+  /**
+   * What the person asked to approve first on the tab's site, for a command that could submit
+   * a form or pay.
+   *
+   * @param {string} method
+   * @param {number | undefined} tabId
+   */
+  async _asksOn(method, tabId) {
+    if (!ASKABLE.has(method) || tabId === undefined || !asksAnything(this._askRules))
+      return undefined;
+    const tab = await chrome.tabs.get(tabId).catch(() => undefined);
+    return asksFor(this._askRules, tab?.url || tab?.pendingUrl);
   }
 
   /** getTabs shows a blocked tab as present, but not what it shows. @param {{url?: string, title?: string}} tab */

@@ -6,6 +6,7 @@
  */
 
 import { ConsentKey } from './consent.js';
+import { ASK_BEFORE_KEY } from './ask-before.js';
 import { BLOCKED_SITES_KEY, OwnerControl } from './owner-control.js';
 
 /** Messages the popup and options page send; each answers `{ok: true}` or `{ok: false, error}`. */
@@ -19,7 +20,7 @@ export const OwnerMessage = Object.freeze({
   SHOW_TAB: 'owner:show-tab',
 });
 
-const WATCHED_KEYS = new Set([ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, ConsentKey.DENIED, BLOCKED_SITES_KEY]);
+const WATCHED_KEYS = new Set([ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, ConsentKey.DENIED, BLOCKED_SITES_KEY, ASK_BEFORE_KEY]);
 
 /**
  * @param {Promise<Record<string, unknown> | null>} devConfig

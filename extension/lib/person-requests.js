@@ -30,6 +30,7 @@ const ANSWERED_KEPT_MS = 10 * 60_000;
 /**
  * @typedef {object} PersonRequest
  * @property {string} id unguessable: holding it is what lets a call wait for the answer
+ * @property {string} [key] what an ask is about (connection, tab, action), so the same action waits on the same prompt
  * @property {PersonRequestKind} kind
  * @property {PersonRequestStatus} status
  * @property {string} connectionId the assistant's MCP connection
@@ -66,16 +67,16 @@ export class PersonRequests {
   }
 
   /**
-   * @param {{kind: PersonRequestKind, connectionId: string, assistant: string, tabId: number, reason: string,
+   * @param {{kind: PersonRequestKind, key?: string, connectionId: string, assistant: string, tabId: number, reason: string,
    *   page: {url: string, title: string}, timeoutMs: number}} request
    * @returns {PersonRequest}
    */
-  open({ kind, connectionId, assistant, tabId, reason, page, timeoutMs }) {
+  open({ kind, key, connectionId, assistant, tabId, reason, page, timeoutMs }) {
     this._prune();
     const openedAt = this._now();
     /** @type {PersonRequest} */
     const request = {
-      id: this._newId(), kind, status: 'waiting', connectionId, assistant, tabId, reason, page, openedAt, deadline: openedAt + timeoutMs,
+      id: this._newId(), kind, ...(key === undefined ? {} : { key }), status: 'waiting', connectionId, assistant, tabId, reason, page, openedAt, deadline: openedAt + timeoutMs,
     };
     this._requests.set(request.id, request);
     const timer = setTimeout(() => this._expire(request.id), timeoutMs);
@@ -100,6 +101,17 @@ export class PersonRequests {
     if (request.status === 'waiting')
       this._settle(request, status);
     return { ...request };
+  }
+
+  /**
+   * The latest request opened under `key` (answered ones are kept ten minutes).
+   *
+   * @param {string} key
+   * @returns {PersonRequest | undefined}
+   */
+  lastByKey(key) {
+    const found = [...this._requests.values()].filter(request => request.key === key).at(-1);
+    return found ? this.get(found.id) : undefined;
   }
 
   /** @param {string} id */
