@@ -5,8 +5,12 @@
 //! (`ui/popup.html`, opened as a page), sign in on the login page in the assistant's tab, and
 //! click Done, then Cancel.
 //!
-//! With `OWNER_SCREENSHOTS=<dir>` the test also saves the popup showing the hand-off, for
-//! extension/README.md.
+//! And a checkout with "ask before submitting forms / purchases" on: the assistant's click on
+//! "Place order" waits for the person's Allow, and their Deny stops the next order
+//! (`tests/mcp-sdk-client/ask-before.mjs`).
+//!
+//! With `OWNER_SCREENSHOTS=<dir>` the tests also save the popup showing the hand-off and the
+//! ask-before prompt, for extension/README.md.
 
 mod common;
 
@@ -39,6 +43,127 @@ async fn person_signs_in_for_the_assistant_and_clicks_done_cancel_stops_it_and_p
     within(SCENARIO_LIMIT, hand_off(&chromium, &client_dir)).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkout_with_ask_before_waits_for_allow_and_deny_stops_the_order_without_asking_twice() {
+    let Some(chromium) = chromium_or_skip("ask before") else {
+        return;
+    };
+    let Some(client_dir) = typescript_sdk_client("ask before") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, ask_before(&chromium, &client_dir)).await;
+}
+
+async fn ask_before(chromium: &Path, client_dir: &Path) {
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Person's browser");
+    // The person's setting: ask before forms and purchases, on every site.
+    let config_path = profile.extension_dir.join("dev-config.json");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+    config["askBefore"] = json!({"forms": ["*"], "purchases": ["*"]});
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
+    let mut host = sdk_host(
+        client_dir,
+        "ask-before.mjs",
+        &site.url("checkout.html"),
+        &relay,
+        &[],
+    );
+
+    let popup = popup(&mut devtools, &origin).await;
+    let card = wait_for_request(&mut devtools, &popup).await;
+    assert!(
+        card.contains(
+            "Shopping Assistant is about to click the button “Place order” in the form “Checkout”"
+        ),
+        "{card}"
+    );
+    assert!(
+        card.contains("purchase or payment") && card.contains("submits a form"),
+        "{card}"
+    );
+    assert!(
+        card.contains("\"Checkout\""),
+        "the page, by its title: {card}"
+    );
+    screenshot(&mut devtools, &popup, "popup-ask-before.png").await;
+    click_answer(&mut devtools, &popup, "allowed").await;
+
+    wait_for_request(&mut devtools, &popup).await;
+    click_answer(&mut devtools, &popup, "denied").await;
+
+    let report = finish(&mut host).await;
+    assert_eq!(
+        report["unasked"],
+        json!({"typed": true, "coupon": true}),
+        "{report}"
+    );
+    assert_eq!(report["allowed"]["isError"], false, "{report}");
+    assert_eq!(report["allowed"]["title"], "Order placed", "{report}");
+    let denied = &report["denied"];
+    assert_eq!(denied["isError"], true, "{report}");
+    assert!(
+        denied["text"]
+            .as_str()
+            .unwrap()
+            .contains("denied this step")
+            && denied["text"].as_str().unwrap().contains("Do not retry it"),
+        "{report}"
+    );
+    assert_eq!(denied["retry"]["isError"], true, "{report}");
+    assert!(denied["retry"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("denied this step"));
+    assert_eq!(denied["title"], "Checkout", "nothing was ordered: {report}");
+    // Denied once: the retry did not ask the person again.
+    assert_eq!(
+        devtools
+            .eval(
+                &popup,
+                "document.querySelectorAll('.person-request').length"
+            )
+            .await,
+        json!(0)
+    );
+
+    drop(devtools);
+    drop(browser);
+    relay.shutdown().await;
+}
+
+/// An SDK script from tests/mcp-sdk-client driving the bridge at `relay`, its stdout piped for
+/// the report (the bridge's log goes to the test's output).
+fn sdk_host(
+    client_dir: &Path,
+    script: &str,
+    page: &str,
+    relay: &mcp_relay::server::RunningRelay,
+    bridge_args: &[&str],
+) -> tokio::process::Child {
+    // MCP_RELAY_TEST_BINARY: another build of the relay, as tests/common/served.rs takes it.
+    let binary = std::env::var("MCP_RELAY_TEST_BINARY")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_mcp-relay").to_owned());
+    tokio::process::Command::new("node")
+        .arg(client_dir.join(script))
+        .arg(page)
+        .arg(binary)
+        .args(["bridge", "--relay", &relay.url("/mcp")])
+        .args(bridge_args)
+        .env("MCP_RELAY_TOKEN", token(USER, Some(Role::Mcp)))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node")
+}
+
 async fn hand_off(chromium: &Path, client_dir: &Path) {
     let relay = relay().await;
     let site = FixtureSite::start().await;
@@ -48,24 +173,13 @@ async fn hand_off(chromium: &Path, client_dir: &Path) {
     let origin = devtools.extension_origin().await;
 
     // The host: the official SDK, through the bridge, with progress every 500 ms.
-    let login = site.url("login.html");
-    let mut host = tokio::process::Command::new("node")
-        .arg(client_dir.join("hand-off.mjs"))
-        .arg(&login)
-        .arg(env!("CARGO_BIN_EXE_mcp-relay"))
-        .args([
-            "bridge",
-            "--relay",
-            &relay.url("/mcp"),
-            "--progress-interval",
-            "500ms",
-        ])
-        .env("MCP_RELAY_TOKEN", token(USER, Some(Role::Mcp)))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("node");
+    let mut host = sdk_host(
+        client_dir,
+        "hand-off.mjs",
+        &site.url("login.html"),
+        &relay,
+        &["--progress-interval", "500ms"],
+    );
 
     // The person opens the popup and finds the request there, saying who asks what, where.
     let popup = popup(&mut devtools, &origin).await;
@@ -104,13 +218,19 @@ async fn hand_off(chromium: &Path, client_dir: &Path) {
     // The third goes unanswered; its host gives up, which withdraws it from the popup.
     let card = wait_for_request(&mut devtools, &popup).await;
     assert!(card.contains("Nobody will answer this"), "{card}");
-    devtools
-        .wait_for(
+    let id = devtools
+        .eval(
             &popup,
-            "document.querySelectorAll('.person-request').length",
-            json!(0),
+            "document.querySelector('.person-request').dataset.requestId",
         )
         .await;
+    wait_until_gone(
+        &mut devtools,
+        &popup,
+        id.as_str().unwrap(),
+        "the host's giving up",
+    )
+    .await;
 
     let report = finish(&mut host).await;
     let signed_in = &report["signIn"];
@@ -185,8 +305,8 @@ async fn wait_for_request(devtools: &mut DevTools, popup: &str) -> String {
     devtools
         .wait_for(
             popup,
-            "document.querySelectorAll('.person-request').length",
-            json!(1),
+            "document.querySelectorAll('.person-request').length > 0",
+            json!(true),
         )
         .await;
     devtools
@@ -197,20 +317,45 @@ async fn wait_for_request(devtools: &mut DevTools, popup: &str) -> String {
         .to_owned()
 }
 
+/// Clicks an answer on the popup's first request and waits until that request is gone from it
+/// (the host's next request may already be there); the popup's own error line, if the extension
+/// refused the answer, is in the failure's message.
 async fn click_answer(devtools: &mut DevTools, popup: &str, answer: &str) {
-    devtools
+    let id = devtools
         .eval(
             popup,
-            &format!("document.querySelector('.person-request .person-{answer}').click()"),
+            &format!(
+                "(() => {{ const first = document.querySelector('.person-request'); \
+                 first.querySelector('.person-{answer}').click(); return first.dataset.requestId; }})()"
+            ),
         )
         .await;
-    devtools
-        .wait_for(
-            popup,
-            "document.querySelectorAll('.person-request').length",
-            json!(0),
-        )
-        .await;
+    let id = id.as_str().expect("a request to answer").to_owned();
+    wait_until_gone(devtools, popup, &id, answer).await;
+}
+
+/// Waits until the request `id` is no longer in the popup.
+async fn wait_until_gone(devtools: &mut DevTools, popup: &str, id: &str, why: &str) {
+    let deadline = Instant::now() + STEP;
+    loop {
+        let state = devtools
+            .eval(
+                popup,
+                &format!(
+                    "[!!document.querySelector('[data-request-id=\"{id}\"]'), \
+                     document.getElementById('person-status').textContent]"
+                ),
+            )
+            .await;
+        if state[0] == false {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{why} did not end request {id}: {state}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
 }
 
 /// A session in the page whose URL contains `part` (the assistant's tab).
