@@ -21,7 +21,7 @@ use std::time::Duration;
 use base64::Engine;
 use common::bridge::typescript_sdk_client;
 use common::browser::*;
-use common::{relay, token};
+use common::{api, relay, token};
 use mcp_relay::auth::Role;
 use serde_json::{json, Value};
 use tokio::io::AsyncReadExt;
@@ -122,6 +122,24 @@ async fn ask_before(chromium: &Path, client_dir: &Path) {
         .unwrap()
         .contains("denied this step"));
     assert_eq!(denied["title"], "Checkout", "nothing was ordered: {report}");
+    // The receipts: one per decision, with the site and the kind of step, not the page's words.
+    let receipts = receipts(&relay, "ask-before", 2).await;
+    assert_eq!(receipts.len(), 2, "{receipts:?}");
+    for (receipt, outcome) in receipts.iter().zip(["allowed", "denied"]) {
+        let detail = receipt["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(outcome) && detail.contains("on 127.0.0.1:"),
+            "{detail}"
+        );
+        assert!(
+            detail.ends_with("click (it looks like a purchase or payment; it submits a form)"),
+            "{detail}"
+        );
+        assert!(
+            !detail.contains("Place order"),
+            "page content in the trail: {detail}"
+        );
+    }
     // Denied once: the retry did not ask the person again.
     assert_eq!(
         devtools
@@ -282,9 +300,64 @@ async fn hand_off(chromium: &Path, client_dir: &Path) {
     assert_eq!(gave_up["gaveUp"], true, "{report}");
     assert_eq!(gave_up["tabFreedAfterwards"], true, "{report}");
 
+    // Each hand-off's end is a receipt in the relay's audit trail, oldest first.
+    let receipts = receipts(&relay, "hand-off", 3).await;
+    let details: Vec<&str> = receipts
+        .iter()
+        .map(|r| r["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(details.len(), 3, "{details:?}");
+    assert!(
+        details[0].starts_with("done after ") && details[0].ends_with(": Sign in to Example Bank"),
+        "{details:?}"
+    );
+    assert!(
+        details[1].starts_with("cancelled")
+            && details[1].ends_with(": Approve the transfer on your phone"),
+        "{details:?}"
+    );
+    assert!(details[2].starts_with("withdrawn"), "{details:?}");
+    assert!(receipts
+        .iter()
+        .all(|r| r["mcp_client_id"].is_string() && r["connection_id"].is_string()));
+
     drop(devtools);
     drop(browser);
     relay.shutdown().await;
+}
+
+/// The relay's audit records of `kind` (the receipts the extension sent), oldest first, once
+/// there are `count` (the writer batches).
+async fn receipts(relay: &mcp_relay::server::RunningRelay, kind: &str, count: usize) -> Vec<Value> {
+    let admin = token("root", Some(Role::Admin));
+    let deadline = Instant::now() + STEP;
+    loop {
+        let (status, body) = api(
+            relay.local_addr,
+            "GET",
+            "/api/v1/audit?user_id=e2e-user&limit=1000",
+            Some(&admin),
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        let mut found: Vec<Value> = body["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == kind)
+            .cloned()
+            .collect();
+        assert!(
+            Instant::now() < deadline,
+            "{count} {kind} receipts never came; the trail: {body}"
+        );
+        if found.len() >= count {
+            found.sort_by_key(|e| e["at_ms"].as_i64());
+            return found;
+        }
+        tokio::time::sleep(POLL).await;
+    }
 }
 
 /// The popup, opened as a page at the popup's own width.

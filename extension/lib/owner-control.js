@@ -59,10 +59,12 @@ export class OwnerControl {
    * @param {object} deps
    * @param {Promise<Record<string, unknown> | null>} deps.devConfig
    * @param {(connectionId: string, reason: string) => Promise<unknown>} deps.closeConnection
+   * @param {(receipt: object) => Promise<unknown>} [deps.recordDecision] sends a receipt to the relay's audit trail
    */
-  constructor({ devConfig, closeConnection }) {
+  constructor({ devConfig, closeConnection, recordDecision = async () => {} }) {
     this._devConfig = devConfig;
     this._closeConnection = closeConnection;
+    this._recordDecision = recordDecision;
     /** @type {Map<string, Assistant>} */
     this._assistants = new Map();
     this._groups = new AssistantGroups();
@@ -388,23 +390,62 @@ export class OwnerControl {
    * @param {'opened'|'answered'} change
    */
   _personChanged(request, change) {
+    // The receipt first: nothing the notification API does may keep it from the audit trail.
+    if (change === 'answered')
+      this._sendReceipt(request);
+    try {
+      this._notifyPerson(request, change);
+    } catch (error) {
+      console.info('[mcp-relay] no notification (the popup still asks):', error?.message);
+    }
+    this._publish();
+  }
+
+  /**
+   * Shows an opened request as a notification (one click brings its tab forward), or takes an
+   * answered one's away. Chrome may throw at once rather than reject (headless, a policy).
+   *
+   * @param {import('./person-requests.js').PersonRequest} request
+   * @param {'opened'|'answered'} change
+   */
+  _notifyPerson(request, change) {
     const id = PERSON_NOTIFICATION_PREFIX + request.id;
     if (change === 'answered') {
       chrome.notifications?.clear(id).catch(() => {});
-    } else {
-      const handOff = request.kind === 'hand-off';
-      chrome.notifications?.create(id, {
-        type: 'basic',
-        iconUrl: chrome.runtime.getURL('ui/icon-128.png'),
-        title: handOff ? `${request.assistant} needs you for a step` : `${request.assistant} asks before it acts`,
-        message: handOff
-          ? `${request.reason}. Click here to see the tab, do the step there, then click Done in the mcp-relay popup.`
-          : `It is about to ${request.reason} on ${hostOf(request.page.url)}. Allow or Deny in the mcp-relay popup.`,
-        requireInteraction: true,
-        priority: 2,
-      }).catch(error => console.info('[mcp-relay] no notification (the popup still asks):', error?.message));
+      return;
     }
-    this._publish();
+    const handOff = request.kind === 'hand-off';
+    chrome.notifications?.create(id, {
+      type: 'basic',
+      iconUrl: chrome.runtime.getURL('ui/icon-128.png'),
+      title: handOff ? `${request.assistant} needs you for a step` : `${request.assistant} asks before it acts`,
+      message: handOff
+        ? `${request.reason}. Click here to see the tab, do the step there, then click Done in the mcp-relay popup.`
+        : `It is about to ${request.reason} on ${hostOf(request.page.url)}. Allow or Deny in the mcp-relay popup.`,
+      requireInteraction: true,
+      priority: 2,
+    }).catch(error => console.info('[mcp-relay] no notification (the popup still asks):', error?.message));
+  }
+
+  /**
+   * The receipt of a hand-off or an ask-before answer for the relay's audit trail: who (the
+   * connection), what (the kind, its outcome, the assistant's reason or the kind of step),
+   * where (the site and tab), when (the relay stamps it) and how long it waited. Never the
+   * page's content: an ask's element label stays out.
+   *
+   * @param {import('./person-requests.js').PersonRequest} request
+   */
+  _sendReceipt(request) {
+    const receipt = {
+      connection_id: request.connectionId,
+      kind: request.kind === 'hand-off' ? 'hand-off' : 'ask-before',
+      outcome: request.status,
+      site: siteOf(request.page.url),
+      tab_id: request.tabId,
+      waited_ms: Math.max(0, (request.answeredAt ?? Date.now()) - request.openedAt),
+      summary: request.kind === 'hand-off' ? request.reason : (request.summary ?? ''),
+    };
+    this._recordDecision(receipt).catch(error => console.info('[mcp-relay] no receipt in the relay\'s audit trail:', error?.message));
   }
 
   /**
@@ -663,6 +704,15 @@ export class OwnerControl {
     }));
     chrome.storage.session.set({ [ASSISTANTS_KEY]: list, [PERSON_REQUESTS_KEY]: person }).catch(() => {});
     this._renderBadge();
+  }
+}
+
+/** A page's host for a receipt (no path or query: those can be content). @param {string} url */
+function siteOf(url) {
+  try {
+    return new URL(url).host;
+  } catch {
+    return '';
   }
 }
 

@@ -25,10 +25,11 @@ const WATCHED_KEYS = new Set([ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, C
 /**
  * @param {Promise<Record<string, unknown> | null>} devConfig
  * @param {(connectionId: string, reason: string) => Promise<unknown>} closeConnection
+ * @param {(receipt: object) => Promise<unknown>} recordDecision the relay's audit trail
  * @returns {OwnerControl}
  */
-export function registerOwnerControl(devConfig, closeConnection) {
-  const owner = new OwnerControl({ devConfig, closeConnection });
+export function registerOwnerControl(devConfig, closeConnection, recordDecision) {
+  const owner = new OwnerControl({ devConfig, closeConnection, recordDecision });
   chrome.tabs.onUpdated.addListener((tabId, change) => {
     if (change.url !== undefined || change.groupId !== undefined)
       owner.tabUpdated(tabId, change).catch(error => console.warn('[mcp-relay] tab update:', error));

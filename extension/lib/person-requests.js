@@ -37,6 +37,7 @@ const ANSWERED_KEPT_MS = 10 * 60_000;
  * @property {string} assistant its name, as the person knows it
  * @property {number} tabId
  * @property {string} reason a hand-off: what the assistant asks the person to do; an ask: what it is about to do, in words
+ * @property {string} [summary] what the audit receipt says it was about, without the page's own words (an ask's element label is page content)
  * @property {{url: string, title: string}} page the tab when the request was made
  * @property {number} openedAt epoch ms
  * @property {number} deadline epoch ms
@@ -67,16 +68,16 @@ export class PersonRequests {
   }
 
   /**
-   * @param {{kind: PersonRequestKind, key?: string, connectionId: string, assistant: string, tabId: number, reason: string,
+   * @param {{kind: PersonRequestKind, key?: string, summary?: string, connectionId: string, assistant: string, tabId: number, reason: string,
    *   page: {url: string, title: string}, timeoutMs: number}} request
    * @returns {PersonRequest}
    */
-  open({ kind, key, connectionId, assistant, tabId, reason, page, timeoutMs }) {
+  open({ kind, key, summary, connectionId, assistant, tabId, reason, page, timeoutMs }) {
     this._prune();
     const openedAt = this._now();
     /** @type {PersonRequest} */
     const request = {
-      id: this._newId(), kind, ...(key === undefined ? {} : { key }), status: 'waiting', connectionId, assistant, tabId, reason, page, openedAt, deadline: openedAt + timeoutMs,
+      id: this._newId(), kind, ...(key === undefined ? {} : { key }), ...(summary === undefined ? {} : { summary }), status: 'waiting', connectionId, assistant, tabId, reason, page, openedAt, deadline: openedAt + timeoutMs,
     };
     this._requests.set(request.id, request);
     const timer = setTimeout(() => this._expire(request.id), timeoutMs);

@@ -63,6 +63,7 @@ export async function askBeforeActing(ctx, method, params) {
     request = ctx.person.open({
       kind: 'ask',
       key,
+      summary: `${query.verb} (${reasons.join('; ')})`,
       connectionId: ctx.connectionId,
       assistant: ctx.assistantName ?? 'An assistant',
       tabId,
