@@ -40,7 +40,32 @@ async fn person_signs_in_for_the_assistant_and_clicks_done_cancel_stops_it_and_p
         return;
     };
     let _one = ONE_BROWSER_AT_A_TIME.lock().await;
-    within(SCENARIO_LIMIT, hand_off(&chromium, &client_dir)).await;
+    within(
+        SCENARIO_LIMIT,
+        hand_off(&chromium, &client_dir, Mode::Headless),
+    )
+    .await;
+}
+
+/// The same hand-off in real windows on a virtual X display: the person's popup, the agent's
+/// window and its tab as a person's Chrome has them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_hand_off_under_xvfb_is_done_cancelled_and_withdrawn_the_same_way() {
+    let Some(chromium) = chromium_or_skip("headful hand-off") else {
+        return;
+    };
+    if xvfb_run_or_skip("headful hand-off").is_none() {
+        return;
+    }
+    let Some(client_dir) = typescript_sdk_client("headful hand-off") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(
+        SCENARIO_LIMIT,
+        hand_off(&chromium, &client_dir, Mode::Headful),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -182,11 +207,17 @@ fn sdk_host(
         .expect("node")
 }
 
-async fn hand_off(chromium: &Path, client_dir: &Path) {
+async fn hand_off(chromium: &Path, client_dir: &Path, mode: Mode) {
     let relay = relay().await;
     let site = FixtureSite::start().await;
     let profile = Profile::new(&relay, "Person's browser");
-    let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
+    let browser = Browser::launch_in(
+        chromium,
+        &profile,
+        mode,
+        &["--remote-debugging-port=0"],
+        &["about:blank"],
+    );
     let mut devtools = DevTools::attach(&browser).await;
     let origin = devtools.extension_origin().await;
 
@@ -269,6 +300,7 @@ async fn hand_off(chromium: &Path, client_dir: &Path) {
     let elapsed = signed_in["elapsedMs"].as_u64().unwrap();
     assert!(elapsed > 4_000, "{report}");
     assert!(signed_in["progress"].as_u64().unwrap() >= 4, "{report}");
+    assert_eq!(signed_in["progressIncreases"], true, "{report}");
     assert!(
         signed_in["lastProgress"]["message"]
             .as_str()

@@ -47,6 +47,7 @@ try {
     elapsedMs: Date.now() - started,
     progress: progress.length,
     lastProgress: progress.at(-1),
+    progressIncreases: progress.every((p, i) => i === 0 || p.progress > progress[i - 1].progress),
     refusedMeanwhile: { isError: refused.isError ?? false, text: text(refused) },
   };
 

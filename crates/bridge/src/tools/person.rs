@@ -181,7 +181,8 @@ async fn progress(scope: Option<&CallScope>, started: Instant, timeout: Duration
     else {
         return;
     };
-    let waited = started.elapsed().as_secs_f64().floor();
+    // Tenths of a second: `progress` must grow with every notification, even 100 ms apart.
+    let waited = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
     let param = ProgressNotificationParam::new(token.clone(), waited)
         .with_total(timeout.as_secs_f64())
         .with_message(format!(
