@@ -24,7 +24,8 @@ const SETTINGS_KEYS = new Set([SettingsKey.RELAY_URL, SettingsKey.TOKEN, Setting
 const devConfig = loadDevConfig();
 
 /** Consent, tab groups, off-limits sites, Stop: see lib/owner-control.js. */
-const owner = registerOwnerControl(devConfig, (connectionId, reason) => supervisor.closeConnection(connectionId, reason));
+const owner = registerOwnerControl(devConfig, (connectionId, reason) => supervisor.closeConnection(connectionId, reason),
+  receipt => supervisor.recordDecision(receipt));
 
 const supervisor = new RelaySupervisor({
   loadSettings: async () => loadSettings(await devConfig),

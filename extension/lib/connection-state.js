@@ -18,6 +18,7 @@
 import { DebuggerSessions } from './debugger-sessions.js';
 import { DownloadBook, fetchDownload, safeName } from './downloads.js';
 import { DIRECT_CONNECTION } from './ids.js';
+import { PersonRequests } from './person-requests.js';
 import { TabOwnership } from './tabs.js';
 
 /** How long a download waits for an agent tab's announcement while agent tabs are attached. */
@@ -29,6 +30,8 @@ export class ConnectionState {
     this.debuggers = new DebuggerSessions();
     /** Downloads the connections' actions started in their tabs, captured (downloads.js). */
     this.downloads = new DownloadBook();
+    /** Hand-offs and ask-before prompts waiting for the person (person-requests.js). */
+    this.person = new PersonRequests();
     /** @type {import('./owner-control.js').OwnerControl | null} the owner's rules; the service worker installs them */
     this.owner = null;
     this._onTabRemoved = this._onTabRemoved.bind(this);
@@ -46,7 +49,7 @@ export class ConnectionState {
    * @returns {import('./commands.js').CommandContext}
    */
   contextFor(connectionId) {
-    return { connectionId, tabs: this.tabs, debuggers: this.debuggers, downloads: this.downloads };
+    return { connectionId, tabs: this.tabs, debuggers: this.debuggers, downloads: this.downloads, person: this.person };
   }
 
   /**
@@ -66,6 +69,7 @@ export class ConnectionState {
 
   /** An MCP connection ended: detach from its tabs and un-own them (they stay open). */
   release(connectionId) {
+    this.person.withdrawAll(connectionId);
     for (const tabId of this.tabs.release(connectionId))
       this.debuggers.detach(tabId);
     this.downloads.forgetConnection(connectionId);

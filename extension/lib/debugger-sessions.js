@@ -19,7 +19,7 @@ import { EventTaps } from './event-taps.js';
 import { NetworkLog } from './network.js';
 import { PageEvents } from './page-events.js';
 import { WebMcpTools } from './webmcp-store.js';
-import { WEBMCP_BINDING, WEBMCP_SCRIPT } from './webmcp.js';
+import { WEBMCP_BINDING, WEBMCP_SCRIPT } from './webmcp-script.js';
 
 /** CDP protocol version every Chromium since 2017 speaks. */
 const PROTOCOL_VERSION = '1.3';

@@ -11,6 +11,7 @@
  * `chrome.*`, which it touches only in methods, never at import.
  */
 
+import { ASK_BEFORE_KEY, askRules, asksAnything, asksFor } from './ask-before.js';
 import { blockedSiteError, blockingPattern, parseSitePatterns } from './blocked-sites.js';
 import {
   ConsentKey, assistantKey, assistantName, consentDeniedError, consentPolicy, consentRequiredError, isAllowed, isDenied,
@@ -26,8 +27,16 @@ export const ASSISTANTS_KEY = 'assistants';
 /** The popup shows this many recent actions per assistant: enough to see what it is doing, not a log. */
 const RECENT_ACTIONS = 5;
 const NOTIFICATION_PREFIX = 'consent:';
+/** Notifications of hand-offs and ask-before prompts: this prefix and the request's id. */
+const PERSON_NOTIFICATION_PREFIX = 'person:';
+/** chrome.storage.session key of what waits for the person (hand-offs, ask-before prompts), which the popup shows. */
+export const PERSON_REQUESTS_KEY = 'personRequests';
+/** What the person may answer to each kind of request. */
+const PERSON_ANSWERS = Object.freeze({ 'hand-off': ['done', 'cancelled'], ask: ['allowed', 'denied'] });
 /** What decisions and the site list are read from. */
-const STORED_KEYS = [ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, ConsentKey.DENIED, BLOCKED_SITES_KEY];
+const STORED_KEYS = [ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, ConsentKey.DENIED, BLOCKED_SITES_KEY, ASK_BEFORE_KEY];
+/** Commands that may submit a form or pay: only these are checked against the ask-before rules. */
+const ASKABLE = new Set(['click', 'type', 'pressKey']);
 
 
 /**
@@ -50,10 +59,12 @@ export class OwnerControl {
    * @param {object} deps
    * @param {Promise<Record<string, unknown> | null>} deps.devConfig
    * @param {(connectionId: string, reason: string) => Promise<unknown>} deps.closeConnection
+   * @param {(receipt: object) => Promise<unknown>} [deps.recordDecision] sends a receipt to the relay's audit trail
    */
-  constructor({ devConfig, closeConnection }) {
+  constructor({ devConfig, closeConnection, recordDecision = async () => {} }) {
     this._devConfig = devConfig;
     this._closeConnection = closeConnection;
+    this._recordDecision = recordDecision;
     /** @type {Map<string, Assistant>} */
     this._assistants = new Map();
     this._groups = new AssistantGroups();
@@ -70,12 +81,15 @@ export class OwnerControl {
     this._relayBadge = { text: '', color: '#80868b' };
     this._policy = consentPolicy({}, null);
     this._blocked = [];
+    /** @type {import('./ask-before.js').AskRules} */
+    this._askRules = askRules(undefined);
     this.ready = this._load();
   }
 
   /** The books of tabs and debuggers the relay connections share. @param {import('./connection-state.js').ConnectionState} connections */
   attach(connections) {
     this._connections = connections;
+    connections.person?.listen((request, change) => this._personChanged(request, change));
   }
 
   /** Reads decisions and site patterns, and the assistants a previous worker published. */
@@ -96,6 +110,7 @@ export class OwnerControl {
     const fromDev = Array.isArray(devConfig?.blockedSites) ? devConfig.blockedSites : [];
     const fromOptions = Array.isArray(stored[BLOCKED_SITES_KEY]) ? stored[BLOCKED_SITES_KEY] : [];
     this._blocked = parseSitePatterns([...fromDev, ...fromOptions]);
+    this._askRules = askRules(stored[ASK_BEFORE_KEY], devConfig);
   }
 
   /** The options page or the popup changed a decision or the site list. */
@@ -201,7 +216,7 @@ export class OwnerControl {
     const target = await this._checkReach(ctx, assistant, params ?? {});
     let result;
     try {
-      result = await runCommand(ctx, method, params);
+      result = await runCommand({ ...ctx, assistantName: assistant.name, askBefore: await this._asksOn(method, target) }, method, params);
     } catch (error) {
       // The tab went off limits or out of the group while the command ran (Chrome says "Detached…").
       if (target !== undefined && ctx.tabs.ownerOf(target) === undefined && assistant.takenBack[target])
@@ -261,6 +276,20 @@ export class OwnerControl {
     return tabId;
   }
 
+  /**
+   * What the person asked to approve first on the tab's site, for a command that could submit
+   * a form or pay.
+   *
+   * @param {string} method
+   * @param {number | undefined} tabId
+   */
+  async _asksOn(method, tabId) {
+    if (!ASKABLE.has(method) || tabId === undefined || !asksAnything(this._askRules))
+      return undefined;
+    const tab = await chrome.tabs.get(tabId).catch(() => undefined);
+    return asksFor(this._askRules, tab?.url || tab?.pendingUrl);
+  }
+
   /** getTabs shows a blocked tab as present, but not what it shows. @param {{url?: string, title?: string}} tab */
   _redacted(tab) {
     return blockingPattern(this._blocked, tab.url) ? { ...tab, url: '', title: '(off limits)' } : tab;
@@ -312,6 +341,111 @@ export class OwnerControl {
     if (!notificationId.startsWith(NOTIFICATION_PREFIX))
       return;
     await this.decide(notificationId.slice(NOTIFICATION_PREFIX.length), buttonIndex === 0 ? 'once' : 'deny');
+  }
+
+  /**
+   * The person's answer to a hand-off ("Done", "Cancel") or an ask-before prompt ("Allow",
+   * "Deny") from the popup.
+   *
+   * @param {string} id
+   * @param {string} answer
+   */
+  async answerPerson(id, answer) {
+    const book = this._connections?.person;
+    const request = book?.get(id);
+    if (!request)
+      throw new Error('That request is no longer waiting');
+    if (!PERSON_ANSWERS[request.kind]?.includes(answer))
+      throw new Error(`"${answer}" is not an answer to a ${request.kind}`);
+    if (request.status !== 'waiting')
+      throw new Error(`That request already ended (${request.status})`);
+    book.answer(id, answer);
+  }
+
+  /**
+   * Brings a request's tab to the front of its window, and the window to the front: only when
+   * the person asks for it (a click on the notification, "Show the tab" in the popup), never
+   * by itself, so the person is not pulled away from what they were doing.
+   *
+   * @param {string} id
+   */
+  async showPersonTab(id) {
+    const request = this._connections?.person.get(id);
+    if (!request)
+      throw new Error('That request is no longer waiting');
+    const tab = await chrome.tabs.update(request.tabId, { active: true });
+    await chrome.windows.update(tab.windowId, { focused: true }).catch(() => {});
+  }
+
+  /** A click on a notification (its body, not a button). @param {string} notificationId */
+  async notificationClicked(notificationId) {
+    if (notificationId.startsWith(PERSON_NOTIFICATION_PREFIX))
+      await this.showPersonTab(notificationId.slice(PERSON_NOTIFICATION_PREFIX.length));
+  }
+
+  /**
+   * A hand-off or prompt opened (a notification, the badge, the popup) or ended (all cleared).
+   *
+   * @param {import('./person-requests.js').PersonRequest} request
+   * @param {'opened'|'answered'} change
+   */
+  _personChanged(request, change) {
+    // The receipt first: nothing the notification API does may keep it from the audit trail.
+    if (change === 'answered')
+      this._sendReceipt(request);
+    try {
+      this._notifyPerson(request, change);
+    } catch (error) {
+      console.info('[mcp-relay] no notification (the popup still asks):', error?.message);
+    }
+    this._publish();
+  }
+
+  /**
+   * Shows an opened request as a notification (one click brings its tab forward), or takes an
+   * answered one's away. Chrome may throw at once rather than reject (headless, a policy).
+   *
+   * @param {import('./person-requests.js').PersonRequest} request
+   * @param {'opened'|'answered'} change
+   */
+  _notifyPerson(request, change) {
+    const id = PERSON_NOTIFICATION_PREFIX + request.id;
+    if (change === 'answered') {
+      chrome.notifications?.clear(id).catch(() => {});
+      return;
+    }
+    const handOff = request.kind === 'hand-off';
+    chrome.notifications?.create(id, {
+      type: 'basic',
+      iconUrl: chrome.runtime.getURL('ui/icon-128.png'),
+      title: handOff ? `${request.assistant} needs you for a step` : `${request.assistant} asks before it acts`,
+      message: handOff
+        ? `${request.reason}. Click here to see the tab, do the step there, then click Done in the mcp-relay popup.`
+        : `It is about to ${request.reason} on ${hostOf(request.page.url)}. Allow or Deny in the mcp-relay popup.`,
+      requireInteraction: true,
+      priority: 2,
+    }).catch(error => console.info('[mcp-relay] no notification (the popup still asks):', error?.message));
+  }
+
+  /**
+   * The receipt of a hand-off or an ask-before answer for the relay's audit trail: who (the
+   * connection), what (the kind, its outcome, the assistant's reason or the kind of step),
+   * where (the site and tab), when (the relay stamps it) and how long it waited. Never the
+   * page's content: an ask's element label stays out.
+   *
+   * @param {import('./person-requests.js').PersonRequest} request
+   */
+  _sendReceipt(request) {
+    const receipt = {
+      connection_id: request.connectionId,
+      kind: request.kind === 'hand-off' ? 'hand-off' : 'ask-before',
+      outcome: request.status,
+      site: siteOf(request.page.url),
+      tab_id: request.tabId,
+      waited_ms: Math.max(0, (request.answeredAt ?? Date.now()) - request.openedAt),
+      summary: request.kind === 'hand-off' ? request.reason : (request.summary ?? ''),
+    };
+    this._recordDecision(receipt).catch(error => console.info('[mcp-relay] no receipt in the relay\'s audit trail:', error?.message));
   }
 
   /**
@@ -525,12 +659,17 @@ export class OwnerControl {
     this._publish();
   }
 
-  /** Badge: pending requests first ("!" in amber), else the number of active assistants, else the relay state. */
+  /**
+   * Badge: what waits for the person first (a hand-off or an ask-before prompt: "1!" in red),
+   * then pending consent ("1?" in amber), else the number of active assistants, else the relay state.
+   */
   _renderBadge() {
     const assistants = [...this._assistants.values()];
     const pending = assistants.filter(a => this._isPending(a)).length;
     const active = assistants.filter(a => this._isAllowed(a)).length;
-    const badge = pending > 0 ? { text: `${pending}?`, color: '#e37400' }
+    const waiting = this._connections?.person?.waiting().length ?? 0;
+    const badge = waiting > 0 ? { text: `${waiting}!`, color: '#d93025' }
+      : pending > 0 ? { text: `${pending}?`, color: '#e37400' }
       : active > 0 ? { text: String(active), color: '#1a73e8' }
         : this._relayBadge;
     chrome.action.setBadgeText({ text: badge.text }).catch(() => {});
@@ -553,8 +692,36 @@ export class OwnerControl {
       takenBack: assistant.takenBack,
       tabs: this._connections?.tabs.tabsOf(assistant.connectionId) ?? [],
     }));
-    chrome.storage.session.set({ [ASSISTANTS_KEY]: list }).catch(() => {});
+    const person = (this._connections?.person?.waiting() ?? []).map(request => ({
+      id: request.id,
+      kind: request.kind,
+      assistant: request.assistant,
+      tabId: request.tabId,
+      reason: request.reason,
+      page: request.page,
+      openedAt: request.openedAt,
+      deadline: request.deadline,
+    }));
+    chrome.storage.session.set({ [ASSISTANTS_KEY]: list, [PERSON_REQUESTS_KEY]: person }).catch(() => {});
     this._renderBadge();
+  }
+}
+
+/** A page's host for a receipt (no path or query: those can be content). @param {string} url */
+function siteOf(url) {
+  try {
+    return new URL(url).host;
+  } catch {
+    return '';
+  }
+}
+
+/** A page's site in words for a notification ("shop.example"), or the URL when it has no host. @param {string} url */
+function hostOf(url) {
+  try {
+    return new URL(url).host || url;
+  } catch {
+    return url || 'this page';
   }
 }
 

@@ -6,6 +6,7 @@
  */
 
 import { ConsentKey } from './consent.js';
+import { ASK_BEFORE_KEY } from './ask-before.js';
 import { BLOCKED_SITES_KEY, OwnerControl } from './owner-control.js';
 
 /** Messages the popup and options page send; each answers `{ok: true}` or `{ok: false, error}`. */
@@ -13,17 +14,22 @@ export const OwnerMessage = Object.freeze({
   DECIDE: 'owner:decide',
   STOP: 'owner:stop',
   REVOKE: 'owner:revoke',
+  /** `{id, answer}`: "done"/"cancelled" to a hand-off, "allowed"/"denied" to an ask-before prompt. */
+  PERSON_ANSWER: 'owner:person-answer',
+  /** `{id}`: bring that request's tab to the front. */
+  SHOW_TAB: 'owner:show-tab',
 });
 
-const WATCHED_KEYS = new Set([ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, ConsentKey.DENIED, BLOCKED_SITES_KEY]);
+const WATCHED_KEYS = new Set([ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, ConsentKey.DENIED, BLOCKED_SITES_KEY, ASK_BEFORE_KEY]);
 
 /**
  * @param {Promise<Record<string, unknown> | null>} devConfig
  * @param {(connectionId: string, reason: string) => Promise<unknown>} closeConnection
+ * @param {(receipt: object) => Promise<unknown>} recordDecision the relay's audit trail
  * @returns {OwnerControl}
  */
-export function registerOwnerControl(devConfig, closeConnection) {
-  const owner = new OwnerControl({ devConfig, closeConnection });
+export function registerOwnerControl(devConfig, closeConnection, recordDecision) {
+  const owner = new OwnerControl({ devConfig, closeConnection, recordDecision });
   chrome.tabs.onUpdated.addListener((tabId, change) => {
     if (change.url !== undefined || change.groupId !== undefined)
       owner.tabUpdated(tabId, change).catch(error => console.warn('[mcp-relay] tab update:', error));
@@ -32,6 +38,9 @@ export function registerOwnerControl(devConfig, closeConnection) {
   chrome.tabGroups?.onRemoved.addListener(group => owner.groupRemoved(group.id));
   chrome.notifications?.onButtonClicked.addListener((id, button) => {
     owner.notificationButton(id, button).catch(error => console.warn('[mcp-relay] notification:', error));
+  });
+  chrome.notifications?.onClicked.addListener(id => {
+    owner.notificationClicked(id).catch(error => console.warn('[mcp-relay] notification:', error));
   });
   chrome.storage.onChanged.addListener((changes, area) => {
     if (area === 'local' && Object.keys(changes).some(key => WATCHED_KEYS.has(key)))
@@ -43,6 +52,8 @@ export function registerOwnerControl(devConfig, closeConnection) {
       [OwnerMessage.STOP]: () => owner.stop(message.connectionId ? [message.connectionId] : 'all',
         message.reason || 'stopped from the mcp-relay popup'),
       [OwnerMessage.REVOKE]: () => owner.revoke(message.key),
+      [OwnerMessage.PERSON_ANSWER]: () => owner.answerPerson(message.id, message.answer),
+      [OwnerMessage.SHOW_TAB]: () => owner.showPersonTab(message.id),
     }[message?.type];
     if (!handle)
       return false;

@@ -5,7 +5,7 @@
  * capture itself is in downloads.js and connection-state.js). commands.js adds this table.
  */
 
-import { elementError, targetTab } from './commands.js';
+import { elementError, targetTab } from './commands/shared.js';
 import { MEDIA_PARAMS, emulatedMediaParams, mergeMedia } from './media.js';
 import { elementExpression } from './page-scripts.js';
 import { invalidParams, serverError } from './rpc.js';

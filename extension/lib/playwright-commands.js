@@ -9,7 +9,7 @@
  * by page-scripts.js's `findElementThen`, so a stale ref is refused here as everywhere.
  */
 
-import { elementError, locateWhenReady, staleRefMessage, targetTab } from './commands.js';
+import { elementError, locateWhenReady, staleRefMessage, targetTab } from './commands/shared.js';
 import { fieldAction, fillField, documentBox, MAX_FIELDS, setInputFiles } from './form-fields.js';
 import { REQUEST_LIMIT } from './network.js';
 import { elementExpression, findElementThen } from './page-scripts.js';

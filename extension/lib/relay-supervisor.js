@@ -135,6 +135,18 @@ export class RelaySupervisor {
     return this._connection.request('close_connection', { connection_id: connectionId, reason });
   }
 
+  /**
+   * Sends the relay the receipt of the person's answer to an assistant's hand-off or ask-before
+   * prompt, for its audit trail (`record_decision`).
+   *
+   * @param {{connection_id: string, kind: 'hand-off'|'ask-before', outcome: string, site?: string, tab_id?: number, waited_ms?: number, summary?: string}} receipt
+   */
+  recordDecision(receipt) {
+    if (!this._connection)
+      return Promise.reject(new Error('Not connected to the relay'));
+    return this._connection.request('record_decision', receipt);
+  }
+
   /** Closes everything and forgets every timer; for tests and extension shutdown. */
   async stop() {
     this._generation += 1;

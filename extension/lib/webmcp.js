@@ -21,47 +21,11 @@
  * threw, which `executeTool` does not pass on.
  */
 
-import { targetTab } from './commands.js';
+import { targetTab } from './commands/shared.js';
 import { invalidParams, serverError } from './rpc.js';
 
 export { WebMcpTools } from './webmcp-store.js';
-
-/** The CDP binding through which agent documents say their tools changed. */
-export const WEBMCP_BINDING = '__mcpRelayPageToolsChanged';
-/** Where WEBMCP_SCRIPT keeps what it knows in the page (a symbol: no page name collides). */
-const PAGE_KEY = 'mcp-relay.webmcp';
-
-/**
- * Run in each agent document (main frame and frames; on attach and in each new document):
- * calls the binding when the page's tools change, and wraps each tool the page registers from
- * then on so the message of an exception it throws can be told to the agent. The wrapper
- * passes arguments and results through untouched.
- */
-export const WEBMCP_SCRIPT = `(() => {
-  const key = Symbol.for(${JSON.stringify(PAGE_KEY)});
-  const context = navigator.modelContext;
-  if (!context || Object.prototype.hasOwnProperty.call(window, key)) return;
-  const state = { errors: Object.create(null) };
-  Object.defineProperty(window, key, { value: state });
-  const register = context.registerTool;
-  context.registerTool = function registerTool(tool, ...rest) {
-    const execute = tool && tool.execute;
-    if (typeof execute === 'function') {
-      const name = String(tool.name);
-      tool = { ...tool, execute: async function (...args) {
-        try {
-          return await execute.apply(this, args);
-        } catch (error) {
-          state.errors[name] = String((error && error.message !== undefined) ? (error.name ? error.name + ': ' : '') + error.message : error);
-          throw error;
-        }
-      } };
-    }
-    return register.call(this, tool, ...rest);
-  };
-  const tell = () => { try { window[${JSON.stringify(WEBMCP_BINDING)}]?.('changed'); } catch {} };
-  navigator.modelContextTesting?.addEventListener?.('toolchange', tell);
-})()`;
+export { WEBMCP_BINDING, WEBMCP_SCRIPT } from './webmcp-script.js';
 
 /** A page tool's call may take this long before the agent is told it timed out. */
 export const PAGE_TOOL_TIMEOUT_MS = 30_000;

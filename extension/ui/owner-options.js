@@ -6,6 +6,7 @@
  * only; the site list never leaves this browser.
  */
 
+import { ASK_BEFORE_KEY } from '../lib/ask-before.js';
 import { ConsentKey } from '../lib/consent.js';
 import { BLOCKED_SITES_KEY } from '../lib/owner-control.js';
 import { OwnerMessage } from '../lib/owner-wiring.js';
@@ -35,9 +36,20 @@ export async function showOwnerOptions(doc) {
     });
   };
   const keys = [ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, ConsentKey.DENIED, BLOCKED_SITES_KEY];
-  const stored = await chrome.storage.local.get(keys);
+  const stored = await chrome.storage.local.get([...keys, ASK_BEFORE_KEY]);
   render(stored);
   sites.value = (stored[BLOCKED_SITES_KEY] ?? []).join('\n');
+  const askForms = /** @type {HTMLTextAreaElement} */ (doc.getElementById('ask-forms'));
+  const askPurchases = /** @type {HTMLTextAreaElement} */ (doc.getElementById('ask-purchases'));
+  askForms.value = (stored[ASK_BEFORE_KEY]?.forms ?? []).join('\n');
+  askPurchases.value = (stored[ASK_BEFORE_KEY]?.purchases ?? []).join('\n');
+  const lines = (/** @type {HTMLTextAreaElement} */ area) => area.value.split('\n').map(line => line.trim()).filter(Boolean);
+  doc.getElementById('save-ask').addEventListener('click', async () => {
+    await chrome.storage.local.set({ [ASK_BEFORE_KEY]: { forms: lines(askForms), purchases: lines(askPurchases) } });
+    const saved = doc.getElementById('ask-saved');
+    saved.textContent = 'Saved.';
+    setTimeout(() => { saved.textContent = ''; }, 2000);
+  });
   chrome.storage.onChanged.addListener(async (changes, area) => {
     if (area === 'local' && keys.some(key => changes[key]))
       render(await chrome.storage.local.get(keys));

@@ -6,6 +6,7 @@
 
 import { SettingsKey } from '../lib/settings.js';
 import { showAssistants } from './assistants-view.js';
+import { showPersonRequests } from './person-view.js';
 import { showRelayState } from './state-view.js';
 
 const enabled = /** @type {HTMLInputElement} */ (document.getElementById('enabled'));
@@ -21,4 +22,4 @@ document.getElementById('open-options').addEventListener('click', event => {
   chrome.runtime.openOptionsPage();
 });
 
-await Promise.all([showRelayState(document), showAssistants(document)]);
+await Promise.all([showRelayState(document), showAssistants(document), showPersonRequests(document)]);

@@ -237,9 +237,18 @@ impl ExtensionSession {
                         Err(error) => error.response(id),
                     });
             }
+            Ok(Incoming::Request(call)) if call.method == "record_decision" => {
+                let id = call.id.map_or("null", |id| id.get());
+                self.peer
+                    .send(match self.record_decision(extension_id, call.params) {
+                        Ok(()) => frame::result_response(id, r#"{"recorded":true}"#),
+                        Err(error) => error.response(id),
+                    });
+            }
             Ok(Incoming::Request(call)) => {
-                // Extensions answer requests; the only one they send the relay is
-                // `close_connection`, and nothing is forwarded to MCP clients.
+                // Extensions answer requests; the ones they send the relay are
+                // `close_connection` and `record_decision`, and nothing is forwarded to MCP
+                // clients.
                 let id = call.id.map_or("null", |id| id.get());
                 self.peer.send(
                     RelayError::ExtensionRequest(redact::clip(&call.method, 100).into_owned())
@@ -374,6 +383,68 @@ impl ExtensionSession {
             extension_id,
             &params.connection_id,
             params.reason.as_deref(),
+        )
+    }
+
+    /// `record_decision {connection_id, kind, outcome, site?, tab_id?, waited_ms?, summary?}`: the
+    /// receipt of the person's answer to an assistant's hand-off (`kind` "hand-off": done,
+    /// cancelled, timed-out, withdrawn) or ask-before prompt ("ask-before": allowed, denied,
+    /// timed-out), written to the audit trail as one record of that kind. The relay builds the
+    /// record's text from typed, bounded fields: the browser chooses none of its shape.
+    fn record_decision(
+        &self,
+        extension_id: &str,
+        params: Option<&RawValue>,
+    ) -> Result<(), RelayError> {
+        #[derive(Deserialize)]
+        struct Params<'a> {
+            #[serde(borrow)]
+            connection_id: Cow<'a, str>,
+            #[serde(borrow)]
+            kind: Cow<'a, str>,
+            #[serde(borrow)]
+            outcome: Cow<'a, str>,
+            #[serde(default, borrow)]
+            site: Option<Cow<'a, str>>,
+            #[serde(default)]
+            tab_id: Option<u64>,
+            #[serde(default)]
+            waited_ms: Option<u64>,
+            #[serde(default, borrow)]
+            summary: Option<Cow<'a, str>>,
+        }
+        const USAGE: &str =
+            "record_decision takes {connection_id, kind: \"hand-off\"|\"ask-before\", \
+                             outcome, site?, tab_id?, waited_ms?, summary?}";
+        let params: Params<'_> = params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .ok_or(RelayError::InvalidParams(USAGE))?;
+        let outcomes: &[&str] = match params.kind.as_ref() {
+            "hand-off" => &["done", "cancelled", "timed-out", "withdrawn"],
+            "ask-before" => &["allowed", "denied", "timed-out", "withdrawn"],
+            _ => return Err(RelayError::InvalidParams(USAGE)),
+        };
+        if !outcomes.contains(&params.outcome.as_ref()) {
+            return Err(RelayError::InvalidParams(USAGE));
+        }
+        let mut detail = params.outcome.into_owned();
+        if let Some(ms) = params.waited_ms {
+            detail.push_str(&format!(" after {:.1} s", ms as f64 / 1000.0));
+        }
+        if let Some(site) = params.site.filter(|s| !s.is_empty()) {
+            detail.push_str(&format!(" on {}", redact::clip(&site, 100)));
+        }
+        if let Some(tab) = params.tab_id {
+            detail.push_str(&format!(" (tab {tab})"));
+        }
+        if let Some(summary) = params.summary.filter(|s| !s.is_empty()) {
+            detail.push_str(&format!(": {}", redact::clip(&summary, 120)));
+        }
+        self.state.hub.record_owner_decision(
+            extension_id,
+            &params.connection_id,
+            &params.kind,
+            detail,
         )
     }
 

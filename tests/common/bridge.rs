@@ -31,6 +31,7 @@ pub fn bridge_command(args: &[&str], mcp_token: &str) -> tokio::process::Command
         "MCP_RELAY_BRIDGE_DYNAMIC",
         "MCP_RELAY_BRIDGE_DYNAMIC_POOL",
         "MCP_RELAY_AUDIT_LOG",
+        "MCP_RELAY_BRIDGE_PROGRESS_INTERVAL",
     ] {
         command.env_remove(variable);
     }

@@ -18,8 +18,8 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 const USER: &str = "alice";
-/// 33 browser tools and every command of the compiled-in CDP catalog.
-const BROWSER_TOOLS: usize = 33;
+/// 34 browser tools and every command of the compiled-in CDP catalog.
+const BROWSER_TOOLS: usize = 34;
 
 use common::bridge::{
     bridge_command, call, is_error, ok_json, python_sdk_client, run_sdk_client, start_bridge, text,

@@ -958,7 +958,7 @@ fn timing_row(mode: &str, name: &str, mut samples: Vec<f64>, failed: usize) -> S
 /// Not a test but the benchmark of the Playwright-named tools (issue 14): each one called
 /// `BENCH_CALLS` (default 20) times through `mcp-relay bridge` on `controls.html` in headless
 /// Chromium; prints p50, p99 and max per tool. Run:
-/// `cargo test --test browser_e2e playwright_tools_benchmark -- --ignored --nocapture`.
+/// `cargo test --test it browser_e2e::playwright_tools_benchmark -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a benchmark, run on purpose (docs/BENCHMARKS.md)"]
 async fn playwright_tools_benchmark() {
@@ -2418,7 +2418,7 @@ async fn click_answers_once_the_requests_it_caused_have_finished() {
 /// Not a test but the benchmark of the tools added in issue 14's second slice, measured as
 /// [`playwright_tools_benchmark`] is: each called `BENCH_CALLS` (default 20) times through
 /// `mcp-relay bridge` on `tools.html` in headless Chromium; prints p50, p99 and max per tool.
-/// Run: `cargo test --test browser_e2e more_playwright_tools_benchmark -- --ignored --nocapture`.
+/// Run: `cargo test --test it browser_e2e::more_playwright_tools_benchmark -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a benchmark, run on purpose (docs/BENCHMARKS.md)"]
 async fn more_playwright_tools_benchmark() {

@@ -433,7 +433,7 @@ async fn take(mcp: &mut Driver, download: &Value) -> Vec<u8> {
 /// (space-separated URLs; default the fixtures), `browser_navigate` latency (p50 and min of
 /// `MEASURE_ROUNDS`, default 7) and the outline snapshot's characters and refs, through the
 /// relay and the extension (`E2E_EXTENSION_DIR` measures another copy of it). Run:
-/// `cargo test --test browser_page_tools measure_pages -- --ignored --nocapture`.
+/// `cargo test --test it browser_page_tools::measure_pages -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement, run on purpose"]
 async fn measure_pages() {

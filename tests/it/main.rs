@@ -18,6 +18,7 @@ mod bridge_proxy;
 mod browser_e2e;
 mod browser_owner;
 mod browser_page_tools;
+mod browser_person;
 mod browser_webmcp;
 mod chaos;
 mod cluster;

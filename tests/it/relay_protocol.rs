@@ -967,3 +967,111 @@ async fn only_the_connections_own_browser_may_stop_it() {
     let alive = mcp.call("tabs/list", json!({})).await;
     assert_eq!(alive["result"]["echo"], "tabs/list", "{alive}");
 }
+
+/// The person's answers to an assistant's hand-off or ask-before prompt are receipts in the
+/// audit trail (issue 29): the extension sends `record_decision`, and the admin API shows one
+/// record of that kind with who (user, MCP client, connection, browser), when, and what and
+/// where in the relay's own words. Only the connection's own browser may record for it, and
+/// only known kinds and outcomes are taken.
+#[tokio::test]
+async fn the_owners_hand_off_and_ask_before_answers_are_receipts_in_the_audit_trail() {
+    let relay = relay().await;
+    let mut ext = Extension::connect(&relay, "alice", "Chrome", "laptop").await;
+    let mut other = Extension::connect(&relay, "alice", "Firefox", "desktop").await;
+    let mut mcp = Mcp::connect(&relay, "alice").await;
+    let conn = mcp.connect_to(&ext.extension_id).await;
+    let connection_id = conn["connection_id"].as_str().unwrap().to_owned();
+    let record = |id: &str, params: Value| json!({"jsonrpc": "2.0", "id": id, "method": "record_decision", "params": params});
+    ext.client
+        .send(record(
+            "r1",
+            json!({"connection_id": connection_id, "kind": "hand-off", "outcome": "done",
+                   "site": "bank.test", "tab_id": 7, "waited_ms": 42_000,
+                   "summary": "Sign in to Example Bank"}),
+        ))
+        .await;
+    let answer = loop {
+        let frame = ext.client.recv().await;
+        if frame.get("method").is_none() {
+            break frame;
+        }
+    };
+    assert_eq!(answer["result"]["recorded"], true, "{answer}");
+    ext.client
+        .send(record(
+            "r2",
+            json!({"connection_id": connection_id, "kind": "ask-before", "outcome": "denied",
+                   "site": "shop.test", "tab_id": 7, "waited_ms": 1_500,
+                   "summary": "click (it submits a form)"}),
+        ))
+        .await;
+    assert_eq!(ext.client.recv_response().await["result"]["recorded"], true);
+    // Not another browser's connection, not an unknown kind or outcome.
+    other
+        .client
+        .send(record(
+            "x",
+            json!({"connection_id": connection_id, "kind": "hand-off", "outcome": "done"}),
+        ))
+        .await;
+    let refused = other.client.recv_response().await;
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("belongs to this browser"),
+        "{refused}"
+    );
+    for (id, kind, outcome) in [("y", "hand-off", "allowed"), ("z", "anything", "done")] {
+        ext.client
+            .send(record(
+                id,
+                json!({"connection_id": connection_id, "kind": kind, "outcome": outcome}),
+            ))
+            .await;
+        assert_eq!(ext.client.recv_response().await["error"]["code"], -32602);
+    }
+
+    let admin = token("root", Some(Role::Admin));
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let events = loop {
+        let (status, body) = api(
+            relay.local_addr,
+            "GET",
+            "/api/v1/audit?user_id=alice",
+            Some(&admin),
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        let events: Vec<Value> = body["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "hand-off" || e["kind"] == "ask-before")
+            .cloned()
+            .collect();
+        if events.len() >= 2 || tokio::time::Instant::now() > deadline {
+            break events;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(events.len(), 2, "{events:?}");
+    let hand_off = events.iter().find(|e| e["kind"] == "hand-off").unwrap();
+    assert_eq!(
+        hand_off["detail"],
+        "done after 42.0 s on bank.test (tab 7): Sign in to Example Bank"
+    );
+    assert_eq!(hand_off["connection_id"], connection_id.as_str());
+    assert_eq!(hand_off["extension_id"], ext.extension_id.as_str());
+    assert!(hand_off["mcp_client_id"]
+        .as_str()
+        .unwrap()
+        .starts_with("mcp-"));
+    assert!(hand_off["at"].as_str().is_some());
+    let ask = events.iter().find(|e| e["kind"] == "ask-before").unwrap();
+    assert_eq!(
+        ask["detail"],
+        "denied after 1.5 s on shop.test (tab 7): click (it submits a form)"
+    );
+}

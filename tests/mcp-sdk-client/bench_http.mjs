@@ -4,7 +4,7 @@
 // alternate between the two transports so drift affects both alike. Prints one JSON report.
 //
 // Usage: node bench_http.mjs <url of /mcp> <calls> <command> [args...] (the bridge command;
-// tests/mcp_http.rs runs it). MCP_RELAY_TOKEN holds the MCP token for both.
+// tests/it/mcp_http.rs runs it). MCP_RELAY_TOKEN holds the MCP token for both.
 
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";

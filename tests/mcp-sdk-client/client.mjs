@@ -4,7 +4,7 @@
 // Usage: node client.mjs <command> [args...]
 //   e.g. node client.mjs target/debug/mcp-relay bridge --relay ws://127.0.0.1:8080/mcp
 // The command can also come from MCP_BRIDGE_COMMAND (and MCP_BRIDGE_ARGS, JSON array).
-// MCP_RELAY_TOKEN is passed through to the bridge. tests/bridge.rs runs this against a relay
+// MCP_RELAY_TOKEN is passed through to the bridge. tests/it/bridge.rs runs this against a relay
 // and a fake extension that echoes every command.
 
 import assert from "node:assert/strict";
@@ -42,7 +42,7 @@ try {
     "browser_fill_form", "browser_find", "browser_handle_dialog", "browser_hover", "browser_list",
     "browser_navigate", "browser_navigate_back", "browser_navigate_forward",
     "browser_network_requests", "browser_page_tools", "browser_pdf_save", "browser_press_key",
-    "browser_resize",
+    "browser_request_human", "browser_resize",
     "browser_screenshot", "browser_select_option", "browser_snapshot", "browser_status",
     "browser_tabs", "browser_take_screenshot", "browser_type", "browser_wait_for",
   ]);

@@ -4,7 +4,7 @@
 // call answered by the test's scripted extension, and session end (DELETE). Prints one JSON
 // report; exits non-zero on failure.
 //
-// Usage: node http.mjs <url of /mcp> (tests/mcp_http.rs runs it). MCP_RELAY_TOKEN holds the
+// Usage: node http.mjs <url of /mcp> (tests/it/mcp_http.rs runs it). MCP_RELAY_TOKEN holds the
 // MCP token.
 
 import assert from "node:assert/strict";

@@ -2,7 +2,7 @@
 // proxy tool's metadata as this strict client sees it, and `--dynamic` registration announced
 // with notifications/tools/list_changed. Prints one JSON report; exits non-zero on failure.
 //
-// Usage: node proxy.mjs <command> [args...] (tests/bridge_proxy.rs runs it with a relay and an
+// Usage: node proxy.mjs <command> [args...] (tests/it/bridge_proxy.rs runs it with a relay and an
 // echoing fake extension). MCP_RELAY_TOKEN is passed through to the bridge.
 
 import assert from "node:assert/strict";

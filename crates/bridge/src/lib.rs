@@ -173,6 +173,12 @@ pub struct BridgeArgs {
     #[arg(long, env = "MCP_RELAY_BRIDGE_CODE_MAX_BYTES", default_value = "5MB", value_parser = parse_bytes)]
     pub code_max_bytes: usize,
 
+    /// While a call waits for the person (`browser_request_human`, up to 30 minutes), a progress
+    /// notification this often (e.g. `15s`) to a host that sent a `progressToken`, so a host
+    /// that resets its request timeout on progress (60 s in the TypeScript SDK) keeps waiting.
+    #[arg(long, env = "MCP_RELAY_BRIDGE_PROGRESS_INTERVAL", default_value = "15s", value_parser = parse_duration)]
+    pub progress_interval: Duration,
+
     /// Append one JSON line per tool call, resource read and prompt get (time, tool, target,
     /// variant, intent, outcome, duration) to this file.
     #[arg(long, env = "MCP_RELAY_AUDIT_LOG")]
@@ -257,6 +263,7 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
     let toolbox = tools::Toolbox::new(Arc::clone(&link), args.max_result_chars)
         .with_max_message_bytes(args.max_message_bytes)
         .with_downloads_dir(args.downloads_dir.clone())
+        .with_progress_interval(args.progress_interval)
         .with_code_execution(args.code_execution.then_some(tools::CodeLimits {
             wall_time: args.code_wall_time,
             cpu_time: args.code_cpu_time,

@@ -154,10 +154,16 @@ impl ServerHandler for BrowserServer {
             ));
         }
         let args = request.arguments.unwrap_or_default();
-        let result = self
-            .gateway
-            .call(&request.name, &args, Some(&context.peer))
-            .await;
+        let scope = crate::tools::CallScope {
+            peer: context.peer.clone(),
+            progress_token: context.meta.get_progress_token(),
+            cancelled: context.ct.clone(),
+        };
+        let result = crate::tools::in_scope(
+            scope,
+            self.gateway.call(&request.name, &args, Some(&context.peer)),
+        )
+        .await;
         if result.is_error == Some(true) {
             tracing::info!(tool = %request.name, "tool call failed");
         }

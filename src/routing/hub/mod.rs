@@ -778,6 +778,42 @@ impl Hub {
         ))
     }
 
+    /// Writes the receipt of the browser's owner's answer to one of `connection_id`'s requests
+    /// (a hand-off done or cancelled, an ask-before allowed or denied) into the audit trail,
+    /// with the connection's labels: who asked, which browser, when, and `detail` (what, where;
+    /// never page content). Only the browser the connection is on may record for it.
+    pub fn record_owner_decision(
+        &self,
+        extension_id: &str,
+        connection_id: &str,
+        kind: &str,
+        detail: String,
+    ) -> Result<(), RelayError> {
+        let conn = self
+            .connection(connection_id)
+            .filter(|c| c.extension_id == extension_id && c.extension.is_local())
+            .ok_or_else(|| {
+                RelayError::NotThisBrowsersConnection(
+                    crate::redact::clip(connection_id, 100).into_owned(),
+                )
+            })?;
+        if let Some(audit) = &self.audit {
+            let tag = &conn.tag;
+            audit.control(
+                Control {
+                    kind,
+                    user_id: &tag.user_id,
+                    mcp_client_id: Some(&tag.mcp_client_id),
+                    connection_id: Some(&tag.connection_id),
+                    extension_id: Some(&tag.extension_id),
+                    code: 0,
+                },
+                Some(detail),
+            );
+        }
+        Ok(())
+    }
+
     /// True while the connection exists.
     pub fn is_connected(&self, connection_id: &str) -> bool {
         self.connections.contains_key(connection_id)

@@ -19,7 +19,7 @@ use rmcp::model::JsonObject;
 /// `tools/list` short.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub(crate) struct Element {
-    /// The element: a ref from browser_snapshot (e.g. e5) or a CSS selector.
+    /// A ref (e5) from browser_snapshot, or a CSS selector.
     #[serde(default)]
     #[schemars(with = "Option<String>")]
     pub(crate) target: Option<Name>,
@@ -261,10 +261,10 @@ pub(crate) struct Tabs {
     /// For new: the page to open.
     #[serde(default)]
     pub(crate) url: Option<String>,
-    /// For new: focus its window (default false).
+    /// For new: focus its window.
     #[serde(default)]
     pub(crate) active: Option<bool>,
-    /// Read on in a result that came in parts.
+    /// Read on in a long result.
     #[serde(default)]
     pub(crate) offset: Offset,
 }
@@ -284,9 +284,20 @@ pub(crate) struct Navigate {
     /// Instead of url: go back or forward in history.
     #[serde(default)]
     pub(crate) direction: Option<Direction>,
-    /// Also return the page's outline afterwards.
+    /// Also return the outline.
     #[serde(default)]
     pub(crate) outline: Option<bool>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct RequestHuman {
+    /// What they should do.
+    pub(crate) reason: String,
+    /// Default 300, max 1800.
+    #[serde(default, rename = "timeoutSeconds")]
+    pub(crate) timeout_seconds: Option<u32>,
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,
 }
@@ -332,7 +343,7 @@ pub(crate) struct Click {
     #[serde(default, rename = "clickCount")]
     #[schemars(range(min = 1))]
     pub(crate) click_count: Option<u32>,
-    /// Also return the page's outline afterwards.
+    /// Also return the outline.
     #[serde(default)]
     pub(crate) outline: Option<bool>,
     #[serde(default, rename = "tabId")]
@@ -347,7 +358,7 @@ pub(crate) struct Type {
     /// Press Enter afterwards.
     #[serde(default)]
     pub(crate) submit: Option<bool>,
-    /// Also return the page's outline afterwards.
+    /// Also return the outline.
     #[serde(default)]
     pub(crate) outline: Option<bool>,
     #[serde(default, rename = "tabId")]
@@ -358,7 +369,7 @@ pub(crate) struct Type {
 pub(crate) struct Hover {
     #[serde(flatten)]
     pub(crate) on: Element,
-    /// Also return the page's outline afterwards.
+    /// Also return the outline.
     #[serde(default)]
     pub(crate) outline: Option<bool>,
     #[serde(default, rename = "tabId")]
@@ -404,7 +415,7 @@ pub(crate) struct Evaluate {
     pub(crate) on: Element,
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,
-    /// Read on in a result that came in parts.
+    /// Read on in a long result.
     #[serde(default)]
     pub(crate) offset: Offset,
 }
@@ -429,7 +440,7 @@ pub(crate) struct Snapshot {
     pub(crate) depth: Option<u32>,
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,
-    /// Read on in a result that came in parts.
+    /// Read on in a long result.
     #[serde(default)]
     pub(crate) offset: Offset,
 }
@@ -458,7 +469,7 @@ pub(crate) struct Cdp {
     /// CDP session of a child target.
     #[serde(default, rename = "sessionId")]
     pub(crate) session_id: Option<String>,
-    /// Read on in a result that came in parts.
+    /// Read on in a long result.
     #[serde(default)]
     pub(crate) offset: Offset,
 }
@@ -471,7 +482,7 @@ pub(crate) struct SelectOption {
     #[serde(deserialize_with = "one_or_many")]
     #[schemars(with = "Vec<String>", length(min = 1))]
     pub(crate) values: Vec<String>,
-    /// Also return the page's outline afterwards.
+    /// Also return the outline.
     #[serde(default)]
     pub(crate) outline: Option<bool>,
     #[serde(default, rename = "tabId")]
@@ -482,7 +493,7 @@ pub(crate) struct SelectOption {
 pub(crate) struct PressKey {
     /// e.g. Enter, ArrowDown, Control+A.
     pub(crate) key: String,
-    /// Also return the page's outline afterwards.
+    /// Also return the outline.
     #[serde(default)]
     pub(crate) outline: Option<bool>,
     #[serde(default, rename = "tabId")]
@@ -527,7 +538,7 @@ pub(crate) struct ConsoleMessages {
     pub(crate) only_errors: Option<bool>,
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,
-    /// Read on in a result that came in parts.
+    /// Read on in a long result.
     #[serde(default)]
     pub(crate) offset: Offset,
 }
@@ -620,7 +631,7 @@ pub(crate) struct NetworkRequests {
     pub(crate) request_id: Option<String>,
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,
-    /// Read on in a result that came in parts.
+    /// Read on in a long result.
     #[serde(default)]
     pub(crate) offset: Offset,
 }

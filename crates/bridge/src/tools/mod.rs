@@ -25,6 +25,7 @@ mod errors;
 mod find;
 mod pages;
 mod parts;
+mod person;
 mod results;
 mod table;
 mod transfers;
@@ -33,6 +34,7 @@ mod webmcp;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rmcp::model::{CallToolResult, JsonObject, Tool};
 use serde_json::{json, Value};
@@ -42,6 +44,7 @@ use crate::link::{BrowserLink, LinkError};
 pub(crate) use code::CodeLimits;
 pub(crate) use errors::advice;
 pub(crate) use parts::DEFAULT_MAX_RESULT_CHARS;
+pub(crate) use person::{in_scope, CallScope};
 pub use table::definitions;
 
 use results::{error, render, success, Rendered};
@@ -103,6 +106,8 @@ pub(crate) enum Plan {
     Downloads,
     /// `pageTools`: the page's own tools (WebMCP), as the page's words (webmcp.rs).
     PageTools { params: Value },
+    /// `requestHuman`, then `awaitHuman` until the person answers or `timeout` passes (person.rs).
+    RequestHuman { params: Value, timeout: Duration },
     /// `pageTools`, the arguments checked against the tool's schema, then `callPageTool`.
     CallPageTool {
         /// `{tabId}` when given.
@@ -134,6 +139,8 @@ pub(crate) struct Toolbox {
     /// The page's tools (WebMCP) as last listed by `pageTools` and not yet taken by the
     /// gateway, which keeps `retrieve_tools`' index in step with them.
     page_listing: Mutex<Option<Vec<Value>>>,
+    /// `--progress-interval`: how often a call waiting for the person notifies the host.
+    progress_interval: Duration,
 }
 
 impl Toolbox {
@@ -148,6 +155,7 @@ impl Toolbox {
             code: None,
             audit: crate::audit::AuditLog::disabled(),
             page_listing: Mutex::new(None),
+            progress_interval: person::DEFAULT_PROGRESS_INTERVAL,
         }
     }
 
@@ -159,6 +167,12 @@ impl Toolbox {
     fn saw_page_listing(&self, listing: &Value) {
         let tools = listing["tools"].as_array().cloned().unwrap_or_default();
         *self.page_listing.lock().unwrap() = Some(tools);
+    }
+
+    /// How often a call that waits for the person sends the host a progress notification.
+    pub(crate) fn with_progress_interval(mut self, interval: Duration) -> Toolbox {
+        self.progress_interval = interval.max(Duration::from_millis(100));
+        self
     }
 
     /// Writes each inner call of a script to `audit`.
@@ -295,6 +309,9 @@ impl Toolbox {
                 Ok(self.found(&result, text.as_deref(), regex.as_deref()))
             }
             Plan::Downloads => self.list_downloads().await,
+            Plan::RequestHuman { params, timeout } => {
+                self.request_human(name, params, timeout).await
+            }
             Plan::PageTools { params } => {
                 let listing = self.link.call("pageTools", params).await?;
                 self.saw_page_listing(&listing);

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{actions, args, pages, transfers, webmcp, Plan};
+use super::{actions, args, pages, person, transfers, webmcp, Plan};
 
 /// The honest hints of one tool.
 struct Hints {
@@ -245,7 +245,7 @@ fn table() -> Vec<Entry> {
             "Read the page (URL, title, visible text, links, interactive elements) as an \
              accessibility outline, better than a screenshot: elements carry refs (e5) for \
              other tools' target. target reads one element's subtree; depth and interactive \
-             show less. Long pages come in parts.",
+             show less.",
             PAGE_READ,
             pages::snapshot,
         ),
@@ -302,6 +302,18 @@ fn table() -> Vec<Entry> {
             "Wait until text appears or disappears (textGone), or for time seconds.",
             PAGE_READ,
             pages::wait_for,
+        ),
+        entry(
+            "browser_request_human",
+            "Hand over",
+            "A step only the person can do (login, 2FA, CAPTCHA): waits for Done or Cancel.",
+            Hints {
+                read_only: false,
+                destructive: false,
+                idempotent: false,
+                open_world: true,
+            },
+            person::plan,
         ),
         entry(
             "browser_handle_dialog",

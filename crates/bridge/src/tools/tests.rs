@@ -18,7 +18,7 @@ fn args(value: Value) -> JsonObject {
 #[test]
 fn every_tool_has_a_title_an_object_schema_and_all_four_hints() {
     let tools = definitions();
-    assert_eq!(tools.len(), 33);
+    assert_eq!(tools.len(), 34);
     for tool in &tools {
         assert!(tool.title.is_some(), "{}", tool.name);
         assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
@@ -1402,4 +1402,93 @@ async fn code_execution_wall_time_stops_a_script_waiting_for_a_slow_tool() {
         "{text}"
     );
     assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+/// A hand-off is one short `requestHuman`, then `awaitHuman` polls (each under the relay's
+/// 60 s timeout) until the person answers; a lost connection between polls is waited out.
+#[tokio::test]
+async fn request_human_polls_in_short_waits_until_the_person_answers() {
+    let page = |url: &str, title: &str| json!({"url": url, "title": title});
+    let link = FakeLink::new(vec![
+        (
+            "requestHuman",
+            Ok(json!({"handoffId": "h1", "status": "waiting", "tabId": 7})),
+        ),
+        (
+            "awaitHuman",
+            Ok(json!({"handoffId": "h1", "status": "waiting"})),
+        ),
+        ("awaitHuman", Err(LinkError::ConnectionLost)),
+        (
+            "awaitHuman",
+            Ok(json!({
+                "handoffId": "h1", "status": "done", "tabId": 7, "waitedSeconds": 42.0,
+                "before": page("https://bank.test/login", "Sign in"),
+                "after": page("https://bank.test/home", "Accounts"),
+                "changed": ["url", "title"],
+                "note": "The person did the step and clicked Done; the tab is yours again.",
+            })),
+        ),
+    ]);
+    let toolbox = Toolbox::new(link.clone(), DEFAULT_MAX_RESULT_CHARS);
+    let result = toolbox
+        .call(
+            "browser_request_human",
+            &args(json!({"reason": "  Log in to your bank ", "timeoutSeconds": 600, "tabId": 7})),
+        )
+        .await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let text = format!("{:?}", result.content);
+    assert!(text.contains("Hand-off done after 42.0 s"), "{text}");
+    assert!(
+        text.contains("\\\"Accounts\\\" at https://bank.test/home"),
+        "{text}"
+    );
+    let sent = link.sent();
+    assert_eq!(
+        sent[0],
+        (
+            "requestHuman".to_owned(),
+            json!({"reason": "Log in to your bank", "timeoutSeconds": 600, "tabId": 7})
+        )
+    );
+    assert_eq!(sent.len(), 4, "one request, three polls: {sent:?}");
+    for (method, params) in &sent[1..] {
+        assert_eq!(method, "awaitHuman");
+        assert_eq!(params["handoffId"], "h1");
+        assert!(params["waitMs"].as_u64().unwrap() < 60_000);
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_hand_off_is_an_error_the_model_reads_as_not_done() {
+    let link = FakeLink::new(vec![
+        (
+            "requestHuman",
+            Ok(json!({"handoffId": "h2", "status": "waiting"})),
+        ),
+        (
+            "awaitHuman",
+            Ok(json!({
+                "handoffId": "h2", "status": "cancelled", "waitedSeconds": 3.0,
+                "before": {"url": "https://a.test/", "title": "A"},
+                "after": {"url": "https://a.test/", "title": "A"},
+                "note": "The person clicked Cancel: they will not do this step now.",
+            })),
+        ),
+    ]);
+    let toolbox = Toolbox::new(link, DEFAULT_MAX_RESULT_CHARS);
+    let result = toolbox
+        .call("browser_request_human", &args(json!({"reason": "Log in"})))
+        .await;
+    assert_eq!(result.is_error, Some(true));
+    assert!(format!("{:?}", result.content).contains("Hand-off cancelled"));
+}
+
+#[test]
+fn request_human_refuses_an_empty_reason_or_a_timeout_over_30_minutes() {
+    let err = |call: Value| plan("browser_request_human", &args(call)).unwrap_err();
+    assert!(err(json!({"reason": "  "})).contains("reason"));
+    assert!(err(json!({"reason": "Log in", "timeoutSeconds": 1801})).contains("1800"));
+    assert!(err(json!({"reason": "Log in", "timeoutSeconds": 0})).contains("between 1"));
 }

@@ -1,0 +1,130 @@
+/**
+ * What an action changed, added to its answer: the page it led to (`pageChanged`), the
+ * downloads it started, and with `snapshot: true` the page's outline.
+ */
+
+import { DialogOpenError } from '../debugger-sessions.js';
+import { pageState } from '../page-scripts.js';
+import { settleAfter } from '../settle.js';
+import { outlineOf } from './reading.js';
+import { evaluateFunction, getTab, targetTab } from './shared.js';
+
+/** @typedef {import('../commands.js').CommandContext} CommandContext */
+
+/**
+ * Wraps an action so its result says what changed, as Playwright MCP's do: the
+ * page's `url` and `title` under `pageChanged` when either changed, and with
+ * `snapshot: true` the page's outline (cut at ACTION_SNAPSHOT_MAX_CHARS), so
+ * the model rarely needs a separate snapshot call. A dialog the action opened
+ * surfaces through runCommand (the state read after the action meets it).
+ * With `settle`, the page is first given time to settle (settle.js), so a click
+ * on a link reports the page it led to rather than the moment before.
+ *
+ * @param {(ctx: CommandContext, params: any) => Promise<any>} run
+ * @param {{settle?: boolean, loaded?: boolean}} [options] `loaded`: a navigation, which answers after its load event
+ */
+export function reportingChanges(run, { settle = false, loaded = false } = {}) {
+  return async (ctx, params) => {
+    // Only a tab this connection may use is read (targetTab checks), before the action runs.
+    const before = await targetTab(ctx, params.tabId)
+        .then(id => evaluateFunction(ctx, id, pageState))
+        .catch(() => null);
+    const started = Date.now();
+    const acted = await run(ctx, params);
+    const result = settle ? await settleAfter(ctx, acted, { loaded }) : acted;
+    if (typeof result?.tabId !== 'number' || result.dialog)
+      return result;
+    await addDownloads(ctx, result, started);
+    const after = await stateAfterAction(ctx, result.tabId);
+    if (before && after && (before.url !== after.url || before.title !== after.title))
+      result.pageChanged = { url: after.url, title: after.title };
+    if (params.snapshot) {
+      const outline = await outlineOf(ctx, result.tabId, {});
+      result.snapshot = outline.snapshot;
+      if (outline.note)
+        result.snapshotNote = outline.note;
+    }
+    return result;
+  };
+}
+
+/**
+ * Wraps a command that may start downloads without being an action that settles (a script).
+ *
+ * @param {(ctx: CommandContext, params: any) => Promise<any>} run
+ */
+export function reportingDownloads(run) {
+  return async (ctx, params) => {
+    const started = Date.now();
+    const result = await run(ctx, params);
+    const tabId = result?.tabId ?? ctx.tabs.currentTab(ctx.connectionId);
+    if (typeof tabId === 'number' && !result?.dialog)
+      await addDownloads(ctx, result, started, tabId);
+    return result;
+  };
+}
+
+/**
+ * Whether the tab started a download since `since`, waiting a moment for Chrome to say so.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {number} since epoch ms
+ */
+export async function downloadStarted(ctx, tabId, since) {
+  const until = Date.now() + DOWNLOAD_ANNOUNCE_WAIT_MS;
+  for (;;) {
+    if (ctx.downloads?.startedIn(tabId, since))
+      return true;
+    if (Date.now() >= until)
+      return false;
+    await new Promise(resolve => setTimeout(resolve, 20));
+  }
+}
+
+/** How long a navigation that ended in a download waits for Chrome to announce it. */
+const DOWNLOAD_ANNOUNCE_WAIT_MS = 500;
+/** How long an action's answer waits for the downloads it started to be fetched. */
+const DOWNLOAD_WAIT_MS = 10_000;
+/** How long after an action a download it started may take to be announced by Chrome. */
+const DOWNLOAD_GRACE_MS = 150;
+
+/**
+ * Adds `downloads` to an action's result: what its tab downloaded since the action began
+ * (captured, see downloads.js), once fetched or after DOWNLOAD_WAIT_MS (then "in_progress").
+ *
+ * @param {CommandContext} ctx
+ * @param {any} result
+ * @param {number} started epoch ms
+ * @param {number} [tabId]
+ */
+export async function addDownloads(ctx, result, started, tabId = result.tabId) {
+  const book = ctx.downloads;
+  if (!book)
+    return;
+  // A download Chrome announced but has not handed to chrome.downloads yet is about to be captured.
+  const until = Date.now() + DOWNLOAD_GRACE_MS;
+  while (book.hasAnnounced() && Date.now() < until)
+    await new Promise(resolve => setTimeout(resolve, 20));
+  const rows = await book.startedSince(ctx.connectionId, tabId, started, DOWNLOAD_WAIT_MS);
+  if (rows.length)
+    result.downloads = rows;
+}
+
+/**
+ * The page's URL and title once an action returned. A page that is being replaced
+ * cannot run script; the tab then says where it is going. A dialog is rethrown.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ */
+export async function stateAfterAction(ctx, tabId) {
+  try {
+    return await evaluateFunction(ctx, tabId, pageState);
+  } catch (error) {
+    if (error instanceof DialogOpenError)
+      throw error;
+    const tab = await getTab(tabId);
+    return { url: tab.pendingUrl || tab.url || '', title: tab.title || '' };
+  }
+}

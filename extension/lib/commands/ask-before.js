@@ -1,0 +1,117 @@
+/**
+ * Consequential steps wait for the person's word (issue 29): before a click, a key press or
+ * typing with `submit` runs on a page where the person asked to be asked (ask-before.js), the
+ * page is asked what the step would do; a form submission or a purchase opens an "ask" in the
+ * popup (Allow / Deny) and the command waits for it.
+ *
+ * One call waits at most ASK_WAIT_MS (under the relay's and hosts' 60 s request timeouts). A
+ * person who has not answered by then leaves the prompt open; the assistant is told so, and the
+ * same action called again waits on the same prompt rather than asking twice. Deny refuses this
+ * action, and the same action is refused without asking again while the denial is remembered.
+ */
+
+import { pageConsequence } from '../ask-before.js';
+import { elementExpression, pageExpression } from '../page-scripts.js';
+import { serverError } from '../rpc.js';
+import { elementTarget } from '../targets.js';
+import { evaluateExpression, getTab, targetTab } from './shared.js';
+
+/** @typedef {import('../commands.js').CommandContext} CommandContext */
+/** @typedef {import('../person-requests.js').PersonRequest} PersonRequest */
+
+/** One call waits this long for Allow or Deny. */
+export const ASK_WAIT_MS = 40_000;
+/** The prompt stays in the popup this long. */
+const ASK_OPEN_MS = 5 * 60_000;
+
+/**
+ * Waits for the person's Allow when `method` would submit a form or make a purchase on a page
+ * where they asked for that; throws their Deny (or that they have not answered yet).
+ *
+ * @param {CommandContext} ctx
+ * @param {string} method
+ * @param {any} params validated
+ */
+export async function askBeforeActing(ctx, method, params) {
+  const asks = ctx.askBefore;
+  if (!ctx.person || !asks || (!asks.forms && !asks.purchases))
+    return;
+  const query = consequenceQuery(method, params);
+  if (!query)
+    return;
+  const tabId = await targetTab(ctx, params.tabId);
+  const expression = query.target
+    ? elementExpression(pageConsequence, query.target, query.how)
+    : pageExpression(pageConsequence, null, query.how);
+  const found = await evaluateExpression(ctx, tabId, expression);
+  // An element that cannot be found is the command's to report, with its own words.
+  if (!found || found.error)
+    return;
+  const reasons = [
+    ...(asks.purchases && found.purchase ? ['it looks like a purchase or payment'] : []),
+    ...(asks.forms && found.submits ? ['it submits a form'] : []),
+  ];
+  if (reasons.length === 0)
+    return;
+  const action = `${query.verb} ${found.words} (${reasons.join('; ')})`;
+  const key = `${ctx.connectionId}|${tabId}|${method}|${found.words}`;
+  let request = ctx.person.lastByKey(key);
+  if (request?.status === 'denied')
+    throw deniedError(request);
+  if (request?.status !== 'waiting') {
+    const tab = await getTab(tabId);
+    request = ctx.person.open({
+      kind: 'ask',
+      key,
+      summary: `${query.verb} (${reasons.join('; ')})`,
+      connectionId: ctx.connectionId,
+      assistant: ctx.assistantName ?? 'An assistant',
+      tabId,
+      reason: action,
+      page: { url: tab.url || tab.pendingUrl || '', title: tab.title || '' },
+      timeoutMs: ASK_OPEN_MS,
+    });
+  }
+  const answered = await ctx.person.wait(request.id, ASK_WAIT_MS);
+  switch (answered?.status) {
+    case 'allowed':
+      return;
+    case 'denied':
+      throw deniedError(answered);
+    case 'waiting':
+      throw serverError(`The browser's owner asked to approve this step first: ${action}. They have not answered yet ` +
+          `(the request stays in their mcp-relay popup until ${new Date(answered.deadline).toISOString()}); nothing was done. ` +
+          'Tell the user you are waiting for their Allow, then call the same action again: it waits for the same answer');
+    default:
+      throw serverError(`The browser's owner did not allow this step (${action}) in time; nothing was done. ` +
+          'Ask the user before trying again');
+  }
+}
+
+/**
+ * What to ask the page for each kind of action, or null for an action that cannot submit or pay.
+ *
+ * @param {string} method
+ * @param {any} params
+ * @returns {{verb: string, target?: object, how: object} | null}
+ */
+function consequenceQuery(method, params) {
+  switch (method) {
+    case 'click':
+      if (params.ref !== undefined || params.selector !== undefined)
+        return { verb: 'click', target: elementTarget(params), how: {} };
+      return typeof params.x === 'number' ? { verb: 'click', how: { x: params.x, y: params.y } } : null;
+    case 'type':
+      return params.submit ? { verb: 'type into and press Enter in', target: elementTarget(params), how: { enter: true } } : null;
+    case 'pressKey':
+      return /(^|\+)Enter$/.test(params.key) ? { verb: `press ${params.key} on`, how: { focused: true, enter: true } } : null;
+    default:
+      return null;
+  }
+}
+
+/** @param {PersonRequest} request */
+function deniedError(request) {
+  return serverError(`The browser's owner denied this step: ${request.reason}. Nothing was done. ` +
+      'Do not retry it or work around it (another element, a key press, a script): tell the user it was refused and ask what they want instead');
+}

@@ -1,0 +1,175 @@
+/**
+ * Input the person's mouse and keyboard would give: clicks, typing, hovering, choosing options,
+ * key presses, and answering a JavaScript dialog. Dispatched through CDP's Input domain, so it
+ * works on background tabs, with the focus handed back to the person's window.
+ */
+
+import { keyPressEvents } from '../keys.js';
+import { elementExpression, prepareTyping, readValue, selectOptions } from '../page-scripts.js';
+import { invalidParams, serverError } from '../rpc.js';
+import { describeTarget, elementTarget } from '../targets.js';
+import { ACTIONABLE_POLL_MS, ACTIONABLE_WAIT_MS, elementError, evaluateExpression, locate, targetTab } from './shared.js';
+
+/** @typedef {import('../commands.js').CommandContext} CommandContext */
+
+/** handleDialog: how long it waits for a dialog that is about to open (the click that opens it just returned). */
+const DIALOG_GRACE_MS = 2_000;
+
+/** @param {CommandContext} ctx */
+export async function click(ctx, params) {
+  const { ref, selector, x, y, button = 'left', clickCount = 1, tabId } = params;
+  if (ref === undefined && selector === undefined && (x === undefined || y === undefined))
+    throw invalidParams('click needs parameter "ref" or "selector", or both "x" and "y"');
+  const id = await targetTab(ctx, tabId);
+  let point = { x, y };
+  let element;
+  if (ref !== undefined || selector !== undefined) {
+    const located = await locate(ctx, id, elementTarget(params), { requireEnabled: true });
+    point = { x: located.x, y: located.y };
+    element = located.element;
+  }
+  const buttons = { left: 1, right: 2, middle: 4 }[button];
+  const mouse = (type, extra) => ctx.debuggers.send(id, 'Input.dispatchMouseEvent', { type, ...point, ...extra });
+  await mouse('mouseMoved', {});
+  await keepingTheFocus(id, async () => {
+    await mouse('mousePressed', { button, buttons, clickCount });
+    await mouse('mouseReleased', { button, buttons: 0, clickCount });
+  });
+  return { tabId: id, clicked: true, x: point.x, y: point.y, ...(element ? { element } : {}) };
+}
+
+/** How long after a synthetic click focus is watched and handed back. */
+const FOCUS_WATCH_MS = 1_000;
+
+/**
+ * Runs `action` (a synthetic mouse press) and hands the focus back to the
+ * window that had it. Chrome activates the window of a tab that receives a
+ * mouse press, even a synthetic one from CDP; in the agent's own window, that
+ * would take the focus (and the keyboard) from the person. Activation can
+ * arrive a little after the press, so focus changes are watched for a moment.
+ *
+ * @param {number} tabId the tab being clicked
+ * @param {() => Promise<void>} action
+ */
+async function keepingTheFocus(tabId, action) {
+  const [focused, tab] = await Promise.all([
+    chrome.windows.getLastFocused({ windowTypes: ['normal'] }).catch(() => undefined),
+    chrome.tabs.get(tabId).catch(() => undefined),
+  ]);
+  if (!focused?.focused || !tab || focused.id === tab.windowId)
+    return action();
+  const giveBack = () => chrome.windows.update(focused.id, { focused: true }).catch(() => {});
+  const onFocusChanged = (/** @type {number} */ windowId) => {
+    if (windowId === tab.windowId)
+      giveBack();
+  };
+  chrome.windows.onFocusChanged.addListener(onFocusChanged);
+  setTimeout(() => chrome.windows.onFocusChanged.removeListener(onFocusChanged), FOCUS_WATCH_MS);
+  try {
+    await action();
+  } finally {
+    const now = await chrome.windows.get(tab.windowId).catch(() => undefined);
+    if (now?.focused)
+      await giveBack();
+  }
+}
+
+/** @param {CommandContext} ctx */
+export async function type(ctx, params) {
+  const { text, submit = false, tabId } = params;
+  const target = elementTarget(params);
+  const id = await targetTab(ctx, tabId);
+  const started = Date.now();
+  let prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text === ''));
+  // A field the page enables a moment later (after another field is filled) is waited for.
+  while (prepared?.error === 'disabled' && Date.now() - started < ACTIONABLE_WAIT_MS) {
+    await new Promise(resolve => setTimeout(resolve, ACTIONABLE_POLL_MS));
+    prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text === ''));
+  }
+  if (prepared?.error)
+    throw elementError({ ...prepared, ...(prepared.error === 'disabled' ? { waitedMs: Date.now() - started } : {}) }, target);
+  if (text !== '')
+    await ctx.debuggers.send(id, 'Input.insertText', { text });
+  const value = (await evaluateExpression(ctx, id, elementExpression(readValue, target)))?.value ?? null;
+  if (submit) {
+    // keyDown carrying "\r" is what makes Chrome fire keypress and submit the form.
+    const enter = { key: 'Enter', code: 'Enter', windowsVirtualKeyCode: 13, nativeVirtualKeyCode: 13 };
+    await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', { type: 'keyDown', ...enter, text: '\r', unmodifiedText: '\r' });
+    await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', { type: 'keyUp', ...enter });
+  }
+  return { tabId: id, typed: true, value, submitted: submit };
+}
+
+/** @param {CommandContext} ctx */
+export async function hover(ctx, params) {
+  const target = elementTarget(params);
+  const id = await targetTab(ctx, params.tabId);
+  const { x, y, element } = await locate(ctx, id, target);
+  await ctx.debuggers.send(id, 'Input.dispatchMouseEvent', { type: 'mouseMoved', x, y });
+  return { tabId: id, hovered: true, x, y, element };
+}
+
+/** @param {CommandContext} ctx */
+export async function selectOption(ctx, params) {
+  const { values, tabId } = params;
+  const target = elementTarget(params);
+  const named = describeTarget(target);
+  const id = await targetTab(ctx, tabId);
+  const result = await evaluateExpression(ctx, id, elementExpression(selectOptions, target, values));
+  if (result?.error) {
+    switch (result.error) {
+      case 'not-select':
+        throw serverError(`Element ${named} is a <${result.element}>, not a <select>; click custom drop-downs instead`);
+      case 'no-option':
+        throw serverError(`<select> ${named} has no option with value or label "${result.value}"; its options are: ${result.available.join(', ')}`);
+      case 'option-disabled':
+        throw serverError(`The option "${result.value}" of ${named} is disabled`);
+      case 'not-multiple':
+        throw invalidParams(`<select> ${named} takes one value, not ${result.count}: it is not a multi-select`);
+      default:
+        throw elementError(result, target);
+    }
+  }
+  return { tabId: id, selected: result.values, labels: result.labels };
+}
+
+/** @param {CommandContext} ctx */
+export async function pressKey(ctx, { key, tabId }) {
+  const plan = keyPressEvents(key);
+  if ('error' in plan)
+    throw invalidParams(`parameter "key": ${plan.error}`);
+  const id = await targetTab(ctx, tabId);
+  for (const event of plan.events)
+    await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
+  return { tabId: id, pressed: key };
+}
+
+
+/** @param {CommandContext} ctx */
+export async function handleDialog(ctx, { accept, promptText, tabId }) {
+  const id = await targetTab(ctx, tabId);
+  const events = ctx.debuggers.events;
+  let dialog = events.dialog(id);
+  if (!dialog) {
+    // The command that opens it may have returned a moment before the dialog appeared.
+    await ctx.debuggers.attach(id);
+    dialog = await new Promise(resolve => {
+      const timer = setTimeout(() => {
+        stop();
+        resolve(events.dialog(id));
+      }, DIALOG_GRACE_MS);
+      const stop = events.watchDialogs(id, opened => {
+        clearTimeout(timer);
+        stop();
+        resolve(opened);
+      });
+    });
+  }
+  if (!dialog)
+    throw serverError(`tab ${id} shows no JavaScript dialog (none opened within ${DIALOG_GRACE_MS / 1000} s) to answer`);
+  const params = { accept, ...(promptText !== undefined ? { promptText } : {}) };
+  await ctx.debuggers.send(id, 'Page.handleJavaScriptDialog', params);
+  // Chrome also sends Page.javascriptDialogClosed; do not wait for it, but do not report it open either.
+  events.answered(id);
+  return { tabId: id, handled: true, type: dialog.type, message: dialog.message, accepted: accept, ...(promptText !== undefined && dialog.type === 'prompt' ? { promptText } : {}) };
+}

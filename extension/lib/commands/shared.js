@@ -1,0 +1,234 @@
+/**
+ * What every command handler shares, and what the other command tables (playwright-commands.js,
+ * page-tools.js, webmcp.js) use too: the tab a command acts on ({@link targetTab}, where the
+ * per-connection rules live), running page-scripts.js functions in a tab, finding an element
+ * the way a mouse would, and the sentences that say why an element could not be used.
+ * It imports no command module, so every command module can import it without a cycle.
+ */
+
+import { DialogOpenError } from '../debugger-sessions.js';
+import { elementExpression, locateElement, pageExpression, pageState } from '../page-scripts.js';
+import { invalidParams, serverError } from '../rpc.js';
+import { describeTarget } from '../targets.js';
+
+/** @typedef {import('../commands.js').CommandContext} CommandContext */
+
+/** How often a wait (a navigation, waitFor) looks again. */
+export const POLL_INTERVAL_MS = 100;
+
+/** Optional on every command that acts on a page: defaults to the connection's current tab. */
+export const TAB_ID = Object.freeze({ type: 'integer', min: 0 });
+
+/**
+ * The tab a command acts on: the one named by `tabId` (claimed for this
+ * connection, refused if another owns it) or the connection's current tab.
+ *
+ * @param {CommandContext} ctx
+ * @param {number | undefined} tabId
+ * @returns {Promise<number>}
+ */
+export async function targetTab(ctx, tabId) {
+  if (tabId !== undefined) {
+    ctx.tabs.assertMayUse(ctx.connectionId, tabId);
+    await getTab(tabId);
+    ctx.tabs.claim(ctx.connectionId, tabId);
+    return tabId;
+  }
+  const current = ctx.tabs.currentTab(ctx.connectionId);
+  if (current === undefined)
+    throw noCurrentTab();
+  try {
+    await getTab(current);
+  } catch {
+    ctx.tabs.dropTab(current);
+    throw serverError(`The current tab (${current}) was closed; call createTab, or selectTab with a tabId from getTabs`);
+  }
+  return current;
+}
+
+export function noCurrentTab() {
+  return serverError('This MCP connection has no current tab; call createTab, or selectTab with a tabId from getTabs');
+}
+
+/** @param {number} tabId */
+export async function getTab(tabId) {
+  try {
+    return await chrome.tabs.get(tabId);
+  } catch {
+    throw serverError(`tab ${tabId} does not exist (it may have been closed); call getTabs for the open tabs`);
+  }
+}
+
+/** @param {string} url */
+export function checkUrl(url) {
+  try {
+    new URL(url);
+  } catch {
+    throw invalidParams(`parameter "url" must be an absolute URL such as https://example.com, got "${url}"`);
+  }
+}
+
+/**
+ * Runs a page-scripts function in the tab and returns its JSON result.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {Function} fn
+ * @param {...unknown} args
+ */
+export async function evaluateFunction(ctx, tabId, fn, ...args) {
+  return evaluateExpression(ctx, tabId, pageExpression(fn, ...args));
+}
+
+/**
+ * Runs an expression built by page-scripts.js in the tab and returns its JSON result.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {string} expression
+ */
+export async function evaluateExpression(ctx, tabId, expression) {
+  const { result, exceptionDetails } = await ctx.debuggers.send(tabId, 'Runtime.evaluate', {
+    expression,
+    returnByValue: true,
+    awaitPromise: true,
+  });
+  if (exceptionDetails)
+    throw serverError(`Script failed in tab ${tabId}: ${exceptionText(exceptionDetails)}`);
+  return result.value;
+}
+
+/**
+ * Where a mouse would act on an element: see `locateElement`.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {import('./targets.js').ElementTarget | string} target a ref or selector (a bare string is a selector)
+ */
+export async function locate(ctx, tabId, target, options = {}) {
+  return locateWhenReady(expression => evaluateExpression(ctx, tabId, expression), target, options);
+}
+
+/** How long an element command waits for its element to become enabled, visible or uncovered. */
+export const ACTIONABLE_WAIT_MS = 3_000;
+/** How long it keeps trying an element placed off-screen (a page still scrolling or animating). */
+const OFF_SCREEN_WAIT_MS = 500;
+export const ACTIONABLE_POLL_MS = 100;
+
+/**
+ * Where a mouse would act on an element (`locateElement`: scrolled into view first), waiting
+ * a bounded time for what usually passes by itself: a disabled element being enabled, an
+ * overlay or animation going away, an element being shown. Then a clear error saying what
+ * was waited for.
+ *
+ * @param {(expression: string) => Promise<any>} evaluate runs an expression in the tab
+ * @param {import('./targets.js').ElementTarget | string} target
+ * @param {{requireEnabled?: boolean}} [options]
+ */
+export async function locateWhenReady(evaluate, target, options = {}) {
+  const started = Date.now();
+  for (;;) {
+    const located = await evaluate(elementExpression(locateElement, target, options));
+    if (!located?.error)
+      return located;
+    const waited = Date.now() - started;
+    const limit = located.error === 'off-screen' ? OFF_SCREEN_WAIT_MS : ACTIONABLE_WAIT_MS;
+    if (!['disabled', 'covered', 'not-visible', 'off-screen'].includes(located.error) || waited >= limit)
+      throw elementError({ ...located, waitedMs: waited }, target);
+    await new Promise(resolve => setTimeout(resolve, ACTIONABLE_POLL_MS));
+  }
+}
+
+/**
+ * @param {{error: string, message?: string, element?: string, cover?: string}} failure from a page script
+ * @param {import('./targets.js').ElementTarget | string} target
+ */
+export function elementError(failure, target) {
+  const named = describeTarget(target);
+  switch (failure.error) {
+    case 'invalid-selector':
+      return invalidParams(`parameter "selector" is not a valid CSS selector: ${typeof target === 'string' ? target : target.selector}`);
+    case 'not-found':
+      return serverError(`No element matches ${named}; take a snapshot to see the page's elements`);
+    case 'stale-ref':
+      return serverError(staleRefMessage(failure.ref));
+    case 'not-visible':
+      return serverError(`Element ${named} (${failure.element}) is not visible (no size, hidden, or not taking pointer events)${waitedText(failure)}, ` +
+          'so it cannot be clicked or hovered; take a snapshot to see what is shown');
+    case 'covered':
+      return serverError(`Element ${named} (${failure.element}) is covered by another element, ${failure.cover}, at its centre${waitedText(failure)}; ` +
+          'a click there would land on that element: close or dismiss it first (a dialog, banner or overlay)');
+    case 'off-screen':
+      return serverError(`Element ${named} (${failure.element}) is outside the page's visible area even after scrolling to it ` +
+          `(its centre is at ${failure.at.x},${failure.at.y}; the viewport is ${failure.viewport.width}×${failure.viewport.height}): ` +
+          'the page places it off-screen, as skip links that show only on keyboard focus are, so a mouse cannot reach it. ' +
+          'Press Tab to focus it, or use the element it leads to');
+    case 'not-editable':
+      return serverError(`Element ${named} is a <${failure.element}>, which does not accept text; target an input, textarea or contenteditable element`);
+    case 'disabled':
+      return serverError(`Element ${named}${failure.element ? ` (${failure.element})` : ''} is ${failure.readOnly ? 'read-only' : 'disabled'}` +
+          `${failure.waitedMs !== undefined ? ` and stayed so for ${(failure.waitedMs / 1000).toFixed(1)} s` : ''}; ` +
+          'the page enables it once something else is done first (a required field, a checkbox): take a snapshot to see what');
+    default:
+      return serverError(`Element ${named}: ${failure.error}`);
+  }
+}
+
+/** @param {{waitedMs?: number}} failure */
+function waitedText(failure) {
+  return failure.waitedMs ? ` (waited ${(failure.waitedMs / 1000).toFixed(1)} s for that to change)` : '';
+}
+
+/**
+ * The refusal of a ref that no longer names a live element. Nothing was done:
+ * the model must look again rather than guess which element took its place.
+ *
+ * @param {string} ref
+ */
+export function staleRefMessage(ref) {
+  return `Ref ${ref} does not name an element on the page any more (it was removed or replaced, ` +
+      'or the page changed since the snapshot that listed it), so nothing was done; ' +
+      'take a new snapshot (browser_snapshot) and use a ref from it';
+}
+
+/** @param {CommandContext} ctx @param {number} tabId */
+export async function pageInfo(ctx, tabId) {
+  try {
+    const { url, title } = await evaluateFunction(ctx, tabId, pageState);
+    return { url, title };
+  } catch {
+    const tab = await getTab(tabId);
+    return { url: tab.url || '', title: tab.title || '' };
+  }
+}
+
+/**
+ * @param {number} deadline epoch ms
+ * @param {() => Promise<boolean>} done
+ * @param {() => string} timeoutMessage
+ */
+export async function poll(deadline, done, timeoutMessage) {
+  while (!(await done())) {
+    if (Date.now() >= deadline)
+      throw serverError(timeoutMessage());
+    await new Promise(resolve => setTimeout(resolve, POLL_INTERVAL_MS));
+  }
+}
+
+/** @param {any} details CDP Runtime.ExceptionDetails */
+export function exceptionText(details) {
+  return details.exception?.description?.split('\n')[0] ?? details.text ?? 'unknown exception';
+}
+
+/** @param {unknown} error */
+export function messageOf(error) {
+  return error instanceof Error ? error.message : String(error);
+}
+
+
+/** Page scripts fail while a document is replaced (retried by the poll); a dialog ends the wait. */
+export function rethrowDialog(error) {
+  if (error instanceof DialogOpenError)
+    throw error;
+  return null;
+}

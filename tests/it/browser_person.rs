@@ -1,0 +1,521 @@
+//! End-to-end: the assistant hands a step to the person and waits for them (issue 29). The
+//! reference extension in a real Chromium, the real relay, `mcp-relay bridge` driven by the
+//! official MCP TypeScript SDK (`tests/mcp-sdk-client/hand-off.mjs`), and the person played
+//! here through the DevTools endpoint: they read the request in the extension's own popup
+//! (`ui/popup.html`, opened as a page), sign in on the login page in the assistant's tab, and
+//! click Done, then Cancel.
+//!
+//! And a checkout with "ask before submitting forms / purchases" on: the assistant's click on
+//! "Place order" waits for the person's Allow, and their Deny stops the next order
+//! (`tests/mcp-sdk-client/ask-before.mjs`).
+//!
+//! With `OWNER_SCREENSHOTS=<dir>` the tests also save the popup showing the hand-off and the
+//! ask-before prompt, for extension/README.md.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use base64::Engine;
+use common::bridge::typescript_sdk_client;
+use common::browser::*;
+use common::{api, relay, token};
+use mcp_relay::auth::Role;
+use serde_json::{json, Value};
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+
+/// Longer than the host's 3 s request timeout in hand-off.mjs: only progress keeps it waiting.
+const PERSON_TAKES: Duration = Duration::from_secs(5);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn person_signs_in_for_the_assistant_and_clicks_done_cancel_stops_it_and_progress_keeps_a_short_timeout_host_waiting(
+) {
+    let Some(chromium) = chromium_or_skip("hand-off") else {
+        return;
+    };
+    let Some(client_dir) = typescript_sdk_client("hand-off") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(
+        SCENARIO_LIMIT,
+        hand_off(&chromium, &client_dir, Mode::Headless),
+    )
+    .await;
+}
+
+/// The same hand-off in real windows on a virtual X display: the person's popup, the agent's
+/// window and its tab as a person's Chrome has them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_hand_off_under_xvfb_is_done_cancelled_and_withdrawn_the_same_way() {
+    let Some(chromium) = chromium_or_skip("headful hand-off") else {
+        return;
+    };
+    if xvfb_run_or_skip("headful hand-off").is_none() {
+        return;
+    }
+    let Some(client_dir) = typescript_sdk_client("headful hand-off") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(
+        SCENARIO_LIMIT,
+        hand_off(&chromium, &client_dir, Mode::Headful),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkout_with_ask_before_waits_for_allow_and_deny_stops_the_order_without_asking_twice() {
+    let Some(chromium) = chromium_or_skip("ask before") else {
+        return;
+    };
+    let Some(client_dir) = typescript_sdk_client("ask before") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, ask_before(&chromium, &client_dir)).await;
+}
+
+async fn ask_before(chromium: &Path, client_dir: &Path) {
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Person's browser");
+    // The person's setting: ask before forms and purchases, on every site.
+    let config_path = profile.extension_dir.join("dev-config.json");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+    config["askBefore"] = json!({"forms": ["*"], "purchases": ["*"]});
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
+    let mut host = sdk_host(
+        client_dir,
+        "ask-before.mjs",
+        &site.url("checkout.html"),
+        &relay,
+        &[],
+    );
+
+    let popup = popup(&mut devtools, &origin).await;
+    let card = wait_for_request(&mut devtools, &popup).await;
+    assert!(
+        card.contains(
+            "Shopping Assistant is about to click the button “Place order” in the form “Checkout”"
+        ),
+        "{card}"
+    );
+    assert!(
+        card.contains("purchase or payment") && card.contains("submits a form"),
+        "{card}"
+    );
+    assert!(
+        card.contains("\"Checkout\""),
+        "the page, by its title: {card}"
+    );
+    screenshot(&mut devtools, &popup, "popup-ask-before.png").await;
+    click_answer(&mut devtools, &popup, "allowed").await;
+
+    wait_for_request(&mut devtools, &popup).await;
+    click_answer(&mut devtools, &popup, "denied").await;
+
+    let report = finish(&mut host).await;
+    assert_eq!(
+        report["unasked"],
+        json!({"typed": true, "coupon": true}),
+        "{report}"
+    );
+    assert_eq!(report["allowed"]["isError"], false, "{report}");
+    assert_eq!(report["allowed"]["title"], "Order placed", "{report}");
+    let denied = &report["denied"];
+    assert_eq!(denied["isError"], true, "{report}");
+    assert!(
+        denied["text"]
+            .as_str()
+            .unwrap()
+            .contains("denied this step")
+            && denied["text"].as_str().unwrap().contains("Do not retry it"),
+        "{report}"
+    );
+    assert_eq!(denied["retry"]["isError"], true, "{report}");
+    assert!(denied["retry"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("denied this step"));
+    assert_eq!(denied["title"], "Checkout", "nothing was ordered: {report}");
+    // The receipts: one per decision, with the site and the kind of step, not the page's words.
+    let receipts = receipts(&relay, "ask-before", 2).await;
+    assert_eq!(receipts.len(), 2, "{receipts:?}");
+    for (receipt, outcome) in receipts.iter().zip(["allowed", "denied"]) {
+        let detail = receipt["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(outcome) && detail.contains("on 127.0.0.1:"),
+            "{detail}"
+        );
+        assert!(
+            detail.ends_with("click (it looks like a purchase or payment; it submits a form)"),
+            "{detail}"
+        );
+        assert!(
+            !detail.contains("Place order"),
+            "page content in the trail: {detail}"
+        );
+    }
+    // Denied once: the retry did not ask the person again.
+    assert_eq!(
+        devtools
+            .eval(
+                &popup,
+                "document.querySelectorAll('.person-request').length"
+            )
+            .await,
+        json!(0)
+    );
+
+    drop(devtools);
+    drop(browser);
+    relay.shutdown().await;
+}
+
+/// An SDK script from tests/mcp-sdk-client driving the bridge at `relay`, its stdout piped for
+/// the report (the bridge's log goes to the test's output).
+fn sdk_host(
+    client_dir: &Path,
+    script: &str,
+    page: &str,
+    relay: &mcp_relay::server::RunningRelay,
+    bridge_args: &[&str],
+) -> tokio::process::Child {
+    // MCP_RELAY_TEST_BINARY: another build of the relay, as tests/common/served.rs takes it.
+    let binary = std::env::var("MCP_RELAY_TEST_BINARY")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_mcp-relay").to_owned());
+    tokio::process::Command::new("node")
+        .arg(client_dir.join(script))
+        .arg(page)
+        .arg(binary)
+        .args(["bridge", "--relay", &relay.url("/mcp")])
+        .args(bridge_args)
+        .env("MCP_RELAY_TOKEN", token(USER, Some(Role::Mcp)))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node")
+}
+
+async fn hand_off(chromium: &Path, client_dir: &Path, mode: Mode) {
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Person's browser");
+    let browser = Browser::launch_in(
+        chromium,
+        &profile,
+        mode,
+        &["--remote-debugging-port=0"],
+        &["about:blank"],
+    );
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
+
+    // The host: the official SDK, through the bridge, with progress every 500 ms.
+    let mut host = sdk_host(
+        client_dir,
+        "hand-off.mjs",
+        &site.url("login.html"),
+        &relay,
+        &["--progress-interval", "500ms"],
+    );
+
+    // The person opens the popup and finds the request there, saying who asks what, where.
+    let popup = popup(&mut devtools, &origin).await;
+    let card = wait_for_request(&mut devtools, &popup).await;
+    assert!(
+        card.contains("Hand-off Test Host asks you to: Sign in to Example Bank"),
+        "{card}"
+    );
+    assert!(
+        card.contains("\"Sign in\""),
+        "the page, by its title: {card}"
+    );
+    screenshot(&mut devtools, &popup, "popup-hand-off.png").await;
+
+    // They take their time, sign in in the assistant's tab, and click Done.
+    tokio::time::sleep(PERSON_TAKES).await;
+    let tab = page_session(&mut devtools, "login.html").await;
+    devtools
+        .eval(
+            &tab,
+            "document.getElementById('user').value = 'ada'; \
+             document.getElementById('password').value = 'correct horse'; \
+             document.getElementById('sign-in').click(); document.title",
+        )
+        .await;
+    click_answer(&mut devtools, &popup, "done").await;
+
+    // The next request: they will not do it now.
+    let card = wait_for_request(&mut devtools, &popup).await;
+    assert!(
+        card.contains("Approve the transfer on your phone"),
+        "{card}"
+    );
+    click_answer(&mut devtools, &popup, "cancelled").await;
+
+    // The third goes unanswered; its host gives up, which withdraws it from the popup.
+    let card = wait_for_request(&mut devtools, &popup).await;
+    assert!(card.contains("Nobody will answer this"), "{card}");
+    let id = devtools
+        .eval(
+            &popup,
+            "document.querySelector('.person-request').dataset.requestId",
+        )
+        .await;
+    wait_until_gone(
+        &mut devtools,
+        &popup,
+        id.as_str().unwrap(),
+        "the host's giving up",
+    )
+    .await;
+
+    let report = finish(&mut host).await;
+    let signed_in = &report["signIn"];
+    assert_eq!(signed_in["isError"], false, "{report}");
+    let structured = &signed_in["structured"];
+    assert_eq!(structured["status"], "done", "{report}");
+    assert_eq!(structured["before"]["title"], "Sign in");
+    assert_eq!(structured["after"]["title"], "Your account");
+    assert!(
+        structured["after"]["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("login.html?signed-in"),
+        "{report}"
+    );
+    assert_eq!(structured["changed"], json!(["url", "title"]));
+    // The host's timeout is 3 s; the call lasted longer, kept alive by progress.
+    let elapsed = signed_in["elapsedMs"].as_u64().unwrap();
+    assert!(elapsed > 4_000, "{report}");
+    assert!(signed_in["progress"].as_u64().unwrap() >= 4, "{report}");
+    assert_eq!(signed_in["progressIncreases"], true, "{report}");
+    assert!(
+        signed_in["lastProgress"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("waiting for the person"),
+        "{report}"
+    );
+    let refused = &signed_in["refusedMeanwhile"];
+    assert_eq!(refused["isError"], true, "{report}");
+    assert!(
+        refused["text"]
+            .as_str()
+            .unwrap()
+            .contains("is handed to the person"),
+        "{report}"
+    );
+
+    let cancel = &report["cancel"];
+    assert_eq!(cancel["isError"], true, "{report}");
+    assert!(
+        cancel["text"]
+            .as_str()
+            .unwrap()
+            .contains("Hand-off cancelled"),
+        "{report}"
+    );
+
+    let gave_up = &report["hostGaveUp"];
+    assert_eq!(gave_up["gaveUp"], true, "{report}");
+    assert_eq!(gave_up["tabFreedAfterwards"], true, "{report}");
+
+    // Each hand-off's end is a receipt in the relay's audit trail, oldest first.
+    let receipts = receipts(&relay, "hand-off", 3).await;
+    let details: Vec<&str> = receipts
+        .iter()
+        .map(|r| r["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(details.len(), 3, "{details:?}");
+    assert!(
+        details[0].starts_with("done after ") && details[0].ends_with(": Sign in to Example Bank"),
+        "{details:?}"
+    );
+    assert!(
+        details[1].starts_with("cancelled")
+            && details[1].ends_with(": Approve the transfer on your phone"),
+        "{details:?}"
+    );
+    assert!(details[2].starts_with("withdrawn"), "{details:?}");
+    assert!(receipts
+        .iter()
+        .all(|r| r["mcp_client_id"].is_string() && r["connection_id"].is_string()));
+
+    drop(devtools);
+    drop(browser);
+    relay.shutdown().await;
+}
+
+/// The relay's audit records of `kind` (the receipts the extension sent), oldest first, once
+/// there are `count` (the writer batches).
+async fn receipts(relay: &mcp_relay::server::RunningRelay, kind: &str, count: usize) -> Vec<Value> {
+    let admin = token("root", Some(Role::Admin));
+    let deadline = Instant::now() + STEP;
+    loop {
+        let (status, body) = api(
+            relay.local_addr,
+            "GET",
+            "/api/v1/audit?user_id=e2e-user&limit=1000",
+            Some(&admin),
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        let mut found: Vec<Value> = body["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == kind)
+            .cloned()
+            .collect();
+        assert!(
+            Instant::now() < deadline,
+            "{count} {kind} receipts never came; the trail: {body}"
+        );
+        if found.len() >= count {
+            found.sort_by_key(|e| e["at_ms"].as_i64());
+            return found;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The popup, opened as a page at the popup's own width.
+async fn popup(devtools: &mut DevTools, origin: &str) -> String {
+    let session = devtools.open_page(&format!("{origin}/ui/popup.html")).await;
+    devtools
+        .send(
+            Some(&session),
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 360, "height": 600, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await;
+    session
+}
+
+/// Waits for one request in the popup and returns its card's text.
+async fn wait_for_request(devtools: &mut DevTools, popup: &str) -> String {
+    devtools
+        .wait_for(
+            popup,
+            "document.querySelectorAll('.person-request').length > 0",
+            json!(true),
+        )
+        .await;
+    devtools
+        .eval(popup, "document.querySelector('.person-request').innerText")
+        .await
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Clicks an answer on the popup's first request and waits until that request is gone from it
+/// (the host's next request may already be there); the popup's own error line, if the extension
+/// refused the answer, is in the failure's message.
+async fn click_answer(devtools: &mut DevTools, popup: &str, answer: &str) {
+    let id = devtools
+        .eval(
+            popup,
+            &format!(
+                "(() => {{ const first = document.querySelector('.person-request'); \
+                 first.querySelector('.person-{answer}').click(); return first.dataset.requestId; }})()"
+            ),
+        )
+        .await;
+    let id = id.as_str().expect("a request to answer").to_owned();
+    wait_until_gone(devtools, popup, &id, answer).await;
+}
+
+/// Waits until the request `id` is no longer in the popup.
+async fn wait_until_gone(devtools: &mut DevTools, popup: &str, id: &str, why: &str) {
+    let deadline = Instant::now() + STEP;
+    loop {
+        let state = devtools
+            .eval(
+                popup,
+                &format!(
+                    "[!!document.querySelector('[data-request-id=\"{id}\"]'), \
+                     document.getElementById('person-status').textContent]"
+                ),
+            )
+            .await;
+        if state[0] == false {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{why} did not end request {id}: {state}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// A session in the page whose URL contains `part` (the assistant's tab).
+async fn page_session(devtools: &mut DevTools, part: &str) -> String {
+    let targets = devtools.send(None, "Target.getTargets", json!({})).await;
+    let target = targets["targetInfos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type"] == "page" && t["url"].as_str().is_some_and(|u| u.contains(part)))
+        .unwrap_or_else(|| panic!("no page at {part}: {targets}"))
+        .clone();
+    let attached = devtools
+        .send(
+            None,
+            "Target.attachToTarget",
+            json!({"targetId": target["targetId"], "flatten": true}),
+        )
+        .await;
+    attached["sessionId"].as_str().unwrap().to_owned()
+}
+
+/// The host's report (its last line), once it exits.
+async fn finish(host: &mut tokio::process::Child) -> Value {
+    let deadline = Instant::now() + STEP;
+    let status = tokio::time::timeout_at(deadline, host.wait())
+        .await
+        .expect("the host did not finish")
+        .unwrap();
+    let mut stdout = String::new();
+    host.stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .await
+        .unwrap();
+    assert!(status.success(), "hand-off.mjs failed:\n{stdout}");
+    serde_json::from_str(stdout.trim().lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no report ({e}): {stdout}"))
+}
+
+/// Saves what the page shows when OWNER_SCREENSHOTS names a directory.
+async fn screenshot(devtools: &mut DevTools, session: &str, name: &str) {
+    let Some(dir) = std::env::var_os("OWNER_SCREENSHOTS") else {
+        return;
+    };
+    let shot = devtools
+        .send(
+            Some(session),
+            "Page.captureScreenshot",
+            json!({"format": "png", "captureBeyondViewport": true}),
+        )
+        .await;
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(shot["data"].as_str().unwrap())
+        .unwrap();
+    std::fs::write(Path::new(&dir).join(name), png).unwrap();
+}
