@@ -134,7 +134,8 @@ export class PersonRequests {
     const request = this.get(id);
     if (!request || request.status !== 'waiting')
       return request;
-    const until = Math.min(ms, request.deadline - this._now());
+    const untilDeadline = request.deadline - this._now();
+    const until = Math.min(ms, untilDeadline);
     await new Promise(resolve => {
       const done = () => {
         clearTimeout(timer);
@@ -146,6 +147,10 @@ export class PersonRequests {
         this._waiters.set(id, new Set());
       this._waiters.get(id).add(done);
     });
+    // A wait bound by the deadline ends at it: a timer may fire a millisecond before the clock
+    // reads the deadline, and the request must not then come back still waiting.
+    if (untilDeadline <= ms)
+      this._expire(id);
     return this.get(id);
   }
 
