@@ -411,6 +411,40 @@ impl DevTools {
             .to_owned()
     }
 
+    /// The extension's popup (`origin` is `chrome-extension://<id>`), opened as a page at the
+    /// popup's own width and `height` CSS pixels: the page the owner tests click in as a person.
+    pub async fn open_popup(&mut self, origin: &str, height: u32) -> String {
+        let session = self.open_page(&format!("{origin}/ui/popup.html")).await;
+        self.send(
+            Some(&session),
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 360, "height": height, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await;
+        session
+    }
+
+    /// Saves what the page of `session` shows as `name` (a PNG) when `OWNER_SCREENSHOTS` names a
+    /// directory; does nothing otherwise.
+    pub async fn save_screenshot(&mut self, session: &str, name: &str) {
+        let Some(dir) = std::env::var_os("OWNER_SCREENSHOTS") else {
+            return;
+        };
+        let shot = self
+            .send(
+                Some(session),
+                "Page.captureScreenshot",
+                json!({"format": "png", "captureBeyondViewport": true}),
+            )
+            .await;
+        let png = base64::Engine::decode(
+            &base64::engine::general_purpose::STANDARD,
+            shot["data"].as_str().expect("image data"),
+        )
+        .expect("base64 image");
+        fs::write(Path::new(&dir).join(name), png).unwrap();
+    }
+
     /// Evaluates `expression` in the page (awaiting a promise) and returns its JSON value.
     pub async fn eval(&mut self, session: &str, expression: &str) -> Value {
         let evaluated = self

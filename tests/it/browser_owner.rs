@@ -12,7 +12,6 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use base64::Engine;
 use common::browser::*;
 use common::{relay, token, Client};
 use mcp_relay::auth::Role;
@@ -101,7 +100,7 @@ async fn consent(chromium: &Path) {
 
     // The person opens the popup: the assistant asks, with its name and three choices.
     let origin = devtools.extension_origin().await;
-    let popup = popup(&mut devtools, &origin).await;
+    let popup = devtools.open_popup(&origin, 560).await;
     devtools
         .wait_for(
             &popup,
@@ -116,7 +115,7 @@ async fn consent(chromium: &Path) {
         )
         .await;
     assert_eq!(name, ASSISTANT);
-    screenshot(&mut devtools, &popup, "popup-asks.png").await;
+    devtools.save_screenshot(&popup, "popup-asks.png").await;
     devtools
         .eval(&popup, "document.querySelector('.decide-always').click()")
         .await;
@@ -158,7 +157,7 @@ async fn consent(chromium: &Path) {
             json!(true),
         )
         .await;
-    screenshot(&mut devtools, &options, "options.png").await;
+    devtools.save_screenshot(&options, "options.png").await;
     devtools
         .eval(
             &options,
@@ -178,7 +177,7 @@ async fn consent(chromium: &Path) {
     // Deny in the popup ends the connection and is remembered: the same assistant, back on a
     // new connection, is refused at once ("denied", no new notification) until the person
     // forgets the denial on the options page, after which it is asked about again.
-    let asking = self::popup(&mut devtools, &origin).await;
+    let asking = devtools.open_popup(&origin, 560).await;
     devtools
         .wait_for(
             &asking,
@@ -217,7 +216,9 @@ async fn consent(chromium: &Path) {
             json!(true),
         )
         .await;
-    screenshot(&mut devtools, &options, "options-denied.png").await;
+    devtools
+        .save_screenshot(&options, "options-denied.png")
+        .await;
     devtools
         .eval(
             &options,
@@ -272,7 +273,7 @@ async fn tab_groups(chromium: &Path) {
 
     // Nothing silent: the popup shows the assistant, its tab and its last actions.
     let origin = devtools.extension_origin().await;
-    let popup = popup(&mut devtools, &origin).await;
+    let popup = devtools.open_popup(&origin, 560).await;
     devtools
         .wait_for(
             &popup,
@@ -287,7 +288,7 @@ async fn tab_groups(chromium: &Path) {
         )
         .await;
     assert!(tabs_line == "Tabs: Page one", "{tabs_line}");
-    screenshot(&mut devtools, &popup, "popup-working.png").await;
+    devtools.save_screenshot(&popup, "popup-working.png").await;
 
     // The person drags one of their own tabs into the group: it becomes the assistant's.
     let theirs = devtools
@@ -394,7 +395,7 @@ async fn stop(chromium: &Path) {
 
     let mut devtools = DevTools::attach(&browser).await;
     let origin = devtools.extension_origin().await;
-    let popup = popup(&mut devtools, &origin).await;
+    let popup = devtools.open_popup(&origin, 560).await;
     devtools
         .wait_for(
             &popup,
@@ -592,19 +593,6 @@ async fn ok_soon(mcp: &mut Driver, method: &str) -> Value {
     }
 }
 
-/// The popup, opened as a page at the popup's own width.
-async fn popup(devtools: &mut DevTools, origin: &str) -> String {
-    let session = devtools.open_page(&format!("{origin}/ui/popup.html")).await;
-    devtools
-        .send(
-            Some(&session),
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": 360, "height": 560, "deviceScaleFactor": 1, "mobile": false}),
-        )
-        .await;
-    session
-}
-
 /// A session in the extension's service worker, where `chrome.tabGroups` lives.
 async fn service_worker(devtools: &mut DevTools) -> String {
     let targets = devtools.send(None, "Target.getTargets", json!({})).await;
@@ -628,22 +616,4 @@ async fn service_worker(devtools: &mut DevTools) -> String {
         )
         .await;
     attached["sessionId"].as_str().unwrap().to_owned()
-}
-
-/// Saves what the page shows when OWNER_SCREENSHOTS names a directory.
-async fn screenshot(devtools: &mut DevTools, session: &str, name: &str) {
-    let Some(dir) = std::env::var_os("OWNER_SCREENSHOTS") else {
-        return;
-    };
-    let shot = devtools
-        .send(
-            Some(session),
-            "Page.captureScreenshot",
-            json!({"format": "png", "captureBeyondViewport": true}),
-        )
-        .await;
-    let png = base64::engine::general_purpose::STANDARD
-        .decode(shot["data"].as_str().unwrap())
-        .unwrap();
-    fs::write(Path::new(&dir).join(name), png).unwrap();
 }

@@ -18,7 +18,6 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use base64::Engine;
 use common::bridge::typescript_sdk_client;
 use common::browser::*;
 use common::{api, relay, token};
@@ -101,7 +100,7 @@ async fn ask_before(chromium: &Path, client_dir: &Path) {
         &[],
     );
 
-    let popup = popup(&mut devtools, &origin).await;
+    let popup = devtools.open_popup(&origin, 600).await;
     let card = wait_for_request(&mut devtools, &popup).await;
     assert!(
         card.contains(
@@ -117,7 +116,9 @@ async fn ask_before(chromium: &Path, client_dir: &Path) {
         card.contains("\"Checkout\""),
         "the page, by its title: {card}"
     );
-    screenshot(&mut devtools, &popup, "popup-ask-before.png").await;
+    devtools
+        .save_screenshot(&popup, "popup-ask-before.png")
+        .await;
     click_answer(&mut devtools, &popup, "allowed").await;
 
     wait_for_request(&mut devtools, &popup).await;
@@ -231,7 +232,7 @@ async fn hand_off(chromium: &Path, client_dir: &Path, mode: Mode) {
     );
 
     // The person opens the popup and finds the request there, saying who asks what, where.
-    let popup = popup(&mut devtools, &origin).await;
+    let popup = devtools.open_popup(&origin, 600).await;
     let card = wait_for_request(&mut devtools, &popup).await;
     assert!(
         card.contains("Hand-off Test Host asks you to: Sign in to Example Bank"),
@@ -241,7 +242,7 @@ async fn hand_off(chromium: &Path, client_dir: &Path, mode: Mode) {
         card.contains("\"Sign in\""),
         "the page, by its title: {card}"
     );
-    screenshot(&mut devtools, &popup, "popup-hand-off.png").await;
+    devtools.save_screenshot(&popup, "popup-hand-off.png").await;
 
     // They take their time, sign in in the assistant's tab, and click Done.
     tokio::time::sleep(PERSON_TAKES).await;
@@ -392,19 +393,6 @@ async fn receipts(relay: &mcp_relay::server::RunningRelay, kind: &str, count: us
     }
 }
 
-/// The popup, opened as a page at the popup's own width.
-async fn popup(devtools: &mut DevTools, origin: &str) -> String {
-    let session = devtools.open_page(&format!("{origin}/ui/popup.html")).await;
-    devtools
-        .send(
-            Some(&session),
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": 360, "height": 600, "deviceScaleFactor": 1, "mobile": false}),
-        )
-        .await;
-    session
-}
-
 /// Waits for one request in the popup and returns its card's text.
 async fn wait_for_request(devtools: &mut DevTools, popup: &str) -> String {
     devtools
@@ -500,22 +488,4 @@ async fn finish(host: &mut tokio::process::Child) -> Value {
     assert!(status.success(), "hand-off.mjs failed:\n{stdout}");
     serde_json::from_str(stdout.trim().lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("no report ({e}): {stdout}"))
-}
-
-/// Saves what the page shows when OWNER_SCREENSHOTS names a directory.
-async fn screenshot(devtools: &mut DevTools, session: &str, name: &str) {
-    let Some(dir) = std::env::var_os("OWNER_SCREENSHOTS") else {
-        return;
-    };
-    let shot = devtools
-        .send(
-            Some(session),
-            "Page.captureScreenshot",
-            json!({"format": "png", "captureBeyondViewport": true}),
-        )
-        .await;
-    let png = base64::engine::general_purpose::STANDARD
-        .decode(shot["data"].as_str().unwrap())
-        .unwrap();
-    std::fs::write(Path::new(&dir).join(name), png).unwrap();
 }
