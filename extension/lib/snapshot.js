@@ -87,6 +87,7 @@ export function captureTree(limits, rootElement) {
   const MAX_OPTIONS = 50;
   const LEAD = 'lead';
   const TRAIL = 'trail';
+  const SPACE = { space: true };
   const flat = text => (text || '').replace(/\s+/g, ' ').trim();
   const clip = (text, max) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
   const SKIP = new Set(['script', 'style', 'noscript', 'template', 'head', 'meta', 'link', 'title']);
@@ -203,8 +204,12 @@ export function captureTree(limits, rootElement) {
     if (node.nodeType === Node.TEXT_NODE) {
       const raw = node.textContent;
       const text = flat(raw);
-      // Whether the run touches its neighbours decides, when runs are merged, whether a space goes between.
-      return text ? [{ text, [LEAD]: /^\s/.test(raw), [TRAIL]: /\s$/.test(raw) }] : [];
+      // Whether the run touches its neighbours decides, when runs are merged, whether a space
+      // goes between. A run of only white space is kept as a mark for that: the space between
+      // `<span>fn</span> <span>main</span>` is what keeps it from reading `fnmain`.
+      if (!text)
+        return raw ? [SPACE] : [];
+      return [{ text, [LEAD]: /^\s/.test(raw), [TRAIL]: /\s$/.test(raw) }];
     }
     if (node.nodeType !== Node.ELEMENT_NODE)
       return [];
@@ -224,17 +229,30 @@ export function captureTree(limits, rootElement) {
       const kids = el.localName === 'slot' ? el.assignedNodes({ flatten: true }) : el.shadowRoot ? el.shadowRoot.childNodes : el.childNodes;
       for (const kid of kids)
         out.push(...walk(kid, frame));
-      // Adjacent text runs (split by inline elements without a role, or inline code) read as one.
+      // Adjacent text runs (split by inline elements without a role, or inline code) read as
+      // one; white space between them (a SPACE mark) becomes one space.
       const merged = [];
+      let spaced = false;
       for (const item of out) {
         const last = merged[merged.length - 1];
+        if (item === SPACE) {
+          if (last && last.role === undefined)
+            last[TRAIL] = true;
+          else
+            spaced = true;
+          continue;
+        }
         if (item.role === undefined && last && last.role === undefined) {
           last.text += last[TRAIL] || item[LEAD] ? ` ${item.text}` : item.text;
           last[TRAIL] = item[TRAIL];
         } else {
-          merged.push(item);
+          merged.push(spaced && item.role === undefined ? { ...item, [LEAD]: true } : item);
         }
+        spaced = false;
       }
+      // White space that ended up alone (`<i> </i>`) still separates the text around it.
+      if (merged.length === 0 && (spaced || out.includes(SPACE)))
+        return [SPACE];
       return merged;
     };
     const explicitRole = flat(el.getAttribute('role')).split(' ')[0];
@@ -327,7 +345,7 @@ export function captureTree(limits, rootElement) {
         item.children.push({ text: `… ${options.length - MAX_OPTIONS} more options` });
       return [item];
     }
-    let kids = el.localName === 'textarea' ? [] : children();
+    let kids = el.localName === 'textarea' ? [] : children().filter(kid => kid !== SPACE);
     // <pre><code>…</code></pre> is one block of code, not a code inside a code.
     if (role === 'code' && kids.length === 1 && kids[0].role === 'code' && !kids[0].children?.some(k => k.role !== undefined)) {
       item.children = kids[0].children;
@@ -356,14 +374,16 @@ export function captureTree(limits, rootElement) {
   }
   // The whitespace marks served the merging of text runs only.
   const strip = items => {
-    for (const item of items) {
+    const kept = items.filter(item => item !== SPACE);
+    for (const item of kept) {
       delete item[LEAD];
       delete item[TRAIL];
       if (item.children)
-        strip(item.children);
+        item.children = strip(item.children);
     }
+    return kept;
   };
-  strip(tree);
+  tree = strip(tree);
   return { url: location.href, title: document.title, tree, ...(truncated ? { nodesTruncated: limits.maxNodes } : {}) };
 }
 
