@@ -265,6 +265,12 @@ pub struct ServeConfig {
     #[arg(long, env = "MCP_RELAY_MCP_CODE_EXECUTION")]
     pub mcp_code_execution: bool,
 
+    /// Send HTTP MCP sessions each result's fields in `structuredContent` even beside page
+    /// text, as `mcp-relay bridge --structured-content`. Off by default: Claude Code, VS Code,
+    /// OpenCode and Codex give their model `structuredContent` in place of the text.
+    #[arg(long, env = "MCP_RELAY_MCP_STRUCTURED_CONTENT")]
+    pub mcp_structured_content: bool,
+
     /// An OAuth authorization server that issues this relay's MCP tokens (its issuer URL),
     /// named in /.well-known/oauth-protected-resource so MCP hosts know where to get a token.
     /// Repeat for several.

@@ -466,6 +466,7 @@ impl McpHttp {
                     approval_wait: std::time::Duration::from_secs(20),
                     max_message_bytes: config.max_message_bytes,
                     code_execution: config.mcp_code_execution,
+                    structured_content: config.mcp_structured_content,
                     audit: audit.clone(),
                     embedder: embedder.clone(),
                     keep: Some(Box::new(Arc::clone(&ticket))),

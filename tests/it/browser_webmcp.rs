@@ -126,7 +126,12 @@ async fn through_the_bridge(chromium: &Path) {
             .contains("name: add_to_cart\ndescription: Adds an item to the cart\ninputSchema: {"),
         "{listing}"
     );
-    assert_eq!(tools["structuredContent"]["toolCount"], 7, "{tools}");
+    assert!(
+        listing.contains("This page registers 7 tool(s) of its own (WebMCP)."),
+        "{listing}"
+    );
+    // The page's words reach the host as text alone (crates/bridge/src/tools/results.rs).
+    assert!(tools.get("structuredContent").is_none(), "{tools}");
 
     // The page's schema says qty >= 1 and sku like A1: refused here, the page never called.
     let refused = call(
@@ -246,7 +251,6 @@ async fn through_the_bridge(chromium: &Path) {
         let after = call(&bridge, "browser_page_tools", json!({})).await;
         if text(&after).contains("page1.html") {
             assert!(text(&after).contains("registers no tools"), "{after}");
-            assert_eq!(after["structuredContent"]["toolCount"], 0, "{after}");
             break;
         }
         assert!(tokio::time::Instant::now() < deadline, "{after}");

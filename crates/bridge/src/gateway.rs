@@ -106,6 +106,8 @@ pub(crate) struct Gateway {
     /// The tools `--dynamic` registered, in eviction order.
     pool: Mutex<ToolPool>,
     audit: AuditLog,
+    /// `--structured-content` (see [`Gateway::with_structured_content`]).
+    structured_content: bool,
 }
 
 fn error(message: String) -> CallToolResult {
@@ -267,7 +269,15 @@ impl Gateway {
             index,
             dynamic,
             audit,
+            structured_content: false,
         }
+    }
+
+    /// `--structured-content`: results that carry page text keep their fields in
+    /// `structuredContent` for the host too (tools/results.rs says why they do not by default).
+    pub(crate) fn with_structured_content(mut self, keep: bool) -> Gateway {
+        self.structured_content = keep;
+        self
     }
 
     pub(crate) fn exposure(&self) -> Exposure {
@@ -422,7 +432,7 @@ impl Gateway {
         };
         let error = failed.then(|| first_text(&result)).flatten();
         self.log(name, note, outcome, error, started);
-        result
+        crate::tools::for_host(result, self.structured_content)
     }
 
     fn log(
@@ -726,8 +736,10 @@ impl Gateway {
                     let mut annotated =
                         CallToolResult::success(proxy::annotate_tool_call(result.content, &path));
                     annotated.is_error = result.is_error;
-                    // The answer's fields stay beside its text, as the tool gave them.
+                    // The answer's fields stay beside its text, as the tool gave them, and
+                    // so does what says whether a host gets them (tools/results.rs).
                     annotated.structured_content = result.structured_content;
+                    annotated.meta = result.meta;
                     annotated
                 }
                 None => not_found("tool"),

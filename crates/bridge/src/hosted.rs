@@ -54,6 +54,9 @@ pub struct HostedSession {
     /// this session's own tools) with the bridge's default bounds (60 s, 10 s of script, 64
     /// MiB, 100 calls, 5 MB of results).
     pub code_execution: bool,
+    /// `--mcp-structured-content`: results that carry page text keep their fields in
+    /// `structuredContent` (off by default: hosts show a model those in place of the text).
+    pub structured_content: bool,
     /// Dropped when the session ends (the relay's bookkeeping of who owns it).
     pub keep: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
@@ -129,7 +132,8 @@ pub fn server(session: HostedSession) -> (BrowserServer, TokenRefresh) {
             None => crate::audit::AuditLog::disabled(),
         },
         session.embedder,
-    );
+    )
+    .with_structured_content(session.structured_content);
     let server = BrowserServer::new(Arc::new(gateway), link).ending_with(closer, session.keep);
     (server, refresh)
 }

@@ -147,6 +147,14 @@ pub struct BridgeArgs {
     #[arg(long, env = "MCP_RELAY_BRIDGE_DYNAMIC_POOL", default_value = "20", value_parser = clap::value_parser!(u16).range(1..=500))]
     pub dynamic_pool: u16,
 
+    /// Send each result's fields in MCP's `structuredContent` even beside page text (an
+    /// outline, an evaluated string, console lines). Off by default because Claude Code, VS
+    /// Code, OpenCode and Codex give their model `structuredContent` in place of the text when
+    /// both are present, so the model would never read the page; turn it on for clients that
+    /// read fields and show the text to no model. Short answers keep their fields either way.
+    #[arg(long, env = "MCP_RELAY_BRIDGE_STRUCTURED_CONTENT")]
+    pub structured_content: bool,
+
     /// Offer `code_execution`: a JavaScript async function body run in an embedded sandbox
     /// (QuickJS) whose only way out is this session's own tools. Off by default.
     #[arg(long, env = "MCP_RELAY_BRIDGE_CODE_EXECUTION")]
@@ -272,7 +280,8 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
             bytes: args.code_max_bytes,
         }));
     let toolbox = toolbox.with_audit(audit.clone());
-    let gateway = gateway::Gateway::new(Arc::new(toolbox), args.tools, dynamic, audit, embedder);
+    let gateway = gateway::Gateway::new(Arc::new(toolbox), args.tools, dynamic, audit, embedder)
+        .with_structured_content(args.structured_content);
     let (stdout, pump) = wire::stdout_pump();
     let service = server::BrowserServer::new(Arc::new(gateway), link)
         .serve((tokio::io::stdin(), stdout))

@@ -35,7 +35,7 @@ use rquickjs::{
 use serde_json::{json, Value as Json};
 use tokio::sync::{mpsc, oneshot};
 
-use super::results::{error, Rendered};
+use super::results::{self, error, Rendered};
 use super::Toolbox;
 use crate::audit::{AuditRecord, Outcome as Audited};
 
@@ -337,19 +337,16 @@ impl Toolbox {
             }
         };
         match end {
-            End::Returned(text) => self.deliver(
-                NAME,
-                Rendered {
-                    text: text + &logs_text,
-                    structured: Some(structured),
-                },
-            ),
+            End::Returned(text) => {
+                self.deliver(NAME, Rendered::page(text + &logs_text, structured))
+            }
             End::Threw(message) => {
                 let mut result = error(format!(
                     "{NAME}: the script failed: {message}\n{}{logs_text}",
                     done_so_far()
                 ));
                 result.structured_content = Some(structured);
+                results::mark_page_text(&mut result);
                 result
             }
             End::Stopped(bound) => {
@@ -360,6 +357,7 @@ impl Toolbox {
                     done_so_far()
                 ));
                 result.structured_content = Some(structured);
+                results::mark_page_text(&mut result);
                 result
             }
         }

@@ -47,6 +47,7 @@ pub(crate) use parts::DEFAULT_MAX_RESULT_CHARS;
 pub(crate) use person::{in_scope, CallScope};
 pub use table::definitions;
 
+pub(crate) use results::for_host;
 use results::{error, render, success, Rendered};
 
 /// `result` with `more` content after its own (files carried back, transfers.rs).
@@ -316,13 +317,7 @@ impl Toolbox {
                 let listing = self.link.call("pageTools", params).await?;
                 self.saw_page_listing(&listing);
                 let (text, structured) = webmcp::render_listing(&listing, &webmcp::nonce());
-                Ok(self.deliver(
-                    name,
-                    Rendered {
-                        text,
-                        structured: Some(structured),
-                    },
-                ))
+                Ok(self.deliver(name, Rendered::page(text, structured)))
             }
             Plan::CallPageTool {
                 tab,
@@ -369,13 +364,7 @@ impl Toolbox {
             Err(other) => return Err(other),
         };
         let (text, structured) = webmcp::render_result(&answer, &nonce);
-        Ok(self.deliver(
-            name,
-            Rendered {
-                text,
-                structured: Some(structured),
-            },
-        ))
+        Ok(self.deliver(name, Rendered::page(text, structured)))
     }
 
     async fn list(&self) -> Result<CallToolResult, LinkError> {
@@ -435,10 +424,7 @@ impl Toolbox {
         });
         self.deliver(
             "browser_find",
-            Rendered {
-                text: text.trim_end().to_owned(),
-                structured: Some(structured),
-            },
+            Rendered::page(text.trim_end().to_owned(), structured),
         )
     }
 
@@ -450,11 +436,19 @@ impl Toolbox {
     /// The first part of `rendered` (the whole of it when short enough); a paged tool keeps
     /// the text so `offset` reads on.
     fn deliver(&self, tool: &str, rendered: Rendered) -> CallToolResult {
-        let Rendered { text, structured } = rendered;
+        let Rendered {
+            text,
+            structured,
+            page_text,
+        } = rendered;
         let part =
             parts::part_at(&text, 0, self.max_result_chars).expect("offset 0 is in every text");
         if part.is_whole() {
-            return success(text, structured);
+            let mut result = success(text, structured);
+            if page_text {
+                results::mark_page_text(&mut result);
+            }
+            return result;
         }
         let paged = PAGED.contains(&tool);
         if paged {
@@ -463,9 +457,12 @@ impl Toolbox {
                 .unwrap()
                 .insert(tool.to_owned(), Arc::from(text.as_str()));
         }
-        let mut structured = structured.unwrap_or_else(|| json!({}));
+        let mut structured = bounded_fields(structured);
         structured["part"] = part_fields(&part);
-        success(part.text(tool, paged), Some(structured))
+        // A part's text is never its fields' JSON: it goes to a host as text alone.
+        let mut result = success(part.text(tool, paged), Some(structured));
+        results::mark_page_text(&mut result);
+        result
     }
 
     fn continue_result(&self, tool: &str, offset: usize) -> CallToolResult {
@@ -480,12 +477,42 @@ impl Toolbox {
                 "{tool}: offset {offset} is past the end of the last result ({} characters)",
                 text.chars().count()
             )),
-            Some(part) => success(
-                part.text(tool, true),
-                Some(json!({ "part": part_fields(&part) })),
-            ),
+            Some(part) => {
+                let mut result = success(
+                    part.text(tool, true),
+                    Some(json!({ "part": part_fields(&part) })),
+                );
+                results::mark_page_text(&mut result);
+                result
+            }
         }
     }
+}
+
+/// The largest structured field a part carries beside its text. A result comes in parts
+/// because it is long; a field that long (console messages, requests, a JSON answer) is what
+/// the parts' text already carries, and sending it whole beside the first part would undo
+/// the cut (`structuredContent` counts against a host's result budget as text does).
+const MAX_FIELD_CHARS_IN_A_PART: usize = 2_000;
+
+/// `structured` without the fields over [`MAX_FIELD_CHARS_IN_A_PART`], named in `inText`.
+fn bounded_fields(structured: Option<Value>) -> Value {
+    let Some(Value::Object(map)) = structured else {
+        return json!({});
+    };
+    let mut kept = serde_json::Map::new();
+    let mut in_text = Vec::new();
+    for (key, value) in map {
+        if value.to_string().chars().count() > MAX_FIELD_CHARS_IN_A_PART {
+            in_text.push(Value::String(key));
+        } else {
+            kept.insert(key, value);
+        }
+    }
+    if !in_text.is_empty() {
+        kept.insert("inText".into(), Value::Array(in_text));
+    }
+    Value::Object(kept)
 }
 
 /// Where a part is, for `structuredContent`.

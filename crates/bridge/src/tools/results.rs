@@ -1,10 +1,20 @@
-//! What a model reads: the extension's answers as plain text, with the answer's fields in
-//! MCP's `structuredContent` beside it.
+//! What a model reads: the extension's answers as plain text, and the answer's fields.
 //!
 //! Page text (an outline, an evaluated string, console lines, requests, tabs) is printed as
 //! it would be on a screen under a short header (`Tab 7 · https://… · Title`), never as a
 //! JSON string with every quote and line break escaped. Short answers without page text stay
 //! compact JSON, which a model reads as easily. Screenshots are MCP images.
+//!
+//! Why a result that carries page text goes to the host without `structuredContent`: MCP
+//! describes a result's text as the serialisation of its `structuredContent`, and the hosts
+//! people use read it that way. Claude Code gives its model `JSON.stringify(structuredContent)`
+//! in place of the text whenever both are present (anthropics/claude-code#55677 and #79944,
+//! seen on 2.1.280), as do VS Code (microsoft/vscode#290063), OpenCode and Codex: a snapshot's
+//! fields beside its outline would leave the model with `{"tabId":7,"url":…}` and no outline.
+//! Playwright MCP sends text only. So the fields of such a result stay inside the bridge (a
+//! `code_execution` script reads them as `data`) unless the bridge is started with
+//! `--structured-content`, for clients that read fields and show the text to no model;
+//! answers whose text says no more than their fields (a click, a JSON answer) keep them.
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{json, Map, Value};
@@ -15,6 +25,9 @@ use serde_json::{json, Map, Value};
 pub(crate) struct Rendered {
     pub(crate) text: String,
     pub(crate) structured: Option<Value>,
+    /// Whether `text` carries page text that `structured` does not: then a host is sent the
+    /// text alone (see the module's documentation).
+    pub(crate) page_text: bool,
 }
 
 impl Rendered {
@@ -22,8 +35,47 @@ impl Rendered {
         Rendered {
             text: value.to_string(),
             structured: value.is_object().then(|| value.clone()),
+            page_text: false,
         }
     }
+
+    /// Page text a model reads, with the fields a script or a `--structured-content` client
+    /// may read.
+    pub(crate) fn page(text: String, structured: Value) -> Rendered {
+        Rendered {
+            text,
+            structured: Some(structured),
+            page_text: true,
+        }
+    }
+}
+
+/// The `_meta` key that marks a result whose text is page text, until [`for_host`] reads it.
+const PAGE_TEXT_MARK: &str = "mcp-relay/page-text";
+
+/// Marks `result` as carrying page text its `structuredContent` does not.
+pub(crate) fn mark_page_text(result: &mut CallToolResult) {
+    let mut meta = result.meta.take().unwrap_or_default();
+    meta.0.insert(PAGE_TEXT_MARK.into(), Value::Bool(true));
+    result.meta = Some(meta);
+}
+
+/// A tool's result as the host receives it: a result marked as page text loses its
+/// `structuredContent` unless `keep_structured` (`--structured-content`); the mark itself
+/// never leaves the bridge.
+pub(crate) fn for_host(mut result: CallToolResult, keep_structured: bool) -> CallToolResult {
+    let marked = result
+        .meta
+        .as_mut()
+        .and_then(|meta| meta.0.remove(PAGE_TEXT_MARK))
+        .is_some();
+    if result.meta.as_ref().is_some_and(|meta| meta.0.is_empty()) {
+        result.meta = None;
+    }
+    if marked && !keep_structured {
+        result.structured_content = None;
+    }
+    result
 }
 
 pub(crate) fn error(message: String) -> CallToolResult {
@@ -142,10 +194,7 @@ fn with_outline(value: &Value, outline: &str) -> Rendered {
         text.push_str("\n\n");
     }
     text.push_str(outline);
-    Rendered {
-        text,
-        structured: Some(without(value, &["snapshot"])),
-    }
+    Rendered::page(text, without(value, &["snapshot"]))
 }
 
 /// A tool's answer as text and structured fields.
@@ -158,11 +207,10 @@ pub(crate) fn render(tool: &str, value: &Value) -> Rendered {
     }
     match tool {
         "browser_evaluate" => {
+            // The string is the text; `structuredContent` keeps the other fields, so a long
+            // value is not carried twice (once cut into parts, once whole).
             if let Some(text) = map.get("value").and_then(Value::as_str) {
-                return Rendered {
-                    text: text.to_owned(),
-                    structured: Some(value.clone()),
-                };
+                return Rendered::page(text.to_owned(), without(value, &["value"]));
             }
         }
         "browser_tabs" if map.get("tabs").is_some_and(Value::is_array) => {
@@ -179,10 +227,7 @@ pub(crate) fn render(tool: &str, value: &Value) -> Rendered {
                 let mut lines = field_lines(map, &["body"]);
                 lines.push(String::new());
                 lines.push(body.to_owned());
-                return Rendered {
-                    text: lines.join("\n"),
-                    structured: Some(without(value, &["body"])),
-                };
+                return Rendered::page(lines.join("\n"), without(value, &["body"]));
             }
         }
         _ => {}
@@ -191,6 +236,7 @@ pub(crate) fn render(tool: &str, value: &Value) -> Rendered {
         return Rendered {
             text: field_lines(map, &[]).join("\n"),
             structured: Some(value.clone()),
+            page_text: false,
         };
     }
     Rendered::json(value)
@@ -223,9 +269,12 @@ fn tabs(value: &Value) -> Rendered {
         }
         lines.push(line);
     }
+    // Tabs' titles and addresses are short and the fields hold all the text says: a host
+    // that shows its model the fields loses nothing.
     Rendered {
         text: lines.join("\n"),
         structured: Some(value.clone()),
+        page_text: false,
     }
 }
 
@@ -256,10 +305,7 @@ fn console(value: &Value) -> Rendered {
         }
         lines.push(line);
     }
-    Rendered {
-        text: lines.join("\n"),
-        structured: Some(value.clone()),
-    }
+    Rendered::page(lines.join("\n"), value.clone())
 }
 
 fn requests(value: &Value, rows: &[Value]) -> Rendered {
@@ -298,10 +344,7 @@ fn requests(value: &Value, rows: &[Value]) -> Rendered {
             details.join(", ")
         ));
     }
-    Rendered {
-        text: lines.join("\n"),
-        structured: Some(value.clone()),
-    }
+    Rendered::page(lines.join("\n"), value.clone())
 }
 
 /// The extension's `{tabId, data, mimeType}` as an MCP image, never cut.
@@ -419,6 +462,43 @@ mod tests {
         assert!(structured.get("snapshot").is_none());
     }
 
+    /// The result as a host receives it (`Gateway::call`): page text alone, since hosts give
+    /// their model `structuredContent` in place of the text; short answers keep their fields;
+    /// the mark never leaves the bridge.
+    #[test]
+    fn a_host_gets_page_text_without_structured_content_unless_asked() {
+        let deliver = |rendered: Rendered| {
+            let mut result = success(rendered.text, rendered.structured);
+            if rendered.page_text {
+                mark_page_text(&mut result);
+            }
+            result
+        };
+        let snapshot = render(
+            "browser_snapshot",
+            &json!({"tabId": 7, "url": "https://e/", "title": "E", "snapshot": "- heading \"E\" [ref=e1]"}),
+        );
+        let to_host = for_host(deliver(snapshot.clone()), false);
+        assert_eq!(to_host.structured_content, None);
+        assert_eq!(to_host.meta, None);
+        let wire = serde_json::to_value(&to_host).unwrap();
+        assert!(wire.get("_meta").is_none() && wire.get("structuredContent").is_none());
+        let asked = for_host(deliver(snapshot), true);
+        assert_eq!(asked.structured_content.unwrap()["url"], "https://e/");
+        assert_eq!(asked.meta, None);
+        let clicked = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true, "pageChanged": {"url": "https://e/b", "title": "B"}}),
+        );
+        let clicked = for_host(deliver(clicked), false);
+        assert_eq!(clicked.structured_content.unwrap()["clicked"], true);
+        let hovered = for_host(
+            deliver(render("browser_hover", &json!({"hovered": true}))),
+            false,
+        );
+        assert_eq!(hovered.structured_content.unwrap()["hovered"], true);
+    }
+
     #[test]
     fn page_text_results_read_as_lines() {
         let evaluated = render(
@@ -426,6 +506,7 @@ mod tests {
             &json!({"value": "a\nb", "type": "string"}),
         );
         assert_eq!(evaluated.text, "a\nb");
+        assert_eq!(evaluated.structured, Some(json!({"type": "string"})));
         let number = render("browser_evaluate", &json!({"value": 2, "type": "number"}));
         assert_eq!(number.text, r#"{"type":"number","value":2}"#);
         let console = render(

@@ -648,6 +648,47 @@ fn outline(lines: usize) -> String {
         .join("\n")
 }
 
+/// A long result's first part carries its text cut, and nothing whole beside it: an evaluated
+/// string is the text only, long console lists stay out of `structuredContent` (named in
+/// `inText`), so the whole result, both halves, stays within what a host keeps.
+#[tokio::test]
+async fn a_long_result_in_parts_does_not_carry_its_whole_value_in_structured_content() {
+    let long = "x".repeat(90_000);
+    let messages: Vec<Value> = (0..5_000)
+        .map(|i| json!({"type": "log", "text": format!("message {i}"), "time": i}))
+        .collect();
+    let link = FakeLink::new(vec![
+        (
+            "evaluate",
+            Ok(json!({"tabId": 7, "value": long, "type": "string"})),
+        ),
+        (
+            "consoleMessages",
+            Ok(json!({"tabId": 7, "messages": messages})),
+        ),
+    ]);
+    let toolbox = Toolbox::new(link, 40_000);
+    let evaluated = toolbox
+        .call("browser_evaluate", &args(json!({"expression": "1"})))
+        .await;
+    let console = toolbox
+        .call("browser_console_messages", &args(json!({})))
+        .await;
+    for result in [evaluated, console] {
+        assert_eq!(result.is_error, Some(false), "{result:?}");
+        let text = result_text(&result);
+        let structured = result.structured_content.clone().unwrap();
+        assert!(text.chars().count() <= 40_000);
+        assert!(
+            structured.to_string().chars().count() < 3_000,
+            "{}",
+            &structured.to_string()[..300]
+        );
+        assert_eq!(structured["part"]["index"], 1, "{structured}");
+        assert_eq!(structured["tabId"], 7, "{structured}");
+    }
+}
+
 #[tokio::test]
 async fn a_snapshot_reads_as_text_and_a_long_one_in_parts_that_add_up() {
     let page = outline(3_000);
