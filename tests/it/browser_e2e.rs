@@ -1972,6 +1972,9 @@ fn jpeg_dimensions(jpeg: &[u8]) -> (u32, u32) {
 /// `bridge_args` are added to the bridge's command line.
 macro_rules! on_tools_page {
     ($test:literal, $bridge_args:expr, |$bridge:ident, $site:ident| $check:block) => {{
+        on_tools_page!($test, Mode::Headless, $bridge_args, |$bridge, $site| $check)
+    }};
+    ($test:literal, $mode:expr, $bridge_args:expr, |$bridge:ident, $site:ident| $check:block) => {{
         let Some(chromium) = chromium_or_skip($test) else {
             return;
         };
@@ -1981,7 +1984,7 @@ macro_rules! on_tools_page {
             let $site = FixtureSite::start().await;
             let profile = Profile::new(&relay, "Tools Chromium");
             let person = $site.url("person.html");
-            let browser = Browser::launch_in(&chromium, &profile, Mode::Headless, &[], &[&person]);
+            let browser = Browser::launch_in(&chromium, &profile, $mode, &[], &[&person]);
             let ($bridge, _) =
                 bridge_with_tab_args(&relay, &browser, &$site.url("tools.html"), $bridge_args)
                     .await;
@@ -2263,35 +2266,80 @@ async fn a_screenshot_is_the_page_as_shown_and_an_emulated_viewport_is_clipped_t
         "a_screenshot_is_the_page_as_shown_and_an_emulated_viewport_is_clipped_to_its_size",
         &[],
         |bridge, _site| {
-            page_value(
-                &bridge,
-                "(() => { const bar = document.createElement('div'); bar.style.cssText = \
-                 'position: fixed; left: 0; right: 0; bottom: 0; height: 100px; \
-                 background: rgb(255, 0, 0)'; document.body.append(bar); return true; })()",
-            )
-            .await;
-            let shot = tool(&bridge, "browser_take_screenshot", json!({})).await;
-            let (_, png) = image_of(&shot);
-            let data = base64::engine::general_purpose::STANDARD.encode(&png);
-            let pixel = page_value(
-                &bridge,
-                &format!(
-                    "new Promise(done => {{ const image = new Image(); image.onload = () => {{ \
-                     const canvas = document.createElement('canvas'); \
-                     canvas.width = image.width; canvas.height = image.height; \
-                     const g = canvas.getContext('2d'); g.drawImage(image, 0, 0); \
-                     done([...g.getImageData(10, image.height - 20, 1, 1).data]); }}; \
-                     image.src = 'data:image/png;base64,{data}'; }})"
-                ),
-            )
-            .await;
-            assert_eq!(pixel, json!([255, 0, 0, 255]), "the shot's bottom rows");
-
-            let size = json!({"width": 1280, "height": 800});
-            tool_ok(&bridge, "browser_resize", size).await;
-            let shot = tool(&bridge, "browser_take_screenshot", json!({})).await;
-            assert_eq!(png_dimensions(&image_of(&shot).1), (1280, 800));
+            screenshot_bottom_rows(&bridge).await;
         }
+    );
+}
+
+/// The same in a real window under Xvfb, where the window bounds what Chrome paints: an
+/// emulated viewport taller than the window is still painted to its bottom.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_screenshot_of_an_emulated_viewport_taller_than_the_window_under_xvfb() {
+    on_tools_page!(
+        "headful_screenshot_of_an_emulated_viewport_taller_than_the_window_under_xvfb",
+        Mode::Headful,
+        &[],
+        |bridge, _site| {
+            screenshot_bottom_rows(&bridge).await;
+        }
+    );
+}
+
+async fn screenshot_bottom_rows(bridge: &impl Host) {
+    page_value(
+        bridge,
+        "(() => { const bar = document.createElement('div'); bar.style.cssText = \
+         'position: fixed; left: 0; right: 0; bottom: 0; height: 100px; \
+         background: rgb(255, 0, 0)'; document.body.append(bar); return true; })()",
+    )
+    .await;
+    // The colour of a screenshot's pixel 20 rows above its bottom, decoded by the page.
+    let bottom_pixel = async |shot: &Value| {
+        let (_, png) = image_of(shot);
+        let data = base64::engine::general_purpose::STANDARD.encode(&png);
+        page_value(
+            bridge,
+            &format!(
+                "new Promise(done => {{ const image = new Image(); image.onload = () => {{ \
+                 const canvas = document.createElement('canvas'); \
+                 canvas.width = image.width; canvas.height = image.height; \
+                 const g = canvas.getContext('2d'); g.drawImage(image, 0, 0); \
+                 done([...g.getImageData(10, image.height - 20, 1, 1).data]); }}; \
+                 image.src = 'data:image/png;base64,{data}'; }})"
+            ),
+        )
+        .await
+    };
+    let shot = tool(bridge, "browser_take_screenshot", json!({})).await;
+    let pixel = bottom_pixel(&shot).await;
+    assert_eq!(pixel, json!([255, 0, 0, 255]), "the shot's bottom rows");
+
+    // Taller than the window: the emulated viewport's bottom rows are painted too (the
+    // fixed bar sits at its bottom), not left white or filled with a copy of the top.
+    let window = page_value(bridge, "innerHeight").await;
+    assert!(
+        window.as_u64().is_some_and(|h| h < 1400),
+        "the window is {window} high"
+    );
+    let size = json!({"width": 1280, "height": 1400});
+    tool_ok(bridge, "browser_resize", size).await;
+    assert_eq!(
+        page_value(bridge, "[innerWidth, innerHeight]").await,
+        json!([1280, 1400])
+    );
+    let shot = tool(bridge, "browser_take_screenshot", json!({})).await;
+    let (width, height) = png_dimensions(&image_of(&shot).1);
+    assert_eq!(width * 1400, height * 1280, "{width}x{height}");
+    // To look at: `SCREENSHOTS=<dir>` keeps the emulated shot.
+    if let Some(dir) = std::env::var_os("SCREENSHOTS") {
+        let name = format!("emulated-1280x1400-{}.png", std::process::id());
+        std::fs::write(std::path::Path::new(&dir).join(name), image_of(&shot).1).unwrap();
+    }
+    let pixel = bottom_pixel(&shot).await;
+    assert_eq!(
+        pixel,
+        json!([255, 0, 0, 255]),
+        "the emulated shot's bottom rows"
     );
 }
 
