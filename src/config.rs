@@ -260,10 +260,31 @@ pub struct ServeConfig {
 
     /// Offer `code_execution` to HTTP MCP sessions, as `mcp-relay bridge --code-execution`: a
     /// JavaScript async function body run in an embedded sandbox (QuickJS) whose only way out
-    /// is the session's own tools, within 60 s, 10 s of script, 64 MiB, 100 tool calls and 5 MB
-    /// of results. Off by default.
+    /// is the session's own tools, within the `--mcp-code-*` bounds. Off by default.
     #[arg(long, env = "MCP_RELAY_MCP_CODE_EXECUTION")]
     pub mcp_code_execution: bool,
+
+    /// With `--mcp-code-execution`: a script's longest run, waiting for tools included.
+    #[arg(long, env = "MCP_RELAY_MCP_CODE_WALL_TIME", default_value = "60s", value_parser = parse_duration)]
+    pub mcp_code_wall_time: Duration,
+
+    /// With `--mcp-code-execution`: a script's longest time running script (not waiting for
+    /// tools).
+    #[arg(long, env = "MCP_RELAY_MCP_CODE_CPU_TIME", default_value = "10s", value_parser = parse_duration)]
+    pub mcp_code_cpu_time: Duration,
+
+    /// With `--mcp-code-execution`: the script engine's memory limit (e.g. `64MiB`).
+    #[arg(long, env = "MCP_RELAY_MCP_CODE_MEMORY", default_value = "64MiB", value_parser = parse_bytes)]
+    pub mcp_code_memory: usize,
+
+    /// With `--mcp-code-execution`: the most tool calls one script may make.
+    #[arg(long, env = "MCP_RELAY_MCP_CODE_MAX_CALLS", default_value = "100")]
+    pub mcp_code_max_calls: usize,
+
+    /// With `--mcp-code-execution`: the most bytes of tool results handed to one script (text
+    /// plus structured data as JSON).
+    #[arg(long, env = "MCP_RELAY_MCP_CODE_MAX_BYTES", default_value = "5MB", value_parser = parse_bytes)]
+    pub mcp_code_max_bytes: usize,
 
     /// Send HTTP MCP sessions each result's fields in `structuredContent` even beside page
     /// text, as `mcp-relay bridge --structured-content`. Off by default: Claude Code, VS Code,

@@ -465,7 +465,16 @@ impl McpHttp {
                     request_timeout: config.request_timeout + std::time::Duration::from_secs(15),
                     approval_wait: std::time::Duration::from_secs(20),
                     max_message_bytes: config.max_message_bytes,
-                    code_execution: config.mcp_code_execution,
+                    code_execution: config.mcp_code_execution.then_some(
+                        mcp_relay_bridge::CodeLimits {
+                            wall_time: config.mcp_code_wall_time,
+                            cpu_time: config.mcp_code_cpu_time,
+                            memory: config.mcp_code_memory,
+                            calls: config.mcp_code_max_calls,
+                            bytes: config.mcp_code_max_bytes,
+                            flag_prefix: "--mcp-code-",
+                        },
+                    ),
                     structured_content: config.mcp_structured_content,
                     audit: audit.clone(),
                     embedder: embedder.clone(),

@@ -3023,9 +3023,9 @@ async fn read_in_parts(host: &impl Host, name: &str, args: Value, limit: usize) 
 
 /// Issue 27 in a real browser: one `code_execution` script visits three fixture pages and
 /// returns a table that matches what single calls answer; a script reaching for the network
-/// gets nothing, and (`cpu_bound`, when the host was given a 1 s bound) one looping for ever is
-/// stopped by the bound it hit.
-async fn script_visits_pages(host: &impl Host, site: &FixtureSite, cpu_bound: bool) {
+/// gets nothing, and (`cpu_flag`, when the host was given a 1 s bound by that flag) one looping
+/// for ever is stopped by the bound it hit, the answer naming the flag to change.
+async fn script_visits_pages(host: &impl Host, site: &FixtureSite, cpu_flag: Option<&str>) {
     let pages = ["page1.html", "page2.html", "form.html"].map(|p| site.url(p));
     let script = format!(
         "const rows = [];\n\
@@ -3055,8 +3055,9 @@ async fn script_visits_pages(host: &impl Host, site: &FixtureSite, cpu_bound: bo
         assert_eq!(row["url"], json!(url));
     }
     let mut stops = vec![("return await fetch('http://127.0.0.1/')", "fetch")];
-    if cpu_bound {
+    if let Some(flag) = cpu_flag {
         stops.push(("while (true) {}", "cpu"));
+        stops.push(("while (true) {}", flag));
     }
     for (code, bound) in stops {
         let stopped = tool(host, "code_execution", json!({ "code": code })).await;
@@ -3075,19 +3076,23 @@ async fn a_script_visits_pages_in_one_call_and_matches_single_calls() {
         "a_script_visits_pages_in_one_call_and_matches_single_calls",
         &["--code-execution", "--code-cpu-time", "1s"],
         |bridge, site| {
-            script_visits_pages(&bridge, &site, true).await;
+            script_visits_pages(&bridge, &site, Some("--code-cpu-time")).await;
         }
     );
 }
 
-/// The same script through the relay's HTTP `/mcp` started with `--mcp-code-execution`; a relay
-/// without the flag does not list `code_execution` at all.
+/// The same script through the relay's HTTP `/mcp` started with `--mcp-code-execution` (and a
+/// 1 s `--mcp-code-cpu-time`, which the endless loop's answer names); a relay without the flag
+/// does not list `code_execution` at all.
 #[cfg(feature = "http-mcp")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_http_a_script_visits_pages_in_one_call_with_mcp_code_execution() {
     on_tools_page_over_http_with(
         "over_http_a_script_visits_pages_in_one_call_with_mcp_code_execution",
-        |c| c.mcp_code_execution = true,
+        |c| {
+            c.mcp_code_execution = true;
+            c.mcp_code_cpu_time = std::time::Duration::from_secs(1);
+        },
         async |host, site| {
             assert!(host
                 .session
@@ -3095,7 +3100,7 @@ async fn over_http_a_script_visits_pages_in_one_call_with_mcp_code_execution() {
                 .await
                 .iter()
                 .any(|t| t == "code_execution"));
-            script_visits_pages(host, site, false).await;
+            script_visits_pages(host, site, Some("--mcp-code-cpu-time")).await;
         },
     )
     .await;

@@ -51,9 +51,8 @@ pub struct HostedSession {
     /// cache of the catalogue's vectors), or BM25 alone.
     pub embedder: Option<Arc<crate::embed::Embedder>>,
     /// `--mcp-code-execution`: offer `code_execution` (a sandboxed script whose only way out is
-    /// this session's own tools) with the bridge's default bounds (60 s, 10 s of script, 64
-    /// MiB, 100 calls, 5 MB of results).
-    pub code_execution: bool,
+    /// this session's own tools) within these bounds (`--mcp-code-wall-time`, …).
+    pub code_execution: Option<crate::CodeLimits>,
     /// `--mcp-structured-content`: results that carry page text keep their fields in
     /// `structuredContent` (off by default: hosts show a model those in place of the text).
     pub structured_content: bool,
@@ -115,11 +114,7 @@ pub fn server(session: HostedSession) -> (BrowserServer, TokenRefresh) {
             // The relay's server is not the host's machine, and its files are not the host's
             // to read: files travel in results instead.
             .with_files_in_results()
-            .with_code_execution(
-                session
-                    .code_execution
-                    .then(crate::tools::CodeLimits::default),
-            );
+            .with_code_execution(session.code_execution);
     let gateway = Gateway::new(
         Arc::new(toolbox),
         session.tools,

@@ -49,6 +49,7 @@ pub use catalog::catalog;
 pub use embed::{EmbedError, Embedder, EmbeddingModel};
 pub use retrieve::{Fusion, PageTool, ToolIndex};
 pub use tools::definitions as tool_definitions;
+pub use tools::CodeLimits;
 // What the relay's Streamable HTTP endpoint builds its sessions from (see `hosted`).
 pub use gateway::Exposure;
 pub use pipe::{Dialer, FramePipe};
@@ -278,6 +279,7 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
             memory: args.code_memory,
             calls: args.code_max_calls,
             bytes: args.code_max_bytes,
+            flag_prefix: "--code-",
         }));
     let toolbox = toolbox.with_audit(audit.clone());
     let gateway = gateway::Gateway::new(Arc::new(toolbox), args.tools, dynamic, audit, embedder)

@@ -793,5 +793,9 @@ pub(crate) struct CodeExecution {
     /// `await tools.<tool name>(args)` resolves to `{text, data}` (the result's text and its
     /// structuredContent) or rejects with an Error whose message is the tool's error. What it
     /// returns is this tool's result (a string as-is, anything else as JSON).
-    pub(crate) code: String,
+    #[serde(default)]
+    pub(crate) code: Option<String>,
+    /// Read on in a long result.
+    #[serde(default)]
+    pub(crate) offset: Offset,
 }

@@ -8,8 +8,8 @@
 //! (`text`: the result's text; `data`: its `structuredContent`, or `null`), and a rejected
 //! promise whose `Error.message` is the result's text for an error.
 //!
-//! The global object holds the language's built-ins (no `performance`), `tools` and
-//! `console.log` (captured into the answer); there is no module loader, so `import()` fails,
+//! The global object holds the language's built-ins (no `performance`; `Date` reads whole
+//! seconds only), `tools` and `console.log` (captured into the answer); there is no module loader, so `import()` fails,
 //! and nothing else (no `fetch`, `require`, `process`, `Deno`, file system, network).
 //!
 //! Each inner call is also a line in the audit log (`--audit-log`), `tool: "code_execution"`
@@ -27,6 +27,7 @@ use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolResult, JsonObject};
+use rquickjs::allocator::{Allocator, RustAllocator};
 use rquickjs::context::intrinsic;
 use rquickjs::promise::PromiseState;
 use rquickjs::{
@@ -44,17 +45,20 @@ pub(crate) const NAME: &str = "code_execution";
 
 /// How far a script may go.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct CodeLimits {
+pub struct CodeLimits {
     /// From start to answer, waiting for tools included.
-    pub(crate) wall_time: Duration,
+    pub wall_time: Duration,
     /// Time spent running the script itself (not waiting for tools).
-    pub(crate) cpu_time: Duration,
+    pub cpu_time: Duration,
     /// The engine's memory limit, in bytes.
-    pub(crate) memory: usize,
+    pub memory: usize,
     /// Inner tool calls.
-    pub(crate) calls: usize,
+    pub calls: usize,
     /// Bytes of results handed to the script (text plus `data` as JSON).
-    pub(crate) bytes: usize,
+    pub bytes: usize,
+    /// How the flags that set these bounds begin where this server runs (`--code-` for the
+    /// bridge, `--mcp-code-` for the relay's HTTP `/mcp`), so an answer names the flag to change.
+    pub flag_prefix: &'static str,
 }
 
 impl Default for CodeLimits {
@@ -65,6 +69,7 @@ impl Default for CodeLimits {
             memory: 64 << 20,
             calls: 100,
             bytes: 5_000_000,
+            flag_prefix: "--code-",
         }
     }
 }
@@ -81,22 +86,23 @@ pub(crate) enum Bound {
 
 impl Bound {
     fn describe(self, limits: &CodeLimits) -> String {
+        let flag = limits.flag_prefix;
         match self {
             Bound::WallTime => format!(
-                "the wall-time bound ({:?}, --code-wall-time)",
+                "the wall-time bound ({:?}, {flag}wall-time)",
                 limits.wall_time
             ),
             Bound::CpuTime => format!(
-                "the CPU-time bound ({:?} of running script, --code-cpu-time)",
+                "the CPU-time bound ({:?} of running script, {flag}cpu-time)",
                 limits.cpu_time
             ),
-            Bound::Memory => format!("the memory bound ({} bytes, --code-memory)", limits.memory),
+            Bound::Memory => format!("the memory bound ({} bytes, {flag}memory)", limits.memory),
             Bound::Calls => format!(
-                "the inner-call bound ({} tool calls, --code-max-calls)",
+                "the inner-call bound ({} tool calls, {flag}max-calls)",
                 limits.calls
             ),
             Bound::Bytes => format!(
-                "the bound on bytes returned to the script ({} bytes, --code-max-bytes)",
+                "the bound on bytes returned to the script ({} bytes, {flag}max-bytes)",
                 limits.bytes
             ),
         }
@@ -224,6 +230,21 @@ const PRELUDE: &str = r#"(function (call, names, log) {
     p.failure.message = payload;
     p.reject(p.failure);
   };
+  // Coarse time: a script may read the date and whole seconds, never time anything finely
+  // (no clock to measure the host or a page's timing with). Every way to the clock leads here:
+  // Date.now, new Date(), Date() and the prototype's constructor.
+  const RealDate = Date;
+  const realNow = RealDate.now;
+  const coarse = function () { return Math.floor(realNow.call(RealDate) / 1000) * 1000; };
+  const CoarseDate = new Proxy(RealDate, {
+    construct: function (target, args, newTarget) {
+      return Reflect.construct(target, args.length === 0 ? [coarse()] : args, newTarget);
+    },
+    apply: function () { return new RealDate(coarse()).toString(); },
+  });
+  RealDate.now = coarse;
+  Object.defineProperty(RealDate.prototype, "constructor", { value: CoarseDate });
+  globalThis.Date = CoarseDate;
   return [Object.freeze(tools), console, settle];
 })"#;
 
@@ -401,8 +422,14 @@ fn engine(
     requests: mpsc::UnboundedSender<Request>,
     replies: std_mpsc::Receiver<(u32, CallToolResult)>,
 ) -> Result<End, String> {
-    let runtime = Runtime::new().map_err(|e| format!("could not start the engine: {e}"))?;
-    runtime.set_memory_limit(limits.memory);
+    let refused = Rc::new(Cell::new(false));
+    let allocator = BoundedAllocator {
+        limit: limits.memory,
+        used: 0,
+        refused: Rc::clone(&refused),
+    };
+    let runtime = Runtime::new_with_alloc(allocator)
+        .map_err(|e| format!("could not start the engine: {e}"))?;
     runtime.set_max_stack_size(1 << 20);
     {
         let meter = Rc::clone(meter);
@@ -425,10 +452,101 @@ fn engine(
         .build(&runtime)
         .map_err(|e| format!("could not start the engine: {e}"))?;
     let end = context.with(|ctx| drive(&ctx, code, names, limits, meter, &requests, &replies));
+    // Out of memory, the engine may fail to make even its error and throw `null` instead of
+    // "out of memory": a script that failed after the allocator refused it ran into the
+    // memory bound, whatever it threw.
+    let end = match end {
+        Ok(End::Threw(_)) if meter.stopped.get().is_none() && refused.get() => {
+            meter.stopped.set(Some(Bound::Memory));
+            Ok(End::Stopped(Bound::Memory))
+        }
+        other => other,
+    };
     drop(context);
     // The handler holds the meter; let the runtime go first.
     runtime.set_interrupt_handler(None);
     end
+}
+
+/// The engine's allocator: Rust's, counting what the engine holds and refusing past the
+/// memory bound. It is the bound (not QuickJS's own limit) so that running into it is known for
+/// certain: out of memory, QuickJS may throw `null` instead of its "out of memory" error.
+struct BoundedAllocator {
+    limit: usize,
+    used: usize,
+    refused: Rc<Cell<bool>>,
+}
+
+impl BoundedAllocator {
+    /// Whether `more` bytes fit; notes the refusal when they do not.
+    fn fits(&mut self, more: usize) -> bool {
+        let fits = self.used.saturating_add(more) <= self.limit;
+        if !fits {
+            self.refused.set(true);
+        }
+        fits
+    }
+}
+
+// SAFETY: every pointer comes from, and goes back to, `RustAllocator`, which upholds the
+// trait's contract; this type only counts and refuses (a null pointer, which the contract
+// allows).
+unsafe impl Allocator for BoundedAllocator {
+    fn alloc(&mut self, size: usize) -> *mut u8 {
+        if !self.fits(size) {
+            return std::ptr::null_mut();
+        }
+        let ptr = RustAllocator.alloc(size);
+        if !ptr.is_null() {
+            // SAFETY: just allocated by RustAllocator.
+            self.used += unsafe { RustAllocator::usable_size(ptr) };
+        }
+        ptr
+    }
+
+    fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
+        let Some(total) = count.checked_mul(size) else {
+            return std::ptr::null_mut();
+        };
+        if !self.fits(total) {
+            return std::ptr::null_mut();
+        }
+        let ptr = RustAllocator.calloc(count, size);
+        if !ptr.is_null() {
+            // SAFETY: just allocated by RustAllocator.
+            self.used += unsafe { RustAllocator::usable_size(ptr) };
+        }
+        ptr
+    }
+
+    unsafe fn dealloc(&mut self, ptr: *mut u8) {
+        // SAFETY: the caller hands back a pointer this allocator (RustAllocator) made.
+        unsafe {
+            self.used = self.used.saturating_sub(RustAllocator::usable_size(ptr));
+            RustAllocator.dealloc(ptr);
+        }
+    }
+
+    unsafe fn realloc(&mut self, ptr: *mut u8, new_size: usize) -> *mut u8 {
+        // SAFETY: as for dealloc; on refusal the old block stays valid, as realloc's contract
+        // says of a null answer.
+        unsafe {
+            let old = RustAllocator::usable_size(ptr);
+            if new_size > old && !self.fits(new_size - old) {
+                return std::ptr::null_mut();
+            }
+            let moved = RustAllocator.realloc(ptr, new_size);
+            if !moved.is_null() {
+                self.used = self.used.saturating_sub(old) + RustAllocator::usable_size(moved);
+            }
+            moved
+        }
+    }
+
+    unsafe fn usable_size(ptr: *mut u8) -> usize {
+        // SAFETY: as for dealloc.
+        unsafe { RustAllocator::usable_size(ptr) }
+    }
 }
 
 /// Within the context: sets up the globals, starts the script and settles its calls until it

@@ -41,7 +41,7 @@ use serde_json::{json, Value};
 
 use crate::link::{BrowserLink, LinkError};
 
-pub(crate) use code::CodeLimits;
+pub use code::CodeLimits;
 pub(crate) use errors::advice;
 pub(crate) use parts::DEFAULT_MAX_RESULT_CHARS;
 pub(crate) use person::{in_scope, CallScope};
@@ -60,7 +60,8 @@ fn with_content(
 }
 
 /// Tools whose results can be long and that therefore take `offset`.
-const PAGED: [&str; 6] = [
+const PAGED: [&str; 7] = [
+    code::NAME,
     "browser_snapshot",
     "browser_evaluate",
     "browser_cdp",
@@ -232,7 +233,8 @@ impl Toolbox {
                 ));
             };
             return match table::code_args(args) {
-                Ok(code) => self.execute(code, limits).await,
+                Ok(table::CodeCall::Run(code)) => self.execute(code, limits).await,
+                Ok(table::CodeCall::ReadOn(offset)) => self.continue_result(name, offset),
                 Err(message) => error(format!("{name}: {message}")),
             };
         }

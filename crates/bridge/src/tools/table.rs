@@ -479,9 +479,24 @@ pub(crate) fn code_execution() -> Tool {
 }
 
 /// `code_execution`'s arguments.
-pub(crate) fn code_args(args: &JsonObject) -> Result<String, String> {
+/// A script to run, or (`offset`) where to read on in the last long answer of one.
+pub(crate) enum CodeCall {
+    Run(String),
+    ReadOn(usize),
+}
+
+pub(crate) fn code_args(args: &JsonObject) -> Result<CodeCall, String> {
     let schema = input_schema::<args::CodeExecution>(false);
-    args::parse::<args::CodeExecution>(args, &schema).map(|a| a.code)
+    let parsed = args::parse::<args::CodeExecution>(args, &schema)?;
+    match (parsed.code, parsed.offset) {
+        (_, Some(offset)) => Ok(CodeCall::ReadOn(offset as usize)),
+        (Some(code), None) if !code.trim().is_empty() => Ok(CodeCall::Run(code)),
+        _ => Err(
+            "give \"code\": the body of an async JavaScript function (or \"offset\" to \
+                  read on in the last answer that came in parts)"
+                .into(),
+        ),
+    }
 }
 
 /// Maps a call onto what to do, or says what is wrong with its arguments.

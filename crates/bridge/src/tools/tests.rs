@@ -1212,6 +1212,39 @@ async fn code_execution_answers_which_bound_stopped_it_and_what_it_did() {
     .await;
     let text = result_text(&result);
     assert!(text.contains("the memory bound"), "{text}");
+    // Out of memory the engine may throw null; a script that throws null itself is not out of
+    // memory.
+    let toolbox = scripted(FakeLink::new(vec![]), limits());
+    let result = run_code(&toolbox, "throw null;").await;
+    let text = result_text(&result);
+    assert!(
+        text.contains("the script threw null") && !text.contains("memory"),
+        "{text}"
+    );
+}
+
+/// The clock a script sees is coarse: whole seconds, however it is read.
+#[tokio::test]
+async fn code_execution_sees_only_whole_seconds() {
+    let toolbox = scripted(FakeLink::new(vec![]), limits());
+    let result = run_code(
+        &toolbox,
+        "const reads = [Date.now(), new Date().getTime(), new (new Date().constructor)().getTime(), \
+         Date.parse(Date()), new Date(1234567).getTime()];\n\
+         let spins = 0; const first = Date.now(); while (Date.now() === first && spins < 1e6) spins++;\n\
+         return [reads, new Date() instanceof Date, Date.now() - first];",
+    )
+    .await;
+    assert_eq!(result.is_error, Some(false), "{}", result_text(&result));
+    let answer: Value = serde_json::from_str(&result_text(&result)).unwrap();
+    for read in answer[0].as_array().unwrap().iter().take(4) {
+        assert_eq!(read.as_i64().unwrap() % 1000, 0, "{answer}");
+    }
+    // A date the script makes itself is what it says.
+    assert_eq!(answer[0][4], 1234567, "{answer}");
+    assert_eq!(answer[1], true, "{answer}");
+    // Spinning until the clock moves sees it move by a whole second or not at all.
+    assert_eq!(answer[2].as_i64().unwrap() % 1000, 0, "{answer}");
 }
 
 #[tokio::test]
@@ -1318,10 +1351,45 @@ async fn code_execution_is_offered_only_when_enabled() {
         .iter()
         .find(|t| t.name == "code_execution")
         .unwrap();
-    assert_eq!(tool.input_schema["required"], json!(["code"]));
+    let properties = tool.input_schema["properties"].as_object().unwrap();
+    assert!(properties.contains_key("code") && properties.contains_key("offset"));
     assert_eq!(enabled.definitions().len(), definitions().len() + 1);
     let result = run_code(&enabled, "return 1").await;
     assert_eq!(result_text(&result), "1");
+}
+
+/// A script's long answer comes in parts like any long result, and `offset` reads on in it
+/// without running the script again.
+#[tokio::test]
+async fn code_execution_long_answers_come_in_parts_read_on_with_offset() {
+    let toolbox = scripted(FakeLink::new(vec![]), limits());
+    let script = "return Array.from({length: 20000}, (_, i) => `row ${i}`).join('\\n');";
+    let whole = (0..20_000)
+        .map(|i| format!("row {i}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut result = run_code(&toolbox, script).await;
+    let mut read = String::new();
+    for _ in 0..20 {
+        let text = result_text(&result);
+        assert!(text.chars().count() <= 40_000, "{}", text.chars().count());
+        let (body, note) = text.rsplit_once("\n[Part ").expect("a note");
+        let Some((_, rest)) = note.split_once("call code_execution with {\"offset\": ") else {
+            assert!(note.contains("End of the result"), "{note}");
+            read.push_str(body);
+            break;
+        };
+        read.push_str(body);
+        read.push('\n');
+        let offset: u64 = rest.split('}').next().unwrap().parse().unwrap();
+        assert_eq!(read.chars().count() as u64, offset);
+        result = toolbox
+            .call("code_execution", &args(json!({ "offset": offset })))
+            .await;
+    }
+    assert!(read == whole, "the parts are not the answer");
+    let nothing = toolbox.call("code_execution", &args(json!({}))).await;
+    assert!(result_text(&nothing).contains("give \"code\""));
 }
 
 #[tokio::test]
