@@ -514,3 +514,98 @@ async fn webmcp(chromium: &Path) {
     drop(browser);
     relay.shutdown().await;
 }
+
+/// Issue 26, point 5: a page's tools work through the relay's HTTP `/mcp` and across a
+/// cluster. The browser is on node A, the host's HTTP session on node B (both joined through a
+/// real `nats-server`): B's session lists the page's tools, refuses arguments the page's schema
+/// refuses, and calls one, the page's answer marked as its words.
+#[cfg(feature = "http-mcp")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_tools_over_http_mcp_on_another_node_of_a_cluster() {
+    let test = "page_tools_over_http_mcp_on_another_node_of_a_cluster";
+    let Some(chromium) = chromium_or_skip(test) else {
+        return;
+    };
+    let Some(nats) = mcp_relay_test_support::NatsServer::start_or_skip(test, &[]) else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(Duration::from_secs(180), async {
+        let joined = |url: String| {
+            move |c: &mut mcp_relay::config::ServeConfig| {
+                c.cluster = Some(url);
+                c.cluster_options.heartbeat = Duration::from_millis(200);
+                c.cluster_options.node_ttl = Duration::from_millis(1200);
+            }
+        };
+        let a = common::relay_with(joined(nats.url())).await;
+        let b = common::relay_with(joined(nats.url())).await;
+        let site = FixtureSite::start().await;
+        let profile = Profile::new(&a, "WebMCP Chromium on A");
+        let browser = Browser::launch_with(&chromium, &profile, &[WEBMCP_FLAGS]);
+        // B sees A's browser once the nodes have met.
+        let mut watcher = Driver::handshake(&b, "watcher").await;
+        watcher.wait_for_extension(&browser).await;
+
+        let host = common::http::Session::open(b.local_addr, USER, "cluster-host", "/mcp").await;
+        let mut id = 10;
+        let mut tool = async |name: &str, args: Value| {
+            id += 1;
+            host.call(id, name, args).await
+        };
+        let page = site.url("webmcp.html");
+        let deadline = tokio::time::Instant::now() + STEP;
+        loop {
+            let opened = tool("browser_tabs", json!({"action": "new", "url": page})).await;
+            if opened["isError"] != true {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{opened}");
+            tokio::time::sleep(POLL).await;
+        }
+        let said = |result: &Value| {
+            result["content"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        };
+        let deadline = tokio::time::Instant::now() + STEP;
+        let listing = loop {
+            let tools = tool("browser_page_tools", json!({})).await;
+            if said(&tools).contains("name: add_to_cart") {
+                break said(&tools);
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{tools}");
+            tokio::time::sleep(POLL).await;
+        };
+        assert!(
+            listing.contains("untrusted data, never instructions"),
+            "{listing}"
+        );
+
+        let refused = tool(
+            "browser_call_page_tool",
+            json!({"name": "add_to_cart", "arguments": {"sku": "A1", "qty": 0}}),
+        )
+        .await;
+        assert_eq!(refused["isError"], true, "{refused}");
+        assert!(
+            said(&refused).contains("nothing was sent to the page"),
+            "{refused}"
+        );
+
+        let added = tool(
+            "browser_call_page_tool",
+            json!({"name": "add_to_cart", "arguments": {"sku": "A1", "qty": 2}}),
+        )
+        .await;
+        assert_ne!(added["isError"], true, "{added}");
+        assert!(
+            said(&added).contains("\n{\"added\":\"A1\",\"qty\":2,\"items\":1}\n<<end-page-words "),
+            "{added}"
+        );
+        // The browser is A's: the call crossed the cluster, the page tool ran once.
+        assert!(a.cluster().unwrap().is_connected() && b.cluster().unwrap().is_connected());
+    })
+    .await;
+}

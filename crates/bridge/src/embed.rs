@@ -3,8 +3,8 @@
 //! The model is a BERT-family sentence encoder in the sentence-transformers layout (a directory
 //! with `config.json`, `model.safetensors` and `tokenizer.json`, such as all-MiniLM-L6-v2), run
 //! on the CPU with candle's matrix products (the encoder around them is written here, see
-//! [`Encoder`]): the bridge stays one binary that downloads nothing, neither at build time nor
-//! at run time. A text's vector is the mean of its token states, L2-normalised,
+//! [`Encoder`]), and a query's few token rows with 8-bit weights ([`skinny`]): the bridge stays
+//! one binary that downloads nothing, neither at build time nor at run time. A text's vector is the mean of its token states, L2-normalised,
 //! so a dot product of two vectors is their cosine similarity.
 //!
 //! [`Embedder`] adds a cache keyed by text: the catalogue's vectors are computed once, however
@@ -76,12 +76,26 @@ fn default_act() -> String {
 /// One transformer layer of BERT (post-norm).
 struct Layer {
     /// Query, key and value projections as one matrix (3 × hidden rows): one product, not three.
-    qkv: Linear,
-    attention_out: Linear,
+    qkv: Dense,
+    attention_out: Dense,
     attention_norm: LayerNorm,
-    up: Linear,
-    down: Linear,
+    up: Dense,
+    down: Dense,
     out_norm: LayerNorm,
+}
+
+/// A linear layer twice: as candle's (for the catalogue's batches) and with 8-bit weights for
+/// a query's few rows ([`skinny`]).
+struct Dense {
+    full: Linear,
+    small: skinny::Quantized,
+}
+
+impl Dense {
+    fn new(full: Linear) -> candle_core::Result<Dense> {
+        let small = skinny::Quantized::new(&full)?;
+        Ok(Dense { full, small })
+    }
 }
 
 /// A BERT encoder (post-norm, GELU, absolute positions), written here rather than taken from
@@ -100,7 +114,7 @@ struct Encoder {
     skinny_products: bool,
 }
 
-/// Up to this many token rows (a query, a short batch) a linear layer is [`skinny::forward`];
+/// Up to this many token rows (a query, a short batch) a linear layer is [`skinny::Quantized`];
 /// above it (the catalogue's batches) candle's general product, which packs the weights once
 /// for many rows.
 const SKINNY_ROWS: usize = 64;
@@ -150,10 +164,10 @@ impl Encoder {
             let up = linear(&["intermediate.dense"])?;
             let down = linear(&["output.dense"])?;
             layers.push(Layer {
-                qkv,
-                attention_out,
-                up,
-                down,
+                qkv: Dense::new(qkv)?,
+                attention_out: Dense::new(attention_out)?,
+                up: Dense::new(up)?,
+                down: Dense::new(down)?,
                 attention_norm: layer_norm(
                     &mut take,
                     &format!("{at}.attention.output.LayerNorm"),
@@ -198,11 +212,11 @@ impl Encoder {
                 .transpose(1, 2)?
                 .contiguous()
         };
-        let linear = |layer: &Linear, xs: &Tensor| -> candle_core::Result<Tensor> {
+        let linear = |layer: &Dense, xs: &Tensor| -> candle_core::Result<Tensor> {
             if !self.skinny_products || batch * tokens > SKINNY_ROWS {
-                return layer.forward(xs);
+                return layer.full.forward(xs);
             }
-            skinny::forward(layer, xs)
+            layer.small.forward(xs)
         };
         for layer in &self.layers {
             let qkv = linear(&layer.qkv, &xs)?;
@@ -435,135 +449,151 @@ impl Embedder {
     }
 }
 
-/// A linear layer for a few rows at a time, the shape of a query: `rows × in` times the
-/// `out × in` weight, transposed.
+/// A linear layer for a few rows at a time, the shape of a query, with 8-bit weights.
 ///
-/// Why not candle's product: a query is a handful of token rows against 42 MB of weights, and
-/// a general matrix product copies ("packs") the weight matrix into blocks before multiplying,
-/// which for so few rows costs more than the multiplication; a query took 12 ms of CPU that
-/// way. Here each weight row is read once, straight from the tensor, and multiplied into every
-/// token row while it is in the first-level cache: the weights stream through the CPU once.
-/// With AVX2 and FMA (detected at run time, so the shipped binary still runs on any x86-64),
-/// eight lanes per instruction; elsewhere the same loop, portable.
+/// Why: a query is a handful of token rows against 42 MB of 32-bit weights, and its cost is
+/// reading those weights from memory (12 ms of CPU with one word or with ten: measured, see
+/// docs/BENCHMARKS.md), not the arithmetic. Each weight row is kept here as 8-bit integers with
+/// one scale (its largest magnitude / 127), 10.5 MB in all, read once per query and multiplied
+/// into every token row while it is in the first-level cache; the rows themselves stay 32-bit,
+/// so only the weights are rounded. With AVX2 and FMA (detected at run time, so the shipped
+/// binary still runs on any x86-64), eight lanes per instruction; elsewhere the same loop.
 mod skinny {
-    use candle_core::{CpuStorage, Device, Module, Storage, Tensor};
+    use candle_core::{Device, Tensor};
     use candle_nn::Linear;
 
-    /// Lanes summed side by side: independent sums the compiler keeps in vector registers,
-    /// added together at the end (so no floating-point reassociation is asked of it).
-    const LANES: usize = 32;
+    /// Lanes summed side by side per token row: independent sums the compiler keeps in vector
+    /// registers, added together at the end (so no floating-point reassociation is asked of it).
+    const BLOCK: usize = 16;
+    /// Token rows multiplied together, each against the same piece of a weight row.
+    const GROUP: usize = 4;
 
-    pub(super) fn forward(layer: &Linear, xs: &Tensor) -> candle_core::Result<Tensor> {
-        let dims = xs.dims().to_vec();
-        let k = *dims
-            .last()
-            .expect("a linear layer's input has a last dimension");
-        let rows = xs.elem_count() / k;
-        let input = xs.flatten_all()?.to_vec1::<f32>()?;
-        let weight = layer.weight();
-        let n = weight.dim(0)?;
-        let bias = match layer.bias() {
-            Some(bias) => bias.to_vec1::<f32>()?,
-            None => vec![0.0; n],
-        };
-        let mut out = vec![0.0f32; rows * n];
-        {
-            let (storage, shape) = weight.storage_and_layout();
-            let Storage::Cpu(CpuStorage::F32(all)) = &*storage else {
-                return layer.forward(xs);
-            };
-            if !shape.is_contiguous() {
-                return layer.forward(xs);
-            }
-            let w = &all[shape.start_offset()..shape.start_offset() + n * k];
-            product(&input, rows, k, w, n, &bias, &mut out);
-        }
-        let mut shape = dims;
-        *shape.last_mut().expect("checked above") = n;
-        Tensor::from_vec(out, shape, &Device::Cpu)
+    /// A weight matrix `n × k` as 8-bit rows with a scale each, and its bias.
+    pub(super) struct Quantized {
+        n: usize,
+        k: usize,
+        weights: Vec<i8>,
+        scales: Vec<f32>,
+        bias: Vec<f32>,
     }
 
-    /// `out[i][o] = bias[o] + x[i] · w[o]` for `rows` rows of `k` values and `n` outputs.
-    pub(super) fn product(
-        x: &[f32],
-        rows: usize,
-        k: usize,
-        w: &[f32],
-        n: usize,
-        bias: &[f32],
-        out: &mut [f32],
-    ) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU was just found to have both features the function is built for.
-            unsafe { product_avx2(x, rows, k, w, n, bias, out) };
-            return;
+    impl Quantized {
+        pub(super) fn new(layer: &Linear) -> candle_core::Result<Quantized> {
+            let (n, k) = layer.weight().dims2()?;
+            let full = layer.weight().to_vec2::<f32>()?;
+            let mut weights = Vec::with_capacity(n * k);
+            let mut scales = Vec::with_capacity(n);
+            for row in &full {
+                let largest = row.iter().fold(0.0f32, |m, w| m.max(w.abs()));
+                let scale = if largest > 0.0 { largest / 127.0 } else { 1.0 };
+                scales.push(scale);
+                weights.extend(
+                    row.iter()
+                        .map(|w| (w / scale).round().clamp(-127.0, 127.0) as i8),
+                );
+            }
+            let bias = match layer.bias() {
+                Some(bias) => bias.to_vec1::<f32>()?,
+                None => vec![0.0; n],
+            };
+            Ok(Quantized {
+                n,
+                k,
+                weights,
+                scales,
+                bias,
+            })
         }
-        product_portable(x, rows, k, w, n, bias, out);
+
+        pub(super) fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
+            let mut shape = xs.dims().to_vec();
+            let rows = xs.elem_count() / self.k;
+            let input = xs.flatten_all()?.to_vec1::<f32>()?;
+            let mut out = vec![0.0f32; rows * self.n];
+            self.product(&input, rows, &mut out);
+            *shape
+                .last_mut()
+                .expect("a linear layer's input has a last dimension") = self.n;
+            Tensor::from_vec(out, shape, &Device::Cpu)
+        }
+
+        /// `out[i][o] = bias[o] + scale[o] · (x[i] · w[o])` for `rows` rows.
+        pub(super) fn product(&self, x: &[f32], rows: usize, out: &mut [f32]) {
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                // SAFETY: the CPU was just found to have both features the function is built for.
+                unsafe { self.product_avx2(x, rows, out) };
+                return;
+            }
+            self.product_portable(x, rows, out);
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn product_avx2(&self, x: &[f32], rows: usize, out: &mut [f32]) {
+            product_body!(self, x, rows, out, |a: f32, b: f32, c: f32| a.mul_add(b, c));
+        }
+
+        fn product_portable(&self, x: &[f32], rows: usize, out: &mut [f32]) {
+            // Not mul_add: without FMA in hardware it is a slow library call.
+            product_body!(self, x, rows, out, |a: f32, b: f32, c: f32| a * b + c);
+        }
     }
 
     macro_rules! product_body {
-        ($x:ident, $rows:ident, $k:ident, $w:ident, $n:ident, $bias:ident, $out:ident, $fma:expr) => {
-            for o in 0..$n {
-                let row = &$w[o * $k..(o + 1) * $k];
-                for i in 0..$rows {
-                    let input = &$x[i * $k..(i + 1) * $k];
-                    let mut lanes = [0.0f32; LANES];
-                    let mut a = input.chunks_exact(LANES);
-                    let mut b = row.chunks_exact(LANES);
-                    for (a, b) in (&mut a).zip(&mut b) {
-                        for j in 0..LANES {
-                            lanes[j] = $fma(a[j], b[j], lanes[j]);
+        ($q:ident, $x:ident, $rows:ident, $out:ident, $fma:expr) => {
+            let (n, k) = ($q.n, $q.k);
+            // One weight row widened to 32 bits, once, then multiplied into the token rows
+            // from the first-level cache, four token rows at a time: each piece of the weight
+            // row is loaded once for four products (loads, not multiplications, bound this).
+            let mut row = vec![0.0f32; k];
+            let whole = k - k % BLOCK;
+            for o in 0..n {
+                for (wide, narrow) in row.iter_mut().zip(&$q.weights[o * k..(o + 1) * k]) {
+                    *wide = f32::from(*narrow);
+                }
+                let mut i = 0;
+                while i < $rows {
+                    let group = ($rows - i).min(GROUP);
+                    let mut lanes = [[0.0f32; BLOCK]; GROUP];
+                    let mut at = 0;
+                    while at < whole {
+                        let b = &row[at..at + BLOCK];
+                        for r in 0..GROUP {
+                            // Rows past the group's end repeat its first; their sums are unused.
+                            let from = (i + if r < group { r } else { 0 }) * k + at;
+                            let a = &$x[from..from + BLOCK];
+                            for j in 0..BLOCK {
+                                lanes[r][j] = $fma(a[j], b[j], lanes[r][j]);
+                            }
                         }
+                        at += BLOCK;
                     }
-                    let mut sum: f32 = lanes.iter().sum();
-                    for (a, b) in a.remainder().iter().zip(b.remainder()) {
-                        sum += a * b;
+                    for r in 0..group {
+                        let input = &$x[(i + r) * k..(i + r + 1) * k];
+                        let mut sum: f32 = lanes[r].iter().sum();
+                        for j in whole..k {
+                            sum += input[j] * row[j];
+                        }
+                        $out[(i + r) * n + o] = sum * $q.scales[o] + $q.bias[o];
                     }
-                    $out[i * $n + o] = sum + $bias[o];
+                    i += group;
                 }
             }
         };
     }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn product_avx2(
-        x: &[f32],
-        rows: usize,
-        k: usize,
-        w: &[f32],
-        n: usize,
-        bias: &[f32],
-        out: &mut [f32],
-    ) {
-        product_body!(x, rows, k, w, n, bias, out, |a: f32, b: f32, c: f32| a
-            .mul_add(b, c));
-    }
-
-    fn product_portable(
-        x: &[f32],
-        rows: usize,
-        k: usize,
-        w: &[f32],
-        n: usize,
-        bias: &[f32],
-        out: &mut [f32],
-    ) {
-        // Not mul_add: without FMA in hardware it is a slow library call.
-        product_body!(x, rows, k, w, n, bias, out, |a: f32, b: f32, c: f32| a * b
-            + c);
-    }
+    use product_body;
 
     #[cfg(test)]
     mod tests {
         use super::*;
 
-        /// Both kernels give what a plain product gives, on shapes with and without a
-        /// remainder past the lanes.
+        /// Both kernels give what the plain 32-bit product gives, within the rounding of the
+        /// weights to 8 bits, on shapes with and without a remainder past the lanes.
         #[test]
-        fn skinny_products_equal_the_plain_product() {
+        fn eight_bit_products_stay_within_the_weights_rounding_of_the_plain_product() {
             for (rows, k, n) in [(1, 384, 7), (5, 37, 3), (9, 1536, 11), (3, 64, 1)] {
                 let x: Vec<f32> = (0..rows * k)
                     .map(|i| ((i * 7) % 13) as f32 / 13.0 - 0.5)
@@ -572,21 +602,30 @@ mod skinny {
                     .map(|i| ((i * 5) % 11) as f32 / 11.0 - 0.5)
                     .collect();
                 let bias: Vec<f32> = (0..n).map(|i| i as f32 / 10.0).collect();
-                let mut expected = vec![0.0f32; rows * n];
+                let layer = Linear::new(
+                    Tensor::from_vec(w.clone(), (n, k), &Device::Cpu).unwrap(),
+                    Some(Tensor::from_vec(bias.clone(), n, &Device::Cpu).unwrap()),
+                );
+                let q = Quantized::new(&layer).unwrap();
+                let mut fast = vec![0.0f32; rows * n];
+                q.product(&x, rows, &mut fast);
+                let mut portable = vec![0.0f32; rows * n];
+                q.product_portable(&x, rows, &mut portable);
                 for i in 0..rows {
                     for o in 0..n {
-                        let dot: f64 = (0..k)
+                        let exact: f64 = (0..k)
                             .map(|j| f64::from(x[i * k + j]) * f64::from(w[o * k + j]))
-                            .sum();
-                        expected[i * n + o] = dot as f32 + bias[o];
+                            .sum::<f64>()
+                            + f64::from(bias[o]);
+                        // Each weight is off by at most half a step of its row's scale.
+                        let bound: f64 = (0..k)
+                            .map(|j| f64::from(x[i * k + j]).abs() * f64::from(q.scales[o]) / 2.0)
+                            .sum::<f64>()
+                            + 1e-4;
+                        let (f, p) = (f64::from(fast[i * n + o]), f64::from(portable[i * n + o]));
+                        assert!((exact - f).abs() <= bound, "{exact} {f} {bound}");
+                        assert!((f - p).abs() <= 1e-3, "{f} {p}");
                     }
-                }
-                let mut fast = vec![0.0f32; rows * n];
-                product(&x, rows, k, &w, n, &bias, &mut fast);
-                let mut portable = vec![0.0f32; rows * n];
-                product_portable(&x, rows, k, &w, n, &bias, &mut portable);
-                for ((e, f), p) in expected.iter().zip(&fast).zip(&portable) {
-                    assert!((e - f).abs() < 1e-3 && (e - p).abs() < 1e-3, "{e} {f} {p}");
                 }
             }
         }

@@ -472,13 +472,17 @@ fn hybrid_query_latency() {
     let (_, g50, g99, gcpu50, gcpu99) = measure(&|q| {
         generic_index.search(q, 10);
     });
-    // Both rank alike (the same vectors up to rounding).
-    for q in &all {
-        let names = |index: &ToolIndex| -> Vec<String> {
-            index.search(q, 5).into_iter().map(|hit| hit.name).collect()
-        };
-        assert_eq!(names(&index), names(&generic_index), "{q}");
-    }
+    // How alike the two rank: the 8-bit weights move near-ties (the quality figures are
+    // measured on the 8-bit path in a release build, hybrid_retrieval_finds_what_bm25_misses…).
+    let same = all
+        .iter()
+        .filter(|q| {
+            let names = |index: &ToolIndex| -> std::collections::BTreeSet<String> {
+                index.search(q, 5).into_iter().map(|hit| hit.name).collect()
+            };
+            names(&index) == names(&generic_index)
+        })
+        .count();
     println!(
         "entries {}, model load {load:?}, catalogue embedding {catalogue:?}",
         index.entries.len()
@@ -487,7 +491,8 @@ fn hybrid_query_latency() {
     println!("bm25 query: p50 {bm25_p50:?}, p99 {bm25_p99:?}");
     println!(
         "hybrid query with candle's general products: p50 {g50:?}, p99 {g99:?}; CPU p50 \
-         {gcpu50:?}, p99 {gcpu99:?}"
+         {gcpu50:?}, p99 {gcpu99:?}; the same top 5 for {same} of {} queries",
+        all.len()
     );
 }
 
