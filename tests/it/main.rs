@@ -33,3 +33,4 @@ mod operator;
 mod properties;
 mod relay_hardening;
 mod relay_protocol;
+mod sdk_page_tools;
