@@ -1,13 +1,18 @@
 //! End-to-end: the assistant hands a step to the person and waits for them (issue 29). The
-//! reference extension in a real Chromium, the real relay, `mcp-relay bridge` driven by the
-//! official MCP TypeScript SDK (`tests/mcp-sdk-client/hand-off.mjs`), and the person played
+//! reference extension in a real Chromium, the real relay, `mcp-relay bridge` driven by each
+//! official MCP SDK (TypeScript: `tests/mcp-sdk-client/hand-off.mjs`; Python:
+//! `tests/mcp-python-client/hand_off.py`, the same steps and report), and the person played
 //! here through the DevTools endpoint: they read the request in the extension's own popup
 //! (`ui/popup.html`, opened as a page), sign in on the login page in the assistant's tab, and
 //! click Done, then Cancel.
 //!
 //! And a checkout with "ask before submitting forms / purchases" on: the assistant's click on
 //! "Place order" waits for the person's Allow, and their Deny stops the next order
-//! (`tests/mcp-sdk-client/ask-before.mjs`).
+//! (`tests/mcp-sdk-client/ask-before.mjs`, `tests/mcp-python-client/ask_before.py`).
+//!
+//! The TypeScript host gives up after 3 s unless progress arrives (`resetTimeoutOnProgress`);
+//! the Python SDK has no such option (its request clock is fixed), so its host waits with a
+//! 60 s timeout, and the test checks the progress it received all the same.
 //!
 //! With `OWNER_SCREENSHOTS=<dir>` the tests also save the popup showing the hand-off and the
 //! ask-before prompt, for extension/README.md.
@@ -15,15 +20,13 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
-use common::bridge::typescript_sdk_client;
+use common::bridge::{sdk_report, Sdk};
 use common::browser::*;
 use common::{api, relay, token};
 use mcp_relay::auth::Role;
 use serde_json::{json, Value};
-use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
 /// Longer than the host's 3 s request timeout in hand-off.mjs: only progress keeps it waiting.
@@ -35,15 +38,11 @@ async fn person_signs_in_for_the_assistant_and_clicks_done_cancel_stops_it_and_p
     let Some(chromium) = chromium_or_skip("hand-off") else {
         return;
     };
-    let Some(client_dir) = typescript_sdk_client("hand-off") else {
+    let Some(sdk) = Sdk::typescript_or_skip("hand-off") else {
         return;
     };
     let _one = ONE_BROWSER_AT_A_TIME.lock().await;
-    within(
-        SCENARIO_LIMIT,
-        hand_off(&chromium, &client_dir, Mode::Headless),
-    )
-    .await;
+    within(SCENARIO_LIMIT, hand_off(&chromium, &sdk, Mode::Headless)).await;
 }
 
 /// The same hand-off in real windows on a virtual X display: the person's popup, the agent's
@@ -56,15 +55,11 @@ async fn headful_hand_off_under_xvfb_is_done_cancelled_and_withdrawn_the_same_wa
     if xvfb_run_or_skip("headful hand-off").is_none() {
         return;
     }
-    let Some(client_dir) = typescript_sdk_client("headful hand-off") else {
+    let Some(sdk) = Sdk::typescript_or_skip("headful hand-off") else {
         return;
     };
     let _one = ONE_BROWSER_AT_A_TIME.lock().await;
-    within(
-        SCENARIO_LIMIT,
-        hand_off(&chromium, &client_dir, Mode::Headful),
-    )
-    .await;
+    within(SCENARIO_LIMIT, hand_off(&chromium, &sdk, Mode::Headful)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,14 +67,61 @@ async fn checkout_with_ask_before_waits_for_allow_and_deny_stops_the_order_witho
     let Some(chromium) = chromium_or_skip("ask before") else {
         return;
     };
-    let Some(client_dir) = typescript_sdk_client("ask before") else {
+    let Some(sdk) = Sdk::typescript_or_skip("ask before") else {
         return;
     };
     let _one = ONE_BROWSER_AT_A_TIME.lock().await;
-    within(SCENARIO_LIMIT, ask_before(&chromium, &client_dir)).await;
+    within(SCENARIO_LIMIT, ask_before(&chromium, &sdk)).await;
 }
 
-async fn ask_before(chromium: &Path, client_dir: &Path) {
+/// The hand-off of [`person_signs_in_for_the_assistant_and_clicks_done_cancel_stops_it_and_progress_keeps_a_short_timeout_host_waiting`]
+/// with the official Python SDK as the host: Done, Cancel and a host giving up, each with its
+/// receipt, and the progress notifications that arrived while the person took their time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_host_is_parked_while_the_person_signs_in_resumes_on_done_stops_on_cancel_and_sees_progress(
+) {
+    let Some(chromium) = chromium_or_skip("Python SDK hand-off") else {
+        return;
+    };
+    let Some(sdk) = Sdk::python_or_skip("Python SDK hand-off") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, hand_off(&chromium, &sdk, Mode::Headless)).await;
+}
+
+/// The Python SDK's hand-off in real windows on a virtual X display.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_python_sdk_hand_off_under_xvfb_is_done_cancelled_and_withdrawn_the_same_way() {
+    let Some(chromium) = chromium_or_skip("headful Python SDK hand-off") else {
+        return;
+    };
+    if xvfb_run_or_skip("headful Python SDK hand-off").is_none() {
+        return;
+    }
+    let Some(sdk) = Sdk::python_or_skip("headful Python SDK hand-off") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, hand_off(&chromium, &sdk, Mode::Headful)).await;
+}
+
+/// The checkout of [`checkout_with_ask_before_waits_for_allow_and_deny_stops_the_order_without_asking_twice`]
+/// with the official Python SDK as the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_checkout_with_ask_before_waits_for_allow_and_deny_stops_the_order_without_asking_twice(
+) {
+    let Some(chromium) = chromium_or_skip("Python SDK ask before") else {
+        return;
+    };
+    let Some(sdk) = Sdk::python_or_skip("Python SDK ask before") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, ask_before(&chromium, &sdk)).await;
+}
+
+async fn ask_before(chromium: &Path, sdk: &Sdk) {
     let relay = relay().await;
     let site = FixtureSite::start().await;
     let profile = Profile::new(&relay, "Person's browser");
@@ -92,13 +134,7 @@ async fn ask_before(chromium: &Path, client_dir: &Path) {
     let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
     let mut devtools = DevTools::attach(&browser).await;
     let origin = devtools.extension_origin().await;
-    let mut host = sdk_host(
-        client_dir,
-        "ask-before.mjs",
-        &site.url("checkout.html"),
-        &relay,
-        &[],
-    );
+    let mut host = sdk_host(sdk, "ask-before", &site.url("checkout.html"), &relay, &[]);
 
     let popup = devtools.open_popup(&origin, 600).await;
     let card = wait_for_request(&mut devtools, &popup).await;
@@ -182,33 +218,25 @@ async fn ask_before(chromium: &Path, client_dir: &Path) {
     relay.shutdown().await;
 }
 
-/// An SDK script from tests/mcp-sdk-client driving the bridge at `relay`, its stdout piped for
-/// the report (the bridge's log goes to the test's output).
+/// An SDK script (`hand-off` or `ask-before`) driving the bridge at `relay`, its stdout piped
+/// for the report (the bridge's log goes to the test's output).
 fn sdk_host(
-    client_dir: &Path,
+    sdk: &Sdk,
     script: &str,
     page: &str,
     relay: &mcp_relay::server::RunningRelay,
     bridge_args: &[&str],
 ) -> tokio::process::Child {
-    // MCP_RELAY_TEST_BINARY: another build of the relay, as tests/common/served.rs takes it.
-    let binary = std::env::var("MCP_RELAY_TEST_BINARY")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_mcp-relay").to_owned());
-    tokio::process::Command::new("node")
-        .arg(client_dir.join(script))
-        .arg(page)
-        .arg(binary)
-        .args(["bridge", "--relay", &relay.url("/mcp")])
-        .args(bridge_args)
-        .env("MCP_RELAY_TOKEN", token(USER, Some(Role::Mcp)))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("node")
+    sdk.spawn(
+        script,
+        &[page],
+        &relay.url("/mcp"),
+        bridge_args,
+        &token(USER, Some(Role::Mcp)),
+    )
 }
 
-async fn hand_off(chromium: &Path, client_dir: &Path, mode: Mode) {
+async fn hand_off(chromium: &Path, sdk: &Sdk, mode: Mode) {
     let relay = relay().await;
     let site = FixtureSite::start().await;
     let profile = Profile::new(&relay, "Person's browser");
@@ -224,8 +252,8 @@ async fn hand_off(chromium: &Path, client_dir: &Path, mode: Mode) {
 
     // The host: the official SDK, through the bridge, with progress every 500 ms.
     let mut host = sdk_host(
-        client_dir,
-        "hand-off.mjs",
+        sdk,
+        "hand-off",
         &site.url("login.html"),
         &relay,
         &["--progress-interval", "500ms"],
@@ -473,19 +501,5 @@ async fn page_session(devtools: &mut DevTools, part: &str) -> String {
 
 /// The host's report (its last line), once it exits.
 async fn finish(host: &mut tokio::process::Child) -> Value {
-    let deadline = Instant::now() + STEP;
-    let status = tokio::time::timeout_at(deadline, host.wait())
-        .await
-        .expect("the host did not finish")
-        .unwrap();
-    let mut stdout = String::new();
-    host.stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .await
-        .unwrap();
-    assert!(status.success(), "hand-off.mjs failed:\n{stdout}");
-    serde_json::from_str(stdout.trim().lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("no report ({e}): {stdout}"))
+    sdk_report(host, "the SDK host", STEP).await
 }
