@@ -22,7 +22,7 @@ use crate::common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::bridge::{sdk_report, Sdk};
+use common::bridge::{call, is_error, sdk_report, start_bridge, text, Sdk};
 use common::browser::*;
 use common::{api, relay, token};
 use mcp_relay::auth::Role;
@@ -119,6 +119,160 @@ async fn python_sdk_checkout_with_ask_before_waits_for_allow_and_deny_stops_the_
     };
     let _one = ONE_BROWSER_AT_A_TIME.lock().await;
     within(SCENARIO_LIMIT, ask_before(&chromium, &sdk)).await;
+}
+
+/// A form the page submits itself once a field changes (`tests/fixtures/delivery.html`): with
+/// "ask before submitting forms" on, `browser_fill_form` of its country holds the page's
+/// submission back and asks the person; Allow lets it go out, Deny leaves the fields filled and
+/// nothing submitted, and the retry is refused without asking again. A fill that submits
+/// nothing is not asked about.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fill_form_that_makes_the_page_submit_waits_for_allow_and_deny_keeps_the_form_unsent() {
+    let Some(chromium) = chromium_or_skip("fill form with ask before") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, fill_form_asks(&chromium)).await;
+}
+
+async fn fill_form_asks(chromium: &Path) {
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Person's browser");
+    let config_path = profile.extension_dir.join("dev-config.json");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+    config["askBefore"] = json!({"forms": ["*"]});
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
+    let mut watcher = Driver::handshake(&relay, "watcher").await;
+    watcher.wait_for_extension(&browser).await;
+    let bridge = start_bridge(
+        (),
+        &["--relay", &relay.url("/mcp")],
+        &token(USER, Some(Role::Mcp)),
+    )
+    .await;
+    let page = site.url("delivery.html");
+    let title = async || {
+        let title = call(
+            &bridge,
+            "browser_evaluate",
+            json!({"function": "() => document.title"}),
+        )
+        .await;
+        text(&title)
+    };
+    let opened = call(&bridge, "browser_navigate", json!({ "url": page })).await;
+    assert!(!is_error(&opened), "{opened}");
+    let popup = devtools.open_popup(&origin, 600).await;
+
+    // A box that submits nothing: filled at once, nobody asked.
+    let gift = call(
+        &bridge,
+        "browser_fill_form",
+        json!({"fields": [{"name": "Gift wrap", "type": "checkbox", "target": "#gift", "value": "true"}]}),
+    )
+    .await;
+    assert!(!is_error(&gift), "{gift}");
+    assert_eq!(
+        devtools
+            .eval(
+                &popup,
+                "document.querySelectorAll('.person-request').length"
+            )
+            .await,
+        json!(0)
+    );
+
+    // The country: the page submits as it changes; the person is asked first, and allows it.
+    let country = |value: &str| json!({"fields": [{"name": "Country", "type": "combobox", "target": "#country", "value": value}]});
+    let (allowed, card) = tokio::join!(
+        call(&bridge, "browser_fill_form", country("France")),
+        async {
+            let card = wait_for_request(&mut devtools, &popup).await;
+            click_answer(&mut devtools, &popup, "allowed").await;
+            card
+        }
+    );
+    assert!(
+        card.contains("is about to fill in the form “Delivery” (the page submits it as its fields are filled)"),
+        "{card}"
+    );
+    assert!(!is_error(&allowed), "{allowed}");
+    assert_eq!(
+        allowed["structuredContent"]["submitted"],
+        json!(["the form “Delivery”"]),
+        "{allowed}"
+    );
+    let deadline = Instant::now() + STEP;
+    while title().await != "Delivery set" {
+        assert!(
+            Instant::now() < deadline,
+            "the allowed submission never arrived"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+
+    // Again, denied: the field is filled, the form is not sent, the retry is not asked.
+    let opened = call(&bridge, "browser_navigate", json!({ "url": page })).await;
+    assert!(!is_error(&opened), "{opened}");
+    let (denied, _) = tokio::join!(
+        call(&bridge, "browser_fill_form", country("Germany")),
+        async {
+            wait_for_request(&mut devtools, &popup).await;
+            click_answer(&mut devtools, &popup, "denied").await;
+        }
+    );
+    assert!(is_error(&denied), "{denied}");
+    let said = text(&denied);
+    assert!(
+        said.contains("denied this step")
+            && said.contains("The fields were filled, but the form was not submitted.")
+            && said.contains("Do not retry it"),
+        "{said}"
+    );
+    let retried = call(&bridge, "browser_fill_form", country("Germany")).await;
+    assert!(is_error(&retried), "{retried}");
+    assert!(text(&retried).contains("denied this step"), "{retried}");
+    assert_eq!(title().await, "Delivery", "nothing was submitted");
+    let chosen = call(
+        &bridge,
+        "browser_evaluate",
+        json!({"function": "() => document.getElementById('country').value + ' ' + location.search"}),
+    )
+    .await;
+    assert_eq!(text(&chosen), "de ", "filled, not sent");
+    assert_eq!(
+        devtools
+            .eval(
+                &popup,
+                "document.querySelectorAll('.person-request').length"
+            )
+            .await,
+        json!(0),
+        "the retry asked again"
+    );
+
+    // The receipts: one per decision, the kind of step and the site, not the page's words.
+    let receipts = receipts(&relay, "ask-before", 2).await;
+    assert_eq!(receipts.len(), 2, "{receipts:?}");
+    for (receipt, outcome) in receipts.iter().zip(["allowed", "denied"]) {
+        let detail = receipt["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(outcome)
+                && detail.ends_with("fill in (the page submits it as its fields are filled)"),
+            "{detail}"
+        );
+        assert!(!detail.contains("Delivery"), "{detail}");
+    }
+
+    drop(bridge);
+    drop(devtools);
+    drop(browser);
+    relay.shutdown().await;
 }
 
 async fn ask_before(chromium: &Path, sdk: &Sdk) {
