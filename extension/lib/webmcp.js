@@ -258,7 +258,10 @@ async function mainFrame(ctx, tabId) {
 }
 
 async function navigatedError(ctx, tabId, name) {
-  const tab = await chrome.tabs.get(tabId).catch(() => undefined);
-  return serverError(`Tab ${tabId} navigated${tab?.url ? ` to ${tab.url}` : ''} while page tool "${name}" ran; ` +
+  // The document the tab now shows, as DevTools knows it: chrome.tabs may still report the old URL.
+  const { url: now } = await mainFrame(ctx, tabId);
+  const tab = now ? undefined : await chrome.tabs.get(tabId).catch(() => undefined);
+  const url = now || tab?.pendingUrl || tab?.url;
+  return serverError(`Tab ${tabId} navigated${url ? ` to ${url}` : ''} while page tool "${name}" ran; ` +
       'its answer is lost and the old page\'s tools are gone; call pageTools for the new page\'s tools');
 }

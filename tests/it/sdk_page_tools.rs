@@ -345,7 +345,10 @@ fn check(report: &Value, sdk: &Sdk) {
 
     // Disappear: the tab navigated under the call; the next page registers none.
     let navigated = failed(report, "/navigated", sdk);
-    assert!(navigated.contains("navigated"), "{name}: {navigated}");
+    assert!(
+        navigated.contains("navigated to http://") && navigated.contains("/page1.html while"),
+        "{name}: the page it went to: {navigated}"
+    );
     let after = ok(report, "/afterNavigation", sdk);
     assert!(
         after.contains("page1.html") && after.contains("registers no tools"),
