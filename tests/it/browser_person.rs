@@ -275,6 +275,147 @@ async fn fill_form_asks(chromium: &Path) {
     relay.shutdown().await;
 }
 
+/// A WebMCP page tool that asks for the person (`requestUserInteraction`,
+/// `tests/fixtures/webmcp-person.html`) with "ask before" on: the call waits for the person's
+/// Allow in the popup, then the page's own question shows in the tab and the person answers it
+/// there; Deny never shows it, tells the page's tool the person declined, and the assistant is
+/// refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_tool_asking_for_the_person_waits_for_allow_then_the_person_answers_the_page_and_deny_never_shows_it(
+) {
+    let Some(chromium) = chromium_or_skip("page tool asking for the person") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, page_tool_asks(&chromium)).await;
+}
+
+async fn page_tool_asks(chromium: &Path) {
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Person's browser");
+    let config_path = profile.extension_dir.join("dev-config.json");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+    config["askBefore"] = json!({"purchases": ["*"]});
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let browser = Browser::launch_with(
+        chromium,
+        &profile,
+        &[
+            crate::browser_webmcp::WEBMCP_FLAGS,
+            "--remote-debugging-port=0",
+        ],
+    );
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
+    let mut watcher = Driver::handshake(&relay, "watcher").await;
+    watcher.wait_for_extension(&browser).await;
+    let bridge = start_bridge(
+        (),
+        &["--relay", &relay.url("/mcp")],
+        &token(USER, Some(Role::Mcp)),
+    )
+    .await;
+    let opened = call(
+        &bridge,
+        "browser_navigate",
+        json!({"url": site.url("webmcp-person.html")}),
+    )
+    .await;
+    assert!(!is_error(&opened), "{opened}");
+    let deadline = Instant::now() + STEP;
+    loop {
+        let listed = call(&bridge, "browser_page_tools", json!({})).await;
+        if text(&listed).contains("name: book_table") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{listed}");
+        tokio::time::sleep(POLL).await;
+    }
+    let popup = devtools.open_popup(&origin, 600).await;
+    let tab = page_session(&mut devtools, "webmcp-person.html").await;
+    let book = json!({"name": "book_table", "arguments": {"party": 2}});
+
+    // Allowed: the page's question shows in the tab only then, and the person answers it there.
+    let (booked, card) = tokio::join!(
+        call(&bridge, "browser_call_page_tool", book.clone()),
+        async {
+            let card = wait_for_request(&mut devtools, &popup).await;
+            let shown = devtools
+                .eval(&tab, "document.getElementById('ask').hidden")
+                .await;
+            assert_eq!(
+                shown,
+                json!(true),
+                "the page asked before the person allowed it"
+            );
+            click_answer(&mut devtools, &popup, "allowed").await;
+            devtools
+                .wait_for(&tab, "document.getElementById('ask').hidden", json!(false))
+                .await;
+            devtools
+                .eval(&tab, "document.getElementById('yes').click(); true")
+                .await;
+            card
+        }
+    );
+    assert!(
+        card.contains("is about to run the page's tool “book_table”, which asks for you in the tab (the page wants your interaction)"),
+        "{card}"
+    );
+    assert!(!is_error(&booked), "{booked}");
+    assert!(
+        text(&booked).contains("\nbooked for 2\n<<end-page-words "),
+        "{booked}"
+    );
+
+    // Denied: the page's question never shows, its tool hears the person declined.
+    let (denied, _) = tokio::join!(
+        call(&bridge, "browser_call_page_tool", book.clone()),
+        async {
+            wait_for_request(&mut devtools, &popup).await;
+            click_answer(&mut devtools, &popup, "denied").await;
+        }
+    );
+    assert!(is_error(&denied), "{denied}");
+    let said = text(&denied);
+    assert!(
+        said.contains("denied this step") && said.contains("Do not retry it"),
+        "{said}"
+    );
+    devtools
+        .wait_for(
+            &tab,
+            "document.getElementById('declined').textContent",
+            json!("declined: The person declined the interaction this tool asked for"),
+        )
+        .await;
+    assert_eq!(
+        devtools
+            .eval(&tab, "[document.getElementById('ask').hidden, document.getElementById('booked').textContent]")
+            .await,
+        json!([true, "booked for 2"]),
+        "the question was shown or a second table booked"
+    );
+
+    let receipts = receipts(&relay, "ask-before", 2).await;
+    for (receipt, outcome) in receipts.iter().zip(["allowed", "denied"]) {
+        let detail = receipt["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(outcome)
+                && detail.ends_with("run the page's tool (the page wants your interaction)"),
+            "{detail}"
+        );
+        assert!(!detail.contains("book_table"), "{detail}");
+    }
+
+    drop(bridge);
+    drop(devtools);
+    drop(browser);
+    relay.shutdown().await;
+}
+
 async fn ask_before(chromium: &Path, sdk: &Sdk) {
     let relay = relay().await;
     let site = FixtureSite::start().await;

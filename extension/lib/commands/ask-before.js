@@ -53,7 +53,7 @@ export async function askBeforeActing(ctx, method, params) {
   ];
   if (reasons.length === 0)
     return;
-  await askPerson(ctx, { tabId, method, verb: query.verb, words: found.words, reasons });
+  await askPersonFirst(ctx, { tabId, method, verb: query.verb, words: found.words, reasons });
 }
 
 /**
@@ -64,7 +64,7 @@ export async function askBeforeActing(ctx, method, params) {
  * @param {CommandContext} ctx
  * @param {{tabId: number, method: string, verb: string, words: string, reasons: string[], deniedNote?: string}} step
  */
-async function askPerson(ctx, { tabId, method, verb, words, reasons, deniedNote }) {
+export async function askPersonFirst(ctx, { tabId, method, verb, words, reasons, deniedNote }) {
   const action = `${verb} ${words} (${reasons.join('; ')})`;
   const key = `${ctx.connectionId}|${tabId}|${method}|${words}`;
   let request = ctx.person.lastByKey(key);
@@ -138,7 +138,7 @@ export async function fillingWithAsking(ctx, tabId, fill) {
   ];
   if (reasons.length > 0) {
     try {
-      await askPerson(ctx, {
+      await askPersonFirst(ctx, {
         tabId, method: 'fillForm', verb: 'fill in', words: forms.map(form => form.words).join(' and '), reasons,
         deniedNote: 'the fields were filled, but the form was not submitted',
       });
