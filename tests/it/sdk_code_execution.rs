@@ -39,7 +39,7 @@ const BRIDGE_BOUNDS: [&str; 10] = [
     "--code-memory",
     "32MiB",
     "--code-wall-time",
-    "20s",
+    "10s",
 ];
 
 /// Reads the shop's product links, as a JSON string (the text of a `browser_evaluate` answer).
@@ -132,12 +132,22 @@ fn plan(shop: &str) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
                 .into(),
         ),
         ("awaitLoop", "for (;;) await null;".into()),
+        (
+            "waitingOnNothing",
+            "await new Promise(() => {});\nreturn 'never settles';".into(),
+        ),
+        // Last: the extension's wait goes on for a second after the script is stopped.
+        (
+            "wallTime",
+            "await tools.browser_wait_for({time: 11});\nreturn 'waited';".into(),
+        ),
     ];
     let navigate_and_read = ["browser_navigate", "browser_evaluate"];
     let calls = vec![
         ("table", navigate_and_read.repeat(4)),
         ("calls", vec!["browser_tabs"; MAX_CALLS]),
         ("bytes", vec!["browser_evaluate"]),
+        ("wallTime", vec!["browser_wait_for"]),
     ];
     let plan = json!({
         "shop": shop,
@@ -319,6 +329,21 @@ fn check(report: &Value, site: &FixtureSite, sdk: &Sdk) {
         "--code-cpu-time"
     };
     stopped_by(report, "awaitLoop", &["cpu_time", "wall_time"], words, sdk);
+    // A script waiting for a tool longer than the wall-time bound is stopped by it.
+    stopped_by(
+        report,
+        "wallTime",
+        &["wall_time"],
+        "the wall-time bound (10s, --code-wall-time)",
+        sdk,
+    );
+    // One waiting on a promise nothing can settle is ended at once, saying why.
+    let nothing = run(report, "waitingOnNothing");
+    assert_eq!(nothing["isError"], true, "{name}: {nothing}");
+    assert!(
+        said(nothing).contains("waiting for a promise that nothing will settle"),
+        "{name}: {nothing}"
+    );
 
     // Reaching out: nothing there, and nothing done.
     for (escape, missing) in [
