@@ -187,6 +187,39 @@ async fn fill_form_asks(chromium: &Path) {
         json!(0)
     );
 
+    // The express box: the page calls requestSubmit as it changes; held, asked, allowed, sent.
+    let (express, _) = tokio::join!(
+        call(
+            &bridge,
+            "browser_fill_form",
+            json!({"fields": [{"name": "Express", "type": "checkbox", "target": "#express", "value": "true"}]}),
+        ),
+        async {
+            wait_for_request(&mut devtools, &popup).await;
+            click_answer(&mut devtools, &popup, "allowed").await;
+        }
+    );
+    assert!(!is_error(&express), "{express}");
+    let deadline = Instant::now() + STEP;
+    loop {
+        let status = call(
+            &bridge,
+            "browser_evaluate",
+            json!({"function": "() => document.getElementById('status').textContent"}),
+        )
+        .await;
+        if text(&status) == "Delivery to anywhere, express" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the express submission: {status}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+    let opened = call(&bridge, "browser_navigate", json!({ "url": page })).await;
+    assert!(!is_error(&opened), "{opened}");
+
     // The country: the page submits as it changes; the person is asked first, and allows it.
     let country = |value: &str| json!({"fields": [{"name": "Country", "type": "combobox", "target": "#country", "value": value}]});
     let (allowed, card) = tokio::join!(
@@ -257,9 +290,9 @@ async fn fill_form_asks(chromium: &Path) {
     );
 
     // The receipts: one per decision, the kind of step and the site, not the page's words.
-    let receipts = receipts(&relay, "ask-before", 2).await;
-    assert_eq!(receipts.len(), 2, "{receipts:?}");
-    for (receipt, outcome) in receipts.iter().zip(["allowed", "denied"]) {
+    let receipts = receipts(&relay, "ask-before", 3).await;
+    assert_eq!(receipts.len(), 3, "{receipts:?}");
+    for (receipt, outcome) in receipts.iter().zip(["allowed", "allowed", "denied"]) {
         let detail = receipt["detail"].as_str().unwrap();
         assert!(
             detail.starts_with(outcome)
