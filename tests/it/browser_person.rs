@@ -449,6 +449,173 @@ async fn page_tool_asks(chromium: &Path) {
     relay.shutdown().await;
 }
 
+/// Through each official SDK (`tests/mcp-sdk-client/consequential.mjs`,
+/// `tests/mcp-python-client/consequential.py`), with "ask before submitting forms" on: a
+/// `browser_fill_form` after which the page submits its form waits for Allow (and is then
+/// sent) or Deny (and is not), and a page's own tool asking for the person
+/// (`requestUserInteraction`) waits for Allow, after which the person answers the page's own
+/// question in the tab, or Deny, after which the page never asks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_sdk_fill_form_and_a_page_tool_asking_for_the_person_wait_for_allow_and_deny() {
+    let test = "TypeScript SDK fill form and page tool asking";
+    let Some(chromium) = chromium_or_skip(test) else {
+        return;
+    };
+    let Some(sdk) = Sdk::typescript_or_skip(test) else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, consequential(&chromium, &sdk)).await;
+}
+
+/// The same with the official Python SDK.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_fill_form_and_a_page_tool_asking_for_the_person_wait_for_allow_and_deny() {
+    let test = "Python SDK fill form and page tool asking";
+    let Some(chromium) = chromium_or_skip(test) else {
+        return;
+    };
+    let Some(sdk) = Sdk::python_or_skip(test) else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, consequential(&chromium, &sdk)).await;
+}
+
+async fn consequential(chromium: &Path, sdk: &Sdk) {
+    let name = sdk.name();
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Person's browser");
+    let config_path = profile.extension_dir.join("dev-config.json");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+    config["askBefore"] = json!({"forms": ["*"]});
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let browser = Browser::launch_with(
+        chromium,
+        &profile,
+        &[
+            crate::browser_webmcp::WEBMCP_FLAGS,
+            "--remote-debugging-port=0",
+        ],
+    );
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
+    let mut host = sdk.spawn(
+        "consequential",
+        &[&site.url("delivery.html"), &site.url("webmcp-person.html")],
+        &relay.url("/mcp"),
+        &[],
+        &token(USER, Some(Role::Mcp)),
+    );
+    let popup = devtools.open_popup(&origin, 600).await;
+
+    // The express box (the page's requestSubmit): allowed. The country (form.submit()): denied.
+    let card = wait_for_request(&mut devtools, &popup).await;
+    assert!(
+        card.contains("Errand Assistant is about to fill in the form “Delivery” (the page submits it as its fields are filled)"),
+        "{name}: {card}"
+    );
+    click_answer(&mut devtools, &popup, "allowed").await;
+    wait_for_request(&mut devtools, &popup).await;
+    click_answer(&mut devtools, &popup, "denied").await;
+
+    // The page's tool: allowed, then the person answers the page's own question in the tab.
+    let card = wait_for_request(&mut devtools, &popup).await;
+    assert!(
+        card.contains("Errand Assistant is about to run the page's tool “book_table”, which asks for you in the tab"),
+        "{name}: {card}"
+    );
+    let tab = page_session(&mut devtools, "webmcp-person.html").await;
+    assert_eq!(
+        devtools
+            .eval(&tab, "document.getElementById('ask').hidden")
+            .await,
+        json!(true),
+        "{name}: the page asked before the person allowed it"
+    );
+    click_answer(&mut devtools, &popup, "allowed").await;
+    devtools
+        .wait_for(&tab, "document.getElementById('ask').hidden", json!(false))
+        .await;
+    devtools
+        .eval(&tab, "document.getElementById('yes').click(); true")
+        .await;
+    // Then denied: the page never asks.
+    wait_for_request(&mut devtools, &popup).await;
+    click_answer(&mut devtools, &popup, "denied").await;
+
+    let report = sdk_report(&mut host, name, STEP).await;
+    let step = |key: &str| report[key].clone();
+    let said = |key: &str| report[key]["text"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(step("gift")["isError"], false, "{name}: {report}");
+    assert_eq!(step("express")["isError"], false, "{name}: {report}");
+    assert_eq!(
+        step("express")["structured"]["submitted"],
+        json!(["the form “Delivery”"]),
+        "{name}: {report}"
+    );
+    assert_eq!(
+        report["expressStatus"], "Delivery to anywhere, express",
+        "{name}: the allowed submission arrived"
+    );
+    for key in ["country", "countryRetry"] {
+        assert_eq!(step(key)["isError"], true, "{name}: {key}: {report}");
+        assert!(
+            said(key).contains("denied this step")
+                && said(key).contains("The fields were filled, but the form was not submitted."),
+            "{name}: {key}: {report}"
+        );
+    }
+    assert_eq!(
+        report["countryAfter"], "de Delivery",
+        "{name}: filled, not sent"
+    );
+    assert_eq!(step("booked")["isError"], false, "{name}: {report}");
+    assert!(
+        said("booked").contains("\nbooked for 2\n<<end-page-words "),
+        "{name}: {report}"
+    );
+    assert_eq!(step("bookingDenied")["isError"], true, "{name}: {report}");
+    assert!(
+        said("bookingDenied").contains("denied this step"),
+        "{name}: {report}"
+    );
+    assert_eq!(
+        devtools
+            .eval(&tab, "[document.getElementById('ask').hidden, document.getElementById('booked').textContent, document.getElementById('declined').textContent]")
+            .await,
+        json!([true, "booked for 2", "declined: The person declined the interaction this tool asked for"]),
+        "{name}: the denied call never asked in the page"
+    );
+    // The retry of the denied fill did not ask again: four prompts, four receipts.
+    assert_eq!(
+        devtools
+            .eval(
+                &popup,
+                "document.querySelectorAll('.person-request').length"
+            )
+            .await,
+        json!(0),
+        "{name}"
+    );
+    let receipts = receipts(&relay, "ask-before", 4).await;
+    let outcomes: Vec<&str> = receipts
+        .iter()
+        .map(|r| r["detail"].as_str().unwrap().split(' ').next().unwrap())
+        .collect();
+    assert_eq!(
+        outcomes,
+        ["allowed", "denied", "allowed", "denied"],
+        "{name}: {receipts:?}"
+    );
+
+    drop(devtools);
+    drop(browser);
+    relay.shutdown().await;
+}
+
 async fn ask_before(chromium: &Path, sdk: &Sdk) {
     let relay = relay().await;
     let site = FixtureSite::start().await;
