@@ -199,20 +199,32 @@ impl Sdk {
         }
     }
 
-    /// Starts the script `name` (`page-tools` is `page-tools.mjs` or `page_tools.py`) with
-    /// `script_args`, then the bridge's command line: `mcp-relay bridge --relay <relay_url>
-    /// <bridge_args>`, its token in `MCP_RELAY_TOKEN`. Its stdout is piped for the report (see
-    /// [`sdk_report`]); its stderr and the bridge's go to the test's output.
-    pub fn spawn(
+    /// Starts the script `name` with `script_args`, then `--http <url>`: the script connects to
+    /// the relay's MCP Streamable HTTP endpoint `url` itself, with `mcp_token` as its bearer
+    /// token, instead of starting a bridge.
+    pub fn spawn_http(
         &self,
         name: &str,
         script_args: &[&str],
-        relay_url: &str,
-        bridge_args: &[&str],
+        url: &str,
         mcp_token: &str,
     ) -> tokio::process::Child {
+        let mut command = self.command(name);
+        command
+            .args(script_args)
+            .args(["--http", url])
+            .env("MCP_RELAY_TOKEN", mcp_token)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting the {} script {name}: {e}", self.name()))
+    }
+
+    /// The interpreter and the script `name`, nothing else yet.
+    fn command(&self, name: &str) -> tokio::process::Command {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut command = match self {
+        match self {
             Sdk::TypeScript { dir } => {
                 let mut command = tokio::process::Command::new("node");
                 command.arg(dir.join(format!("{name}.mjs")));
@@ -226,7 +238,22 @@ impl Sdk {
                 );
                 command
             }
-        };
+        }
+    }
+
+    /// Starts the script `name` (`page-tools` is `page-tools.mjs` or `page_tools.py`) with
+    /// `script_args`, then the bridge's command line: `mcp-relay bridge --relay <relay_url>
+    /// <bridge_args>`, its token in `MCP_RELAY_TOKEN`. Its stdout is piped for the report (see
+    /// [`sdk_report`]); its stderr and the bridge's go to the test's output.
+    pub fn spawn(
+        &self,
+        name: &str,
+        script_args: &[&str],
+        relay_url: &str,
+        bridge_args: &[&str],
+        mcp_token: &str,
+    ) -> tokio::process::Child {
+        let mut command = self.command(name);
         // MCP_RELAY_TEST_BINARY: another build of the relay, as tests/common/served.rs takes it.
         let binary = std::env::var("MCP_RELAY_TEST_BINARY")
             .unwrap_or_else(|_| env!("CARGO_BIN_EXE_mcp-relay").to_owned());

@@ -2,7 +2,9 @@
 //! SDK (`tests/mcp-sdk-client/page-tools.mjs`) and the Python SDK
 //! (`tests/mcp-python-client/page_tools.py`) each drive `mcp-relay bridge --tools all` over
 //! stdio, as a host does, against the reference extension in a real Chromium launched with the
-//! WebMCP features, on the fixture site `tests/fixtures/webmcp.html` (and its frame).
+//! WebMCP features, on the fixture site `tests/fixtures/webmcp.html` (and its frame); the
+//! `…_over_http_…` twins take the same steps over the relay's own MCP Streamable HTTP endpoint,
+//! without a bridge.
 //!
 //! Each script does the same steps and prints a report of the same shape; [`check`] reads
 //! both: the page's tools appear in `browser_page_tools` (as the page's words, marked), a call
@@ -10,8 +12,9 @@
 //! throwing tool and a tool asking for the person are clear errors, retrieval and the proxy
 //! tool reach them, a replaced and an unregistered tool show as such, the tools disappear with
 //! a navigation, the host's own tool list never changes (no `tools/list_changed`), and a site
-//! the owner blocked in the extension's settings never shows its tools. The bridge's audit log
-//! and the relay's audit trail record the calls without their arguments or results.
+//! the owner blocked in the extension's settings never shows its tools. The audit log (the
+//! bridge's, or over HTTP the relay's `--mcp-audit-log`) and the relay's audit trail record the
+//! calls without their arguments or results.
 //!
 //! Locally these tests skip with a loud message when Chromium or an SDK is missing; in CI
 //! (`CI=true`) they fail.
@@ -49,7 +52,11 @@ async fn typescript_sdk_lists_calls_and_loses_page_tools_and_never_sees_a_blocke
         return;
     };
     let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
-    within(Duration::from_secs(180), page_tools(&chromium, &sdk)).await;
+    within(
+        Duration::from_secs(180),
+        page_tools(&chromium, &sdk, Via::Bridge),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -62,11 +69,77 @@ async fn python_sdk_lists_calls_and_loses_page_tools_and_never_sees_a_blocked_si
         return;
     };
     let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
-    within(Duration::from_secs(180), page_tools(&chromium, &sdk)).await;
+    within(
+        Duration::from_secs(180),
+        page_tools(&chromium, &sdk, Via::Bridge),
+    )
+    .await;
 }
 
-async fn page_tools(chromium: &Path, sdk: &Sdk) {
-    let relay = relay().await;
+/// The same over the relay's own MCP Streamable HTTP endpoint (`/mcp?tools=all`), with the
+/// TypeScript SDK's `StreamableHTTPClientTransport`: no bridge, the relay's `--mcp-audit-log`.
+#[cfg(feature = "http-mcp")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_sdk_over_http_lists_calls_and_loses_page_tools_and_never_sees_a_blocked_sites()
+{
+    let test =
+        "typescript_sdk_over_http_lists_calls_and_loses_page_tools_and_never_sees_a_blocked_sites";
+    let Some(chromium) = chromium_or_skip(test) else {
+        return;
+    };
+    let Some(sdk) = Sdk::typescript_or_skip(test) else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(
+        Duration::from_secs(180),
+        page_tools(&chromium, &sdk, Via::Http),
+    )
+    .await;
+}
+
+/// The same over HTTP with the Python SDK's `streamable_http_client`.
+#[cfg(feature = "http-mcp")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_over_http_lists_calls_and_loses_page_tools_and_never_sees_a_blocked_sites() {
+    let test =
+        "python_sdk_over_http_lists_calls_and_loses_page_tools_and_never_sees_a_blocked_sites";
+    let Some(chromium) = chromium_or_skip(test) else {
+        return;
+    };
+    let Some(sdk) = Sdk::python_or_skip(test) else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(
+        Duration::from_secs(180),
+        page_tools(&chromium, &sdk, Via::Http),
+    )
+    .await;
+}
+
+/// How the SDK client reaches the tools.
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    /// `mcp-relay bridge --tools all --audit-log …` over stdio.
+    Bridge,
+    /// The relay's `/mcp?tools=all` over Streamable HTTP, the relay started with
+    /// `--mcp-audit-log …`.
+    #[cfg_attr(not(feature = "http-mcp"), allow(dead_code))]
+    Http,
+}
+
+async fn page_tools(chromium: &Path, sdk: &Sdk, via: Via) {
+    let audit = tempfile::tempdir().unwrap();
+    let audit_log = audit.path().join("audit.jsonl");
+    let relay = match via {
+        Via::Bridge => relay().await,
+        Via::Http => {
+            let log = audit_log.clone();
+            common::relay_with(move |c| c.mcp_audit_log = Some(log)).await
+        }
+    };
+
     let site = FixtureSite::start().await;
     let page = site.url("webmcp.html");
     let blocked = page.replace("127.0.0.1", BLOCKED_HOST);
@@ -82,15 +155,22 @@ async fn page_tools(chromium: &Path, sdk: &Sdk) {
     let mut watcher = Driver::handshake(&relay, "watcher").await;
     watcher.wait_for_extension(&browser).await;
 
-    let audit = tempfile::tempdir().unwrap();
-    let audit_log = audit.path().join("audit.jsonl");
-    let mut script = sdk.spawn(
-        "page-tools",
-        &[&page, &blocked],
-        &relay.url("/mcp"),
-        &["--tools", "all", "--audit-log", audit_log.to_str().unwrap()],
-        &token(USER, Some(Role::Mcp)),
-    );
+    let mcp_token = token(USER, Some(Role::Mcp));
+    let mut script = match via {
+        Via::Bridge => sdk.spawn(
+            "page-tools",
+            &[&page, &blocked],
+            &relay.url("/mcp"),
+            &["--tools", "all", "--audit-log", audit_log.to_str().unwrap()],
+            &mcp_token,
+        ),
+        Via::Http => sdk.spawn_http(
+            "page-tools",
+            &[&page, &blocked],
+            &format!("http://{}/mcp?tools=all", relay.local_addr),
+            &mcp_token,
+        ),
+    };
     let report = sdk_report(&mut script, sdk.name(), Duration::from_secs(150)).await;
     check(&report, sdk);
 

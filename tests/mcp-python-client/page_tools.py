@@ -7,10 +7,13 @@ the bridge's two fixed tools, browser_page_tools and browser_call_page_tool; the
 never changes with the page, so the report also counts notifications/tools/list_changed (none).
 
 Usage: python page_tools.py <webmcp.html URL> <the same page on a blocked site> <command> [args...]
-MCP_RELAY_TOKEN is passed through to the bridge. Prints one JSON report as its last line.
+   or: python page_tools.py <webmcp.html URL> <blocked URL> --http <the relay's /mcp URL>
+MCP_RELAY_TOKEN is passed through to the bridge (or sent as the bearer token over HTTP). Prints
+one JSON report as its last line.
 """
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -19,6 +22,22 @@ import time
 import mcp_types
 from mcp import ClientSession, Implementation, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+
+@contextlib.asynccontextmanager
+async def connection(command: str, args: list[str]):
+    """The streams to the server: the bridge over stdio, or the relay's /mcp over HTTP."""
+    if command == "--http":
+        token = os.environ["MCP_RELAY_TOKEN"]
+        async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
+            async with streamable_http_client(args[0], http_client=http) as streams:
+                yield streams[0], streams[1]
+        return
+    env = {name: os.environ[name] for name in ("MCP_RELAY_TOKEN", "MCP_RELAY_LOG", "PATH") if name in os.environ}
+    async with stdio_client(StdioServerParameters(command=command, args=args, env=env)) as (read, write):
+        yield read, write
 
 
 def report_of(result) -> dict:
@@ -30,7 +49,6 @@ def report_of(result) -> dict:
 
 
 async def main(page_url: str, blocked_url: str, command: str, args: list[str]) -> dict:
-    env = {name: os.environ[name] for name in ("MCP_RELAY_TOKEN", "MCP_RELAY_LOG", "PATH") if name in os.environ}
     list_changed = 0
 
     async def on_message(message) -> None:
@@ -38,8 +56,7 @@ async def main(page_url: str, blocked_url: str, command: str, args: list[str]) -
         if isinstance(message, mcp_types.ToolListChangedNotification):
             list_changed += 1
 
-    params = StdioServerParameters(command=command, args=args, env=env)
-    async with stdio_client(params) as (read, write):
+    async with connection(command, args) as (read, write):
         async with ClientSession(
             read, write, message_handler=on_message,
             client_info=Implementation(name="Page Tools Host", version="1.0.0"),

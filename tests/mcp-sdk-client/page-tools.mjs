@@ -8,18 +8,23 @@
 // changes with the page, so the report also counts notifications/tools/list_changed (none).
 //
 // Usage: node page-tools.mjs <webmcp.html URL> <the same page on a blocked site> <command> [args...]
-// MCP_RELAY_TOKEN is passed through to the bridge. Prints one JSON report as its last line.
+//    or: node page-tools.mjs <webmcp.html URL> <blocked URL> --http <the relay's /mcp URL>
+// MCP_RELAY_TOKEN is passed through to the bridge (or sent as the bearer token over HTTP).
+// Prints one JSON report as its last line.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [pageUrl, blockedUrl, command, ...args] = process.argv.slice(2);
-const env = { ...getDefaultEnvironment(), MCP_RELAY_TOKEN: process.env.MCP_RELAY_TOKEN };
+const token = process.env.MCP_RELAY_TOKEN;
 const client = new Client({ name: "Page Tools Host", version: "1.0.0" });
 let listChanged = 0;
 client.setNotificationHandler(ToolListChangedNotificationSchema, () => { listChanged += 1; });
-await client.connect(new StdioClientTransport({ command, args, env, stderr: "inherit" }));
+await client.connect(command === "--http"
+  ? new StreamableHTTPClientTransport(new URL(args[0]), { requestInit: { headers: { Authorization: `Bearer ${token}` } } })
+  : new StdioClientTransport({ command, args, env: { ...getDefaultEnvironment(), MCP_RELAY_TOKEN: token }, stderr: "inherit" }));
 
 const text = (result) => result.content.map((c) => c.text ?? "").join("\n");
 const call = async (name, args) => {
