@@ -309,7 +309,11 @@ async function callPageTool(ctx, { name, arguments: args = {}, frame, tabId }) {
         deniedNote: 'the page\'s tool was told the person declined',
       });
     } catch (error) {
-      await go(false, 'The person declined the interaction this tool asked for').catch(() => {});
+      // The page's tool hears why it got no interaction: a Deny, or no answer yet.
+      const why = /denied this step/.test(String(error?.message))
+        ? 'The person declined the interaction this tool asked for'
+        : 'The person has not answered yet; the interaction this tool asked for did not happen';
+      await go(false, why).catch(() => {});
       throw error;
     }
     answer = await go(true);
