@@ -106,3 +106,119 @@ export function pageConsequence(element, how) {
   const described = `the ${kind}${label ? ` “${label}”` : ''}${form ? ` in the form${formName ? ` “${formName}”` : ''}` : ''}`;
   return { submits, purchase, words: described };
 }
+
+/** Where {@link holdSubmissions} keeps what it held back, on the top window (a symbol: no page name collides). */
+export const HELD_SUBMISSIONS_KEY = 'mcp-relay.held-submissions';
+
+/**
+ * Runs in the page, before a `fillForm` where the person asked to approve form submissions:
+ * from now until {@link takeHeldSubmissions}, a form submission the page starts while its
+ * fields are filled (a `change` handler calling `form.submit()` or `requestSubmit()`, a click
+ * handler on a checkbox) is held back instead of sent, in this window and its same-origin frames:
+ * `HTMLFormElement.prototype.submit` is replaced, and a `submit` event is stopped in the capture
+ * phase before the page's own handlers see it. Self-contained (sent to the page as source).
+ *
+ * @param {string} key
+ * @returns {boolean}
+ */
+export function holdSubmissions(key) {
+  const slot = Symbol.for(key);
+  if (window[slot])
+    return false;
+  const windows = [];
+  const walk = win => {
+    windows.push(win);
+    for (let i = 0; i < win.frames.length; i++) {
+      try {
+        if (win.frames[i].document)
+          walk(win.frames[i]);
+      } catch {
+        // A cross-origin frame: its forms are not this page's to hold.
+      }
+    }
+  };
+  walk(window);
+  const state = { held: [], undo: [] };
+  for (const win of windows) {
+    const proto = win.HTMLFormElement.prototype;
+    const submit = proto.submit;
+    proto.submit = function heldSubmit() {
+      state.held.push({ form: this, submitter: null, send: () => submit.call(this) });
+    };
+    const stop = event => {
+      if (!(event.target instanceof win.HTMLFormElement))
+        return;
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      const form = event.target;
+      const submitter = event.submitter ?? null;
+      state.held.push({ form, submitter, send: () => form.requestSubmit(submitter && submitter.form === form ? submitter : undefined) });
+    };
+    win.addEventListener('submit', stop, true);
+    state.undo.push(() => {
+      proto.submit = submit;
+      win.removeEventListener('submit', stop, true);
+    });
+  }
+  Object.defineProperty(window, slot, { value: state, configurable: true });
+  return true;
+}
+
+/**
+ * Runs in the page after the fields are filled: ends the hold of {@link holdSubmissions} (what
+ * the page submits from now on goes through) and says which forms the page tried to submit
+ * meanwhile, in words for the person ("the form “Delivery”"), with whether one reads as a
+ * purchase or payment (card fields, or marked `data-purchase` / `data-payment` /
+ * `data-consequential`). The held submissions wait for {@link takeHeldSubmissions}.
+ * Self-contained (sent to the page as source).
+ *
+ * @param {string} key
+ * @returns {{forms: {words: string, purchase: boolean}[]}}
+ */
+export function peekHeldSubmissions(key) {
+  const state = window[Symbol.for(key)];
+  if (!state)
+    return { forms: [] };
+  for (const undo of state.undo.splice(0))
+    undo();
+  const forms = [];
+  for (const { form } of state.held) {
+    if (forms.some(seen => seen.form === form))
+      continue;
+    const name = (form.getAttribute('aria-label') || form.getAttribute('name') || form.querySelector('h1, h2, h3, legend')?.textContent || form.id || '')
+        .replace(/\s+/g, ' ').trim().slice(0, 60);
+    const purchase = form.closest('[data-purchase], [data-payment], [data-consequential]') !== null ||
+        form.querySelector('[autocomplete^="cc-"], [autocomplete*=" cc-"], [data-purchase], [data-payment], [data-consequential]') !== null;
+    forms.push({ form, words: `the form${name ? ` “${name}”` : ''}`, purchase });
+  }
+  return { forms: forms.map(({ words, purchase }) => ({ words, purchase })) };
+}
+
+/**
+ * Runs in the page: ends the hold of {@link holdSubmissions} and, with `send`, submits each form
+ * the page tried to submit during it, once, as the page asked (`submit()` or `requestSubmit`
+ * with its submitter); without `send` the held submissions are dropped. Self-contained.
+ *
+ * @param {string} key
+ * @param {boolean} send
+ * @returns {{sent: number}}
+ */
+export function takeHeldSubmissions(key, send) {
+  const slot = Symbol.for(key);
+  const state = window[slot];
+  if (!state)
+    return { sent: 0 };
+  for (const undo of state.undo.splice(0))
+    undo();
+  delete window[slot];
+  let sent = 0;
+  const done = [];
+  for (const entry of state.held) {
+    if (!send || done.includes(entry.form) || !entry.form.isConnected)
+      continue;
+    done.push(entry.form);
+    entry.send();
+    sent += 1;
+  }
+  return { sent };
+}

@@ -36,7 +36,7 @@ const PERSON_ANSWERS = Object.freeze({ 'hand-off': ['done', 'cancelled'], ask: [
 /** What decisions and the site list are read from. */
 const STORED_KEYS = [ConsentKey.ALWAYS_ALLOWED, ConsentKey.ALLOW_ALL, ConsentKey.DENIED, BLOCKED_SITES_KEY, ASK_BEFORE_KEY];
 /** Commands that may submit a form or pay: only these are checked against the ask-before rules. */
-const ASKABLE = new Set(['click', 'type', 'pressKey']);
+const ASKABLE = new Set(['click', 'type', 'pressKey', 'fillForm', 'callPageTool']);
 
 
 /**

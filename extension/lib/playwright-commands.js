@@ -9,6 +9,7 @@
  * by page-scripts.js's `findElementThen`, so a stale ref is refused here as everywhere.
  */
 
+import { fillingWithAsking } from './commands/ask-before.js';
 import { elementError, locateWhenReady, staleRefMessage, targetTab } from './commands/shared.js';
 import { fieldAction, fillField, documentBox, MAX_FIELDS, setInputFiles } from './form-fields.js';
 import { REQUEST_LIMIT } from './network.js';
@@ -79,15 +80,19 @@ async function fillForm(ctx, { fields, tabId }) {
   });
   const id = await targetTab(ctx, tabId);
   const filled = [];
-  for (const { field, action, target } of planned) {
-    const result = await runInPage(ctx, id, elementExpression(fillField, target, action));
-    if (result?.error) {
-      const done = filled.length ? ` (the fields before it were filled: ${filled.map(f => f.name).join(', ')})` : '';
-      throw serverError(`Field "${field.name ?? describeTarget(target)}" (${describeTarget(target)}): ${failureText(result)}${done}`);
+  // Where the person asked to approve form submissions, one the page starts as its fields are
+  // filled waits for their Allow (commands/ask-before.js).
+  const { submitted } = await fillingWithAsking(ctx, id, async () => {
+    for (const { field, action, target } of planned) {
+      const result = await runInPage(ctx, id, elementExpression(fillField, target, action));
+      if (result?.error) {
+        const done = filled.length ? ` (the fields before it were filled: ${filled.map(f => f.name).join(', ')})` : '';
+        throw serverError(`Field "${field.name ?? describeTarget(target)}" (${describeTarget(target)}): ${failureText(result)}${done}`);
+      }
+      filled.push({ name: field.name ?? describeTarget(target), type: field.type, ...result });
     }
-    filled.push({ name: field.name ?? describeTarget(target), type: field.type, ...result });
-  }
-  return { tabId: id, filled };
+  });
+  return { tabId: id, filled, ...(submitted?.length ? { submitted } : {}) };
 }
 
 /**

@@ -28,9 +28,22 @@ export const WEBMCP_SCRIPT = `(() => {
     const execute = tool && tool.execute;
     if (typeof execute === 'function') {
       const name = String(tool.name);
-      tool = { ...tool, execute: async function (...args) {
+      tool = { ...tool, execute: async function (input, client, ...rest) {
+        // Where the person asked to approve consequential steps, a call from the extension
+        // (which has no client to pass) gets one whose requestUserInteraction waits for the
+        // person's Allow in the popup before the page's callback runs (webmcp.js).
+        let given = client;
+        if (state.askPerson && !(client && typeof client.requestUserInteraction === 'function')) {
+          given = { requestUserInteraction: callback => new Promise((resolve, reject) => {
+            state.interaction = {
+              tool: name,
+              grant: () => Promise.resolve().then(callback).then(resolve, reject),
+              refuse: message => reject(new Error(message)),
+            };
+          }) };
+        }
         try {
-          return await execute.apply(this, args);
+          return await execute.call(this, input, given, ...rest);
         } catch (error) {
           state.errors[name] = String((error && error.message !== undefined) ? (error.name ? error.name + ': ' : '') + error.message : error);
           throw error;

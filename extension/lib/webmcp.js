@@ -21,6 +21,7 @@
  * threw, which `executeTool` does not pass on.
  */
 
+import { askPersonFirst } from './commands/ask-before.js';
 import { targetTab } from './commands/shared.js';
 import { invalidParams, serverError } from './rpc.js';
 
@@ -78,12 +79,17 @@ export function listPageTools() {
  * Runs in the page: calls one tool through `navigator.modelContextTesting.executeTool` in the
  * frame at `framePath`, bounded by `timeoutMs`.
  *
+ * With `askPerson`, a tool that calls `requestUserInteraction` is held there: the answer is
+ * `{error: 'needs-person'}` at once, and {@link continuePageTool} goes on once the person has
+ * answered.
+ *
  * @param {string} framePath
  * @param {string} name
  * @param {string} input JSON
  * @param {number} timeoutMs
+ * @param {boolean} [askPerson]
  */
-export function executePageTool(framePath, name, input, timeoutMs) {
+export function executePageTool(framePath, name, input, timeoutMs, askPerson = false) {
   let win = window;
   for (const index of framePath === '' ? [] : framePath.split('.')) {
     win = win.frames[Number(index)];
@@ -94,16 +100,69 @@ export function executePageTool(framePath, name, input, timeoutMs) {
   if (!testing)
     return { error: 'no-testing-api' };
   const state = win[Symbol.for('mcp-relay.webmcp')];
-  if (state)
+  if (state) {
     delete state.errors[name];
+    state.askPerson = askPerson;
+    state.interaction = null;
+  }
   let timer;
+  let watch;
   const timeout = new Promise(resolve => {
     timer = setTimeout(() => resolve({ error: 'timeout' }), timeoutMs);
   });
   const call = Promise.resolve()
       .then(() => testing.executeTool(name, input))
       .then(result => ({ ok: true, result: result ?? null }), error => ({ error: 'threw', message: String(error?.message ?? error), pageError: state?.errors[name] }));
-  return Promise.race([call, timeout]).finally(() => clearTimeout(timer));
+  if (state)
+    state.pendingCall = call;
+  const asks = new Promise(resolve => {
+    if (!askPerson || !state)
+      return;
+    watch = setInterval(() => {
+      if (state.interaction)
+        resolve({ error: 'needs-person' });
+    }, 50);
+  });
+  return Promise.race([call, timeout, asks]).finally(() => {
+    clearTimeout(timer);
+    clearInterval(watch);
+  });
+}
+
+/**
+ * Runs in the page: goes on with the call {@link executePageTool} held at
+ * `requestUserInteraction`: with `allowed`, the page's callback runs and the call's answer is
+ * awaited (bounded by `timeoutMs`); without, `requestUserInteraction` rejects with `message`
+ * and the call is left to end as the page handles that.
+ *
+ * @param {string} framePath
+ * @param {boolean} allowed
+ * @param {string} message
+ * @param {number} timeoutMs
+ */
+export function continuePageTool(framePath, allowed, message, timeoutMs) {
+  let win = window;
+  for (const index of framePath === '' ? [] : framePath.split('.')) {
+    win = win.frames[Number(index)];
+    if (!win)
+      return { error: 'frame-gone' };
+  }
+  const state = win[Symbol.for('mcp-relay.webmcp')];
+  const interaction = state?.interaction;
+  if (!interaction)
+    return { error: 'frame-gone' };
+  state.interaction = null;
+  state.askPerson = false;
+  if (!allowed) {
+    interaction.refuse(message);
+    return { refused: true };
+  }
+  interaction.grant();
+  let timer;
+  const timeout = new Promise(resolve => {
+    timer = setTimeout(() => resolve({ error: 'timeout' }), timeoutMs);
+  });
+  return Promise.race([state.pendingCall, timeout]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -221,21 +280,44 @@ async function callPageTool(ctx, { name, arguments: args = {}, frame, tabId }) {
     throw serverError(`Page tool "${name}" in tab ${id} is a form the page wants the person to submit themselves ` +
         '(no toolautosubmit); it was not submitted for them. Ask the person to review and submit it in the tab.');
   const { frameId: startFrame } = await mainFrame(ctx, id);
-  let evaluated;
-  try {
-    evaluated = await ctx.debuggers.send(id, 'Runtime.evaluate', {
-      expression: `(${executePageTool.toString()})(${JSON.stringify(tool.frame)}, ${JSON.stringify(name)}, ${JSON.stringify(JSON.stringify(args))}, ${PAGE_TOOL_TIMEOUT_MS})`,
-      returnByValue: true, awaitPromise: true, userGesture: true,
-    }, { timeoutMs: PAGE_TOOL_TIMEOUT_MS + 5_000 });
-  } catch (error) {
-    if (/context was destroyed|navigated or closed|Cannot find context/i.test(String(error?.message)))
-      throw await navigatedError(ctx, id, name);
-    throw error;
+  // Where the person asked to approve consequential steps, a tool asking for them waits for Allow.
+  const askPerson = Boolean(ctx.person && ctx.askBefore && (ctx.askBefore.forms || ctx.askBefore.purchases));
+  const inPage = async expression => {
+    let evaluated;
+    try {
+      evaluated = await ctx.debuggers.send(id, 'Runtime.evaluate', {
+        expression, returnByValue: true, awaitPromise: true, userGesture: true,
+      }, { timeoutMs: PAGE_TOOL_TIMEOUT_MS + 5_000 });
+    } catch (error) {
+      if (/context was destroyed|navigated or closed|Cannot find context/i.test(String(error?.message)))
+        throw await navigatedError(ctx, id, name);
+      throw error;
+    }
+    const { result, exceptionDetails } = evaluated;
+    if (exceptionDetails)
+      throw serverError(`Could not call page tool "${name}" in tab ${id}: ${exceptionDetails.exception?.description?.split('\n')[0] ?? exceptionDetails.text}`);
+    return result.value ?? {};
+  };
+  let answer = await inPage(`(${executePageTool.toString()})(${JSON.stringify(tool.frame)}, ${JSON.stringify(name)}, ${JSON.stringify(JSON.stringify(args))}, ${PAGE_TOOL_TIMEOUT_MS}, ${askPerson})`);
+  if (answer.error === 'needs-person') {
+    const go = (allowed, message = '') =>
+      inPage(`(${continuePageTool.toString()})(${JSON.stringify(tool.frame)}, ${allowed}, ${JSON.stringify(message)}, ${PAGE_TOOL_TIMEOUT_MS})`);
+    try {
+      await askPersonFirst(ctx, {
+        tabId: id, method: 'callPageTool', verb: 'run the page\'s tool', words: `“${name}”, which asks for you in the tab`,
+        reasons: ['the page wants your interaction'],
+        deniedNote: 'the page\'s tool was told the person declined',
+      });
+    } catch (error) {
+      // The page's tool hears why it got no interaction: a Deny, or no answer yet.
+      const why = /denied this step/.test(String(error?.message))
+        ? 'The person declined the interaction this tool asked for'
+        : 'The person has not answered yet; the interaction this tool asked for did not happen';
+      await go(false, why).catch(() => {});
+      throw error;
+    }
+    answer = await go(true);
   }
-  const { result, exceptionDetails } = evaluated;
-  if (exceptionDetails)
-    throw serverError(`Could not call page tool "${name}" in tab ${id}: ${exceptionDetails.exception?.description?.split('\n')[0] ?? exceptionDetails.text}`);
-  const answer = result.value ?? {};
   const { frameId: nowFrame, url } = await mainFrame(ctx, id);
   if (answer.error === 'timeout')
     throw serverError(`Page tool "${name}" in tab ${id} did not answer within ${PAGE_TOOL_TIMEOUT_MS / 1000} s`);
@@ -258,7 +340,10 @@ async function mainFrame(ctx, tabId) {
 }
 
 async function navigatedError(ctx, tabId, name) {
-  const tab = await chrome.tabs.get(tabId).catch(() => undefined);
-  return serverError(`Tab ${tabId} navigated${tab?.url ? ` to ${tab.url}` : ''} while page tool "${name}" ran; ` +
+  // The document the tab now shows, as DevTools knows it: chrome.tabs may still report the old URL.
+  const { url: now } = await mainFrame(ctx, tabId);
+  const tab = now ? undefined : await chrome.tabs.get(tabId).catch(() => undefined);
+  const url = now || tab?.pendingUrl || tab?.url;
+  return serverError(`Tab ${tabId} navigated${url ? ` to ${url}` : ''} while page tool "${name}" ran; ` +
       'its answer is lost and the old page\'s tools are gone; call pageTools for the new page\'s tools');
 }

@@ -171,3 +171,125 @@ pub fn python_sdk_client(test: &str) -> Option<std::path::PathBuf> {
          tests/mcp-python-client/.venv/bin/pip install -r tests/mcp-python-client/requirements.txt)",
     )
 }
+
+/// An official SDK whose scripts drive `mcp-relay bridge` as a host does: the TypeScript SDK in
+/// `tests/mcp-sdk-client` (`<name>.mjs`, run by `node`) or the Python SDK of
+/// `tests/mcp-python-client` (`<name with _ for ->.py`, run by a Python that has it).
+#[derive(Debug, Clone)]
+pub enum Sdk {
+    TypeScript { dir: std::path::PathBuf },
+    Python { python: std::path::PathBuf },
+}
+
+impl Sdk {
+    /// The TypeScript SDK, or None (after a loud message) when it is not installed outside CI.
+    pub fn typescript_or_skip(test: &str) -> Option<Sdk> {
+        typescript_sdk_client(test).map(|dir| Sdk::TypeScript { dir })
+    }
+
+    /// The Python SDK, or None (after a loud message) when it is not installed outside CI.
+    pub fn python_or_skip(test: &str) -> Option<Sdk> {
+        python_sdk_client(test).map(|python| Sdk::Python { python })
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Sdk::TypeScript { .. } => "TypeScript SDK",
+            Sdk::Python { .. } => "Python SDK",
+        }
+    }
+
+    /// Starts the script `name` with `script_args`, then `--http <url>`: the script connects to
+    /// the relay's MCP Streamable HTTP endpoint `url` itself, with `mcp_token` as its bearer
+    /// token, instead of starting a bridge.
+    pub fn spawn_http(
+        &self,
+        name: &str,
+        script_args: &[&str],
+        url: &str,
+        mcp_token: &str,
+    ) -> tokio::process::Child {
+        let mut command = self.command(name);
+        command
+            .args(script_args)
+            .args(["--http", url])
+            .env("MCP_RELAY_TOKEN", mcp_token)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting the {} script {name}: {e}", self.name()))
+    }
+
+    /// The interpreter and the script `name`, nothing else yet.
+    fn command(&self, name: &str) -> tokio::process::Command {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        match self {
+            Sdk::TypeScript { dir } => {
+                let mut command = tokio::process::Command::new("node");
+                command.arg(dir.join(format!("{name}.mjs")));
+                command
+            }
+            Sdk::Python { python } => {
+                let mut command = tokio::process::Command::new(python);
+                command.arg(
+                    root.join("tests/mcp-python-client")
+                        .join(format!("{}.py", name.replace('-', "_"))),
+                );
+                command
+            }
+        }
+    }
+
+    /// Starts the script `name` (`page-tools` is `page-tools.mjs` or `page_tools.py`) with
+    /// `script_args`, then the bridge's command line: `mcp-relay bridge --relay <relay_url>
+    /// <bridge_args>`, its token in `MCP_RELAY_TOKEN`. Its stdout is piped for the report (see
+    /// [`sdk_report`]); its stderr and the bridge's go to the test's output.
+    pub fn spawn(
+        &self,
+        name: &str,
+        script_args: &[&str],
+        relay_url: &str,
+        bridge_args: &[&str],
+        mcp_token: &str,
+    ) -> tokio::process::Child {
+        let mut command = self.command(name);
+        // MCP_RELAY_TEST_BINARY: another build of the relay, as tests/common/served.rs takes it.
+        let binary = std::env::var("MCP_RELAY_TEST_BINARY")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_mcp-relay").to_owned());
+        command
+            .args(script_args)
+            .arg(binary)
+            .args(["bridge", "--relay", relay_url])
+            .args(bridge_args)
+            .env("MCP_RELAY_TOKEN", mcp_token)
+            .env("MCP_RELAY_LOG", "mcp_relay=info")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting the {} script {name}: {e}", self.name()))
+    }
+}
+
+/// The JSON report an SDK script prints as its last line, once it exits successfully within
+/// `limit`.
+pub async fn sdk_report(
+    script: &mut tokio::process::Child,
+    what: &str,
+    limit: std::time::Duration,
+) -> Value {
+    use tokio::io::AsyncReadExt;
+    let mut stdout = script.stdout.take().expect("the script's stdout is piped");
+    let mut out = String::new();
+    let read = async {
+        stdout.read_to_string(&mut out).await.unwrap();
+        script.wait().await.unwrap()
+    };
+    let status = tokio::time::timeout(limit, read)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not finish within {limit:?}"));
+    assert!(status.success(), "{what} failed ({status}):\n{out}");
+    serde_json::from_str(out.trim().lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{what} printed no JSON report ({e}):\n{out}"))
+}

@@ -1,13 +1,18 @@
 //! End-to-end: the assistant hands a step to the person and waits for them (issue 29). The
-//! reference extension in a real Chromium, the real relay, `mcp-relay bridge` driven by the
-//! official MCP TypeScript SDK (`tests/mcp-sdk-client/hand-off.mjs`), and the person played
+//! reference extension in a real Chromium, the real relay, `mcp-relay bridge` driven by each
+//! official MCP SDK (TypeScript: `tests/mcp-sdk-client/hand-off.mjs`; Python:
+//! `tests/mcp-python-client/hand_off.py`, the same steps and report), and the person played
 //! here through the DevTools endpoint: they read the request in the extension's own popup
 //! (`ui/popup.html`, opened as a page), sign in on the login page in the assistant's tab, and
 //! click Done, then Cancel.
 //!
 //! And a checkout with "ask before submitting forms / purchases" on: the assistant's click on
 //! "Place order" waits for the person's Allow, and their Deny stops the next order
-//! (`tests/mcp-sdk-client/ask-before.mjs`).
+//! (`tests/mcp-sdk-client/ask-before.mjs`, `tests/mcp-python-client/ask_before.py`).
+//!
+//! The TypeScript host gives up after 3 s unless progress arrives (`resetTimeoutOnProgress`);
+//! the Python SDK has no such option (its request clock is fixed), so its host waits with a
+//! 60 s timeout, and the test checks the progress it received all the same.
 //!
 //! With `OWNER_SCREENSHOTS=<dir>` the tests also save the popup showing the hand-off and the
 //! ask-before prompt, for extension/README.md.
@@ -15,15 +20,13 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
-use common::bridge::typescript_sdk_client;
+use common::bridge::{call, is_error, sdk_report, start_bridge, text, Sdk};
 use common::browser::*;
 use common::{api, relay, token};
 use mcp_relay::auth::Role;
 use serde_json::{json, Value};
-use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
 /// Longer than the host's 3 s request timeout in hand-off.mjs: only progress keeps it waiting.
@@ -35,15 +38,11 @@ async fn person_signs_in_for_the_assistant_and_clicks_done_cancel_stops_it_and_p
     let Some(chromium) = chromium_or_skip("hand-off") else {
         return;
     };
-    let Some(client_dir) = typescript_sdk_client("hand-off") else {
+    let Some(sdk) = Sdk::typescript_or_skip("hand-off") else {
         return;
     };
     let _one = ONE_BROWSER_AT_A_TIME.lock().await;
-    within(
-        SCENARIO_LIMIT,
-        hand_off(&chromium, &client_dir, Mode::Headless),
-    )
-    .await;
+    within(SCENARIO_LIMIT, hand_off(&chromium, &sdk, Mode::Headless)).await;
 }
 
 /// The same hand-off in real windows on a virtual X display: the person's popup, the agent's
@@ -56,15 +55,11 @@ async fn headful_hand_off_under_xvfb_is_done_cancelled_and_withdrawn_the_same_wa
     if xvfb_run_or_skip("headful hand-off").is_none() {
         return;
     }
-    let Some(client_dir) = typescript_sdk_client("headful hand-off") else {
+    let Some(sdk) = Sdk::typescript_or_skip("headful hand-off") else {
         return;
     };
     let _one = ONE_BROWSER_AT_A_TIME.lock().await;
-    within(
-        SCENARIO_LIMIT,
-        hand_off(&chromium, &client_dir, Mode::Headful),
-    )
-    .await;
+    within(SCENARIO_LIMIT, hand_off(&chromium, &sdk, Mode::Headful)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,14 +67,556 @@ async fn checkout_with_ask_before_waits_for_allow_and_deny_stops_the_order_witho
     let Some(chromium) = chromium_or_skip("ask before") else {
         return;
     };
-    let Some(client_dir) = typescript_sdk_client("ask before") else {
+    let Some(sdk) = Sdk::typescript_or_skip("ask before") else {
         return;
     };
     let _one = ONE_BROWSER_AT_A_TIME.lock().await;
-    within(SCENARIO_LIMIT, ask_before(&chromium, &client_dir)).await;
+    within(SCENARIO_LIMIT, ask_before(&chromium, &sdk)).await;
 }
 
-async fn ask_before(chromium: &Path, client_dir: &Path) {
+/// The hand-off of [`person_signs_in_for_the_assistant_and_clicks_done_cancel_stops_it_and_progress_keeps_a_short_timeout_host_waiting`]
+/// with the official Python SDK as the host: Done, Cancel and a host giving up, each with its
+/// receipt, and the progress notifications that arrived while the person took their time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_host_is_parked_while_the_person_signs_in_resumes_on_done_stops_on_cancel_and_sees_progress(
+) {
+    let Some(chromium) = chromium_or_skip("Python SDK hand-off") else {
+        return;
+    };
+    let Some(sdk) = Sdk::python_or_skip("Python SDK hand-off") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, hand_off(&chromium, &sdk, Mode::Headless)).await;
+}
+
+/// The Python SDK's hand-off in real windows on a virtual X display.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_python_sdk_hand_off_under_xvfb_is_done_cancelled_and_withdrawn_the_same_way() {
+    let Some(chromium) = chromium_or_skip("headful Python SDK hand-off") else {
+        return;
+    };
+    if xvfb_run_or_skip("headful Python SDK hand-off").is_none() {
+        return;
+    }
+    let Some(sdk) = Sdk::python_or_skip("headful Python SDK hand-off") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, hand_off(&chromium, &sdk, Mode::Headful)).await;
+}
+
+/// The checkout of [`checkout_with_ask_before_waits_for_allow_and_deny_stops_the_order_without_asking_twice`]
+/// with the official Python SDK as the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_checkout_with_ask_before_waits_for_allow_and_deny_stops_the_order_without_asking_twice(
+) {
+    let Some(chromium) = chromium_or_skip("Python SDK ask before") else {
+        return;
+    };
+    let Some(sdk) = Sdk::python_or_skip("Python SDK ask before") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, ask_before(&chromium, &sdk)).await;
+}
+
+/// A form the page submits itself once a field changes (`tests/fixtures/delivery.html`): with
+/// "ask before submitting forms" on, `browser_fill_form` of its country holds the page's
+/// submission back and asks the person; Allow lets it go out, Deny leaves the fields filled and
+/// nothing submitted, and the retry is refused without asking again. A fill that submits
+/// nothing is not asked about.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fill_form_that_makes_the_page_submit_waits_for_allow_and_deny_keeps_the_form_unsent() {
+    let Some(chromium) = chromium_or_skip("fill form with ask before") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, fill_form_asks(&chromium)).await;
+}
+
+async fn fill_form_asks(chromium: &Path) {
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Person's browser");
+    let config_path = profile.extension_dir.join("dev-config.json");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+    config["askBefore"] = json!({"forms": ["*"]});
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
+    let mut watcher = Driver::handshake(&relay, "watcher").await;
+    watcher.wait_for_extension(&browser).await;
+    let bridge = start_bridge(
+        (),
+        &["--relay", &relay.url("/mcp")],
+        &token(USER, Some(Role::Mcp)),
+    )
+    .await;
+    let page = site.url("delivery.html");
+    let title = async || {
+        let title = call(
+            &bridge,
+            "browser_evaluate",
+            json!({"function": "() => document.title"}),
+        )
+        .await;
+        text(&title)
+    };
+    let opened = call(&bridge, "browser_navigate", json!({ "url": page })).await;
+    assert!(!is_error(&opened), "{opened}");
+    let popup = devtools.open_popup(&origin, 600).await;
+
+    // A box that submits nothing: filled at once, nobody asked.
+    let gift = call(
+        &bridge,
+        "browser_fill_form",
+        json!({"fields": [{"name": "Gift wrap", "type": "checkbox", "target": "#gift", "value": "true"}]}),
+    )
+    .await;
+    assert!(!is_error(&gift), "{gift}");
+    assert_eq!(
+        devtools
+            .eval(
+                &popup,
+                "document.querySelectorAll('.person-request').length"
+            )
+            .await,
+        json!(0)
+    );
+
+    // The express box: the page calls requestSubmit as it changes; held, asked, allowed, sent.
+    let (express, _) = tokio::join!(
+        call(
+            &bridge,
+            "browser_fill_form",
+            json!({"fields": [{"name": "Express", "type": "checkbox", "target": "#express", "value": "true"}]}),
+        ),
+        async {
+            wait_for_request(&mut devtools, &popup).await;
+            click_answer(&mut devtools, &popup, "allowed").await;
+        }
+    );
+    assert!(!is_error(&express), "{express}");
+    let deadline = Instant::now() + STEP;
+    loop {
+        let status = call(
+            &bridge,
+            "browser_evaluate",
+            json!({"function": "() => document.getElementById('status').textContent"}),
+        )
+        .await;
+        if text(&status) == "Delivery to anywhere, express" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the express submission: {status}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+    let opened = call(&bridge, "browser_navigate", json!({ "url": page })).await;
+    assert!(!is_error(&opened), "{opened}");
+
+    // The country: the page submits as it changes; the person is asked first, and allows it.
+    let country = |value: &str| json!({"fields": [{"name": "Country", "type": "combobox", "target": "#country", "value": value}]});
+    let (allowed, card) = tokio::join!(
+        call(&bridge, "browser_fill_form", country("France")),
+        async {
+            let card = wait_for_request(&mut devtools, &popup).await;
+            click_answer(&mut devtools, &popup, "allowed").await;
+            card
+        }
+    );
+    assert!(
+        card.contains("is about to fill in the form “Delivery” (the page submits it as its fields are filled)"),
+        "{card}"
+    );
+    assert!(!is_error(&allowed), "{allowed}");
+    assert_eq!(
+        allowed["structuredContent"]["submitted"],
+        json!(["the form “Delivery”"]),
+        "{allowed}"
+    );
+    let deadline = Instant::now() + STEP;
+    while title().await != "Delivery set" {
+        assert!(
+            Instant::now() < deadline,
+            "the allowed submission never arrived"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+
+    // Again, denied: the field is filled, the form is not sent, the retry is not asked.
+    let opened = call(&bridge, "browser_navigate", json!({ "url": page })).await;
+    assert!(!is_error(&opened), "{opened}");
+    let (denied, _) = tokio::join!(
+        call(&bridge, "browser_fill_form", country("Germany")),
+        async {
+            wait_for_request(&mut devtools, &popup).await;
+            click_answer(&mut devtools, &popup, "denied").await;
+        }
+    );
+    assert!(is_error(&denied), "{denied}");
+    let said = text(&denied);
+    assert!(
+        said.contains("denied this step")
+            && said.contains("The fields were filled, but the form was not submitted.")
+            && said.contains("Do not retry it"),
+        "{said}"
+    );
+    let retried = call(&bridge, "browser_fill_form", country("Germany")).await;
+    assert!(is_error(&retried), "{retried}");
+    assert!(text(&retried).contains("denied this step"), "{retried}");
+    assert_eq!(title().await, "Delivery", "nothing was submitted");
+    let chosen = call(
+        &bridge,
+        "browser_evaluate",
+        json!({"function": "() => document.getElementById('country').value + ' ' + location.search"}),
+    )
+    .await;
+    assert_eq!(text(&chosen), "de ", "filled, not sent");
+    assert_eq!(
+        devtools
+            .eval(
+                &popup,
+                "document.querySelectorAll('.person-request').length"
+            )
+            .await,
+        json!(0),
+        "the retry asked again"
+    );
+
+    // The receipts: one per decision, the kind of step and the site, not the page's words.
+    let receipts = receipts(&relay, "ask-before", 3).await;
+    assert_eq!(receipts.len(), 3, "{receipts:?}");
+    for (receipt, outcome) in receipts.iter().zip(["allowed", "allowed", "denied"]) {
+        let detail = receipt["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(outcome)
+                && detail.ends_with("fill in (the page submits it as its fields are filled)"),
+            "{detail}"
+        );
+        assert!(!detail.contains("Delivery"), "{detail}");
+    }
+
+    drop(bridge);
+    drop(devtools);
+    drop(browser);
+    relay.shutdown().await;
+}
+
+/// A WebMCP page tool that asks for the person (`requestUserInteraction`,
+/// `tests/fixtures/webmcp-person.html`) with "ask before" on: the call waits for the person's
+/// Allow in the popup, then the page's own question shows in the tab and the person answers it
+/// there; Deny never shows it, tells the page's tool the person declined, and the assistant is
+/// refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_tool_asking_for_the_person_waits_for_allow_then_the_person_answers_the_page_and_deny_never_shows_it(
+) {
+    let Some(chromium) = chromium_or_skip("page tool asking for the person") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, page_tool_asks(&chromium)).await;
+}
+
+async fn page_tool_asks(chromium: &Path) {
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Person's browser");
+    let config_path = profile.extension_dir.join("dev-config.json");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+    config["askBefore"] = json!({"purchases": ["*"]});
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let browser = Browser::launch_with(
+        chromium,
+        &profile,
+        &[
+            crate::browser_webmcp::WEBMCP_FLAGS,
+            "--remote-debugging-port=0",
+        ],
+    );
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
+    let mut watcher = Driver::handshake(&relay, "watcher").await;
+    watcher.wait_for_extension(&browser).await;
+    let bridge = start_bridge(
+        (),
+        &["--relay", &relay.url("/mcp")],
+        &token(USER, Some(Role::Mcp)),
+    )
+    .await;
+    let opened = call(
+        &bridge,
+        "browser_navigate",
+        json!({"url": site.url("webmcp-person.html")}),
+    )
+    .await;
+    assert!(!is_error(&opened), "{opened}");
+    let deadline = Instant::now() + STEP;
+    loop {
+        let listed = call(&bridge, "browser_page_tools", json!({})).await;
+        if text(&listed).contains("name: book_table") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{listed}");
+        tokio::time::sleep(POLL).await;
+    }
+    let popup = devtools.open_popup(&origin, 600).await;
+    let tab = page_session(&mut devtools, "webmcp-person.html").await;
+    let book = json!({"name": "book_table", "arguments": {"party": 2}});
+
+    // Allowed: the page's question shows in the tab only then, and the person answers it there.
+    let (booked, card) = tokio::join!(
+        call(&bridge, "browser_call_page_tool", book.clone()),
+        async {
+            let card = wait_for_request(&mut devtools, &popup).await;
+            let shown = devtools
+                .eval(&tab, "document.getElementById('ask').hidden")
+                .await;
+            assert_eq!(
+                shown,
+                json!(true),
+                "the page asked before the person allowed it"
+            );
+            click_answer(&mut devtools, &popup, "allowed").await;
+            devtools
+                .wait_for(&tab, "document.getElementById('ask').hidden", json!(false))
+                .await;
+            devtools
+                .eval(&tab, "document.getElementById('yes').click(); true")
+                .await;
+            card
+        }
+    );
+    assert!(
+        card.contains("is about to run the page's tool “book_table”, which asks for you in the tab (the page wants your interaction)"),
+        "{card}"
+    );
+    assert!(!is_error(&booked), "{booked}");
+    assert!(
+        text(&booked).contains("\nbooked for 2\n<<end-page-words "),
+        "{booked}"
+    );
+
+    // Denied: the page's question never shows, its tool hears the person declined.
+    let (denied, _) = tokio::join!(
+        call(&bridge, "browser_call_page_tool", book.clone()),
+        async {
+            wait_for_request(&mut devtools, &popup).await;
+            click_answer(&mut devtools, &popup, "denied").await;
+        }
+    );
+    assert!(is_error(&denied), "{denied}");
+    let said = text(&denied);
+    assert!(
+        said.contains("denied this step") && said.contains("Do not retry it"),
+        "{said}"
+    );
+    devtools
+        .wait_for(
+            &tab,
+            "document.getElementById('declined').textContent",
+            json!("declined: The person declined the interaction this tool asked for"),
+        )
+        .await;
+    assert_eq!(
+        devtools
+            .eval(&tab, "[document.getElementById('ask').hidden, document.getElementById('booked').textContent]")
+            .await,
+        json!([true, "booked for 2"]),
+        "the question was shown or a second table booked"
+    );
+
+    let receipts = receipts(&relay, "ask-before", 2).await;
+    for (receipt, outcome) in receipts.iter().zip(["allowed", "denied"]) {
+        let detail = receipt["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(outcome)
+                && detail.ends_with("run the page's tool (the page wants your interaction)"),
+            "{detail}"
+        );
+        assert!(!detail.contains("book_table"), "{detail}");
+    }
+
+    drop(bridge);
+    drop(devtools);
+    drop(browser);
+    relay.shutdown().await;
+}
+
+/// Through each official SDK (`tests/mcp-sdk-client/consequential.mjs`,
+/// `tests/mcp-python-client/consequential.py`), with "ask before submitting forms" on: a
+/// `browser_fill_form` after which the page submits its form waits for Allow (and is then
+/// sent) or Deny (and is not), and a page's own tool asking for the person
+/// (`requestUserInteraction`) waits for Allow, after which the person answers the page's own
+/// question in the tab, or Deny, after which the page never asks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_sdk_fill_form_and_a_page_tool_asking_for_the_person_wait_for_allow_and_deny() {
+    let test = "TypeScript SDK fill form and page tool asking";
+    let Some(chromium) = chromium_or_skip(test) else {
+        return;
+    };
+    let Some(sdk) = Sdk::typescript_or_skip(test) else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, consequential(&chromium, &sdk)).await;
+}
+
+/// The same with the official Python SDK.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_fill_form_and_a_page_tool_asking_for_the_person_wait_for_allow_and_deny() {
+    let test = "Python SDK fill form and page tool asking";
+    let Some(chromium) = chromium_or_skip(test) else {
+        return;
+    };
+    let Some(sdk) = Sdk::python_or_skip(test) else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, consequential(&chromium, &sdk)).await;
+}
+
+async fn consequential(chromium: &Path, sdk: &Sdk) {
+    let name = sdk.name();
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Person's browser");
+    let config_path = profile.extension_dir.join("dev-config.json");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+    config["askBefore"] = json!({"forms": ["*"]});
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let browser = Browser::launch_with(
+        chromium,
+        &profile,
+        &[
+            crate::browser_webmcp::WEBMCP_FLAGS,
+            "--remote-debugging-port=0",
+        ],
+    );
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
+    let mut host = sdk.spawn(
+        "consequential",
+        &[&site.url("delivery.html"), &site.url("webmcp-person.html")],
+        &relay.url("/mcp"),
+        &[],
+        &token(USER, Some(Role::Mcp)),
+    );
+    let popup = devtools.open_popup(&origin, 600).await;
+
+    // The express box (the page's requestSubmit): allowed. The country (form.submit()): denied.
+    let card = wait_for_request(&mut devtools, &popup).await;
+    assert!(
+        card.contains("Errand Assistant is about to fill in the form “Delivery” (the page submits it as its fields are filled)"),
+        "{name}: {card}"
+    );
+    click_answer(&mut devtools, &popup, "allowed").await;
+    wait_for_request(&mut devtools, &popup).await;
+    click_answer(&mut devtools, &popup, "denied").await;
+
+    // The page's tool: allowed, then the person answers the page's own question in the tab.
+    let card = wait_for_request(&mut devtools, &popup).await;
+    assert!(
+        card.contains("Errand Assistant is about to run the page's tool “book_table”, which asks for you in the tab"),
+        "{name}: {card}"
+    );
+    let tab = page_session(&mut devtools, "webmcp-person.html").await;
+    assert_eq!(
+        devtools
+            .eval(&tab, "document.getElementById('ask').hidden")
+            .await,
+        json!(true),
+        "{name}: the page asked before the person allowed it"
+    );
+    click_answer(&mut devtools, &popup, "allowed").await;
+    devtools
+        .wait_for(&tab, "document.getElementById('ask').hidden", json!(false))
+        .await;
+    devtools
+        .eval(&tab, "document.getElementById('yes').click(); true")
+        .await;
+    // Then denied: the page never asks.
+    wait_for_request(&mut devtools, &popup).await;
+    click_answer(&mut devtools, &popup, "denied").await;
+
+    let report = sdk_report(&mut host, name, STEP).await;
+    let step = |key: &str| report[key].clone();
+    let said = |key: &str| report[key]["text"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(step("gift")["isError"], false, "{name}: {report}");
+    assert_eq!(step("express")["isError"], false, "{name}: {report}");
+    assert_eq!(
+        step("express")["structured"]["submitted"],
+        json!(["the form “Delivery”"]),
+        "{name}: {report}"
+    );
+    assert_eq!(
+        report["expressStatus"], "Delivery to anywhere, express",
+        "{name}: the allowed submission arrived"
+    );
+    for key in ["country", "countryRetry"] {
+        assert_eq!(step(key)["isError"], true, "{name}: {key}: {report}");
+        assert!(
+            said(key).contains("denied this step")
+                && said(key).contains("The fields were filled, but the form was not submitted."),
+            "{name}: {key}: {report}"
+        );
+    }
+    assert_eq!(
+        report["countryAfter"], "de Delivery",
+        "{name}: filled, not sent"
+    );
+    assert_eq!(step("booked")["isError"], false, "{name}: {report}");
+    assert!(
+        said("booked").contains("\nbooked for 2\n<<end-page-words "),
+        "{name}: {report}"
+    );
+    assert_eq!(step("bookingDenied")["isError"], true, "{name}: {report}");
+    assert!(
+        said("bookingDenied").contains("denied this step"),
+        "{name}: {report}"
+    );
+    assert_eq!(
+        devtools
+            .eval(&tab, "[document.getElementById('ask').hidden, document.getElementById('booked').textContent, document.getElementById('declined').textContent]")
+            .await,
+        json!([true, "booked for 2", "declined: The person declined the interaction this tool asked for"]),
+        "{name}: the denied call never asked in the page"
+    );
+    // The retry of the denied fill did not ask again: four prompts, four receipts.
+    assert_eq!(
+        devtools
+            .eval(
+                &popup,
+                "document.querySelectorAll('.person-request').length"
+            )
+            .await,
+        json!(0),
+        "{name}"
+    );
+    let receipts = receipts(&relay, "ask-before", 4).await;
+    let outcomes: Vec<&str> = receipts
+        .iter()
+        .map(|r| r["detail"].as_str().unwrap().split(' ').next().unwrap())
+        .collect();
+    assert_eq!(
+        outcomes,
+        ["allowed", "denied", "allowed", "denied"],
+        "{name}: {receipts:?}"
+    );
+
+    drop(devtools);
+    drop(browser);
+    relay.shutdown().await;
+}
+
+async fn ask_before(chromium: &Path, sdk: &Sdk) {
     let relay = relay().await;
     let site = FixtureSite::start().await;
     let profile = Profile::new(&relay, "Person's browser");
@@ -92,13 +629,7 @@ async fn ask_before(chromium: &Path, client_dir: &Path) {
     let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
     let mut devtools = DevTools::attach(&browser).await;
     let origin = devtools.extension_origin().await;
-    let mut host = sdk_host(
-        client_dir,
-        "ask-before.mjs",
-        &site.url("checkout.html"),
-        &relay,
-        &[],
-    );
+    let mut host = sdk_host(sdk, "ask-before", &site.url("checkout.html"), &relay, &[]);
 
     let popup = devtools.open_popup(&origin, 600).await;
     let card = wait_for_request(&mut devtools, &popup).await;
@@ -182,33 +713,25 @@ async fn ask_before(chromium: &Path, client_dir: &Path) {
     relay.shutdown().await;
 }
 
-/// An SDK script from tests/mcp-sdk-client driving the bridge at `relay`, its stdout piped for
-/// the report (the bridge's log goes to the test's output).
+/// An SDK script (`hand-off` or `ask-before`) driving the bridge at `relay`, its stdout piped
+/// for the report (the bridge's log goes to the test's output).
 fn sdk_host(
-    client_dir: &Path,
+    sdk: &Sdk,
     script: &str,
     page: &str,
     relay: &mcp_relay::server::RunningRelay,
     bridge_args: &[&str],
 ) -> tokio::process::Child {
-    // MCP_RELAY_TEST_BINARY: another build of the relay, as tests/common/served.rs takes it.
-    let binary = std::env::var("MCP_RELAY_TEST_BINARY")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_mcp-relay").to_owned());
-    tokio::process::Command::new("node")
-        .arg(client_dir.join(script))
-        .arg(page)
-        .arg(binary)
-        .args(["bridge", "--relay", &relay.url("/mcp")])
-        .args(bridge_args)
-        .env("MCP_RELAY_TOKEN", token(USER, Some(Role::Mcp)))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("node")
+    sdk.spawn(
+        script,
+        &[page],
+        &relay.url("/mcp"),
+        bridge_args,
+        &token(USER, Some(Role::Mcp)),
+    )
 }
 
-async fn hand_off(chromium: &Path, client_dir: &Path, mode: Mode) {
+async fn hand_off(chromium: &Path, sdk: &Sdk, mode: Mode) {
     let relay = relay().await;
     let site = FixtureSite::start().await;
     let profile = Profile::new(&relay, "Person's browser");
@@ -224,8 +747,8 @@ async fn hand_off(chromium: &Path, client_dir: &Path, mode: Mode) {
 
     // The host: the official SDK, through the bridge, with progress every 500 ms.
     let mut host = sdk_host(
-        client_dir,
-        "hand-off.mjs",
+        sdk,
+        "hand-off",
         &site.url("login.html"),
         &relay,
         &["--progress-interval", "500ms"],
@@ -473,19 +996,5 @@ async fn page_session(devtools: &mut DevTools, part: &str) -> String {
 
 /// The host's report (its last line), once it exits.
 async fn finish(host: &mut tokio::process::Child) -> Value {
-    let deadline = Instant::now() + STEP;
-    let status = tokio::time::timeout_at(deadline, host.wait())
-        .await
-        .expect("the host did not finish")
-        .unwrap();
-    let mut stdout = String::new();
-    host.stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .await
-        .unwrap();
-    assert!(status.success(), "hand-off.mjs failed:\n{stdout}");
-    serde_json::from_str(stdout.trim().lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("no report ({e}): {stdout}"))
+    sdk_report(host, "the SDK host", STEP).await
 }

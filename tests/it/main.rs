@@ -33,3 +33,5 @@ mod operator;
 mod properties;
 mod relay_hardening;
 mod relay_protocol;
+mod sdk_code_execution;
+mod sdk_page_tools;

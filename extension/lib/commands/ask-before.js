@@ -10,7 +10,7 @@
  * action, and the same action is refused without asking again while the denial is remembered.
  */
 
-import { pageConsequence } from '../ask-before.js';
+import { HELD_SUBMISSIONS_KEY, holdSubmissions, pageConsequence, peekHeldSubmissions, takeHeldSubmissions } from '../ask-before.js';
 import { elementExpression, pageExpression } from '../page-scripts.js';
 import { serverError } from '../rpc.js';
 import { elementTarget } from '../targets.js';
@@ -53,17 +53,29 @@ export async function askBeforeActing(ctx, method, params) {
   ];
   if (reasons.length === 0)
     return;
-  const action = `${query.verb} ${found.words} (${reasons.join('; ')})`;
-  const key = `${ctx.connectionId}|${tabId}|${method}|${found.words}`;
+  await askPersonFirst(ctx, { tabId, method, verb: query.verb, words: found.words, reasons });
+}
+
+/**
+ * Asks the person to Allow or Deny one step (`verb words (reasons)`), or finds their earlier
+ * answer to the same step; returns once allowed, throws their Deny (or that they have not
+ * answered yet).
+ *
+ * @param {CommandContext} ctx
+ * @param {{tabId: number, method: string, verb: string, words: string, reasons: string[], deniedNote?: string}} step
+ */
+export async function askPersonFirst(ctx, { tabId, method, verb, words, reasons, deniedNote }) {
+  const action = `${verb} ${words} (${reasons.join('; ')})`;
+  const key = `${ctx.connectionId}|${tabId}|${method}|${words}`;
   let request = ctx.person.lastByKey(key);
   if (request?.status === 'denied')
-    throw deniedError(request);
+    throw deniedError(request, deniedNote);
   if (request?.status !== 'waiting') {
     const tab = await getTab(tabId);
     request = ctx.person.open({
       kind: 'ask',
       key,
-      summary: `${query.verb} (${reasons.join('; ')})`,
+      summary: `${verb} (${reasons.join('; ')})`,
       connectionId: ctx.connectionId,
       assistant: ctx.assistantName ?? 'An assistant',
       tabId,
@@ -77,15 +89,66 @@ export async function askBeforeActing(ctx, method, params) {
     case 'allowed':
       return;
     case 'denied':
-      throw deniedError(answered);
+      throw deniedError(answered, deniedNote);
     case 'waiting':
       throw serverError(`The browser's owner asked to approve this step first: ${action}. They have not answered yet ` +
-          `(the request stays in their mcp-relay popup until ${new Date(answered.deadline).toISOString()}); nothing was done. ` +
+          `(the request stays in their mcp-relay popup until ${new Date(answered.deadline).toISOString()}); ${deniedNote ?? 'nothing was done'}. ` +
           'Tell the user you are waiting for their Allow, then call the same action again: it waits for the same answer');
     default:
-      throw serverError(`The browser's owner did not allow this step (${action}) in time; nothing was done. ` +
+      throw serverError(`The browser's owner did not allow this step (${action}) in time; ${deniedNote ?? 'nothing was done'}. ` +
           'Ask the user before trying again');
   }
+}
+
+/**
+ * Runs `fill` (a `fillForm`'s filling of its fields) where the person asked to approve form
+ * submissions or purchases: a submission the page starts while the fields are filled (a
+ * `change` handler that submits, a checkbox whose click does) is held back, the person is
+ * asked, and the held form is submitted only on their Allow. On Deny the fields stay filled and
+ * nothing is submitted. Elsewhere `fill` simply runs.
+ *
+ * @template T
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {() => Promise<T>} fill
+ * @returns {Promise<{result: T, submitted?: string[]}>}
+ */
+export async function fillingWithAsking(ctx, tabId, fill) {
+  const asks = ctx.askBefore;
+  if (!ctx.person || !asks || (!asks.forms && !asks.purchases))
+    return { result: await fill() };
+  await evaluateExpression(ctx, tabId, pageExpression(holdSubmissions, HELD_SUBMISSIONS_KEY));
+  let result;
+  try {
+    result = await fill();
+  } catch (error) {
+    await evaluateExpression(ctx, tabId, pageExpression(takeHeldSubmissions, HELD_SUBMISSIONS_KEY, false)).catch(() => {});
+    throw error;
+  }
+  // Which forms the page tried to submit, the hold ended (nothing is sent yet).
+  const { forms } = await evaluateExpression(ctx, tabId, pageExpression(peekHeldSubmissions, HELD_SUBMISSIONS_KEY));
+  if (forms.length === 0) {
+    await evaluateExpression(ctx, tabId, pageExpression(takeHeldSubmissions, HELD_SUBMISSIONS_KEY, false));
+    return { result };
+  }
+  const purchase = forms.some(form => form.purchase);
+  const reasons = [
+    ...(asks.purchases && purchase ? ['it looks like a purchase or payment'] : []),
+    ...(asks.forms ? ['the page submits it as its fields are filled'] : []),
+  ];
+  if (reasons.length > 0) {
+    try {
+      await askPersonFirst(ctx, {
+        tabId, method: 'fillForm', verb: 'fill in', words: forms.map(form => form.words).join(' and '), reasons,
+        deniedNote: 'the fields were filled, but the form was not submitted',
+      });
+    } catch (error) {
+      await evaluateExpression(ctx, tabId, pageExpression(takeHeldSubmissions, HELD_SUBMISSIONS_KEY, false)).catch(() => {});
+      throw error;
+    }
+  }
+  const { sent } = await evaluateExpression(ctx, tabId, pageExpression(takeHeldSubmissions, HELD_SUBMISSIONS_KEY, true));
+  return { result, submitted: sent > 0 ? forms.map(form => form.words) : [] };
 }
 
 /**
@@ -110,8 +173,8 @@ function consequenceQuery(method, params) {
   }
 }
 
-/** @param {PersonRequest} request */
-function deniedError(request) {
-  return serverError(`The browser's owner denied this step: ${request.reason}. Nothing was done. ` +
+/** @param {PersonRequest} request @param {string} [done] what was done all the same */
+function deniedError(request, done) {
+  return serverError(`The browser's owner denied this step: ${request.reason}. ${done ? `${done[0].toUpperCase()}${done.slice(1)}.` : 'Nothing was done.'} ` +
       'Do not retry it or work around it (another element, a key press, a script): tell the user it was refused and ask what they want instead');
 }

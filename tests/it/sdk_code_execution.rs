@@ -1,0 +1,385 @@
+//! `code_execution` (issue 27) through both official MCP SDK clients: the TypeScript SDK
+//! (`tests/mcp-sdk-client/code-execution.mjs`) and the Python SDK
+//! (`tests/mcp-python-client/code_execution.py`) each drive `mcp-relay bridge --code-execution`
+//! over stdio, as a host does, against the reference extension in a real Chromium, on the
+//! fixture shop (`tests/fixtures/shop.html` and its three product pages).
+//!
+//! The scripts are this file's ([`plan`]); each SDK client runs them in order and reads the same
+//! table with single calls; [`check`] reads both reports: the script's table of name, price and
+//! stock equals the single calls' (and the shop's), each bound set low on the bridge (inner
+//! calls, bytes returned, CPU time, memory) is hit by a script written to hit it and named in
+//! the answer, and scripts reaching for `fetch`, `require`, `process`, `Deno`, `import()` or
+//! looping for ever get nothing and are stopped. The bridge's audit log holds each inner call,
+//! in order, as a line of its own.
+//!
+//! Locally these tests skip with a loud message when Chromium or an SDK is missing; in CI
+//! (`CI=true`) they fail.
+
+use crate::common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::bridge::{sdk_report, Sdk};
+use common::browser::*;
+use common::{relay, token};
+use mcp_relay::auth::Role;
+use serde_json::{json, Value};
+
+/// The bounds the bridge runs with: low enough for a script to hit each in a moment, high
+/// enough for the shop's table (8 inner calls, a few kB).
+const MAX_CALLS: usize = 10;
+const BRIDGE_BOUNDS: [&str; 10] = [
+    "--code-max-calls",
+    "10",
+    "--code-max-bytes",
+    "30000",
+    "--code-cpu-time",
+    "1s",
+    "--code-memory",
+    "32MiB",
+    "--code-wall-time",
+    "10s",
+];
+
+/// Reads the shop's product links, as a JSON string (the text of a `browser_evaluate` answer).
+const LINKS: &str =
+    "() => JSON.stringify([...document.querySelectorAll('a.product')].map(a => a.href))";
+/// Reads one product page.
+const PRODUCT: &str = "() => JSON.stringify({name: document.getElementById('name').textContent, \
+     price: document.getElementById('price').textContent, \
+     stock: Number(document.getElementById('stock').textContent)})";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_sdk_script_reads_the_shop_in_one_call_hits_each_bound_and_reaches_nothing_else()
+{
+    let test =
+        "typescript_sdk_script_reads_the_shop_in_one_call_hits_each_bound_and_reaches_nothing_else";
+    let Some(chromium) = chromium_or_skip(test) else {
+        return;
+    };
+    let Some(sdk) = Sdk::typescript_or_skip(test) else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(Duration::from_secs(240), scripts(&chromium, &sdk)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_script_reads_the_shop_in_one_call_hits_each_bound_and_reaches_nothing_else() {
+    let test =
+        "python_sdk_script_reads_the_shop_in_one_call_hits_each_bound_and_reaches_nothing_else";
+    let Some(chromium) = chromium_or_skip(test) else {
+        return;
+    };
+    let Some(sdk) = Sdk::python_or_skip(test) else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(Duration::from_secs(240), scripts(&chromium, &sdk)).await;
+}
+
+/// The scripts, in the order the clients run them, with the tool calls each makes (in the
+/// audit log's order).
+fn plan(shop: &str) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
+    let table = format!(
+        "await tools.browser_navigate({{url: {shop:?}}});\n\
+         const links = JSON.parse((await tools.browser_evaluate({{function: {LINKS:?}}})).text);\n\
+         const rows = [];\n\
+         for (const url of links) {{\n\
+           await tools.browser_navigate({{url}});\n\
+           const product = JSON.parse((await tools.browser_evaluate({{function: {PRODUCT:?}}})).text);\n\
+           rows.push({{url, ...product}});\n\
+         }}\n\
+         return rows;"
+    );
+    let scripts = [
+        ("table", table),
+        (
+            "calls",
+            "for (let i = 0; i < 50; i++) await tools.browser_tabs({action: 'list'});\n\
+             return 'all 50 calls made';"
+                .into(),
+        ),
+        (
+            "bytes",
+            "const big = await tools.browser_evaluate({function: \"() => 'x'.repeat(35000)\"});\n\
+             return big.text.length;"
+                .into(),
+        ),
+        ("cpu", "while (true) {}".into()),
+        (
+            "memory",
+            "const hoard = [];\nfor (let i = 0; ; i++) hoard.push(new Array(1 << 18).fill(i));"
+                .into(),
+        ),
+        ("fetch", format!("return await fetch({shop:?});")),
+        (
+            "require",
+            "return require('fs').readFileSync('/etc/hostname', 'utf8');".into(),
+        ),
+        ("process", "return process.env;".into()),
+        (
+            "Deno",
+            "return Deno.readTextFileSync('/etc/hostname');".into(),
+        ),
+        ("import", "return await import('fs');".into()),
+        (
+            "globals",
+            "return ['fetch', 'require', 'process', 'Deno', 'XMLHttpRequest', 'WebSocket', \
+             'setTimeout', 'performance', 'os', 'std']\n\
+               .map(name => name + ':' + typeof globalThis[name]).join(',');"
+                .into(),
+        ),
+        ("awaitLoop", "for (;;) await null;".into()),
+        (
+            "waitingOnNothing",
+            "await new Promise(() => {});\nreturn 'never settles';".into(),
+        ),
+        // Last: the extension's wait goes on for a second after the script is stopped.
+        (
+            "wallTime",
+            "await tools.browser_wait_for({time: 11});\nreturn 'waited';".into(),
+        ),
+    ];
+    let navigate_and_read = ["browser_navigate", "browser_evaluate"];
+    let calls = vec![
+        ("table", navigate_and_read.repeat(4)),
+        ("calls", vec!["browser_tabs"; MAX_CALLS]),
+        ("bytes", vec!["browser_evaluate"]),
+        ("wallTime", vec!["browser_wait_for"]),
+    ];
+    let plan = json!({
+        "shop": shop,
+        "links": LINKS,
+        "product": PRODUCT,
+        "scripts": scripts.iter().map(|(name, code)| json!([name, code])).collect::<Vec<_>>(),
+    });
+    (plan, calls)
+}
+
+async fn scripts(chromium: &Path, sdk: &Sdk) {
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Script Chromium");
+    let browser = Browser::launch_with(chromium, &profile, &[]);
+    let mut watcher = Driver::handshake(&relay, "watcher").await;
+    watcher.wait_for_extension(&browser).await;
+
+    let shop = site.url("shop.html");
+    let (plan, inner_calls) = plan(&shop);
+    let dir = tempfile::tempdir().unwrap();
+    let plan_file = dir.path().join("plan.json");
+    std::fs::write(&plan_file, plan.to_string()).unwrap();
+    let audit_log = dir.path().join("audit.jsonl");
+    let mut bridge_args = vec![
+        "--code-execution",
+        "--audit-log",
+        audit_log.to_str().unwrap(),
+    ];
+    bridge_args.extend(BRIDGE_BOUNDS);
+    let mut script = sdk.spawn(
+        "code-execution",
+        &[plan_file.to_str().unwrap()],
+        &relay.url("/mcp"),
+        &bridge_args,
+        &token(USER, Some(Role::Mcp)),
+    );
+    let report = sdk_report(&mut script, sdk.name(), Duration::from_secs(220)).await;
+    check(&report, &site, sdk);
+
+    // The audit log: each inner call a line of its own (`code_execution` → the tool), in the
+    // order made, then the script's own line; the escapes made none.
+    let log = std::fs::read_to_string(&audit_log).unwrap();
+    let records: Vec<Value> = log
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let scripts: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["tool"] == "code_execution" && r.get("target").is_none_or(Value::is_null))
+        .collect();
+    assert_eq!(
+        scripts.len(),
+        plan["scripts"].as_array().unwrap().len(),
+        "{}: one line per script: {log}",
+        sdk.name()
+    );
+    let inner: Vec<&str> = records
+        .iter()
+        .filter(|r| r["tool"] == "code_execution")
+        .filter_map(|r| r["target"].as_str())
+        .collect();
+    let expected: Vec<&str> = inner_calls
+        .iter()
+        .flat_map(|(_, calls)| calls.iter().copied())
+        .collect();
+    assert_eq!(inner, expected, "{}: {log}", sdk.name());
+    // Each script's line comes after its inner calls: the first script line follows the
+    // table's 8 calls.
+    let first_script = records
+        .iter()
+        .position(|r| r["tool"] == "code_execution" && r.get("target").is_none_or(Value::is_null))
+        .unwrap();
+    assert_eq!(
+        first_script,
+        inner_calls[0].1.len(),
+        "{}: {log}",
+        sdk.name()
+    );
+
+    drop(browser);
+    relay.shutdown().await;
+}
+
+fn run<'r>(report: &'r Value, name: &str) -> &'r Value {
+    let found = &report["runs"][name];
+    assert!(found.is_object(), "no run {name}: {report}");
+    found
+}
+
+fn said(run: &Value) -> &str {
+    run["text"].as_str().unwrap_or_default()
+}
+
+/// A run that the bridge stopped at `bound` (its `structuredContent.stoppedBy`), naming it.
+fn stopped_by(report: &Value, name: &str, bounds: &[&str], words: &str, sdk: &Sdk) -> usize {
+    let run = run(report, name);
+    assert_eq!(
+        run["isError"],
+        true,
+        "{}: {name} was not stopped: {run}",
+        sdk.name()
+    );
+    let by = run["structured"]["stoppedBy"].as_str().unwrap_or_default();
+    assert!(
+        bounds.contains(&by),
+        "{}: {name} stopped by {by:?}, not {bounds:?}: {run}",
+        sdk.name()
+    );
+    assert!(
+        said(run).contains("the script was stopped") && said(run).contains(words),
+        "{}: {name}: the answer does not name the bound: {run}",
+        sdk.name()
+    );
+    run["structured"]["innerCalls"]
+        .as_array()
+        .map_or(0, Vec::len)
+}
+
+fn check(report: &Value, site: &FixtureSite, sdk: &Sdk) {
+    let name = sdk.name();
+    assert!(
+        report["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("code_execution")),
+        "{name}: {report}"
+    );
+
+    // The table: one call, the same rows as single calls, and the shop's own figures.
+    let table = run(report, "table");
+    assert_eq!(table["isError"], false, "{name}: {table}");
+    let rows: Value = serde_json::from_str(said(table))
+        .unwrap_or_else(|e| panic!("{name}: the table is not JSON ({e}): {table}"));
+    assert_eq!(
+        rows, report["single"],
+        "{name}: script and single calls differ"
+    );
+    assert_eq!(
+        rows,
+        json!([
+            {"url": site.url("shop-kettle.html"), "name": "Kettle", "price": "24.90", "stock": 12},
+            {"url": site.url("shop-teapot.html"), "name": "Teapot", "price": "31.50", "stock": 0},
+            {"url": site.url("shop-mug.html"), "name": "Mug", "price": "7.25", "stock": 140},
+        ]),
+        "{name}"
+    );
+    let made = table["structured"]["innerCalls"].as_array().unwrap();
+    assert_eq!(made.len(), 8, "{name}: {table}");
+    assert!(made.iter().all(|c| c["ok"] == true), "{name}: {table}");
+
+    // Each bound, hit by a script written to hit it, named in the answer.
+    let calls = stopped_by(
+        report,
+        "calls",
+        &["calls"],
+        "inner-call bound (10 tool calls, --code-max-calls)",
+        sdk,
+    );
+    assert_eq!(calls, MAX_CALLS, "{name}: what it had done so far");
+    assert!(
+        said(run(report, "calls")).contains("It had made 10 tool call(s)"),
+        "{name}"
+    );
+    stopped_by(report, "bytes", &["bytes"], "--code-max-bytes", sdk);
+    assert_eq!(
+        stopped_by(report, "cpu", &["cpu_time"], "--code-cpu-time", sdk),
+        0
+    );
+    assert_eq!(
+        stopped_by(report, "memory", &["memory"], "--code-memory", sdk),
+        0
+    );
+    // An endless loop of awaits is stopped too (it runs script, or waits on nothing).
+    let by = run(report, "awaitLoop")["structured"]["stoppedBy"].clone();
+    let words = if by == "wall_time" {
+        "--code-wall-time"
+    } else {
+        "--code-cpu-time"
+    };
+    stopped_by(report, "awaitLoop", &["cpu_time", "wall_time"], words, sdk);
+    // A script waiting for a tool longer than the wall-time bound is stopped by it.
+    stopped_by(
+        report,
+        "wallTime",
+        &["wall_time"],
+        "the wall-time bound (10s, --code-wall-time)",
+        sdk,
+    );
+    // One waiting on a promise nothing can settle is ended at once, saying why.
+    let nothing = run(report, "waitingOnNothing");
+    assert_eq!(nothing["isError"], true, "{name}: {nothing}");
+    assert!(
+        said(nothing).contains("waiting for a promise that nothing will settle"),
+        "{name}: {nothing}"
+    );
+
+    // Reaching out: nothing there, and nothing done.
+    for (escape, missing) in [
+        ("fetch", "fetch"),
+        ("require", "require"),
+        ("process", "process"),
+        ("Deno", "Deno"),
+    ] {
+        let run = run(report, escape);
+        assert_eq!(run["isError"], true, "{name}: {escape}: {run}");
+        assert!(
+            said(run).contains(&format!(
+                "the script failed: ReferenceError: {missing} is not defined (line 1)"
+            )) && said(run).contains("It had made no tool call."),
+            "{name}: {escape}: {run}"
+        );
+        assert_eq!(
+            run["structured"]["innerCalls"],
+            json!([]),
+            "{name}: {escape}: {run}"
+        );
+    }
+    let import = run(report, "import");
+    assert_eq!(import["isError"], true, "{name}: {import}");
+    assert!(
+        said(import).contains("the script failed: ReferenceError: could not load module 'fs'"),
+        "{name}: {import}"
+    );
+    assert_eq!(import["structured"]["innerCalls"], json!([]), "{name}");
+    let globals = run(report, "globals");
+    assert_eq!(globals["isError"], false, "{name}: {globals}");
+    assert_eq!(
+        said(globals),
+        "fetch:undefined,require:undefined,process:undefined,Deno:undefined,\
+         XMLHttpRequest:undefined,WebSocket:undefined,setTimeout:undefined,\
+         performance:undefined,os:undefined,std:undefined",
+        "{name}"
+    );
+}
