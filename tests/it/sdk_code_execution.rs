@@ -172,8 +172,11 @@ async fn scripts(chromium: &Path, sdk: &Sdk) {
     let plan_file = dir.path().join("plan.json");
     std::fs::write(&plan_file, plan.to_string()).unwrap();
     let audit_log = dir.path().join("audit.jsonl");
+    // The script reads each answer's fields (`stoppedBy`, `innerCalls`): a client that reads
+    // fields asks for them beside page text (docs/BRIDGE.md, `structuredContent`).
     let mut bridge_args = vec![
         "--code-execution",
+        "--structured-content",
         "--audit-log",
         audit_log.to_str().unwrap(),
     ];

@@ -136,7 +136,13 @@ async fn page_tools(chromium: &Path, sdk: &Sdk, via: Via) {
         Via::Bridge => relay().await,
         Via::Http => {
             let log = audit_log.clone();
-            common::relay_with(move |c| c.mcp_audit_log = Some(log)).await
+            // The script reads the listing's fields (`toolCount`): a client that reads fields
+            // asks for them beside page text (docs/BRIDGE.md, `structuredContent`).
+            common::relay_with(move |c| {
+                c.mcp_audit_log = Some(log);
+                c.mcp_structured_content = true;
+            })
+            .await
         }
     };
 
@@ -161,7 +167,13 @@ async fn page_tools(chromium: &Path, sdk: &Sdk, via: Via) {
             "page-tools",
             &[&page, &blocked],
             &relay.url("/mcp"),
-            &["--tools", "all", "--audit-log", audit_log.to_str().unwrap()],
+            &[
+                "--tools",
+                "all",
+                "--audit-log",
+                audit_log.to_str().unwrap(),
+                "--structured-content",
+            ],
             &mcp_token,
         ),
         Via::Http => sdk.spawn_http(
