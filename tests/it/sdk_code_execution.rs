@@ -62,7 +62,11 @@ async fn typescript_sdk_script_reads_the_shop_in_one_call_hits_each_bound_and_re
         return;
     };
     let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
-    within(Duration::from_secs(240), scripts(&chromium, &sdk)).await;
+    within(
+        Duration::from_secs(240),
+        scripts(&chromium, &sdk, Via::Bridge),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -76,7 +80,70 @@ async fn python_sdk_script_reads_the_shop_in_one_call_hits_each_bound_and_reache
         return;
     };
     let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
-    within(Duration::from_secs(240), scripts(&chromium, &sdk)).await;
+    within(
+        Duration::from_secs(240),
+        scripts(&chromium, &sdk, Via::Bridge),
+    )
+    .await;
+}
+
+/// The same scripts through the relay's HTTP `/mcp` (`serve --mcp-code-execution` with the same
+/// bounds as `--mcp-code-*`), no bridge: the answers name the relay's flags.
+#[cfg(feature = "http-mcp")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_sdk_over_http_script_reads_the_shop_hits_each_bound_and_reaches_nothing_else() {
+    let test =
+        "typescript_sdk_over_http_script_reads_the_shop_hits_each_bound_and_reaches_nothing_else";
+    let Some(chromium) = chromium_or_skip(test) else {
+        return;
+    };
+    let Some(sdk) = Sdk::typescript_or_skip(test) else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(
+        Duration::from_secs(240),
+        scripts(&chromium, &sdk, Via::Http),
+    )
+    .await;
+}
+
+#[cfg(feature = "http-mcp")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_over_http_script_reads_the_shop_hits_each_bound_and_reaches_nothing_else() {
+    let test =
+        "python_sdk_over_http_script_reads_the_shop_hits_each_bound_and_reaches_nothing_else";
+    let Some(chromium) = chromium_or_skip(test) else {
+        return;
+    };
+    let Some(sdk) = Sdk::python_or_skip(test) else {
+        return;
+    };
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(
+        Duration::from_secs(240),
+        scripts(&chromium, &sdk, Via::Http),
+    )
+    .await;
+}
+
+/// Where the SDK client reaches `code_execution`.
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    /// `mcp-relay bridge --code-execution` over stdio.
+    Bridge,
+    /// The relay's HTTP `/mcp` started with `--mcp-code-execution`.
+    Http,
+}
+
+impl Via {
+    /// How the flags that set the bounds begin, as the answers name them.
+    fn flags(self) -> &'static str {
+        match self {
+            Via::Bridge => "--code-",
+            Via::Http => "--mcp-code-",
+        }
+    }
 }
 
 /// The scripts, in the order the clients run them, with the tool calls each makes (in the
@@ -158,8 +225,27 @@ fn plan(shop: &str) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
     (plan, calls)
 }
 
-async fn scripts(chromium: &Path, sdk: &Sdk) {
-    let relay = relay().await;
+async fn scripts(chromium: &Path, sdk: &Sdk, via: Via) {
+    let dir = tempfile::tempdir().unwrap();
+    let audit_log = dir.path().join("audit.jsonl");
+    let relay = match via {
+        Via::Bridge => relay().await,
+        Via::Http => {
+            let log = audit_log.clone();
+            common::relay_with(move |c| {
+                c.mcp_code_execution = true;
+                c.mcp_code_max_calls = 10;
+                c.mcp_code_max_bytes = 30_000;
+                c.mcp_code_cpu_time = Duration::from_secs(1);
+                c.mcp_code_memory = 32 << 20;
+                c.mcp_code_wall_time = Duration::from_secs(10);
+                // The script reads each answer's fields (see below).
+                c.mcp_structured_content = true;
+                c.mcp_audit_log = Some(log);
+            })
+            .await
+        }
+    };
     let site = FixtureSite::start().await;
     let profile = Profile::new(&relay, "Script Chromium");
     let browser = Browser::launch_with(chromium, &profile, &[]);
@@ -168,10 +254,8 @@ async fn scripts(chromium: &Path, sdk: &Sdk) {
 
     let shop = site.url("shop.html");
     let (plan, inner_calls) = plan(&shop);
-    let dir = tempfile::tempdir().unwrap();
     let plan_file = dir.path().join("plan.json");
     std::fs::write(&plan_file, plan.to_string()).unwrap();
-    let audit_log = dir.path().join("audit.jsonl");
     // The script reads each answer's fields (`stoppedBy`, `innerCalls`): a client that reads
     // fields asks for them beside page text (docs/BRIDGE.md, `structuredContent`).
     let mut bridge_args = vec![
@@ -181,15 +265,27 @@ async fn scripts(chromium: &Path, sdk: &Sdk) {
         audit_log.to_str().unwrap(),
     ];
     bridge_args.extend(BRIDGE_BOUNDS);
-    let mut script = sdk.spawn(
-        "code-execution",
-        &[plan_file.to_str().unwrap()],
-        &relay.url("/mcp"),
-        &bridge_args,
-        &token(USER, Some(Role::Mcp)),
-    );
+    let mut script = match via {
+        Via::Bridge => sdk.spawn(
+            "code-execution",
+            &[plan_file.to_str().unwrap()],
+            &relay.url("/mcp"),
+            &bridge_args,
+            &token(USER, Some(Role::Mcp)),
+        ),
+        Via::Http => sdk.spawn_http(
+            "code-execution",
+            &[plan_file.to_str().unwrap()],
+            &format!("http://{}/mcp", relay.local_addr),
+            &token(USER, Some(Role::Mcp)),
+        ),
+    };
     let report = sdk_report(&mut script, sdk.name(), Duration::from_secs(220)).await;
-    check(&report, &site, sdk);
+    check(&report, &site, sdk, via.flags());
+    if via == Via::Http {
+        // The relay's audit writer writes a moment after the answer.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 
     // The audit log: each inner call a line of its own (`code_execution` → the tool), in the
     // order made, then the script's own line; the escapes made none.
@@ -270,7 +366,7 @@ fn stopped_by(report: &Value, name: &str, bounds: &[&str], words: &str, sdk: &Sd
         .map_or(0, Vec::len)
 }
 
-fn check(report: &Value, site: &FixtureSite, sdk: &Sdk) {
+fn check(report: &Value, site: &FixtureSite, sdk: &Sdk, flag: &str) {
     let name = sdk.name();
     assert!(
         report["tools"]
@@ -307,7 +403,7 @@ fn check(report: &Value, site: &FixtureSite, sdk: &Sdk) {
         report,
         "calls",
         &["calls"],
-        "inner-call bound (10 tool calls, --code-max-calls)",
+        &format!("inner-call bound (10 tool calls, {flag}max-calls)"),
         sdk,
     );
     assert_eq!(calls, MAX_CALLS, "{name}: what it had done so far");
@@ -315,29 +411,41 @@ fn check(report: &Value, site: &FixtureSite, sdk: &Sdk) {
         said(run(report, "calls")).contains("It had made 10 tool call(s)"),
         "{name}"
     );
-    stopped_by(report, "bytes", &["bytes"], "--code-max-bytes", sdk);
+    stopped_by(
+        report,
+        "bytes",
+        &["bytes"],
+        &format!("{flag}max-bytes"),
+        sdk,
+    );
     assert_eq!(
-        stopped_by(report, "cpu", &["cpu_time"], "--code-cpu-time", sdk),
+        stopped_by(
+            report,
+            "cpu",
+            &["cpu_time"],
+            &format!("{flag}cpu-time"),
+            sdk
+        ),
         0
     );
     assert_eq!(
-        stopped_by(report, "memory", &["memory"], "--code-memory", sdk),
+        stopped_by(report, "memory", &["memory"], &format!("{flag}memory"), sdk),
         0
     );
     // An endless loop of awaits is stopped too (it runs script, or waits on nothing).
     let by = run(report, "awaitLoop")["structured"]["stoppedBy"].clone();
     let words = if by == "wall_time" {
-        "--code-wall-time"
+        format!("{flag}wall-time")
     } else {
-        "--code-cpu-time"
+        format!("{flag}cpu-time")
     };
-    stopped_by(report, "awaitLoop", &["cpu_time", "wall_time"], words, sdk);
+    stopped_by(report, "awaitLoop", &["cpu_time", "wall_time"], &words, sdk);
     // A script waiting for a tool longer than the wall-time bound is stopped by it.
     stopped_by(
         report,
         "wallTime",
         &["wall_time"],
-        "the wall-time bound (10s, --code-wall-time)",
+        &format!("the wall-time bound (10s, {flag}wall-time)"),
         sdk,
     );
     // One waiting on a promise nothing can settle is ended at once, saying why.

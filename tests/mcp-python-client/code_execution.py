@@ -9,16 +9,35 @@ code_execution call, and reads the same table with single calls (browser_navigat
 browser_evaluate, as a model would) to compare.
 
 Usage: python code_execution.py <plan.json> <command> [args...]
-MCP_RELAY_TOKEN is passed through to the bridge. Prints one JSON report as its last line.
+   or: python code_execution.py <plan.json> --http <the relay's /mcp URL>
+MCP_RELAY_TOKEN is passed through to the bridge (or sent as the bearer token over HTTP). Prints
+one JSON report as its last line.
 """
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
 
 from mcp import ClientSession, Implementation, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+
+@contextlib.asynccontextmanager
+async def connection(command: str, args: list[str]):
+    """The streams to the server: the bridge over stdio, or the relay's /mcp over HTTP."""
+    if command == "--http":
+        token = os.environ["MCP_RELAY_TOKEN"]
+        async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
+            async with streamable_http_client(args[0], http_client=http) as streams:
+                yield streams[0], streams[1]
+        return
+    env = {name: os.environ[name] for name in ("MCP_RELAY_TOKEN", "MCP_RELAY_LOG", "PATH") if name in os.environ}
+    async with stdio_client(StdioServerParameters(command=command, args=args, env=env)) as (read, write):
+        yield read, write
 
 
 def report_of(result) -> dict:
@@ -32,9 +51,7 @@ def report_of(result) -> dict:
 async def main(plan_file: str, command: str, args: list[str]) -> dict:
     with open(plan_file, encoding="utf-8") as file:
         plan = json.load(file)
-    env = {name: os.environ[name] for name in ("MCP_RELAY_TOKEN", "MCP_RELAY_LOG", "PATH") if name in os.environ}
-    params = StdioServerParameters(command=command, args=args, env=env)
-    async with stdio_client(params) as (read, write):
+    async with connection(command, args) as (read, write):
         async with ClientSession(
             read, write, client_info=Implementation(name="Script Host", version="1.0.0"),
         ) as session:

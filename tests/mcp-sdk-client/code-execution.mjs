@@ -9,17 +9,23 @@
 // (browser_navigate and browser_evaluate, as a model would) to compare.
 //
 // Usage: node code-execution.mjs <plan.json> <command> [args...]
-// MCP_RELAY_TOKEN is passed through to the bridge. Prints one JSON report as its last line.
+//    or: node code-execution.mjs <plan.json> --http <the relay's /mcp URL>
+// MCP_RELAY_TOKEN is passed through to the bridge (or sent as the bearer token over HTTP).
+// Prints one JSON report as its last line.
 
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const [planFile, command, ...args] = process.argv.slice(2);
 const plan = JSON.parse(readFileSync(planFile, "utf8"));
-const env = { ...getDefaultEnvironment(), MCP_RELAY_TOKEN: process.env.MCP_RELAY_TOKEN };
+const token = process.env.MCP_RELAY_TOKEN;
+const env = { ...getDefaultEnvironment(), MCP_RELAY_TOKEN: token };
 const client = new Client({ name: "Script Host", version: "1.0.0" });
-await client.connect(new StdioClientTransport({ command, args, env, stderr: "inherit" }));
+await client.connect(command === "--http"
+  ? new StreamableHTTPClientTransport(new URL(args[0]), { requestInit: { headers: { Authorization: `Bearer ${token}` } } })
+  : new StdioClientTransport({ command, args, env, stderr: "inherit" }));
 
 const text = (result) => result.content.map((c) => c.text ?? "").join("\n");
 const call = async (name, args) => {

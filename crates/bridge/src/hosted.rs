@@ -108,13 +108,19 @@ pub fn server(session: HostedSession) -> (BrowserServer, TokenRefresh) {
     let closer = relay.closer();
     let refresh = TokenRefresh(relay.clone());
     let link: Arc<dyn BrowserLink> = Arc::new(relay);
+    let audit = match &session.audit {
+        Some(AuditFile(log)) => log.for_user(&session.user_id),
+        None => crate::audit::AuditLog::disabled(),
+    };
     let toolbox =
         crate::tools::Toolbox::new(Arc::clone(&link), crate::tools::DEFAULT_MAX_RESULT_CHARS)
             .with_max_message_bytes(session.max_message_bytes)
             // The relay's server is not the host's machine, and its files are not the host's
             // to read: files travel in results instead.
             .with_files_in_results()
-            .with_code_execution(session.code_execution);
+            .with_code_execution(session.code_execution)
+            // A script's inner calls are lines of the audit log, as over the bridge.
+            .with_audit(audit.clone());
     let gateway = Gateway::new(
         Arc::new(toolbox),
         session.tools,
@@ -122,10 +128,7 @@ pub fn server(session: HostedSession) -> (BrowserServer, TokenRefresh) {
             top_k: k.into(),
             pool: usize::from(k).max(20),
         }),
-        match &session.audit {
-            Some(AuditFile(log)) => log.for_user(&session.user_id),
-            None => crate::audit::AuditLog::disabled(),
-        },
+        audit,
         session.embedder,
     )
     .with_structured_content(session.structured_content);
