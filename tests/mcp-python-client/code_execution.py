@@ -15,37 +15,12 @@ one JSON report as its last line.
 """
 
 import asyncio
-import contextlib
 import json
-import os
 import sys
 
-from mcp import ClientSession, Implementation, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp import ClientSession, Implementation
 
-
-@contextlib.asynccontextmanager
-async def connection(command: str, args: list[str]):
-    """The streams to the server: the bridge over stdio, or the relay's /mcp over HTTP."""
-    if command == "--http":
-        token = os.environ["MCP_RELAY_TOKEN"]
-        async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
-            async with streamable_http_client(args[0], http_client=http) as streams:
-                yield streams[0], streams[1]
-        return
-    env = {name: os.environ[name] for name in ("MCP_RELAY_TOKEN", "MCP_RELAY_LOG", "PATH") if name in os.environ}
-    async with stdio_client(StdioServerParameters(command=command, args=args, env=env)) as (read, write):
-        yield read, write
-
-
-def report_of(result) -> dict:
-    return {
-        "isError": bool(result.is_error),
-        "text": "\n".join(getattr(c, "text", "") or "" for c in result.content),
-        "structured": result.structured_content,
-    }
+from hosts import connection, report_of
 
 
 async def main(plan_file: str, command: str, args: list[str]) -> dict:

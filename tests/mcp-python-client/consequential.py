@@ -17,13 +17,7 @@ import time
 from mcp import ClientSession, Implementation, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-
-def report_of(result) -> dict:
-    return {
-        "isError": bool(result.is_error),
-        "text": "\n".join(getattr(c, "text", "") or "" for c in result.content),
-        "structured": result.structured_content,
-    }
+from hosts import report_of
 
 
 async def main(delivery_url: str, booking_url: str, command: str, args: list[str]) -> dict:
