@@ -1180,3 +1180,66 @@ async fn official_python_sdk_keeps_the_proxy_meta_and_calls_through_the_proxy() 
         "{report}"
     );
 }
+
+/// Issue 27, point 5: with `--code-execution`, `retrieve_tools` finds `code_execution` by what it
+/// does, and the `proxy` tool lists it and describes its input; without the flag neither knows it.
+#[tokio::test]
+async fn code_execution_is_found_by_retrieve_tools_and_listed_by_the_proxy_tool() {
+    let relay = relay().await;
+    let url = relay.url("/mcp");
+    let with = bridge(&url, &["--tools", "all", "--code-execution"]).await;
+    let found = ok_json(
+        &call(
+            &with,
+            "retrieve_tools",
+            json!({"query": "run a script that calls several browser tools in one go", "limit": 5}),
+        )
+        .await,
+    );
+    let hits: Vec<&str> = found["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|hit| hit["name"].as_str())
+        .collect();
+    assert!(hits.contains(&"code_execution"), "{found}");
+    let listed = call(
+        &with,
+        "proxy",
+        json!({"action": "list", "type": "tool", "filter_server": "code_", "limit": 10}),
+    )
+    .await;
+    assert!(!is_error(&listed), "{listed}");
+    assert!(
+        listed["content"][0]["resource"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("\"name\":\"code_execution\""),
+        "{listed}"
+    );
+    let info = call(
+        &with,
+        "proxy",
+        json!({"action": "info", "type": "tool", "path": "code_execution"}),
+    )
+    .await;
+    assert!(!is_error(&info), "{info}");
+    let described = info["content"][0]["resource"]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        described.contains("\"inputSchema\"") && described.contains("async function"),
+        "{info}"
+    );
+
+    let without = bridge(&url, &["--tools", "all"]).await;
+    let found = ok_json(
+        &call(
+            &without,
+            "retrieve_tools",
+            json!({"query": "run a script that calls several browser tools in one go", "limit": 10}),
+        )
+        .await,
+    );
+    assert!(!found.to_string().contains("\"code_execution\""), "{found}");
+}

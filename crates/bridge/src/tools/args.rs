@@ -791,7 +791,7 @@ pub(crate) struct CodeExecution {
     /// The body of an async JavaScript function, e.g. `const r = await
     /// tools.browser_navigate({url: "https://example.com"}); return r.data.title;`. Each
     /// `await tools.<tool name>(args)` resolves to `{text, data}` (the result's text and its
-    /// structuredContent) or rejects with an Error whose message is the tool's error. What it
+    /// fields) or rejects with an Error whose message is the tool's error. What it
     /// returns is this tool's result (a string as-is, anything else as JSON).
     #[serde(default)]
     pub(crate) code: Option<String>,

@@ -462,7 +462,7 @@ pub(crate) fn code_execution() -> Tool {
          session's browser tools: `await tools.browser_navigate({url})`, `await \
          tools.browser_snapshot({})`, `await tools.browser_find({text})`, … (every tool listed \
          here, same arguments). Each call resolves to {text, data} (the result's text and \
-         structuredContent) or rejects with an Error you may catch. Return only what you need \
+         fields) or rejects with an Error you may catch. Return only what you need \
          (e.g. a table): the return value is the result (a string as-is, else JSON). \
          console.log is captured. No fetch, require, import or timers; time, memory, calls and \
          bytes are bounded.",
