@@ -88,7 +88,11 @@ const MIGRATIONS: &[&str] = &[
 const CHUNK_EVENTS: usize = 2048;
 
 /// Label combinations whose `audit_labels` id is kept in memory; past this the map starts over
-/// (a miss costs one indexed lookup, once per connection per batch).
+/// (a miss costs one indexed lookup, once per connection per batch). Only a connection's labels
+/// are kept: its requests repeat them batch after batch. Labels without a connection (a
+/// browser's `authenticate`, an MCP socket's `handshake`, a refused `connect`) come once per
+/// socket; kept, every new browser identity or MCP socket would cost the relay an entry (about
+/// 250 bytes) until the map started over, so they are looked up each time instead.
 const LABEL_CACHE: usize = 8192;
 
 /// A combination of audit labels, owned: the key of the id cache.
@@ -632,6 +636,9 @@ fn labels_id(
             tx.last_insert_rowid()
         }
     };
+    if key.2.is_none() {
+        return Ok(id);
+    }
     if cache.len() >= LABEL_CACHE {
         cache.clear();
     }
@@ -1042,6 +1049,56 @@ mod tests {
                 "{q:?}"
             );
         }
+    }
+
+    /// Issue 24 point 6: a browser's `authenticate` (or an MCP socket's `handshake`) has labels
+    /// without a connection, new with every identity: they are stored once each and read back
+    /// whole, and the store keeps none of them in memory; a connection's labels, which its
+    /// requests repeat, are kept.
+    #[test]
+    fn labels_without_a_connection_are_not_kept_in_memory_per_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("state.db")).unwrap();
+        let ids: Vec<String> = (0..500).map(|i| format!("ext-{i}")).collect();
+        let identities: Vec<[Option<&str>; 4]> = ids
+            .iter()
+            .map(|id| [Some("alice"), None, None, Some(id.as_str())])
+            .collect();
+        for (i, labels) in identities.iter().enumerate() {
+            // One batch per identity, as browsers come one by one; the second identity comes
+            // back in a later batch and finds its row.
+            store
+                .append_audit(&[entry(i as i64, labels, "authenticate")])
+                .unwrap();
+        }
+        store
+            .append_audit(&[entry(500, &identities[1], "authenticate")])
+            .unwrap();
+        assert_eq!(count(&store, "audit_labels"), 500);
+        assert_eq!(
+            store.labels.lock().unwrap().len(),
+            0,
+            "identities kept in memory"
+        );
+        let connection = [Some("alice"), Some("mcp-1"), Some("c1"), Some("ext-1")];
+        store
+            .append_audit(&[entry(501, &connection, "tabs/list")])
+            .unwrap();
+        store
+            .append_audit(&[entry(502, &connection, "tabs/list")])
+            .unwrap();
+        assert_eq!(store.labels.lock().unwrap().len(), 1);
+        assert_eq!(count(&store, "audit_labels"), 501);
+        let records = all(&store);
+        assert_eq!(records.len(), 503);
+        assert_eq!(
+            records[2],
+            entry(500, &identities[1], "authenticate").to_record()
+        );
+        assert_eq!(
+            records[502],
+            entry(0, &identities[0], "authenticate").to_record()
+        );
     }
 
     #[test]
