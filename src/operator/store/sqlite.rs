@@ -3,8 +3,10 @@
 //! Opening it takes an exclusive advisory lock on `PATH.lock` first, so two relays never share
 //! one file (each keeps an in-memory mirror of approvals and revocations, and two mirrors of
 //! one file would drift apart); the second gets a clear error instead. Then the schema is
-//! brought up to date inside one transaction, driven by the `schema_version` table: a file
-//! written by a newer relay, or one that is not a SQLite database at all, stops start-up.
+//! brought up to date inside one transaction by `rusqlite_migration`, which keeps the version
+//! in SQLite's `user_version`: a file written by a newer relay, or one that is not a SQLite
+//! database at all, stops start-up. Files written before that kept their version in a
+//! `schema_version` table; it is moved into `user_version` (and dropped) first.
 
 use std::collections::hash_map::{Entry, HashMap};
 use std::fs::File;
@@ -12,13 +14,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::Context;
-use rusqlite::{params, CachedStatement, Connection, OptionalExtension};
+use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Transaction};
+use rusqlite_migration::{Migrations, M};
 
 use super::chunk::{self, Packed};
 use super::{AuditEntry, AuditQuery, AuditRecord, BrowserRecord, Revocations, RevokedToken};
 
-/// Each entry moves the schema from version `i` to `i + 1`. Append only: a published step never
-/// changes, because files out there were migrated with it.
+/// Each entry moves the schema from version `i` to `i + 1` ([`migrations`] runs them). Append
+/// only: a published step never changes, because files out there were migrated with it.
 const MIGRATIONS: &[&str] = &[
     // 1: browsers, revocations, the audit trail, small settings (the dev secret).
     "CREATE TABLE browsers (
@@ -151,7 +154,7 @@ impl SqliteStore {
         lock_exclusively(&lock).with_context(|| {
             hint("it is locked: another mcp-relay uses it (one file per relay process)")
         })?;
-        let conn = Connection::open(path).with_context(|| hint("cannot open it"))?;
+        let mut conn = Connection::open(path).with_context(|| hint("cannot open it"))?;
         // It may hold the --dev secret: readable by this user only.
         #[cfg(unix)]
         {
@@ -159,7 +162,7 @@ impl SqliteStore {
             let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
         }
         conn.busy_timeout(std::time::Duration::from_secs(2))?;
-        migrate(&conn).map_err(|e| {
+        migrate(&mut conn).map_err(|e| {
             let text = e.to_string();
             let what = if text.contains("not a database") || text.contains("malformed") {
                 "it is not a mcp-relay state database (corrupt, or another kind of file)".to_owned()
@@ -562,8 +565,14 @@ fn query_chunks(c: &Connection, q: &AuditQuery) -> rusqlite::Result<Vec<AuditRec
 }
 
 /// Packs the rows of migration 1's `audit` table (renamed `audit_v1` by migration 2) into
-/// chunks, in their order, and drops it. Runs inside the migration's transaction.
-fn pack_v1_audit(conn: &Connection) -> rusqlite::Result<()> {
+/// chunks, in their order, and drops it. Runs inside the migration's transaction, after
+/// migration 2's SQL.
+fn pack_v1_audit(conn: &Transaction<'_>) -> rusqlite_migration::HookResult {
+    pack_v1_audit_rows(conn)?;
+    Ok(())
+}
+
+fn pack_v1_audit_rows(conn: &Connection) -> rusqlite::Result<()> {
     let pending: i64 = conn.query_row(
         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'audit_v1'",
         [],
@@ -668,42 +677,67 @@ fn lock_exclusively(_file: &File) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The schema's steps as `rusqlite_migration` runs them: [`MIGRATIONS`] in order, migration 2
+/// with the Rust step that packs migration 1's audit rows.
+fn migrations() -> Migrations<'static> {
+    Migrations::new(
+        MIGRATIONS
+            .iter()
+            .enumerate()
+            .map(|(step, sql)| match step {
+                1 => M::up_with_hook(sql, pack_v1_audit),
+                _ => M::up(sql),
+            })
+            .collect(),
+    )
+}
+
 /// Brings the schema to `MIGRATIONS.len()` in one immediate transaction.
-fn migrate(conn: &Connection) -> anyhow::Result<()> {
+fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
     conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")?;
-    conn.execute_batch("BEGIN IMMEDIATE")?;
-    let result = (|| -> anyhow::Result<()> {
-        conn.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")?;
-        let current: Option<i64> = conn
+    adopt_schema_version_table(conn)?;
+    conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
+    let result = migrations().to_latest(conn);
+    conn.set_transaction_behavior(rusqlite::TransactionBehavior::Deferred);
+    match result {
+        Err(rusqlite_migration::Error::MigrationDefinition(
+            rusqlite_migration::MigrationDefinitionError::DatabaseTooFarAhead,
+        )) => {
+            let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            anyhow::bail!(
+                "it was written by a newer mcp-relay (schema version {current}, this one knows {})",
+                MIGRATIONS.len()
+            )
+        }
+        Err(rusqlite_migration::Error::RusqliteError { err, .. }) => Err(err.into()),
+        other => Ok(other?),
+    }
+}
+
+/// A file written before the relay used `rusqlite_migration` keeps its version in a
+/// `schema_version` table, and `user_version` is 0: the version moves into `user_version` and
+/// the table goes, in one transaction. (A relay from before then, given a file without the
+/// table, starts migration 1 again, finds its tables there and stops: it fails closed.)
+fn adopt_schema_version_table(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let legacy: i64 = tx.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'",
+        [],
+        |r| r.get(0),
+    )?;
+    if legacy == 0 {
+        return Ok(());
+    }
+    let user_version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if user_version == 0 {
+        let version: Option<i64> = tx
             .query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0))
             .optional()?
             .flatten();
-        let current = current.unwrap_or(0) as usize;
-        anyhow::ensure!(
-            current <= MIGRATIONS.len(),
-            "it was written by a newer mcp-relay (schema version {current}, this one knows {})",
-            MIGRATIONS.len()
-        );
-        for (step, sql) in MIGRATIONS.iter().enumerate().skip(current) {
-            conn.execute_batch(sql)?;
-            conn.execute(
-                "INSERT INTO schema_version (version) VALUES (?1)",
-                params![(step + 1) as i64],
-            )?;
-        }
-        pack_v1_audit(conn)?;
-        Ok(())
-    })();
-    match result {
-        Ok(()) => {
-            conn.execute_batch("COMMIT")?;
-            Ok(())
-        }
-        Err(error) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            Err(error)
-        }
+        tx.pragma_update(None, "user_version", version.unwrap_or(0))?;
     }
+    tx.execute_batch("DROP TABLE schema_version")?;
+    tx.commit()
 }
 
 #[cfg(test)]
@@ -976,9 +1010,13 @@ mod tests {
 
         let store = SqliteStore::open(&path).unwrap();
         let version: i64 = store
-            .with(|c| c.query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0)))
+            .with(|c| c.query_row("PRAGMA user_version", [], |r| r.get(0)))
             .unwrap();
         assert_eq!(version as usize, MIGRATIONS.len());
+        assert_eq!(
+            count(&store, "sqlite_master WHERE name = 'schema_version'"),
+            0
+        );
         let old_table: i64 = store
             .with(|c| {
                 c.query_row(
@@ -1195,10 +1233,51 @@ mod tests {
         let path = dir.path().join("state.db");
         drop(SqliteStore::open(&path).unwrap());
         let conn = Connection::open(&path).unwrap();
-        conn.execute("INSERT INTO schema_version (version) VALUES (99)", [])
-            .unwrap();
+        conn.pragma_update(None, "user_version", 99).unwrap();
         drop(conn);
         let error = SqliteStore::open(&path).err().unwrap().to_string();
         assert!(error.contains("newer mcp-relay"), "{error}");
+        assert!(error.contains("schema version 99"), "{error}");
+    }
+
+    /// A file as the relay left it before the migrations moved to `rusqlite_migration` (both
+    /// steps applied, the version in a `schema_version` table, a browser and a revocation in
+    /// it) opens at the same version with its rows, the table gone and `user_version` 2; opened
+    /// again, nothing runs twice.
+    #[test]
+    fn a_file_versioned_by_the_old_schema_version_table_opens_with_its_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(MIGRATIONS[0]).unwrap();
+            conn.execute_batch(MIGRATIONS[1]).unwrap();
+            conn.execute_batch(
+                "DROP TABLE audit_v1;
+                 CREATE TABLE schema_version (version INTEGER NOT NULL);
+                 INSERT INTO schema_version (version) VALUES (1), (2);
+                 INSERT INTO browsers VALUES ('ext-1', 'alice', 'Laptop', '1.0', 1, 0, 10, 20);
+                 INSERT INTO revoked_tokens VALUES ('jti-1', 'alice', 30);",
+            )
+            .unwrap();
+        }
+        for _ in 0..2 {
+            let store = SqliteStore::open(&path).unwrap();
+            let version: i64 = store
+                .with(|c| c.query_row("PRAGMA user_version", [], |r| r.get(0)))
+                .unwrap();
+            assert_eq!(version, 2);
+            assert_eq!(
+                count(&store, "sqlite_master WHERE name = 'schema_version'"),
+                0
+            );
+            let browsers = store.browsers().unwrap();
+            assert_eq!(browsers.len(), 1);
+            assert_eq!(browsers[0].id, "ext-1");
+            assert!(browsers[0].approved);
+            let revoked = store.revocations().unwrap();
+            assert_eq!(revoked.tokens.len(), 1);
+            assert_eq!(revoked.tokens[0].jti, "jti-1");
+        }
     }
 }
