@@ -1,13 +1,18 @@
 //! Counters and gauges served at `/metrics` in the Prometheus text format.
 //!
-//! Plain atomics rather than a metrics framework: the relay has a dozen series, they are updated
-//! on the forwarding hot path, and a relaxed atomic add is the cheapest thing that is still
-//! exact.
+//! The series live in a `prometheus` [`Registry`] (the Prometheus client library, which also
+//! writes the text exposition); the handles below are what the relay updates. Each is an atomic
+//! (a counter's `inc` is one relaxed add), so the forwarding hot path pays what it paid before;
+//! labelled series (`mcp_relay_sockets{role}`, `mcp_relay_errors_total{code}`) are resolved
+//! once, here, and never looked up per event.
 
-use std::fmt::Write;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
+
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
+};
 
 use crate::frame::code;
 
@@ -28,38 +33,43 @@ const COUNTED_CODES: [i64; code::RELAY_CODES.len() + 1] = {
     codes
 };
 
-#[derive(Default)]
 pub struct Metrics {
-    pub extension_sockets: AtomicI64,
-    pub mcp_sockets: AtomicI64,
-    pub extensions: AtomicI64,
-    pub connections: AtomicI64,
-    pub pending_requests: AtomicI64,
-    pub forwarded_requests: AtomicU64,
-    pub forwarded_notifications: AtomicU64,
-    pub responses: AtomicU64,
-    pub unknown_responses: AtomicU64,
-    pub timeouts: AtomicU64,
-    pub rejected_sockets: AtomicU64,
-    pub slow_peer_disconnects: AtomicU64,
+    registry: Registry,
+    pub extension_sockets: IntGauge,
+    pub mcp_sockets: IntGauge,
+    pub extensions: IntGauge,
+    pub connections: IntGauge,
+    pub pending_requests: IntGauge,
+    pub forwarded_requests: IntCounter,
+    pub forwarded_notifications: IntCounter,
+    pub responses: IntCounter,
+    pub unknown_responses: IntCounter,
+    pub timeouts: IntCounter,
+    pub rejected_sockets: IntCounter,
+    pub slow_peer_disconnects: IntCounter,
     /// Vanished extensions some MCP client still waits for (`hub::ReturnWatch`).
-    pub awaited_extensions: AtomicI64,
-    errors_by_code: [AtomicU64; COUNTED_CODES.len()],
-    latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
-    latency_count: AtomicU64,
-    latency_sum_micros: AtomicU64,
+    pub awaited_extensions: IntGauge,
+    /// `mcp_relay_errors_total{code}`, in the order of [`COUNTED_CODES`].
+    errors_by_code: Vec<IntCounter>,
+    latency: Histogram,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
 }
 
 /// Counts one open socket of a role for as long as it lives (decremented on drop, whatever
 /// path the session leaves by).
 pub struct SocketGauge {
     metrics: Arc<Metrics>,
-    gauge: fn(&Metrics) -> &AtomicI64,
+    gauge: fn(&Metrics) -> &IntGauge,
 }
 
 impl SocketGauge {
-    pub fn open(metrics: &Arc<Metrics>, gauge: fn(&Metrics) -> &AtomicI64) -> SocketGauge {
-        gauge(metrics).fetch_add(1, Relaxed);
+    pub fn open(metrics: &Arc<Metrics>, gauge: fn(&Metrics) -> &IntGauge) -> SocketGauge {
+        gauge(metrics).inc();
         SocketGauge {
             metrics: Arc::clone(metrics),
             gauge,
@@ -69,167 +79,138 @@ impl SocketGauge {
 
 impl Drop for SocketGauge {
     fn drop(&mut self) {
-        (self.gauge)(&self.metrics).fetch_sub(1, Relaxed);
+        (self.gauge)(&self.metrics).dec();
     }
 }
 
 impl Metrics {
+    /// Every series registered, at zero.
+    pub fn new() -> Metrics {
+        let registry = Registry::new();
+        let register = |collector: Box<dyn prometheus::core::Collector>| {
+            registry
+                .register(collector)
+                .expect("metric names are distinct and valid");
+        };
+        let gauge = |name: &str, help: &str| {
+            let gauge = IntGauge::new(name, help).expect("a valid metric");
+            register(Box::new(gauge.clone()));
+            gauge
+        };
+        let counter = |name: &str, help: &str| {
+            let counter = IntCounter::new(name, help).expect("a valid metric");
+            register(Box::new(counter.clone()));
+            counter
+        };
+        let sockets = IntGaugeVec::new(
+            Opts::new("mcp_relay_sockets", "Open WebSocket connections by role."),
+            &["role"],
+        )
+        .expect("a valid metric");
+        register(Box::new(sockets.clone()));
+        let errors = IntCounterVec::new(
+            Opts::new(
+                "mcp_relay_errors_total",
+                "Error responses sent to MCP clients, by JSON-RPC code.",
+            ),
+            &["code"],
+        )
+        .expect("a valid metric");
+        register(Box::new(errors.clone()));
+        let errors_by_code = COUNTED_CODES
+            .iter()
+            .map(|code| {
+                let label = if *code == 0 {
+                    "other".to_owned()
+                } else {
+                    code.to_string()
+                };
+                errors.with_label_values(&[label.as_str()])
+            })
+            .collect();
+        let latency = Histogram::with_opts(
+            HistogramOpts::new(
+                "mcp_relay_forward_latency_seconds",
+                "Time from forwarding a request to its answer.",
+            )
+            .buckets(LATENCY_BUCKETS.to_vec()),
+        )
+        .expect("a valid metric");
+        register(Box::new(latency.clone()));
+        Metrics {
+            extension_sockets: sockets.with_label_values(&["extension"]),
+            mcp_sockets: sockets.with_label_values(&["mcp"]),
+            extensions: gauge(
+                "mcp_relay_extensions",
+                "Authenticated extensions (identities, not sockets).",
+            ),
+            connections: gauge(
+                "mcp_relay_connections",
+                "Active MCP-to-extension connections.",
+            ),
+            pending_requests: gauge(
+                "mcp_relay_pending_requests",
+                "Forwarded requests waiting for the extension's answer.",
+            ),
+            awaited_extensions: gauge(
+                "mcp_relay_awaited_extensions",
+                "Vanished extensions whose MCP clients wait to be told `connected` (bounded, aging out).",
+            ),
+            forwarded_requests: counter(
+                "mcp_relay_forwarded_requests_total",
+                "Requests forwarded from MCP clients to extensions.",
+            ),
+            forwarded_notifications: counter(
+                "mcp_relay_forwarded_notifications_total",
+                "Notifications forwarded in either direction.",
+            ),
+            responses: counter(
+                "mcp_relay_responses_total",
+                "Extension responses delivered to MCP clients.",
+            ),
+            unknown_responses: counter(
+                "mcp_relay_unknown_responses_total",
+                "Responses whose id matched no pending request (dropped).",
+            ),
+            timeouts: counter(
+                "mcp_relay_timeouts_total",
+                "Forwarded requests answered with a timeout error.",
+            ),
+            rejected_sockets: counter(
+                "mcp_relay_rejected_sockets_total",
+                "WebSocket upgrades refused because the socket limit was reached.",
+            ),
+            slow_peer_disconnects: counter(
+                "mcp_relay_slow_peer_disconnects_total",
+                "Peers disconnected because they stopped reading.",
+            ),
+            errors_by_code,
+            latency,
+            registry,
+        }
+    }
+
     /// Counts one error response the relay sent or passed through.
     pub fn error(&self, code: i64) {
         let slot = COUNTED_CODES
             .iter()
             .position(|c| *c == code)
             .unwrap_or(COUNTED_CODES.len() - 1);
-        self.errors_by_code[slot].fetch_add(1, Relaxed);
+        self.errors_by_code[slot].inc();
     }
 
     /// Records how long a forwarded request took to be answered.
     pub fn observe_latency(&self, elapsed: Duration) {
-        let secs = elapsed.as_secs_f64();
-        for (bucket, bound) in self.latency_buckets.iter().zip(LATENCY_BUCKETS) {
-            if secs <= bound {
-                bucket.fetch_add(1, Relaxed);
-            }
-        }
-        self.latency_count.fetch_add(1, Relaxed);
-        self.latency_sum_micros
-            .fetch_add(elapsed.as_micros() as u64, Relaxed);
+        self.latency.observe(elapsed.as_secs_f64());
     }
 
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
-        let mut out = String::with_capacity(4096);
-        let gauge = |out: &mut String, name: &str, help: &str, value: i64| {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
-            );
-        };
-        let counter = |out: &mut String, name: &str, help: &str, value: u64| {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
-            );
-        };
-        let _ = writeln!(
-            out,
-            "# HELP mcp_relay_sockets Open WebSocket connections by role.\n# TYPE mcp_relay_sockets gauge"
-        );
-        let _ = writeln!(
-            out,
-            "mcp_relay_sockets{{role=\"extension\"}} {}",
-            self.extension_sockets.load(Relaxed)
-        );
-        let _ = writeln!(
-            out,
-            "mcp_relay_sockets{{role=\"mcp\"}} {}",
-            self.mcp_sockets.load(Relaxed)
-        );
-        gauge(
-            &mut out,
-            "mcp_relay_extensions",
-            "Authenticated extensions (identities, not sockets).",
-            self.extensions.load(Relaxed),
-        );
-        gauge(
-            &mut out,
-            "mcp_relay_connections",
-            "Active MCP-to-extension connections.",
-            self.connections.load(Relaxed),
-        );
-        gauge(
-            &mut out,
-            "mcp_relay_pending_requests",
-            "Forwarded requests waiting for the extension's answer.",
-            self.pending_requests.load(Relaxed),
-        );
-        gauge(
-            &mut out,
-            "mcp_relay_awaited_extensions",
-            "Vanished extensions whose MCP clients wait to be told `connected` (bounded, aging out).",
-            self.awaited_extensions.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "mcp_relay_forwarded_requests_total",
-            "Requests forwarded from MCP clients to extensions.",
-            self.forwarded_requests.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "mcp_relay_forwarded_notifications_total",
-            "Notifications forwarded in either direction.",
-            self.forwarded_notifications.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "mcp_relay_responses_total",
-            "Extension responses delivered to MCP clients.",
-            self.responses.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "mcp_relay_unknown_responses_total",
-            "Responses whose id matched no pending request (dropped).",
-            self.unknown_responses.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "mcp_relay_timeouts_total",
-            "Forwarded requests answered with a timeout error.",
-            self.timeouts.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "mcp_relay_rejected_sockets_total",
-            "WebSocket upgrades refused because the socket limit was reached.",
-            self.rejected_sockets.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "mcp_relay_slow_peer_disconnects_total",
-            "Peers disconnected because they stopped reading.",
-            self.slow_peer_disconnects.load(Relaxed),
-        );
-        let _ = writeln!(
-            out,
-            "# HELP mcp_relay_errors_total Error responses sent to MCP clients, by JSON-RPC code.\n# TYPE mcp_relay_errors_total counter"
-        );
-        for (code, count) in COUNTED_CODES.iter().zip(&self.errors_by_code) {
-            let label = if *code == 0 {
-                "other".to_string()
-            } else {
-                code.to_string()
-            };
-            let _ = writeln!(
-                out,
-                "mcp_relay_errors_total{{code=\"{label}\"}} {}",
-                count.load(Relaxed)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP mcp_relay_forward_latency_seconds Time from forwarding a request to its answer.\n# TYPE mcp_relay_forward_latency_seconds histogram"
-        );
-        for (bound, count) in LATENCY_BUCKETS.iter().zip(&self.latency_buckets) {
-            let _ = writeln!(
-                out,
-                "mcp_relay_forward_latency_seconds_bucket{{le=\"{bound}\"}} {}",
-                count.load(Relaxed)
-            );
-        }
-        let count = self.latency_count.load(Relaxed);
-        let _ = writeln!(
-            out,
-            "mcp_relay_forward_latency_seconds_bucket{{le=\"+Inf\"}} {count}"
-        );
-        let _ = writeln!(
-            out,
-            "mcp_relay_forward_latency_seconds_sum {}",
-            self.latency_sum_micros.load(Relaxed) as f64 / 1e6
-        );
-        let _ = writeln!(out, "mcp_relay_forward_latency_seconds_count {count}");
-        out
+        let mut out = Vec::with_capacity(4096);
+        TextEncoder::new()
+            .encode(&self.registry.gather(), &mut out)
+            .expect("the text encoder writes to memory");
+        String::from_utf8(out).expect("the text exposition is UTF-8")
     }
 }
 
@@ -267,5 +248,41 @@ mod tests {
             text.contains("mcp_relay_errors_total{code=\"other\"} 1"),
             "{text}"
         );
+    }
+
+    /// The library writes what the hand-written exposition wrote: the same names, labels,
+    /// label values (bucket bounds as `0.0005` and `60`, not `60.0`) and values.
+    #[test]
+    fn the_exposition_keeps_every_name_label_and_value() {
+        let metrics = Arc::new(Metrics::default());
+        let _socket = SocketGauge::open(&metrics, |m| &m.extension_sockets);
+        metrics.forwarded_requests.inc_by(3);
+        metrics.pending_requests.set(2);
+        metrics.observe_latency(Duration::from_millis(2));
+        metrics.observe_latency(Duration::from_secs(61));
+        let text = metrics.render();
+        for line in [
+            "# HELP mcp_relay_sockets Open WebSocket connections by role.",
+            "# TYPE mcp_relay_sockets gauge",
+            "mcp_relay_sockets{role=\"extension\"} 1",
+            "mcp_relay_sockets{role=\"mcp\"} 0",
+            "# TYPE mcp_relay_forwarded_requests_total counter",
+            "mcp_relay_forwarded_requests_total 3",
+            "mcp_relay_pending_requests 2",
+            "mcp_relay_awaited_extensions 0",
+            "# TYPE mcp_relay_forward_latency_seconds histogram",
+            "mcp_relay_forward_latency_seconds_bucket{le=\"0.0005\"} 0",
+            "mcp_relay_forward_latency_seconds_bucket{le=\"0.0025\"} 1",
+            "mcp_relay_forward_latency_seconds_bucket{le=\"60\"} 1",
+            "mcp_relay_forward_latency_seconds_bucket{le=\"+Inf\"} 2",
+            "mcp_relay_forward_latency_seconds_sum 61.002",
+            "mcp_relay_forward_latency_seconds_count 2",
+            "mcp_relay_errors_total{code=\"other\"} 0",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "no line {line:?} in:\n{text}"
+            );
+        }
     }
 }

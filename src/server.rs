@@ -471,10 +471,7 @@ fn admit(
     }
     let slot = SocketSlot::acquire(&state.open_sockets, state.config.max_connections).ok_or_else(
         || {
-            state
-                .metrics
-                .rejected_sockets
-                .fetch_add(1, Ordering::Relaxed);
+            state.metrics.rejected_sockets.inc();
             (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "relay is at its connection limit, try again later\n",

@@ -132,10 +132,7 @@ impl Peer {
         };
         if let Some(reason) = full {
             self.unqueue(len);
-            self.0
-                .metrics
-                .slow_peer_disconnects
-                .fetch_add(1, Ordering::Relaxed);
+            self.0.metrics.slow_peer_disconnects.inc();
             tracing::warn!(peer = self.0.id, reason, "disconnecting the peer");
             self.close(close_code::POLICY, reason);
             return false;
@@ -173,10 +170,7 @@ impl Peer {
 
     /// Closes a peer that has accepted nothing for `--send-timeout`, and counts it.
     fn close_as_not_reading(&self) {
-        self.0
-            .metrics
-            .slow_peer_disconnects
-            .fetch_add(1, Ordering::Relaxed);
+        self.0.metrics.slow_peer_disconnects.inc();
         self.close(
             close_code::POLICY,
             format!(

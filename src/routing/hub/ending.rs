@@ -22,7 +22,6 @@
 //! node the client is. On `Shutdown` an extension here is not told: its own session sends it
 //! `shutdown` and closes its socket.
 
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use super::connection::{ClientSide, ExtensionSide};
@@ -121,10 +120,8 @@ impl Hub {
             .unwrap_or_default()
             .requests;
         if conn.extension.is_local() {
-            self.metrics.connections.fetch_sub(1, Relaxed);
-            self.metrics
-                .pending_requests
-                .fetch_sub(pending.len() as i64, Relaxed);
+            self.metrics.connections.dec();
+            self.metrics.pending_requests.sub(pending.len() as i64);
         }
         let mut pending = pending;
         if let Some(answer) = ending.answer() {

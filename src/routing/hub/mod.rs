@@ -52,7 +52,6 @@ mod routing;
 mod tests;
 mod trail;
 
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -445,7 +444,7 @@ impl Hub {
                 (&who.mcp_client_id, who.client_name.as_deref()),
             )),
         );
-        self.metrics.connections.fetch_add(1, Relaxed);
+        self.metrics.connections.inc();
         // Insert first, then attach to the extension: if the extension vanished in between,
         // its cleanup either saw this connection or we undo it here.
         let attached = self.extensions.get_mut(extension_id).and_then(|mut e| {
@@ -570,7 +569,7 @@ impl Hub {
                     sockets: vec![peer.clone()],
                     connections: Vec::new(),
                 });
-                self.metrics.extensions.fetch_add(1, Relaxed);
+                self.metrics.extensions.inc();
                 joined_status = protocol::extension_status(&[]);
                 new_identity = true;
             }
@@ -609,7 +608,7 @@ impl Hub {
     fn take_pending(&self, conn: &Connection, key: &str) -> Option<PendingRequest> {
         let taken = conn.pending.lock().unwrap().as_mut()?.remove(key);
         if taken.is_some() && conn.extension.is_local() {
-            self.metrics.pending_requests.fetch_sub(1, Relaxed);
+            self.metrics.pending_requests.dec();
         }
         taken
     }
@@ -666,7 +665,7 @@ impl Hub {
             .extensions
             .remove_if(extension_id, |_, e| e.sockets.is_empty());
         if let Some((_, entry)) = removed {
-            self.metrics.extensions.fetch_sub(1, Relaxed);
+            self.metrics.extensions.dec();
             if let Some(mut user) = self.users.get_mut(&entry.user_id) {
                 user.extensions.retain(|id| id != extension_id);
             }
@@ -883,7 +882,7 @@ impl Hub {
             )?;
             mapped
         };
-        self.metrics.pending_requests.fetch_add(1, Relaxed);
+        self.metrics.pending_requests.inc();
         let request = frame::request(&frame::json_string(&mapped), method, params);
         // Never `send`: a queue overflow would disconnect the browser for every client. Over
         // the budget, this client is refused instead and the browser stays.
@@ -897,7 +896,7 @@ impl Hub {
                 return Err(error);
             }
         }
-        self.metrics.forwarded_requests.fetch_add(1, Relaxed);
+        self.metrics.forwarded_requests.inc();
         Ok(())
     }
 
@@ -968,7 +967,7 @@ impl Hub {
                 return Err(RelayError::BrowserQueueFull);
             }
         }
-        self.metrics.forwarded_notifications.fetch_add(1, Relaxed);
+        self.metrics.forwarded_notifications.inc();
         Ok(())
     }
 
@@ -1014,13 +1013,13 @@ impl Hub {
             };
             self.audit_request(&conn, &mut request, outcome);
             self.metrics.observe_latency(request.started.elapsed());
-            self.metrics.responses.fetch_add(1, Relaxed);
+            self.metrics.responses.inc();
             self.send_to_client(&conn, response);
             Some(())
         })()
         .is_some();
         if !delivered {
-            self.metrics.unknown_responses.fetch_add(1, Relaxed);
+            self.metrics.unknown_responses.inc();
         }
         delivered
     }
@@ -1050,7 +1049,7 @@ impl Hub {
             self.send_to_client(conn, frame.clone());
         }
         self.send_to_client(last, frame);
-        self.metrics.forwarded_notifications.fetch_add(1, Relaxed);
+        self.metrics.forwarded_notifications.inc();
     }
 
     /// Answers every request older than the timeout with an error, and forgets clients that
@@ -1080,9 +1079,9 @@ impl Hub {
             for (mapped, mut request) in expired {
                 self.audit_request(&conn, &mut request, answer.code());
                 if local {
-                    self.metrics.pending_requests.fetch_sub(1, Relaxed);
+                    self.metrics.pending_requests.dec();
                 }
-                self.metrics.timeouts.fetch_add(1, Relaxed);
+                self.metrics.timeouts.inc();
                 self.metrics.error(answer.code());
                 self.send_to_client(&conn, answer.response(&request.original_id));
                 if local {

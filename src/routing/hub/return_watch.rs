@@ -2,7 +2,6 @@
 //! on this node or, in a cluster, on any node. One bounded, aging list serves both.
 
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -101,7 +100,7 @@ impl<P: Waiter> ReturnWatch<P> {
             created
         };
         if created {
-            self.metrics.awaited_extensions.fetch_add(1, Relaxed);
+            self.metrics.awaited_extensions.inc();
         }
         let evicted: Vec<String> = {
             let mut order = self.by_user.entry(user_id.to_owned()).or_default();
@@ -112,7 +111,7 @@ impl<P: Waiter> ReturnWatch<P> {
         };
         for id in evicted {
             if self.waiting.remove(&id).is_some() {
-                self.metrics.awaited_extensions.fetch_sub(1, Relaxed);
+                self.metrics.awaited_extensions.dec();
             }
         }
     }
@@ -122,7 +121,7 @@ impl<P: Waiter> ReturnWatch<P> {
         let Some((_, waiting)) = self.waiting.remove(extension_id) else {
             return Vec::new();
         };
-        self.metrics.awaited_extensions.fetch_sub(1, Relaxed);
+        self.metrics.awaited_extensions.dec();
         self.forget_order(&waiting.user_id, extension_id);
         waiting.peers.into_iter().filter(P::is_open).collect()
     }
@@ -154,7 +153,7 @@ impl<P: Waiter> ReturnWatch<P> {
             keep
         });
         for (id, user_id) in gone {
-            self.metrics.awaited_extensions.fetch_sub(1, Relaxed);
+            self.metrics.awaited_extensions.dec();
             self.forget_order(&user_id, &id);
         }
     }
@@ -170,6 +169,7 @@ impl<P: Waiter> ReturnWatch<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering::Relaxed;
 
     /// A waiting MCP client without a socket.
     #[derive(Clone)]
@@ -198,7 +198,7 @@ mod tests {
     }
 
     fn gauge(watch: &ReturnWatch<FakePeer>) -> i64 {
-        watch.metrics.awaited_extensions.load(Relaxed)
+        watch.metrics.awaited_extensions.get()
     }
 
     #[test]

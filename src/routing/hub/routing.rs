@@ -106,9 +106,7 @@ impl Routing for Hub {
                 if answered {
                     peer.send(body.to_owned());
                 } else {
-                    self.metrics
-                        .unknown_responses
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    self.metrics.unknown_responses.inc();
                 }
             }
             Ok(Incoming::Notification(call)) if call.method == "disconnected" => {

@@ -3,7 +3,6 @@
 //! they would publish. Every [`Ending`] is checked for what each side receives.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -216,8 +215,8 @@ fn an_answer_reaches_its_requester_with_the_original_id_once() {
     assert!(hub.deliver_response(&ext, &reply));
     assert!(!hub.deliver_response(&ext, &reply), "answered already");
     assert_eq!(got(&mut mcp_rx), ["result 7"]);
-    assert_eq!(hub.metrics.pending_requests.load(Relaxed), 0);
-    assert_eq!(hub.metrics.unknown_responses.load(Relaxed), 1);
+    assert_eq!(hub.metrics.pending_requests.get(), 0);
+    assert_eq!(hub.metrics.unknown_responses.get(), 1);
 }
 
 #[test]
@@ -248,8 +247,8 @@ fn a_disconnect_answers_pending_requests_and_tells_the_extension_why() {
         );
         assert!(!hub.is_connected(&conn));
         assert!(!hub.end(&conn, Ending::ClientGone), "ended once");
-        assert_eq!(hub.metrics.connections.load(Relaxed), 0);
-        assert_eq!(hub.metrics.pending_requests.load(Relaxed), 0);
+        assert_eq!(hub.metrics.connections.get(), 0);
+        assert_eq!(hub.metrics.pending_requests.get(), 0);
     }
 }
 
@@ -282,12 +281,12 @@ fn an_extension_gone_answers_tells_disconnected_and_later_connected() {
     );
     assert!(got(&mut ext_rx).is_empty(), "nobody to tell");
     assert!(!hub.is_connected(&conn));
-    assert_eq!(hub.metrics.awaited_extensions.load(Relaxed), 1);
+    assert_eq!(hub.metrics.awaited_extensions.get(), 1);
     // The same browser comes back: the client learns it once.
     let (again, _peer, _rx) = extension(&hub, "alice", "1");
     assert_eq!(again, ext);
     assert_eq!(got(&mut mcp_rx), ["connected Browser 1"]);
-    assert_eq!(hub.metrics.awaited_extensions.load(Relaxed), 0);
+    assert_eq!(hub.metrics.awaited_extensions.get(), 0);
 }
 
 #[test]
@@ -331,7 +330,7 @@ fn connecting_to_a_vanished_or_foreign_extension_leaves_nothing_behind() {
         Err(RelayError::ExtensionNotFound)
     );
     assert!(hub.connections.is_empty());
-    assert_eq!(hub.metrics.connections.load(Relaxed), 0);
+    assert_eq!(hub.metrics.connections.get(), 0);
     // The insert-then-attach undo: a connection whose extension is gone by the time it is
     // attached ends as `Abandoned`, telling nobody.
     let (ext, _peer, mut ext_rx) = extension(&hub, "alice", "2");
@@ -347,7 +346,7 @@ fn connecting_to_a_vanished_or_foreign_extension_leaves_nothing_behind() {
     hub.extensions.get_mut(&ext).unwrap().connections.clear();
     assert!(hub.end(&conn, Ending::Abandoned));
     assert!(got(&mut mcp_rx).is_empty() && got(&mut ext_rx).is_empty());
-    assert_eq!(hub.metrics.connections.load(Relaxed), 0);
+    assert_eq!(hub.metrics.connections.get(), 0);
 }
 
 #[test]
@@ -535,7 +534,7 @@ fn forwarding_refuses_long_ids_and_keeps_clients_within_the_browser_queue() {
         browser.is_open(),
         "the browser is never disconnected for it"
     );
-    assert_eq!(hub.metrics.pending_requests.load(Relaxed), 2);
+    assert_eq!(hub.metrics.pending_requests.get(), 2);
     // Refused requests leave no bookkeeping behind.
     let heavy_pending = hub.connection(&heavy_conn).unwrap();
     let guard = heavy_pending.pending.lock().unwrap();
@@ -745,11 +744,7 @@ fn the_extension_leaving_tells_the_remote_client_through_its_node() {
             "Frame node-a: disconnected (browser closed)".to_owned()
         ]
     );
-    assert_eq!(
-        hub.metrics.awaited_extensions.load(Relaxed),
-        0,
-        "node A remembers"
-    );
+    assert_eq!(hub.metrics.awaited_extensions.get(), 0, "node A remembers");
 }
 
 #[test]
@@ -824,9 +819,9 @@ fn an_answer_from_the_extensions_node_is_delivered_once() {
     frame_from_b(&hub, &cluster, &conn, answer);
     frame_from_b(&hub, &cluster, &conn, answer);
     assert_eq!(got(&mut mcp_rx), ["result 9"]);
-    assert_eq!(hub.metrics.unknown_responses.load(Relaxed), 1);
+    assert_eq!(hub.metrics.unknown_responses.get(), 1);
     assert_eq!(
-        hub.metrics.pending_requests.load(Relaxed),
+        hub.metrics.pending_requests.get(),
         0,
         "the extension's node counts requests"
     );
@@ -1008,7 +1003,7 @@ fn the_owner_stopping_a_connection_answers_tells_both_sides_and_waits_for_nothin
         ]
     );
     assert_eq!(
-        hub.metrics.awaited_extensions.load(Relaxed),
+        hub.metrics.awaited_extensions.get(),
         0,
         "stopped, not dropped: nobody waits for `connected`"
     );
