@@ -1,14 +1,21 @@
 //! A small HTTP/1.1 client: one request per connection, TLS through rustls (public roots plus
 //! an optional private CA), the answer read whole and parsed as JSON. It serves
-//! `mcp-relay admin` ([`crate::operator::admin_cli`]) and the JWKS fetch ([`crate::auth::jwks`]): their
-//! requests are tiny and rare, and a full HTTP client would be the largest dependency of the
-//! relay for their sake.
+//! `mcp-relay admin` ([`crate::operator::admin_cli`]) and the JWKS fetch ([`crate::auth::jwks`]).
+//! The HTTP itself (the request, the answer's framing, chunked bodies) is hyper's client half,
+//! over a TCP or rustls stream this file opens: hyper is linked already (it serves the relay),
+//! and a full client stack would be the largest dependency of the relay for requests this tiny
+//! and rare.
 
 use std::sync::Arc;
 
 use anyhow::Context;
+use http_body_util::BodyExt;
+use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// The most of an answer read (a JWKS, an admin API answer).
+const MAX_ANSWER_BYTES: usize = 16 << 20;
 
 /// Where a server is: scheme (TLS or not), host and port.
 pub(crate) struct Base {
@@ -54,7 +61,8 @@ impl Base {
 }
 
 /// One request, its answer read whole and parsed as JSON (a body that is not JSON becomes
-/// `{"error": "not JSON …"}`), with `Authorization: Bearer` when a token is given.
+/// `{"error": "not JSON …"}`), with `Authorization: Bearer` when a token is given. The whole
+/// exchange has 30 s.
 pub(crate) async fn call(
     base: &Base,
     ca_cert: Option<&std::path::Path>,
@@ -66,90 +74,69 @@ pub(crate) async fn call(
     let tcp = tokio::net::TcpStream::connect((base.host.as_str(), base.port))
         .await
         .with_context(|| format!("connecting to {}:{}", base.host, base.port))?;
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let authorization = token
-        .map(|token| format!("Authorization: Bearer {token}\r\n"))
-        .unwrap_or_default();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n{authorization}\
-         Accept: application/json\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        base.host,
-        body.len()
-    );
-    let response = if base.tls {
-        let config = tls_config(ca_cert)?;
-        let name = rustls::pki_types::ServerName::try_from(base.host.clone())
-            .with_context(|| format!("{:?} is not a valid TLS server name", base.host))?;
-        let stream = tokio_rustls::TlsConnector::from(config)
-            .connect(name, tcp)
-            .await
-            .with_context(|| format!("TLS handshake with {}", base.host))?;
-        exchange(stream, &request).await?
+    let host = if base.host.contains(':') {
+        format!("[{}]", base.host)
     } else {
-        exchange(tcp, &request).await?
+        base.host.clone()
     };
-    parse_response(&response)
-}
-
-/// Sends the request and reads the whole answer (the server closes after it; at most 16 MiB).
-async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
-    mut stream: S,
-    request: &str,
-) -> anyhow::Result<Vec<u8>> {
-    stream.write_all(request.as_bytes()).await?;
-    stream.flush().await?;
-    let mut response = Vec::new();
-    let mut limited = (&mut stream).take(16 << 20);
-    let read = limited.read_to_end(&mut response);
-    match tokio::time::timeout(std::time::Duration::from_secs(30), read).await {
-        Ok(Ok(_)) => Ok(response),
-        // A TLS peer that closes without close_notify still sent the whole answer.
-        Ok(Err(e)) if !response.is_empty() && e.kind() == std::io::ErrorKind::UnexpectedEof => {
-            Ok(response)
+    let mut request = hyper::Request::builder()
+        .method(method)
+        .uri(path)
+        .header(hyper::header::HOST, host)
+        .header(hyper::header::ACCEPT, "application/json")
+        .header(hyper::header::CONTENT_TYPE, "application/json");
+    if let Some(token) = token {
+        request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let request = request
+        .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+        .context("building the request")?;
+    let exchange = async {
+        if base.tls {
+            let config = tls_config(ca_cert)?;
+            let name = rustls::pki_types::ServerName::try_from(base.host.clone())
+                .with_context(|| format!("{:?} is not a valid TLS server name", base.host))?;
+            let stream = tokio_rustls::TlsConnector::from(config)
+                .connect(name, tcp)
+                .await
+                .with_context(|| format!("TLS handshake with {}", base.host))?;
+            exchange(stream, request).await
+        } else {
+            exchange(tcp, request).await
         }
-        Ok(Err(e)) => Err(e).context("reading the answer"),
+    };
+    match tokio::time::timeout(std::time::Duration::from_secs(30), exchange).await {
+        Ok(answer) => answer,
         Err(_) => anyhow::bail!("no answer within 30 s"),
     }
 }
 
-fn parse_response(response: &[u8]) -> anyhow::Result<(u16, Value)> {
-    let text = String::from_utf8_lossy(response);
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .context("the answer is not HTTP")?;
-    let status: u16 = head
-        .get(9..12)
-        .and_then(|s| s.parse().ok())
-        .context("the answer has no status")?;
-    let chunked = head.lines().any(|l| {
-        l.to_ascii_lowercase()
-            .starts_with("transfer-encoding: chunked")
-    });
-    let body = if chunked {
-        dechunk(body)
-    } else {
-        body.to_owned()
-    };
-    let value = serde_json::from_str(&body).unwrap_or_else(|_| {
-        json!({ "error": format!("not JSON (status {status}): {}", body.chars().take(200).collect::<String>()) })
+/// Sends the request over `stream` and reads the whole answer (at most [`MAX_ANSWER_BYTES`]).
+async fn exchange<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    stream: S,
+    request: hyper::Request<http_body_util::Full<bytes::Bytes>>,
+) -> anyhow::Result<(u16, Value)> {
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .context("starting the HTTP exchange")?;
+    let connection = tokio::spawn(connection);
+    let response = sender
+        .send_request(request)
+        .await
+        .context("sending the request")?;
+    let status = response.status().as_u16();
+    let body = http_body_util::Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+        .collect()
+        .await
+        .map_err(|e| anyhow::anyhow!("reading the answer: {e}"))?
+        .to_bytes();
+    connection.abort();
+    let value = serde_json::from_slice(&body).unwrap_or_else(|_| {
+        let text = String::from_utf8_lossy(&body);
+        json!({ "error": format!("not JSON (status {status}): {}", text.chars().take(200).collect::<String>()) })
     });
     Ok((status, value))
-}
-
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if size == 0 || rest.len() < size {
-            break;
-        }
-        out.push_str(&rest[..size]);
-        body = rest[size..].trim_start_matches("\r\n");
-    }
-    out
 }
 
 /// rustls with ring, the public web roots and the `--ca-cert` certificates.
