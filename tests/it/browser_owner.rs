@@ -617,3 +617,82 @@ async fn service_worker(devtools: &mut DevTools) -> String {
         .await;
     attached["sessionId"].as_str().unwrap().to_owned()
 }
+
+/// Issue 27, point 2: a script's inner calls obey the owner's settings as single calls do. A
+/// `code_execution` script through the bridge that reaches for a blocked site gets the same
+/// refusal as a rejected promise (and the page is never opened), while its other calls work;
+/// the audit log has the refused inner call as an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scripts_inner_calls_are_refused_on_a_blocked_site_as_single_calls_are() {
+    let Some(chromium) = chromium_or_skip("a script on a blocked site") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, async {
+        let relay = relay().await;
+        let site = FixtureSite::start().await;
+        let blocked = site.url("page2.html");
+        let pattern = blocked.trim_start_matches("http://");
+        let profile = profile_with(
+            &relay,
+            json!({"autoAllow": true, "blockedSites": [pattern]}),
+        );
+        let browser = Browser::launch_with(&chromium, &profile, &[]);
+        let mut watcher = Driver::handshake(&relay, "watcher").await;
+        watcher.wait_for_extension(&browser).await;
+        let dir = tempfile::tempdir().unwrap();
+        let audit_log = dir.path().join("audit.jsonl");
+        let url = relay.url("/mcp");
+        let bridge = common::bridge::start_bridge(
+            (),
+            &[
+                "--relay",
+                url.as_str(),
+                "--code-execution",
+                "--audit-log",
+                audit_log.to_str().unwrap(),
+            ],
+            &token(USER, Some(Role::Mcp)),
+        )
+        .await;
+        let script = format!(
+            "const open = await tools.browser_navigate({{url: {allowed:?}}});\n\
+             let refused = null;\n\
+             try {{ await tools.browser_navigate({{url: {blocked:?}}}); }}\n\
+             catch (e) {{ refused = e.message; }}\n\
+             return {{opened: open.data.url, refused}};",
+            allowed = site.url("page1.html"),
+        );
+        let deadline = Instant::now() + STEP;
+        let answer = loop {
+            let result =
+                common::bridge::call(&bridge, "code_execution", json!({ "code": script })).await;
+            let text = common::bridge::text(&result);
+            // The first tab may still be on its way while the extension settles.
+            if !common::bridge::is_error(&result) && text.contains("\"opened\"") {
+                break serde_json::from_str::<Value>(&text).unwrap();
+            }
+            assert!(Instant::now() < deadline, "{result}");
+            tokio::time::sleep(POLL).await;
+        };
+        assert_eq!(answer["opened"], site.url("page1.html"), "{answer}");
+        assert!(
+            answer["refused"]
+                .as_str()
+                .is_some_and(|m| m.contains("is off limits")),
+            "{answer}"
+        );
+        let log = fs::read_to_string(&audit_log).unwrap();
+        assert!(
+            log.lines().any(|line| {
+                let record: Value = serde_json::from_str(line).unwrap();
+                record["tool"] == "code_execution"
+                    && record["target"] == "browser_navigate"
+                    && record["outcome"] == "error"
+            }),
+            "{log}"
+        );
+        let _ = bridge.cancel().await;
+    })
+    .await;
+}
