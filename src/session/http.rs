@@ -305,6 +305,8 @@ impl Drop for SessionStream {
 struct Watched {
     inner: Body,
     ended: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
+    /// Whether the session's end ends this body (a stream), see [`watched`].
+    cut: bool,
     _hold: Option<Box<dyn Send>>,
 }
 
@@ -317,7 +319,7 @@ impl axum::body::HttpBody for Watched {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
         let this = self.get_mut();
-        if this.ended.as_mut().poll(cx).is_ready() {
+        if this.cut && this.ended.as_mut().poll(cx).is_ready() {
             return Poll::Ready(None);
         }
         Pin::new(&mut this.inner).poll_frame(cx)
@@ -810,9 +812,14 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 fn watched(response: Response, owner: &Owner, hold: Option<Box<dyn Send>>) -> Response {
     let ended = Box::pin(owner.ended.clone().cancelled_owned());
     response.map(|inner| {
+        // Only a stream is cut when the session ends. A body of known length (a JSON answer,
+        // DELETE's) goes out whole: cutting it short of its Content-Length would make hyper
+        // close the connection under a client that may already be reusing it.
+        let cut = axum::body::HttpBody::size_hint(&inner).exact().is_none();
         Body::new(Watched {
             inner,
             ended,
+            cut,
             _hold: hold,
         })
     })

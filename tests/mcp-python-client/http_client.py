@@ -66,9 +66,11 @@ async def main(url: str, token: str) -> dict:
                 answer = snapshot.structured_content or json.loads(snapshot.content[0].text)
         session_id = next(sid for _, _, sid in seen if sid)
         deletes = [status for method, status, _ in seen if method == "DELETE"]
-        # Leaving the transport sent DELETE: the session is gone.
+    # Leaving the transport sent DELETE: the session is gone. Asked on a connection of its own,
+    # so the answer is about the session, not about reusing the transport's pooled connections.
+    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as fresh:
         after = (
-            await http.post(
+            await fresh.post(
                 url,
                 headers={
                     "content-type": "application/json",
