@@ -85,16 +85,25 @@ struct Layer {
 }
 
 /// A linear layer twice: as candle's (for the catalogue's batches) and with 8-bit weights for
-/// a query's few rows ([`skinny`]).
+/// a query's few rows ([`skinny`]), the latter only where queries take that path.
 struct Dense {
     full: Linear,
-    small: skinny::Quantized,
+    small: Option<skinny::Quantized>,
 }
 
 impl Dense {
-    fn new(full: Linear) -> candle_core::Result<Dense> {
-        let small = skinny::Quantized::new(&full)?;
+    fn new(full: Linear, skinny: bool) -> candle_core::Result<Dense> {
+        let small = skinny.then(|| skinny::Quantized::new(&full)).transpose()?;
         Ok(Dense { full, small })
+    }
+
+    /// `xs` through the layer: a few rows (a query) by the 8-bit weights where there are
+    /// some, anything else by candle's product.
+    fn forward(&self, xs: &Tensor, rows: usize) -> candle_core::Result<Tensor> {
+        match &self.small {
+            Some(small) if rows <= SKINNY_ROWS => small.forward(xs),
+            _ => self.full.forward(xs),
+        }
     }
 }
 
@@ -109,9 +118,6 @@ struct Encoder {
     embedding_norm: LayerNorm,
     layers: Vec<Layer>,
     heads: usize,
-    /// Whether a short input (a query) takes the skinny products of [`skinny`] (off in debug
-    /// builds, and to measure them against candle's: `MCP_RELAY_EMBED_GENERIC_PRODUCTS=1`).
-    skinny_products: bool,
 }
 
 /// Up to this many token rows (a query, a short batch) a linear layer is [`skinny::Quantized`];
@@ -139,6 +145,12 @@ impl Encoder {
             Ok(tensor.to_dtype(DType::F32)?)
         };
         let embedding_norm = layer_norm(&mut take, "embeddings.LayerNorm", config.layer_norm_eps)?;
+        // A query's products take the 8-bit weights ([`skinny`]), except in a debug build
+        // (unoptimised, the loop is slower than candle's product, which the workspace compiles
+        // optimised even then) and to measure them against candle's
+        // (`MCP_RELAY_EMBED_GENERIC_PRODUCTS=1`); the weights are made only where they are used.
+        let skinny = !cfg!(debug_assertions)
+            && std::env::var_os("MCP_RELAY_EMBED_GENERIC_PRODUCTS").is_none();
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for i in 0..config.num_hidden_layers {
             let at = format!("encoder.layer.{i}");
@@ -164,10 +176,10 @@ impl Encoder {
             let up = linear(&["intermediate.dense"])?;
             let down = linear(&["output.dense"])?;
             layers.push(Layer {
-                qkv: Dense::new(qkv)?,
-                attention_out: Dense::new(attention_out)?,
-                up: Dense::new(up)?,
-                down: Dense::new(down)?,
+                qkv: Dense::new(qkv, skinny)?,
+                attention_out: Dense::new(attention_out, skinny)?,
+                up: Dense::new(up, skinny)?,
+                down: Dense::new(down, skinny)?,
                 attention_norm: layer_norm(
                     &mut take,
                     &format!("{at}.attention.output.LayerNorm"),
@@ -183,10 +195,6 @@ impl Encoder {
             embedding_norm,
             layers,
             heads: config.num_attention_heads,
-            // Unoptimised (a debug build) the loop is slower than candle's product, which the
-            // workspace compiles optimised even then.
-            skinny_products: !cfg!(debug_assertions)
-                && std::env::var_os("MCP_RELAY_EMBED_GENERIC_PRODUCTS").is_none(),
         })
     }
 
@@ -212,14 +220,9 @@ impl Encoder {
                 .transpose(1, 2)?
                 .contiguous()
         };
-        let linear = |layer: &Dense, xs: &Tensor| -> candle_core::Result<Tensor> {
-            if !self.skinny_products || batch * tokens > SKINNY_ROWS {
-                return layer.full.forward(xs);
-            }
-            layer.small.forward(xs)
-        };
+        let rows = batch * tokens;
         for layer in &self.layers {
-            let qkv = linear(&layer.qkv, &xs)?;
+            let qkv = layer.qkv.forward(&xs, rows)?;
             let q = split(qkv.narrow(D::Minus1, 0, hidden)?)?;
             let k = split(qkv.narrow(D::Minus1, hidden, hidden)?)?;
             let v = split(qkv.narrow(D::Minus1, 2 * hidden, hidden)?)?;
@@ -229,10 +232,10 @@ impl Encoder {
                 .matmul(&v)?
                 .transpose(1, 2)?
                 .reshape((batch, tokens, hidden))?;
-            let attended = linear(&layer.attention_out, &context)?;
+            let attended = layer.attention_out.forward(&context, rows)?;
             xs = layer.attention_norm.forward(&(attended + &xs)?)?;
-            let inner = linear(&layer.up, &xs)?.gelu_erf()?;
-            let out = linear(&layer.down, &inner)?;
+            let inner = layer.up.forward(&xs, rows)?.gelu_erf()?;
+            let out = layer.down.forward(&inner, rows)?;
             xs = layer.out_norm.forward(&(out + &xs)?)?;
         }
         Ok(xs)

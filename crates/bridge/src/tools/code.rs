@@ -9,8 +9,9 @@
 //! promise whose `Error.message` is the result's text for an error.
 //!
 //! The global object holds the language's built-ins (no `performance`; `Date` reads whole
-//! seconds only), `tools` and `console.log` (captured into the answer); there is no module loader, so `import()` fails,
-//! and nothing else (no `fetch`, `require`, `process`, `Deno`, file system, network).
+//! seconds only), `tools` and `console.log` (captured into the answer); there is no module
+//! loader, so `import()` fails, and nothing else (no `fetch`, `require`, `process`, `Deno`,
+//! file system, network).
 //!
 //! Each inner call is also a line in the audit log (`--audit-log`), `tool: "code_execution"`
 //! with the tool called as `target`.
@@ -362,24 +363,20 @@ impl Toolbox {
                 self.deliver(NAME, Rendered::page(text + &logs_text, structured))
             }
             End::Threw(message) => {
-                let mut result = error(format!(
+                let result = error(format!(
                     "{NAME}: the script failed: {message}\n{}{logs_text}",
                     done_so_far()
                 ));
-                result.structured_content = Some(structured);
-                results::mark_page_text(&mut result);
-                result
+                results::with_page_fields(result, structured)
             }
             End::Stopped(bound) => {
                 structured["stoppedBy"] = json!(bound.key());
-                let mut result = error(format!(
+                let result = error(format!(
                     "{NAME}: the script was stopped: it went over {}.\n{}{logs_text}",
                     bound.describe(limits),
                     done_so_far()
                 ));
-                result.structured_content = Some(structured);
-                results::mark_page_text(&mut result);
-                result
+                results::with_page_fields(result, structured)
             }
         }
     }
@@ -486,6 +483,15 @@ impl BoundedAllocator {
         }
         fits
     }
+
+    /// `ptr`, just allocated by `RustAllocator` (or null), counted as held.
+    fn counted(&mut self, ptr: *mut u8) -> *mut u8 {
+        if !ptr.is_null() {
+            // SAFETY: a non-null `ptr` was just allocated by RustAllocator.
+            self.used += unsafe { RustAllocator::usable_size(ptr) };
+        }
+        ptr
+    }
 }
 
 // SAFETY: every pointer comes from, and goes back to, `RustAllocator`, which upholds the
@@ -497,11 +503,7 @@ unsafe impl Allocator for BoundedAllocator {
             return std::ptr::null_mut();
         }
         let ptr = RustAllocator.alloc(size);
-        if !ptr.is_null() {
-            // SAFETY: just allocated by RustAllocator.
-            self.used += unsafe { RustAllocator::usable_size(ptr) };
-        }
-        ptr
+        self.counted(ptr)
     }
 
     fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
@@ -512,11 +514,7 @@ unsafe impl Allocator for BoundedAllocator {
             return std::ptr::null_mut();
         }
         let ptr = RustAllocator.calloc(count, size);
-        if !ptr.is_null() {
-            // SAFETY: just allocated by RustAllocator.
-            self.used += unsafe { RustAllocator::usable_size(ptr) };
-        }
-        ptr
+        self.counted(ptr)
     }
 
     unsafe fn dealloc(&mut self, ptr: *mut u8) {

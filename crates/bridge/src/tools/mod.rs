@@ -446,11 +446,12 @@ impl Toolbox {
         let part =
             parts::part_at(&text, 0, self.max_result_chars).expect("offset 0 is in every text");
         if part.is_whole() {
-            let mut result = success(text, structured);
-            if page_text {
-                results::mark_page_text(&mut result);
+            return Rendered {
+                text,
+                structured,
+                page_text,
             }
-            return result;
+            .into_result();
         }
         let paged = PAGED.contains(&tool);
         if paged {
@@ -462,9 +463,7 @@ impl Toolbox {
         let mut structured = bounded_fields(structured);
         structured["part"] = part_fields(&part);
         // A part's text is never its fields' JSON: it goes to a host as text alone.
-        let mut result = success(part.text(tool, paged), Some(structured));
-        results::mark_page_text(&mut result);
-        result
+        results::with_page_fields(success(part.text(tool, paged), None), structured)
     }
 
     fn continue_result(&self, tool: &str, offset: usize) -> CallToolResult {
@@ -479,14 +478,10 @@ impl Toolbox {
                 "{tool}: offset {offset} is past the end of the last result ({} characters)",
                 text.chars().count()
             )),
-            Some(part) => {
-                let mut result = success(
-                    part.text(tool, true),
-                    Some(json!({ "part": part_fields(&part) })),
-                );
-                results::mark_page_text(&mut result);
-                result
-            }
+            Some(part) => results::with_page_fields(
+                success(part.text(tool, true), None),
+                json!({ "part": part_fields(&part) }),
+            ),
         }
     }
 }

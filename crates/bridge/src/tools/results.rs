@@ -48,16 +48,32 @@ impl Rendered {
             page_text: true,
         }
     }
+
+    /// The whole of it as a successful result, marked when it is page text.
+    pub(crate) fn into_result(self) -> CallToolResult {
+        match (self.page_text, self.structured) {
+            (true, Some(fields)) => with_page_fields(success(self.text, None), fields),
+            (_, structured) => success(self.text, structured),
+        }
+    }
 }
 
 /// The `_meta` key that marks a result whose text is page text, until [`for_host`] reads it.
 const PAGE_TEXT_MARK: &str = "mcp-relay/page-text";
 
 /// Marks `result` as carrying page text its `structuredContent` does not.
-pub(crate) fn mark_page_text(result: &mut CallToolResult) {
+fn mark_page_text(result: &mut CallToolResult) {
     let mut meta = result.meta.take().unwrap_or_default();
     meta.0.insert(PAGE_TEXT_MARK.into(), Value::Bool(true));
     result.meta = Some(meta);
+}
+
+/// `result` with `fields` as its `structuredContent`, marked as carrying page text they do
+/// not: the bridge (a script's `data`) reads them, a host gets them only when it asked.
+pub(crate) fn with_page_fields(mut result: CallToolResult, fields: Value) -> CallToolResult {
+    result.structured_content = Some(fields);
+    mark_page_text(&mut result);
+    result
 }
 
 /// A tool's result as the host receives it: a result marked as page text loses its
@@ -467,13 +483,7 @@ mod tests {
     /// the mark never leaves the bridge.
     #[test]
     fn a_host_gets_page_text_without_structured_content_unless_asked() {
-        let deliver = |rendered: Rendered| {
-            let mut result = success(rendered.text, rendered.structured);
-            if rendered.page_text {
-                mark_page_text(&mut result);
-            }
-            result
-        };
+        let deliver = Rendered::into_result;
         let snapshot = render(
             "browser_snapshot",
             &json!({"tabId": 7, "url": "https://e/", "title": "E", "snapshot": "- heading \"E\" [ref=e1]"}),

@@ -478,13 +478,13 @@ pub(crate) fn code_execution() -> Tool {
     )
 }
 
-/// `code_execution`'s arguments.
 /// A script to run, or (`offset`) where to read on in the last long answer of one.
 pub(crate) enum CodeCall {
     Run(String),
     ReadOn(usize),
 }
 
+/// `code_execution`'s arguments.
 pub(crate) fn code_args(args: &JsonObject) -> Result<CodeCall, String> {
     let schema = input_schema::<args::CodeExecution>(false);
     let parsed = args::parse::<args::CodeExecution>(args, &schema)?;
