@@ -5,10 +5,17 @@
 //! (a counter's `inc` is one relaxed add), so the forwarding hot path pays what it paid before;
 //! labelled series (`mcp_relay_sockets{role}`, `mcp_relay_errors_total{code}`) are resolved
 //! once, here, and never looked up per event.
+//!
+//! Some figures are kept where they are counted, not here: the connection registry's stages,
+//! the cluster's view, the HTTP endpoint's sessions and refusals, the audit writer's drops.
+//! Mirroring each into a registered series would add a write on their paths for a value read
+//! once per scrape, so they are read at scrape time into a [`Sampled`] and written by the same
+//! encoder: one exposition, one format, no text written by hand.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use prometheus::proto::{self, LabelPair, MetricFamily, MetricType};
 use prometheus::{
     Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
     Registry, TextEncoder,
@@ -204,13 +211,100 @@ impl Metrics {
         self.latency.observe(elapsed.as_secs_f64());
     }
 
-    /// The Prometheus text exposition.
+    /// The registered series alone, as text.
     pub fn render(&self) -> String {
+        self.render_with(Sampled::default())
+    }
+
+    /// The Prometheus text exposition: the registered series, then `sampled`'s.
+    pub fn render_with(&self, sampled: Sampled) -> String {
+        let mut families = self.registry.gather();
+        families.extend(sampled.0);
         let mut out = Vec::with_capacity(4096);
         TextEncoder::new()
-            .encode(&self.registry.gather(), &mut out)
+            .encode(&families, &mut out)
             .expect("the text encoder writes to memory");
         String::from_utf8(out).expect("the text exposition is UTF-8")
+    }
+}
+
+/// Series read at scrape time from where they are kept (see the module doc), in the order
+/// they are added.
+#[derive(Default)]
+pub struct Sampled(Vec<MetricFamily>);
+
+impl Sampled {
+    /// A gauge without labels.
+    pub fn gauge(&mut self, name: &str, help: &str, value: u64) -> &mut Self {
+        self.family(name, help, MetricType::GAUGE, None, &[("", value)])
+    }
+
+    /// A counter without labels.
+    pub fn counter(&mut self, name: &str, help: &str, value: u64) -> &mut Self {
+        self.family(name, help, MetricType::COUNTER, None, &[("", value)])
+    }
+
+    /// A gauge with one sample per value of `label`.
+    pub fn gauge_by(
+        &mut self,
+        name: &str,
+        help: &str,
+        label: &str,
+        samples: &[(&str, u64)],
+    ) -> &mut Self {
+        self.family(name, help, MetricType::GAUGE, Some(label), samples)
+    }
+
+    /// A counter with one sample per value of `label`.
+    pub fn counter_by(
+        &mut self,
+        name: &str,
+        help: &str,
+        label: &str,
+        samples: &[(&str, u64)],
+    ) -> &mut Self {
+        self.family(name, help, MetricType::COUNTER, Some(label), samples)
+    }
+
+    fn family(
+        &mut self,
+        name: &str,
+        help: &str,
+        kind: MetricType,
+        label: Option<&str>,
+        samples: &[(&str, u64)],
+    ) -> &mut Self {
+        let metrics = samples
+            .iter()
+            .map(|&(label_value, value)| {
+                let mut metric = proto::Metric::default();
+                if let Some(label) = label {
+                    let mut pair = LabelPair::default();
+                    pair.set_name(label.to_owned());
+                    pair.set_value(label_value.to_owned());
+                    metric.set_label(vec![pair]);
+                }
+                // Counts far below 2^53: exact as f64, written as integers.
+                let value = value as f64;
+                if kind == MetricType::COUNTER {
+                    let mut counter = proto::Counter::default();
+                    counter.set_value(value);
+                    metric.set_counter(counter);
+                } else {
+                    let mut gauge = proto::Gauge::default();
+                    gauge.set_value(value);
+                    metric.set_gauge(gauge);
+                }
+                metric
+            })
+            .collect();
+        let mut family = MetricFamily::default();
+        family.set_name(name.to_owned());
+        family.set_help(help.to_owned());
+        family.set_field_type(kind);
+        family.set_metric(metrics);
+        self.0.push(family);
+        self
     }
 }
 
@@ -260,7 +354,16 @@ mod tests {
         metrics.pending_requests.set(2);
         metrics.observe_latency(Duration::from_millis(2));
         metrics.observe_latency(Duration::from_secs(61));
-        let text = metrics.render();
+        let mut sampled = Sampled::default();
+        sampled
+            .gauge_by(
+                "mcp_relay_tcp_connections",
+                "Open TCP connections by stage.",
+                "stage",
+                &[("all", 7), ("pending", 2)],
+            )
+            .counter("mcp_relay_shed_connections_total", "Shed.", 4);
+        let text = metrics.render_with(sampled);
         for line in [
             "# HELP mcp_relay_sockets Open WebSocket connections by role.",
             "# TYPE mcp_relay_sockets gauge",
@@ -278,6 +381,12 @@ mod tests {
             "mcp_relay_forward_latency_seconds_sum 61.002",
             "mcp_relay_forward_latency_seconds_count 2",
             "mcp_relay_errors_total{code=\"other\"} 0",
+            "# HELP mcp_relay_tcp_connections Open TCP connections by stage.",
+            "# TYPE mcp_relay_tcp_connections gauge",
+            "mcp_relay_tcp_connections{stage=\"all\"} 7",
+            "mcp_relay_tcp_connections{stage=\"pending\"} 2",
+            "# TYPE mcp_relay_shed_connections_total counter",
+            "mcp_relay_shed_connections_total 4",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

@@ -10,7 +10,7 @@
 //! waits on it explicitly (bounded by `--shutdown-grace`).
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,7 @@ use axum::Router;
 
 use crate::auth::Verifier;
 use crate::config::ServeConfig;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Sampled};
 use crate::net::limits::SocketSlot;
 use crate::net::transport::ConnHandle;
 use crate::operator::Operator;
@@ -616,48 +616,55 @@ async fn metrics_endpoint(
     State(state): State<Arc<RelayState>>,
     #[cfg(feature = "http-mcp")] Extension(http): Extension<Arc<crate::session::http::McpHttp>>,
 ) -> Response {
-    let mut text = state.metrics.render();
-    text += &state.hub.render_cluster_metrics();
-    text += &connection_metrics(&state);
+    let mut sampled = Sampled::default();
+    state.hub.sample_cluster_metrics(&mut sampled);
+    sample_connection_metrics(&state, &mut sampled);
     #[cfg(feature = "http-mcp")]
-    {
-        text += &http.render_metrics();
-    }
+    http.sample_metrics(&mut sampled);
     if let Some(audit) = &state.audit {
-        text += &format!(
-            "# HELP mcp_relay_audit_dropped_total Audit events dropped because the writer fell behind.\n\
-             # TYPE mcp_relay_audit_dropped_total counter\n\
-             mcp_relay_audit_dropped_total {}\n\
-             # HELP mcp_relay_audit_refusals_total Requests refused before reaching a browser, counted in the audit trail's refused tallies.\n\
-             # TYPE mcp_relay_audit_refusals_total counter\n\
-             mcp_relay_audit_refusals_total {}\n",
-            audit.dropped(),
-            audit.refusals()
-        );
+        sampled
+            .counter(
+                "mcp_relay_audit_dropped_total",
+                "Audit events dropped because the writer fell behind.",
+                audit.dropped(),
+            )
+            .counter(
+                "mcp_relay_audit_refusals_total",
+                "Requests refused before reaching a browser, counted in the audit trail's refused tallies.",
+                audit.refusals(),
+            );
     }
+    let text = state.metrics.render_with(sampled);
     ([("content-type", "text/plain; version=0.0.4")], text).into_response()
 }
 
 /// The connection registry's figures (docs/SECURITY.md).
-fn connection_metrics(state: &RelayState) -> String {
+fn sample_connection_metrics(state: &RelayState, out: &mut Sampled) {
     let (open, pending, unauthenticated) = state.connections.counts();
-    let evicted = state.connections.evicted.load(Ordering::Relaxed);
-    let shed = state.connections.shed.load(Ordering::Relaxed);
-    let queued = state.socket.total_queued.load(Ordering::Relaxed);
-    format!(
-        "# HELP mcp_relay_tcp_connections Open TCP connections by stage.\n\
-         # TYPE mcp_relay_tcp_connections gauge\n\
-         mcp_relay_tcp_connections{{stage=\"all\"}} {open}\n\
-         mcp_relay_tcp_connections{{stage=\"pending\"}} {pending}\n\
-         mcp_relay_tcp_connections{{stage=\"unauthenticated\"}} {unauthenticated}\n\
-         # HELP mcp_relay_evicted_connections_total Anonymous connections closed to make room or for missing their header deadline.\n\
-         # TYPE mcp_relay_evicted_connections_total counter\n\
-         mcp_relay_evicted_connections_total {evicted}\n\
-         # HELP mcp_relay_shed_connections_total New connections closed at once because file descriptors ran short.\n\
-         # TYPE mcp_relay_shed_connections_total counter\n\
-         mcp_relay_shed_connections_total {shed}\n\
-         # HELP mcp_relay_send_queue_bytes Bytes queued towards all peers (with per-frame overhead).\n\
-         # TYPE mcp_relay_send_queue_bytes gauge\n\
-         mcp_relay_send_queue_bytes {queued}\n"
+    let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+    out.gauge_by(
+        "mcp_relay_tcp_connections",
+        "Open TCP connections by stage.",
+        "stage",
+        &[
+            ("all", open as u64),
+            ("pending", pending as u64),
+            ("unauthenticated", unauthenticated as u64),
+        ],
     )
+    .counter(
+        "mcp_relay_evicted_connections_total",
+        "Anonymous connections closed to make room or for missing their header deadline.",
+        load(&state.connections.evicted),
+    )
+    .counter(
+        "mcp_relay_shed_connections_total",
+        "New connections closed at once because file descriptors ran short.",
+        load(&state.connections.shed),
+    )
+    .gauge(
+        "mcp_relay_send_queue_bytes",
+        "Bytes queued towards all peers (with per-frame overhead).",
+        state.socket.total_queued.load(Ordering::Relaxed) as u64,
+    );
 }

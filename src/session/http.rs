@@ -43,6 +43,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Role;
+use crate::metrics::Sampled;
 use crate::net::limits::SocketSlot;
 use crate::net::transport::ConnHandle;
 use crate::session::mcp::McpSession;
@@ -499,29 +500,28 @@ impl McpHttp {
 
     /// The endpoint's figures for `/metrics`. (Each session's in-process relay client also
     /// counts in `mcp_relay_sockets{role="mcp"}` while it is connected.)
-    pub fn render_metrics(&self) -> String {
+    pub fn sample_metrics(&self, out: &mut Sampled) {
         let sessions = self.owners.0.lock().unwrap().sessions.len();
         let r = &self.refused;
         let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        format!(
-            "# HELP mcp_relay_http_mcp_sessions Live MCP sessions on the Streamable HTTP endpoint.\n\
-             # TYPE mcp_relay_http_mcp_sessions gauge\n\
-             mcp_relay_http_mcp_sessions {sessions}\n\
-             # HELP mcp_relay_http_mcp_refused_total Streamable HTTP requests refused for what they would hold, by the bound they met.\n\
-             # TYPE mcp_relay_http_mcp_refused_total counter\n\
-             mcp_relay_http_mcp_refused_total{{bound=\"sessions_per_user\"}} {}\n\
-             mcp_relay_http_mcp_refused_total{{bound=\"sessions_all\"}} {}\n\
-             mcp_relay_http_mcp_refused_total{{bound=\"streams_per_session\"}} {}\n\
-             mcp_relay_http_mcp_refused_total{{bound=\"streams_per_user\"}} {}\n\
-             mcp_relay_http_mcp_refused_total{{bound=\"connections_per_user\"}} {}\n\
-             mcp_relay_http_mcp_refused_total{{bound=\"connections_all\"}} {}\n",
-            n(&r.sessions_per_user),
-            n(&r.sessions_all),
-            n(&r.streams_per_session),
-            n(&r.streams_per_user),
-            n(&r.connections_per_user),
-            n(&r.connections_all),
+        out.gauge(
+            "mcp_relay_http_mcp_sessions",
+            "Live MCP sessions on the Streamable HTTP endpoint.",
+            sessions as u64,
         )
+        .counter_by(
+            "mcp_relay_http_mcp_refused_total",
+            "Streamable HTTP requests refused for what they would hold, by the bound they met.",
+            "bound",
+            &[
+                ("sessions_per_user", n(&r.sessions_per_user)),
+                ("sessions_all", n(&r.sessions_all)),
+                ("streams_per_session", n(&r.streams_per_session)),
+                ("streams_per_user", n(&r.streams_per_user)),
+                ("connections_per_user", n(&r.connections_per_user)),
+                ("connections_all", n(&r.connections_all)),
+            ],
+        );
     }
 
     /// Counts an authenticated HTTP connection once, while it is open: in `--max-connections`

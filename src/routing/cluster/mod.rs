@@ -36,6 +36,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::ServeConfig;
 use crate::frame::{self, Call, Incoming};
+use crate::metrics::Sampled;
 use crate::protocol::{self, RelayError};
 pub use operator::{AdminAnswer, AdminQuestion, AskingCaller, NodeOperator, Revocation};
 use wire::{ConnectBody, Envelope, Kind, Presence, PresenceEntry};
@@ -302,23 +303,24 @@ impl Cluster {
         self.node_ttl
     }
 
-    /// Cluster lines for `/metrics`, in the Prometheus text format. `remote_connections` is
-    /// counted by the hub, which holds the connections.
-    pub fn render_metrics(&self, remote_connections: usize) -> String {
-        format!(
-            "# HELP mcp_relay_cluster_connected 1 while the NATS connection is up.\n\
-             # TYPE mcp_relay_cluster_connected gauge\n\
-             mcp_relay_cluster_connected {}\n\
-             # HELP mcp_relay_cluster_nodes Other relay nodes currently alive.\n\
-             # TYPE mcp_relay_cluster_nodes gauge\n\
-             mcp_relay_cluster_nodes {}\n\
-             # HELP mcp_relay_cluster_remote_connections MCP clients here connected to extensions on other nodes.\n\
-             # TYPE mcp_relay_cluster_remote_connections gauge\n\
-             mcp_relay_cluster_remote_connections {}\n",
-            u8::from(self.is_connected()),
-            self.live_nodes(),
-            remote_connections,
+    /// The cluster's series for `/metrics`. `remote_connections` is counted by the hub, which
+    /// holds the connections.
+    pub fn sample_metrics(&self, remote_connections: usize, out: &mut Sampled) {
+        out.gauge(
+            "mcp_relay_cluster_connected",
+            "1 while the NATS connection is up.",
+            u64::from(self.is_connected()),
         )
+        .gauge(
+            "mcp_relay_cluster_nodes",
+            "Other relay nodes currently alive.",
+            self.live_nodes() as u64,
+        )
+        .gauge(
+            "mcp_relay_cluster_remote_connections",
+            "MCP clients here connected to extensions on other nodes.",
+            remote_connections as u64,
+        );
     }
 
     /// Waits (briefly) until everything queued so far has been handed to NATS, so a graceful

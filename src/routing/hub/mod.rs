@@ -61,7 +61,7 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use crate::frame::{self, code, Reply};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Sampled};
 use crate::net::peer::{close_code, Peer};
 use crate::protocol::{self, RelayError};
 use crate::routing::cluster::wire::{ConnectBody, PresenceEntry};
@@ -323,17 +323,17 @@ impl Hub {
         self.cluster.as_ref()
     }
 
-    /// Cluster lines for `/metrics`; empty without a cluster.
-    pub fn render_cluster_metrics(&self) -> String {
+    /// The cluster's series for `/metrics`; none without a cluster.
+    pub fn sample_cluster_metrics(&self, out: &mut Sampled) {
         let Some(cluster) = &self.cluster else {
-            return String::new();
+            return;
         };
         let remote = self
             .connections
             .iter()
             .filter(|c| matches!(c.client, ClientSide::Local(_)) && !c.extension.is_local())
             .count();
-        cluster.render_metrics(remote)
+        cluster.sample_metrics(remote, out);
     }
 
     fn connection(&self, connection_id: &str) -> Option<Arc<Connection>> {
