@@ -1,12 +1,14 @@
-//! MCP over Streamable HTTP by hand: a minimal HTTP/1.1 client on a TCP socket (each request
-//! on its own connection), so tests see exactly the status codes and headers a host would, and
-//! an MCP session on top of it.
+//! HTTP for tests: one request per connection through hyper's client ([`http`]), so tests see
+//! exactly the status codes and headers a host would, and an MCP session over Streamable HTTP
+//! on top of it.
 
 use std::net::SocketAddr;
 
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
 use mcp_relay::auth::Role;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{token, WAIT};
 
@@ -24,6 +26,11 @@ impl Answer {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
+    }
+
+    /// The body as JSON (`Null` when it is not JSON).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
     }
 
     /// The JSON-RPC messages of the body, whether it is JSON or an SSE stream.
@@ -47,7 +54,11 @@ impl Answer {
     }
 }
 
-/// Sends one request (`Connection: close`) and reads the whole answer.
+/// Sends one request on a connection of its own and reads the whole answer (a stream until
+/// the server ends it), within [`WAIT`]. The HTTP itself is hyper's client half, as in
+/// `src/http_client.rs`: tests read statuses, headers and bodies as a host's HTTP stack would,
+/// chunked or not. `Host` is the address unless `headers` name one; `Connection: close`. Tests of malformed or
+/// held-open HTTP write their bytes by hand on purpose and do not come here.
 pub async fn http(
     addr: SocketAddr,
     method: &str,
@@ -56,66 +67,50 @@ pub async fn http(
     body: Option<&Value>,
 ) -> Answer {
     let body = body.map(Value::to_string).unwrap_or_default();
-    let mut request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
+    let mut request = hyper::Request::builder().method(method).uri(path);
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        request = request.header("host", addr.to_string());
+    }
+    // The server ends the connection with its answer, so a test's connections are gone when
+    // its requests are (per-user connection caps count open ones).
+    request = request.header("connection", "close");
     for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
+        request = request.header(*name, *value);
     }
-    request.push_str("\r\n");
-    request.push_str(&body);
+    let request = request
+        .body(Full::new(Bytes::from(body)))
+        .expect("a well-formed request");
     let exchange = async {
-        let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
-        socket.write_all(request.as_bytes()).await.unwrap();
-        let mut raw = Vec::new();
-        socket.read_to_end(&mut raw).await.unwrap();
-        raw
-    };
-    let raw = tokio::time::timeout(WAIT, exchange)
-        .await
-        .unwrap_or_else(|_| panic!("{method} {path} got no complete answer"));
-    let raw = String::from_utf8(raw).expect("UTF-8 answer");
-    let (head, rest) = raw.split_once("\r\n\r\n").expect("a header block");
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    let chunked = headers.iter().any(|(n, v)| {
-        n.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
-    });
-    let body = if chunked {
-        dechunk(rest)
-    } else {
-        rest.to_owned()
-    };
-    Answer {
-        status,
-        headers,
-        body,
-    }
-}
-
-fn dechunk(mut rest: &str) -> String {
-    let mut body = String::new();
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if size == 0 {
-            break;
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+            .await
+            .expect("an HTTP/1.1 connection");
+        tokio::spawn(connection);
+        let response = sender.send_request(request).await.expect("an answer");
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(n, v)| {
+                let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
+                (n.as_str().to_owned(), value)
+            })
+            .collect();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("the whole body")
+            .to_bytes();
+        Answer {
+            status,
+            headers,
+            body: String::from_utf8(body.to_vec()).expect("UTF-8 answer"),
         }
-        body.push_str(&after[..size]);
-        rest = after[size..].trim_start_matches("\r\n");
-    }
-    body
+    };
+    tokio::time::timeout(WAIT, exchange)
+        .await
+        .unwrap_or_else(|_| panic!("{method} {path} got no complete answer"))
 }
 
 pub const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");

@@ -317,28 +317,14 @@ impl Mcp {
     }
 }
 
-/// A plain HTTP/1.1 GET on loopback; returns (status, body).
+/// A GET on loopback; returns (status, body).
 pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    stream
-        .write_all(
-            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
-        )
-        .await
-        .unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).await.unwrap();
-    let status = text[9..12].parse().unwrap();
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
+    let answer = http::http(addr, "GET", path, &[], None).await;
+    (answer.status, answer.body)
 }
 
-/// One HTTP/1.1 request on loopback; returns the status and the body as JSON (`Null` when it
-/// is not JSON).
+/// One JSON request on loopback, with the token as its bearer; returns the status and the
+/// body as JSON (`Null` when it is not JSON).
 pub async fn api(
     addr: std::net::SocketAddr,
     method: &str,
@@ -346,26 +332,13 @@ pub async fn api(
     token: Option<&str>,
     body: Option<Value>,
 ) -> (u16, Value) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut text = String::new();
-    tokio::time::timeout(WAIT, stream.read_to_string(&mut text))
-        .await
-        .expect("the API answers")
-        .unwrap();
-    let status = text[9..12].parse().unwrap();
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("Content-Type", "application/json")];
+    if let Some(auth) = &auth {
+        headers.push(("Authorization", auth));
+    }
+    let answer = http::http(addr, method, path, &headers, body.as_ref()).await;
+    (answer.status, answer.json())
 }
 
 pub use mcp_relay_test_support::present_or_skip;

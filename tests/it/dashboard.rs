@@ -16,7 +16,6 @@ use common::*;
 use common::served::{relay, relay_with};
 use mcp_relay::auth::{mint_hs256, MintClaims, Role};
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// One answer: status, raw headers (lower-cased names) and the body as JSON (`Null` if not).
 struct Answer {
@@ -35,7 +34,7 @@ impl Answer {
     }
 }
 
-/// One HTTP/1.1 request with `headers` (Host is `127.0.0.1:<port>` unless given).
+/// One request with `headers` and a JSON body (Host is `127.0.0.1:<port>` unless given).
 async fn request(
     addr: SocketAddr,
     method: &str,
@@ -43,38 +42,14 @@ async fn request(
     headers: &[(&str, &str)],
     body: Option<Value>,
 ) -> Answer {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
-    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
-        head.push_str(&format!("Host: {addr}\r\n"));
-    }
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str(&format!(
-        "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    ));
-    stream.write_all(head.as_bytes()).await.unwrap();
-    let mut raw = String::new();
-    tokio::time::timeout(WAIT, stream.read_to_string(&mut raw))
-        .await
-        .expect("the relay answers")
-        .unwrap();
-    let (head, text) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let status = head[9..12].parse().unwrap();
-    let headers = head
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
+    let mut all = vec![("Content-Type", "application/json")];
+    all.extend_from_slice(headers);
+    let answer = common::http::http(addr, method, path, &all, body.as_ref()).await;
     Answer {
-        status,
-        headers,
-        body: serde_json::from_str(text).unwrap_or(Value::Null),
-        text: text.to_owned(),
+        status: answer.status,
+        body: answer.json(),
+        headers: answer.headers,
+        text: answer.body,
     }
 }
 

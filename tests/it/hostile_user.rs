@@ -690,7 +690,7 @@ async fn a_role_less_token_cannot_approve_the_browser_it_authenticates() {
     assert_eq!(status, 200, "{body}");
 }
 
-/// One HTTP/1.1 request (`Connection: close`) to the dashboard; its status, head and body.
+/// One request to the dashboard; its status, headers (`name: value` lines) and body.
 async fn dashboard(
     addr: std::net::SocketAddr,
     method: &str,
@@ -698,29 +698,15 @@ async fn dashboard(
     headers: &[(&str, &str)],
     body: Option<Value>,
 ) -> (u16, String, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nHost: {addr}\r\n");
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str(&format!(
-        "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    ));
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    stream.write_all(head.as_bytes()).await.unwrap();
-    let mut raw = String::new();
-    tokio::time::timeout(WAIT, stream.read_to_string(&mut raw))
-        .await
-        .expect("the relay answers")
-        .unwrap();
-    let (head, text) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    (
-        head[9..12].parse().unwrap(),
-        head.to_owned(),
-        text.to_owned(),
-    )
+    let mut all = vec![("Content-Type", "application/json")];
+    all.extend_from_slice(headers);
+    let answer = common::http::http(addr, method, path, &all, body.as_ref()).await;
+    let head = answer
+        .headers
+        .iter()
+        .map(|(n, v)| format!("{n}: {v}\r\n"))
+        .collect();
+    (answer.status, head, answer.body)
 }
 
 /// Behind TLS (here a proxy that says so), the dashboard reads only its `__Host-` cookie: a
