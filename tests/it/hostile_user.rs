@@ -507,8 +507,9 @@ async fn a_cutoff_cannot_lie_in_the_future_and_an_admin_can_lower_or_remove_it()
             handshake(&relay, &old).await,
             Err("Authentication failed: revoked".into())
         );
-        tokio::time::sleep(Duration::from_millis(1100)).await;
-        let fresh = token_with("alice", Some(Role::Mcp), "fresh", hour);
+        // Issued a second after the cutoff (iat is in whole seconds): a second ahead of now
+        // rather than a second's sleep, well within the allowed skew.
+        let fresh = token_issued_ahead("alice", 1);
         assert_eq!(handshake(&relay, &fresh).await, Ok(()));
 
         // Issued in the future.
@@ -549,9 +550,11 @@ async fn a_cutoff_cannot_lie_in_the_future_and_an_admin_can_lower_or_remove_it()
         handshake(&relay, &old).await,
         Err("Authentication failed: revoked".into())
     );
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    let later = token_with("alice", Some(Role::Mcp), "later", hour);
-    assert_eq!(handshake(&relay, &later).await, Ok(()));
+    // Issued a second after the clamped cutoff (see above).
+    assert_eq!(
+        handshake(&relay, &token_issued_ahead("alice", 1)).await,
+        Ok(())
+    );
 }
 
 /// Calls `browser_snapshot` in each of `sessions` while `extension` answers; returns the
