@@ -14,14 +14,20 @@ const PAGE_KEY = 'mcp-relay.webmcp';
 /**
  * Run in each agent document (main frame and frames; on attach and in each new document):
  * calls the binding when the page's tools change, and wraps each tool the page registers from
- * then on so the message of an exception it throws can be told to the agent. The wrapper
- * passes arguments and results through untouched.
+ * then on so the message of an exception it throws can be told to the agent, and so a call
+ * from the extension can ask for the person (below). The wrapper passes arguments and results
+ * through untouched.
+ *
+ * The page API is `document.modelContext` in Chromium 156 and `navigator.modelContext` (with
+ * `navigator.modelContextTesting` to list and call) in Chromium 148; whichever the document has.
  */
 export const WEBMCP_SCRIPT = `(() => {
   const key = Symbol.for(${JSON.stringify(PAGE_KEY)});
-  const context = navigator.modelContext;
+  const context = document.modelContext ?? navigator.modelContext;
   if (!context || Object.prototype.hasOwnProperty.call(window, key)) return;
-  const state = { errors: Object.create(null) };
+  // expected: tool name → ids of the extension's calls not yet started (webmcp.js queues one per
+  // call); interactions: call id → the requestUserInteraction held for the person's answer.
+  const state = { errors: Object.create(null), expected: Object.create(null), interactions: Object.create(null), calls: Object.create(null) };
   Object.defineProperty(window, key, { value: state });
   const register = context.registerTool;
   context.registerTool = function registerTool(tool, ...rest) {
@@ -29,13 +35,15 @@ export const WEBMCP_SCRIPT = `(() => {
     if (typeof execute === 'function') {
       const name = String(tool.name);
       tool = { ...tool, execute: async function (input, client, ...rest) {
-        // Where the person asked to approve consequential steps, a call from the extension
-        // (which has no client to pass) gets one whose requestUserInteraction waits for the
-        // person's Allow in the popup before the page's callback runs (webmcp.js).
+        // A call the extension made gets a client whose requestUserInteraction waits for the
+        // person's Allow in the extension's popup before the page's callback runs (webmcp.js):
+        // Chromium gives executeTool's callee none, and nobody may answer for the person. A
+        // call from anyone else gets the client it was given.
+        const callId = state.expected[name]?.shift();
         let given = client;
-        if (state.askPerson && !(client && typeof client.requestUserInteraction === 'function')) {
-          given = { requestUserInteraction: callback => new Promise((resolve, reject) => {
-            state.interaction = {
+        if (callId !== undefined) {
+          given = { ...(client ?? {}), requestUserInteraction: callback => new Promise((resolve, reject) => {
+            state.interactions[callId] = {
               tool: name,
               grant: () => Promise.resolve().then(callback).then(resolve, reject),
               refuse: message => reject(new Error(message)),
@@ -53,5 +61,5 @@ export const WEBMCP_SCRIPT = `(() => {
     return register.call(this, tool, ...rest);
   };
   const tell = () => { try { window[${JSON.stringify(WEBMCP_BINDING)}]?.('changed'); } catch {} };
-  navigator.modelContextTesting?.addEventListener?.('toolchange', tell);
+  (document.modelContext ?? navigator.modelContextTesting)?.addEventListener?.('toolchange', tell);
 })()`;

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { askRules, asksAnything, asksFor } from '../lib/ask-before.js';
 import { runCommand } from '../lib/commands.js';
+import { askPersonFirst } from '../lib/commands/ask-before.js';
 import { PersonRequests } from '../lib/person-requests.js';
 import { TabOwnership } from '../lib/tabs.js';
 
@@ -77,4 +78,35 @@ test('keys that cannot submit, and pages the person did not ask about, are not c
   await runCommand({ ...ctx, askBefore: { forms: false, purchases: false } }, 'pressKey', { key: 'Enter' });
   assert.ok(!sent.includes('consequence'), 'the page was not even asked');
   assert.deepEqual(ctx.person.waiting(), []);
+});
+
+test('a step that cannot wait withdraws its unanswered prompt and tells the assistant not to retry on its own', async () => {
+  const ctx = context();
+  const step = {
+    tabId: 7, method: 'callPageTool', verb: 'run the page\'s tool', words: '“buy”', reasons: ['the page wants your interaction'],
+    waitMs: 30, unanswered: 'withdraw', unansweredNote: 'the page\'s tool was told',
+  };
+  const withdrawn = [];
+  ctx.person.listen((request, change) => change === 'answered' && withdrawn.push(request.status));
+  await assert.rejects(askPersonFirst(ctx, step),
+      /did not answer within 0 s whether to allow this step: run the page's tool “buy” .*withdrawn from their mcp-relay popup; the page's tool was told\. Do not retry it on your own/s);
+  assert.deepEqual(ctx.person.waiting(), [], 'nothing left in the popup');
+  assert.deepEqual(withdrawn, ['withdrawn'], 'the receipt says so');
+  // Asked again later, the person is asked again.
+  const again = askPersonFirst(ctx, { ...step, waitMs: 5_000 });
+  await new Promise(resolve => setTimeout(resolve, 20));
+  ctx.person.answer(ctx.person.waiting()[0].id, 'allowed');
+  await again;
+});
+
+test('a click asked about keeps its unanswered prompt for the same click called again', async () => {
+  const ctx = context();
+  const step = { tabId: 7, method: 'click', verb: 'click', words: 'the button “Pay”', reasons: ['it looks like a purchase or payment'], waitMs: 30 };
+  await assert.rejects(askPersonFirst(ctx, step), /They have not answered yet .*call the same action again/s);
+  const [open] = ctx.person.waiting();
+  const again = askPersonFirst(ctx, { ...step, waitMs: 5_000 });
+  await new Promise(resolve => setTimeout(resolve, 20));
+  assert.deepEqual(ctx.person.waiting().map(r => r.id), [open.id], 'the same prompt, not a second one');
+  ctx.person.answer(open.id, 'allowed');
+  await again;
 });

@@ -1,10 +1,13 @@
 // Issue 26's pure parts: the per-tab record of the CDP WebMCP events, how a listed tool is
-// described, how a failed call is worded, and the commands' params.
+// described, how a failed call is worded, the commands' params, the agent documents' script,
+// and a page tool asking for the person against a fake page.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { COMMANDS } from '../lib/commands.js';
+import { COMMANDS, runCommand } from '../lib/commands.js';
 import { validateParams } from '../lib/params.js';
+import { PersonRequests } from '../lib/person-requests.js';
 import { ErrorCode } from '../lib/rpc.js';
+import { TabOwnership } from '../lib/tabs.js';
 import { WebMcpTools, describeTool, pageToolError } from '../lib/webmcp.js';
 
 const tool = (name, frameId = 'main', extra = {}) => ({ name, description: `${name} does it`, frameId, ...extra });
@@ -47,13 +50,16 @@ test('the page\'s answer to the latest call of a tool is kept for its error', ()
   assert.equal(store.lastResponse(1, 'boom'), undefined, 'only recent answers are kept');
 });
 
-test('a failed call says whether the tool is gone or wanted the person', () => {
+test('a failed call says whether the tool is gone, or asked for the person before the extension could ask them', () => {
   assert.match(pageToolError('gone', 3, { message: 'Tool not found: gone' }, undefined).message,
       /Tab 3 has no page tool "gone" any more.*call pageTools/);
-  const asked = pageToolError('ask', 3, { message: 'failed' }, {
-    exception: { description: "TypeError: Cannot read properties of undefined (reading 'requestUserInteraction')" },
-  });
-  assert.match(asked.message, /asked for the person's interaction \(requestUserInteraction\); it was not answered for them/);
+  // Chromium 148 gave the tool no client; 156 gives one without requestUserInteraction.
+  for (const description of ["TypeError: Cannot read properties of undefined (reading 'requestUserInteraction')",
+    'TypeError: client.requestUserInteraction is not a function']) {
+    const asked = pageToolError('ask', 3, { message: 'failed' }, { exception: { description } });
+    assert.match(asked.message, /asked for the person's interaction \(requestUserInteraction\), but the page registered it before the extension/);
+    assert.match(asked.message, /Reload the page .* then the person is asked/);
+  }
 });
 
 test('a listed tool is described with its schema parsed, and a form without autosubmit needs the person', () => {
@@ -93,17 +99,17 @@ test('the agent documents\' script keeps a tool\'s exception, passes results thr
   const listeners = [];
   const told = [];
   const window = {};
-  const navigator = {
-    modelContext: { registerTool(tool) { registered.push(tool); } },
-    modelContextTesting: { addEventListener: (type, fn) => listeners.push([type, fn]) },
+  const document = {
+    modelContext: { registerTool(tool) { registered.push(tool); }, addEventListener: (type, fn) => listeners.push([type, fn]) },
   };
   window[WEBMCP_BINDING] = what => told.push(what);
-  const sandbox = { window, navigator, Symbol, Object, String };
+  const sandbox = { window, document, navigator: {}, Symbol, Object, String, Promise, Error };
   runInNewContext(WEBMCP_SCRIPT, sandbox);
   runInNewContext(WEBMCP_SCRIPT, sandbox);
   assert.equal(listeners.length, 1, 'installed once per document');
-  navigator.modelContext.registerTool({ name: 'ok', execute: async ({ a }) => ({ twice: a * 2 }) });
-  navigator.modelContext.registerTool({ name: 'bad', execute: () => { throw new RangeError('too many'); } });
+  assert.equal(listeners[0][0], 'toolchange');
+  document.modelContext.registerTool({ name: 'ok', execute: async ({ a }) => ({ twice: a * 2 }) });
+  document.modelContext.registerTool({ name: 'bad', execute: () => { throw new RangeError('too many'); } });
   assert.deepEqual(await registered[0].execute({ a: 2 }), { twice: 4 });
   await assert.rejects(registered[1].execute({}), /too many/);
   const state = window[Symbol.for('mcp-relay.webmcp')];
@@ -111,4 +117,107 @@ test('the agent documents\' script keeps a tool\'s exception, passes results thr
   assert.equal(state.errors.ok, undefined);
   listeners[0][1]();
   assert.deepEqual(told, ['changed']);
+});
+
+test('a call the extension made is held at requestUserInteraction until the person answers; anyone else\'s keeps its own client', async () => {
+  const { runInNewContext } = await import('node:vm');
+  const { WEBMCP_SCRIPT } = await import('../lib/webmcp.js');
+  const registered = [];
+  const window = {};
+  const document = { modelContext: { registerTool(tool) { registered.push(tool); } } };
+  runInNewContext(WEBMCP_SCRIPT, { window, document, navigator: {}, Symbol, Object, String, Promise, Error });
+  const ran = [];
+  document.modelContext.registerTool({
+    name: 'buy',
+    execute: async (input, client) => client.requestUserInteraction(() => { ran.push('callback'); return 'bought'; }),
+  });
+  const [buy] = registered;
+  const state = window[Symbol.for('mcp-relay.webmcp')];
+  const signal = new AbortController().signal;
+
+  // The extension's call: held, with the signal Chromium gave kept beside the new method.
+  state.expected.buy = ['c1'];
+  const allowed = buy.execute({}, { signal });
+  await new Promise(resolve => setTimeout(resolve, 0));
+  assert.deepEqual(ran, [], 'nothing runs before the person answers');
+  assert.equal(state.interactions.c1.tool, 'buy');
+  state.interactions.c1.grant();
+  assert.equal(await allowed, 'bought');
+  assert.deepEqual(ran, ['callback']);
+
+  state.expected.buy = ['c2'];
+  const refused = buy.execute({}, { signal });
+  await new Promise(resolve => setTimeout(resolve, 0));
+  state.interactions.c2.refuse('The person declined the interaction this tool asked for');
+  await assert.rejects(refused, /The person declined/);
+  assert.deepEqual(ran, ['callback'], 'a refused call never runs the page\'s callback');
+
+  // Another caller (no call of the extension's expected): the client Chromium gave, as it is.
+  await assert.rejects(buy.execute({}, { signal }), /requestUserInteraction is not a function/);
+  assert.deepEqual(Object.keys(state.interactions), ['c1', 'c2'], 'the other caller\'s call held nothing');
+});
+
+/**
+ * A connection on tab 7, whose page has the tool `buy`, which asks for the person: the page
+ * functions are not run here; the fake answers what the page would, and records what the
+ * extension told it.
+ */
+function askingPage() {
+  const told = [];
+  const debuggers = {
+    send: async (tabId, method, params) => {
+      if (method === 'Page.getFrameTree')
+        return { frameTree: { frame: { loaderId: 'L1', url: 'https://shop.test/' } } };
+      const expression = params?.expression ?? '';
+      if (expression.startsWith('(async function listPageTools'))
+        return { result: { value: { api: true, testing: true, tools: [{ name: 'buy', description: 'Buys', inputSchema: '', frame: '', form: false, autosubmit: false }] } } };
+      if (expression.startsWith('(function executePageTool'))
+        return { result: { value: { error: 'needs-person' } } };
+      if (expression.startsWith('(function continuePageTool')) {
+        const allowed = /, (true|false), /.exec(expression)[1] === 'true';
+        told.push(allowed ? 'allowed' : JSON.parse(/, false, ("[^"]*"), /.exec(expression)[1]));
+        return { result: { value: allowed ? { ok: true, result: 'bought' } : { refused: true } } };
+      }
+      throw new Error(`unexpected ${method}`);
+    },
+  };
+  const tabs = new TabOwnership();
+  tabs.select('conn-1', 7);
+  // No "ask before" rule anywhere: the page's asking is enough.
+  const ctx = { connectionId: 'conn-1', tabs, debuggers, person: new PersonRequests(), assistantName: 'Claude', askBefore: { forms: false, purchases: false } };
+  return { ctx, told };
+}
+
+test('a page tool asking for the person asks them without any rule: Allow answers the page\'s result', async () => {
+  globalThis.chrome = { tabs: { get: async id => ({ id, url: 'https://shop.test/', title: 'Shop' }) } };
+  try {
+    const { ctx, told } = askingPage();
+    const calling = runCommand(ctx, 'callPageTool', { name: 'buy' });
+    await new Promise(resolve => setTimeout(resolve, 20));
+    const [ask] = ctx.person.waiting();
+    assert.equal(ask.kind, 'ask');
+    assert.equal(ask.assistant, 'Claude');
+    assert.deepEqual(ask.page, { url: 'https://shop.test/', title: 'Shop' });
+    assert.match(ask.reason, /^run the page's tool “buy”, which asks for you in the tab \(the page wants your interaction\)$/);
+    assert.deepEqual(told, [], 'the page waits for the answer');
+    ctx.person.answer(ask.id, 'allowed');
+    assert.equal((await calling).result, 'bought');
+    assert.deepEqual(told, ['allowed']);
+  } finally {
+    delete globalThis.chrome;
+  }
+});
+
+test('Deny tells the page\'s tool and refuses the assistant with words it must not retry', async () => {
+  globalThis.chrome = { tabs: { get: async id => ({ id, url: 'https://shop.test/', title: 'Shop' }) } };
+  try {
+    const { ctx, told } = askingPage();
+    const calling = runCommand(ctx, 'callPageTool', { name: 'buy' });
+    await new Promise(resolve => setTimeout(resolve, 20));
+    ctx.person.answer(ctx.person.waiting()[0].id, 'denied');
+    await assert.rejects(calling, /denied this step.*The page's tool was told the person declined, and its call was cancelled\. Do not retry it/s);
+    assert.deepEqual(told, ['The person declined the interaction this tool asked for']);
+  } finally {
+    delete globalThis.chrome;
+  }
 });

@@ -309,36 +309,57 @@ async fn fill_form_asks(chromium: &Path) {
 }
 
 /// A WebMCP page tool that asks for the person (`requestUserInteraction`,
-/// `tests/fixtures/webmcp-person.html`) with "ask before" on: the call waits for the person's
-/// Allow in the popup, then the page's own question shows in the tab and the person answers it
-/// there; Deny never shows it, tells the page's tool the person declined, and the assistant is
-/// refused.
+/// `tests/fixtures/webmcp-person.html`), with no "ask before" rule anywhere: the call is shown
+/// to the person in the popup (the assistant, the tool, the page) and waits; on Allow the
+/// page's own question shows in the tab, the person answers it there, and the page's result is
+/// the assistant's answer. Deny never shows the question, tells the page's tool the person
+/// declined and refuses the assistant with words it must not retry; a tool that would wait on
+/// after that has its call cancelled; and the page goes on: its next tool call and its
+/// replacement of a tool work. Each decision is in
+/// the relay's audit trail.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn page_tool_asking_for_the_person_waits_for_allow_then_the_person_answers_the_page_and_deny_never_shows_it(
+async fn page_tool_asking_for_the_person_without_any_rule_shows_them_the_call_allow_answers_the_page_and_deny_leaves_the_page_usable(
 ) {
     let Some(chromium) = chromium_or_skip("page tool asking for the person") else {
         return;
     };
     let _one = ONE_BROWSER_AT_A_TIME.lock().await;
-    within(SCENARIO_LIMIT, page_tool_asks(&chromium)).await;
+    within(SCENARIO_LIMIT, page_tool_asks(&chromium, Mode::Headless)).await;
 }
 
-async fn page_tool_asks(chromium: &Path) {
+/// The same in real windows on a virtual X display.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_page_tool_asking_for_the_person_under_xvfb_is_shown_allowed_and_denied_the_same_way(
+) {
+    let Some(chromium) = chromium_or_skip("headful page tool asking for the person") else {
+        return;
+    };
+    if xvfb_run_or_skip("headful page tool asking for the person").is_none() {
+        return;
+    }
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, page_tool_asks(&chromium, Mode::Headful)).await;
+}
+
+async fn page_tool_asks(chromium: &Path, mode: Mode) {
     let relay = relay().await;
     let site = FixtureSite::start().await;
+    // The person's settings as they come: no "ask before" rule for any site.
     let profile = Profile::new(&relay, "Person's browser");
-    let config_path = profile.extension_dir.join("dev-config.json");
-    let mut config: Value =
-        serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
-    config["askBefore"] = json!({"purchases": ["*"]});
-    std::fs::write(&config_path, config.to_string()).unwrap();
-    let browser = Browser::launch_with(
+    let config: Value = serde_json::from_str(
+        &std::fs::read_to_string(profile.extension_dir.join("dev-config.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(config.get("askBefore").is_none(), "{config}");
+    let browser = Browser::launch_in(
         chromium,
         &profile,
+        mode,
         &[
             crate::browser_webmcp::WEBMCP_FLAGS,
             "--remote-debugging-port=0",
         ],
+        &["about:blank"],
     );
     let mut devtools = DevTools::attach(&browser).await;
     let origin = devtools.extension_origin().await;
@@ -357,15 +378,8 @@ async fn page_tool_asks(chromium: &Path) {
     )
     .await;
     assert!(!is_error(&opened), "{opened}");
-    let deadline = Instant::now() + STEP;
-    loop {
-        let listed = call(&bridge, "browser_page_tools", json!({})).await;
-        if text(&listed).contains("name: book_table") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{listed}");
-        tokio::time::sleep(POLL).await;
-    }
+    let listed = listing_until(&bridge, |l| l.contains("name: book_table")).await;
+    assert!(listed.contains("name: list_bookings"), "{listed}");
     let popup = devtools.open_popup(&origin, 600).await;
     let tab = page_session(&mut devtools, "webmcp-person.html").await;
     let book = json!({"name": "book_table", "arguments": {"party": 2}});
@@ -383,6 +397,9 @@ async fn page_tool_asks(chromium: &Path) {
                 json!(true),
                 "the page asked before the person allowed it"
             );
+            devtools
+                .save_screenshot(&popup, "popup-page-tool-asks.png")
+                .await;
             click_answer(&mut devtools, &popup, "allowed").await;
             devtools
                 .wait_for(&tab, "document.getElementById('ask').hidden", json!(false))
@@ -393,9 +410,14 @@ async fn page_tool_asks(chromium: &Path) {
             card
         }
     );
+    // Who asks, to run which of the page's tools, on which page.
     assert!(
         card.contains("is about to run the page's tool “book_table”, which asks for you in the tab (the page wants your interaction)"),
         "{card}"
+    );
+    assert!(
+        card.contains("\"Table booking\""),
+        "the page, by its title: {card}"
     );
     assert!(!is_error(&booked), "{booked}");
     assert!(
@@ -403,7 +425,7 @@ async fn page_tool_asks(chromium: &Path) {
         "{booked}"
     );
 
-    // Denied: the page's question never shows, its tool hears the person declined.
+    // Denied: the page's question never shows, and its tool hears the person declined.
     let (denied, _) = tokio::join!(
         call(&bridge, "browser_call_page_tool", book.clone()),
         async {
@@ -414,7 +436,11 @@ async fn page_tool_asks(chromium: &Path) {
     assert!(is_error(&denied), "{denied}");
     let said = text(&denied);
     assert!(
-        said.contains("denied this step") && said.contains("Do not retry it"),
+        said.contains("denied this step")
+            && said.contains(
+                "The page's tool was told the person declined, and its call was cancelled."
+            )
+            && said.contains("Do not retry it"),
         "{said}"
     );
     devtools
@@ -432,21 +458,258 @@ async fn page_tool_asks(chromium: &Path) {
         "the question was shown or a second table booked"
     );
 
-    let receipts = receipts(&relay, "ask-before", 2).await;
-    for (receipt, outcome) in receipts.iter().zip(["allowed", "denied"]) {
+    // A tool that, refused, would wait on in the page: its call is cancelled, so nothing of it
+    // stays pending there.
+    let (held, _) = tokio::join!(
+        call(
+            &bridge,
+            "browser_call_page_tool",
+            json!({"name": "hold_table", "arguments": {}})
+        ),
+        async {
+            wait_for_request(&mut devtools, &popup).await;
+            click_answer(&mut devtools, &popup, "denied").await;
+        }
+    );
+    assert!(is_error(&held), "{held}");
+    assert!(text(&held).contains("denied this step"), "{held}");
+    devtools
+        .wait_for(
+            &tab,
+            "[document.getElementById('cancelled').textContent, document.getElementById('hold').hidden]",
+            json!(["a call was cancelled", true]),
+        )
+        .await;
+
+    // The page goes on: its next tool call answers, and its tools can still change.
+    let bookings = call(
+        &bridge,
+        "browser_call_page_tool",
+        json!({"name": "list_bookings", "arguments": {}}),
+    )
+    .await;
+    assert!(!is_error(&bookings), "{bookings}");
+    assert!(
+        text(&bookings).contains("\nbooked for 2\n<<end-page-words "),
+        "{bookings}"
+    );
+    devtools.eval(&tab, "replaceTools()").await;
+    let replaced = listing_until(&bridge, |l| l.contains("name: count_bookings")).await;
+    assert!(!replaced.contains("name: list_bookings"), "{replaced}");
+    let counted = call(
+        &bridge,
+        "browser_call_page_tool",
+        json!({"name": "count_bookings", "arguments": {}}),
+    )
+    .await;
+    assert!(!is_error(&counted), "{counted}");
+    assert!(text(&counted).contains("\n1 booking\n"), "{counted}");
+
+    // The audit trail: one receipt per decision, the kind of step without the page's words.
+    let receipts = receipts(&relay, "ask-before", 3).await;
+    assert_eq!(receipts.len(), 3, "{receipts:?}");
+    for (receipt, outcome) in receipts.iter().zip(["allowed", "denied", "denied"]) {
         let detail = receipt["detail"].as_str().unwrap();
         assert!(
             detail.starts_with(outcome)
                 && detail.ends_with("run the page's tool (the page wants your interaction)"),
             "{detail}"
         );
-        assert!(!detail.contains("book_table"), "{detail}");
+        assert!(!detail.contains("_table"), "{detail}");
     }
 
     drop(bridge);
     drop(devtools);
     drop(browser);
     relay.shutdown().await;
+}
+
+/// The same page tool when the person does not answer: the prompt stays in the popup for the
+/// extension's 40 s wait, the host hears progress meanwhile, then the prompt is withdrawn, the
+/// page's call is cancelled (the tool, which would wait on, stops), the assistant is refused
+/// with words not to retry on its own, the trail records the withdrawal, and the page goes on:
+/// its tools can be replaced and called. (The call a previous attempt left pending in the page
+/// here kept the page's replacement tool from appearing, in the SDK scenario.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unanswered_page_tool_request_is_withdrawn_after_its_bound_with_progress_meanwhile_and_the_page_goes_on(
+) {
+    let Some(chromium) = chromium_or_skip("unanswered page tool request") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, page_tool_unanswered(&chromium)).await;
+}
+
+/// A host that keeps the progress notifications it receives.
+#[derive(Clone, Default)]
+struct ProgressLog(std::sync::Arc<std::sync::Mutex<Vec<rmcp::model::ProgressNotificationParam>>>);
+
+impl rmcp::ClientHandler for ProgressLog {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params);
+    }
+}
+
+async fn page_tool_unanswered(chromium: &Path) {
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Person's browser");
+    let browser = Browser::launch_with(
+        chromium,
+        &profile,
+        &[
+            crate::browser_webmcp::WEBMCP_FLAGS,
+            "--remote-debugging-port=0",
+        ],
+    );
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
+    let mut watcher = Driver::handshake(&relay, "watcher").await;
+    watcher.wait_for_extension(&browser).await;
+    let progress = ProgressLog::default();
+    let bridge = start_bridge(
+        progress.clone(),
+        &[
+            "--relay",
+            &relay.url("/mcp"),
+            "--progress-interval",
+            "500ms",
+        ],
+        &token(USER, Some(Role::Mcp)),
+    )
+    .await;
+    let opened = call(
+        &bridge,
+        "browser_navigate",
+        json!({"url": site.url("webmcp-person.html")}),
+    )
+    .await;
+    assert!(!is_error(&opened), "{opened}");
+    listing_until(&bridge, |l| l.contains("name: hold_table")).await;
+    let popup = devtools.open_popup(&origin, 600).await;
+    let tab = page_session(&mut devtools, "webmcp-person.html").await;
+
+    // The call, as a host that asks for progress makes it; the person never answers.
+    let mut params = rmcp::model::CallToolRequestParams::new("browser_call_page_tool")
+        .with_arguments(
+            json!({"name": "hold_table", "arguments": {}})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+    params.meta = Some(rmcp::model::RequestMetaObject::with_progress_token(
+        rmcp::model::ProgressToken(rmcp::model::NumberOrString::String("hold".into())),
+    ));
+    let started = Instant::now();
+    let (held, id) = tokio::join!(
+        async {
+            let result = tokio::time::timeout(Duration::from_secs(70), bridge.call_tool(params))
+                .await
+                .expect("the call ended within the relay's timeout")
+                .expect("browser_call_page_tool");
+            serde_json::to_value(result).unwrap()
+        },
+        async {
+            wait_for_request(&mut devtools, &popup).await;
+            devtools
+                .eval(
+                    &popup,
+                    "document.querySelector('.person-request').dataset.requestId",
+                )
+                .await
+        }
+    );
+    let took = started.elapsed();
+    assert!(is_error(&held), "{held}");
+    let said = text(&held);
+    assert!(
+        said.contains("did not answer within 40 s whether to allow this step: run the page's tool “hold_table”")
+            && said.contains("withdrawn from their mcp-relay popup; the page's tool was told, and its call was cancelled.")
+            && said.contains("Do not retry it on your own"),
+        "{said}"
+    );
+    assert!(
+        took >= Duration::from_secs(40) && took < Duration::from_secs(55),
+        "the bound: {took:?}"
+    );
+    eprintln!("unanswered page tool call answered after {took:?}");
+    // The prompt left the popup, and the page's call was cancelled.
+    wait_until_gone(
+        &mut devtools,
+        &popup,
+        id.as_str().unwrap(),
+        "the withdrawal",
+    )
+    .await;
+    devtools
+        .wait_for(
+            &tab,
+            "[document.getElementById('cancelled').textContent, document.getElementById('hold').hidden]",
+            json!(["a call was cancelled", true]),
+        )
+        .await;
+    // Progress all along, counting towards the call's bound and saying what it waits for.
+    let notes = progress.0.lock().unwrap().clone();
+    assert!(notes.len() >= 40, "{} notifications", notes.len());
+    assert!(
+        notes.windows(2).all(|w| w[1].progress > w[0].progress),
+        "{notes:?}"
+    );
+    let last = notes.last().unwrap();
+    assert_eq!(last.total, Some(55.0), "{last:?}");
+    let message = last.message.as_deref().unwrap_or_default();
+    assert!(
+        message.starts_with("waiting for the page's tool; if it asked for the person, they answer Allow or Deny in the mcp-relay popup (")
+            && message.ends_with(" s of at most 55 s)"),
+        "{message}"
+    );
+
+    // The page goes on: its tools change and answer.
+    devtools.eval(&tab, "replaceTools()").await;
+    let replaced = listing_until(&bridge, |l| l.contains("name: count_bookings")).await;
+    assert!(!replaced.contains("name: list_bookings"), "{replaced}");
+    let counted = call(
+        &bridge,
+        "browser_call_page_tool",
+        json!({"name": "count_bookings", "arguments": {}}),
+    )
+    .await;
+    assert!(!is_error(&counted), "{counted}");
+    assert!(text(&counted).contains("\n0 bookings\n"), "{counted}");
+
+    let receipts = receipts(&relay, "ask-before", 1).await;
+    let detail = receipts[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("withdrawn")
+            && detail.ends_with("run the page's tool (the page wants your interaction)"),
+        "{detail}"
+    );
+
+    drop(bridge);
+    drop(devtools);
+    drop(browser);
+    relay.shutdown().await;
+}
+
+/// `browser_page_tools`' text, polled until `done` holds (the page registers as it loads).
+async fn listing_until<C: rmcp::ClientHandler>(
+    bridge: &common::bridge::Bridge<C>,
+    done: impl Fn(&str) -> bool,
+) -> String {
+    let deadline = Instant::now() + STEP;
+    loop {
+        let listed = call(bridge, "browser_page_tools", json!({})).await;
+        let listing = text(&listed).to_owned();
+        if done(&listing) {
+            return listing;
+        }
+        assert!(Instant::now() < deadline, "{listed}");
+        tokio::time::sleep(POLL).await;
+    }
 }
 
 /// Through each official SDK (`tests/mcp-sdk-client/consequential.mjs`,
@@ -884,7 +1147,11 @@ async fn hand_off(chromium: &Path, sdk: &Sdk, mode: Mode) {
 
 /// The relay's audit records of `kind` (the receipts the extension sent), oldest first, once
 /// there are `count` (the writer batches).
-async fn receipts(relay: &mcp_relay::server::RunningRelay, kind: &str, count: usize) -> Vec<Value> {
+pub(crate) async fn receipts(
+    relay: &mcp_relay::server::RunningRelay,
+    kind: &str,
+    count: usize,
+) -> Vec<Value> {
     let admin = token("root", Some(Role::Admin));
     let deadline = Instant::now() + STEP;
     loop {
@@ -917,7 +1184,7 @@ async fn receipts(relay: &mcp_relay::server::RunningRelay, kind: &str, count: us
 }
 
 /// Waits for one request in the popup and returns its card's text.
-async fn wait_for_request(devtools: &mut DevTools, popup: &str) -> String {
+pub(crate) async fn wait_for_request(devtools: &mut DevTools, popup: &str) -> String {
     devtools
         .wait_for(
             popup,
@@ -936,7 +1203,7 @@ async fn wait_for_request(devtools: &mut DevTools, popup: &str) -> String {
 /// Clicks an answer on the popup's first request and waits until that request is gone from it
 /// (the host's next request may already be there); the popup's own error line, if the extension
 /// refused the answer, is in the failure's message.
-async fn click_answer(devtools: &mut DevTools, popup: &str, answer: &str) {
+pub(crate) async fn click_answer(devtools: &mut DevTools, popup: &str, answer: &str) {
     let id = devtools
         .eval(
             popup,

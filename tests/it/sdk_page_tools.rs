@@ -9,7 +9,8 @@
 //! Each script does the same steps and prints a report of the same shape; [`check`] reads
 //! both: the page's tools appear in `browser_page_tools` (as the page's words, marked), a call
 //! answers the page's result, a schema violation is refused before the page is reached, a
-//! throwing tool and a tool asking for the person are clear errors, retrieval and the proxy
+//! throwing tool is a clear error, a tool asking for the person is shown to them in the
+//! extension's popup (the test, as the person, denies it there) and refused, retrieval and the proxy
 //! tool reach them, a replaced and an unregistered tool show as such, the tools disappear with
 //! a navigation, the host's own tool list never changes (no `tools/list_changed`), and a site
 //! the owner blocked in the extension's settings never shows its tools. The audit log (the
@@ -31,6 +32,7 @@ use mcp_relay::auth::Role;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
+use crate::browser_person::{click_answer, receipts, wait_for_request};
 use crate::browser_webmcp::WEBMCP_FLAGS;
 
 /// The pattern the owner put in the extension's blocked sites: the fixture site under the name
@@ -157,9 +159,17 @@ async fn page_tools(chromium: &Path, sdk: &Sdk, via: Via) {
         serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
     config["blockedSites"] = json!([BLOCKED_HOST]);
     std::fs::write(&config_path, config.to_string()).unwrap();
-    let browser = Browser::launch_with(chromium, &profile, &[WEBMCP_FLAGS]);
+    let browser = Browser::launch_with(
+        chromium,
+        &profile,
+        &[WEBMCP_FLAGS, "--remote-debugging-port=0"],
+    );
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
     let mut watcher = Driver::handshake(&relay, "watcher").await;
     watcher.wait_for_extension(&browser).await;
+    // The person, in the extension's popup, answers the page tool that asks for them.
+    let popup = devtools.open_popup(&origin, 600).await;
 
     let mcp_token = token(USER, Some(Role::Mcp));
     let mut script = match via {
@@ -183,8 +193,31 @@ async fn page_tools(chromium: &Path, sdk: &Sdk, via: Via) {
             &mcp_token,
         ),
     };
-    let report = sdk_report(&mut script, sdk.name(), Duration::from_secs(150)).await;
+    let (report, card) = tokio::join!(
+        sdk_report(&mut script, sdk.name(), Duration::from_secs(150)),
+        async {
+            let card = wait_for_request(&mut devtools, &popup).await;
+            click_answer(&mut devtools, &popup, "denied").await;
+            card
+        }
+    );
     check(&report, sdk);
+    // Shown to the person: who asks, to run which of the page's tools, on which page.
+    assert!(
+        card.contains("Page Tools Host is about to run the page's tool “confirm_purchase”, which asks for you in the tab"),
+        "{}: {card}",
+        sdk.name()
+    );
+    assert!(card.contains("\"WebMCP shop\""), "{}: {card}", sdk.name());
+    let decisions = receipts(&relay, "ask-before", 1).await;
+    assert_eq!(decisions.len(), 1, "{decisions:?}");
+    assert!(
+        decisions[0]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("denied"),
+        "{decisions:?}"
+    );
 
     // The bridge's audit log: each page-tool call by the page tool's name, never its arguments
     // or result.
@@ -261,6 +294,7 @@ async fn page_tools(chromium: &Path, sdk: &Sdk, via: Via) {
         );
     }
 
+    drop(devtools);
     drop(browser);
     relay.shutdown().await;
 }
@@ -392,9 +426,10 @@ fn check(report: &Value, sdk: &Sdk) {
         threw.contains("stock service unavailable"),
         "{name}: {threw}"
     );
+    // The tool asking for the person: shown to them, denied (the test's person), refused.
     let person = failed(report, "/needsPerson", sdk);
     assert!(
-        person.contains("requestUserInteraction"),
+        person.contains("denied this step") && person.contains("Do not retry it"),
         "{name}: {person}"
     );
 

@@ -59,6 +59,7 @@ try {
   report.added = await call("browser_call_page_tool", { name: "add_to_cart", arguments: { sku: "A1", qty: 2 } });
   report.violation = await call("browser_call_page_tool", { name: "add_to_cart", arguments: { sku: "a-1", qty: 0 } });
   report.threw = await call("browser_call_page_tool", { name: "check_stock", arguments: { sku: "A1" } });
+  // It asks for the person: shown in the extension's popup, where the Rust test (the person) denies it.
   report.needsPerson = await call("browser_call_page_tool", { name: "confirm_purchase", arguments: {} });
   report.cart = await call("browser_evaluate", { function: "() => document.getElementById('cart').textContent" });
 

@@ -61,10 +61,16 @@ export async function askBeforeActing(ctx, method, params) {
  * answer to the same step; returns once allowed, throws their Deny (or that they have not
  * answered yet).
  *
+ * The wait is `waitMs` (at most ASK_WAIT_MS). A step that can be taken later (a click) leaves
+ * an unanswered prompt open, and the same step called again waits on it. With `unanswered:
+ * 'withdraw'` (a step that cannot wait: a page tool's held call is cancelled when this call
+ * ends) the prompt is withdrawn instead, and the assistant is told not to retry on its own.
+ *
  * @param {CommandContext} ctx
- * @param {{tabId: number, method: string, verb: string, words: string, reasons: string[], deniedNote?: string}} step
+ * @param {{tabId: number, method: string, verb: string, words: string, reasons: string[], deniedNote?: string,
+ *   waitMs?: number, unanswered?: 'keep'|'withdraw', unansweredNote?: string}} step
  */
-export async function askPersonFirst(ctx, { tabId, method, verb, words, reasons, deniedNote }) {
+export async function askPersonFirst(ctx, { tabId, method, verb, words, reasons, deniedNote, waitMs = ASK_WAIT_MS, unanswered = 'keep', unansweredNote }) {
   const action = `${verb} ${words} (${reasons.join('; ')})`;
   const key = `${ctx.connectionId}|${tabId}|${method}|${words}`;
   let request = ctx.person.lastByKey(key);
@@ -84,7 +90,16 @@ export async function askPersonFirst(ctx, { tabId, method, verb, words, reasons,
       timeoutMs: ASK_OPEN_MS,
     });
   }
-  const answered = await ctx.person.wait(request.id, ASK_WAIT_MS);
+  const wait = Math.min(waitMs, ASK_WAIT_MS);
+  let answered = await ctx.person.wait(request.id, wait);
+  if (answered?.status === 'waiting' && unanswered === 'withdraw') {
+    // The person may answer in the same instant: theirs counts if it came first.
+    answered = ctx.person.answer(request.id, 'withdrawn');
+    if (answered?.status === 'withdrawn')
+      throw serverError(`The browser's owner did not answer within ${Math.round(wait / 1000)} s whether to allow this step: ${action}. ` +
+          `The request was withdrawn from their mcp-relay popup; ${unansweredNote ?? 'nothing was done'}. ` +
+          'Do not retry it on your own: tell the user it needs their Allow, and call it again only when they ask you to');
+  }
   switch (answered?.status) {
     case 'allowed':
       return;

@@ -357,7 +357,11 @@ impl Toolbox {
         if let Some(frame) = found.get("frame").filter(|f| f.is_string()) {
             params["frame"] = frame.clone();
         }
-        let answer = match self.link.call("callPageTool", params).await {
+        let call = self.link.call("callPageTool", params);
+        let answer = match self
+            .with_progress(call, webmcp::CALL_BOUND, webmcp::WAITING_FOR)
+            .await
+        {
             Ok(answer) => answer,
             Err(LinkError::Rpc { message, .. }) if webmcp::page_error(&message, "").is_some() => {
                 let marked = webmcp::page_error(&message, &nonce).unwrap_or(message);

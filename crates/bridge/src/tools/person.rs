@@ -115,7 +115,10 @@ impl Toolbox {
             let answer = loop {
                 tokio::select! {
                     answer = &mut poll => break answer,
-                    _ = ticker.tick() => progress(scope.as_ref(), started, timeout, &reason).await,
+                    _ = ticker.tick() => {
+                        let message = format!("waiting for the person ({} s of at most {} s): {reason}", seconds(started), timeout.as_secs());
+                        progress(scope.as_ref(), started, timeout, message).await;
+                    }
                     _ = cancelled(scope.as_ref()) => {
                         // The host gave up on the call: the person should not be left waiting.
                         let _ = self.link.call("cancelHuman", json!({"handoffId": id})).await;
@@ -172,7 +175,18 @@ fn answered(name: &str, answer: Value) -> CallToolResult {
     }
 }
 
-async fn progress(scope: Option<&CallScope>, started: Instant, timeout: Duration, reason: &str) {
+/// Tenths of a second since `started`: `progress` must grow with every notification, even
+/// 100 ms apart.
+fn waited(started: Instant) -> f64 {
+    (started.elapsed().as_secs_f64() * 10.0).round() / 10.0
+}
+
+/// Whole seconds since `started`, for a progress message.
+fn seconds(started: Instant) -> String {
+    format!("{:.0}", waited(started))
+}
+
+async fn progress(scope: Option<&CallScope>, started: Instant, total: Duration, message: String) {
     let Some(CallScope {
         peer,
         progress_token: Some(token),
@@ -181,16 +195,40 @@ async fn progress(scope: Option<&CallScope>, started: Instant, timeout: Duration
     else {
         return;
     };
-    // Tenths of a second: `progress` must grow with every notification, even 100 ms apart.
-    let waited = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
-    let param = ProgressNotificationParam::new(token.clone(), waited)
-        .with_total(timeout.as_secs_f64())
-        .with_message(format!(
-            "waiting for the person ({waited:.0} s of at most {} s): {reason}",
-            timeout.as_secs()
-        ));
+    let param = ProgressNotificationParam::new(token.clone(), waited(started))
+        .with_total(total.as_secs_f64())
+        .with_message(message);
     if let Err(e) = peer.notify_progress(param).await {
         tracing::debug!("progress notification not sent: {e}");
+    }
+}
+
+impl Toolbox {
+    /// Awaits `call` (one request to the extension that may wait for the person: a page tool
+    /// that asked for them), telling a host that sent a `progressToken` it is alive every
+    /// `--progress-interval`, with `what` it waits for and the bound the call keeps to, so a
+    /// host that resets its timeout on progress keeps waiting and the person reading the
+    /// host's status knows why.
+    pub(super) async fn with_progress<T>(
+        &self,
+        call: impl Future<Output = T>,
+        bound: Duration,
+        what: &str,
+    ) -> T {
+        let scope = CALL.try_with(Clone::clone).ok();
+        let started = Instant::now();
+        let mut ticker = tokio::time::interval(self.progress_interval);
+        ticker.tick().await;
+        tokio::pin!(call);
+        loop {
+            tokio::select! {
+                answer = &mut call => return answer,
+                _ = ticker.tick() => {
+                    let message = format!("{what} ({} s of at most {} s)", seconds(started), bound.as_secs());
+                    progress(scope.as_ref(), started, bound, message).await;
+                }
+            }
+        }
     }
 }
 

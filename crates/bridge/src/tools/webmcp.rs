@@ -12,6 +12,8 @@
 //! extension has no validator of its own, and a call the page's schema forbids fails here
 //! with each violation named, without reaching the page.
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 
 use super::args::{CallPageTool, TabOnly};
@@ -26,6 +28,14 @@ const MAX_SCHEMA_CHARS: usize = 4_000;
 const MAX_HINTS_CHARS: usize = 500;
 /// Violations listed when the arguments do not fit the schema.
 const MAX_VIOLATIONS: usize = 10;
+/// The longest a call lasts in the extension when its page tool asks for the person (the
+/// extension's `PAGE_TOOL_ASKING_BOUND_MS`, under the relay's 60 s request timeout): what the
+/// progress notifications while it waits count towards.
+pub(super) const CALL_BOUND: Duration = Duration::from_secs(55);
+/// What those notifications say the call waits for (never the page's words: the tool's name
+/// and description are the page's).
+pub(super) const WAITING_FOR: &str = "waiting for the page's tool; if it asked for the person, \
+     they answer Allow or Deny in the mcp-relay popup";
 
 /// A fresh nonce for one answer's markers.
 pub(crate) fn nonce() -> String {
