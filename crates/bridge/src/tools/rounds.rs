@@ -13,8 +13,8 @@
 //!   must also be one this bridge issued for this very call.
 //! - [`ask`]: the elicitation (Done / Cancel) for a host that declared it can show one, and
 //!   [`host_answer`], what its answer means.
-//! - [`Rounds::lease`]: a host that drives the rounds calls again within a second (the SDKs
-//!   sleep 50-250 ms after a state-only answer); one that has not called again within the
+//! - [`Rounds::lease`]: a host that drives the rounds calls again within a second (the Python
+//!   SDK sleeps 50-250 ms after a state-only answer); one that has not called again within the
 //!   lease has given up (it ran out of rounds, or went away), so the hand-off is withdrawn
 //!   rather than left in the person's popup until its timeout.
 
