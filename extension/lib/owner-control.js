@@ -430,8 +430,9 @@ export class OwnerControl {
   /**
    * The receipt of a hand-off or an ask-before answer for the relay's audit trail: who (the
    * connection), what (the kind, its outcome, the assistant's reason or the kind of step),
-   * where (the site and tab), when (the relay stamps it) and how long it waited. Never the
-   * page's content: an ask's element label stays out.
+   * where (the site and tab), when (the relay stamps it), how long it waited, and `via: "host"`
+   * when the person answered in the MCP host instead of the popup. Never the page's content: an
+   * ask's element label stays out.
    *
    * @param {import('./person-requests.js').PersonRequest} request
    */
@@ -444,6 +445,7 @@ export class OwnerControl {
       tab_id: request.tabId,
       waited_ms: Math.max(0, (request.answeredAt ?? Date.now()) - request.openedAt),
       summary: request.kind === 'hand-off' ? request.reason : (request.summary ?? ''),
+      ...(request.answeredVia ? { via: request.answeredVia } : {}),
     };
     this._recordDecision(receipt).catch(error => console.info('[mcp-relay] no receipt in the relay\'s audit trail:', error?.message));
   }

@@ -42,6 +42,7 @@ const ANSWERED_KEPT_MS = 10 * 60_000;
  * @property {number} openedAt epoch ms
  * @property {number} deadline epoch ms
  * @property {number} [answeredAt] epoch ms
+ * @property {'host'} [answeredVia] set when the person answered in the MCP host rather than in the popup
  */
 
 export class PersonRequests {
@@ -93,14 +94,18 @@ export class PersonRequests {
    *
    * @param {string} id
    * @param {Exclude<PersonRequestStatus, 'waiting'>} status
+   * @param {{via?: 'host'}} [how] `via: 'host'`: given in the MCP host, not in the popup
    * @returns {PersonRequest | undefined} the request as it now is
    */
-  answer(id, status) {
+  answer(id, status, { via } = {}) {
     const request = this._requests.get(id);
     if (!request)
       return undefined;
-    if (request.status === 'waiting')
+    if (request.status === 'waiting') {
+      if (via)
+        request.answeredVia = via;
       this._settle(request, status);
+    }
     return { ...request };
   }
 

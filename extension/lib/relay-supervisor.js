@@ -140,7 +140,7 @@ export class RelaySupervisor {
    * Sends the relay the receipt of the person's answer to an assistant's hand-off or ask-before
    * prompt, for its audit trail (`record_decision`).
    *
-   * @param {{connection_id: string, kind: 'hand-off'|'ask-before', outcome: string, site?: string, tab_id?: number, waited_ms?: number, summary?: string}} receipt
+   * @param {{connection_id: string, kind: 'hand-off'|'ask-before', outcome: string, site?: string, tab_id?: number, waited_ms?: number, summary?: string, via?: 'host'}} receipt
    */
   recordDecision(receipt) {
     if (!this._connection)

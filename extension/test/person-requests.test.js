@@ -115,6 +115,33 @@ test('while the person has the tab, other calls on it are refused naming the han
   assert.match(cancelled.note, /Do not ask again at once/);
 });
 
+test('answerHuman takes Done from the MCP host, says so in the note, and wakes the waiting call', async () => {
+  const ctx = context();
+  const answered = [];
+  ctx.person.listen((request, change) => change === 'answered' && answered.push(request));
+  const opened = await runCommand(ctx, 'requestHuman', { reason: 'Log in' });
+  const waiting = runCommand(ctx, 'awaitHuman', { handoffId: opened.handoffId, waitMs: 5_000 });
+  tabs.set(7, { ...tabs.get(7), url: 'https://login.test/account', title: 'Your account' });
+  const done = await runCommand(ctx, 'answerHuman', { handoffId: opened.handoffId, answer: 'done' });
+  assert.equal(done.status, 'done');
+  assert.deepEqual(done.changed, ['url', 'title']);
+  assert.match(done.note, /answered Done in the MCP host/);
+  assert.equal((await waiting).status, 'done');
+  assert.equal(answered[0].answeredVia, 'host', 'the receipt can tell the host from the popup');
+  assert.deepEqual(ctx.person.waiting(), [], 'the popup card is gone');
+});
+
+test("answerHuman after the person answered in the popup changes nothing: the popup's answer stands", async () => {
+  const ctx = context();
+  const opened = await runCommand(ctx, 'requestHuman', { reason: 'Approve the transfer' });
+  ctx.person.answer(opened.handoffId, 'cancelled');
+  const late = await runCommand(ctx, 'answerHuman', { handoffId: opened.handoffId, answer: 'done' });
+  assert.equal(late.status, 'cancelled');
+  assert.match(late.note, /clicked Cancel/);
+  await assert.rejects(runCommand(ctx, 'answerHuman', { handoffId: opened.handoffId, answer: 'allowed' }), /answer/);
+  await assert.rejects(runCommand(ctx, 'answerHuman', { handoffId: 'nope', answer: 'done' }), /no hand-off nope/);
+});
+
 test('a hand-off longer than 30 minutes, or a wait over 30 s, is refused before anything happens', async () => {
   const ctx = context();
   await assert.rejects(runCommand(ctx, 'requestHuman', { reason: 'Log in', timeoutSeconds: 1_801 }), /timeoutSeconds/);

@@ -386,11 +386,13 @@ impl ExtensionSession {
         )
     }
 
-    /// `record_decision {connection_id, kind, outcome, site?, tab_id?, waited_ms?, summary?}`: the
-    /// receipt of the person's answer to an assistant's hand-off (`kind` "hand-off": done,
-    /// cancelled, timed-out, withdrawn) or ask-before prompt ("ask-before": allowed, denied,
-    /// timed-out), written to the audit trail as one record of that kind. The relay builds the
-    /// record's text from typed, bounded fields: the browser chooses none of its shape.
+    /// `record_decision {connection_id, kind, outcome, site?, tab_id?, waited_ms?, summary?,
+    /// via?}`: the receipt of the person's answer to an assistant's hand-off (`kind` "hand-off":
+    /// done, cancelled, timed-out, withdrawn) or ask-before prompt ("ask-before": allowed, denied,
+    /// timed-out), written to the audit trail as one record of that kind; `via: "host"` (a
+    /// hand-off only) when the person answered in the MCP host rather than in the browser's
+    /// popup, which the trail must tell apart. The relay builds the record's text from typed,
+    /// bounded fields: the browser chooses none of its shape.
     fn record_decision(
         &self,
         extension_id: &str,
@@ -412,10 +414,12 @@ impl ExtensionSession {
             waited_ms: Option<u64>,
             #[serde(default, borrow)]
             summary: Option<Cow<'a, str>>,
+            #[serde(default, borrow)]
+            via: Option<Cow<'a, str>>,
         }
         const USAGE: &str =
             "record_decision takes {connection_id, kind: \"hand-off\"|\"ask-before\", \
-                             outcome, site?, tab_id?, waited_ms?, summary?}";
+                             outcome, site?, tab_id?, waited_ms?, summary?, via?: \"host\"}";
         let params: Params<'_> = params
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .ok_or(RelayError::InvalidParams(USAGE))?;
@@ -427,7 +431,16 @@ impl ExtensionSession {
         if !outcomes.contains(&params.outcome.as_ref()) {
             return Err(RelayError::InvalidParams(USAGE));
         }
+        // Only a hand-off can be answered in the host: an ask-before is the popup's alone.
+        let in_host = match params.via.as_deref() {
+            None => false,
+            Some("host") if params.kind == "hand-off" => true,
+            Some(_) => return Err(RelayError::InvalidParams(USAGE)),
+        };
         let mut detail = params.outcome.into_owned();
+        if in_host {
+            detail.push_str(" in the MCP host");
+        }
         if let Some(ms) = params.waited_ms {
             detail.push_str(&format!(" after {:.1} s", ms as f64 / 1000.0));
         }

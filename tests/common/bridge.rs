@@ -244,7 +244,8 @@ impl Sdk {
     /// Starts the script `name` (`page-tools` is `page-tools.mjs` or `page_tools.py`) with
     /// `script_args`, then the bridge's command line: `mcp-relay bridge --relay <relay_url>
     /// <bridge_args>`, its token in `MCP_RELAY_TOKEN`. Its stdout is piped for the report (see
-    /// [`sdk_report`]); its stderr and the bridge's go to the test's output.
+    /// [`sdk_report`]), and its stdin for what the person answers in the host (a script that
+    /// asks reads it); its stderr and the bridge's go to the test's output.
     pub fn spawn(
         &self,
         name: &str,
@@ -264,6 +265,7 @@ impl Sdk {
             .args(bridge_args)
             .env("MCP_RELAY_TOKEN", mcp_token)
             .env("MCP_RELAY_LOG", "mcp_relay=info")
+            .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
             .kill_on_drop(true)

@@ -10,6 +10,10 @@
 //! "Place order" waits for the person's Allow, and their Deny stops the next order
 //! (`tests/mcp-sdk-client/ask-before.mjs`, `tests/mcp-python-client/ask_before.py`).
 //!
+//! A host of MCP 2026-07-28 (the Python SDK, `tests/mcp-python-client/hand_off_rounds.py`) is
+//! not held in one call: the hand-off arrives as "input required", asked in the host as well as
+//! in the popup, and the person answers in either.
+//!
 //! The TypeScript host gives up after 3 s unless progress arrives (`resetTimeoutOnProgress`);
 //! the Python SDK has no such option (its request clock is fixed), so its host waits with a
 //! 60 s timeout, and the test checks the progress it received all the same.
@@ -104,6 +108,25 @@ async fn headful_python_sdk_hand_off_under_xvfb_is_done_cancelled_and_withdrawn_
     };
     let _one = ONE_BROWSER_AT_A_TIME.lock().await;
     within(SCENARIO_LIMIT, hand_off(&chromium, &sdk, Mode::Headful)).await;
+}
+
+/// A host of MCP 2026-07-28 gets the hand-off as input required: asked in the host (an
+/// elicitation) while the popup asks too, the person signs in and answers Done in the host, and
+/// the call finishes with what changed; Cancel in the popup before the host's Done stands;
+/// declining in the host cancels; and a host that cannot ask is answered round after round
+/// with the state alone until the person clicks Done in the popup. Each answer is a receipt
+/// that says whether it came from the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_host_of_mcp_2026_07_28_gets_the_hand_off_as_input_required_and_the_person_answers_in_the_host_or_the_popup(
+) {
+    let Some(chromium) = chromium_or_skip("Python SDK hand-off in rounds") else {
+        return;
+    };
+    let Some(sdk) = Sdk::python_or_skip("Python SDK hand-off in rounds") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, hand_off_in_rounds(&chromium, &sdk)).await;
 }
 
 /// The checkout of [`checkout_with_ask_before_waits_for_allow_and_deny_stops_the_order_without_asking_twice`]
@@ -1139,6 +1162,192 @@ async fn hand_off(chromium: &Path, sdk: &Sdk, mode: Mode) {
     assert!(receipts
         .iter()
         .all(|r| r["mcp_client_id"].is_string() && r["connection_id"].is_string()));
+
+    drop(devtools);
+    drop(browser);
+    relay.shutdown().await;
+}
+
+async fn hand_off_in_rounds(chromium: &Path, sdk: &Sdk) {
+    use tokio::io::AsyncWriteExt;
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Person's browser");
+    let browser = Browser::launch_in(
+        chromium,
+        &profile,
+        Mode::Headless,
+        &["--remote-debugging-port=0"],
+        &["about:blank"],
+    );
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
+    // Rounds of 2 s: the person takes longer than two of them in the last hand-off. The
+    // bridges' audit log has a line for each round.
+    let audit = tempfile::NamedTempFile::new().unwrap();
+    let mut host = sdk_host(
+        sdk,
+        "hand-off-rounds",
+        &site.url("login.html"),
+        &relay,
+        &[
+            "--round-wait",
+            "2s",
+            "--audit-log",
+            audit.path().to_str().unwrap(),
+        ],
+    );
+    // What the person answers in the host, line by line.
+    let mut in_host = host.stdin.take().expect("the host's stdin is piped");
+    let popup = devtools.open_popup(&origin, 600).await;
+    let first_id = async |devtools: &mut DevTools| {
+        let id = devtools
+            .eval(
+                &popup,
+                "document.querySelector('.person-request').dataset.requestId",
+            )
+            .await;
+        id.as_str().unwrap().to_owned()
+    };
+
+    // 1. The popup asks, naming the host that sent no `initialize`; the person signs in, then
+    // answers Done in the host: the popup's card goes.
+    let card = wait_for_request(&mut devtools, &popup).await;
+    assert!(
+        card.contains("Hand-off Test Host asks you to: Sign in to Example Bank"),
+        "{card}"
+    );
+    let id = first_id(&mut devtools).await;
+    let tab = page_session(&mut devtools, "login.html").await;
+    devtools
+        .eval(
+            &tab,
+            "document.getElementById('user').value = 'ada'; \
+             document.getElementById('password').value = 'correct horse'; \
+             document.getElementById('sign-in').click(); document.title",
+        )
+        .await;
+    in_host.write_all(b"done\n").await.unwrap();
+    wait_until_gone(&mut devtools, &popup, &id, "Done in the host").await;
+
+    // 2. Cancel in the popup, then (too late) Done in the host.
+    let card = wait_for_request(&mut devtools, &popup).await;
+    assert!(
+        card.contains("Approve the transfer on your phone"),
+        "{card}"
+    );
+    click_answer(&mut devtools, &popup, "cancelled").await;
+    in_host.write_all(b"done\n").await.unwrap();
+
+    // 3. Declined in the host.
+    let card = wait_for_request(&mut devtools, &popup).await;
+    assert!(card.contains("Confirm the payment"), "{card}");
+    let id = first_id(&mut devtools).await;
+    in_host.write_all(b"cancel\n").await.unwrap();
+    wait_until_gone(&mut devtools, &popup, &id, "declining in the host").await;
+
+    // 4. A host that cannot ask: the person takes longer than a round (and than the host's
+    // read timeout of one round), then clicks Done in the popup.
+    let card = wait_for_request(&mut devtools, &popup).await;
+    assert!(card.contains("Solve the puzzle for me"), "{card}");
+    tokio::time::sleep(PERSON_TAKES).await;
+    click_answer(&mut devtools, &popup, "done").await;
+
+    let report = finish(&mut host).await;
+    assert_eq!(report["protocol"], "2026-07-28", "{report}");
+    let asked = &report["askedInHost"];
+    assert_eq!(asked["firstIsInputRequired"], true, "{report}");
+    assert_eq!(asked["method"], "elicitation/create", "{report}");
+    assert!(
+        asked["question"].as_str().unwrap().starts_with(
+            "Do this step in your browser, then confirm here: Sign in to Example Bank."
+        ),
+        "{report}"
+    );
+    assert_eq!(asked["hasState"], true, "{report}");
+    assert_eq!(asked["finishedIsInputRequired"], false, "{report}");
+    assert_eq!(asked["isError"], false, "{report}");
+    let structured = &asked["structured"];
+    assert_eq!(structured["status"], "done", "{report}");
+    assert_eq!(structured["before"]["title"], "Sign in");
+    assert_eq!(structured["after"]["title"], "Your account");
+    assert_eq!(structured["changed"], json!(["url", "title"]));
+    assert!(
+        structured["note"]
+            .as_str()
+            .unwrap()
+            .contains("answered Done in the MCP host"),
+        "{report}"
+    );
+    assert!(
+        asked["refusedMeanwhile"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("is handed to the person"),
+        "{report}"
+    );
+
+    let popup_first = &report["popupFirst"];
+    assert_eq!(popup_first["isError"], true, "{report}");
+    assert_eq!(popup_first["structured"]["status"], "cancelled", "{report}");
+    assert!(
+        popup_first["text"]
+            .as_str()
+            .unwrap()
+            .contains("clicked Cancel"),
+        "the popup's answer, not the host's: {report}"
+    );
+    assert!(popup_first["asked"]
+        .as_str()
+        .unwrap()
+        .contains("Approve the transfer on your phone"));
+
+    let declined = &report["declinedInHost"];
+    assert_eq!(declined["isError"], true, "{report}");
+    assert!(
+        declined["text"]
+            .as_str()
+            .unwrap()
+            .contains("answered Cancel in the MCP host"),
+        "{report}"
+    );
+    assert_eq!(
+        declined["asked"], 2,
+        "the SDK's driver asked in 2 and 3: {report}"
+    );
+
+    let polled = &report["polled"];
+    assert_eq!(polled["protocol"], "2026-07-28", "{report}");
+    assert_eq!(polled["isError"], false, "{report}");
+    assert_eq!(polled["structured"]["status"], "done", "{report}");
+    // Longer than one round may last (the host's read timeout is 4 s): it took rounds, as
+    // the audit log shows: two calls for each of the first three hand-offs (the question, then
+    // the answer), and at least three for the last (two rounds of 2 s, then the answer).
+    assert!(polled["elapsedMs"].as_u64().unwrap() > 5_000, "{report}");
+    let rounds = std::fs::read_to_string(audit.path())
+        .unwrap()
+        .lines()
+        .filter(|line| line.contains(r#""tool":"browser_request_human""#))
+        .count();
+    assert!(rounds >= 2 * 3 + 3, "{rounds} rounds");
+
+    let receipts = receipts(&relay, "hand-off", 4).await;
+    let details: Vec<&str> = receipts
+        .iter()
+        .map(|r| r["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(details.len(), 4, "{details:?}");
+    for (detail, (start, end)) in details.iter().zip([
+        ("done in the MCP host after ", ": Sign in to Example Bank"),
+        ("cancelled after ", ": Approve the transfer on your phone"),
+        ("cancelled in the MCP host after ", ": Confirm the payment"),
+        ("done after ", ": Solve the puzzle for me"),
+    ]) {
+        assert!(
+            detail.starts_with(start) && detail.ends_with(end),
+            "{details:?}"
+        );
+    }
 
     drop(devtools);
     drop(browser);

@@ -971,8 +971,9 @@ async fn only_the_connections_own_browser_may_stop_it() {
 /// The person's answers to an assistant's hand-off or ask-before prompt are receipts in the
 /// audit trail (issue 29): the extension sends `record_decision`, and the admin API shows one
 /// record of that kind with who (user, MCP client, connection, browser), when, and what and
-/// where in the relay's own words. Only the connection's own browser may record for it, and
-/// only known kinds and outcomes are taken.
+/// where in the relay's own words, and whether a hand-off was answered in the MCP host instead
+/// of the browser's popup. Only the connection's own browser may record for it, and only known
+/// kinds and outcomes are taken; an ask-before cannot claim the host answered it.
 #[tokio::test]
 async fn the_owners_hand_off_and_ask_before_answers_are_receipts_in_the_audit_trail() {
     let relay = relay().await;
@@ -1006,6 +1007,15 @@ async fn the_owners_hand_off_and_ask_before_answers_are_receipts_in_the_audit_tr
         ))
         .await;
     assert_eq!(ext.client.recv_response().await["result"]["recorded"], true);
+    ext.client
+        .send(record(
+            "r3",
+            json!({"connection_id": connection_id, "kind": "hand-off", "outcome": "cancelled",
+                   "site": "bank.test", "tab_id": 7, "waited_ms": 2_000,
+                   "summary": "Approve the transfer", "via": "host"}),
+        ))
+        .await;
+    assert_eq!(ext.client.recv_response().await["result"]["recorded"], true);
     // Not another browser's connection, not an unknown kind or outcome.
     other
         .client
@@ -1022,11 +1032,16 @@ async fn the_owners_hand_off_and_ask_before_answers_are_receipts_in_the_audit_tr
             .contains("belongs to this browser"),
         "{refused}"
     );
-    for (id, kind, outcome) in [("y", "hand-off", "allowed"), ("z", "anything", "done")] {
+    for (id, kind, outcome, via) in [
+        ("y", "hand-off", "allowed", None),
+        ("z", "anything", "done", None),
+        ("v", "ask-before", "allowed", Some("host")),
+        ("w", "hand-off", "done", Some("popup")),
+    ] {
         ext.client
             .send(record(
                 id,
-                json!({"connection_id": connection_id, "kind": kind, "outcome": outcome}),
+                json!({"connection_id": connection_id, "kind": kind, "outcome": outcome, "via": via}),
             ))
             .await;
         assert_eq!(ext.client.recv_response().await["error"]["code"], -32602);
@@ -1051,16 +1066,24 @@ async fn the_owners_hand_off_and_ask_before_answers_are_receipts_in_the_audit_tr
             .filter(|e| e["kind"] == "hand-off" || e["kind"] == "ask-before")
             .cloned()
             .collect();
-        if events.len() >= 2 || tokio::time::Instant::now() > deadline {
+        if events.len() >= 3 || tokio::time::Instant::now() > deadline {
             break events;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    assert_eq!(events.len(), 2, "{events:?}");
-    let hand_off = events.iter().find(|e| e["kind"] == "hand-off").unwrap();
+    assert_eq!(events.len(), 3, "{events:?}");
+    let hand_off = events
+        .iter()
+        .find(|e| e["kind"] == "hand-off" && e["detail"].as_str().unwrap().starts_with("done"))
+        .unwrap();
     assert_eq!(
         hand_off["detail"],
         "done after 42.0 s on bank.test (tab 7): Sign in to Example Bank"
+    );
+    assert!(
+        events.iter().any(|e| e["detail"]
+            == "cancelled in the MCP host after 2.0 s on bank.test (tab 7): Approve the transfer"),
+        "{events:?}"
     );
     assert_eq!(hand_off["connection_id"], connection_id.as_str());
     assert_eq!(hand_off["extension_id"], ext.extension_id.as_str());

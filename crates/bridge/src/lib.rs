@@ -188,6 +188,13 @@ pub struct BridgeArgs {
     #[arg(long, env = "MCP_RELAY_BRIDGE_PROGRESS_INTERVAL", default_value = "15s", value_parser = parse_duration)]
     pub progress_interval: Duration,
 
+    /// For a host of MCP 2026-07-28, which is answered "input required" and calls again rather
+    /// than holding one call open: how long one round of `browser_request_human` waits for the
+    /// person before answering that they have not yet (at least 1s). Keep it under the host's
+    /// request timeout (60 s in the official SDKs).
+    #[arg(long, env = "MCP_RELAY_BRIDGE_ROUND_WAIT", default_value = "40s", value_parser = parse_duration)]
+    pub round_wait: Duration,
+
     /// Append one JSON line per tool call, resource read and prompt get (time, tool, target,
     /// variant, intent, outcome, duration) to this file.
     #[arg(long, env = "MCP_RELAY_AUDIT_LOG")]
@@ -286,6 +293,7 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
         .with_structured_content(args.structured_content);
     let (stdout, pump) = wire::stdout_pump();
     let service = server::BrowserServer::new(Arc::new(gateway), link)
+        .with_rounds(args.round_wait)
         .serve((tokio::io::stdin(), stdout))
         .await
         .context("starting the MCP server on stdio")?;

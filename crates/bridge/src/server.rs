@@ -1,10 +1,12 @@
 //! The MCP server the host talks to over stdio: `initialize`, tools, resources and prompts.
 //!
 //! Deliberately thin: what is listed and how calls run lives in [`super::gateway`], the relay
-//! in [`super::relay_client`]. The one decision made here is which failures are protocol
-//! errors: a call to a tool that does not exist, an unknown resource or prompt, and bad prompt
-//! arguments. Tool failures are tool results, because hosts hide protocol error messages from
-//! the model.
+//! in [`super::relay_client`]. The decisions made here are which failures are protocol
+//! errors (a call to a tool that does not exist, an unknown resource or prompt, bad prompt
+//! arguments, and a `requestState` the bridge did not issue for the call) and what a host of
+//! MCP 2026-07-28 is answered: such a host sends no `initialize`, so its name comes with each
+//! request, and a hand-off may answer it "input required" (tools/rounds.rs). Tool failures are
+//! tool results, because hosts hide protocol error messages from the model.
 
 use std::sync::Arc;
 
@@ -12,8 +14,8 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
     GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
-    ServerConfig,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -23,6 +25,7 @@ use super::gateway::{Exposure, Gateway};
 use super::link::BrowserLink;
 use super::relay_client::Closer;
 use super::resources::ReadError;
+use super::tools::{Round, Rounds};
 
 /// What the host reads once, at `initialize`.
 const INSTRUCTIONS: &str = "Drives the person's own web browser through an mcp-relay extension. \
@@ -53,6 +56,10 @@ pub struct BrowserServer {
     /// For a session the relay hosts: ends its relay client (and drops the relay's
     /// bookkeeping) once the last clone is gone.
     _end: Option<Arc<SessionEnd>>,
+    /// Hand-offs in rounds for hosts of MCP 2026-07-28 (the stdio bridge only: a hosted
+    /// request of that protocol has a server of its own, gone with its hand-off by the next
+    /// round, so it waits in its call as for any host).
+    rounds: Option<Arc<Rounds>>,
 }
 
 impl BrowserServer {
@@ -61,7 +68,59 @@ impl BrowserServer {
             gateway,
             link,
             _end: None,
+            rounds: None,
         }
+    }
+
+    /// Answers a host of MCP 2026-07-28 waiting for the person in rounds of at most `wait`.
+    pub(crate) fn with_rounds(mut self, wait: std::time::Duration) -> BrowserServer {
+        self.rounds = Some(Arc::new(Rounds::new(wait)));
+        self
+    }
+
+    /// A host of MCP 2026-07-28 sends no `initialize`: its name comes in each request's
+    /// `_meta`, and the browser's owner is told it as for any other host.
+    fn introduce_inline(&self, context: &RequestContext<RoleServer>) {
+        if context.peer.peer_info().is_some() {
+            return;
+        }
+        if let Some(client) = context.client_info() {
+            self.link.introduce(&client.name);
+        }
+    }
+
+    /// The round of a host call, for a host of MCP 2026-07-28 where the bridge has rounds; a
+    /// `requestState` that does not open is refused before the call runs.
+    fn round(
+        &self,
+        request: &mut CallToolRequestParams,
+        args: &Arc<rmcp::model::JsonObject>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<Arc<Round>>, ErrorData> {
+        let Some(rounds) = &self.rounds else {
+            return Ok(None);
+        };
+        if !context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
+        {
+            return Ok(None);
+        }
+        // An empty `elicitation` capability means form mode, as the specification says.
+        let can_ask = context
+            .client_capabilities()
+            .and_then(|capabilities| capabilities.elicitation)
+            .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
+        Round::begin(
+            Arc::clone(rounds),
+            &request.name,
+            Arc::clone(args),
+            request.request_state.as_deref(),
+            request.input_responses.take(),
+            can_ask,
+        )
+        .map(|round| Some(Arc::new(round)))
+        .map_err(|refused| ErrorData::invalid_params(refused, None))
     }
 
     /// Ends `closer`'s relay client, and drops `keep`, when the server (every clone) is
@@ -144,7 +203,7 @@ impl ServerHandler for BrowserServer {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         if !self.gateway.knows(&request.name) {
@@ -153,17 +212,23 @@ impl ServerHandler for BrowserServer {
                 None,
             ));
         }
-        let args = request.arguments.unwrap_or_default();
+        self.introduce_inline(&context);
+        let args = Arc::new(request.arguments.take().unwrap_or_default());
+        let round = self.round(&mut request, &args, &context)?;
         let scope = crate::tools::CallScope {
-            peer: context.peer.clone(),
+            peer: Some(context.peer.clone()),
             progress_token: context.meta.get_progress_token(),
             cancelled: context.ct.clone(),
+            round: round.clone(),
         };
         let result = crate::tools::in_scope(
             scope,
             self.gateway.call(&request.name, &args, Some(&context.peer)),
         )
         .await;
+        if let Some(input) = round.and_then(|round| round.take_input_required()) {
+            return Ok(CallToolResponse::InputRequired(input));
+        }
         if result.is_error == Some(true) {
             tracing::info!(tool = %request.name, "tool call failed");
         }
@@ -173,8 +238,9 @@ impl ServerHandler for BrowserServer {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        self.introduce_inline(&context);
         from_json(json!({"resources": self.gateway.list_resources().await}))
     }
 
@@ -189,8 +255,9 @@ impl ServerHandler for BrowserServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        self.introduce_inline(&context);
         match self.gateway.read_resource(&request.uri).await {
             Ok(contents) => {
                 let result: ReadResourceResult = from_json(json!({ "contents": contents }))?;

@@ -1,9 +1,11 @@
 /**
  * Handing a step to the person (issue 29): `requestHuman` opens a hand-off on the assistant's
  * tab (OwnerControl shows it: badge, notification, popup), `awaitHuman` waits a bounded while
- * for the person's "Done" or "Cancel" and answers with what changed, and `cancelHuman` withdraws
- * it (the MCP host cancelled the call). While a hand-off waits, the assistant's other calls on
- * that tab are refused ({@link assertNotHandedOff}): the person is using it.
+ * for the person's "Done" or "Cancel" and answers with what changed, `cancelHuman` withdraws
+ * it (the MCP host cancelled the call), and `answerHuman` records the person's Done or Cancel
+ * given in the MCP host instead of the popup (a host of MCP 2026-07-28 asked them there too; the
+ * popup's card then goes). While a hand-off waits, the assistant's other calls on that tab are
+ * refused ({@link assertNotHandedOff}): the person is using it.
  */
 
 import { AWAIT_MAX_MS, HAND_OFF_DEFAULT_SECONDS, HAND_OFF_MAX_SECONDS } from '../person-requests.js';
@@ -17,7 +19,7 @@ import { getTab, targetTab } from './shared.js';
 const AWAIT_DEFAULT_MS = 20_000;
 
 /** Calls that may name a handed-off tab: the hand-off's own, and those that do not act on a tab. */
-const ALLOWED_WHILE_HANDED_OFF = new Set(['requestHuman', 'awaitHuman', 'cancelHuman', 'getTabs', 'createTab']);
+const ALLOWED_WHILE_HANDED_OFF = new Set(['requestHuman', 'awaitHuman', 'cancelHuman', 'answerHuman', 'getTabs', 'createTab']);
 
 export const PERSON_COMMANDS = {
   requestHuman: {
@@ -38,6 +40,13 @@ export const PERSON_COMMANDS = {
   cancelHuman: {
     params: { handoffId: { type: 'string', required: true, nonEmpty: true } },
     run: cancelHuman,
+  },
+  answerHuman: {
+    params: {
+      handoffId: { type: 'string', required: true, nonEmpty: true },
+      answer: { type: 'string', required: true, oneOf: ['done', 'cancelled'] },
+    },
+    run: answerHuman,
   },
 };
 
@@ -88,6 +97,23 @@ async function cancelHuman(ctx, { handoffId }) {
 }
 
 /**
+ * The person's Done or Cancel as they gave it in the MCP host, not in the popup. Only a waiting
+ * hand-off takes it: if the person already answered in the popup, that answer stands and is
+ * what comes back. The receipt and the note say where the answer came from, since only the
+ * popup is the browser's own.
+ *
+ * @param {CommandContext} ctx
+ * @param {{handoffId: string, answer: 'done'|'cancelled'}} params
+ */
+async function answerHuman(ctx, { handoffId, answer }) {
+  const book = personBook(ctx);
+  const request = book.get(handoffId);
+  if (!request || request.kind !== 'hand-off')
+    throw serverError(`no hand-off ${handoffId} (it ended more than 10 minutes ago, or the browser restarted); ask again with requestHuman`);
+  return handOffAnswer(book.answer(handoffId, answer, { via: 'host' }));
+}
+
+/**
  * What the assistant reads: still waiting, or how it ended and what the page became (URL and
  * title only: what the person typed or saw is theirs).
  *
@@ -118,11 +144,14 @@ async function handOffAnswer(request) {
 /** @param {PersonRequest} request @param {{url: string, title: string} | null} after */
 function outcomeNote(request, after) {
   const gone = after ? '' : ' The tab was closed meanwhile.';
+  const inHost = request.answeredVia === 'host';
   switch (request.status) {
     case 'done':
-      return `The person did the step and clicked Done; the tab is yours again.${gone}`;
+      return inHost
+        ? `The person answered Done in the MCP host (not in the browser's popup): they say the step is done; the tab is yours again. Check the page before relying on it.${gone}`
+        : `The person did the step and clicked Done; the tab is yours again.${gone}`;
     case 'cancelled':
-      return `The person clicked Cancel: they will not do this step now. Do not ask again at once; tell the user what you needed.${gone}`;
+      return `The person ${inHost ? 'answered Cancel in the MCP host' : 'clicked Cancel'}: they will not do this step now. Do not ask again at once; tell the user what you needed.${gone}`;
     case 'timed-out':
       return `No answer from the person within the timeout (${Math.round((request.deadline - request.openedAt) / 1000)} s); the tab is yours again, ` +
           `but the step may not be done: check the page.${gone}`;

@@ -27,6 +27,7 @@ mod pages;
 mod parts;
 mod person;
 mod results;
+mod rounds;
 mod table;
 mod transfers;
 mod webmcp;
@@ -45,6 +46,7 @@ pub use code::CodeLimits;
 pub(crate) use errors::advice;
 pub(crate) use parts::DEFAULT_MAX_RESULT_CHARS;
 pub(crate) use person::{in_scope, CallScope};
+pub(crate) use rounds::{Round, Rounds};
 pub use table::definitions;
 
 pub(crate) use results::for_host;
@@ -233,7 +235,9 @@ impl Toolbox {
                 ));
             };
             return match table::code_args(args) {
-                Ok(table::CodeCall::Run(code)) => self.execute(code, limits).await,
+                Ok(table::CodeCall::Run(code)) => {
+                    person::without_round(self.execute(code, limits)).await
+                }
                 Ok(table::CodeCall::ReadOn(offset)) => self.continue_result(name, offset),
                 Err(message) => error(format!("{name}: {message}")),
             };

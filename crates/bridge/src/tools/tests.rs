@@ -1594,6 +1594,328 @@ async fn a_cancelled_hand_off_is_an_error_the_model_reads_as_not_done() {
     assert!(format!("{:?}", result.content).contains("Hand-off cancelled"));
 }
 
+/// The person's side of hand-offs, for the rounds of a host of MCP 2026-07-28: `awaitHuman`
+/// waits its `waitMs` unless the person has answered; `answerHuman` and `cancelHuman` answer
+/// (only a waiting hand-off takes an answer, as in the extension).
+struct PersonLink {
+    status: Mutex<&'static str>,
+    sent: Mutex<Vec<(String, Value)>>,
+}
+
+impl PersonLink {
+    fn new() -> Arc<PersonLink> {
+        Arc::new(PersonLink {
+            status: Mutex::new("waiting"),
+            sent: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The person answers in the popup.
+    fn answer(&self, status: &'static str) {
+        *self.status.lock().unwrap() = status;
+    }
+
+    fn methods(&self) -> Vec<String> {
+        self.sent
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(m, _)| m.clone())
+            .collect()
+    }
+
+    fn state(&self) -> Value {
+        let status = *self.status.lock().unwrap();
+        let after = if status == "done" {
+            "Accounts"
+        } else {
+            "Sign in"
+        };
+        json!({
+            "handoffId": "h1", "status": status, "tabId": 7, "waitedSeconds": 2.0,
+            "before": {"url": "https://bank.test/login", "title": "Sign in"},
+            "after": {"url": "https://bank.test/login", "title": after},
+            "note": format!("ended: {status}"),
+        })
+    }
+}
+
+impl BrowserLink for PersonLink {
+    fn describe(&self) -> &str {
+        "person"
+    }
+
+    fn call<'a>(
+        &'a self,
+        method: &'a str,
+        params: Value,
+    ) -> futures_util::future::BoxFuture<'a, Result<Value, LinkError>> {
+        self.sent
+            .lock()
+            .unwrap()
+            .push((method.to_owned(), params.clone()));
+        Box::pin(async move {
+            let settle = |status: &'static str| {
+                let mut now = self.status.lock().unwrap();
+                if *now == "waiting" {
+                    *now = status;
+                }
+            };
+            match method {
+                "requestHuman" => Ok(json!({"handoffId": "h1", "status": "waiting", "tabId": 7})),
+                "awaitHuman" => {
+                    let wait = Duration::from_millis(params["waitMs"].as_u64().unwrap());
+                    let until = tokio::time::Instant::now() + wait;
+                    while *self.status.lock().unwrap() == "waiting"
+                        && tokio::time::Instant::now() < until
+                    {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    Ok(self.state())
+                }
+                "answerHuman" => {
+                    settle(if params["answer"] == "done" {
+                        "done"
+                    } else {
+                        "cancelled"
+                    });
+                    Ok(self.state())
+                }
+                "cancelHuman" => {
+                    settle("withdrawn");
+                    Ok(self.state())
+                }
+                other => Err(LinkError::Rpc {
+                    code: mcp_relay_wire::code::METHOD_NOT_FOUND,
+                    message: format!("no {other} here"),
+                }),
+            }
+        })
+    }
+
+    fn list_browsers(
+        &self,
+    ) -> futures_util::future::BoxFuture<'_, Result<Vec<crate::link::ExtensionRow>, LinkError>>
+    {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    fn choose<'a>(
+        &'a self,
+        _wanted: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, Result<crate::link::ChosenBrowser, LinkError>> {
+        Box::pin(async { Err(LinkError::NoBrowser("none".into())) })
+    }
+
+    fn status(&self) -> crate::link::Status {
+        FakeLink::new(vec![]).status()
+    }
+}
+
+/// One host call of `browser_request_human {reason: "Log in"}` in a round: the round's
+/// `InputRequiredResult` if it left one, else the call's result.
+async fn round_call(
+    toolbox: &Toolbox,
+    rounds: &Arc<Rounds>,
+    state: Option<&str>,
+    responses: Option<Value>,
+    can_ask: bool,
+) -> Result<CallToolResult, rmcp::model::InputRequiredResult> {
+    let call = Arc::new(args(json!({"reason": "Log in", "timeoutSeconds": 120})));
+    let responses = responses.map(|r| serde_json::from_value(r).unwrap());
+    let round = Arc::new(
+        Round::begin(
+            Arc::clone(rounds),
+            "browser_request_human",
+            Arc::clone(&call),
+            state,
+            responses,
+            can_ask,
+        )
+        .unwrap(),
+    );
+    let scope = CallScope {
+        peer: None,
+        progress_token: None,
+        cancelled: tokio_util::sync::CancellationToken::new(),
+        round: Some(Arc::clone(&round)),
+    };
+    let result = in_scope(scope, toolbox.call("browser_request_human", &call)).await;
+    match round.take_input_required() {
+        Some(input) => Err(input),
+        None => Ok(result),
+    }
+}
+
+#[tokio::test]
+async fn a_host_that_can_ask_gets_the_hand_off_as_an_elicitation_at_once_and_its_done_finishes_it()
+{
+    let link = PersonLink::new();
+    let toolbox = Toolbox::new(link.clone(), DEFAULT_MAX_RESULT_CHARS);
+    let rounds = Arc::new(Rounds::new(Duration::from_secs(1)));
+    let started = std::time::Instant::now();
+    let asked = round_call(&toolbox, &rounds, None, None, true)
+        .await
+        .expect_err("input required");
+    assert!(started.elapsed() < Duration::from_millis(500), "at once");
+    assert_eq!(link.methods(), ["requestHuman"], "opened, not waited for");
+    let question = serde_json::to_value(&asked.input_requests).unwrap();
+    assert!(question["handOff"]["params"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("then confirm here: Log in"));
+    let state = asked.request_state.unwrap();
+
+    let done = round_call(
+        &toolbox,
+        &rounds,
+        Some(&state),
+        Some(json!({"handOff": {"action": "accept", "content": {"answer": "done"}}})),
+        true,
+    )
+    .await
+    .expect("the call's result");
+    assert_ne!(done.is_error, Some(true), "{done:?}");
+    assert!(format!("{:?}", done.content).contains("Hand-off done"));
+    let sent = link.sent.lock().unwrap().clone();
+    assert_eq!(
+        sent[1],
+        (
+            "answerHuman".to_owned(),
+            json!({"handoffId": "h1", "answer": "done"})
+        )
+    );
+}
+
+#[tokio::test]
+async fn the_popups_answer_given_first_stands_when_the_hosts_answer_comes_after_it() {
+    let link = PersonLink::new();
+    let toolbox = Toolbox::new(link.clone(), DEFAULT_MAX_RESULT_CHARS);
+    let rounds = Arc::new(Rounds::new(Duration::from_secs(1)));
+    let asked = round_call(&toolbox, &rounds, None, None, true)
+        .await
+        .expect_err("input required");
+    link.answer("cancelled");
+    let late_done = round_call(
+        &toolbox,
+        &rounds,
+        asked.request_state.as_deref(),
+        Some(json!({"handOff": {"action": "accept", "content": {"answer": "done"}}})),
+        true,
+    )
+    .await
+    .expect("the call's result");
+    assert_eq!(late_done.is_error, Some(true));
+    assert!(format!("{:?}", late_done.content).contains("Hand-off cancelled"));
+}
+
+#[tokio::test]
+async fn a_host_without_elicitation_is_answered_with_the_state_alone_until_the_person_clicks_done()
+{
+    let link = PersonLink::new();
+    let toolbox = Toolbox::new(link.clone(), DEFAULT_MAX_RESULT_CHARS);
+    let rounds = Arc::new(Rounds::new(Duration::from_secs(1)));
+    let started = std::time::Instant::now();
+    let first = round_call(&toolbox, &rounds, None, None, false)
+        .await
+        .expect_err("input required");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "it waited a round"
+    );
+    assert!(first.input_requests.is_none(), "nothing to ask: state only");
+    let second = round_call(
+        &toolbox,
+        &rounds,
+        first.request_state.as_deref(),
+        None,
+        false,
+    )
+    .await
+    .expect_err("still input required");
+    assert_ne!(second.request_state, None);
+    link.answer("done");
+    let done = round_call(
+        &toolbox,
+        &rounds,
+        second.request_state.as_deref(),
+        None,
+        false,
+    )
+    .await
+    .expect("the call's result");
+    assert_ne!(done.is_error, Some(true), "{done:?}");
+    assert!(format!("{:?}", done.content).contains("\\\"Accounts\\\""));
+    let methods = link.methods();
+    assert_eq!(methods[0], "requestHuman");
+    assert!(
+        methods[1..].iter().all(|m| m == "awaitHuman"),
+        "{methods:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_host_that_stops_calling_again_has_its_hand_off_withdrawn_after_the_lease() {
+    let link = PersonLink::new();
+    let toolbox = Toolbox::new(link.clone(), DEFAULT_MAX_RESULT_CHARS);
+    let rounds =
+        Arc::new(Rounds::new(Duration::from_secs(1)).with_lease(Duration::from_millis(200)));
+    let first = round_call(&toolbox, &rounds, None, None, false)
+        .await
+        .expect_err("input required");
+    // A host that calls again in time keeps it.
+    let second = round_call(
+        &toolbox,
+        &rounds,
+        first.request_state.as_deref(),
+        None,
+        false,
+    )
+    .await
+    .expect_err("input required");
+    assert!(!link.methods().contains(&"cancelHuman".to_owned()));
+    assert!(second.request_state.is_some());
+    // Then it stops.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(link.methods().last().unwrap(), "cancelHuman");
+    assert_eq!(*link.status.lock().unwrap(), "withdrawn");
+}
+
+#[tokio::test]
+async fn a_hand_off_inside_a_script_waits_in_its_call_even_for_a_host_of_rounds() {
+    let link = PersonLink::new();
+    link.answer("done");
+    let toolbox = Toolbox::new(link.clone(), 40_000).with_code_execution(Some(limits()));
+    let rounds = Arc::new(Rounds::new(Duration::from_secs(1)));
+    let code = args(
+        json!({"code": "const r = await tools.browser_request_human({reason: 'Log in'});\nreturn r.data.status;"}),
+    );
+    let round = Arc::new(
+        Round::begin(
+            rounds,
+            "code_execution",
+            Arc::new(code.clone()),
+            None,
+            None,
+            true,
+        )
+        .unwrap(),
+    );
+    let scope = CallScope {
+        peer: None,
+        progress_token: None,
+        cancelled: tokio_util::sync::CancellationToken::new(),
+        round: Some(Arc::clone(&round)),
+    };
+    let result = in_scope(scope, toolbox.call("code_execution", &code)).await;
+    assert!(
+        round.take_input_required().is_none(),
+        "a script is not resumable"
+    );
+    assert_eq!(result_text(&result), "done", "{result:?}");
+    assert_eq!(link.methods(), ["requestHuman", "awaitHuman"]);
+}
+
 #[test]
 fn request_human_refuses_an_empty_reason_or_a_timeout_over_30_minutes() {
     let err = |call: Value| plan("browser_request_human", &args(call)).unwrap_err();
