@@ -341,6 +341,7 @@ pub async fn start_with_store(
     let handle = axum_server::Handle::new();
     let is_tls = tls.is_some();
     let acceptor = crate::net::transport::Acceptor::new(Arc::clone(&state.connections));
+    // Refragmenting is outermost in both cases: it must see the frames in the clear.
     let header_timeout = state.config.header_timeout;
     let server = match tls {
         Some(tls) => {
@@ -348,6 +349,7 @@ pub async fn start_with_store(
             let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(rustls)
                 .handshake_timeout(header_timeout)
                 .acceptor(acceptor);
+            let acceptor = crate::net::transport::Refragmenting(acceptor);
             let mut server = axum_server::from_tcp(listener)?
                 .acceptor(acceptor)
                 .handle(handle.clone());
@@ -360,7 +362,7 @@ pub async fn start_with_store(
                  for anything but localhost"
             );
             let mut server = axum_server::from_tcp(listener)?
-                .acceptor(acceptor)
+                .acceptor(crate::net::transport::Refragmenting(acceptor))
                 .handle(handle.clone());
             limit_http(server.http_builder(), header_timeout);
             tokio::spawn(server.serve(app.into_make_service()))
@@ -451,14 +453,31 @@ fn tune(ws: WebSocketUpgrade, state: &RelayState) -> WebSocketUpgrade {
         .max_frame_size(max)
 }
 
-/// Checks the `Origin`, takes a socket slot and moves the connection into the unauthenticated
-/// pool, or says why the upgrade is refused (403 for an origin, 503 otherwise).
+/// Checks the request and its `Origin`, takes a socket slot and moves the connection into the
+/// unauthenticated pool, or says why the upgrade is refused (400 for a body, 403 for an
+/// origin, 503 otherwise).
+///
+/// RFC 6455's opening handshake is a GET without a body. hyper would consume a body between
+/// the request's head and the first frame, where the transport's re-framer (`net/refragment.rs`)
+/// takes the frames to begin: a client could then send frames it misreads and keep a large
+/// read buffer after all.
 fn admit(
     state: &RelayState,
     headers: &HeaderMap,
     conn: &ConnHandle,
     extension: bool,
 ) -> Result<SocketSlot, (StatusCode, &'static str)> {
+    let no_body = !headers.contains_key(axum::http::header::TRANSFER_ENCODING)
+        && headers
+            .get_all(axum::http::header::CONTENT_LENGTH)
+            .iter()
+            .all(|length| length.to_str().is_ok_and(|n| n.trim().parse() == Ok(0u64)));
+    if !no_body {
+        return Err((
+            StatusCode::BAD_REQUEST,
+            "a WebSocket upgrade request has no body\n",
+        ));
+    }
     if !crate::net::origin::allowed(&state.config, headers, extension) {
         tracing::info!(origin = ?headers.get(axum::http::header::ORIGIN), "refused a WebSocket from a web origin");
         return Err((

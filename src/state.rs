@@ -185,6 +185,7 @@ fn conn_limits(config: &ServeConfig) -> ConnLimits {
         unauthenticated_bytes: config.max_unauthenticated_bytes,
         header_timeout: config.header_timeout,
         fd_budget,
+        max_message_bytes: config.max_message_bytes,
     }
 }
 

@@ -9,6 +9,14 @@
 //! nothing more to read, so an idle socket holds no buffer here at all. (The chunk itself is
 //! `mcp_relay_wire::io::ChunkedIo`, so the bench's baseline forwarder reads exactly alike.)
 //!
+//! tungstenite also keeps its read buffer at the size of the largest frame a socket ever
+//! received. So the outermost stream of every connection is [`Refragment`]
+//! (`super::refragment`, put there by [`Refragmenting`], above TLS when the relay serves it):
+//! once the connection is a WebSocket it cuts incoming frames over 64 KiB into fragments, and
+//! the codec's buffer never needs more than one. It learns where the frames begin from the
+//! connection's state here ([`ConnHandle::upgrading`], and the request heads counted by
+//! [`WithConn`]).
+//!
 //! ## Anonymous connections ([`Registry`], [`ConnHandle`])
 //!
 //! Every accepted TCP connection goes through three stages: *pending* (plain HTTP, before any
@@ -26,7 +34,8 @@
 //! a ping flood holds at most that much before authentication. The write side records since
 //! when the socket has accepted nothing, so a peer that does not read is noticed whatever it
 //! sends (see `peer::PeerReader::next_text`). Once a socket is authenticated, the only cost
-//! left on the data path is one branch per read and one relaxed atomic load per write.
+//! left here on the data path is one branch per read and one relaxed atomic load per write
+//! (the re-framer above adds a walk over the frame headers each read brought).
 
 use std::collections::VecDeque;
 use std::io;
@@ -37,9 +46,12 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use futures_util::future::{MapOk, TryFutureExt};
 use mcp_relay_wire::io::ChunkedIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+
+use super::refragment::Refragment;
 
 /// The text of the read error an unauthenticated socket gets once it exceeds its budget;
 /// `peer::PeerReader::next_text` turns it into a 1008 close with a clear reason.
@@ -67,6 +79,9 @@ pub struct ConnLimits {
     pub header_timeout: Duration,
     /// Connections allowed open at once before the file-descriptor reserve is touched.
     pub fd_budget: usize,
+    /// `--max-message-bytes`: larger frames are not cut into fragments (see
+    /// [`super::refragment`]), tungstenite refuses them at their header.
+    pub max_message_bytes: usize,
 }
 
 /// Every open TCP connection of one listener, and the two anonymous pools.
@@ -196,6 +211,11 @@ struct Conn {
     since: AtomicU64,
     /// Whether an HTTP request head has arrived.
     requested: AtomicBool,
+    /// Request heads hyper has parsed: [`Refragment`] learns from it where a head ended.
+    heads: AtomicU64,
+    /// Whether the connection is becoming a WebSocket (its 101 is on the way): from the next
+    /// read on, [`Refragment`] treats what it reads as frames.
+    websocket: AtomicBool,
     /// `now_ms() + 1` when a write last found the socket full, 0 while writes go through.
     write_blocked_since: AtomicU64,
     /// The socket, until it is closed; eviction shuts it down under this lock so a reused
@@ -217,6 +237,8 @@ impl Conn {
             stage: AtomicU8::new(PENDING),
             since: AtomicU64::new(0),
             requested: AtomicBool::new(false),
+            heads: AtomicU64::new(0),
+            websocket: AtomicBool::new(false),
             write_blocked_since: AtomicU64::new(0),
             fd: Mutex::new(fd),
             hold: Mutex::new(None),
@@ -281,12 +303,36 @@ impl std::fmt::Debug for ConnHandle {
 
 impl ConnHandle {
     /// The connection is becoming a WebSocket: it leaves the pending pool and joins the
-    /// unauthenticated one (evicting the oldest member if that is full), and from now on its
-    /// reads count against `--max-unauthenticated-bytes`.
+    /// unauthenticated one (evicting the oldest member if that is full), from now on its
+    /// reads count against `--max-unauthenticated-bytes`, and its large frames are cut into
+    /// fragments. Called only once the answer is certain to be 101.
     pub fn upgrading(&self) {
+        self.0.websocket.store(true, Ordering::Release);
         if self.0.leave(PENDING, UNAUTHENTICATED) {
             self.0.registry.unauthenticated.join(&self.0);
         }
+    }
+
+    /// hyper has parsed a request head on this connection (it calls the connection's service
+    /// at once, before it reads again).
+    pub(crate) fn request_arrived(&self) {
+        self.0.requested.store(true, Ordering::Relaxed);
+        self.0.heads.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// How many request heads hyper has parsed on this connection.
+    pub(crate) fn request_heads(&self) -> u64 {
+        self.0.heads.load(Ordering::Acquire)
+    }
+
+    /// Whether [`ConnHandle::upgrading`] was called.
+    pub(crate) fn is_websocket(&self) -> bool {
+        self.0.websocket.load(Ordering::Acquire)
+    }
+
+    /// `--max-message-bytes` of the listener the connection came through.
+    pub(crate) fn max_message_bytes(&self) -> usize {
+        self.0.registry.limits.max_message_bytes
     }
 
     /// A plain HTTP request on this connection presented a valid token (the Streamable HTTP
@@ -331,6 +377,7 @@ impl ConnHandle {
             unauthenticated_bytes: usize::MAX,
             header_timeout: Duration::from_secs(3600),
             fd_budget: usize::MAX,
+            max_message_bytes: usize::MAX,
         });
         let conn = Conn::open(&registry, None);
         conn.stage.store(AUTHENTICATED, Ordering::Release);
@@ -528,7 +575,8 @@ impl<S> axum_server::accept::Accept<TcpStream, S> for Acceptor {
 }
 
 /// The service of one connection: puts its [`ConnHandle`] into every request's extensions
-/// and notes that a request head has arrived (which ends the pending header deadline).
+/// and notes that a request head has arrived (which ends the pending header deadline, and
+/// tells [`Refragment`] that the head ended where its last read did).
 #[derive(Clone)]
 pub struct WithConn<S> {
     inner: S,
@@ -548,9 +596,35 @@ where
     }
 
     fn call(&mut self, mut request: axum::http::Request<B>) -> Self::Future {
-        self.conn.0.requested.store(true, Ordering::Relaxed);
+        self.conn.request_arrived();
         request.extensions_mut().insert(self.conn.clone());
         self.inner.call(request)
+    }
+}
+
+/// The outermost acceptor: wraps the plaintext stream of every connection (over TLS when the
+/// relay serves it, over [`BufferedIo`] otherwise) in [`Refragment`], which watches the
+/// connection for its upgrade and then cuts large incoming frames into fragments. It has to
+/// sit above TLS to see the frames; the byte budget below it still counts what the peer sent.
+#[derive(Clone)]
+pub struct Refragmenting<A>(pub A);
+
+/// The stream and service of an accepted connection, the stream wrapped in [`Refragment`].
+type Refragmented<T, S> = (Refragment<T>, WithConn<S>);
+
+impl<A, I, S> axum_server::accept::Accept<I, S> for Refragmenting<A>
+where
+    A: axum_server::accept::Accept<I, S, Service = WithConn<S>>,
+{
+    type Stream = Refragment<A::Stream>;
+    type Service = WithConn<S>;
+    type Future = MapOk<A::Future, fn((A::Stream, WithConn<S>)) -> Refragmented<A::Stream, S>>;
+
+    fn accept(&self, stream: I, service: S) -> Self::Future {
+        fn wrap<T, S>((stream, service): (T, WithConn<S>)) -> Refragmented<T, S> {
+            (Refragment::watching(stream, service.conn.clone()), service)
+        }
+        self.0.accept(stream, service).map_ok(wrap as fn(_) -> _)
     }
 }
 
@@ -566,6 +640,7 @@ mod tests {
             unauthenticated_bytes,
             header_timeout: std::time::Duration::from_secs(10),
             fd_budget: usize::MAX,
+            max_message_bytes: usize::MAX,
         })
     }
 
@@ -607,6 +682,40 @@ mod tests {
         }
         // Both dropped: nothing is counted any more.
         assert_eq!(registry.counts(), (0, 0, 0));
+    }
+
+    /// The read budget sits below the re-framer: it counts the bytes the peer sent, not the
+    /// fragment headers written for the codec. A 150,000-byte frame is 150,014 bytes on the
+    /// wire and 150,024 once cut in three; a budget of exactly 150,014 lets it all through,
+    /// and the next byte is over.
+    #[tokio::test]
+    async fn the_read_budget_counts_what_the_peer_sent_not_the_fragment_headers() {
+        let payload = 150_000usize;
+        let mut frame = vec![0x82, 0x80 | 127];
+        frame.extend_from_slice(&(payload as u64).to_be_bytes());
+        frame.extend_from_slice(&[1, 2, 3, 4]);
+        frame.resize(frame.len() + payload, 0x55);
+        let registry = registry(10, frame.len());
+        let (mut client, server) = tokio::io::duplex(1 << 20);
+        let conn = Conn::open(&registry, None);
+        registry.pending.join(&conn);
+        let handle = ConnHandle(Arc::clone(&conn));
+        let mut io = Refragment::watching(BufferedIo::tracked(server, conn), handle.clone());
+        let head = b"GET /mcp HTTP/1.1\r\nUpgrade: websocket\r\n\r\n";
+        client.write_all(head).await.unwrap();
+        let mut buf = vec![0u8; 1024];
+        io.read_exact(&mut buf[..head.len()]).await.unwrap();
+        handle.request_arrived();
+        handle.upgrading();
+        client.write_all(&frame).await.unwrap();
+        let mut got = 0;
+        while got < payload + 3 * 8 {
+            got += io.read(&mut buf).await.expect("within the budget");
+        }
+        assert_eq!(got, payload + 3 * 8, "three fragments with 8-byte headers");
+        client.write_all(&[0x89]).await.unwrap();
+        let error = io.read(&mut buf).await.unwrap_err();
+        assert!(error.to_string().contains(BUDGET_EXCEEDED), "{error}");
     }
 
     #[test]

@@ -799,6 +799,34 @@ async fn web_origins_are_refused_unless_allowed() {
     }
 }
 
+/// An upgrade request with a body is refused (400): hyper would consume the body between the
+/// head and the first frame, where the transport takes the frames to begin (it cuts large
+/// frames into fragments, `net/refragment.rs`). An explicit `Content-Length: 0` is no body.
+#[tokio::test]
+async fn an_upgrade_request_with_a_body_is_refused() {
+    let relay = relay().await;
+    for (extra, expected) in [
+        ("Content-Length: 8\r\n\r\nABCDEFGH", 400),
+        ("Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
+        ("Content-Length: 0\r\n\r\n", 101),
+        ("\r\n", 101),
+    ] {
+        let mut stream = TcpStream::connect(relay.local_addr).await.unwrap();
+        let request = format!(
+            "GET /mcp HTTP/1.1\r\nHost: relay\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n{extra}"
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut head = [0u8; 12];
+        tokio::time::timeout(WAIT, stream.read_exact(&mut head))
+            .await
+            .expect("an answer")
+            .unwrap();
+        let status: u16 = String::from_utf8_lossy(&head[9..12]).parse().unwrap();
+        assert_eq!(status, expected, "{extra:?}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Protocol close codes.
 

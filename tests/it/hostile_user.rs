@@ -792,3 +792,119 @@ async fn dashboard_sign_in_is_throttled_per_address() {
     .await;
     assert_eq!(status, 200);
 }
+
+/// An MCP socket over `ws://` or, with `ca` (the dev CA's PEM), over `wss://localhost`,
+/// handshaken as `user`.
+async fn mcp_socket(relay: &ChildRelay, ca: Option<&str>, user: &str) -> Client {
+    let ws = match ca {
+        None => {
+            tokio_tungstenite::connect_async(relay.url("/mcp"))
+                .await
+                .unwrap()
+                .0
+        }
+        Some(ca) => {
+            use rustls::pki_types::pem::PemObject;
+            let mut roots = rustls::RootCertStore::empty();
+            roots
+                .add(rustls::pki_types::CertificateDer::from_pem_slice(ca.as_bytes()).unwrap())
+                .unwrap();
+            let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+            let url = format!("wss://localhost:{}/mcp", relay.addr.port());
+            tokio_tungstenite::connect_async_tls_with_config(
+                &url,
+                None,
+                false,
+                Some(tokio_tungstenite::Connector::Rustls(std::sync::Arc::new(
+                    config,
+                ))),
+            )
+            .await
+            .unwrap()
+            .0
+        }
+    };
+    let mut client = Client { ws };
+    let response = client
+        .call(
+            json!(0),
+            "mcp_handshake",
+            json!({"access_token": token(user, Some(mcp_relay::auth::Role::Mcp)), "client_id": "big"}),
+        )
+        .await;
+    assert_eq!(response["result"]["authenticated"], true, "{response}");
+    client
+}
+
+/// Issue 24 point 6: 8 authenticated sockets each send one 4 MiB request (one frame, within
+/// `--max-message-bytes`), get its answer, then idle; the relay's RSS grows by far less than
+/// the 32 MiB their read buffers used to keep (tungstenite kept each socket's largest frame;
+/// the transport now cuts large frames into fragments of at most 64 KiB). Over plain
+/// WebSockets and over TLS (the re-framer sits above TLS).
+///
+/// glibc's mmap threshold is held at its initial 128 KiB (`MALLOC_MMAP_THRESHOLD_`): by
+/// default it rises after the first large block is freed, and later freed messages would
+/// linger in its heap, so RSS would show the allocator's cache rather than what the relay
+/// still holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sockets_read_buffer_shrinks_back_after_a_large_message() {
+    const SOCKETS: usize = 8;
+    let dir = tempfile::tempdir().unwrap();
+    let certs = mcp_relay::net::certs::generate(&[]).unwrap();
+    let (cert, key) = mcp_relay::net::certs::write(dir.path(), &certs).unwrap();
+    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let pad = "x".repeat(4 << 20);
+    for tls in [false, true] {
+        let args: &[&str] = if tls {
+            &["--tls-cert", cert, "--tls-key", key]
+        } else {
+            &[]
+        };
+        let relay = ChildRelay::start_with(args, &[("MALLOC_MMAP_THRESHOLD_", "131072")], None);
+        let ca = tls.then_some(certs.ca_cert_pem.as_str());
+        let mut sockets = Vec::new();
+        for _ in 0..SOCKETS {
+            let mut socket = mcp_socket(&relay, ca, "alice").await;
+            let listed = socket.call(json!(1), "list_extensions", json!({})).await;
+            assert!(listed.get("result").is_some(), "{listed}");
+            sockets.push(socket);
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let before = relay.rss();
+        for socket in &mut sockets {
+            let answer = socket
+                .call(json!(2), "list_extensions", json!({ "pad": pad }))
+                .await;
+            assert!(answer.get("result").is_some(), "{answer}");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let after = relay.rss();
+        let grown = after as f64 - before as f64;
+        eprintln!(
+            "{} sockets × one 4 MiB message ({}): RSS {:.1} → {:.1} MiB, {:+.1} MiB once idle \
+             (peak {:.1} MiB)",
+            SOCKETS,
+            if tls { "wss" } else { "ws" },
+            before as f64 / MIB,
+            after as f64 / MIB,
+            grown / MIB,
+            relay.peak_rss() as f64 / MIB,
+        );
+        assert!(
+            grown < 8.0 * MIB,
+            "{:+.1} MiB held after the messages",
+            grown / MIB
+        );
+        // The sockets still work.
+        let answer = sockets[0]
+            .call(json!(3), "list_extensions", json!({}))
+            .await;
+        assert!(answer.get("result").is_some(), "{answer}");
+    }
+}
