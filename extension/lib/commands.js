@@ -48,7 +48,6 @@ export { ACTIONABLE_WAIT_MS } from './commands/shared.js';
  * @property {import('./person-requests.js').PersonRequests} [person] hand-offs and ask-before prompts
  * @property {string} [assistantName] the assistant as the person knows it (OwnerControl sets it)
  * @property {import('./ask-before.js').Asks} [askBefore] what the person asked to approve first on the tab's site (OwnerControl sets it)
- * @property {boolean} [relayIsNear] the relay is on this machine or its network: screenshots compress for speed (screenshots.js)
  */
 /** Options of {@link reportingChanges} for actions that wait for the page to settle. */
 const SETTLES = Object.freeze({ settle: true });

@@ -34,8 +34,6 @@ export class ConnectionState {
     this.person = new PersonRequests();
     /** @type {import('./owner-control.js').OwnerControl | null} the owner's rules; the service worker installs them */
     this.owner = null;
-    /** Whether the relay is on this machine or its network (screenshots.js `relayIsNear`); the supervisor sets it per socket. */
-    this.relayIsNear = false;
     this._onTabRemoved = this._onTabRemoved.bind(this);
     this._onDebuggerDetach = this._onDebuggerDetach.bind(this);
     this._onDebuggerEvent = this._onDebuggerEvent.bind(this);
@@ -51,10 +49,7 @@ export class ConnectionState {
    * @returns {import('./commands.js').CommandContext}
    */
   contextFor(connectionId) {
-    return {
-      connectionId, tabs: this.tabs, debuggers: this.debuggers, downloads: this.downloads, person: this.person,
-      relayIsNear: this.relayIsNear,
-    };
+    return { connectionId, tabs: this.tabs, debuggers: this.debuggers, downloads: this.downloads, person: this.person };
   }
 
   /**

@@ -265,7 +265,6 @@ async function elementScreenshot(ctx, { selector, ref, format = 'png', tabId }) 
     format,
     clip: { x: box.x, y: box.y, width: box.width, height: box.height, scale: 1 },
     captureBeyondViewport: true,
-    ...(ctx.relayIsNear ? { optimizeForSpeed: true } : {}),
   }, { timeoutMs: ELEMENT_CAPTURE_TIMEOUT_MS });
   return { tabId: id, data, mimeType: `image/${format}`, format, width: Math.round(box.width), height: Math.round(box.height) };
 }

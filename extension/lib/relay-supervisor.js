@@ -10,7 +10,6 @@ import { Backoff } from './backoff.js';
 import { ConnectionState } from './connection-state.js';
 import { RelayConnection } from './relay-connection.js';
 import { resolveRelayUrl } from './settings.js';
-import { relayIsNear } from './screenshots.js';
 
 /**
  * Chrome suspends an idle extension service worker after 30 s, and the
@@ -203,7 +202,6 @@ export class RelaySupervisor {
         return;
       this._update({ state: 'connecting', relayUrl: url, nextRetryAt: null });
       this._shutdownReason = null;
-      this._connections.relayIsNear = relayIsNear(url);
       this._connection = new RelayConnection(url, {
         name: settings.name, token: settings.token, clientId, version: this._version,
       }, this._connections, {

@@ -31,38 +31,7 @@
  * (emulation, a device pixel ratio above 1, a viewport above `maxDimension`) is taken again the
  * measured way (layout query, `clip`, scale), and the caller remembers such a tab so its next
  * screenshots go that way at once.
- *
- * Encoding ({@link relayIsNear}): most of a capture's time is Chrome compressing the PNG
- * (40–80 ms for a 1280×800 page). CDP's `optimizeForSpeed` compresses less: measured on the Rust
- * documentation pages in Chromium 156, 10–28 ms faster per capture and 25 % more bytes. Bytes
- * are free on a link to a relay on this machine or its network, so there the capture asks for
- * speed; over the internet the 25 % (about 55 KB on a text page) costs about what it saves on
- * a 20 Mbit/s uplink, so a remote relay gets the smaller image.
  */
-
-/**
- * Whether the relay at `url` is on this machine or its local network (loopback, a private or
- * link-local address, `localhost`): where a screenshot's bytes cost less than its encoding time.
- *
- * @param {string | null | undefined} url the relay's WebSocket URL
- */
-export function relayIsNear(url) {
-  let host;
-  try {
-    host = new URL(url ?? '').hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  } catch {
-    return false;
-  }
-  if (host === 'localhost' || host.endsWith('.localhost') || host === '::1')
-    return true;
-  const v4 = /^(\d+)\.(\d+)\.\d+\.\d+$/.exec(host);
-  if (v4) {
-    const [a, b] = [Number(v4[1]), Number(v4[2])];
-    return a === 127 || a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 169 && b === 254);
-  }
-  // IPv6 unique-local (fc00::/7) and link-local (fe80::/10).
-  return /^f[cd][0-9a-f]{0,2}:/.test(host) || /^fe[89ab][0-9a-f]?:/.test(host);
-}
 
 /** The longest side, in pixels, of a screenshot unless `maxDimension` says otherwise. */
 export const DEFAULT_MAX_DIMENSION = 1568;
@@ -121,12 +90,11 @@ export function scaleFor(width, height, devicePixelRatio, maxDimension) {
  * The `Page.captureScreenshot` params for a screenshot request, and the
  * pixel size the image will have.
  *
- * @param {{format?: string, quality?: number, fullPage?: boolean, maxDimension?: number, fast?: boolean}} request
- *   `fast`: compress for speed (`optimizeForSpeed`), see {@link relayIsNear}
+ * @param {{format?: string, quality?: number, fullPage?: boolean, maxDimension?: number}} request
  * @param {Metrics} metrics
  * @returns {{params: object, width: number, height: number}}
  */
-export function captureParams({ format = 'png', quality, fullPage = false, maxDimension = DEFAULT_MAX_DIMENSION, fast = false }, metrics) {
+export function captureParams({ format = 'png', quality, fullPage = false, maxDimension = DEFAULT_MAX_DIMENSION }, metrics) {
   const area = fullPage
     ? { x: 0, y: 0, width: Math.ceil(metrics.content.width), height: Math.ceil(metrics.content.height) }
     : {
@@ -141,8 +109,6 @@ export function captureParams({ format = 'png', quality, fullPage = false, maxDi
     params.quality = quality;
   if (fullPage)
     params.captureBeyondViewport = true;
-  if (fast)
-    params.optimizeForSpeed = true;
   const pixels = (/** @type {number} */ css) => Math.max(1, Math.round(css * metrics.devicePixelRatio * scale));
   return { params, width: pixels(area.width), height: pixels(area.height) };
 }
@@ -154,7 +120,7 @@ export function captureParams({ format = 'png', quality, fullPage = false, maxDi
  * scaled to fit. Both within {@link captureWithRetry}'s bounds.
  *
  * @param {(method: string, params?: object, options?: {timeoutMs?: number}) => Promise<any>} send
- * @param {{format?: string, quality?: number, fullPage?: boolean, maxDimension?: number, fast?: boolean}} request
+ * @param {{format?: string, quality?: number, fullPage?: boolean, maxDimension?: number}} request
  * @param {{deadlineMs?: number, metricsTimeoutMs?: number, tabSize?: {width?: number, height?: number},
  *   muteKick?: () => () => void}} [options]
  * @returns {Promise<{data: string, attempts: number, width: number, height: number, asIs: boolean}>}
@@ -167,14 +133,10 @@ export async function captureForModel(send, request, {
   muteKick,
 } = {}) {
   const started = Date.now();
-  const { format = 'png', quality, fullPage = false, maxDimension = DEFAULT_MAX_DIMENSION, fast = false } = request;
+  const { format = 'png', quality, fullPage = false, maxDimension = DEFAULT_MAX_DIMENSION } = request;
   const left = () => deadlineMs - (Date.now() - started);
   if (!fullPage && tabSize?.width && tabSize.height && Math.max(tabSize.width, tabSize.height) <= maxDimension) {
-    const params = {
-      format,
-      ...(quality === undefined ? {} : { quality }),
-      ...(fast ? { optimizeForSpeed: true } : {}),
-    };
+    const params = quality === undefined ? { format } : { format, quality };
     const { data, attempts } = await captureWithRetry(send, params, { deadlineMs: left(), muteKick });
     const size = imageSize(headOfBase64(data));
     if (size?.width === tabSize.width && size.height === tabSize.height)

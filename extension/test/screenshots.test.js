@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  CAPTURE_DEADLINE_MS, CaptureStalledError, DEFAULT_MAX_DIMENSION, KICK_TAIL_MS, captureForModel, captureParams, captureWithRetry, headOfBase64, imageSize,
-  layoutMetrics, relayIsNear, scaleFor,
+  CAPTURE_DEADLINE_MS, CaptureStalledError, DEFAULT_MAX_DIMENSION, KICK_TAIL_MS, captureParams, captureWithRetry, headOfBase64, imageSize,
+  layoutMetrics, scaleFor,
 } from '../lib/screenshots.js';
 
 const metrics = (width, height, { dpr = 1, content = { width, height }, pageX = 0, pageY = 0 } = {}) => ({
@@ -47,36 +47,6 @@ test('maxDimension overrides the default, and fullPage obeys it too', () => {
 test('the viewport clip follows the scroll position; format and quality pass through', () => {
   const { params } = captureParams({ format: 'jpeg', quality: 60 }, metrics(1000, 700, { pageX: 5, pageY: 1200 }));
   assert.deepEqual(params, { format: 'jpeg', quality: 60, clip: { x: 5, y: 1200, width: 1000, height: 700, scale: 1 } });
-});
-
-test('a relay on this machine or its network is near; one on the internet is not', () => {
-  for (const url of ['ws://127.0.0.1:8080/extension', 'wss://localhost/extension', 'ws://relay.localhost:9/x',
-    'ws://[::1]:8080/extension', 'ws://10.1.2.3/extension', 'ws://172.20.0.5/extension', 'ws://192.168.1.9/x',
-    'ws://169.254.3.4/x', 'ws://[fd12:3456::1]/x', 'ws://[fe80::1]/x'])
-    assert.equal(relayIsNear(url), true, url);
-  for (const url of ['wss://relay.example.com/extension', 'wss://8.8.8.8/extension', 'ws://172.32.0.1/x',
-    'ws://[2001:db8::1]/x', 'wss://localhost.example.com/x', '', null, 'not a url'])
-    assert.equal(relayIsNear(url), false, String(url));
-});
-
-test('a near relay\'s captures compress for speed; a far one\'s do not ask', () => {
-  assert.equal(captureParams({ fast: true }, metrics(1280, 800)).params.optimizeForSpeed, true);
-  assert.equal('optimizeForSpeed' in captureParams({}, metrics(1280, 800)).params, false);
-});
-
-test('the frame as it is is asked for speed too when the relay is near', async () => {
-  const png = new Uint8Array(24);
-  png.set([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]);
-  png.set([0, 0, 5, 0, 0, 0, 3, 32], 16); // 1280 × 800
-  const data = btoa(String.fromCharCode(...png));
-  const asked = [];
-  const send = async (method, params) => {
-    asked.push({ method, params });
-    return { data };
-  };
-  const shot = await captureForModel(send, { fast: true }, { tabSize: { width: 1280, height: 800 } });
-  assert.equal(shot.asIs, true);
-  assert.deepEqual(asked, [{ method: 'Page.captureScreenshot', params: { format: 'png', optimizeForSpeed: true } }]);
 });
 
 test('layout metrics give CSS sizes and the device pixel ratio', () => {

@@ -91,7 +91,7 @@ export async function screenshot(ctx, { format = 'png', quality, fullPage = fals
   let shot;
   try {
     shot = await captureForModel((method, params, options) => ctx.debuggers.send(id, method, params, options),
-        { format, quality, fullPage, maxDimension, fast: ctx.relayIsNear }, {
+        { format, quality, fullPage, maxDimension }, {
           deadlineMs: CAPTURE_DEADLINE_MS - (Date.now() - started),
           metricsTimeoutMs: METRICS_TIMEOUT_MS,
           tabSize: tab && { width: tab.width, height: tab.height },
