@@ -418,11 +418,10 @@ fn ratio(a: f64, b: f64) -> String {
 // The two sides
 
 /// Our browser's window: the extension gives its tab a window of this size, whose bars take
-/// 139 of its pixels once Chrome shows that the extension debugs it, so the page gets 1280×800
-/// CSS pixels, as Playwright MCP's
-/// (`--viewport-size`). Not emulated (`browser_resize` would emulate), since an agent's tab
+/// 143 of its pixels (Chromium 156; 139 in 148) once Chrome shows that the extension debugs it,
+/// so the page gets 1280×800 CSS pixels, as Playwright MCP's (`--viewport-size`). Not emulated (`browser_resize` would emulate), since an agent's tab
 /// usually is not, and an emulated viewport is captured another way (extension/lib/screenshots.js).
-const OUR_WINDOW: &str = "--window-size=1280,939";
+const OUR_WINDOW: &str = "--window-size=1280,943";
 
 /// `mcp-relay bridge` on `relay` once the browser is online, with a tab of its own at `url`
 /// whose viewport is 1280×800, as Playwright MCP's.
