@@ -275,6 +275,58 @@ impl<'p> Browser<'p> {
     }
 
     /// Whether the browser process still runs (not gone, not a zombie waiting to be reaped).
+    /// Saves the whole X screen of a headful browser as `name` (a PNG) when `OWNER_SCREENSHOTS`
+    /// names a directory: what the person sees outside the page, a notification among it. Does
+    /// nothing headless. The display is the one `xvfb-run` gave Chromium (read from its
+    /// environment); `xwd` and netpbm (Debian's x11-apps, netpbm) turn it into a PNG. Takes
+    /// 1.5 s, and only when asked.
+    pub async fn save_screen(&self, name: &str) {
+        let Some(dir) = std::env::var_os("OWNER_SCREENSHOTS") else {
+            return;
+        };
+        if self.mode != Mode::Headful {
+            return;
+        }
+        // A notification slides in from the screen's edge: let it arrive.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let group = self.child.id().to_string();
+        // The display and its cookie file, as xvfb-run gave them to Chromium.
+        let environ = fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|entry| {
+                let path = entry.ok()?.path();
+                let stat = fs::read_to_string(path.join("stat")).ok()?;
+                // pgrp is the 5th field, after the parenthesised command name.
+                let after = stat.rsplit_once(')')?.1;
+                (after.split_whitespace().nth(2)? == group).then_some(path)
+            })
+            .filter_map(|path| fs::read(path.join("environ")).ok())
+            .find(|environ| {
+                environ
+                    .split(|b| *b == 0)
+                    .any(|v| v.starts_with(b"DISPLAY="))
+            })
+            .expect("the DISPLAY xvfb-run gave the browser");
+        let mut command = Command::new("bash");
+        for var in environ.split(|b| *b == 0) {
+            for name in ["DISPLAY", "XAUTHORITY"] {
+                if let Some(value) = var.strip_prefix(format!("{name}=").as_bytes()) {
+                    command.env(name, String::from_utf8_lossy(value).into_owned());
+                }
+            }
+        }
+        let out = Path::new(&dir).join(name);
+        let status = command
+            .arg("-c")
+            .arg(format!(
+                "set -o pipefail; xwd -root -silent | xwdtopnm 2>/dev/null | pnmtopng > '{}'",
+                out.display()
+            ))
+            .status()
+            .expect("sh");
+        assert!(status.success(), "xwd | xwdtopnm | pnmtopng failed");
+    }
+
     pub fn is_running(&self) -> bool {
         fs::read_to_string(format!("/proc/{}/stat", self.child.id())).is_ok_and(|stat| {
             stat.rsplit_once(')')

@@ -516,17 +516,7 @@ async fn page_tool_asks(chromium: &Path, mode: Mode) {
         text(&bookings).contains("\nbooked for 2\n<<end-page-words "),
         "{bookings}"
     );
-    devtools.eval(&tab, "replaceTools()").await;
-    let replaced = listing_until(&bridge, |l| l.contains("name: count_bookings")).await;
-    assert!(!replaced.contains("name: list_bookings"), "{replaced}");
-    let counted = call(
-        &bridge,
-        "browser_call_page_tool",
-        json!({"name": "count_bookings", "arguments": {}}),
-    )
-    .await;
-    assert!(!is_error(&counted), "{counted}");
-    assert!(text(&counted).contains("\n1 booking\n"), "{counted}");
+    tools_still_change(&bridge, &mut devtools, &tab, "1 booking").await;
 
     // The audit trail: one receipt per decision, the kind of step without the page's words.
     let receipts = receipts(&relay, "ask-before", 3).await;
@@ -692,17 +682,7 @@ async fn page_tool_unanswered(chromium: &Path) {
     );
 
     // The page goes on: its tools change and answer.
-    devtools.eval(&tab, "replaceTools()").await;
-    let replaced = listing_until(&bridge, |l| l.contains("name: count_bookings")).await;
-    assert!(!replaced.contains("name: list_bookings"), "{replaced}");
-    let counted = call(
-        &bridge,
-        "browser_call_page_tool",
-        json!({"name": "count_bookings", "arguments": {}}),
-    )
-    .await;
-    assert!(!is_error(&counted), "{counted}");
-    assert!(text(&counted).contains("\n0 bookings\n"), "{counted}");
+    tools_still_change(&bridge, &mut devtools, &tab, "0 bookings").await;
 
     let receipts = receipts(&relay, "ask-before", 1).await;
     let detail = receipts[0]["detail"].as_str().unwrap();
@@ -719,6 +699,30 @@ async fn page_tool_unanswered(chromium: &Path) {
 }
 
 /// `browser_page_tools`' text, polled until `done` holds (the page registers as it loads).
+/// The page's tools still change and answer after a refused or withdrawn call: the page
+/// replaces them, the listing follows, and the new tool counts `bookings` (e.g. "1 booking").
+async fn tools_still_change<C: rmcp::ClientHandler>(
+    bridge: &common::bridge::Bridge<C>,
+    devtools: &mut DevTools,
+    tab: &str,
+    bookings: &str,
+) {
+    devtools.eval(tab, "replaceTools()").await;
+    let replaced = listing_until(bridge, |l| l.contains("name: count_bookings")).await;
+    assert!(!replaced.contains("name: list_bookings"), "{replaced}");
+    let counted = call(
+        bridge,
+        "browser_call_page_tool",
+        json!({"name": "count_bookings", "arguments": {}}),
+    )
+    .await;
+    assert!(!is_error(&counted), "{counted}");
+    assert!(
+        text(&counted).contains(&format!("\n{bookings}\n")),
+        "{counted}"
+    );
+}
+
 async fn listing_until<C: rmcp::ClientHandler>(
     bridge: &common::bridge::Bridge<C>,
     done: impl Fn(&str) -> bool,
@@ -1052,6 +1056,9 @@ async fn hand_off(chromium: &Path, sdk: &Sdk, mode: Mode) {
         "the page, by its title: {card}"
     );
     devtools.save_screenshot(&popup, "popup-hand-off.png").await;
+    if mode == Mode::Headful {
+        browser.save_screen("screen-hand-off.png").await;
+    }
 
     // They take their time, sign in in the assistant's tab, and click Done.
     tokio::time::sleep(PERSON_TAKES).await;
