@@ -61,9 +61,10 @@ use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
-use super::transport::ConnHandle;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Data frames up to this payload pass whole (their header has at most a 16-bit length).
 const WHOLE: u64 = 0xFFFF;
@@ -222,9 +223,41 @@ enum Mode {
     Through,
 }
 
+/// What the connection tells the layer (the transport's connection state holds it and sets
+/// it; the layer only reads it, so this module needs nothing of the transport's).
+#[derive(Debug, Default)]
+pub struct Signals {
+    /// Request heads hyper has parsed: the layer learns from it where a head ended.
+    heads: AtomicU64,
+    /// Whether the connection is becoming a WebSocket (its 101 is on the way): from the next
+    /// read on, the layer treats what it reads as frames.
+    websocket: AtomicBool,
+}
+
+impl Signals {
+    /// hyper has parsed a request head (it calls the connection's service at once, before it
+    /// reads again).
+    pub fn request_arrived(&self) {
+        self.heads.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The connection is becoming a WebSocket.
+    pub fn upgrading(&self) {
+        self.websocket.store(true, Ordering::Release);
+    }
+
+    fn request_heads(&self) -> u64 {
+        self.heads.load(Ordering::Acquire)
+    }
+
+    fn is_websocket(&self) -> bool {
+        self.websocket.load(Ordering::Acquire)
+    }
+}
+
 /// What the layer knows of an HTTP connection that may become a WebSocket.
 struct Lookout {
-    conn: ConnHandle,
+    conn: Arc<Signals>,
     /// Request heads hyper had parsed at the last read.
     heads: u64,
     /// Bytes of [`HTTP2_PREFACE`] the connection began with; `u8::MAX` once it began otherwise.
@@ -395,9 +428,9 @@ pub struct Refragment<S> {
 }
 
 impl<S> Refragment<S> {
-    /// An HTTP connection that may become a WebSocket: cutting starts once `conn` is upgrading.
-    pub fn watching(inner: S, conn: ConnHandle) -> Self {
-        let max_frame = conn.max_message_bytes() as u64;
+    /// An HTTP connection that may become a WebSocket: cutting starts once `conn` says it is
+    /// upgrading. Frames over `max_frame` (`--max-message-bytes`) pass whole.
+    pub fn watching(inner: S, conn: Arc<Signals>, max_frame: u64) -> Self {
         Self::with_mode(
             inner,
             max_frame,
@@ -1060,10 +1093,10 @@ mod tests {
         sizes: Vec<usize>,
         extra: usize,
     ) -> Vec<u8> {
-        let conn = ConnHandle::detached();
+        let conn = Arc::new(Signals::default());
         let mut all = http.to_vec();
         all.extend_from_slice(frames);
-        let mut layer = Refragment::watching(Chunks::new(all, sizes), conn.clone());
+        let mut layer = Refragment::watching(Chunks::new(all, sizes), Arc::clone(&conn), u64::MAX);
         let mut cx = Context::from_waker(std::task::Waker::noop());
         let mut seen = Vec::new();
         let mut hyper_read = |layer: &mut Refragment<Chunks>, seen: &mut Vec<u8>| {

@@ -51,7 +51,7 @@ use mcp_relay_wire::io::ChunkedIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-use super::refragment::Refragment;
+use super::refragment::{Refragment, Signals};
 
 /// The text of the read error an unauthenticated socket gets once it exceeds its budget;
 /// `peer::PeerReader::next_text` turns it into a 1008 close with a clear reason.
@@ -211,11 +211,9 @@ struct Conn {
     since: AtomicU64,
     /// Whether an HTTP request head has arrived.
     requested: AtomicBool,
-    /// Request heads hyper has parsed: [`Refragment`] learns from it where a head ended.
-    heads: AtomicU64,
-    /// Whether the connection is becoming a WebSocket (its 101 is on the way): from the next
-    /// read on, [`Refragment`] treats what it reads as frames.
-    websocket: AtomicBool,
+    /// Request heads parsed and the upgrade, for [`Refragment`] (which learns from them where
+    /// its frames begin).
+    signals: Arc<Signals>,
     /// `now_ms() + 1` when a write last found the socket full, 0 while writes go through.
     write_blocked_since: AtomicU64,
     /// The socket, until it is closed; eviction shuts it down under this lock so a reused
@@ -237,8 +235,7 @@ impl Conn {
             stage: AtomicU8::new(PENDING),
             since: AtomicU64::new(0),
             requested: AtomicBool::new(false),
-            heads: AtomicU64::new(0),
-            websocket: AtomicBool::new(false),
+            signals: Arc::default(),
             write_blocked_since: AtomicU64::new(0),
             fd: Mutex::new(fd),
             hold: Mutex::new(None),
@@ -307,7 +304,7 @@ impl ConnHandle {
     /// reads count against `--max-unauthenticated-bytes`, and its large frames are cut into
     /// fragments. Called only once the answer is certain to be 101.
     pub fn upgrading(&self) {
-        self.0.websocket.store(true, Ordering::Release);
+        self.0.signals.upgrading();
         if self.0.leave(PENDING, UNAUTHENTICATED) {
             self.0.registry.unauthenticated.join(&self.0);
         }
@@ -317,22 +314,14 @@ impl ConnHandle {
     /// at once, before it reads again).
     pub(crate) fn request_arrived(&self) {
         self.0.requested.store(true, Ordering::Relaxed);
-        self.0.heads.fetch_add(1, Ordering::AcqRel);
+        self.0.signals.request_arrived();
     }
 
-    /// How many request heads hyper has parsed on this connection.
-    pub(crate) fn request_heads(&self) -> u64 {
-        self.0.heads.load(Ordering::Acquire)
-    }
-
-    /// Whether [`ConnHandle::upgrading`] was called.
-    pub(crate) fn is_websocket(&self) -> bool {
-        self.0.websocket.load(Ordering::Acquire)
-    }
-
-    /// `--max-message-bytes` of the listener the connection came through.
-    pub(crate) fn max_message_bytes(&self) -> usize {
-        self.0.registry.limits.max_message_bytes
+    /// [`Refragment`] over `stream`, told of this connection's request heads and upgrade;
+    /// frames over the listener's `--max-message-bytes` pass whole.
+    fn refragmented<T>(&self, stream: T) -> Refragment<T> {
+        let max_frame = self.0.registry.limits.max_message_bytes as u64;
+        Refragment::watching(stream, Arc::clone(&self.0.signals), max_frame)
     }
 
     /// A plain HTTP request on this connection presented a valid token (the Streamable HTTP
@@ -622,7 +611,7 @@ where
 
     fn accept(&self, stream: I, service: S) -> Self::Future {
         fn wrap<T, S>((stream, service): (T, WithConn<S>)) -> Refragmented<T, S> {
-            (Refragment::watching(stream, service.conn.clone()), service)
+            (service.conn.refragmented(stream), service)
         }
         self.0.accept(stream, service).map_ok(wrap as fn(_) -> _)
     }
@@ -700,7 +689,7 @@ mod tests {
         let conn = Conn::open(&registry, None);
         registry.pending.join(&conn);
         let handle = ConnHandle(Arc::clone(&conn));
-        let mut io = Refragment::watching(BufferedIo::tracked(server, conn), handle.clone());
+        let mut io = handle.refragmented(BufferedIo::tracked(server, conn));
         let head = b"GET /mcp HTTP/1.1\r\nUpgrade: websocket\r\n\r\n";
         client.write_all(head).await.unwrap();
         let mut buf = vec![0u8; 1024];

@@ -461,6 +461,12 @@ impl Embedder {
 /// into every token row while it is in the first-level cache; the rows themselves stay 32-bit,
 /// so only the weights are rounded. With AVX2 and FMA (detected at run time, so the shipped
 /// binary still runs on any x86-64), eight lanes per instruction; elsewhere the same loop.
+///
+/// Where the CPU has AVX-512 VNNI (detected at run time), the token rows are rounded to 8 bits
+/// too, each with its own scale, and the products are whole numbers: `vpdpbusd` multiplies 64
+/// byte pairs and adds them in fours into sixteen 32-bit sums per instruction, against eight
+/// multiply-adds per 32-bit instruction above. Rounding the rows moves the vectors a little
+/// more than rounding the weights alone; docs/BENCHMARKS.md has the recall of both.
 mod skinny {
     use candle_core::{Device, Tensor};
     use candle_nn::Linear;
@@ -478,6 +484,9 @@ mod skinny {
         weights: Vec<i8>,
         scales: Vec<f32>,
         bias: Vec<f32>,
+        /// Each 8-bit weight row's sum: the integer product takes the rows as unsigned bytes
+        /// (value + 128), and `128 × sum` takes the offset back out.
+        sums: Vec<i32>,
     }
 
     impl Quantized {
@@ -499,12 +508,17 @@ mod skinny {
                 Some(bias) => bias.to_vec1::<f32>()?,
                 None => vec![0.0; n],
             };
+            let sums = weights
+                .chunks(k)
+                .map(|row| row.iter().map(|w| i32::from(*w)).sum())
+                .collect();
             Ok(Quantized {
                 n,
                 k,
                 weights,
                 scales,
                 bias,
+                sums,
             })
         }
 
@@ -523,6 +537,17 @@ mod skinny {
         /// `out[i][o] = bias[o] + scale[o] · (x[i] · w[o])` for `rows` rows.
         pub(super) fn product(&self, x: &[f32], rows: usize, out: &mut [f32]) {
             #[cfg(target_arch = "x86_64")]
+            if self.k.is_multiple_of(VNNI_LANES) && has_vnni() {
+                // SAFETY: the CPU was just found to have the features the function is built for.
+                unsafe { self.product_vnni(x, rows, out) };
+                return;
+            }
+            self.product_f32(x, rows, out);
+        }
+
+        /// The product with 32-bit token rows (the weights' rounding only).
+        fn product_f32(&self, x: &[f32], rows: usize, out: &mut [f32]) {
+            #[cfg(target_arch = "x86_64")]
             if std::arch::is_x86_feature_detected!("avx2")
                 && std::arch::is_x86_feature_detected!("fma")
             {
@@ -539,10 +564,81 @@ mod skinny {
             product_body!(self, x, rows, out, |a: f32, b: f32, c: f32| a.mul_add(b, c));
         }
 
+        /// The integer product: each token row rounded to 8 bits with its own scale (its
+        /// largest magnitude / 127) and offset by 128 to the unsigned bytes `vpdpbusd` takes,
+        /// four token rows at a time against each weight row, as above.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+        unsafe fn product_vnni(&self, x: &[f32], rows: usize, out: &mut [f32]) {
+            use std::arch::x86_64::{
+                __m512i, _mm512_dpbusd_epi32, _mm512_loadu_si512, _mm512_reduce_add_epi32,
+                _mm512_setzero_si512,
+            };
+            let (n, k) = (self.n, self.k);
+            let (bytes, row_scales) = rows_as_bytes(x, rows, k);
+            for o in 0..n {
+                let weights = &self.weights[o * k..(o + 1) * k];
+                let mut i = 0;
+                while i < rows {
+                    let group = (rows - i).min(GROUP);
+                    let mut sums = [_mm512_setzero_si512(); GROUP];
+                    let mut at = 0;
+                    while at < k {
+                        // SAFETY: `at + 64 <= k` (k is a multiple of 64), inside both rows.
+                        let w = unsafe {
+                            _mm512_loadu_si512(weights.as_ptr().add(at).cast::<__m512i>())
+                        };
+                        for (r, sum) in sums.iter_mut().enumerate().take(group) {
+                            let from = (i + r) * k + at;
+                            // SAFETY: as above, inside token row `i + r`.
+                            let a = unsafe {
+                                _mm512_loadu_si512(bytes.as_ptr().add(from).cast::<__m512i>())
+                            };
+                            *sum = _mm512_dpbusd_epi32(*sum, a, w);
+                        }
+                        at += VNNI_LANES;
+                    }
+                    for (r, sum) in sums.iter().enumerate().take(group) {
+                        let dot = _mm512_reduce_add_epi32(*sum) - 128 * self.sums[o];
+                        out[(i + r) * n + o] =
+                            dot as f32 * row_scales[i + r] * self.scales[o] + self.bias[o];
+                    }
+                    i += group;
+                }
+            }
+        }
+
         fn product_portable(&self, x: &[f32], rows: usize, out: &mut [f32]) {
             // Not mul_add: without FMA in hardware it is a slow library call.
             product_body!(self, x, rows, out, |a: f32, b: f32, c: f32| a * b + c);
         }
+    }
+
+    /// Bytes per `vpdpbusd`: the integer product takes rows whose length is a multiple.
+    const VNNI_LANES: usize = 64;
+
+    #[cfg(target_arch = "x86_64")]
+    fn has_vnni() -> bool {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vnni")
+    }
+
+    /// `rows` token rows of `k` values as unsigned bytes (each value / its row's scale,
+    /// rounded, + 128) and the rows' scales.
+    fn rows_as_bytes(x: &[f32], rows: usize, k: usize) -> (Vec<u8>, Vec<f32>) {
+        let mut bytes = Vec::with_capacity(rows * k);
+        let mut scales = Vec::with_capacity(rows);
+        for row in x.chunks(k).take(rows) {
+            let largest = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            let scale = if largest > 0.0 { largest / 127.0 } else { 1.0 };
+            scales.push(scale);
+            bytes.extend(
+                row.iter()
+                    .map(|v| ((v / scale).round().clamp(-127.0, 127.0) as i32 + 128) as u8),
+            );
+        }
+        (bytes, scales)
     }
 
     macro_rules! product_body {
@@ -611,7 +707,7 @@ mod skinny {
                 );
                 let q = Quantized::new(&layer).unwrap();
                 let mut fast = vec![0.0f32; rows * n];
-                q.product(&x, rows, &mut fast);
+                q.product_f32(&x, rows, &mut fast);
                 let mut portable = vec![0.0f32; rows * n];
                 q.product_portable(&x, rows, &mut portable);
                 for i in 0..rows {
@@ -628,6 +724,53 @@ mod skinny {
                         let (f, p) = (f64::from(fast[i * n + o]), f64::from(portable[i * n + o]));
                         assert!((exact - f).abs() <= bound, "{exact} {f} {bound}");
                         assert!((f - p).abs() <= 1e-3, "{f} {p}");
+                    }
+                }
+            }
+        }
+
+        /// The integer product gives the plain product within the rounding of both the weights
+        /// and the token rows to 8 bits (each off by at most half a step of its scale).
+        #[cfg(target_arch = "x86_64")]
+        #[test]
+        fn integer_products_stay_within_the_rounding_of_weights_and_rows() {
+            if !has_vnni() {
+                eprintln!("this CPU has no AVX-512 VNNI: the integer product is not used here");
+                return;
+            }
+            for (rows, k, n) in [(1, 384, 7), (5, 64, 3), (9, 1536, 11), (4, 128, 1)] {
+                let x: Vec<f32> = (0..rows * k)
+                    .map(|i| ((i * 7) % 13) as f32 / 13.0 - 0.5)
+                    .collect();
+                let w: Vec<f32> = (0..n * k)
+                    .map(|i| ((i * 5) % 11) as f32 / 11.0 - 0.5)
+                    .collect();
+                let bias: Vec<f32> = (0..n).map(|i| i as f32 / 10.0).collect();
+                let layer = Linear::new(
+                    Tensor::from_vec(w.clone(), (n, k), &Device::Cpu).unwrap(),
+                    Some(Tensor::from_vec(bias.clone(), n, &Device::Cpu).unwrap()),
+                );
+                let q = Quantized::new(&layer).unwrap();
+                let mut integer = vec![0.0f32; rows * n];
+                q.product(&x, rows, &mut integer);
+                let (_, row_scales) = rows_as_bytes(&x, rows, k);
+                for i in 0..rows {
+                    for o in 0..n {
+                        let exact: f64 = (0..k)
+                            .map(|j| f64::from(x[i * k + j]) * f64::from(w[o * k + j]))
+                            .sum::<f64>()
+                            + f64::from(bias[o]);
+                        let (sw, sx) = (f64::from(q.scales[o]), f64::from(row_scales[i]));
+                        let bound: f64 = (0..k)
+                            .map(|j| {
+                                f64::from(x[i * k + j]).abs() * sw / 2.0
+                                    + f64::from(w[o * k + j]).abs() * sx / 2.0
+                                    + sw * sx / 4.0
+                            })
+                            .sum::<f64>()
+                            + 1e-3;
+                        let got = f64::from(integer[i * n + o]);
+                        assert!((exact - got).abs() <= bound, "{exact} {got} {bound}");
                     }
                 }
             }

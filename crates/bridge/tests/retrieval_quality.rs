@@ -282,9 +282,18 @@ fn vectors_are_unit_length_and_tell_texts_apart() {
         dot(&vectors[0], &vectors[1]),
         dot(&vectors[0], &vectors[2])
     );
-    // Batching (padding to the longest text) does not change a text's vector.
+    // Batching (padding to the longest text) does not change a text's vector beyond the
+    // rounding of the products: a text alone takes a query's 8-bit products in a release
+    // build (with AVX-512 VNNI its token rows are rounded to 8 bits too: cosine 0.997 to the
+    // batch's here), a batch of three takes candle's.
     let alone = model.embed(&texts[..1]).unwrap();
-    assert!(dot(&alone[0], &vectors[0]) > 0.9999);
+    let same = dot(&alone[0], &vectors[0]);
+    let floor = if cfg!(debug_assertions) {
+        0.9999
+    } else {
+        0.995
+    };
+    assert!(same > floor, "{same}");
 }
 
 #[test]
