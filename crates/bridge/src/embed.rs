@@ -689,39 +689,59 @@ mod skinny {
     mod tests {
         use super::*;
 
+        /// A layer of `n` weight rows of length `k` and `rows` token rows, with values spread
+        /// over ±0.5, and what the plain product of token row `i` and weight row `o` is.
+        struct Case {
+            x: Vec<f32>,
+            w: Vec<f32>,
+            q: Quantized,
+            exact: Vec<f64>,
+        }
+
+        fn case(rows: usize, k: usize, n: usize) -> Case {
+            let x: Vec<f32> = (0..rows * k)
+                .map(|i| ((i * 7) % 13) as f32 / 13.0 - 0.5)
+                .collect();
+            let w: Vec<f32> = (0..n * k)
+                .map(|i| ((i * 5) % 11) as f32 / 11.0 - 0.5)
+                .collect();
+            let bias: Vec<f32> = (0..n).map(|i| i as f32 / 10.0).collect();
+            let layer = Linear::new(
+                Tensor::from_vec(w.clone(), (n, k), &Device::Cpu).unwrap(),
+                Some(Tensor::from_vec(bias.clone(), n, &Device::Cpu).unwrap()),
+            );
+            let exact = (0..rows * n)
+                .map(|at| {
+                    let (i, o) = (at / n, at % n);
+                    (0..k)
+                        .map(|j| f64::from(x[i * k + j]) * f64::from(w[o * k + j]))
+                        .sum::<f64>()
+                        + f64::from(bias[o])
+                })
+                .collect();
+            let q = Quantized::new(&layer).unwrap();
+            Case { x, w, q, exact }
+        }
+
         /// Both kernels give what the plain 32-bit product gives, within the rounding of the
         /// weights to 8 bits, on shapes with and without a remainder past the lanes.
         #[test]
         fn eight_bit_products_stay_within_the_weights_rounding_of_the_plain_product() {
             for (rows, k, n) in [(1, 384, 7), (5, 37, 3), (9, 1536, 11), (3, 64, 1)] {
-                let x: Vec<f32> = (0..rows * k)
-                    .map(|i| ((i * 7) % 13) as f32 / 13.0 - 0.5)
-                    .collect();
-                let w: Vec<f32> = (0..n * k)
-                    .map(|i| ((i * 5) % 11) as f32 / 11.0 - 0.5)
-                    .collect();
-                let bias: Vec<f32> = (0..n).map(|i| i as f32 / 10.0).collect();
-                let layer = Linear::new(
-                    Tensor::from_vec(w.clone(), (n, k), &Device::Cpu).unwrap(),
-                    Some(Tensor::from_vec(bias.clone(), n, &Device::Cpu).unwrap()),
-                );
-                let q = Quantized::new(&layer).unwrap();
+                let Case { x, q, exact, .. } = case(rows, k, n);
                 let mut fast = vec![0.0f32; rows * n];
                 q.product_f32(&x, rows, &mut fast);
                 let mut portable = vec![0.0f32; rows * n];
                 q.product_portable(&x, rows, &mut portable);
                 for i in 0..rows {
                     for o in 0..n {
-                        let exact: f64 = (0..k)
-                            .map(|j| f64::from(x[i * k + j]) * f64::from(w[o * k + j]))
-                            .sum::<f64>()
-                            + f64::from(bias[o]);
                         // Each weight is off by at most half a step of its row's scale.
                         let bound: f64 = (0..k)
                             .map(|j| f64::from(x[i * k + j]).abs() * f64::from(q.scales[o]) / 2.0)
                             .sum::<f64>()
                             + 1e-4;
                         let (f, p) = (f64::from(fast[i * n + o]), f64::from(portable[i * n + o]));
+                        let exact = exact[i * n + o];
                         assert!((exact - f).abs() <= bound, "{exact} {f} {bound}");
                         assert!((f - p).abs() <= 1e-3, "{f} {p}");
                     }
@@ -739,27 +759,12 @@ mod skinny {
                 return;
             }
             for (rows, k, n) in [(1, 384, 7), (5, 64, 3), (9, 1536, 11), (4, 128, 1)] {
-                let x: Vec<f32> = (0..rows * k)
-                    .map(|i| ((i * 7) % 13) as f32 / 13.0 - 0.5)
-                    .collect();
-                let w: Vec<f32> = (0..n * k)
-                    .map(|i| ((i * 5) % 11) as f32 / 11.0 - 0.5)
-                    .collect();
-                let bias: Vec<f32> = (0..n).map(|i| i as f32 / 10.0).collect();
-                let layer = Linear::new(
-                    Tensor::from_vec(w.clone(), (n, k), &Device::Cpu).unwrap(),
-                    Some(Tensor::from_vec(bias.clone(), n, &Device::Cpu).unwrap()),
-                );
-                let q = Quantized::new(&layer).unwrap();
+                let Case { x, w, q, exact } = case(rows, k, n);
                 let mut integer = vec![0.0f32; rows * n];
                 q.product(&x, rows, &mut integer);
                 let (_, row_scales) = rows_as_bytes(&x, rows, k);
                 for i in 0..rows {
                     for o in 0..n {
-                        let exact: f64 = (0..k)
-                            .map(|j| f64::from(x[i * k + j]) * f64::from(w[o * k + j]))
-                            .sum::<f64>()
-                            + f64::from(bias[o]);
                         let (sw, sx) = (f64::from(q.scales[o]), f64::from(row_scales[i]));
                         let bound: f64 = (0..k)
                             .map(|j| {
@@ -769,7 +774,7 @@ mod skinny {
                             })
                             .sum::<f64>()
                             + 1e-3;
-                        let got = f64::from(integer[i * n + o]);
+                        let (exact, got) = (exact[i * n + o], f64::from(integer[i * n + o]));
                         assert!((exact - got).abs() <= bound, "{exact} {got} {bound}");
                     }
                 }
