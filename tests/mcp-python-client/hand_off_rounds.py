@@ -28,16 +28,10 @@ import time
 
 from mcp import Client, Implementation, StdioServerParameters, types
 
+from hosts import report_of
+
 # Each round of the polling host must answer within this; the person takes longer in all.
 ROUND_TIMEOUT_SECONDS = 4
-
-
-def report_of(result) -> dict:
-    return {
-        "isError": bool(result.is_error),
-        "text": "\n".join(getattr(c, "text", "") or "" for c in result.content),
-        "structured": result.structured_content,
-    }
 
 
 async def person_says() -> str:
