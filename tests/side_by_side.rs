@@ -13,6 +13,12 @@
 //! Not a test but a benchmark (docs/BENCHMARKS.md, "Side by side with Playwright MCP"):
 //! `cargo test --release --test side_by_side -- --ignored --nocapture`
 //! (`BENCH_ROUNDS`, default 7, calls of each kind per page and per side).
+//!
+//! Playwright launches every Chromium it drives with `--enable-features=CDPScreenshotNewSurface`,
+//! a faster code path for CDP screenshots that a person's Chrome does not have (an extension
+//! cannot turn it on). By default our browser runs as a person's would, without it;
+//! `SIDE_BY_SIDE_LIKE_FOR_LIKE=1` gives our browser the same switch, so the two chains are
+//! compared on one browser configuration.
 
 mod common;
 
@@ -98,7 +104,21 @@ async fn side_by_side_with_playwright_mcp() {
     let site = DocSite::start(rust_docs()).await;
     let relay = relay().await;
     let profile = Profile::new(&relay, "Side by side");
-    let browser = Browser::launch_with(&chromium, &profile, &[OUR_WINDOW]);
+    let like_for_like = std::env::var_os("SIDE_BY_SIDE_LIKE_FOR_LIKE").is_some_and(|v| v == "1");
+    let flags: &[&str] = if like_for_like {
+        &[OUR_WINDOW, PLAYWRIGHTS_SCREENSHOT_PATH]
+    } else {
+        &[OUR_WINDOW]
+    };
+    println!(
+        "our browser: {}",
+        if like_for_like {
+            "with Playwright's screenshot switch (like for like)"
+        } else {
+            "as a person's (no Playwright switches)"
+        }
+    );
+    let browser = Browser::launch_with(&chromium, &profile, flags);
     let ours = bridge_on(&relay, &browser, &site.url("fixtures/controls.html")).await;
     let theirs = playwright_mcp(&cli, &chromium).await;
 
@@ -238,6 +258,7 @@ fn dump(side: Side, page: &Page, call: &str, result: &Value) {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
+    std::fs::create_dir_all(&dir).expect("creating the dump's directory");
     let file = Path::new(&dir).join(format!("{side:?}-{name}-{call}.txt"));
     std::fs::write(&file, texts(result).join("\n")).expect("writing the dump");
     let images = result["content"].as_array().into_iter().flatten();
@@ -422,6 +443,11 @@ fn ratio(a: f64, b: f64) -> String {
 /// so the page gets 1280×800 CSS pixels, as Playwright MCP's (`--viewport-size`). Not emulated (`browser_resize` would emulate), since an agent's tab
 /// usually is not, and an emulated viewport is captured another way (extension/lib/screenshots.js).
 const OUR_WINDOW: &str = "--window-size=1280,943";
+
+/// The feature switch Playwright adds to every Chromium it launches (its `chromiumSwitches`):
+/// `Page.captureScreenshot` renders into a new surface, 30–45 ms faster for the first capture
+/// after a navigation on the documentation pages (raw CDP, same binary, docs/BENCHMARKS.md).
+const PLAYWRIGHTS_SCREENSHOT_PATH: &str = "--enable-features=CDPScreenshotNewSurface";
 
 /// `mcp-relay bridge` on `relay` once the browser is online, with a tab of its own at `url`
 /// whose viewport is 1280×800, as Playwright MCP's.
