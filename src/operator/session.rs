@@ -212,8 +212,7 @@ mod tests {
 
     #[test]
     fn a_session_never_outlives_its_tokens_exp() {
-        let store = std::sync::Arc::new(crate::operator::store::Store::Memory(Default::default()));
-        let access = Access::load(store, false).unwrap();
+        let access = Access::in_memory(false);
         let sessions = Sessions::default();
         // A token at its `exp` second: the session is refused at its first use.
         let (id, _) = sessions.open(identity("alice", 0), false).unwrap();
@@ -236,8 +235,7 @@ mod tests {
 
     #[test]
     fn an_idle_session_is_forgotten() {
-        let store = std::sync::Arc::new(crate::operator::store::Store::Memory(Default::default()));
-        let access = Access::load(store, false).unwrap();
+        let access = Access::in_memory(false);
         let sessions = Sessions::with_limits(Duration::from_millis(50), 8, 8);
         let (id, _) = sessions.open(identity("alice", 3600), false).unwrap();
         assert!(sessions.get(&id, &access).is_some(), "fresh");

@@ -107,12 +107,14 @@ async fn a_flood_of_refused_requests_is_counted_not_stored_one_by_one() {
     let store = mcp_relay::operator::store::Store::open(
         &mcp_relay::operator::store::StateSpec::Sqlite(dir.path().join("state.db")),
     )
+    .await
     .unwrap();
     let records = store
         .query_audit(&mcp_relay::operator::store::AuditQuery {
             limit: usize::MAX,
             ..Default::default()
         })
+        .await
         .unwrap();
     let tallies: Vec<_> = records.iter().filter(|r| r.kind == "refused").collect();
     let requests = records.iter().filter(|r| r.kind == "request").count();
@@ -542,8 +544,9 @@ async fn a_cutoff_cannot_lie_in_the_future_and_an_admin_can_lower_or_remove_it()
         let store = mcp_relay::operator::store::Store::open(
             &mcp_relay::operator::store::StateSpec::Sqlite(file.clone()),
         )
+        .await
         .unwrap();
-        store.revoke_user("alice", 4_102_444_800).unwrap();
+        store.revoke_user("alice", 4_102_444_800).await.unwrap();
     }
     let relay = ChildRelay::start(&["--state", &state]);
     assert_eq!(
