@@ -66,19 +66,6 @@ async fn joined_pair(nats: &NatsServer) -> (RunningRelay, RunningRelay) {
     (a, b)
 }
 
-/// Polls `check` until it holds, failing the test after `WAIT`.
-async fn wait_until<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + WAIT;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
 /// The ids `list_extensions` shows this client.
 async fn listed(mcp: &mut Mcp) -> Vec<String> {
     let response = mcp.call("list_extensions", json!({})).await;
