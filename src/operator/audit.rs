@@ -5,7 +5,7 @@
 //! The forwarding path pays for one thing only: [`AuditSink::request`] builds a small
 //! [`AuditEvent`] (an `Arc` of the connection's labels, the method it already had, two
 //! numbers) and `try_send`s it on a bounded channel. A writer task takes whatever has
-//! accumulated and appends the batch to the store in one transaction (SQLite on a blocking thread),
+//! accumulated and appends the batch to the store in one transaction (on a blocking thread),
 //! borrowing the labels from the connection's [`ConnTag`] instead of copying them per request;
 //! then, unless it took a full batch (more are waiting), it sleeps [`GATHER`] so that under load
 //! the events of a tenth of a second share one wake-up and one transaction. When the writer
@@ -410,8 +410,8 @@ fn spawn_writer_every(
 }
 
 /// Appends `events` in one transaction and hands back the emptied vector to gather the next
-/// batch in. The store takes the batch whole: SQLite writes it on a blocking thread, and the
-/// events are dropped there too, off the runtime's threads.
+/// batch in. The store takes the batch whole: it reads (and, locally, writes) it on a blocking
+/// thread, and the events are dropped there too, off the runtime's threads.
 async fn write(store: &Store, mut events: Vec<AuditEvent>) -> Vec<AuditEvent> {
     if let Err(e) = store.append_audit(&mut events).await {
         tracing::warn!("writing the audit trail failed: {e:#}");

@@ -6,9 +6,9 @@
 //! (JetStream buckets on the cluster's NATS) for nodes that must share approvals and
 //! revocations. Every method is
 //! `async` and callers just await it: the NATS backend awaits JetStream on the runtime, and the
-//! SQLite backend, whose driver blocks on disk, moves each call to a blocking thread itself,
-//! so nothing ever blocks the runtime's own threads and no caller has to remember to hop off
-//! them. What the hot path reads (is this token revoked, is this browser
+//! local backends (SQLite, whose driver blocks on disk; memory, whose audit trail is scanned
+//! under one lock) move each call to a blocking thread themselves, so nothing ever blocks the
+//! runtime's own threads and no caller has to remember to hop off them. What the hot path reads (is this token revoked, is this browser
 //! approved) is mirrored in memory by `crate::operator::access`; the store is where it survives a restart.
 //!
 //! Opening never falls back to something else: a corrupt, locked, unreadable or unwritable file
@@ -190,12 +190,12 @@ impl AsAuditEntry for AuditRecord {
 /// The store `--state` names, opened and migrated.
 ///
 /// Its methods are `async`, and every caller simply awaits them: each backend decides how it
-/// waits. The memory store answers at once; the NATS store awaits JetStream on the runtime
-/// (bounded by [`nats::OP_TIMEOUT`]); the SQLite store, whose driver blocks on the file, does
-/// its work on a blocking thread ([`sqlite::SqliteStore::run`]), never on the runtime's own.
-/// An enum rather than a trait object: three known backends, and `async fn`s without boxing.
+/// waits. The NATS store awaits JetStream on the runtime (bounded by [`nats::OP_TIMEOUT`]);
+/// the local stores do their work on a blocking thread ([`off_runtime`]), never on the
+/// runtime's own. An enum rather than a trait object: three known backends, and `async fn`s
+/// without boxing.
 pub enum Store {
-    Memory(memory::MemoryStore),
+    Memory(Arc<memory::MemoryStore>),
     Sqlite(Arc<sqlite::SqliteStore>),
     Nats(Box<nats::NatsStore>),
 }
@@ -215,7 +215,7 @@ impl Store {
     /// names. `nats` needs the cluster's connection settings: [`nats::NatsStore::open`].
     pub async fn open(spec: &StateSpec) -> anyhow::Result<Store> {
         match spec {
-            StateSpec::Memory => Ok(Store::Memory(memory::MemoryStore::default())),
+            StateSpec::Memory => Ok(Store::Memory(Arc::default())),
             StateSpec::Sqlite(path) => {
                 let path = path.clone();
                 let store =
@@ -250,8 +250,8 @@ impl Store {
 
     pub async fn browsers(&self) -> anyhow::Result<Vec<BrowserRecord>> {
         match self {
-            Store::Memory(m) => Ok(m.browsers()),
-            Store::Sqlite(s) => s.run(|s| s.browsers()).await?,
+            Store::Memory(m) => off_runtime(m, |m| m.browsers()).await,
+            Store::Sqlite(s) => off_runtime(s, |s| s.browsers()).await?,
             Store::Nats(n) => n.browsers().await,
         }
     }
@@ -259,12 +259,12 @@ impl Store {
     pub async fn put_browser(&self, browser: &BrowserRecord) -> anyhow::Result<()> {
         match self {
             Store::Memory(m) => {
-                m.put_browser(browser);
-                Ok(())
+                let browser = browser.clone();
+                off_runtime(m, move |m| m.put_browser(&browser)).await
             }
             Store::Sqlite(s) => {
                 let browser = browser.clone();
-                s.run(move |s| s.put_browser(&browser)).await?
+                off_runtime(s, move |s| s.put_browser(&browser)).await?
             }
             Store::Nats(n) => n.put_browser(browser).await,
         }
@@ -300,12 +300,12 @@ impl Store {
     pub async fn delete_browser(&self, id: &str) -> anyhow::Result<()> {
         match self {
             Store::Memory(m) => {
-                m.delete_browser(id);
-                Ok(())
+                let id = id.to_owned();
+                off_runtime(m, move |m| m.delete_browser(&id)).await
             }
             Store::Sqlite(s) => {
                 let id = id.to_owned();
-                s.run(move |s| s.delete_browser(&id)).await?
+                off_runtime(s, move |s| s.delete_browser(&id)).await?
             }
             Store::Nats(n) => n.delete_browser(id).await,
         }
@@ -313,8 +313,8 @@ impl Store {
 
     pub async fn revocations(&self) -> anyhow::Result<Revocations> {
         match self {
-            Store::Memory(m) => Ok(m.revocations()),
-            Store::Sqlite(s) => s.run(|s| s.revocations()).await?,
+            Store::Memory(m) => off_runtime(m, |m| m.revocations()).await,
+            Store::Sqlite(s) => off_runtime(s, |s| s.revocations()).await?,
             Store::Nats(n) => n.revocations().await,
         }
     }
@@ -322,12 +322,12 @@ impl Store {
     pub async fn revoke_token(&self, token: &RevokedToken) -> anyhow::Result<()> {
         match self {
             Store::Memory(m) => {
-                m.revoke_token(token);
-                Ok(())
+                let token = token.clone();
+                off_runtime(m, move |m| m.revoke_token(&token)).await
             }
             Store::Sqlite(s) => {
                 let token = token.clone();
-                s.run(move |s| s.revoke_token(&token)).await?
+                off_runtime(s, move |s| s.revoke_token(&token)).await?
             }
             Store::Nats(n) => n.revoke_token(token).await,
         }
@@ -337,13 +337,12 @@ impl Store {
     pub async fn revoke_user(&self, user_id: &str, issued_before: i64) -> anyhow::Result<()> {
         match self {
             Store::Memory(m) => {
-                m.revoke_user(user_id, issued_before);
-                Ok(())
+                let user_id = user_id.to_owned();
+                off_runtime(m, move |m| m.revoke_user(&user_id, issued_before)).await
             }
             Store::Sqlite(s) => {
                 let user_id = user_id.to_owned();
-                s.run(move |s| s.revoke_user(&user_id, issued_before))
-                    .await?
+                off_runtime(s, move |s| s.revoke_user(&user_id, issued_before)).await?
             }
             Store::Nats(n) => n.revoke_user(user_id, issued_before).await,
         }
@@ -358,41 +357,44 @@ impl Store {
     ) -> anyhow::Result<()> {
         match self {
             Store::Memory(m) => {
-                m.set_user_cutoff(user_id, issued_before);
-                Ok(())
+                let user_id = user_id.to_owned();
+                off_runtime(m, move |m| m.set_user_cutoff(&user_id, issued_before)).await
             }
             Store::Sqlite(s) => {
                 let user_id = user_id.to_owned();
-                s.run(move |s| s.set_user_cutoff(&user_id, issued_before))
-                    .await?
+                off_runtime(s, move |s| s.set_user_cutoff(&user_id, issued_before)).await?
             }
             Store::Nats(n) => n.set_user_cutoff(user_id, issued_before).await,
         }
     }
 
-    /// Appends a batch (one transaction in SQLite) and empties `batch`: its events are dropped
-    /// where they were written from (a blocking thread, for SQLite and NATS), and the vector
-    /// keeps its allocation for the next batch.
+    /// Appends a batch (one transaction in SQLite) and empties `batch`, written or not: its
+    /// events are dropped where they were read (a blocking thread, whatever the backend), and
+    /// the vector keeps its allocation for the next batch.
     pub async fn append_audit<E: AsAuditEntry>(&self, batch: &mut Vec<E>) -> anyhow::Result<()> {
         match self {
             Store::Memory(m) => {
-                let entries: Vec<AuditEntry<'_>> = batch.iter().map(E::entry).collect();
-                m.append_audit(&entries);
-                drop(entries);
-                batch.clear();
+                let mut events = std::mem::take(batch);
+                *batch = off_runtime(m, move |m| {
+                    let entries: Vec<AuditEntry<'_>> = events.iter().map(E::entry).collect();
+                    m.append_audit(&entries);
+                    drop(entries);
+                    events.clear();
+                    events
+                })
+                .await?;
                 Ok(())
             }
             Store::Sqlite(s) => {
                 let mut events = std::mem::take(batch);
-                let (events, result) = s
-                    .run(move |s| {
-                        let entries: Vec<AuditEntry<'_>> = events.iter().map(E::entry).collect();
-                        let result = s.append_audit(&entries);
-                        drop(entries);
-                        events.clear();
-                        (events, result)
-                    })
-                    .await?;
+                let (events, result) = off_runtime(s, move |s| {
+                    let entries: Vec<AuditEntry<'_>> = events.iter().map(E::entry).collect();
+                    let result = s.append_audit(&entries);
+                    drop(entries);
+                    events.clear();
+                    (events, result)
+                })
+                .await?;
                 *batch = events;
                 result
             }
@@ -403,10 +405,13 @@ impl Store {
     /// Newest first.
     pub async fn query_audit(&self, query: &AuditQuery) -> anyhow::Result<Vec<AuditRecord>> {
         match self {
-            Store::Memory(m) => Ok(m.query_audit(query)),
+            Store::Memory(m) => {
+                let query = query.clone();
+                off_runtime(m, move |m| m.query_audit(&query)).await
+            }
             Store::Sqlite(s) => {
                 let query = query.clone();
-                s.run(move |s| s.query_audit(&query)).await?
+                off_runtime(s, move |s| s.query_audit(&query)).await?
             }
             Store::Nats(n) => n.query_audit(query).await,
         }
@@ -415,8 +420,8 @@ impl Store {
     /// Deletes audit records older than `before_ms`; returns how many.
     pub async fn prune_audit(&self, before_ms: i64) -> anyhow::Result<usize> {
         match self {
-            Store::Memory(m) => Ok(m.prune_audit(before_ms)),
-            Store::Sqlite(s) => s.run(move |s| s.prune_audit(before_ms)).await?,
+            Store::Memory(m) => off_runtime(m, move |m| m.prune_audit(before_ms)).await,
+            Store::Sqlite(s) => off_runtime(s, move |s| s.prune_audit(before_ms)).await?,
             // JetStream drops messages older than the stream's max age itself.
             Store::Nats(_) => Ok(0),
         }
@@ -424,10 +429,13 @@ impl Store {
 
     pub async fn meta(&self, key: &str) -> anyhow::Result<Option<String>> {
         match self {
-            Store::Memory(m) => Ok(m.meta(key)),
+            Store::Memory(m) => {
+                let key = key.to_owned();
+                off_runtime(m, move |m| m.meta(&key)).await
+            }
             Store::Sqlite(s) => {
                 let key = key.to_owned();
-                s.run(move |s| s.meta(&key)).await?
+                off_runtime(s, move |s| s.meta(&key)).await?
             }
             Store::Nats(n) => n.meta(key).await,
         }
@@ -436,16 +444,35 @@ impl Store {
     pub async fn set_meta(&self, key: &str, value: &str) -> anyhow::Result<()> {
         match self {
             Store::Memory(m) => {
-                m.set_meta(key, value);
-                Ok(())
+                let (key, value) = (key.to_owned(), value.to_owned());
+                off_runtime(m, move |m| m.set_meta(&key, &value)).await
             }
             Store::Sqlite(s) => {
                 let (key, value) = (key.to_owned(), value.to_owned());
-                s.run(move |s| s.set_meta(&key, &value)).await?
+                off_runtime(s, move |s| s.set_meta(&key, &value)).await?
             }
             Store::Nats(n) => n.set_meta(key, value).await,
         }
     }
+}
+
+/// Runs `f` with a local store on a blocking thread and awaits it. SQLite blocks on the file
+/// (and on its connection's lock while another call holds it); the memory store scans up to
+/// [`memory::MAX_AUDIT_RECORDS`] audit records under its one lock, which every other call then
+/// waits for. Either wait, on one of the runtime's own threads, would stall every socket that
+/// thread serves.
+async fn off_runtime<S, T>(
+    store: &Arc<S>,
+    f: impl FnOnce(&S) -> T + Send + 'static,
+) -> anyhow::Result<T>
+where
+    S: Send + Sync + 'static,
+    T: Send + 'static,
+{
+    let store = Arc::clone(store);
+    tokio::task::spawn_blocking(move || f(&store))
+        .await
+        .map_err(|e| anyhow::anyhow!("a state store call failed: {e}"))
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 use std::collections::hash_map::{Entry, HashMap};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use anyhow::Context;
 use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Transaction};
@@ -181,20 +181,6 @@ impl SqliteStore {
             labels: Mutex::new(HashMap::new()),
             _lock: lock,
         })
-    }
-
-    /// Runs `f` on a blocking thread and awaits it: rusqlite blocks on the file (and on the
-    /// connection's lock while another call holds it), which must never stall the runtime's
-    /// own threads. This is how [`super::Store`] calls every method below; they stay
-    /// synchronous so that one call is one plain function on one thread.
-    pub(super) async fn run<T: Send + 'static>(
-        self: &Arc<Self>,
-        f: impl FnOnce(&SqliteStore) -> T + Send + 'static,
-    ) -> anyhow::Result<T> {
-        let store = Arc::clone(self);
-        tokio::task::spawn_blocking(move || f(&store))
-            .await
-            .with_context(|| format!("state file {}: the call failed", self.path.display()))
     }
 
     fn with<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> anyhow::Result<T> {
