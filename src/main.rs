@@ -222,22 +222,18 @@ async fn dev_secret(
     fresh: bool,
 ) -> anyhow::Result<String> {
     const KEY: &str = "dev_secret";
-    let store = std::sync::Arc::clone(store);
-    tokio::task::spawn_blocking(move || {
-        if !fresh {
-            if let Some(secret) = store.meta(KEY)? {
-                return Ok(secret);
-            }
+    if !fresh {
+        if let Some(secret) = store.meta(KEY).await? {
+            return Ok(secret);
         }
-        let secret = format!(
-            "dev-{}{}",
-            uuid::Uuid::new_v4().simple(),
-            uuid::Uuid::new_v4().simple()
-        );
-        store.set_meta(KEY, &secret)?;
-        Ok(secret)
-    })
-    .await?
+    }
+    let secret = format!(
+        "dev-{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    );
+    store.set_meta(KEY, &secret).await?;
+    Ok(secret)
 }
 
 fn print_dev_banner(relay: &mcp_relay::server::RunningRelay, secret: Option<&str>, kept: bool) {

@@ -223,8 +223,7 @@ pub async fn open_store(
         );
         return Ok(Arc::new(Store::Nats(Box::new(store))));
     }
-    let store = tokio::task::spawn_blocking(move || Store::open(&spec)).await??;
-    Ok(Arc::new(store))
+    Ok(Arc::new(Store::open(&spec).await?))
 }
 
 /// Binds the listener and starts serving, with the state store `--state` names.
@@ -249,13 +248,8 @@ pub async fn start_with_store(
         None => None,
     };
     let require_approval = config.require_approval;
-    let access = {
-        let store = Arc::clone(&store);
-        tokio::task::spawn_blocking(move || {
-            crate::operator::access::Access::load(store, require_approval)
-        })
-        .await??
-    };
+    let access =
+        crate::operator::access::Access::load(Arc::clone(&store), require_approval).await?;
     let mut hub = Hub::new(limits, Arc::clone(&metrics), cluster);
     let audit = if config.audit_retention.is_zero() {
         None

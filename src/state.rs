@@ -247,13 +247,7 @@ pub(crate) fn for_tests(config: ServeConfig) -> Arc<RelayState> {
         Verifier::hs256(b"unit-test-secret-0123456789"),
         metrics,
         Arc::new(hub),
-        Arc::new(Arc::new(
-            crate::operator::access::Access::load(
-                Arc::new(crate::operator::store::Store::Memory(Default::default())),
-                false,
-            )
-            .unwrap(),
-        )),
+        Arc::new(Arc::new(crate::operator::access::Access::in_memory(false))),
         None,
     ))
 }

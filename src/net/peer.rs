@@ -856,10 +856,13 @@ mod tests {
         assert!(matches!(reader.next_text().await, Inbound::Text(t) if t.as_str() == "{\"id\":1}"));
         assert!(peer.send("{\"result\":1}"));
         assert_eq!(ends.from_relay.recv().await.unwrap(), "{\"result\":1}");
-        // Once written to the channel, the frame no longer counts against the bounds.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert_eq!(peer.queued_bytes(), 0);
-        assert_eq!(config.total_queued.load(Ordering::Acquire), 0);
+        // Once written to the channel, the frame no longer counts against the bounds (the
+        // writer takes it off just after handing it over: waited for, within a bound).
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while peer.queued_bytes() != 0 || config.total_queued.load(Ordering::Acquire) != 0 {
+            assert!(tokio::time::Instant::now() < deadline, "never counted off");
+            tokio::task::yield_now().await;
+        }
     }
 
     #[tokio::test]
@@ -870,16 +873,25 @@ mod tests {
         assert_eq!(peer.close_reason().unwrap().0, close_code::TOO_BIG);
     }
 
-    #[tokio::test]
+    /// On a paused clock: the timeout is proved to the millisecond, without waiting for it.
+    #[tokio::test(start_paused = true)]
     async fn a_client_that_stops_reading_is_dropped_after_the_send_timeout() {
-        let (peer, _reader, mut ends, _) = open(1024);
+        let (peer, _reader, mut ends, config) = open(1024);
         // Nothing reads `from_relay`: the channel fills, then the writer waits --send-timeout.
         for _ in 0..(IN_MEMORY_FRAMES + 1) {
             peer.send("{}");
         }
+        let started = tokio::time::Instant::now();
+        tokio::time::sleep(config.send_timeout - Duration::from_millis(1)).await;
+        assert!(peer.is_open(), "not before the send timeout");
         tokio::time::timeout(Duration::from_secs(5), peer.closed())
             .await
             .expect("closed as not reading");
+        let took = started.elapsed();
+        assert!(
+            took >= config.send_timeout && took <= config.send_timeout + Duration::from_millis(2),
+            "closed {took:?} after the channel filled, not at the send timeout"
+        );
         assert_eq!(peer.close_reason().unwrap().0, close_code::POLICY);
         // Its client sees the session end after what was already delivered.
         let mut delivered = 0;

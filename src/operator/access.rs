@@ -4,8 +4,10 @@
 //!
 //! The store ([`crate::operator::store`]) is where approvals and revocations survive a restart; this is
 //! their in-memory mirror, loaded at start, which the sessions consult on every
-//! `authenticate`, `mcp_handshake` and `connect` without touching the disk. Changes are written
-//! through to the store on a blocking thread before the admin API answers.
+//! `authenticate`, `mcp_handshake` and `connect` without touching the disk. An admin's change is
+//! written through to the store (awaited: the store keeps disk work off the runtime) before the
+//! admin API answers; what the sessions record (a browser seen, or gone) is written by a task
+//! of its own, so a socket never waits for the store.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -74,8 +76,18 @@ pub struct Access {
     revoked: Mutex<Revoked>,
     live: Mutex<HashMap<u64, LiveSocket>>,
     /// Serialises "read the mirror, write the store" for browsers, so the file always ends up
-    /// with the newest record even when two writes race.
-    persist: Mutex<()>,
+    /// with the newest record even when two writes race. An async lock: it is held while the
+    /// write is awaited.
+    persist: tokio::sync::Mutex<()>,
+}
+
+/// Which of a browser's records [`Access::persist`] writes.
+#[derive(Clone, Copy)]
+enum Write {
+    /// What was seen of it (name, version, last seen).
+    Seen,
+    /// The out-of-band decision (approved, revoked).
+    Decision,
 }
 
 /// Why a change asked of [`Access`] was not made.
@@ -100,14 +112,15 @@ pub fn latest_cutoff() -> i64 {
 }
 
 impl Access {
-    /// Loads the mirror from `store`. Blocking (call at start-up).
-    pub fn load(store: Arc<Store>, require_approval: bool) -> anyhow::Result<Access> {
+    /// Loads the mirror from `store` (at start-up).
+    pub async fn load(store: Arc<Store>, require_approval: bool) -> anyhow::Result<Access> {
         let browsers = store
-            .browsers()?
+            .browsers()
+            .await?
             .into_iter()
             .map(|b| (b.id.clone(), b))
             .collect();
-        let loaded = store.revocations()?;
+        let loaded = store.revocations().await?;
         let mut revoked = Revoked::default();
         for token in loaded.tokens {
             if let Some(user) = &token.user_id {
@@ -133,8 +146,22 @@ impl Access {
             browsers: Mutex::new(browsers),
             revoked: Mutex::new(revoked),
             live: Mutex::new(HashMap::new()),
-            persist: Mutex::new(()),
+            persist: tokio::sync::Mutex::new(()),
         })
+    }
+
+    /// A mirror of a fresh memory store (nothing to load), for unit tests that have no
+    /// runtime to load one on.
+    #[cfg(test)]
+    pub(crate) fn in_memory(require_approval: bool) -> Access {
+        Access {
+            store: Arc::new(Store::Memory(Default::default())),
+            require_approval,
+            browsers: Mutex::default(),
+            revoked: Mutex::default(),
+            live: Mutex::default(),
+            persist: tokio::sync::Mutex::new(()),
+        }
     }
 
     pub fn store(&self) -> &Arc<Store> {
@@ -230,9 +257,9 @@ impl Access {
         };
         if let Some(id) = forgotten {
             let access = Arc::clone(self);
-            tokio::task::spawn_blocking(move || {
-                let _order = access.persist.lock().unwrap();
-                if let Err(e) = access.store.delete_browser(&id) {
+            tokio::spawn(async move {
+                let _order = access.persist.lock().await;
+                if let Err(e) = access.store.delete_browser(&id).await {
                     tracing::warn!("forgetting browser {id}: {e:#}");
                 }
             });
@@ -250,35 +277,34 @@ impl Access {
     }
 
     fn persist_in_background(self: &Arc<Self>, extension_id: &str) {
-        let access = Arc::clone(self);
         let id = extension_id.to_owned();
-        let save = move || {
-            if let Err(e) = access.persist_with(&id, Store::put_browser) {
+        // A session dropped while the runtime itself shuts down has no runtime to ask.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            let _order = self.persist.blocking_lock();
+            let record = self.browsers.lock().unwrap().get(&id).cloned();
+            // A shared store needs the runtime to talk to NATS; its last-seen time is lost.
+            if let Some(Err(e)) = record.and_then(|r| self.store.put_browser_without_runtime(&r)) {
                 tracing::warn!("saving browser {id}: {e:#}");
             }
+            return;
         };
-        // A session dropped while the runtime itself shuts down has no runtime to ask.
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn_blocking(save)),
-            // A shared store needs the runtime to talk to NATS; its last-seen time is lost.
-            Err(_) if self.store.is_shared() => {}
-            Err(_) => save(),
-        }
+        let access = Arc::clone(self);
+        runtime.spawn(async move {
+            if let Err(e) = access.persist(&id, Write::Seen).await {
+                tracing::warn!("saving browser {id}: {e:#}");
+            }
+        });
     }
 
-    /// Writes the mirror's record of `extension_id` to the store with `write`
-    /// ([`Store::put_browser`] for what was seen of it, [`Store::put_browser_decision`] for
-    /// approve and revoke). Blocking.
-    fn persist_with(
-        &self,
-        extension_id: &str,
-        write: fn(&Store, &BrowserRecord) -> anyhow::Result<()>,
-    ) -> anyhow::Result<()> {
-        let _order = self.persist.lock().unwrap();
+    /// Writes the mirror's record of `extension_id` to the store: what was seen of it
+    /// ([`Store::put_browser`]) or the decision about it ([`Store::put_browser_decision`]).
+    async fn persist(&self, extension_id: &str, write: Write) -> anyhow::Result<()> {
+        let _order = self.persist.lock().await;
         let record = self.browsers.lock().unwrap().get(extension_id).cloned();
-        match record {
-            Some(record) => write(&self.store, &record),
-            None => Ok(()),
+        match (record, write) {
+            (Some(record), Write::Seen) => self.store.put_browser(&record).await,
+            (Some(record), Write::Decision) => self.store.put_browser_decision(&record).await,
+            (None, _) => Ok(()),
         }
     }
 
@@ -307,8 +333,8 @@ impl Access {
         self.browsers.lock().unwrap().get(extension_id).cloned()
     }
 
-    /// Approves a browser (and lifts a revocation of it). Blocking: persists before returning.
-    pub fn approve(&self, extension_id: &str) -> Result<BrowserRecord, AccessError> {
+    /// Approves a browser (and lifts a revocation of it). Persists before returning.
+    pub async fn approve(&self, extension_id: &str) -> Result<BrowserRecord, AccessError> {
         let record = {
             let mut browsers = self.browsers.lock().unwrap();
             let b = browsers
@@ -318,14 +344,15 @@ impl Access {
             b.revoked = false;
             b.clone()
         };
-        self.persist_with(extension_id, Store::put_browser_decision)
+        self.persist(extension_id, Write::Decision)
+            .await
             .map_err(AccessError::Store)?;
         Ok(record)
     }
 
     /// Revokes a browser identity: its sockets close now and it may not authenticate again
-    /// until approved. Blocking. Returns the sockets closed.
-    pub fn revoke_browser(&self, extension_id: &str) -> Result<usize, AccessError> {
+    /// until approved. Persists before returning. Returns the sockets closed.
+    pub async fn revoke_browser(&self, extension_id: &str) -> Result<usize, AccessError> {
         {
             let mut browsers = self.browsers.lock().unwrap();
             let b = browsers
@@ -334,14 +361,19 @@ impl Access {
             b.revoked = true;
             b.approved = false;
         }
-        self.persist_with(extension_id, Store::put_browser_decision)
+        self.persist(extension_id, Write::Decision)
+            .await
             .map_err(AccessError::Store)?;
         Ok(self.close_where(|s| s.extension_id.as_deref() == Some(extension_id)))
     }
 
     /// Revokes one token by `jti`: for `user_id`'s tokens only, or (`None`, an admin's) for
-    /// whoever holds it. Blocking. Returns the sockets closed.
-    pub fn revoke_token(&self, jti: &str, user_id: Option<&str>) -> Result<usize, AccessError> {
+    /// whoever holds it. Persists before returning. Returns the sockets closed.
+    pub async fn revoke_token(
+        &self,
+        jti: &str,
+        user_id: Option<&str>,
+    ) -> Result<usize, AccessError> {
         {
             let mut revoked = self.revoked.lock().unwrap();
             let scope = user_id.map(str::to_owned);
@@ -370,15 +402,20 @@ impl Access {
                 user_id: user_id.map(str::to_owned),
                 revoked_at: now_secs(),
             })
+            .await
             .map_err(AccessError::Store)?;
         Ok(self.close_where(|s| {
             s.jti.as_deref() == Some(jti) && user_id.is_none_or(|u| s.user_id == u)
         }))
     }
 
-    /// Revokes every token of `user_id` issued before `issued_before` (seconds). Blocking.
-    /// Returns the sockets closed.
-    pub fn revoke_user(&self, user_id: &str, issued_before: i64) -> Result<usize, AccessError> {
+    /// Revokes every token of `user_id` issued before `issued_before` (seconds). Persists
+    /// before returning. Returns the sockets closed.
+    pub async fn revoke_user(
+        &self,
+        user_id: &str,
+        issued_before: i64,
+    ) -> Result<usize, AccessError> {
         // Never in the future: "every token until 2100" would lock the user out for good.
         let issued_before = issued_before.min(latest_cutoff());
         {
@@ -391,6 +428,7 @@ impl Access {
         }
         self.store
             .revoke_user(user_id, issued_before)
+            .await
             .map_err(AccessError::Store)?;
         let revoked = self.revoked.lock().unwrap();
         let names: Vec<u64> = self
@@ -406,9 +444,9 @@ impl Access {
     }
 
     /// An admin's correction of `user_id`'s cutoff: set to exactly `issued_before` (clamped to
-    /// now; it may be lower than before), or removed (`None`). Blocking. Returns the sockets
-    /// closed (when the new cutoff is later than their tokens).
-    pub fn set_cutoff(
+    /// now; it may be lower than before), or removed (`None`). Persists before returning.
+    /// Returns the sockets closed (when the new cutoff is later than their tokens).
+    pub async fn set_cutoff(
         &self,
         user_id: &str,
         issued_before: Option<i64>,
@@ -423,6 +461,7 @@ impl Access {
         }
         self.store
             .set_user_cutoff(user_id, issued_before)
+            .await
             .map_err(AccessError::Store)?;
         let Some(before) = issued_before else {
             return Ok(0);
@@ -442,19 +481,23 @@ impl Access {
         }
         let store = Arc::clone(&self.store);
         let saved = revocation.clone();
-        tokio::task::spawn_blocking(move || {
+        tokio::spawn(async move {
             let result = match saved {
-                RemoteRevocation::Token { jti, user_id } => store.revoke_token(&RevokedToken {
-                    jti,
-                    user_id,
-                    revoked_at: now_secs(),
-                }),
+                RemoteRevocation::Token { jti, user_id } => {
+                    store
+                        .revoke_token(&RevokedToken {
+                            jti,
+                            user_id,
+                            revoked_at: now_secs(),
+                        })
+                        .await
+                }
                 RemoteRevocation::User {
                     user_id,
                     issued_before,
-                } => store.revoke_user(&user_id, issued_before),
+                } => store.revoke_user(&user_id, issued_before).await,
                 RemoteRevocation::Browser { .. } => match browser {
-                    Some(b) => store.put_browser_decision(&b),
+                    Some(b) => store.put_browser_decision(&b).await,
                     None => Ok(()),
                 },
             };
@@ -760,29 +803,29 @@ mod tests {
     }
 
     fn access() -> Access {
-        Access::load(Arc::new(Store::Memory(Default::default())), true).unwrap()
+        Access::in_memory(true)
     }
 
-    #[test]
-    fn a_users_jti_revocation_never_touches_another_users_token() {
+    #[tokio::test]
+    async fn a_users_jti_revocation_never_touches_another_users_token() {
         let access = access();
-        access.revoke_token("j", Some("alice")).unwrap();
+        access.revoke_token("j", Some("alice")).await.unwrap();
         assert!(access
             .check_token(&identity("alice", Some("j"), Some(1)))
             .is_err());
         assert!(access
             .check_token(&identity("bob", Some("j"), Some(1)))
             .is_ok());
-        access.revoke_token("j", None).unwrap();
+        access.revoke_token("j", None).await.unwrap();
         assert!(access
             .check_token(&identity("bob", Some("j"), Some(1)))
             .is_err());
     }
 
-    #[test]
-    fn a_user_cutoff_refuses_older_tokens_and_tokens_without_iat() {
+    #[tokio::test]
+    async fn a_user_cutoff_refuses_older_tokens_and_tokens_without_iat() {
         let access = access();
-        access.revoke_user("alice", 100).unwrap();
+        access.revoke_user("alice", 100).await.unwrap();
         assert!(access
             .check_token(&identity("alice", None, Some(99)))
             .is_err());
@@ -792,27 +835,28 @@ mod tests {
             .is_ok());
         assert!(access.check_token(&identity("bob", None, Some(1))).is_ok());
         // An earlier cutoff never undoes a later one.
-        access.revoke_user("alice", 50).unwrap();
+        access.revoke_user("alice", 50).await.unwrap();
         assert!(access
             .check_token(&identity("alice", None, Some(99)))
             .is_err());
     }
 
-    #[test]
-    fn a_user_may_record_a_bounded_number_of_token_revocations_and_an_admin_more() {
+    #[tokio::test]
+    async fn a_user_may_record_a_bounded_number_of_token_revocations_and_an_admin_more() {
         let access = access();
         for i in 0..MAX_REVOCATIONS_PER_USER {
             access
                 .revoke_token(&format!("j{i}"), Some("alice"))
+                .await
                 .unwrap();
         }
         assert!(matches!(
-            access.revoke_token("one-more", Some("alice")),
+            access.revoke_token("one-more", Some("alice")).await,
             Err(AccessError::TooManyRevocations)
         ));
-        assert!(access.revoke_token("one-more", None).is_ok());
+        assert!(access.revoke_token("one-more", None).await.is_ok());
         // Revoking one already revoked again costs nothing.
-        assert!(access.revoke_token("j0", Some("alice")).is_ok());
+        assert!(access.revoke_token("j0", Some("alice")).await.is_ok());
     }
 
     #[tokio::test]

@@ -146,11 +146,13 @@ fn record(
     }
 }
 
-/// Runs a blocking store operation off the runtime.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, AccessError> + Send + 'static,
+/// Runs a change that writes through to the store as a task of its own, and awaits it: a
+/// client that hangs up while its change is being written must not cancel the write halfway
+/// (the mirror already holds the change, so the store must get it too).
+async fn detached<T: Send + 'static>(
+    change: impl std::future::Future<Output = Result<T, AccessError>> + Send + 'static,
 ) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f)
+    tokio::spawn(change)
         .await
         .map_err(|_| ApiError(StatusCode::INTERNAL_SERVER_ERROR, "internal error".into()))?
         .map_err(ApiError::from)
@@ -195,9 +197,9 @@ async fn approve_browser(
     }
     let browser = owned_browser(state, caller, &id)?;
     let access = Arc::clone(&state.access);
-    let approved = blocking({
+    let approved = detached({
         let id = id.clone();
-        move || access.approve(&id)
+        async move { access.approve(&id).await }
     })
     .await?;
     record(
@@ -219,9 +221,9 @@ async fn revoke_browser(
     let (state, caller) = (&state, &caller);
     let browser = owned_browser(state, caller, &id)?;
     let access = Arc::clone(&state.access);
-    let closed = blocking({
+    let closed = detached({
         let id = id.clone();
-        move || access.revoke_browser(&id)
+        async move { access.revoke_browser(&id).await }
     })
     .await?;
     propagate(
@@ -288,9 +290,9 @@ async fn set_cutoff(
     }
     .map(|b| b.min(crate::operator::access::latest_cutoff()));
     let access = Arc::clone(&state.access);
-    let closed = blocking({
+    let closed = detached({
         let user_id = user_id.clone();
-        move || access.set_cutoff(&user_id, before_secs)
+        async move { access.set_cutoff(&user_id, before_secs).await }
     })
     .await?;
     record(
@@ -338,9 +340,9 @@ async fn revoke_tokens(
                 }
                 (false, None) => Some(caller.user_id.clone()),
             };
-            let closed = blocking({
+            let closed = detached({
                 let (jti, scope) = (jti.clone(), scope.clone());
-                move || access.revoke_token(&jti, scope.as_deref())
+                async move { access.revoke_token(&jti, scope.as_deref()).await }
             })
             .await?;
             propagate(
@@ -379,9 +381,9 @@ async fn revoke_tokens(
             let before_secs = (before_ms + 999)
                 .div_euclid(1000)
                 .min(crate::operator::access::latest_cutoff());
-            let closed = blocking({
+            let closed = detached({
                 let user_id = user_id.clone();
-                move || access.revoke_user(&user_id, before_secs)
+                async move { access.revoke_user(&user_id, before_secs).await }
             })
             .await?;
             propagate(
@@ -577,7 +579,10 @@ async fn audit(
         limit,
     };
     let store = Arc::clone(state.access.store());
-    let records = blocking(move || store.query_audit(&query).map_err(AccessError::Store)).await?;
+    let records = store
+        .query_audit(&query)
+        .await
+        .map_err(|e| ApiError::from(AccessError::Store(e)))?;
     let events: Vec<Value> = records
         .into_iter()
         .map(|r| {

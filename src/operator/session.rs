@@ -7,7 +7,11 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+// tokio's clock (the same as std's outside tests) so the idle timeout can be proved on a
+// paused clock.
+use tokio::time::Instant;
 
 use crate::auth::Identity;
 use crate::operator::access::Access;
@@ -212,8 +216,7 @@ mod tests {
 
     #[test]
     fn a_session_never_outlives_its_tokens_exp() {
-        let store = std::sync::Arc::new(crate::operator::store::Store::Memory(Default::default()));
-        let access = Access::load(store, false).unwrap();
+        let access = Access::in_memory(false);
         let sessions = Sessions::default();
         // A token at its `exp` second: the session is refused at its first use.
         let (id, _) = sessions.open(identity("alice", 0), false).unwrap();
@@ -234,14 +237,19 @@ mod tests {
         assert!(map.contains_key(&a) && map.contains_key(&b));
     }
 
-    #[test]
-    fn an_idle_session_is_forgotten() {
-        let store = std::sync::Arc::new(crate::operator::store::Store::Memory(Default::default()));
-        let access = Access::load(store, false).unwrap();
-        let sessions = Sessions::with_limits(Duration::from_millis(50), 8, 8);
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_session_is_forgotten() {
+        let access = Access::in_memory(false);
+        let idle = IDLE_TIMEOUT;
+        let sessions = Sessions::with_limits(idle, 8, 8);
         let (id, _) = sessions.open(identity("alice", 3600), false).unwrap();
         assert!(sessions.get(&id, &access).is_some(), "fresh");
-        std::thread::sleep(Duration::from_millis(80));
+        // Each use starts the idle time afresh.
+        tokio::time::advance(idle - Duration::from_millis(1)).await;
+        assert!(sessions.get(&id, &access).is_some(), "used just in time");
+        tokio::time::advance(idle - Duration::from_millis(1)).await;
+        assert!(sessions.get(&id, &access).is_some(), "and again");
+        tokio::time::advance(idle).await;
         assert!(
             sessions.get(&id, &access).is_none(),
             "idle past the timeout"

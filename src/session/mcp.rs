@@ -378,6 +378,29 @@ mod tests {
         assert!(McpRegistration::register(&state, "alice").is_ok());
     }
 
+    /// The pre-auth deadline itself, on a paused clock and without a socket: a client that
+    /// never completes `mcp_handshake` is ended exactly at `--auth-timeout`, not before.
+    /// (`hostile_sockets::mcp_sockets_must_handshake_within_the_auth_timeout` shows the close
+    /// frame on a real socket, in real time.)
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_never_handshakes_is_ended_at_the_auth_timeout() {
+        let state = crate::state::for_tests(ServeConfig::defaults());
+        let auth_timeout = state.config.auth_timeout;
+        let slot = SocketSlot::acquire(&state.open_sockets, usize::MAX).unwrap();
+        let (session, mut ends) = McpSession::in_memory(Arc::clone(&state), slot);
+        let started = tokio::time::Instant::now();
+        tokio::spawn(session.run());
+        let early = auth_timeout - std::time::Duration::from_millis(1);
+        assert!(
+            tokio::time::timeout(early, ends.from_relay.recv())
+                .await
+                .is_err(),
+            "ended before the auth timeout"
+        );
+        assert_eq!(ends.from_relay.recv().await, None, "ended without a word");
+        assert_eq!(started.elapsed(), auth_timeout);
+    }
+
     #[tokio::test]
     async fn an_aborted_session_gives_back_its_users_place() {
         let state = one_client_per_user();

@@ -40,6 +40,25 @@ pub async fn relay() -> RunningRelay {
     relay_with(|_| {}).await
 }
 
+/// Polls `check` until it holds, failing the test after [`WAIT`]. For what happens a moment
+/// after the step a test can see (a gauge falling once a session task ends, a counter the
+/// relay bumps after answering): waiting for the event itself, instead of a fixed sleep that
+/// is too long on a fast machine and too short on a loaded one.
+pub async fn wait_until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// What the helpers need of a relay: where its endpoints are. The in-process relay has it, and
 /// so has the relay binary run as a child ([`served::Served`]).
 pub trait Endpoint {

@@ -320,7 +320,7 @@ async fn every_request_gets_exactly_one_answer_under_random_faults() {
     relay.shutdown().await;
     let deadline = Instant::now() + Duration::from_secs(10);
     let store = loop {
-        match mcp_relay::operator::store::Store::open(&spec) {
+        match mcp_relay::operator::store::Store::open(&spec).await {
             Ok(store) => break store,
             Err(e) if e.to_string().contains("locked") && Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -334,6 +334,7 @@ async fn every_request_gets_exactly_one_answer_under_random_faults() {
             limit: usize::MAX,
             ..Default::default()
         })
+        .await
         .unwrap();
     let succeeded = events.iter().filter(|e| e.code == 0).count() as u64;
     let routed_errors = tally.routed_errors.load(Ordering::Relaxed);

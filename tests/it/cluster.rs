@@ -66,19 +66,6 @@ async fn joined_pair(nats: &NatsServer) -> (RunningRelay, RunningRelay) {
     (a, b)
 }
 
-/// Polls `check` until it holds, failing the test after `WAIT`.
-async fn wait_until<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + WAIT;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
 /// The ids `list_extensions` shows this client.
 async fn listed(mcp: &mut Mcp) -> Vec<String> {
     let response = mcp.call("list_extensions", json!({})).await;
@@ -1232,73 +1219,77 @@ async fn the_shared_audit_trail_answers_newest_first_by_user_method_and_time_acr
     let times = |records: Vec<AuditRecord>| -> Vec<i64> {
         records.iter().map(|r| r.at_ms - 1_000_000).collect()
     };
-    tokio::task::spawn_blocking(move || {
-        // One message per record: more messages than one window of the backwards search.
-        for i in 0..3000 {
-            store.append_audit(&[(&record(i)).into()]).unwrap();
-        }
-        // And one batch of many, split per user.
-        let batch: Vec<AuditRecord> = (3000..4000).map(record).collect();
-        let entries: Vec<_> = batch.iter().map(Into::into).collect();
-        store.append_audit(&entries).unwrap();
-        let query = |q: AuditQuery| times(store.query_audit(&q).unwrap());
-        assert_eq!(
-            query(AuditQuery {
-                user_id: Some("alice".into()),
-                limit: 3,
-                ..Default::default()
-            }),
-            vec![3998, 3996, 3994]
-        );
-        assert_eq!(
-            query(AuditQuery {
-                method: Some("m3".into()),
-                until_ms: Some(1_000_000 + 3000),
-                limit: 3,
-                ..Default::default()
-            }),
-            vec![2993, 2983, 2973]
-        );
-        assert_eq!(
-            query(AuditQuery {
-                user_id: Some("bob".into()),
-                since_ms: Some(1_000_000 + 3991),
-                limit: 100,
-                ..Default::default()
-            }),
-            vec![3999, 3997, 3995, 3993, 3991]
-        );
-        let all_alice = query(AuditQuery {
+    // The store's calls are awaited right here: the NATS store awaits JetStream itself.
+    // One message per record: more messages than one window of the backwards search.
+    for i in 0..3000 {
+        store.append_audit(&mut vec![record(i)]).await.unwrap();
+    }
+    // And one batch of many, split per user.
+    let mut batch: Vec<AuditRecord> = (3000..4000).map(record).collect();
+    store.append_audit(&mut batch).await.unwrap();
+    let query = |q: AuditQuery| {
+        let store = &store;
+        async move { times(store.query_audit(&q).await.unwrap()) }
+    };
+    assert_eq!(
+        query(AuditQuery {
             user_id: Some("alice".into()),
-            limit: 5000,
+            limit: 3,
             ..Default::default()
-        });
-        assert_eq!(all_alice.len(), 2000);
-        assert!(all_alice.windows(2).all(|w| w[0] > w[1]));
-        assert_eq!(all_alice.last(), Some(&0));
-
-        // One node's batch can hold an event newer than those of messages stored after it:
-        // carol's newest event is in her oldest message, more than a window of messages back.
-        let carol = |at: i64| AuditRecord {
-            user_id: "carol".into(),
-            at_ms: 1_000_000 + at,
-            ..record(at)
-        };
-        store.append_audit(&[(&carol(9_000)).into()]).unwrap();
-        for i in 0..2100 {
-            store.append_audit(&[(&carol(i)).into()]).unwrap();
-        }
-        assert_eq!(
-            query(AuditQuery {
-                user_id: Some("carol".into()),
-                limit: 2,
-                ..Default::default()
-            }),
-            vec![9_000, 2099]
-        );
+        })
+        .await,
+        vec![3998, 3996, 3994]
+    );
+    assert_eq!(
+        query(AuditQuery {
+            method: Some("m3".into()),
+            until_ms: Some(1_000_000 + 3000),
+            limit: 3,
+            ..Default::default()
+        })
+        .await,
+        vec![2993, 2983, 2973]
+    );
+    assert_eq!(
+        query(AuditQuery {
+            user_id: Some("bob".into()),
+            since_ms: Some(1_000_000 + 3991),
+            limit: 100,
+            ..Default::default()
+        })
+        .await,
+        vec![3999, 3997, 3995, 3993, 3991]
+    );
+    let all_alice = query(AuditQuery {
+        user_id: Some("alice".into()),
+        limit: 5000,
+        ..Default::default()
     })
-    .await
-    .unwrap();
+    .await;
+    assert_eq!(all_alice.len(), 2000);
+    assert!(all_alice.windows(2).all(|w| w[0] > w[1]));
+    assert_eq!(all_alice.last(), Some(&0));
+
+    // One node's batch can hold an event newer than those of messages stored after it:
+    // carol's newest event is in her oldest message, more than a window of messages back.
+    let carol = |at: i64| AuditRecord {
+        user_id: "carol".into(),
+        at_ms: 1_000_000 + at,
+        ..record(at)
+    };
+    store.append_audit(&mut vec![carol(9_000)]).await.unwrap();
+    for i in 0..2100 {
+        store.append_audit(&mut vec![carol(i)]).await.unwrap();
+    }
+    assert_eq!(
+        query(AuditQuery {
+            user_id: Some("carol".into()),
+            limit: 2,
+            ..Default::default()
+        })
+        .await,
+        vec![9_000, 2099]
+    );
     // A node started with the trail off leaves the shared trail as it is.
     config.audit_retention = Duration::ZERO;
     let off = Store::Nats(Box::new(
@@ -1306,15 +1297,13 @@ async fn the_shared_audit_trail_answers_newest_first_by_user_method_and_time_acr
             .await
             .unwrap(),
     ));
-    let kept = tokio::task::spawn_blocking(move || {
-        off.query_audit(&AuditQuery {
+    let kept = off
+        .query_audit(&AuditQuery {
             limit: 10,
             ..Default::default()
         })
-        .unwrap()
-    })
-    .await
-    .unwrap();
+        .await
+        .unwrap();
     assert_eq!(kept.len(), 10);
 }
 

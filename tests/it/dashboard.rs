@@ -486,7 +486,18 @@ async fn screenshot(devtools: &mut DevTools, page: &str, width: u32, height: u32
             json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600}),
         )
         .await;
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Waits for the page to be drawn at the new width (two animation frames after it has it:
+    // resize handlers have run and a frame was painted), not for a fixed time.
+    let drawn = "new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => \
+                 done(window.innerWidth))))";
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while devtools.eval(page, drawn).await != json!(width) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{name}: the page never took the width {width}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     // No horizontal page scroll at either width.
     let wide = devtools
         .eval(
@@ -845,9 +856,17 @@ async fn the_relays_debug_log_never_holds_a_dashboard_token_or_session_id() {
     )
     .await;
     assert_eq!(listed.status, 200);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The child's log is read on a thread of its own: wait until it holds the last request.
+    wait_until("the log holds the sign-in and the last request", || async {
+        let log = relay.log();
+        log.contains("dashboard: signed in")
+            && log.lines().any(|line| {
+                line.contains("path=/dashboard/api/browsers")
+                    && line.contains("finished processing request")
+            })
+    })
+    .await;
     let log = relay.log();
-    assert!(log.contains("dashboard: signed in"), "{log}");
     let session_id = signed.cookie.split_once('=').unwrap().1;
     for secret in [mcp.as_str(), session_id, signed.csrf.as_str()] {
         assert!(!log.contains(secret), "a secret reached the log:\n{log}");

@@ -245,7 +245,12 @@ fn client_strings_cannot_forge_log_lines_and_tokens_never_reach_the_log() {
             .await;
         assert_eq!(response["result"]["authenticated"], true);
     });
-    std::thread::sleep(Duration::from_millis(300));
+    // The sockets closed with the block above. The working extension's end is the last thing
+    // the relay logs about them; the child's log is read on a thread of its own.
+    runtime.block_on(wait_until(
+        "the log holds the working extension's end",
+        || async { relay.log().contains("extension socket ended") },
+    ));
     let log = relay.log();
     assert!(log.contains("extension authentication failed"), "{log}");
     for line in log.lines() {

@@ -460,13 +460,12 @@ async fn sockets_that_never_handshake_are_closed_by_the_deadline_and_the_cap_rec
         "{shortest:?}"
     );
     assert!(*longest < deadline + Duration::from_secs(3), "{longest:?}");
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let metrics = relay.metrics().render();
-    assert_eq!(metric(&metrics, "mcp_relay_sockets{role=\"mcp\"}"), 0.0);
-    assert_eq!(
-        metric(&metrics, "mcp_relay_sockets{role=\"extension\"}"),
-        0.0
-    );
+    wait_until("every closed socket's session has ended", || async {
+        let metrics = relay.metrics().render();
+        metric(&metrics, "mcp_relay_sockets{role=\"mcp\"}") == 0.0
+            && metric(&metrics, "mcp_relay_sockets{role=\"extension\"}") == 0.0
+    })
+    .await;
     // The cap has recovered: a real client gets in.
     let mut mcp = Mcp::connect(&relay, "alice").await;
     assert!(mcp.call("list_extensions", json!({})).await["result"].is_object());
@@ -486,17 +485,16 @@ async fn anonymous_sockets_cannot_lock_authenticated_clients_out() {
         );
         anonymous.push(s);
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let (_, body) = http_get(relay.local_addr, "/metrics").await;
-    let held = metric(
-        &body,
-        "mcp_relay_tcp_connections{stage=\"unauthenticated\"}",
-    );
-    assert!(held <= 150.0, "{body}");
-    assert!(
-        metric(&body, "mcp_relay_sockets{role=\"mcp\"}") <= 151.0,
-        "{body}"
-    );
+    // Every upgrade was answered; the evicted sockets' sessions end a moment later.
+    wait_until("at most half the slots are held anonymously", || async {
+        let (_, body) = http_get(relay.local_addr, "/metrics").await;
+        metric(
+            &body,
+            "mcp_relay_tcp_connections{stage=\"unauthenticated\"}",
+        ) <= 150.0
+            && metric(&body, "mcp_relay_sockets{role=\"mcp\"}") <= 151.0
+    })
+    .await;
     // A new client gets in and authenticates; the existing one is untouched.
     let mut fresh = Mcp::connect(&relay, "bob").await;
     assert!(fresh.call("list_extensions", json!({})).await["result"].is_object());
@@ -576,17 +574,18 @@ async fn pending_connections_are_capped_and_the_oldest_make_way() {
     for _ in 0..100 {
         idle.push(TcpStream::connect(relay.local_addr).await.unwrap());
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let (status, body) = http_get(relay.local_addr, "/metrics").await;
-    assert_eq!(status, 200);
-    assert!(
-        metric(&body, "mcp_relay_tcp_connections{stage=\"pending\"}") <= 50.0,
-        "{body}"
-    );
-    assert!(
-        metric(&body, "mcp_relay_evicted_connections_total") >= 50.0,
-        "{body}"
-    );
+    // The kernel completed the connections; the relay accepts them (evicting the oldest) a
+    // moment later.
+    wait_until(
+        "the relay has accepted them all, evicting the oldest",
+        || async {
+            let (status, body) = http_get(relay.local_addr, "/metrics").await;
+            status == 200
+                && metric(&body, "mcp_relay_tcp_connections{stage=\"pending\"}") <= 50.0
+                && metric(&body, "mcp_relay_evicted_connections_total") >= 50.0
+        },
+    )
+    .await;
     let mut closed = 0;
     for s in idle.iter_mut().take(50) {
         let mut byte = [0u8; 1];

@@ -107,12 +107,14 @@ async fn a_flood_of_refused_requests_is_counted_not_stored_one_by_one() {
     let store = mcp_relay::operator::store::Store::open(
         &mcp_relay::operator::store::StateSpec::Sqlite(dir.path().join("state.db")),
     )
+    .await
     .unwrap();
     let records = store
         .query_audit(&mcp_relay::operator::store::AuditQuery {
             limit: usize::MAX,
             ..Default::default()
         })
+        .await
         .unwrap();
     let tallies: Vec<_> = records.iter().filter(|r| r.kind == "refused").collect();
     let requests = records.iter().filter(|r| r.kind == "request").count();
@@ -248,8 +250,10 @@ async fn one_users_sessions_streams_and_connections_stay_within_their_caps_under
         .await;
         assert!(status < 300, "{status}");
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(relay.metric("mcp_relay_http_mcp_sessions").await, 0.0);
+    wait_until("every deleted session has ended", || async {
+        relay.metric("mcp_relay_http_mcp_sessions").await == 0.0
+    })
+    .await;
 
     // GET streams on one session.
     let session = Session::open(addr, "alice", "host", "/mcp").await;
@@ -542,8 +546,9 @@ async fn a_cutoff_cannot_lie_in_the_future_and_an_admin_can_lower_or_remove_it()
         let store = mcp_relay::operator::store::Store::open(
             &mcp_relay::operator::store::StateSpec::Sqlite(file.clone()),
         )
+        .await
         .unwrap();
-        store.revoke_user("alice", 4_102_444_800).unwrap();
+        store.revoke_user("alice", 4_102_444_800).await.unwrap();
     }
     let relay = ChildRelay::start(&["--state", &state]);
     assert_eq!(
@@ -654,7 +659,13 @@ async fn websocket_tokens_never_reach_the_log_even_at_trace() {
         .call(json!(2), "connect", json!({"extension_id": extension_id}))
         .await;
     assert!(answer["result"]["connection_id"].is_string(), "{answer}");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The browser leaves: its end is the last line the relay logs of this exchange, and the
+    // child's log is read on a thread of its own.
+    drop(extension);
+    wait_until("the log holds the browser's end", || async {
+        relay.log().contains("extension socket ended")
+    })
+    .await;
     let log = relay.log();
     assert!(log.contains("DEBUG"), "the log is on below info:\n{log}");
     let signature = |t: &str| t.rsplit('.').next().unwrap().to_owned();

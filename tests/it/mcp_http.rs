@@ -288,7 +288,13 @@ async fn an_idle_session_expires_and_answers_404() {
     let relay = relay_with(|config| config.mcp_session_idle = Duration::from_millis(300)).await;
     let session = Session::open(relay.local_addr, "alice", "host", "/mcp").await;
     assert!(!session.tools().await.is_empty());
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    // The host stays silent (reading /metrics does not touch the session) until the session
+    // has ended on its own.
+    common::wait_until("the idle session has ended", || async {
+        let answer = http(relay.local_addr, "GET", "/metrics", &[], None).await;
+        common::metric(&answer.body, "mcp_relay_http_mcp_sessions") == 0.0
+    })
+    .await;
     let expired = session
         .post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
         .await;
@@ -432,10 +438,18 @@ fn http_session_tokens_never_reach_the_log_even_at_trace() {
         )
         .await;
         assert_eq!(refused.status, 401);
+        // The child's log is read on a thread of its own: wait until it holds the session's
+        // start and the refused request's answer.
+        common::wait_until("the log holds the session and the refusal", || async {
+            let log = relay.log();
+            log.contains("an HTTP MCP session started")
+                && log.lines().any(|line| {
+                    line.contains("finished processing request") && line.contains("401")
+                })
+        })
+        .await;
     });
-    std::thread::sleep(Duration::from_millis(300));
     let log = relay.log();
-    assert!(log.contains("an HTTP MCP session started"), "{log}");
     // The signature is the secret part; the whole token includes it.
     let signature = bearer.rsplit('.').next().unwrap();
     assert!(!log.contains(signature), "a bearer token reached the log");

@@ -309,13 +309,11 @@ async fn silent_peer_is_dropped_after_two_ping_intervals() {
         }
         false
     });
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    wait_until("the silent MCP client is dropped", || async {
+        metric(&relay.metrics().render(), "mcp_relay_sockets{role=\"mcp\"}") == 0.0
+    })
+    .await;
     let metrics = relay.metrics().render();
-    assert_eq!(
-        metric(&metrics, "mcp_relay_sockets{role=\"mcp\"}"),
-        0.0,
-        "{metrics}"
-    );
     assert_eq!(
         metric(&metrics, "mcp_relay_sockets{role=\"extension\"}"),
         1.0
@@ -359,7 +357,10 @@ async fn socket_cap_refuses_upgrades_with_503() {
         other => panic!("expected HTTP 503, got {other:?}"),
     }
     drop(_a);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_until("the dropped socket's place is free", || async {
+        metric(&relay.metrics().render(), "mcp_relay_sockets{role=\"mcp\"}") < 2.0
+    })
+    .await;
     let _c = Client::connect(&relay.url("/mcp")).await;
 }
 
@@ -436,13 +437,12 @@ async fn slow_reader_is_disconnected_without_slowing_other_clients() {
         .expect("the fast client is not held back")
         .unwrap();
     assert_eq!(seen, total);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let metrics = relay.metrics().render();
-    assert!(
-        metric(&metrics, "mcp_relay_slow_peer_disconnects_total") >= 1.0,
-        "{metrics}"
-    );
-    assert_eq!(metric(&metrics, "mcp_relay_sockets{role=\"mcp\"}"), 1.0);
+    wait_until("the slow client is disconnected and gone", || async {
+        let metrics = relay.metrics().render();
+        metric(&metrics, "mcp_relay_slow_peer_disconnects_total") >= 1.0
+            && metric(&metrics, "mcp_relay_sockets{role=\"mcp\"}") == 1.0
+    })
+    .await;
     drop(slow);
 }
 

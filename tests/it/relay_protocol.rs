@@ -67,7 +67,13 @@ async fn extension_id_is_stable_across_reconnects_for_the_same_client_id() {
     let first = Extension::connect(&relay, "alice", "Chrome", "client-A").await;
     let id = first.extension_id.clone();
     first.client.close().await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    wait_until("the first socket has left", || async {
+        metric(
+            &relay.metrics().render(),
+            "mcp_relay_sockets{role=\"extension\"}",
+        ) == 0.0
+    })
+    .await;
     let second = Extension::connect(&relay, "alice", "Chrome", "client-A").await;
     assert_eq!(second.extension_id, id);
     let other = Extension::connect(&relay, "alice", "Chrome", "client-B").await;
@@ -717,12 +723,13 @@ async fn mcp_client_leaving_with_pending_requests_cancels_them_at_the_extension(
     assert!(cancel["params"]["reason"].is_string());
     // The answer arriving now is dropped without harm.
     ext.reply(&request, json!({})).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let metrics = relay.metrics().render();
-    assert!(
-        metrics.contains("mcp_relay_pending_requests 0"),
-        "{metrics}"
-    );
+    wait_until("no request is pending", || async {
+        relay
+            .metrics()
+            .render()
+            .contains("mcp_relay_pending_requests 0")
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -735,11 +742,13 @@ async fn unknown_response_ids_are_dropped_and_counted() {
     ext.client
         .send(json!({"jsonrpc": "2.0", "id": 12, "result": {}}))
         .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(relay
-        .metrics()
-        .render()
-        .contains("mcp_relay_unknown_responses_total 2"));
+    wait_until("both unknown responses are counted", || async {
+        relay
+            .metrics()
+            .render()
+            .contains("mcp_relay_unknown_responses_total 2")
+    })
+    .await;
     // Still alive: a notification from it is handled.
     let mut mcp = Mcp::connect(&relay, "alice").await;
     mcp.connect_to(&ext.extension_id).await;

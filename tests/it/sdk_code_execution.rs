@@ -283,8 +283,23 @@ async fn scripts(chromium: &Path, sdk: &Sdk, via: Via) {
     let report = sdk_report(&mut script, sdk.name(), Duration::from_secs(220)).await;
     check(&report, &site, sdk, via.flags());
     if via == Via::Http {
-        // The relay's audit writer writes a moment after the answer.
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // The relay's endpoint writes the audit log a moment after the answer: wait for every
+        // script's own line (each comes after its inner calls').
+        let scripts = plan["scripts"].as_array().unwrap().len();
+        let written = || {
+            std::fs::read_to_string(&audit_log)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .filter(|r| {
+                    r["tool"] == "code_execution" && r.get("target").is_none_or(Value::is_null)
+                })
+                .count()
+        };
+        common::wait_until("every script's line is in the audit log", || {
+            std::future::ready(written() >= scripts)
+        })
+        .await;
     }
 
     // The audit log: each inner call a line of its own (`code_execution` → the tool), in the

@@ -5,9 +5,10 @@
 //! (the default: a file in the platform's data directory) for a single node, and [`nats`]
 //! (JetStream buckets on the cluster's NATS) for nodes that must share approvals and
 //! revocations. Every method is
-//! synchronous and may block on disk: async code calls them through
-//! [`tokio::task::spawn_blocking`] (see `crate::operator::access` and `crate::operator::audit`), never on the
-//! runtime's own threads. What the hot path reads (is this token revoked, is this browser
+//! `async` and callers just await it: the NATS backend awaits JetStream on the runtime, and the
+//! local backends (SQLite, whose driver blocks on disk; memory, whose audit trail is scanned
+//! under one lock) move each call to a blocking thread themselves, so nothing ever blocks the
+//! runtime's own threads and no caller has to remember to hop off them. What the hot path reads (is this token revoked, is this browser
 //! approved) is mirrored in memory by `crate::operator::access`; the store is where it survives a restart.
 //!
 //! Opening never falls back to something else: a corrupt, locked, unreadable or unwritable file
@@ -18,6 +19,8 @@ mod chunk;
 pub mod memory;
 pub mod nats;
 pub mod sqlite;
+
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -170,10 +173,30 @@ impl AuditQuery {
     }
 }
 
+/// Something an audit entry can be read from, borrowed. [`Store::append_audit`] takes a whole
+/// batch of these rather than entries, so that the SQLite store can move the batch to a
+/// blocking thread and build there entries that borrow from it (a request's labels from its
+/// connection's tag) instead of copying every event's text to get it across the hop.
+pub trait AsAuditEntry: Send + 'static {
+    fn entry(&self) -> AuditEntry<'_>;
+}
+
+impl AsAuditEntry for AuditRecord {
+    fn entry(&self) -> AuditEntry<'_> {
+        self.into()
+    }
+}
+
 /// The store `--state` names, opened and migrated.
+///
+/// Its methods are `async`, and every caller simply awaits them: each backend decides how it
+/// waits. The NATS store awaits JetStream on the runtime (bounded by [`nats::OP_TIMEOUT`]);
+/// the local stores do their work on a blocking thread ([`off_runtime`]), never on the
+/// runtime's own. An enum rather than a trait object: three known backends, and `async fn`s
+/// without boxing.
 pub enum Store {
-    Memory(memory::MemoryStore),
-    Sqlite(sqlite::SqliteStore),
+    Memory(Arc<memory::MemoryStore>),
+    Sqlite(Arc<sqlite::SqliteStore>),
     Nats(Box<nats::NatsStore>),
 }
 
@@ -188,12 +211,17 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens (creating and migrating when needed) the local store `spec` names. Blocking.
-    /// `nats` needs the cluster's connection settings: [`nats::NatsStore::open`].
-    pub fn open(spec: &StateSpec) -> anyhow::Result<Store> {
+    /// Opens (creating and migrating when needed, on a blocking thread) the local store `spec`
+    /// names. `nats` needs the cluster's connection settings: [`nats::NatsStore::open`].
+    pub async fn open(spec: &StateSpec) -> anyhow::Result<Store> {
         match spec {
-            StateSpec::Memory => Ok(Store::Memory(memory::MemoryStore::default())),
-            StateSpec::Sqlite(path) => Ok(Store::Sqlite(sqlite::SqliteStore::open(path)?)),
+            StateSpec::Memory => Ok(Store::Memory(Arc::default())),
+            StateSpec::Sqlite(path) => {
+                let path = path.clone();
+                let store =
+                    tokio::task::spawn_blocking(move || sqlite::SqliteStore::open(&path)).await??;
+                Ok(Store::Sqlite(Arc::new(store)))
+            }
             StateSpec::Nats => anyhow::bail!(
                 "--state nats keeps the state on the cluster's NATS: it needs --cluster URL \
                  (a nats-server with JetStream enabled, `nats-server -js`)"
@@ -220,139 +248,231 @@ impl Store {
         }
     }
 
-    pub fn browsers(&self) -> anyhow::Result<Vec<BrowserRecord>> {
+    pub async fn browsers(&self) -> anyhow::Result<Vec<BrowserRecord>> {
         match self {
-            Store::Memory(m) => Ok(m.browsers()),
-            Store::Sqlite(s) => s.browsers(),
-            Store::Nats(n) => n.browsers(),
+            Store::Memory(m) => off_runtime(m, |m| m.browsers()).await,
+            Store::Sqlite(s) => off_runtime(s, |s| s.browsers()).await?,
+            Store::Nats(n) => n.browsers().await,
         }
     }
 
-    pub fn put_browser(&self, browser: &BrowserRecord) -> anyhow::Result<()> {
+    pub async fn put_browser(&self, browser: &BrowserRecord) -> anyhow::Result<()> {
+        match self {
+            Store::Memory(m) => {
+                let browser = browser.clone();
+                off_runtime(m, move |m| m.put_browser(&browser)).await
+            }
+            Store::Sqlite(s) => {
+                let browser = browser.clone();
+                off_runtime(s, move |s| s.put_browser(&browser)).await?
+            }
+            Store::Nats(n) => n.put_browser(browser).await,
+        }
+    }
+
+    /// [`Store::put_browser`] on the calling thread, for a session dropped where there is no
+    /// runtime to await anything (the runtime itself shutting down): a local store writes at
+    /// once; the shared one needs the runtime to reach NATS, so `None` (the write is lost).
+    pub fn put_browser_without_runtime(
+        &self,
+        browser: &BrowserRecord,
+    ) -> Option<anyhow::Result<()>> {
         match self {
             Store::Memory(m) => {
                 m.put_browser(browser);
-                Ok(())
+                Some(Ok(()))
             }
-            Store::Sqlite(s) => s.put_browser(browser),
-            Store::Nats(n) => n.put_browser(browser),
+            Store::Sqlite(s) => Some(s.put_browser(browser)),
+            Store::Nats(_) => None,
         }
     }
 
     /// An out-of-band decision about a browser (approved, revoked). Local stores keep it in
     /// the browser's record; the shared one under a key of its own, so that another node
     /// recording the browser as seen never overwrites it.
-    pub fn put_browser_decision(&self, browser: &BrowserRecord) -> anyhow::Result<()> {
+    pub async fn put_browser_decision(&self, browser: &BrowserRecord) -> anyhow::Result<()> {
         match self {
-            Store::Nats(n) => n.put_browser_decision(browser),
-            _ => self.put_browser(browser),
+            Store::Nats(n) => n.put_browser_decision(browser).await,
+            _ => self.put_browser(browser).await,
         }
     }
 
-    pub fn delete_browser(&self, id: &str) -> anyhow::Result<()> {
+    pub async fn delete_browser(&self, id: &str) -> anyhow::Result<()> {
         match self {
             Store::Memory(m) => {
-                m.delete_browser(id);
-                Ok(())
+                let id = id.to_owned();
+                off_runtime(m, move |m| m.delete_browser(&id)).await
             }
-            Store::Sqlite(s) => s.delete_browser(id),
-            Store::Nats(n) => n.delete_browser(id),
+            Store::Sqlite(s) => {
+                let id = id.to_owned();
+                off_runtime(s, move |s| s.delete_browser(&id)).await?
+            }
+            Store::Nats(n) => n.delete_browser(id).await,
         }
     }
 
-    pub fn revocations(&self) -> anyhow::Result<Revocations> {
+    pub async fn revocations(&self) -> anyhow::Result<Revocations> {
         match self {
-            Store::Memory(m) => Ok(m.revocations()),
-            Store::Sqlite(s) => s.revocations(),
-            Store::Nats(n) => n.revocations(),
+            Store::Memory(m) => off_runtime(m, |m| m.revocations()).await,
+            Store::Sqlite(s) => off_runtime(s, |s| s.revocations()).await?,
+            Store::Nats(n) => n.revocations().await,
         }
     }
 
-    pub fn revoke_token(&self, token: &RevokedToken) -> anyhow::Result<()> {
+    pub async fn revoke_token(&self, token: &RevokedToken) -> anyhow::Result<()> {
         match self {
             Store::Memory(m) => {
-                m.revoke_token(token);
-                Ok(())
+                let token = token.clone();
+                off_runtime(m, move |m| m.revoke_token(&token)).await
             }
-            Store::Sqlite(s) => s.revoke_token(token),
-            Store::Nats(n) => n.revoke_token(token),
+            Store::Sqlite(s) => {
+                let token = token.clone();
+                off_runtime(s, move |s| s.revoke_token(&token)).await?
+            }
+            Store::Nats(n) => n.revoke_token(token).await,
         }
     }
 
     /// Sets `user_id`'s cutoff (a later cutoff replaces an earlier one, never the reverse).
-    pub fn revoke_user(&self, user_id: &str, issued_before: i64) -> anyhow::Result<()> {
+    pub async fn revoke_user(&self, user_id: &str, issued_before: i64) -> anyhow::Result<()> {
         match self {
             Store::Memory(m) => {
-                m.revoke_user(user_id, issued_before);
-                Ok(())
+                let user_id = user_id.to_owned();
+                off_runtime(m, move |m| m.revoke_user(&user_id, issued_before)).await
             }
-            Store::Sqlite(s) => s.revoke_user(user_id, issued_before),
-            Store::Nats(n) => n.revoke_user(user_id, issued_before),
+            Store::Sqlite(s) => {
+                let user_id = user_id.to_owned();
+                off_runtime(s, move |s| s.revoke_user(&user_id, issued_before)).await?
+            }
+            Store::Nats(n) => n.revoke_user(user_id, issued_before).await,
         }
     }
 
     /// Sets `user_id`'s cutoff to exactly `issued_before`, lower or not, or removes it (`None`):
     /// an admin's correction.
-    pub fn set_user_cutoff(&self, user_id: &str, issued_before: Option<i64>) -> anyhow::Result<()> {
+    pub async fn set_user_cutoff(
+        &self,
+        user_id: &str,
+        issued_before: Option<i64>,
+    ) -> anyhow::Result<()> {
         match self {
             Store::Memory(m) => {
-                m.set_user_cutoff(user_id, issued_before);
-                Ok(())
+                let user_id = user_id.to_owned();
+                off_runtime(m, move |m| m.set_user_cutoff(&user_id, issued_before)).await
             }
-            Store::Sqlite(s) => s.set_user_cutoff(user_id, issued_before),
-            Store::Nats(n) => n.set_user_cutoff(user_id, issued_before),
+            Store::Sqlite(s) => {
+                let user_id = user_id.to_owned();
+                off_runtime(s, move |s| s.set_user_cutoff(&user_id, issued_before)).await?
+            }
+            Store::Nats(n) => n.set_user_cutoff(user_id, issued_before).await,
         }
     }
 
-    /// Appends a batch (one transaction in SQLite).
-    pub fn append_audit(&self, entries: &[AuditEntry<'_>]) -> anyhow::Result<()> {
+    /// Appends a batch (one transaction in SQLite) and empties `batch`, written or not: its
+    /// events are dropped where they were read (a blocking thread, whatever the backend), and
+    /// the vector keeps its allocation for the next batch.
+    pub async fn append_audit<E: AsAuditEntry>(&self, batch: &mut Vec<E>) -> anyhow::Result<()> {
         match self {
             Store::Memory(m) => {
-                m.append_audit(entries);
+                let mut events = std::mem::take(batch);
+                *batch = off_runtime(m, move |m| {
+                    let entries: Vec<AuditEntry<'_>> = events.iter().map(E::entry).collect();
+                    m.append_audit(&entries);
+                    drop(entries);
+                    events.clear();
+                    events
+                })
+                .await?;
                 Ok(())
             }
-            Store::Sqlite(s) => s.append_audit(entries),
-            Store::Nats(n) => n.append_audit(entries),
+            Store::Sqlite(s) => {
+                let mut events = std::mem::take(batch);
+                let (events, result) = off_runtime(s, move |s| {
+                    let entries: Vec<AuditEntry<'_>> = events.iter().map(E::entry).collect();
+                    let result = s.append_audit(&entries);
+                    drop(entries);
+                    events.clear();
+                    (events, result)
+                })
+                .await?;
+                *batch = events;
+                result
+            }
+            Store::Nats(n) => n.append_audit(batch).await,
         }
     }
 
     /// Newest first.
-    pub fn query_audit(&self, query: &AuditQuery) -> anyhow::Result<Vec<AuditRecord>> {
+    pub async fn query_audit(&self, query: &AuditQuery) -> anyhow::Result<Vec<AuditRecord>> {
         match self {
-            Store::Memory(m) => Ok(m.query_audit(query)),
-            Store::Sqlite(s) => s.query_audit(query),
-            Store::Nats(n) => n.query_audit(query),
+            Store::Memory(m) => {
+                let query = query.clone();
+                off_runtime(m, move |m| m.query_audit(&query)).await
+            }
+            Store::Sqlite(s) => {
+                let query = query.clone();
+                off_runtime(s, move |s| s.query_audit(&query)).await?
+            }
+            Store::Nats(n) => n.query_audit(query).await,
         }
     }
 
     /// Deletes audit records older than `before_ms`; returns how many.
-    pub fn prune_audit(&self, before_ms: i64) -> anyhow::Result<usize> {
+    pub async fn prune_audit(&self, before_ms: i64) -> anyhow::Result<usize> {
         match self {
-            Store::Memory(m) => Ok(m.prune_audit(before_ms)),
-            Store::Sqlite(s) => s.prune_audit(before_ms),
+            Store::Memory(m) => off_runtime(m, move |m| m.prune_audit(before_ms)).await,
+            Store::Sqlite(s) => off_runtime(s, move |s| s.prune_audit(before_ms)).await?,
             // JetStream drops messages older than the stream's max age itself.
             Store::Nats(_) => Ok(0),
         }
     }
 
-    pub fn meta(&self, key: &str) -> anyhow::Result<Option<String>> {
+    pub async fn meta(&self, key: &str) -> anyhow::Result<Option<String>> {
         match self {
-            Store::Memory(m) => Ok(m.meta(key)),
-            Store::Sqlite(s) => s.meta(key),
-            Store::Nats(n) => n.meta(key),
+            Store::Memory(m) => {
+                let key = key.to_owned();
+                off_runtime(m, move |m| m.meta(&key)).await
+            }
+            Store::Sqlite(s) => {
+                let key = key.to_owned();
+                off_runtime(s, move |s| s.meta(&key)).await?
+            }
+            Store::Nats(n) => n.meta(key).await,
         }
     }
 
-    pub fn set_meta(&self, key: &str, value: &str) -> anyhow::Result<()> {
+    pub async fn set_meta(&self, key: &str, value: &str) -> anyhow::Result<()> {
         match self {
             Store::Memory(m) => {
-                m.set_meta(key, value);
-                Ok(())
+                let (key, value) = (key.to_owned(), value.to_owned());
+                off_runtime(m, move |m| m.set_meta(&key, &value)).await
             }
-            Store::Sqlite(s) => s.set_meta(key, value),
-            Store::Nats(n) => n.set_meta(key, value),
+            Store::Sqlite(s) => {
+                let (key, value) = (key.to_owned(), value.to_owned());
+                off_runtime(s, move |s| s.set_meta(&key, &value)).await?
+            }
+            Store::Nats(n) => n.set_meta(key, value).await,
         }
     }
+}
+
+/// Runs `f` with a local store on a blocking thread and awaits it. SQLite blocks on the file
+/// (and on its connection's lock while another call holds it); the memory store scans up to
+/// [`memory::MAX_AUDIT_RECORDS`] audit records under its one lock, which every other call then
+/// waits for. Either wait, on one of the runtime's own threads, would stall every socket that
+/// thread serves.
+async fn off_runtime<S, T>(
+    store: &Arc<S>,
+    f: impl FnOnce(&S) -> T + Send + 'static,
+) -> anyhow::Result<T>
+where
+    S: Send + Sync + 'static,
+    T: Send + 'static,
+{
+    let store = Arc::clone(store);
+    tokio::task::spawn_blocking(move || f(&store))
+        .await
+        .map_err(|e| anyhow::anyhow!("a state store call failed: {e}"))
 }
 
 #[cfg(test)]
@@ -372,14 +492,14 @@ mod tests {
         assert!("sqlite:".parse::<StateSpec>().is_err());
     }
 
-    #[test]
-    fn nats_state_without_the_clusters_connection_says_it_needs_cluster() {
-        let error = Store::open(&StateSpec::Nats).unwrap_err().to_string();
+    #[tokio::test]
+    async fn nats_state_without_the_clusters_connection_says_it_needs_cluster() {
+        let error = Store::open(&StateSpec::Nats).await.unwrap_err().to_string();
         assert!(error.contains("needs --cluster"), "{error}");
     }
 
     /// The same behaviour from both backends.
-    fn exercise(store: &Store) {
+    async fn exercise(store: &Store) {
         let browser = BrowserRecord {
             id: "ext-1".into(),
             user_id: "alice".into(),
@@ -390,14 +510,14 @@ mod tests {
             first_seen: 10,
             last_seen: 20,
         };
-        store.put_browser(&browser).unwrap();
+        store.put_browser(&browser).await.unwrap();
         let approved = BrowserRecord {
             approved: true,
             last_seen: 30,
             ..browser.clone()
         };
-        store.put_browser(&approved).unwrap();
-        assert_eq!(store.browsers().unwrap(), vec![approved]);
+        store.put_browser(&approved).await.unwrap();
+        assert_eq!(store.browsers().await.unwrap(), vec![approved]);
 
         store
             .revoke_token(&RevokedToken {
@@ -405,10 +525,11 @@ mod tests {
                 user_id: Some("alice".into()),
                 revoked_at: 5,
             })
+            .await
             .unwrap();
-        store.revoke_user("bob", 100).unwrap();
-        store.revoke_user("bob", 50).unwrap();
-        let revocations = store.revocations().unwrap();
+        store.revoke_user("bob", 100).await.unwrap();
+        store.revoke_user("bob", 50).await.unwrap();
+        let revocations = store.revocations().await.unwrap();
         assert_eq!(revocations.tokens.len(), 1);
         assert_eq!(revocations.cutoffs, vec![("bob".to_owned(), 100)]);
 
@@ -424,18 +545,15 @@ mod tests {
             duration_ms: Some(1.5),
             detail: None,
         };
-        store
-            .append_audit(&[
-                (&record(1, "a")).into(),
-                (&record(2, "b")).into(),
-                (&record(3, "a")).into(),
-            ])
-            .unwrap();
+        let mut batch = vec![record(1, "a"), record(2, "b"), record(3, "a")];
+        store.append_audit(&mut batch).await.unwrap();
+        assert!(batch.is_empty(), "the batch is handed back emptied");
         let all = store
             .query_audit(&AuditQuery {
                 limit: 10,
                 ..Default::default()
             })
+            .await
             .unwrap();
         assert_eq!(
             all.iter().map(|r| r.at_ms).collect::<Vec<_>>(),
@@ -448,30 +566,31 @@ mod tests {
                 limit: 10,
                 ..Default::default()
             })
+            .await
             .unwrap();
         assert_eq!(only_a, vec![record(3, "a")]);
-        assert_eq!(store.prune_audit(3).unwrap(), 2);
-        assert_eq!(store.meta("k").unwrap(), None);
-        store.set_meta("k", "v").unwrap();
-        assert_eq!(store.meta("k").unwrap().as_deref(), Some("v"));
+        assert_eq!(store.prune_audit(3).await.unwrap(), 2);
+        assert_eq!(store.meta("k").await.unwrap(), None);
+        store.set_meta("k", "v").await.unwrap();
+        assert_eq!(store.meta("k").await.unwrap().as_deref(), Some("v"));
     }
 
-    #[test]
-    fn the_memory_store_keeps_what_it_is_given() {
-        exercise(&Store::open(&StateSpec::Memory).unwrap());
+    #[tokio::test]
+    async fn the_memory_store_keeps_what_it_is_given() {
+        exercise(&Store::open(&StateSpec::Memory).await.unwrap()).await;
     }
 
-    #[test]
-    fn the_sqlite_store_keeps_what_it_is_given_across_reopening() {
+    #[tokio::test]
+    async fn the_sqlite_store_keeps_what_it_is_given_across_reopening() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub").join("state.db");
         {
-            let store = Store::open(&StateSpec::Sqlite(path.clone())).unwrap();
-            exercise(&store);
+            let store = Store::open(&StateSpec::Sqlite(path.clone())).await.unwrap();
+            exercise(&store).await;
         }
-        let store = Store::open(&StateSpec::Sqlite(path)).unwrap();
-        assert_eq!(store.browsers().unwrap().len(), 1);
-        assert_eq!(store.revocations().unwrap().cutoffs.len(), 1);
-        assert_eq!(store.meta("k").unwrap().as_deref(), Some("v"));
+        let store = Store::open(&StateSpec::Sqlite(path)).await.unwrap();
+        assert_eq!(store.browsers().await.unwrap().len(), 1);
+        assert_eq!(store.revocations().await.unwrap().cutoffs.len(), 1);
+        assert_eq!(store.meta("k").await.unwrap().as_deref(), Some("v"));
     }
 }

@@ -14,9 +14,9 @@
 //!   message per user per written batch, kept for `--audit-retention` by the server itself.
 //!
 //! Every node watches the two buckets and applies what other nodes write to its in-memory
-//! mirror (`crate::operator::access`), closing the sockets a revocation names. The [`super::Store`] API
-//! is synchronous and called on blocking threads, so each call here runs the NATS request on the
-//! runtime through [`Handle::block_on`], bounded by [`OP_TIMEOUT`].
+//! mirror (`crate::operator::access`), closing the sockets a revocation names. Every operation
+//! is an `async fn` that awaits its NATS requests on the caller's task, bounded by
+//! [`OP_TIMEOUT`]: no thread is held while JetStream answers.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -29,9 +29,10 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
-use tokio::runtime::Handle;
 
-use super::{AuditEntry, AuditQuery, AuditRecord, BrowserRecord, Revocations, RevokedToken};
+use super::{
+    AsAuditEntry, AuditEntry, AuditQuery, AuditRecord, BrowserRecord, Revocations, RevokedToken,
+};
 
 /// How long one store operation may wait on NATS before it fails (and the admin API answers
 /// with an error, or a background write logs one).
@@ -98,7 +99,6 @@ struct TokenValue {
 }
 
 pub struct NatsStore {
-    runtime: Handle,
     jetstream: jetstream::Context,
     browsers: kv::Store,
     revocations: kv::Store,
@@ -177,7 +177,6 @@ impl NatsStore {
                 )
             })?;
         Ok(NatsStore {
-            runtime: Handle::current(),
             jetstream,
             browsers,
             revocations,
@@ -192,17 +191,17 @@ impl NatsStore {
         &self.url
     }
 
-    /// Runs `work` on the runtime from a blocking thread, bounded by [`OP_TIMEOUT`].
-    fn block<T>(&self, work: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
-        self.runtime.block_on(async {
-            tokio::time::timeout(OP_TIMEOUT, work).await.map_err(|_| {
-                anyhow::anyhow!(
-                    "the NATS state store ({}) did not answer within {}s",
-                    self.url,
-                    OP_TIMEOUT.as_secs()
-                )
-            })?
-        })
+    /// Awaits `work`, bounded by [`OP_TIMEOUT`]: a NATS that stopped answering fails the
+    /// operation (an admin request gets an error, a background write logs one) instead of
+    /// leaving it waiting.
+    async fn bounded<T>(&self, work: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+        tokio::time::timeout(OP_TIMEOUT, work).await.map_err(|_| {
+            anyhow::anyhow!(
+                "the NATS state store ({}) did not answer within {}s",
+                self.url,
+                OP_TIMEOUT.as_secs()
+            )
+        })?
     }
 
     /// Every current entry of `bucket` (newest value per key), as of now.
@@ -226,8 +225,8 @@ impl NatsStore {
         Ok(entries)
     }
 
-    pub(super) fn browsers(&self) -> anyhow::Result<Vec<BrowserRecord>> {
-        let entries = self.block(Self::snapshot(&self.browsers))?;
+    pub(super) async fn browsers(&self) -> anyhow::Result<Vec<BrowserRecord>> {
+        let entries = self.bounded(Self::snapshot(&self.browsers)).await?;
         let mut seen: HashMap<String, BrowserRecord> = HashMap::new();
         let mut decisions: HashMap<String, Decision> = HashMap::new();
         for entry in entries {
@@ -278,43 +277,46 @@ impl NatsStore {
     }
 
     /// What was seen of a browser; never its decision.
-    pub(super) fn put_browser(&self, browser: &BrowserRecord) -> anyhow::Result<()> {
+    pub(super) async fn put_browser(&self, browser: &BrowserRecord) -> anyhow::Result<()> {
         let key = format!("s.{}", encode(&browser.id));
         let value = serde_json::to_vec(browser)?;
-        self.block(async {
+        self.bounded(async {
             self.browsers.put(key, value.into()).await?;
             Ok(())
         })
+        .await
     }
 
     /// The out-of-band decision about a browser (approve, revoke).
-    pub(super) fn put_browser_decision(&self, browser: &BrowserRecord) -> anyhow::Result<()> {
+    pub(super) async fn put_browser_decision(&self, browser: &BrowserRecord) -> anyhow::Result<()> {
         let key = format!("d.{}", encode(&browser.id));
         let value = serde_json::to_vec(&Decision {
             user_id: browser.user_id.clone(),
             approved: browser.approved,
             revoked: browser.revoked,
         })?;
-        self.block(async {
+        self.bounded(async {
             let revision = self.browsers.put(key.as_str(), value.into()).await?;
             let mut decided = self.decided.lock().unwrap();
             let newest = decided.entry(key).or_default();
             *newest = (*newest).max(revision);
             Ok(())
         })
+        .await
     }
 
-    pub(super) fn delete_browser(&self, id: &str) -> anyhow::Result<()> {
+    pub(super) async fn delete_browser(&self, id: &str) -> anyhow::Result<()> {
         let encoded = encode(id);
-        self.block(async {
+        self.bounded(async {
             self.browsers.delete(format!("s.{encoded}")).await?;
             self.browsers.delete(format!("d.{encoded}")).await?;
             Ok(())
         })
+        .await
     }
 
-    pub(super) fn revocations(&self) -> anyhow::Result<Revocations> {
-        let entries = self.block(Self::snapshot(&self.revocations))?;
+    pub(super) async fn revocations(&self) -> anyhow::Result<Revocations> {
+        let entries = self.bounded(Self::snapshot(&self.revocations)).await?;
         let mut revocations = Revocations::default();
         for entry in entries {
             match parse_revocation(&entry) {
@@ -329,24 +331,29 @@ impl NatsStore {
         Ok(revocations)
     }
 
-    pub(super) fn revoke_token(&self, token: &RevokedToken) -> anyhow::Result<()> {
+    pub(super) async fn revoke_token(&self, token: &RevokedToken) -> anyhow::Result<()> {
         let key = token_key(&token.jti, token.user_id.as_deref());
         let value = serde_json::to_vec(&TokenValue {
             jti: token.jti.clone(),
             user_id: token.user_id.clone(),
             revoked_at: token.revoked_at,
         })?;
-        self.block(async {
+        self.bounded(async {
             self.revocations.put(key, value.into()).await?;
             Ok(())
         })
+        .await
     }
 
     /// Raises `user_id`'s cutoff with a compare-and-set, so that two nodes revoking at once
     /// keep the later cutoff.
-    pub(super) fn revoke_user(&self, user_id: &str, issued_before: i64) -> anyhow::Result<()> {
+    pub(super) async fn revoke_user(
+        &self,
+        user_id: &str,
+        issued_before: i64,
+    ) -> anyhow::Result<()> {
         let key = format!("c.{}", encode(user_id));
-        self.block(async {
+        self.bounded(async {
             for _ in 0..16 {
                 let current = self.revocations.entry(key.as_str()).await?;
                 let value = issued_before.to_string().into_bytes();
@@ -380,18 +387,19 @@ impl NatsStore {
             }
             anyhow::bail!("raising the cutoff of a user: too many concurrent changes, try again")
         })
+        .await
     }
 
     /// Sets `user_id`'s cutoff exactly, or deletes it: an admin's correction. (Other nodes'
     /// mirrors take a lower cutoff or its removal at their next start; a raise reaches them at
     /// once through the watcher.)
-    pub(super) fn set_user_cutoff(
+    pub(super) async fn set_user_cutoff(
         &self,
         user_id: &str,
         issued_before: Option<i64>,
     ) -> anyhow::Result<()> {
         let key = format!("c.{}", encode(user_id));
-        self.block(async {
+        self.bounded(async {
             match issued_before {
                 Some(before) => {
                     self.revocations
@@ -402,25 +410,31 @@ impl NatsStore {
             }
             Ok(())
         })
+        .await
     }
 
     /// Publishes the batch as one message per user (and per [`AUDIT_PER_MESSAGE`] records),
-    /// waiting for JetStream to acknowledge each.
-    pub(super) fn append_audit(&self, entries: &[AuditEntry<'_>]) -> anyhow::Result<()> {
-        let mut by_user: HashMap<&str, Vec<&AuditEntry<'_>>> = HashMap::new();
-        for entry in entries {
-            by_user.entry(entry.user_id).or_default().push(entry);
-        }
-        let mut messages = Vec::new();
-        for (user, records) in by_user {
-            for part in records.chunks(AUDIT_PER_MESSAGE) {
-                messages.push((
-                    format!("{AUDIT_SUBJECT}.{}", audit_token(user)),
-                    encode_audit(part)?,
-                ));
-            }
-        }
-        self.block(async {
+    /// waiting for JetStream to acknowledge each, and empties `batch`. The messages are packed
+    /// on a blocking thread (a full batch is thousands of events: CPU work the runtime's
+    /// threads should not do between forwarding requests), and only the publishing is awaited
+    /// here, bounded by [`OP_TIMEOUT`].
+    pub(super) async fn append_audit<E: AsAuditEntry>(
+        &self,
+        batch: &mut Vec<E>,
+    ) -> anyhow::Result<()> {
+        let mut events = std::mem::take(batch);
+        let (events, messages) = tokio::task::spawn_blocking(move || {
+            let entries: Vec<AuditEntry<'_>> = events.iter().map(E::entry).collect();
+            let messages = audit_messages(&entries);
+            drop(entries);
+            events.clear();
+            (events, messages)
+        })
+        .await
+        .context("packing audit messages")?;
+        *batch = events;
+        let messages = messages?;
+        self.bounded(async {
             let mut acks = Vec::with_capacity(messages.len());
             for (subject, payload) in messages {
                 acks.push(self.jetstream.publish(subject, payload.into()).await?);
@@ -430,14 +444,15 @@ impl NatsStore {
             }
             Ok(())
         })
+        .await
     }
 
     /// Newest first: reads the stream backwards in windows of [`AUDIT_WINDOW`] sequences
     /// (only the user's subject when the query names one) until no older message can hold an
     /// event newer than the `limit`-th found or than `since`, or [`AUDIT_SCAN_LIMIT`] messages
     /// were read, or [`AUDIT_SCAN_TIME`] passed.
-    pub(super) fn query_audit(&self, query: &AuditQuery) -> anyhow::Result<Vec<AuditRecord>> {
-        self.block(async {
+    pub(super) async fn query_audit(&self, query: &AuditQuery) -> anyhow::Result<Vec<AuditRecord>> {
+        self.bounded(async {
             let mut stream = match self.jetstream.get_stream(AUDIT_STREAM).await {
                 Ok(stream) => stream,
                 // The trail has never been on (`--audit-retention 0` on every node).
@@ -521,23 +536,26 @@ impl NatsStore {
             }
             Ok(found)
         })
+        .await
     }
 
-    pub(super) fn meta(&self, key: &str) -> anyhow::Result<Option<String>> {
+    pub(super) async fn meta(&self, key: &str) -> anyhow::Result<Option<String>> {
         let key = format!("m.{}", encode(key));
-        self.block(async {
+        self.bounded(async {
             let value = self.meta.get(key).await?;
             Ok(value.map(|v| String::from_utf8_lossy(&v).into_owned()))
         })
+        .await
     }
 
-    pub(super) fn set_meta(&self, key: &str, value: &str) -> anyhow::Result<()> {
+    pub(super) async fn set_meta(&self, key: &str, value: &str) -> anyhow::Result<()> {
         let key = format!("m.{}", encode(key));
         let value = value.as_bytes().to_vec();
-        self.block(async {
+        self.bounded(async {
             self.meta.put(key, value.into()).await?;
             Ok(())
         })
+        .await
     }
 
     /// Starts applying what any node writes to the buckets: `apply` gets every change in the
@@ -666,6 +684,25 @@ fn superseded(decided: &Mutex<HashMap<String, u64>>, key: &str, revision: u64) -
         }
         None => false,
     }
+}
+
+/// The messages (subject, payload) that carry `entries`: one per user and per
+/// [`AUDIT_PER_MESSAGE`] records.
+fn audit_messages(entries: &[AuditEntry<'_>]) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    let mut by_user: HashMap<&str, Vec<&AuditEntry<'_>>> = HashMap::new();
+    for entry in entries {
+        by_user.entry(entry.user_id).or_default().push(entry);
+    }
+    let mut messages = Vec::new();
+    for (user, records) in by_user {
+        for part in records.chunks(AUDIT_PER_MESSAGE) {
+            messages.push((
+                format!("{AUDIT_SUBJECT}.{}", audit_token(user)),
+                encode_audit(part)?,
+            ));
+        }
+    }
+    Ok(messages)
 }
 
 /// The labels of an audit message: user, MCP client, connection, browser.

@@ -1809,19 +1809,22 @@ async fn the_popups_answer_given_first_stands_when_the_hosts_answer_comes_after_
     assert!(format!("{:?}", late_done.content).contains("Hand-off cancelled"));
 }
 
-#[tokio::test]
+/// On a paused clock: a round's wait is proved without waiting for it.
+#[tokio::test(start_paused = true)]
 async fn a_host_without_elicitation_is_answered_with_the_state_alone_until_the_person_clicks_done()
 {
     let link = PersonLink::new();
     let toolbox = Toolbox::new(link.clone(), DEFAULT_MAX_RESULT_CHARS);
     let rounds = Arc::new(Rounds::new(Duration::from_secs(1)));
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     let first = round_call(&toolbox, &rounds, None, None, false)
         .await
         .expect_err("input required");
+    // A round, give or take the fake person's 10 ms polls.
+    let waited = started.elapsed();
     assert!(
-        started.elapsed() >= Duration::from_secs(1),
-        "it waited a round"
+        waited >= rounds.wait() && waited <= rounds.wait() + Duration::from_millis(20),
+        "it waited a round, not {waited:?}"
     );
     assert!(first.input_requests.is_none(), "nothing to ask: state only");
     let second = round_call(
@@ -1854,12 +1857,14 @@ async fn a_host_without_elicitation_is_answered_with_the_state_alone_until_the_p
     );
 }
 
-#[tokio::test]
+/// On a paused clock: the rounds' waits and the lease pass without being waited for, and the
+/// lease is shown to end exactly when it should.
+#[tokio::test(start_paused = true)]
 async fn a_host_that_stops_calling_again_has_its_hand_off_withdrawn_after_the_lease() {
     let link = PersonLink::new();
     let toolbox = Toolbox::new(link.clone(), DEFAULT_MAX_RESULT_CHARS);
-    let rounds =
-        Arc::new(Rounds::new(Duration::from_secs(1)).with_lease(Duration::from_millis(200)));
+    let lease = Duration::from_millis(200);
+    let rounds = Arc::new(Rounds::new(Duration::from_secs(1)).with_lease(lease));
     let first = round_call(&toolbox, &rounds, None, None, false)
         .await
         .expect_err("input required");
@@ -1875,8 +1880,10 @@ async fn a_host_that_stops_calling_again_has_its_hand_off_withdrawn_after_the_le
     .expect_err("input required");
     assert!(!link.methods().contains(&"cancelHuman".to_owned()));
     assert!(second.request_state.is_some());
-    // Then it stops.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Then it stops: the hand-off stays until its lease ends, and is withdrawn then.
+    tokio::time::sleep(lease - Duration::from_millis(1)).await;
+    assert!(!link.methods().contains(&"cancelHuman".to_owned()));
+    tokio::time::sleep(Duration::from_millis(2)).await;
     assert_eq!(link.methods().last().unwrap(), "cancelHuman");
     assert_eq!(*link.status.lock().unwrap(), "withdrawn");
 }
