@@ -358,6 +358,7 @@ pub(crate) async fn run(
     request_payload: usize,
     response_payload: usize,
     duration: Duration,
+    started: impl FnOnce(),
 ) -> anyhow::Result<Outcome> {
     let spawned = Arc::new(tokio::sync::Mutex::new(vec![false; extensions.max(1)]));
     let mut sockets = Vec::with_capacity(clients);
@@ -374,6 +375,7 @@ pub(crate) async fn run(
         );
     }
     let epoch = Instant::now();
+    started();
     let tasks: Vec<_> = sockets
         .into_iter()
         .map(|ws| tokio::spawn(drive(ws, pacing, clients, request_payload, duration, epoch)))
