@@ -99,7 +99,23 @@ pub struct BenchArgs {
     /// Extra flags for the relay under test (e.g. `--relay-arg=--read-buffer-bytes=2KiB`).
     #[arg(long = "relay-arg", allow_hyphen_values = true)]
     pub relay_args: Vec<String>,
+    /// Environment for every relay process the bench starts, cluster nodes included (e.g.
+    /// `--relay-env TOKIO_WORKER_THREADS=1`): unlike setting it on `bench` itself, the load
+    /// generator keeps its own runtime.
+    #[arg(long = "relay-env", value_parser = parse_env_pair)]
+    pub relay_env: Vec<(String, String)>,
 }
+
+fn parse_env_pair(pair: &str) -> Result<(String, String), String> {
+    pair.split_once('=')
+        .filter(|(key, _)| !key.is_empty())
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .ok_or_else(|| format!("expected KEY=VALUE, got {pair:?}"))
+}
+
+/// `--relay-env`, set once by [`run`]: the relay processes are started from several places
+/// (single relays, cluster nodes) that do not all see the arguments.
+static RELAY_ENV: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
 
 /// A server child process (the relay or the baseline) on a loopback port.
 struct Server {
@@ -122,7 +138,8 @@ impl Server {
                 // Unless the relay arguments name a store (`--state sqlite:…`), the bench keeps
                 // nothing.
                 .env("MCP_RELAY_STATE", "memory")
-                .env("MCP_RELAY_LOG", "warn");
+                .env("MCP_RELAY_LOG", "warn")
+                .envs(RELAY_ENV.get().into_iter().flatten().cloned());
             Ok(cmd)
         })
     }
@@ -451,6 +468,7 @@ fn latency_table(relay: &Figures, base: &Figures) {
 
 /// Entry point of `mcp-relay bench`.
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let _ = RELAY_ENV.set(args.relay_env.clone());
     let all = args.scenarios.contains(&Scenario::All);
     let wants = |s: Scenario| all || args.scenarios.contains(&s);
     println!(
