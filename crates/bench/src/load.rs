@@ -348,7 +348,8 @@ pub(crate) async fn drive(
     }
 }
 
-/// Runs `clients` MCP clients against `target` and merges what they measured.
+/// Runs `clients` MCP clients against `target` and merges what they measured. `started` is
+/// called once every socket is set up, as the measured window begins (a profiler's hook).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn run(
     target: &Target,
