@@ -89,7 +89,8 @@ pub struct BenchArgs {
     pub rate: Option<f64>,
     /// Measure an already running relay at this base URL (e.g. `ws://10.0.0.5:8080`) instead
     /// of starting one; its RSS and CPU are then not reported, and the baseline still runs
-    /// locally. Needs --secret, and the relay's rate limit raised or off.
+    /// locally. Needs --secret, and the relay's rate limit raised or off. For `idle`, the
+    /// sockets are opened and then held for --duration (for a heap profiler or a debugger).
     #[arg(long)]
     pub target: Option<String>,
     /// HS256 secret of the --target relay, to mint the generator's tokens.
@@ -98,7 +99,23 @@ pub struct BenchArgs {
     /// Extra flags for the relay under test (e.g. `--relay-arg=--read-buffer-bytes=2KiB`).
     #[arg(long = "relay-arg", allow_hyphen_values = true)]
     pub relay_args: Vec<String>,
+    /// Environment for every relay process the bench starts, cluster nodes included (e.g.
+    /// `--relay-env TOKIO_WORKER_THREADS=1`): unlike setting it on `bench` itself, the load
+    /// generator keeps its own runtime.
+    #[arg(long = "relay-env", value_parser = parse_env_pair)]
+    pub relay_env: Vec<(String, String)>,
 }
+
+fn parse_env_pair(pair: &str) -> Result<(String, String), String> {
+    pair.split_once('=')
+        .filter(|(key, _)| !key.is_empty())
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .ok_or_else(|| format!("expected KEY=VALUE, got {pair:?}"))
+}
+
+/// `--relay-env`, set once by [`run`]: the relay processes are started from several places
+/// (single relays, cluster nodes) that do not all see the arguments.
+static RELAY_ENV: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
 
 /// A server child process (the relay or the baseline) on a loopback port.
 struct Server {
@@ -121,7 +138,8 @@ impl Server {
                 // Unless the relay arguments name a store (`--state sqlite:…`), the bench keeps
                 // nothing.
                 .env("MCP_RELAY_STATE", "memory")
-                .env("MCP_RELAY_LOG", "warn");
+                .env("MCP_RELAY_LOG", "warn")
+                .envs(RELAY_ENV.get().into_iter().flatten().cloned());
             Ok(cmd)
         })
     }
@@ -302,8 +320,13 @@ async fn measure(
             })?,
         ),
     };
+    let phase = Phase {
+        what: if relay { "relay" } else { "baseline" }.to_owned(),
+        pids: server.iter().map(|s| s.child.id()).collect(),
+    };
     measured(
         server.as_ref(),
+        &phase,
         &target,
         args,
         extensions,
@@ -314,10 +337,54 @@ async fn measure(
     .await
 }
 
+/// What a measured window runs against, for `MCP_RELAY_BENCH_ON_PHASE`.
+struct Phase {
+    what: String,
+    /// The server processes under test (none for a `--target`).
+    pids: Vec<u32>,
+}
+
+impl Phase {
+    /// Starts `MCP_RELAY_BENCH_ON_PHASE`, if set, with `sh -c` as the measured window begins,
+    /// and does not wait for it. Its environment says what runs: `BENCH_PHASE` (e.g.
+    /// `cross-node Open { rate: 20428.0 }`), `BENCH_PIDS` (the servers' process ids,
+    /// comma-separated, `nats-server` last for a cluster) and `BENCH_SECS` (the window). Why:
+    /// a profiler attached by hand catches set-up or the wrong phase (an idle `nats-server`,
+    /// say); this attaches one (`perf record -p "$BENCH_PIDS" -- sleep "$BENCH_SECS"`) to
+    /// exactly the window one row of the table is measured in.
+    fn started(&self, pacing: Pacing, window: Duration) {
+        let Ok(command) = std::env::var("MCP_RELAY_BENCH_ON_PHASE") else {
+            return;
+        };
+        let phase = format!("{} {pacing:?}", self.what);
+        let pids = self
+            .pids
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        eprintln!("  phase starts: {phase} (pids {pids})");
+        let spawned = Command::new("sh")
+            .args(["-c", &command])
+            .env("BENCH_PHASE", &phase)
+            .env("BENCH_PIDS", &pids)
+            .env("BENCH_SECS", format!("{}", window.as_secs_f64()))
+            .stdin(Stdio::null())
+            .spawn();
+        match spawned {
+            // Reaped in the background: the window must not wait for the profiler.
+            Ok(mut child) => drop(std::thread::spawn(move || child.wait())),
+            Err(error) => eprintln!("  MCP_RELAY_BENCH_ON_PHASE did not start: {error}"),
+        }
+    }
+}
+
 /// One run of the load against `target`, with `server`'s RSS and CPU time read around it when
 /// it is a local child process.
+#[allow(clippy::too_many_arguments)]
 async fn measured(
     server: Option<&Server>,
+    phase: &Phase,
     target: &Target,
     args: &BenchArgs,
     extensions: usize,
@@ -337,6 +404,7 @@ async fn measured(
         args.request_payload,
         payload,
         args.duration,
+        || phase.started(pacing, args.duration),
     )
     .await?;
     let after = stats();
@@ -400,6 +468,7 @@ fn latency_table(relay: &Figures, base: &Figures) {
 
 /// Entry point of `mcp-relay bench`.
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let _ = RELAY_ENV.set(args.relay_env.clone());
     let all = args.scenarios.contains(&Scenario::All);
     let wants = |s: Scenario| all || args.scenarios.contains(&s);
     println!(
@@ -562,6 +631,9 @@ async fn large(args: &BenchArgs) -> anyhow::Result<()> {
 
 /// RSS per idle authenticated MCP socket.
 async fn idle(args: &BenchArgs) -> anyhow::Result<()> {
+    if let Some(base) = &args.target {
+        return idle_target(args, base).await;
+    }
     let mut per_socket = Vec::new();
     for run in 0..args.runs {
         let server = Server::relay(&relay_args(args))?;
@@ -569,13 +641,13 @@ async fn idle(args: &BenchArgs) -> anyhow::Result<()> {
         // Warm up allocator and runtime with a few sockets before the "before" reading.
         let mut sockets = Vec::with_capacity(args.idle_sockets + 16);
         for _ in 0..16 {
-            sockets.push(handshaken(&url).await?);
+            sockets.push(handshaken(&url, SECRET).await?);
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
         let before = server.stats();
         let mut batch = Vec::new();
         for _ in 0..args.idle_sockets {
-            batch.push(handshaken(&url));
+            batch.push(handshaken(&url, SECRET));
             if batch.len() == 200 {
                 for ws in futures_util::future::join_all(batch.drain(..)).await {
                     sockets.push(ws?);
@@ -605,10 +677,40 @@ async fn idle(args: &BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn handshaken(url: &str) -> anyhow::Result<load::Socket> {
+/// The idle scenario against a relay already running (`--target`): opens the same sockets the
+/// same way and holds them for `--duration` before closing them. It reads no RSS; it is there
+/// so that a relay started under a heap profiler or inspected with a debugger (the accounting
+/// of an idle socket's bytes in docs/BENCHMARKS.md) sees exactly what the scenario's relay does.
+async fn idle_target(args: &BenchArgs, base: &str) -> anyhow::Result<()> {
+    let secret = args
+        .secret
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("--target needs --secret (or MCP_RELAY_JWT_SECRET)"))?;
+    let url = format!("{}/mcp", base.trim_end_matches('/'));
+    let mut sockets = Vec::with_capacity(args.idle_sockets);
+    let mut batch = Vec::new();
+    for opened in 0..args.idle_sockets {
+        batch.push(handshaken(&url, &secret));
+        if batch.len() == 200 || opened + 1 == args.idle_sockets {
+            for ws in futures_util::future::join_all(batch.drain(..)).await {
+                sockets.push(ws?);
+            }
+        }
+    }
+    eprintln!(
+        "  {} idle sockets open on {base}, held for {:.1} s",
+        sockets.len(),
+        args.duration.as_secs_f64()
+    );
+    tokio::time::sleep(args.duration).await;
+    drop(sockets);
+    Ok(())
+}
+
+async fn handshaken(url: &str, secret: &str) -> anyhow::Result<load::Socket> {
     let mut ws = load::connect(url).await?;
     let token = mcp_relay_wire::token::mint_hs256(
-        SECRET.as_bytes(),
+        secret.as_bytes(),
         &mcp_relay_wire::token::MintClaims::new("idle", None, Duration::from_secs(3600)),
     );
     let handshake = json!({"jsonrpc": "2.0", "id": 1, "method": "mcp_handshake",
@@ -649,6 +751,7 @@ async fn slow(args: &BenchArgs) -> anyhow::Result<()> {
                 args.request_payload,
                 payload,
                 args.duration,
+                || {},
             )
             .await?;
             let after = server.stats();
@@ -704,6 +807,19 @@ impl Cluster {
         format!("ws://{}", self.nodes[node].addr)
     }
 
+    /// A phase measured against this cluster: its nodes and `nats-server`.
+    fn phase(&self, what: &str) -> Phase {
+        Phase {
+            what: what.to_owned(),
+            pids: self
+                .nodes
+                .iter()
+                .map(|n| n.child.id())
+                .chain(self.nats.pid())
+                .collect(),
+        }
+    }
+
     /// CPU seconds of every node and of `nats-server`.
     fn cpu_secs(&self) -> f64 {
         self.nodes.iter().map(|n| n.stats().cpu_secs).sum::<f64>()
@@ -753,8 +869,14 @@ async fn cross(args: &BenchArgs) -> anyhow::Result<()> {
                     extension_bases: vec![cluster.base(usize::from(cross_node))],
                     secret: SECRET.into(),
                 };
+                let phase = cluster.phase(if cross_node {
+                    "cross-node"
+                } else {
+                    "same-node"
+                });
                 let figures = measured(
                     None,
+                    &phase,
                     &target,
                     args,
                     extensions,
@@ -869,8 +991,13 @@ async fn scale(args: &BenchArgs) -> anyhow::Result<()> {
             let (figures, cpu) = if placement == Placement::OneNode {
                 let server = Server::relay(&relay_args(args))?;
                 let target = server.target(true);
+                let phase = Phase {
+                    what: "scale one-node".to_owned(),
+                    pids: vec![server.child.id()],
+                };
                 let figures = measured(
                     Some(&server),
+                    &phase,
                     &target,
                     args,
                     extensions,
@@ -894,8 +1021,10 @@ async fn scale(args: &BenchArgs) -> anyhow::Result<()> {
                     secret: SECRET.into(),
                 };
                 let before = cluster.cpu_secs();
+                let phase = cluster.phase(&format!("scale {placement:?}"));
                 let figures = measured(
                     None,
+                    &phase,
                     &target,
                     args,
                     extensions,

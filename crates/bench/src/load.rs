@@ -348,7 +348,8 @@ pub(crate) async fn drive(
     }
 }
 
-/// Runs `clients` MCP clients against `target` and merges what they measured.
+/// Runs `clients` MCP clients against `target` and merges what they measured. `started` is
+/// called once every socket is set up, as the measured window begins (a profiler's hook).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn run(
     target: &Target,
@@ -358,6 +359,7 @@ pub(crate) async fn run(
     request_payload: usize,
     response_payload: usize,
     duration: Duration,
+    started: impl FnOnce(),
 ) -> anyhow::Result<Outcome> {
     let spawned = Arc::new(tokio::sync::Mutex::new(vec![false; extensions.max(1)]));
     let mut sockets = Vec::with_capacity(clients);
@@ -374,6 +376,7 @@ pub(crate) async fn run(
         );
     }
     let epoch = Instant::now();
+    started();
     let tasks: Vec<_> = sockets
         .into_iter()
         .map(|ws| tokio::spawn(drive(ws, pacing, clients, request_payload, duration, epoch)))
