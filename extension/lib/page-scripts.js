@@ -21,6 +21,36 @@ export function pageExpression(fn, ...args) {
 }
 
 /**
+ * An expression whose value is `fn`, compiled by the page once per document rather than on
+ * every call: the first evaluation keeps it on the page's global object under a symbol named
+ * after the source's hash (so a newer extension's version never meets an older one left in a
+ * page), and later ones take it from there. For the large functions a model calls often
+ * (`captureTree`, 15 KB, behind every snapshot and find): V8 compiles a function shipped as
+ * source afresh on every `Runtime.evaluate`, which cost 1.5–2.5 ms of a 4 ms snapshot of a small
+ * page (docs/BENCHMARKS.md). The source still travels each time; only its compilation is saved,
+ * so the first call in a document costs no extra round trip.
+ *
+ * A page's own scripts can see and replace what is kept there, as they can the ref registry
+ * (snapshot.js): at worst the page misreports itself, which it can do through its DOM anyway.
+ *
+ * @param {Function} fn self-contained, as every page function
+ * @returns {string} an expression evaluating to the function
+ */
+export function compiledOnce(fn) {
+  const source = fn.toString();
+  const key = JSON.stringify(`mcp-relay.fn.${fn.name}.${sourceHash(source)}`);
+  return `(globalThis[Symbol.for(${key})] ??= ${source})`;
+}
+
+/** FNV-1a over the UTF-16 code units, as 8 hex digits: a version stamp, not a defence. */
+function sourceHash(text) {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++)
+    hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return hash.toString(16).padStart(8, '0');
+}
+
+/**
  * Like {@link pageExpression} for a function whose first argument is an
  * element: the expression finds `target`'s element and calls
  * `fn(element, ...args)`, or returns `{error: 'invalid-selector'|'not-found'|'stale-ref'}`.

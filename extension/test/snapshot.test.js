@@ -131,3 +131,18 @@ test('a target without ref or selector, or with a selector passed as ref, is ref
   assert.throws(() => elementTarget({ ref: '#save' }), invalid(/must be a ref from a snapshot.*for a CSS selector use "selector"/));
   assert.throws(() => elementTarget({ ref: 'e0' }), invalid(/must be a ref/));
 });
+
+// A large page function is compiled by the page once per document: the expression keeps the
+// function on the global object the first time and takes it from there after, under a key that
+// changes with the source, so an older extension's copy left in a page is never used.
+test('a page function shipped with compiledOnce is kept by the page and reused', async () => {
+  const { compiledOnce } = await import('../lib/page-scripts.js');
+  const first = (limits) => ({ version: 1, limits });
+  const newer = (limits) => ({ version: 2, limits });
+  const expression = compiledOnce(first);
+  const kept = (0, eval)(expression);
+  assert.equal(kept, (0, eval)(expression), 'the second evaluation takes the kept function');
+  assert.deepEqual((0, eval)(`${expression}({maxNodes: 3})`), { version: 1, limits: { maxNodes: 3 } });
+  assert.notEqual(compiledOnce(newer), expression, 'another source is kept under another key');
+  assert.equal((0, eval)(`${compiledOnce(newer)}(0)`).version, 2);
+});

@@ -4,7 +4,7 @@
  */
 
 import { CONSOLE_LIMIT as CONSOLE_KEPT } from '../page-events.js';
-import { findElementThen, pageShowsText, takeSnapshot } from '../page-scripts.js';
+import { compiledOnce, findElementThen, pageShowsText, takeSnapshot } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import {
   CAPTURE_DEADLINE_MS, CaptureStalledError, DEFAULT_MAX_DIMENSION, captureForModel,
@@ -25,6 +25,8 @@ const SNAPSHOT_LIMITS = Object.freeze({ maxTextLength: 20_000, maxElements: 500 
 
 /** Outline snapshots (snapshot.js): the walk stops after this many elements. */
 const OUTLINE_MAX_NODES = 200_000;
+/** `captureTree`, compiled by each page once (page-scripts.js `compiledOnce`). */
+const CAPTURE_TREE = compiledOnce(captureTree);
 
 /**
  * The outline is returned whole (the bridge cuts it into parts a model can read); this cap
@@ -167,13 +169,13 @@ export async function outlineOf(ctx, tabId, { target, ...options }) {
   const limits = { maxNodes: OUTLINE_MAX_NODES };
   let captured;
   if (target) {
-    const expression = `(${findElementThen.toString()})((el, limits) => (${captureTree.toString()})(limits, el), ` +
+    const expression = `(${findElementThen.toString()})((el, limits) => ${CAPTURE_TREE}(limits, el), ` +
         `${JSON.stringify(target)}, ${JSON.stringify(limits)})`;
     captured = await evaluateExpression(ctx, tabId, expression);
     if (captured?.error)
       throw elementError(captured, target);
   } else {
-    captured = await evaluateFunction(ctx, tabId, captureTree, limits);
+    captured = await evaluateExpression(ctx, tabId, `${CAPTURE_TREE}(${JSON.stringify(limits)})`);
   }
   const cut = cutLines(formatOutline(captured.tree, options), OUTLINE_MAX_CHARS);
   const notes = [];
