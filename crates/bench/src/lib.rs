@@ -645,18 +645,7 @@ async fn idle(args: &BenchArgs) -> anyhow::Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
         let before = server.stats();
-        let mut batch = Vec::new();
-        for _ in 0..args.idle_sockets {
-            batch.push(handshaken(&url, SECRET));
-            if batch.len() == 200 {
-                for ws in futures_util::future::join_all(batch.drain(..)).await {
-                    sockets.push(ws?);
-                }
-            }
-        }
-        for ws in futures_util::future::join_all(batch.drain(..)).await {
-            sockets.push(ws?);
-        }
+        open_idle(&url, SECRET, args.idle_sockets, &mut sockets).await?;
         tokio::time::sleep(Duration::from_secs(1)).await;
         let after = server.stats();
         let kib = after.rss_kib.saturating_sub(before.rss_kib) as f64 / args.idle_sockets as f64;
@@ -688,15 +677,7 @@ async fn idle_target(args: &BenchArgs, base: &str) -> anyhow::Result<()> {
         .ok_or_else(|| anyhow::anyhow!("--target needs --secret (or MCP_RELAY_JWT_SECRET)"))?;
     let url = format!("{}/mcp", base.trim_end_matches('/'));
     let mut sockets = Vec::with_capacity(args.idle_sockets);
-    let mut batch = Vec::new();
-    for opened in 0..args.idle_sockets {
-        batch.push(handshaken(&url, &secret));
-        if batch.len() == 200 || opened + 1 == args.idle_sockets {
-            for ws in futures_util::future::join_all(batch.drain(..)).await {
-                sockets.push(ws?);
-            }
-        }
-    }
+    open_idle(&url, secret.as_str(), args.idle_sockets, &mut sockets).await?;
     eprintln!(
         "  {} idle sockets open on {base}, held for {:.1} s",
         sockets.len(),
@@ -704,6 +685,26 @@ async fn idle_target(args: &BenchArgs, base: &str) -> anyhow::Result<()> {
     );
     tokio::time::sleep(args.duration).await;
     drop(sockets);
+    Ok(())
+}
+
+/// Opens `count` authenticated MCP sockets on `url` into `sockets`, 200 handshakes at a time:
+/// the idle scenario's relay and a `--target` relay see the same sockets opened the same way.
+async fn open_idle(
+    url: &str,
+    secret: &str,
+    count: usize,
+    sockets: &mut Vec<load::Socket>,
+) -> anyhow::Result<()> {
+    let mut batch = Vec::new();
+    for opened in 0..count {
+        batch.push(handshaken(url, secret));
+        if batch.len() == 200 || opened + 1 == count {
+            for ws in futures_util::future::join_all(batch.drain(..)).await {
+                sockets.push(ws?);
+            }
+        }
+    }
     Ok(())
 }
 
