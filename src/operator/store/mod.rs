@@ -374,29 +374,12 @@ impl Store {
     pub async fn append_audit<E: AsAuditEntry>(&self, batch: &mut Vec<E>) -> anyhow::Result<()> {
         match self {
             Store::Memory(m) => {
-                let mut events = std::mem::take(batch);
-                *batch = off_runtime(m, move |m| {
-                    let entries: Vec<AuditEntry<'_>> = events.iter().map(E::entry).collect();
-                    m.append_audit(&entries);
-                    drop(entries);
-                    events.clear();
-                    events
-                })
-                .await?;
-                Ok(())
+                let m = Arc::clone(m);
+                with_entries_off_runtime(batch, move |entries| m.append_audit(entries)).await
             }
             Store::Sqlite(s) => {
-                let mut events = std::mem::take(batch);
-                let (events, result) = off_runtime(s, move |s| {
-                    let entries: Vec<AuditEntry<'_>> = events.iter().map(E::entry).collect();
-                    let result = s.append_audit(&entries);
-                    drop(entries);
-                    events.clear();
-                    (events, result)
-                })
-                .await?;
-                *batch = events;
-                result
+                let s = Arc::clone(s);
+                with_entries_off_runtime(batch, move |entries| s.append_audit(entries)).await?
             }
             Store::Nats(n) => n.append_audit(batch).await,
         }
@@ -473,6 +456,32 @@ where
     tokio::task::spawn_blocking(move || f(&store))
         .await
         .map_err(|e| anyhow::anyhow!("a state store call failed: {e}"))
+}
+
+/// Runs `f` on a blocking thread over the entries `batch`'s events give, then empties `batch`
+/// (its events dropped there, its allocation kept for the next batch). Every backend writes
+/// an audit batch this way: the entries borrow from their events (a request's labels from its
+/// connection's tag), so they are built on the thread that uses them rather than copied across.
+async fn with_entries_off_runtime<E, T>(
+    batch: &mut Vec<E>,
+    f: impl FnOnce(&[AuditEntry<'_>]) -> T + Send + 'static,
+) -> anyhow::Result<T>
+where
+    E: AsAuditEntry,
+    T: Send + 'static,
+{
+    let mut events = std::mem::take(batch);
+    let (events, value) = tokio::task::spawn_blocking(move || {
+        let entries: Vec<AuditEntry<'_>> = events.iter().map(E::entry).collect();
+        let value = f(&entries);
+        drop(entries);
+        events.clear();
+        (events, value)
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("a state store call failed: {e}"))?;
+    *batch = events;
+    Ok(value)
 }
 
 #[cfg(test)]

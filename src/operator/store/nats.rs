@@ -422,18 +422,9 @@ impl NatsStore {
         &self,
         batch: &mut Vec<E>,
     ) -> anyhow::Result<()> {
-        let mut events = std::mem::take(batch);
-        let (events, messages) = tokio::task::spawn_blocking(move || {
-            let entries: Vec<AuditEntry<'_>> = events.iter().map(E::entry).collect();
-            let messages = audit_messages(&entries);
-            drop(entries);
-            events.clear();
-            (events, messages)
-        })
-        .await
-        .context("packing audit messages")?;
-        *batch = events;
-        let messages = messages?;
+        let messages = super::with_entries_off_runtime(batch, audit_messages)
+            .await
+            .context("packing audit messages")??;
         self.bounded(async {
             let mut acks = Vec::with_capacity(messages.len());
             for (subject, payload) in messages {
