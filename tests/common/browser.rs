@@ -509,9 +509,22 @@ impl DevTools {
         evaluated["result"]["value"].clone()
     }
 
-    /// Polls `expression` until it equals `wanted`.
+    /// Polls `expression` until it equals `wanted`, for at most [`STEP`].
     pub async fn wait_for(&mut self, session: &str, expression: &str, wanted: Value) {
-        let deadline = Instant::now() + STEP;
+        self.wait_for_within(session, expression, wanted, STEP)
+            .await
+    }
+
+    /// Polls `expression` until it equals `wanted`, for at most `bound`: for a step whose
+    /// cause runs elsewhere (an SDK script's earlier steps) and may take longer than one step.
+    pub async fn wait_for_within(
+        &mut self,
+        session: &str,
+        expression: &str,
+        wanted: Value,
+        bound: Duration,
+    ) {
+        let deadline = Instant::now() + bound;
         loop {
             let value = self.eval(session, expression).await;
             if value == wanted {

@@ -1401,11 +1401,23 @@ pub(crate) async fn receipts(
 
 /// Waits for one request in the popup and returns its card's text.
 pub(crate) async fn wait_for_request(devtools: &mut DevTools, popup: &str) -> String {
+    wait_for_request_within(devtools, popup, STEP).await
+}
+
+/// [`wait_for_request`] for at most `bound`: when the request comes from a script that first
+/// takes many other steps (an SDK client starting and calling tools), which under CI's load
+/// can take longer than one step's bound.
+pub(crate) async fn wait_for_request_within(
+    devtools: &mut DevTools,
+    popup: &str,
+    bound: Duration,
+) -> String {
     devtools
-        .wait_for(
+        .wait_for_within(
             popup,
             "document.querySelectorAll('.person-request').length > 0",
             json!(true),
+            bound,
         )
         .await;
     devtools

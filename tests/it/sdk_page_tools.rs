@@ -32,7 +32,7 @@ use mcp_relay::auth::Role;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use crate::browser_person::{click_answer, receipts, wait_for_request};
+use crate::browser_person::{click_answer, receipts, wait_for_request_within};
 use crate::browser_webmcp::WEBMCP_FLAGS;
 
 /// The pattern the owner put in the extension's blocked sites: the fixture site under the name
@@ -193,10 +193,13 @@ async fn page_tools(chromium: &Path, sdk: &Sdk, via: Via) {
             &mcp_token,
         ),
     };
+    // The request comes after the script's earlier steps, so it is waited for as long as the
+    // script is: if the script fails first, its report's panic says why.
+    let script_bound = Duration::from_secs(150);
     let (report, card) = tokio::join!(
-        sdk_report(&mut script, sdk.name(), Duration::from_secs(150)),
+        sdk_report(&mut script, sdk.name(), script_bound),
         async {
-            let card = wait_for_request(&mut devtools, &popup).await;
+            let card = wait_for_request_within(&mut devtools, &popup, script_bound).await;
             click_answer(&mut devtools, &popup, "denied").await;
             card
         }
