@@ -336,10 +336,15 @@ export function captureTree(limits, rootElement) {
       return [item];
     }
     if (el.localName === 'select') {
-      // A closed drop-down renders no option boxes, so they are listed from the element.
+      // A closed drop-down renders no option boxes, so they are listed from the element. A
+      // list box (multiple, or a size above 1) shows its options as boxes a person clicks,
+      // so those get refs, as Playwright MCP gives them.
       const options = Array.from(el.options);
+      const boxes = role === 'listbox';
       item.children = options.slice(0, MAX_OPTIONS).map(o => ({
-        role: 'option', name: clip(flat(o.label || o.textContent), 100), ...(o.selected ? { states: ['selected'] } : {}),
+        role: 'option', name: clip(flat(o.label || o.textContent), 100),
+        ...(boxes ? { ref: refFor(o, frame), ...(o.disabled ? {} : { actionable: true }) } : {}),
+        ...(o.selected ? { states: ['selected'] } : {}),
       }));
       if (options.length > MAX_OPTIONS)
         item.children.push({ text: `… ${options.length - MAX_OPTIONS} more options` });

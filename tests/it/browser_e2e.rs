@@ -265,6 +265,22 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         json!(["colour=b", "toppings=olives,basil"])
     );
     assert_eq!(page_value(&bridge, "seen.inputs").await, 1);
+    // A list box shows its options as boxes a person clicks, so each has a ref (as Playwright
+    // MCP's do) and a click by it picks that option alone, as a person's click does; a closed
+    // drop-down's options have no boxes and no refs.
+    let shown = outline(&bridge, json!({})).await;
+    let olives = ref_of(&shown, "option \"Olives\"");
+    assert!(!shown.contains("option \"Red\" [ref="), "{shown}");
+    tool_ok(
+        &bridge,
+        "browser_click",
+        json!({"element": "Olives", "target": olives}),
+    )
+    .await;
+    assert_eq!(
+        page_value(&bridge, "seen.changes").await,
+        json!(["colour=b", "toppings=olives,basil", "toppings=olives"])
+    );
     assert_eq!(
         page_value(&bridge, "document.querySelector('#colour').value").await,
         "b"
