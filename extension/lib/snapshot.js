@@ -96,7 +96,8 @@ export function captureTree(limits, rootElement) {
     '[role=button]', '[role=link]', '[role=checkbox]', '[role=radio]', '[role=tab]', '[role=menuitem]',
     '[role=option]', '[role=textbox]', '[role=combobox]', '[role=switch]', '[role=slider]', '[role=treeitem]',
     '[contenteditable=""]', '[contenteditable=true]', '[onclick]', '[tabindex]:not([tabindex="-1"])',
-    '[draggable=true]',
+    '[draggable=true]', '[onmouseover]', '[onmouseenter]', '[onmousedown]', '[onpointerdown]', '[ondblclick]',
+    '[oncontextmenu]',
   ].join(',');
   const implicitRole = el => {
     const tag = el.localName;
@@ -188,8 +189,14 @@ export function captureTree(limits, rootElement) {
   // named by it; the blocks below say it, once.
   const BLOCKS = new Set(['heading', 'paragraph', 'list', 'listitem', 'table', 'group', 'region', 'article', 'figure', 'code', 'blockquote']);
   const rendered = el => (el.checkVisibility ? el.checkVisibility() : el.getClientRects().length > 0);
+  // A pointer cursor an element sets for itself (not one it inherits from a link or button
+  // around it) is how pages built on a framework's click listeners, which leave no attribute,
+  // show a person that a plain element is clickable; Playwright MCP marks it [cursor=pointer].
+  const ownPointer = (el, style) => style.cursor === 'pointer' &&
+      !(el.parentElement && el.ownerDocument.defaultView.getComputedStyle(el.parentElement).cursor === 'pointer');
   const actionable = (el, style) => {
-    if (!el.matches(ACTIONABLE) && !['button', 'link', 'checkbox', 'radio', 'textbox', 'combobox'].includes(el.getAttribute('role')))
+    if (!el.matches(ACTIONABLE) && !['button', 'link', 'checkbox', 'radio', 'textbox', 'combobox'].includes(el.getAttribute('role')) &&
+        !ownPointer(el, style))
       return false;
     const rect = el.getBoundingClientRect();
     return rect.width > 0 && rect.height > 0 && style.visibility === 'visible' && style.pointerEvents !== 'none' && !el.closest('[inert]');

@@ -352,11 +352,14 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         "{bad_key}"
     );
 
-    // browser_hover: the page's mouseover handler runs.
+    // browser_hover: the page's mouseover handler runs. The plain <div> with that handler is
+    // named in the snapshot (a ref, as Playwright MCP's generic), so the model can point at it.
+    let shown = outline(&bridge, json!({})).await;
+    let hover_target = ref_of(&shown, "generic \"Hover over me\"");
     let hovered = tool(
         &bridge,
         "browser_hover",
-        json!({"element": "Hover target", "selector": "#hover-target"}),
+        json!({"element": "Hover target", "target": hover_target}),
     )
     .await;
     assert!(!is_error(&hovered), "{hovered}");
@@ -1298,6 +1301,17 @@ async fn snapshot_refs(chromium: &Path) {
         "{prose}"
     );
     assert!(prose.contains(": Gluedtogether stays glued."), "{prose}");
+    // A <div> a framework made clickable (a listener, a pointer cursor of its own) is named
+    // with a ref, once: the span inside inherits the cursor and is not; a click by it works.
+    let card = ref_of(&prose, "generic \"Open the card\"");
+    assert_eq!(prose.matches("Open the card").count(), 1, "{prose}");
+    tool_ok(
+        &bridge,
+        "browser_click",
+        json!({"element": "card", "target": card}),
+    )
+    .await;
+    assert_eq!(page_value(&bridge, "document.title").await, "Card opened");
 
     // The 5,000-row table: parts within the limit, each with a note saying how to read on,
     // that together are the whole snapshot.
