@@ -2210,6 +2210,34 @@ async fn network_requests_list_the_pages_fetches_with_status_and_a_body() {
                 .unwrap_or_else(|| panic!("no requestId in {ok}"))
                 .to_owned();
             assert!(find("missing.json").contains(" → 404"), "{listed}");
+            // As Playwright MCP lists them: the page's own files that loaded (the document
+            // itself) are counted in a note, not listed, unless "static"; "filter" keeps URLs.
+            assert!(
+                !listed.lines().any(|l| l.contains("tools.html → 200")),
+                "{listed}"
+            );
+            assert!(
+                listed.contains("successful requests for the page's own files"),
+                "{listed}"
+            );
+            let all =
+                text(&tool(&bridge, "browser_network_requests", json!({"static": true})).await);
+            assert!(
+                all.lines()
+                    .any(|l| l.contains("tools.html → 200 OK (Document")),
+                "{all}"
+            );
+            let filtered = text(
+                &tool(
+                    &bridge,
+                    "browser_network_requests",
+                    json!({"filter": "missing\\.json$"}),
+                )
+                .await,
+            );
+            let rows: Vec<&str> = filtered.lines().filter(|l| l.contains(" → ")).collect();
+            assert_eq!(rows.len(), 1, "{filtered}");
+            assert!(rows[0].contains("missing.json → 404"), "{filtered}");
             let body = tool(
                 &bridge,
                 "browser_network_requests",

@@ -196,14 +196,11 @@ async fn page_tools(chromium: &Path, sdk: &Sdk, via: Via) {
     // The request comes after the script's earlier steps, so it is waited for as long as the
     // script is: if the script fails first, its report's panic says why.
     let script_bound = Duration::from_secs(150);
-    let (report, card) = tokio::join!(
-        sdk_report(&mut script, sdk.name(), script_bound),
-        async {
-            let card = wait_for_request_within(&mut devtools, &popup, script_bound).await;
-            click_answer(&mut devtools, &popup, "denied").await;
-            card
-        }
-    );
+    let (report, card) = tokio::join!(sdk_report(&mut script, sdk.name(), script_bound), async {
+        let card = wait_for_request_within(&mut devtools, &popup, script_bound).await;
+        click_answer(&mut devtools, &popup, "denied").await;
+        card
+    });
     check(&report, sdk);
     // Shown to the person: who asks, to run which of the page's tools, on which page.
     assert!(

@@ -49,9 +49,14 @@ try {
   for (const tool of tools) {
     assert.ok(tool.title, `${tool.name} has a title`);
     assert.equal(tool.inputSchema.type, "object", `${tool.name} schema`);
-    for (const hint of ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"]) {
+    for (const hint of ["readOnlyHint", "destructiveHint", "openWorldHint"]) {
       assert.equal(typeof tool.annotations?.[hint], "boolean", `${tool.name} ${hint}`);
     }
+    // idempotentHint means something only beside readOnlyHint false and defaults to false:
+    // sent as true, or not at all.
+    const idempotent = tool.annotations?.idempotentHint;
+    assert.ok(idempotent === undefined || (idempotent === true && tool.annotations.readOnlyHint === false),
+        `${tool.name} idempotentHint ${idempotent}`);
   }
 
   const result = await client.callTool({

@@ -629,6 +629,12 @@ pub(crate) struct NetworkRequests {
     /// A request from the list: its response body.
     #[serde(default, rename = "requestId")]
     pub(crate) request_id: Option<String>,
+    /// Also successful loads of the page's own files (document, scripts, styles, images).
+    #[serde(default, rename = "static")]
+    pub(crate) include_static: Option<bool>,
+    /// Only requests whose URL matches this regex.
+    #[serde(default)]
+    pub(crate) filter: Option<String>,
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,
     /// Read on in a long result.

@@ -106,6 +106,13 @@ pub(crate) enum Plan {
         text: Option<String>,
         regex: Option<String>,
     },
+    /// `networkRequests` (the list), narrowed here as Playwright MCP narrows it (results.rs
+    /// `select_requests`).
+    Requests {
+        params: Value,
+        include_static: bool,
+        filter: Option<String>,
+    },
     /// `listDownloads`, then the session's saved downloads.
     Downloads,
     /// `pageTools`: the page's own tools (WebMCP), as the page's words (webmcp.rs).
@@ -314,6 +321,19 @@ impl Toolbox {
             } => {
                 let result = self.link.call("snapshot", params).await?;
                 Ok(self.found(&result, text.as_deref(), regex.as_deref()))
+            }
+            Plan::Requests {
+                params,
+                include_static,
+                filter,
+            } => {
+                let mut result = self.link.call("networkRequests", params).await?;
+                let filter = match filter.as_deref().map(results::url_filter).transpose() {
+                    Ok(filter) => filter,
+                    Err(message) => return Ok(error(format!("{name}: {message}"))),
+                };
+                results::select_requests(&mut result, include_static, filter.as_ref());
+                Ok(self.answer(name, &result))
             }
             Plan::Downloads => self.list_downloads().await,
             Plan::RequestHuman { params, timeout } => {

@@ -184,8 +184,19 @@ pub(super) fn network_requests(args: NetworkRequests) -> Result<Plan, String> {
         return Ok(Plan::Continue(offset as usize));
     }
     let mut params = on_tab(args.tab_id);
-    set(&mut params, "requestId", args.request_id);
-    forward("networkRequests", params)
+    if args.request_id.is_some() {
+        set(&mut params, "requestId", args.request_id);
+        return forward("networkRequests", params);
+    }
+    // Checked now, so a bad pattern costs no round trip; built again when the list is here.
+    if let Some(filter) = &args.filter {
+        super::results::url_filter(filter)?;
+    }
+    Ok(Plan::Requests {
+        params: Value::Object(params),
+        include_static: args.include_static.unwrap_or(false),
+        filter: args.filter,
+    })
 }
 
 pub(super) fn cdp(args: Cdp) -> Result<Plan, String> {

@@ -363,6 +363,73 @@ fn requests(value: &Value, rows: &[Value]) -> Rendered {
     Rendered::page(lines.join("\n"), value.clone())
 }
 
+/// `filter` of `browser_network_requests` as a regular expression (Rust syntax, linear in the
+/// URL's length whatever the pattern, and bounded in size).
+pub(crate) fn url_filter(pattern: &str) -> Result<regex::Regex, String> {
+    if pattern.is_empty() {
+        return Err("\"filter\" is empty".into());
+    }
+    regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| format!("\"filter\" is not a valid regular expression: {e}"))
+}
+
+/// Playwright MCP's selection for `browser_network_requests`: without `static`, a request that
+/// succeeded for the page's own files (the document, its scripts, styles, images, fonts:
+/// anything but fetch, XHR and their kin) is left out and counted in a note, so a model looking
+/// for the page's API calls reads those and the failures; `filter` keeps the URLs it matches.
+pub(crate) fn select_requests(
+    value: &mut Value,
+    include_static: bool,
+    filter: Option<&regex::Regex>,
+) {
+    let Some(rows) = value.get_mut("requests").and_then(Value::as_array_mut) else {
+        return;
+    };
+    let mut hidden = 0;
+    let mut unmatched = 0;
+    rows.retain(|row| {
+        if !include_static && is_static_success(row) {
+            hidden += 1;
+            return false;
+        }
+        let keep = filter.is_none_or(|f| f.is_match(row["url"].as_str().unwrap_or_default()));
+        unmatched += usize::from(!keep);
+        keep
+    });
+    let mut notes: Vec<String> = value["note"]
+        .as_str()
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    if hidden > 0 {
+        notes.push(format!(
+            "{hidden} successful requests for the page's own files (document, scripts, styles, \
+             images, fonts) are not shown; \"static\": true shows them"
+        ));
+    }
+    if let Some(filter) = filter.filter(|_| unmatched > 0) {
+        notes.push(format!(
+            "{unmatched} requests whose URL does not match {:?} are not shown",
+            filter.as_str()
+        ));
+    }
+    if !notes.is_empty() {
+        value["note"] = json!(notes.join("; "));
+    }
+}
+
+/// A request that loaded one of the page's own files and succeeded: not a fetch, XHR, event
+/// stream or WebSocket, answered below 400 and not failed. Pending requests are not (yet).
+fn is_static_success(row: &Value) -> bool {
+    let kind = row["type"].as_str().unwrap_or("Other");
+    let from_script = matches!(kind, "Fetch" | "XHR" | "EventSource" | "WebSocket");
+    let succeeded =
+        row["failure"].is_null() && row["status"].as_u64().is_some_and(|status| status < 400);
+    !from_script && succeeded
+}
+
 /// The extension's `{tabId, data, mimeType}` as an MCP image, never cut.
 pub(crate) fn screenshot_result(result: &Value) -> CallToolResult {
     let Some(data) = result["data"].as_str() else {

@@ -138,17 +138,26 @@ fn entry_with<A: DeserializeOwned + JsonSchema + 'static>(
     let schema = input_schema::<A>(keep_null);
     let tool = Tool::new(name, description, schema.clone())
         .with_title(title)
-        .with_annotations(
-            ToolAnnotations::with_title(title)
-                .read_only(hints.read_only)
-                .destructive(hints.destructive)
-                .idempotent(hints.idempotent)
-                .open_world(hints.open_world),
-        );
+        .with_annotations(annotations(title, &hints));
     Entry {
         tool,
         plan: Box::new(move |call| args::parse::<A>(call, &schema).and_then(plan)),
     }
+}
+
+/// The hints a host reads, each said only where it tells the host something: the MCP spec
+/// gives `idempotentHint` meaning only beside `readOnlyHint: false` and makes false its
+/// default, so it is sent only for a tool that changes the page and is idempotent. Every
+/// character of `tools/list` is context the model spends before its first call.
+fn annotations(title: &str, hints: &Hints) -> ToolAnnotations {
+    let mut annotations = ToolAnnotations::with_title(title)
+        .read_only(hints.read_only)
+        .destructive(hints.destructive)
+        .open_world(hints.open_world);
+    if !hints.read_only && hints.idempotent {
+        annotations = annotations.idempotent(true);
+    }
+    annotations
 }
 
 static TABLE: LazyLock<Vec<Entry>> = LazyLock::new(table);
@@ -363,8 +372,8 @@ fn table() -> Vec<Entry> {
         entry(
             "browser_network_requests",
             "Network requests",
-            "The current tab's network requests, oldest first; with requestId, that \
-             response's body.",
+            "The current tab's network requests, oldest first: fetch/XHR and failures, all \
+             with static; with requestId, that response's body.",
             PAGE_READ,
             pages::network_requests,
         ),
@@ -473,7 +482,6 @@ pub(crate) fn code_execution() -> Tool {
         ToolAnnotations::with_title(title)
             .read_only(false)
             .destructive(true)
-            .idempotent(false)
             .open_world(true),
     )
 }

@@ -16,7 +16,7 @@ fn args(value: Value) -> JsonObject {
 }
 
 #[test]
-fn every_tool_has_a_title_an_object_schema_and_all_four_hints() {
+fn every_tool_has_a_title_an_object_schema_and_every_hint_that_means_something() {
     let tools = definitions();
     assert_eq!(tools.len(), 34);
     for tool in &tools {
@@ -24,7 +24,13 @@ fn every_tool_has_a_title_an_object_schema_and_all_four_hints() {
         assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
         let hints = tool.annotations.as_ref().unwrap();
         assert!(hints.read_only_hint.is_some() && hints.destructive_hint.is_some());
-        assert!(hints.idempotent_hint.is_some() && hints.open_world_hint.is_some());
+        assert!(hints.open_world_hint.is_some(), "{}", tool.name);
+        // idempotentHint means something only beside readOnlyHint false, and false is its
+        // default: it is sent as true or not at all.
+        match hints.read_only_hint {
+            Some(true) => assert_eq!(hints.idempotent_hint, None, "{}", tool.name),
+            _ => assert_ne!(hints.idempotent_hint, Some(false), "{}", tool.name),
+        }
     }
 }
 
@@ -1929,4 +1935,88 @@ fn request_human_refuses_an_empty_reason_or_a_timeout_over_30_minutes() {
     assert!(err(json!({"reason": "  "})).contains("reason"));
     assert!(err(json!({"reason": "Log in", "timeoutSeconds": 1801})).contains("1800"));
     assert!(err(json!({"reason": "Log in", "timeoutSeconds": 0})).contains("between 1"));
+}
+
+#[test]
+fn network_requests_show_fetches_and_failures_unless_static_and_filter_by_url() {
+    let list = || {
+        json!({"tabId": 7, "requests": [
+            {"method": "GET", "url": "https://e.test/", "type": "Document", "status": 200},
+            {"method": "GET", "url": "https://e.test/app.js", "type": "Script", "status": 304},
+            {"method": "GET", "url": "https://e.test/logo.png", "type": "Image", "status": 404},
+            {"method": "GET", "url": "https://e.test/f.woff2", "type": "Font", "failure": "net::ERR_FAILED"},
+            {"method": "POST", "url": "https://e.test/api/user", "type": "Fetch", "status": 200},
+            {"method": "GET", "url": "https://e.test/api/cart", "type": "XHR"},
+        ]})
+    };
+    let urls = |value: &Value| -> Vec<String> {
+        value["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                r["url"]
+                    .as_str()
+                    .unwrap()
+                    .trim_start_matches("https://e.test")
+                    .to_owned()
+            })
+            .collect()
+    };
+    // Playwright MCP's default: the page's own files that loaded are counted, not listed.
+    let mut shown = list();
+    super::results::select_requests(&mut shown, false, None);
+    assert_eq!(
+        urls(&shown),
+        ["/logo.png", "/f.woff2", "/api/user", "/api/cart"]
+    );
+    assert!(
+        shown["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("2 successful requests"),
+        "{shown}"
+    );
+    let mut all = list();
+    super::results::select_requests(&mut all, true, None);
+    assert_eq!(urls(&all).len(), 6);
+    assert!(all.get("note").is_none(), "{all}");
+    // A filter keeps the URLs it matches and says how many it left out; an older note stays.
+    let mut api = list();
+    api["note"] = json!("3 older requests were dropped");
+    let filter = super::results::url_filter("/api/").unwrap();
+    super::results::select_requests(&mut api, false, Some(&filter));
+    assert_eq!(urls(&api), ["/api/user", "/api/cart"]);
+    let note = api["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("3 older requests were dropped; 2 successful")
+            && note.ends_with("2 requests whose URL does not match \"/api/\" are not shown"),
+        "{note}"
+    );
+    // A bad pattern is refused before anything is sent; requestId reads one body as before.
+    let bad = plan("browser_network_requests", &args(json!({"filter": "(api"}))).unwrap_err();
+    assert!(
+        bad.contains("\"filter\" is not a valid regular expression"),
+        "{bad}"
+    );
+    assert_eq!(
+        plan(
+            "browser_network_requests",
+            &args(json!({"requestId": "9.1", "static": true}))
+        )
+        .unwrap(),
+        Plan::Forward {
+            method: "networkRequests",
+            params: json!({"requestId": "9.1"}),
+            image: false
+        }
+    );
+    assert_eq!(
+        plan("browser_network_requests", &args(json!({}))).unwrap(),
+        Plan::Requests {
+            params: json!({}),
+            include_static: false,
+            filter: None
+        }
+    );
 }
