@@ -4,7 +4,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
-use super::{AuditEntry, AuditQuery, AuditRecord, BrowserRecord, Revocations, RevokedToken};
+use super::{
+    AuditEntry, AuditQuery, AuditRecord, BrowserRecord, LocalStore, Revocations, RevokedToken,
+};
 
 /// Audit records a memory store keeps (the oldest go first): about 30 MB at most.
 pub const MAX_AUDIT_RECORDS: usize = 100_000;
@@ -20,30 +22,32 @@ struct Inner {
     meta: HashMap<String, String>,
 }
 
-impl MemoryStore {
-    pub(super) fn browsers(&self) -> Vec<BrowserRecord> {
+impl LocalStore for MemoryStore {
+    fn browsers(&self) -> anyhow::Result<Vec<BrowserRecord>> {
         let mut list: Vec<_> = self.0.lock().unwrap().browsers.values().cloned().collect();
         list.sort_by(|a, b| a.id.cmp(&b.id));
-        list
+        Ok(list)
     }
 
-    pub(super) fn put_browser(&self, browser: &BrowserRecord) {
+    fn put_browser(&self, browser: &BrowserRecord) -> anyhow::Result<()> {
         self.0
             .lock()
             .unwrap()
             .browsers
             .insert(browser.id.clone(), browser.clone());
+        Ok(())
     }
 
-    pub(super) fn delete_browser(&self, id: &str) {
+    fn delete_browser(&self, id: &str) -> anyhow::Result<()> {
         self.0.lock().unwrap().browsers.remove(id);
+        Ok(())
     }
 
-    pub(super) fn revocations(&self) -> Revocations {
-        self.0.lock().unwrap().revocations.clone()
+    fn revocations(&self) -> anyhow::Result<Revocations> {
+        Ok(self.0.lock().unwrap().revocations.clone())
     }
 
-    pub(super) fn revoke_token(&self, token: &RevokedToken) {
+    fn revoke_token(&self, token: &RevokedToken) -> anyhow::Result<()> {
         let mut inner = self.0.lock().unwrap();
         let tokens = &mut inner.revocations.tokens;
         if !tokens
@@ -52,27 +56,30 @@ impl MemoryStore {
         {
             tokens.push(token.clone());
         }
+        Ok(())
     }
 
-    pub(super) fn revoke_user(&self, user_id: &str, issued_before: i64) {
+    fn revoke_user(&self, user_id: &str, issued_before: i64) -> anyhow::Result<()> {
         let mut inner = self.0.lock().unwrap();
         let cutoffs = &mut inner.revocations.cutoffs;
         match cutoffs.iter_mut().find(|(u, _)| u == user_id) {
             Some((_, before)) => *before = (*before).max(issued_before),
             None => cutoffs.push((user_id.to_owned(), issued_before)),
         }
+        Ok(())
     }
 
-    pub(super) fn set_user_cutoff(&self, user_id: &str, issued_before: Option<i64>) {
+    fn set_user_cutoff(&self, user_id: &str, issued_before: Option<i64>) -> anyhow::Result<()> {
         let mut inner = self.0.lock().unwrap();
         let cutoffs = &mut inner.revocations.cutoffs;
         cutoffs.retain(|(u, _)| u != user_id);
         if let Some(before) = issued_before {
             cutoffs.push((user_id.to_owned(), before));
         }
+        Ok(())
     }
 
-    pub(super) fn append_audit(&self, entries: &[AuditEntry<'_>]) {
+    fn append_audit(&self, entries: &[AuditEntry<'_>]) -> anyhow::Result<()> {
         // Built before taking the lock: queries and the writer share it.
         let skip = entries.len().saturating_sub(MAX_AUDIT_RECORDS);
         let records: Vec<AuditRecord> = entries[skip..].iter().map(AuditEntry::to_record).collect();
@@ -83,36 +90,38 @@ impl MemoryStore {
             }
             inner.audit.push_back(record);
         }
+        Ok(())
     }
 
-    pub(super) fn query_audit(&self, query: &AuditQuery) -> Vec<AuditRecord> {
+    fn query_audit(&self, query: &AuditQuery) -> anyhow::Result<Vec<AuditRecord>> {
         let inner = self.0.lock().unwrap();
-        inner
+        Ok(inner
             .audit
             .iter()
             .rev()
             .filter(|r| query.matches(r))
             .take(query.limit)
             .cloned()
-            .collect()
+            .collect())
     }
 
-    pub(super) fn prune_audit(&self, before_ms: i64) -> usize {
+    fn prune_audit(&self, before_ms: i64) -> anyhow::Result<usize> {
         let mut inner = self.0.lock().unwrap();
         let before = inner.audit.len();
         inner.audit.retain(|r| r.at_ms >= before_ms);
-        before - inner.audit.len()
+        Ok(before - inner.audit.len())
     }
 
-    pub(super) fn meta(&self, key: &str) -> Option<String> {
-        self.0.lock().unwrap().meta.get(key).cloned()
+    fn meta(&self, key: &str) -> anyhow::Result<Option<String>> {
+        Ok(self.0.lock().unwrap().meta.get(key).cloned())
     }
 
-    pub(super) fn set_meta(&self, key: &str, value: &str) {
+    fn set_meta(&self, key: &str, value: &str) -> anyhow::Result<()> {
         self.0
             .lock()
             .unwrap()
             .meta
             .insert(key.to_owned(), value.to_owned());
+        Ok(())
     }
 }

@@ -248,25 +248,29 @@ impl Store {
         }
     }
 
-    pub async fn browsers(&self) -> anyhow::Result<Vec<BrowserRecord>> {
+    /// The store on this machine (memory or SQLite), as one interface, or the shared one.
+    fn local(&self) -> Result<Arc<dyn LocalStore>, &nats::NatsStore> {
         match self {
-            Store::Memory(m) => off_runtime(m, |m| m.browsers()).await,
-            Store::Sqlite(s) => off_runtime(s, |s| s.browsers()).await?,
-            Store::Nats(n) => n.browsers().await,
+            Store::Memory(m) => Ok(Arc::clone(m) as Arc<dyn LocalStore>),
+            Store::Sqlite(s) => Ok(Arc::clone(s) as Arc<dyn LocalStore>),
+            Store::Nats(n) => Err(n),
+        }
+    }
+
+    pub async fn browsers(&self) -> anyhow::Result<Vec<BrowserRecord>> {
+        match self.local() {
+            Ok(local) => off_runtime(local, |s| s.browsers()).await,
+            Err(n) => n.browsers().await,
         }
     }
 
     pub async fn put_browser(&self, browser: &BrowserRecord) -> anyhow::Result<()> {
-        match self {
-            Store::Memory(m) => {
+        match self.local() {
+            Ok(local) => {
                 let browser = browser.clone();
-                off_runtime(m, move |m| m.put_browser(&browser)).await
+                off_runtime(local, move |s| s.put_browser(&browser)).await
             }
-            Store::Sqlite(s) => {
-                let browser = browser.clone();
-                off_runtime(s, move |s| s.put_browser(&browser)).await?
-            }
-            Store::Nats(n) => n.put_browser(browser).await,
+            Err(n) => n.put_browser(browser).await,
         }
     }
 
@@ -277,14 +281,7 @@ impl Store {
         &self,
         browser: &BrowserRecord,
     ) -> Option<anyhow::Result<()>> {
-        match self {
-            Store::Memory(m) => {
-                m.put_browser(browser);
-                Some(Ok(()))
-            }
-            Store::Sqlite(s) => Some(s.put_browser(browser)),
-            Store::Nats(_) => None,
-        }
+        self.local().ok().map(|local| local.put_browser(browser))
     }
 
     /// An out-of-band decision about a browser (approved, revoked). Local stores keep it in
@@ -298,53 +295,40 @@ impl Store {
     }
 
     pub async fn delete_browser(&self, id: &str) -> anyhow::Result<()> {
-        match self {
-            Store::Memory(m) => {
+        match self.local() {
+            Ok(local) => {
                 let id = id.to_owned();
-                off_runtime(m, move |m| m.delete_browser(&id)).await
+                off_runtime(local, move |s| s.delete_browser(&id)).await
             }
-            Store::Sqlite(s) => {
-                let id = id.to_owned();
-                off_runtime(s, move |s| s.delete_browser(&id)).await?
-            }
-            Store::Nats(n) => n.delete_browser(id).await,
+            Err(n) => n.delete_browser(id).await,
         }
     }
 
     pub async fn revocations(&self) -> anyhow::Result<Revocations> {
-        match self {
-            Store::Memory(m) => off_runtime(m, |m| m.revocations()).await,
-            Store::Sqlite(s) => off_runtime(s, |s| s.revocations()).await?,
-            Store::Nats(n) => n.revocations().await,
+        match self.local() {
+            Ok(local) => off_runtime(local, |s| s.revocations()).await,
+            Err(n) => n.revocations().await,
         }
     }
 
     pub async fn revoke_token(&self, token: &RevokedToken) -> anyhow::Result<()> {
-        match self {
-            Store::Memory(m) => {
+        match self.local() {
+            Ok(local) => {
                 let token = token.clone();
-                off_runtime(m, move |m| m.revoke_token(&token)).await
+                off_runtime(local, move |s| s.revoke_token(&token)).await
             }
-            Store::Sqlite(s) => {
-                let token = token.clone();
-                off_runtime(s, move |s| s.revoke_token(&token)).await?
-            }
-            Store::Nats(n) => n.revoke_token(token).await,
+            Err(n) => n.revoke_token(token).await,
         }
     }
 
     /// Sets `user_id`'s cutoff (a later cutoff replaces an earlier one, never the reverse).
     pub async fn revoke_user(&self, user_id: &str, issued_before: i64) -> anyhow::Result<()> {
-        match self {
-            Store::Memory(m) => {
+        match self.local() {
+            Ok(local) => {
                 let user_id = user_id.to_owned();
-                off_runtime(m, move |m| m.revoke_user(&user_id, issued_before)).await
+                off_runtime(local, move |s| s.revoke_user(&user_id, issued_before)).await
             }
-            Store::Sqlite(s) => {
-                let user_id = user_id.to_owned();
-                off_runtime(s, move |s| s.revoke_user(&user_id, issued_before)).await?
-            }
-            Store::Nats(n) => n.revoke_user(user_id, issued_before).await,
+            Err(n) => n.revoke_user(user_id, issued_before).await,
         }
     }
 
@@ -355,16 +339,12 @@ impl Store {
         user_id: &str,
         issued_before: Option<i64>,
     ) -> anyhow::Result<()> {
-        match self {
-            Store::Memory(m) => {
+        match self.local() {
+            Ok(local) => {
                 let user_id = user_id.to_owned();
-                off_runtime(m, move |m| m.set_user_cutoff(&user_id, issued_before)).await
+                off_runtime(local, move |s| s.set_user_cutoff(&user_id, issued_before)).await
             }
-            Store::Sqlite(s) => {
-                let user_id = user_id.to_owned();
-                off_runtime(s, move |s| s.set_user_cutoff(&user_id, issued_before)).await?
-            }
-            Store::Nats(n) => n.set_user_cutoff(user_id, issued_before).await,
+            Err(n) => n.set_user_cutoff(user_id, issued_before).await,
         }
     }
 
@@ -372,71 +352,71 @@ impl Store {
     /// events are dropped where they were read (a blocking thread, whatever the backend), and
     /// the vector keeps its allocation for the next batch.
     pub async fn append_audit<E: AsAuditEntry>(&self, batch: &mut Vec<E>) -> anyhow::Result<()> {
-        match self {
-            Store::Memory(m) => {
-                let m = Arc::clone(m);
-                with_entries_off_runtime(batch, move |entries| m.append_audit(entries)).await
+        match self.local() {
+            Ok(local) => {
+                with_entries_off_runtime(batch, move |entries| local.append_audit(entries)).await?
             }
-            Store::Sqlite(s) => {
-                let s = Arc::clone(s);
-                with_entries_off_runtime(batch, move |entries| s.append_audit(entries)).await?
-            }
-            Store::Nats(n) => n.append_audit(batch).await,
+            Err(n) => n.append_audit(batch).await,
         }
     }
 
     /// Newest first.
     pub async fn query_audit(&self, query: &AuditQuery) -> anyhow::Result<Vec<AuditRecord>> {
-        match self {
-            Store::Memory(m) => {
+        match self.local() {
+            Ok(local) => {
                 let query = query.clone();
-                off_runtime(m, move |m| m.query_audit(&query)).await
+                off_runtime(local, move |s| s.query_audit(&query)).await
             }
-            Store::Sqlite(s) => {
-                let query = query.clone();
-                off_runtime(s, move |s| s.query_audit(&query)).await?
-            }
-            Store::Nats(n) => n.query_audit(query).await,
+            Err(n) => n.query_audit(query).await,
         }
     }
 
     /// Deletes audit records older than `before_ms`; returns how many.
     pub async fn prune_audit(&self, before_ms: i64) -> anyhow::Result<usize> {
-        match self {
-            Store::Memory(m) => off_runtime(m, move |m| m.prune_audit(before_ms)).await,
-            Store::Sqlite(s) => off_runtime(s, move |s| s.prune_audit(before_ms)).await?,
+        match self.local() {
+            Ok(local) => off_runtime(local, move |s| s.prune_audit(before_ms)).await,
             // JetStream drops messages older than the stream's max age itself.
-            Store::Nats(_) => Ok(0),
+            Err(_) => Ok(0),
         }
     }
 
     pub async fn meta(&self, key: &str) -> anyhow::Result<Option<String>> {
-        match self {
-            Store::Memory(m) => {
+        match self.local() {
+            Ok(local) => {
                 let key = key.to_owned();
-                off_runtime(m, move |m| m.meta(&key)).await
+                off_runtime(local, move |s| s.meta(&key)).await
             }
-            Store::Sqlite(s) => {
-                let key = key.to_owned();
-                off_runtime(s, move |s| s.meta(&key)).await?
-            }
-            Store::Nats(n) => n.meta(key).await,
+            Err(n) => n.meta(key).await,
         }
     }
 
     pub async fn set_meta(&self, key: &str, value: &str) -> anyhow::Result<()> {
-        match self {
-            Store::Memory(m) => {
+        match self.local() {
+            Ok(local) => {
                 let (key, value) = (key.to_owned(), value.to_owned());
-                off_runtime(m, move |m| m.set_meta(&key, &value)).await
+                off_runtime(local, move |s| s.set_meta(&key, &value)).await
             }
-            Store::Sqlite(s) => {
-                let (key, value) = (key.to_owned(), value.to_owned());
-                off_runtime(s, move |s| s.set_meta(&key, &value)).await?
-            }
-            Store::Nats(n) => n.set_meta(key, value).await,
+            Err(n) => n.set_meta(key, value).await,
         }
     }
+}
+
+/// The two stores on this machine, memory and SQLite, behind one interface, so each [`Store`]
+/// method is written once for both (the memory store's calls simply never fail). Their calls
+/// block (on the file, on one lock), so [`Store`] makes them only through [`off_runtime`].
+trait LocalStore: Send + Sync + 'static {
+    fn browsers(&self) -> anyhow::Result<Vec<BrowserRecord>>;
+    fn put_browser(&self, browser: &BrowserRecord) -> anyhow::Result<()>;
+    fn delete_browser(&self, id: &str) -> anyhow::Result<()>;
+    fn revocations(&self) -> anyhow::Result<Revocations>;
+    fn revoke_token(&self, token: &RevokedToken) -> anyhow::Result<()>;
+    fn revoke_user(&self, user_id: &str, issued_before: i64) -> anyhow::Result<()>;
+    fn set_user_cutoff(&self, user_id: &str, issued_before: Option<i64>) -> anyhow::Result<()>;
+    fn append_audit(&self, entries: &[AuditEntry<'_>]) -> anyhow::Result<()>;
+    fn query_audit(&self, query: &AuditQuery) -> anyhow::Result<Vec<AuditRecord>>;
+    fn prune_audit(&self, before_ms: i64) -> anyhow::Result<usize>;
+    fn meta(&self, key: &str) -> anyhow::Result<Option<String>>;
+    fn set_meta(&self, key: &str, value: &str) -> anyhow::Result<()>;
 }
 
 /// Runs `f` with a local store on a blocking thread and awaits it. SQLite blocks on the file
@@ -444,18 +424,13 @@ impl Store {
 /// [`memory::MAX_AUDIT_RECORDS`] audit records under its one lock, which every other call then
 /// waits for. Either wait, on one of the runtime's own threads, would stall every socket that
 /// thread serves.
-async fn off_runtime<S, T>(
-    store: &Arc<S>,
-    f: impl FnOnce(&S) -> T + Send + 'static,
-) -> anyhow::Result<T>
-where
-    S: Send + Sync + 'static,
-    T: Send + 'static,
-{
-    let store = Arc::clone(store);
-    tokio::task::spawn_blocking(move || f(&store))
+async fn off_runtime<T: Send + 'static>(
+    store: Arc<dyn LocalStore>,
+    f: impl FnOnce(&dyn LocalStore) -> anyhow::Result<T> + Send + 'static,
+) -> anyhow::Result<T> {
+    tokio::task::spawn_blocking(move || f(store.as_ref()))
         .await
-        .map_err(|e| anyhow::anyhow!("a state store call failed: {e}"))
+        .map_err(|e| anyhow::anyhow!("a state store call failed: {e}"))?
 }
 
 /// Runs `f` on a blocking thread over the entries `batch`'s events give, then empties `batch`

@@ -18,7 +18,9 @@ use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Transacti
 use rusqlite_migration::{Migrations, M};
 
 use super::chunk::{self, Packed};
-use super::{AuditEntry, AuditQuery, AuditRecord, BrowserRecord, Revocations, RevokedToken};
+use super::{
+    AuditEntry, AuditQuery, AuditRecord, BrowserRecord, LocalStore, Revocations, RevokedToken,
+};
 
 /// Each entry moves the schema from version `i` to `i + 1` ([`migrations`] runs them). Append
 /// only: a published step never changes, because files out there were migrated with it.
@@ -187,8 +189,10 @@ impl SqliteStore {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         f(&conn).with_context(|| format!("state file {}", self.path.display()))
     }
+}
 
-    pub(super) fn browsers(&self) -> anyhow::Result<Vec<BrowserRecord>> {
+impl LocalStore for SqliteStore {
+    fn browsers(&self) -> anyhow::Result<Vec<BrowserRecord>> {
         self.with(|c| {
             let mut stmt = c.prepare(
                 "SELECT id, user_id, name, version, approved, revoked, first_seen, last_seen
@@ -210,7 +214,7 @@ impl SqliteStore {
         })
     }
 
-    pub(super) fn put_browser(&self, b: &BrowserRecord) -> anyhow::Result<()> {
+    fn put_browser(&self, b: &BrowserRecord) -> anyhow::Result<()> {
         self.with(|c| {
             c.execute(
                 "INSERT INTO browsers (id, user_id, name, version, approved, revoked, first_seen, last_seen)
@@ -232,14 +236,14 @@ impl SqliteStore {
         })
     }
 
-    pub(super) fn delete_browser(&self, id: &str) -> anyhow::Result<()> {
+    fn delete_browser(&self, id: &str) -> anyhow::Result<()> {
         self.with(|c| {
             c.execute("DELETE FROM browsers WHERE id = ?1", params![id])
                 .map(|_| ())
         })
     }
 
-    pub(super) fn revocations(&self) -> anyhow::Result<Revocations> {
+    fn revocations(&self) -> anyhow::Result<Revocations> {
         self.with(|c| {
             let tokens = c
                 .prepare("SELECT jti, user_id, revoked_at FROM revoked_tokens")?
@@ -260,7 +264,7 @@ impl SqliteStore {
         })
     }
 
-    pub(super) fn revoke_token(&self, t: &RevokedToken) -> anyhow::Result<()> {
+    fn revoke_token(&self, t: &RevokedToken) -> anyhow::Result<()> {
         self.with(|c| {
             c.execute(
                 "INSERT OR IGNORE INTO revoked_tokens (jti, user_id, revoked_at) VALUES (?1, ?2, ?3)",
@@ -270,7 +274,7 @@ impl SqliteStore {
         })
     }
 
-    pub(super) fn revoke_user(&self, user_id: &str, issued_before: i64) -> anyhow::Result<()> {
+    fn revoke_user(&self, user_id: &str, issued_before: i64) -> anyhow::Result<()> {
         self.with(|c| {
             c.execute(
                 "INSERT INTO user_cutoffs (user_id, issued_before) VALUES (?1, ?2)
@@ -281,11 +285,7 @@ impl SqliteStore {
         })
     }
 
-    pub(super) fn set_user_cutoff(
-        &self,
-        user_id: &str,
-        issued_before: Option<i64>,
-    ) -> anyhow::Result<()> {
+    fn set_user_cutoff(&self, user_id: &str, issued_before: Option<i64>) -> anyhow::Result<()> {
         self.with(|c| {
             match issued_before {
                 Some(before) => c.execute(
@@ -305,7 +305,7 @@ impl SqliteStore {
     /// One transaction per batch, one row per [`CHUNK_EVENTS`] events. Labels are looked up
     /// once per connection per batch (in memory, else in `audit_labels`, else added there),
     /// and each labels row used gets its `last_ms` moved on once per batch.
-    pub(super) fn append_audit(&self, entries: &[AuditEntry<'_>]) -> anyhow::Result<()> {
+    fn append_audit(&self, entries: &[AuditEntry<'_>]) -> anyhow::Result<()> {
         let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let mut cache = self.labels.lock().unwrap_or_else(|e| e.into_inner());
         let result = (|| -> rusqlite::Result<()> {
@@ -324,13 +324,13 @@ impl SqliteStore {
     /// event, newest first, and stops at the first chunk that cannot hold anything newer than
     /// the `limit` events already found: the newest events (the dashboard's view) cost one or
     /// two chunks, a filter that matches little reads the chunks in between.
-    pub(super) fn query_audit(&self, q: &AuditQuery) -> anyhow::Result<Vec<AuditRecord>> {
+    fn query_audit(&self, q: &AuditQuery) -> anyhow::Result<Vec<AuditRecord>> {
         self.with(|c| query_chunks(c, q))
     }
 
     /// Deletes the events older than `before_ms` (whole chunks, and the old part of the chunk
     /// that straddles it), and the labels no remaining event refers to.
-    pub(super) fn prune_audit(&self, before_ms: i64) -> anyhow::Result<usize> {
+    fn prune_audit(&self, before_ms: i64) -> anyhow::Result<usize> {
         let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let mut cache = self.labels.lock().unwrap_or_else(|e| e.into_inner());
         let result = (|| -> rusqlite::Result<usize> {
@@ -383,7 +383,7 @@ impl SqliteStore {
         result.with_context(|| format!("state file {}", self.path.display()))
     }
 
-    pub(super) fn meta(&self, key: &str) -> anyhow::Result<Option<String>> {
+    fn meta(&self, key: &str) -> anyhow::Result<Option<String>> {
         self.with(|c| {
             c.query_row("SELECT value FROM meta WHERE key = ?1", params![key], |r| {
                 r.get(0)
@@ -392,7 +392,7 @@ impl SqliteStore {
         })
     }
 
-    pub(super) fn set_meta(&self, key: &str, value: &str) -> anyhow::Result<()> {
+    fn set_meta(&self, key: &str, value: &str) -> anyhow::Result<()> {
         self.with(|c| {
             c.execute(
                 "INSERT INTO meta (key, value) VALUES (?1, ?2)
