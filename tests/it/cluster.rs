@@ -1372,6 +1372,12 @@ async fn with_state_nats_a_browser_revoked_right_after_its_approval_never_looks_
     let ext = Extension::connect(&a, "alice", "Laptop", "laptop").await;
     let id = ext.extension_id.clone();
     ext.client.close().await;
+    // The relay admits the browser when it has read the extension's answer, which the test
+    // client does not wait for: under load an approval could otherwise come first.
+    common::wait_until("the relay knows the browser", || async {
+        browser_record(&a, &id).await.is_some()
+    })
+    .await;
     let admin = token("root", Some(mcp_relay::auth::Role::Admin));
     for round in 0..10 {
         for verb in ["approve", "revoke"] {
