@@ -106,11 +106,70 @@ pub struct NatsStore {
     /// Watches opened at start, before the first snapshot, so nothing written between the
     /// snapshot and the watcher's start is missed; taken by [`NatsStore::spawn_watcher`].
     watches: Mutex<Option<(kv::Watch, kv::Watch)>>,
-    /// Decision keys this node wrote, with the revision of its newest write: the watch brings
-    /// every write back, and the echo of an older write (approve, then revoke at once) must
-    /// not undo the newer one in the mirror, even for a moment.
-    decided: Arc<Mutex<HashMap<String, u64>>>,
+    /// Decision keys this node writes or wrote: the watch brings every write back, and the
+    /// echo of an older write (approve, then revoke at once) must not undo the newer one in
+    /// the mirror, even for a moment.
+    decided: Arc<Mutex<HashMap<String, Decided>>>,
     url: String,
+}
+
+/// What this node knows of its own writes to one decision key.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct Decided {
+    /// The revision of its newest write that NATS acknowledged.
+    newest: u64,
+    /// Writes sent and not yet acknowledged: the echo of an earlier write of ours that comes
+    /// back meanwhile is older than one of them (the mirror already holds that newer
+    /// decision), so it must not be applied.
+    in_flight: u32,
+}
+
+/// One decision write of this node, counted in [`Decided::in_flight`] from its start until it
+/// ends: acknowledged, failed, or its caller gone.
+struct InFlight<'a> {
+    decided: &'a Mutex<HashMap<String, Decided>>,
+    key: String,
+    revision: Option<u64>,
+}
+
+impl<'a> InFlight<'a> {
+    fn start(decided: &'a Mutex<HashMap<String, Decided>>, key: String) -> InFlight<'a> {
+        decided
+            .lock()
+            .unwrap()
+            .entry(key.clone())
+            .or_default()
+            .in_flight += 1;
+        InFlight {
+            decided,
+            key,
+            revision: None,
+        }
+    }
+
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn acknowledged(&mut self, revision: u64) {
+        self.revision = Some(revision);
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut decided = self.decided.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(entry) = decided.get_mut(&self.key) else {
+            return;
+        };
+        entry.in_flight = entry.in_flight.saturating_sub(1);
+        if let Some(revision) = self.revision {
+            entry.newest = entry.newest.max(revision);
+        }
+        if *entry == Decided::default() {
+            decided.remove(&self.key);
+        }
+    }
 }
 
 fn encode(text: &str) -> String {
@@ -295,14 +354,14 @@ impl NatsStore {
             approved: browser.approved,
             revoked: browser.revoked,
         })?;
-        self.bounded(async {
-            let revision = self.browsers.put(key.as_str(), value.into()).await?;
-            let mut decided = self.decided.lock().unwrap();
-            let newest = decided.entry(key).or_default();
-            *newest = (*newest).max(revision);
-            Ok(())
-        })
-        .await
+        // Marked before the write, not after its acknowledgement: the echo of our previous
+        // write can arrive in between. The mark goes when the write ends, however it ends.
+        let mut writing = InFlight::start(&self.decided, key);
+        let revision = self
+            .bounded(async { Ok(self.browsers.put(writing.key(), value.into()).await?) })
+            .await?;
+        writing.acknowledged(revision);
+        Ok(())
     }
 
     pub(super) async fn delete_browser(&self, id: &str) -> anyhow::Result<()> {
@@ -664,11 +723,15 @@ fn stream_not_found(error: &jetstream::context::GetStreamError) -> bool {
 }
 
 /// Whether `entry` is the echo of a decision this node has since overwritten (see
-/// [`NatsStore::decided`]); forgets the key once its newest write came back.
-fn superseded(decided: &Mutex<HashMap<String, u64>>, key: &str, revision: u64) -> bool {
+/// [`NatsStore::decided`]), or of one it is overwriting right now; forgets the key once its
+/// newest write came back with none in flight.
+fn superseded(decided: &Mutex<HashMap<String, Decided>>, key: &str, revision: u64) -> bool {
     let mut decided = decided.lock().unwrap();
     match decided.get(key) {
-        Some(newest) if revision < *newest => true,
+        Some(ours) if revision < ours.newest => true,
+        // Our own acknowledged write, with a newer one of ours on its way. (A revision above
+        // it is another node's write, applied as ever.)
+        Some(ours) if ours.in_flight > 0 => revision <= ours.newest,
         Some(_) => {
             decided.remove(key);
             false
@@ -884,7 +947,8 @@ mod tests {
 
     #[test]
     fn the_echo_of_an_overwritten_decision_is_skipped_and_the_newest_applied() {
-        let decided = Mutex::new(HashMap::from([("d.x".to_owned(), 11)]));
+        let ours = |newest, in_flight| Decided { newest, in_flight };
+        let decided = Mutex::new(HashMap::from([("d.x".to_owned(), ours(11, 0))]));
         // Approve (10) came back after revoke (11) was written here: skipped.
         assert!(superseded(&decided, "d.x", 10));
         // The revocation's own echo applies, and the key is forgotten.
@@ -893,5 +957,29 @@ mod tests {
         // Another node's later write, and keys never written here, always apply.
         assert!(!superseded(&decided, "d.x", 12));
         assert!(!superseded(&decided, "d.y", 1));
+
+        // Approve acknowledged (20), revoke sent and not yet acknowledged: the approval's echo
+        // is skipped and the key kept; another node's later write still applies.
+        decided.lock().unwrap().insert("d.x".into(), ours(20, 1));
+        assert!(superseded(&decided, "d.x", 20));
+        assert!(!superseded(&decided, "d.x", 21));
+        assert_eq!(decided.lock().unwrap()["d.x"], ours(20, 1));
+    }
+
+    #[test]
+    fn a_decision_write_is_in_flight_until_it_ends_however_it_ends() {
+        let decided = Mutex::new(HashMap::new());
+        let mut write = InFlight::start(&decided, "d.x".into());
+        assert_eq!(decided.lock().unwrap()["d.x"].in_flight, 1);
+        write.acknowledged(7);
+        drop(write);
+        let after = decided.lock().unwrap()["d.x"];
+        assert_eq!((after.newest, after.in_flight), (7, 0));
+        // Failed or abandoned (its caller gone): no longer in flight, nothing else changed.
+        drop(InFlight::start(&decided, "d.x".into()));
+        assert_eq!(decided.lock().unwrap()["d.x"], after);
+        // A key with nothing known is not kept.
+        drop(InFlight::start(&decided, "d.y".into()));
+        assert!(!decided.lock().unwrap().contains_key("d.y"));
     }
 }
