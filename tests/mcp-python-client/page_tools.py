@@ -41,8 +41,8 @@ async def main(page_url: str, blocked_url: str, command: str, args: list[str]) -
             async def call(name: str, arguments: dict) -> dict:
                 return report_of(await session.call_tool(name, arguments))
 
-            async def page_tools_until(done, arguments=None) -> dict:
-                deadline = time.monotonic() + 30
+            async def page_tools_until(done, arguments=None, seconds=30) -> dict:
+                deadline = time.monotonic() + seconds
                 while True:
                     listed = await call("browser_page_tools", arguments or {})
                     if done(listed) or time.monotonic() > deadline:
@@ -66,7 +66,19 @@ async def main(page_url: str, blocked_url: str, command: str, args: list[str]) -
 
             report["opened"] = await call("browser_navigate", {"url": page_url})
             # Appear: the page's script tools, its forms and the same-origin frame's tool.
-            report["listed"] = await page_tools_until(lambda l: "name: recommend" in l["text"])
+            # Chromium 156 now and then (about 1 load in 100 under CPU load, also with a plain
+            # CDP client that enables Page, Runtime and Network, never without) leaves a
+            # same-origin frame's modelContext stuck: its tool never registers. A person would
+            # reload; so does this script, once, and says so.
+            def frame_tool(listed):
+                return "name: recommend" in listed["text"]
+
+            report["listed"] = await page_tools_until(frame_tool, seconds=10)
+            if not frame_tool(report["listed"]):
+                print("the frame's tool did not register; reloading the page once", file=sys.stderr)
+                report["reloadedForFrame"] = True
+                await call("browser_navigate", {"url": page_url})
+                report["listed"] = await page_tools_until(frame_tool)
 
             report["added"] = await call(
                 "browser_call_page_tool", {"name": "add_to_cart", "arguments": {"sku": "A1", "qty": 2}})

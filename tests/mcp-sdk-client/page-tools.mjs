@@ -33,8 +33,8 @@ const call = async (name, args) => {
 };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 // Polls browser_page_tools until `done` holds (the page and its frame register as they load).
-const pageToolsUntil = async (done, args = {}) => {
-  const deadline = Date.now() + 30_000;
+const pageToolsUntil = async (done, args = {}, seconds = 30) => {
+  const deadline = Date.now() + seconds * 1000;
   let listed;
   do {
     listed = await call("browser_page_tools", args);
@@ -54,7 +54,18 @@ try {
 
   report.opened = await call("browser_navigate", { url: pageUrl });
   // Appear: the page's script tools, its forms and the same-origin frame's tool.
-  report.listed = await pageToolsUntil((l) => l.text.includes("name: recommend"));
+  // Chromium 156 now and then (about 1 load in 100 under CPU load, also with a plain CDP
+  // client that enables Page, Runtime and Network, never without) leaves a same-origin
+  // frame's modelContext stuck: its tool never registers. A person would reload; so does this
+  // script, once, and says so.
+  const frameTool = (l) => l.text.includes("name: recommend");
+  report.listed = await pageToolsUntil(frameTool, {}, 10);
+  if (!frameTool(report.listed)) {
+    console.error("the frame's tool did not register; reloading the page once");
+    report.reloadedForFrame = true;
+    await call("browser_navigate", { url: pageUrl });
+    report.listed = await pageToolsUntil(frameTool);
+  }
 
   report.added = await call("browser_call_page_tool", { name: "add_to_cart", arguments: { sku: "A1", qty: 2 } });
   report.violation = await call("browser_call_page_tool", { name: "add_to_cart", arguments: { sku: "a-1", qty: 0 } });
