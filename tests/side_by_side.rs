@@ -5,6 +5,9 @@
 //! measured by one client in one run, alternating the two so drift on a shared machine hits
 //! both alike.
 //!
+//! The calls: navigate, snapshot (read to its end), find, screenshot, the network requests
+//! (each side's default selection) and a click.
+//!
 //! What a model pays for is counted as it arrives: the characters of a result's text contents
 //! (images are counted apart, as base64 characters), and how long the call took. Pages are
 //! real ones nobody here wrote (the Rust documentation every Rust install ships) plus the
@@ -228,6 +231,13 @@ async fn one_round(
     let (shot, image) = timed(client, "browser_take_screenshot", shot_args).await;
     dump(side, page, "screenshot", &image);
     out.push(("screenshot", shot));
+
+    // Both sides' default selection (static: false): the page's API calls and failures, its
+    // own files that loaded counted apart.
+    let (requests, listed) =
+        timed(client, "browser_network_requests", json!({"static": false})).await;
+    dump(side, page, "network-requests", &listed);
+    out.push(("network requests", requests));
 
     match ref_of(&whole, page.click) {
         Some(target) => {
