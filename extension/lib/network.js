@@ -28,6 +28,7 @@ export const URL_CLIP = 1_000;
  * @property {number} [durationMs] from the request to the end of its body (or the failure)
  * @property {number} [encodedBytes]
  * @property {string} [failure] net::ERR_… or "canceled"
+ * @property {boolean} [preflight] a CORS preflight Chrome sent before the page's own request
  * @property {boolean} [finished]
  * @property {number} [_ts] CDP monotonic seconds, for durations
  */
@@ -68,6 +69,8 @@ export class NetworkLog {
         if (frameId !== params.frame.id)
           tab.loadingFrames.delete(frameId);
       }
+      // Where the page now shown begins: its document's own request (sent before the commit).
+      tab.pageStart = tab.entries.find(entry => entry._loader === params.frame.loaderId && entry.type === 'Document') ?? null;
       return;
     }
     if (method === 'Page.frameDetached') {
@@ -109,6 +112,7 @@ export class NetworkLog {
           startedAt: typeof params.wallTime === 'number' ? Math.round(params.wallTime * 1000) : now,
           _ts: params.timestamp,
           _loader: params.loaderId,
+          ...(params.initiator?.type === 'preflight' ? { preflight: true } : {}),
         };
         tab.byId.set(id, entry);
         tab.inFlight.add(id);
@@ -159,12 +163,15 @@ export class NetworkLog {
    * @param {number} tabId
    * @returns {{requests: RequestEntry[], dropped: number}}
    */
-  requests(tabId) {
+  requests(tabId, { sincePage = false } = {}) {
     const tab = this._tabs.get(tabId);
     if (!tab)
-      return { requests: [], dropped: 0 };
-    const requests = tab.entries.map(({ _ts, _loader, ...entry }) => entry);
-    return { requests, dropped: tab.dropped };
+      return { requests: [], dropped: 0, earlier: 0 };
+    // With sincePage, only the page now shown: from its document's request on (all that is
+    // kept, when that request has been dropped from the ring or was never seen).
+    const from = sincePage && tab.pageStart ? Math.max(0, tab.entries.indexOf(tab.pageStart)) : 0;
+    const requests = tab.entries.slice(from).map(({ _ts, _loader, ...entry }) => entry);
+    return { requests, dropped: from > 0 ? 0 : tab.dropped, earlier: from + (from > 0 ? tab.dropped : 0) };
   }
 
   /** @param {number} tabId @param {string} requestId */
@@ -208,7 +215,7 @@ export class NetworkLog {
   _tab(tabId) {
     let tab = this._tabs.get(tabId);
     if (!tab) {
-      tab = { entries: [], byId: new Map(), dropped: 0, inFlight: new Set(), lastActivity: 0, lastStart: 0, loadingFrames: new Set() };
+      tab = { entries: [], byId: new Map(), dropped: 0, inFlight: new Set(), lastActivity: 0, lastStart: 0, loadingFrames: new Set(), pageStart: null };
       this._tabs.set(tabId, tab);
     }
     return tab;

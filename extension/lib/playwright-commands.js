@@ -49,7 +49,7 @@ export const PLAYWRIGHT_COMMANDS = {
     },
     run: drag,
   },
-  networkRequests: { params: { requestId: { type: 'string', nonEmpty: true }, tabId: TAB_ID }, run: networkRequests },
+  networkRequests: { params: { requestId: { type: 'string', nonEmpty: true }, sincePage: { type: 'boolean' }, tabId: TAB_ID }, run: networkRequests },
   evaluateFunction: {
     params: { function: { type: 'string', required: true, nonEmpty: true }, ...TARGET_PARAMS, tabId: TAB_ID },
     run: evaluateFunction,
@@ -183,15 +183,17 @@ async function drag(ctx, params) {
 }
 
 /** @param {import('./commands.js').CommandContext} ctx */
-async function networkRequests(ctx, { requestId, tabId }) {
+async function networkRequests(ctx, { requestId, sincePage = false, tabId }) {
   const id = await targetTab(ctx, tabId);
   // Recording starts with the attachment; attach now so later requests are kept.
   await ctx.debuggers.attach(id);
   if (requestId === undefined) {
-    const { requests, dropped } = ctx.debuggers.network.requests(id);
+    // sincePage: only the page now shown (as Playwright MCP lists them), earlier pages counted.
+    const { requests, dropped, earlier } = ctx.debuggers.network.requests(id, { sincePage });
     return {
       tabId: id,
       requests,
+      ...(sincePage ? { earlier } : {}),
       ...(dropped ? { dropped, note: `${dropped} older requests were dropped: only the last ${REQUEST_LIMIT} of each tab are kept` } : {}),
     };
   }

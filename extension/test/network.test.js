@@ -55,7 +55,7 @@ test('events of child sessions and of other domains are ignored', () => {
   const log = new NetworkLog();
   log.handle({ tabId: 4, sessionId: 'iframe' }, ...sent('1', 'https://a.test/'));
   log.handle(tab, 'Page.loadEventFired', { requestId: '2' });
-  assert.deepEqual(log.requests(4), { requests: [], dropped: 0 });
+  assert.deepEqual(log.requests(4), { requests: [], dropped: 0, earlier: 0 });
 });
 
 test('a new document in the main frame ends the old document\'s requests Chrome never reports finished', () => {
@@ -77,4 +77,24 @@ test('a new document in the main frame ends the old document\'s requests Chrome 
   log.handle({ tabId: 5 }, 'Page.frameStartedLoading', { frameId: 'child' }, 1_600);
   log.handle({ tabId: 5 }, 'Page.frameDetached', { frameId: 'child' }, 1_610);
   assert.equal(log.quiet(5, 1_700).loading, false);
+});
+
+test('sincePage keeps only the page now shown, from its document request, and counts the earlier ones', () => {
+  const log = new NetworkLog();
+  const sent = (requestId, url, type, loaderId, extra = {}) =>
+    log.handle({ tabId: 9 }, 'Network.requestWillBeSent', { requestId, loaderId, type, request: { url, method: 'GET' }, timestamp: 1, ...extra });
+  sent('L1', 'https://a.test/', 'Document', 'L1');
+  sent('1.2', 'https://a.test/app.js', 'Script', 'L1');
+  log.handle({ tabId: 9 }, 'Page.frameNavigated', { frame: { id: 'F', loaderId: 'L1' } });
+  sent('L2', 'https://b.test/', 'Document', 'L2');
+  sent('P', 'https://api.test/x', 'Other', 'L2', { initiator: { type: 'preflight' } });
+  log.handle({ tabId: 9 }, 'Page.frameNavigated', { frame: { id: 'F', loaderId: 'L2' } });
+  sent('2.3', 'https://b.test/data', 'Fetch', 'L2');
+  const page = log.requests(9, { sincePage: true });
+  assert.deepEqual(page.requests.map(r => r.url), ['https://b.test/', 'https://api.test/x', 'https://b.test/data']);
+  assert.equal(page.earlier, 2);
+  assert.equal(page.requests[1].preflight, true);
+  // Without it, everything kept, as direct clients of the relay read it.
+  assert.equal(log.requests(9).requests.length, 5);
+  assert.equal(log.requests(9).earlier, 0);
 });

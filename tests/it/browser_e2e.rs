@@ -2167,7 +2167,7 @@ async fn network_requests_list_the_pages_fetches_with_status_and_a_body() {
     on_tools_page!(
         "network_requests_list_the_pages_fetches_with_status_and_a_body",
         &[],
-        |bridge, _site| {
+        |bridge, site| {
             tool_ok(&bridge, "browser_click", json!({"selector": "#fetch"})).await;
             let deadline = Instant::now() + STEP;
             while page_value(&bridge, "fetched.textContent").await != "200 404" {
@@ -2249,6 +2249,19 @@ async fn network_requests_list_the_pages_fetches_with_status_and_a_body() {
             assert!(
                 text(&body).contains(&format!("requestId: {request_id}")),
                 "{body}"
+            );
+            // The page now shown only: after a navigation the old page's fetches are counted.
+            tool_ok(
+                &bridge,
+                "browser_navigate",
+                json!({"url": site.url("page2.html")}),
+            )
+            .await;
+            let next = text(&tool(&bridge, "browser_network_requests", json!({})).await);
+            assert!(!next.contains("missing.json"), "{next}");
+            assert!(
+                next.contains("requests of earlier pages in this tab are not shown"),
+                "{next}"
             );
         }
     );

@@ -192,6 +192,8 @@ pub(super) fn network_requests(args: NetworkRequests) -> Result<Plan, String> {
     if let Some(filter) = &args.filter {
         super::results::url_filter(filter)?;
     }
+    // The page now shown, as Playwright MCP lists it; earlier pages are counted.
+    params.insert("sincePage".into(), json!(true));
     Ok(Plan::Requests {
         params: Value::Object(params),
         include_static: args.include_static.unwrap_or(false),

@@ -375,10 +375,12 @@ pub(crate) fn url_filter(pattern: &str) -> Result<regex::Regex, String> {
         .map_err(|e| format!("\"filter\" is not a valid regular expression: {e}"))
 }
 
-/// Playwright MCP's selection for `browser_network_requests`: without `static`, a request that
-/// succeeded for the page's own files (the document, its scripts, styles, images, fonts:
-/// anything but fetch, XHR and their kin) is left out and counted in a note, so a model looking
-/// for the page's API calls reads those and the failures; `filter` keeps the URLs it matches.
+/// Playwright MCP's selection for `browser_network_requests`: the page now shown (the extension
+/// counts earlier pages' requests in `earlier`); without `static`, a request that succeeded
+/// for the page's own files (the document, its scripts, styles, images, fonts: anything but
+/// fetch, XHR and their kin) and every CORS preflight (Chrome's, not the page's: the request
+/// it preceded shows how it ended) are left out and counted in a note, so a model looking for
+/// the page's API calls reads those and the failures; `filter` keeps the URLs it matches.
 pub(crate) fn select_requests(
     value: &mut Value,
     include_static: bool,
@@ -388,8 +390,13 @@ pub(crate) fn select_requests(
         return;
     };
     let mut hidden = 0;
+    let mut preflights = 0;
     let mut unmatched = 0;
     rows.retain(|row| {
+        if !include_static && row["preflight"] == true {
+            preflights += 1;
+            return false;
+        }
         if !include_static && is_static_success(row) {
             hidden += 1;
             return false;
@@ -403,10 +410,20 @@ pub(crate) fn select_requests(
         .map(str::to_owned)
         .into_iter()
         .collect();
+    if let Some(earlier) = value["earlier"].as_u64().filter(|&n| n > 0) {
+        notes.push(format!(
+            "{earlier} requests of earlier pages in this tab are not shown"
+        ));
+    }
     if hidden > 0 {
         notes.push(format!(
             "{hidden} successful requests for the page's own files (document, scripts, styles, \
              images, fonts) are not shown; \"static\": true shows them"
+        ));
+    }
+    if preflights > 0 {
+        notes.push(format!(
+            "{preflights} CORS preflights are not shown; \"static\": true shows them"
         ));
     }
     if let Some(filter) = filter.filter(|_| unmatched > 0) {

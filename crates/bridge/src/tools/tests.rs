@@ -1947,6 +1947,8 @@ fn network_requests_show_fetches_and_failures_unless_static_and_filter_by_url() 
             {"method": "GET", "url": "https://e.test/f.woff2", "type": "Font", "failure": "net::ERR_FAILED"},
             {"method": "POST", "url": "https://e.test/api/user", "type": "Fetch", "status": 200},
             {"method": "GET", "url": "https://e.test/api/cart", "type": "XHR"},
+            {"method": "OPTIONS", "url": "https://x.test/api", "type": "Other", "preflight": true,
+             "failure": "net::ERR_NAME_NOT_RESOLVED"},
         ]})
     };
     let urls = |value: &Value| -> Vec<String> {
@@ -1977,20 +1979,30 @@ fn network_requests_show_fetches_and_failures_unless_static_and_filter_by_url() 
             .starts_with("2 successful requests"),
         "{shown}"
     );
+    assert!(
+        shown["note"]
+            .as_str()
+            .unwrap()
+            .ends_with("1 CORS preflights are not shown; \"static\": true shows them"),
+        "{shown}"
+    );
     let mut all = list();
     super::results::select_requests(&mut all, true, None);
-    assert_eq!(urls(&all).len(), 6);
+    assert_eq!(urls(&all).len(), 7);
     assert!(all.get("note").is_none(), "{all}");
     // A filter keeps the URLs it matches and says how many it left out; an older note stays.
     let mut api = list();
     api["note"] = json!("3 older requests were dropped");
+    api["earlier"] = json!(4);
     let filter = super::results::url_filter("/api/").unwrap();
     super::results::select_requests(&mut api, false, Some(&filter));
     assert_eq!(urls(&api), ["/api/user", "/api/cart"]);
     let note = api["note"].as_str().unwrap();
     assert!(
-        note.starts_with("3 older requests were dropped; 2 successful")
-            && note.ends_with("2 requests whose URL does not match \"/api/\" are not shown"),
+        note.starts_with(
+            "3 older requests were dropped; 4 requests of earlier pages in this tab are not \
+             shown; 2 successful"
+        ) && note.ends_with("2 requests whose URL does not match \"/api/\" are not shown"),
         "{note}"
     );
     // A bad pattern is refused before anything is sent; requestId reads one body as before.
@@ -2014,7 +2026,7 @@ fn network_requests_show_fetches_and_failures_unless_static_and_filter_by_url() 
     assert_eq!(
         plan("browser_network_requests", &args(json!({}))).unwrap(),
         Plan::Requests {
-            params: json!({}),
+            params: json!({"sincePage": true}),
             include_static: false,
             filter: None
         }
