@@ -2217,7 +2217,7 @@ async fn network_requests_list_the_pages_fetches_with_status_and_a_body() {
                 "{listed}"
             );
             assert!(
-                listed.contains("successful requests for the page's own files"),
+                listed.contains("page files (document, scripts, styles, images, fonts) not shown"),
                 "{listed}"
             );
             let all =
@@ -2260,7 +2260,7 @@ async fn network_requests_list_the_pages_fetches_with_status_and_a_body() {
             let next = text(&tool(&bridge, "browser_network_requests", json!({})).await);
             assert!(!next.contains("missing.json"), "{next}");
             assert!(
-                next.contains("requests of earlier pages in this tab are not shown"),
+                next.contains("requests of earlier pages not shown"),
                 "{next}"
             );
         }

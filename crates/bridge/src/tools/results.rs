@@ -411,24 +411,26 @@ pub(crate) fn select_requests(
         .into_iter()
         .collect();
     if let Some(earlier) = value["earlier"].as_u64().filter(|&n| n > 0) {
-        notes.push(format!(
-            "{earlier} requests of earlier pages in this tab are not shown"
-        ));
+        notes.push(format!("{earlier} requests of earlier pages not shown"));
     }
+    let mut held_back = Vec::new();
     if hidden > 0 {
-        notes.push(format!(
-            "{hidden} successful requests for the page's own files (document, scripts, styles, \
-             images, fonts) are not shown; \"static\": true shows them"
+        held_back.push(format!(
+            "{hidden} page files (document, scripts, styles, images, fonts)"
         ));
     }
     if preflights > 0 {
+        held_back.push(format!("{preflights} CORS preflights"));
+    }
+    if !held_back.is_empty() {
         notes.push(format!(
-            "{preflights} CORS preflights are not shown; \"static\": true shows them"
+            "{} not shown: \"static\": true shows them",
+            held_back.join(" and ")
         ));
     }
     if let Some(filter) = filter.filter(|_| unmatched > 0) {
         notes.push(format!(
-            "{unmatched} requests whose URL does not match {:?} are not shown",
+            "{unmatched} requests whose URL does not match {:?} not shown",
             filter.as_str()
         ));
     }

@@ -1976,14 +1976,14 @@ fn network_requests_show_fetches_and_failures_unless_static_and_filter_by_url() 
         shown["note"]
             .as_str()
             .unwrap()
-            .starts_with("2 successful requests"),
+            .starts_with("2 page files (document, scripts, styles, images, fonts) and 1 CORS"),
         "{shown}"
     );
     assert!(
         shown["note"]
             .as_str()
             .unwrap()
-            .ends_with("1 CORS preflights are not shown; \"static\": true shows them"),
+            .ends_with("1 CORS preflights not shown: \"static\": true shows them"),
         "{shown}"
     );
     let mut all = list();
@@ -2000,9 +2000,8 @@ fn network_requests_show_fetches_and_failures_unless_static_and_filter_by_url() 
     let note = api["note"].as_str().unwrap();
     assert!(
         note.starts_with(
-            "3 older requests were dropped; 4 requests of earlier pages in this tab are not \
-             shown; 2 successful"
-        ) && note.ends_with("2 requests whose URL does not match \"/api/\" are not shown"),
+            "3 older requests were dropped; 4 requests of earlier pages not shown; 2 page files"
+        ) && note.ends_with("2 requests whose URL does not match \"/api/\" not shown"),
         "{note}"
     );
     // A bad pattern is refused before anything is sent; requestId reads one body as before.
