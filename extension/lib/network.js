@@ -161,7 +161,9 @@ export class NetworkLog {
    * The tab's kept requests, oldest first, without internal fields.
    *
    * @param {number} tabId
-   * @returns {{requests: RequestEntry[], dropped: number}}
+   * @param {{sincePage?: boolean}} [options] `sincePage`: only the page now shown
+   * @returns {{requests: RequestEntry[], dropped: number, earlier: number}} `earlier`: requests
+   *   of earlier pages left out (with `sincePage`; they then include the dropped ones)
    */
   requests(tabId, { sincePage = false } = {}) {
     const tab = this._tabs.get(tabId);
