@@ -654,3 +654,92 @@ fn ref_of_finds_the_first_line_naming_the_text_with_a_ref() {
     assert_eq!(ref_of(outline, "Save").as_deref(), Some("e4"));
     assert_eq!(ref_of(outline, "Missing"), None);
 }
+
+/// Where the chain's fixed round trip goes (issue 23: the small fixture's calls). On
+/// `controls.html`, the same cheap calls made at each hop, interleaved, many times: straight to
+/// the relay as a WebSocket client (relay → extension → Chrome), through the bridge (rmcp client
+/// → bridge → relay → …), and through Playwright MCP, for scale. Not a test but a benchmark
+/// (docs/BENCHMARKS.md, "Where the chain's fixed round trip went"):
+/// `cargo test --release --test side_by_side round_trip_by_hop -- --ignored --nocapture`
+/// (`BENCH_CALLS`, default 60, calls of each kind).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark, run on purpose (docs/BENCHMARKS.md)"]
+async fn round_trip_by_hop() {
+    let Some(chromium) = chromium_or_skip("round_trip_by_hop") else {
+        return;
+    };
+    let cli = playwright_mcp_cli();
+    let calls = std::env::var("BENCH_CALLS").map_or(60, |n| n.parse().expect("BENCH_CALLS"));
+    let _turn = ONE_BROWSER_AT_A_TIME.lock().await;
+    let site = DocSite::start(rust_docs()).await;
+    let relay = relay().await;
+    let profile = Profile::new(&relay, "Round trip by hop");
+    let browser = Browser::launch_with(&chromium, &profile, &[OUR_WINDOW]);
+    let url = site.url("fixtures/controls.html");
+    let ours = bridge_on(&relay, &browser, &url).await;
+    let theirs = playwright_mcp(&cli, &chromium).await;
+    timed(&theirs, "browser_navigate", json!({"url": url})).await;
+
+    // A relay client of its own, with a tab of its own on the same page (the bridge's tab
+    // belongs to the bridge's connection).
+    let mut direct = Driver::handshake(&relay, "direct").await;
+    let extension = direct.wait_for_extension(&browser).await;
+    direct
+        .connect(extension["id"].as_str().expect("extension id"))
+        .await;
+    let created = direct.ok("createTab", json!({"url": url})).await;
+    let tab = created["tabId"].clone();
+    assert!(tab.is_number(), "createTab: {created}");
+
+    let direct_calls = [
+        ("networkRequests", json!({"tabId": tab, "sincePage": true})),
+        ("evaluate", json!({"tabId": tab, "expression": "1"})),
+        ("snapshot", json!({"tabId": tab, "format": "outline"})),
+    ];
+    // Playwright MCP's browser_evaluate waits half a second after every script, so it is
+    // measured here only through the bridge.
+    let tool_calls = [
+        ("browser_network_requests", json!({}), true),
+        ("browser_evaluate", json!({"function": "() => 1"}), false),
+        ("browser_snapshot", json!({}), true),
+    ];
+    let mut rows: Vec<(String, Vec<f64>)> = Vec::new();
+    let mut add = |name: String, ms: f64| match rows.iter_mut().find(|r| r.0 == name) {
+        Some(row) => row.1.push(ms),
+        None => rows.push((name, vec![ms])),
+    };
+    for _ in 0..calls {
+        for (method, params) in &direct_calls {
+            let started = Instant::now();
+            direct.ok(method, params.clone()).await;
+            add(
+                format!("relay client: `{method}`"),
+                started.elapsed().as_secs_f64() * 1e3,
+            );
+        }
+        for (tool, args, both) in &tool_calls {
+            let (sample, _) = timed(&ours, tool, args.clone()).await;
+            add(format!("bridge: `{tool}`"), sample.ms);
+            if *both {
+                let (sample, _) = timed(&theirs, tool, args.clone()).await;
+                add(format!("Playwright MCP: `{tool}`"), sample.ms);
+            }
+        }
+    }
+    println!("| call ({calls} each, interleaved) | p25 ms | p50 ms | p75 ms |");
+    println!("|---|---:|---:|---:|");
+    for (name, mut values) in rows {
+        values.sort_by(f64::total_cmp);
+        let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+        println!(
+            "| {name} | {:.2} | {:.2} | {:.2} |",
+            at(0.25),
+            at(0.5),
+            at(0.75)
+        );
+    }
+    let _ = ours.cancel().await;
+    let _ = theirs.cancel().await;
+    drop(browser);
+    relay.shutdown().await;
+}

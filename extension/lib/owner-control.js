@@ -26,6 +26,15 @@ export const BLOCKED_SITES_KEY = 'blockedSites';
 export const ASSISTANTS_KEY = 'assistants';
 /** The popup shows this many recent actions per assistant: enough to see what it is doing, not a log. */
 const RECENT_ACTIONS = 5;
+/**
+ * How long a command's entry among the popup's recent actions may wait to be written. Writing
+ * storage and the badge are calls into the browser, and Chrome answers an extension's calls in
+ * order: written before and after every command, they queued ahead of the command's own
+ * (`chrome.tabs.get`, `chrome.debugger`) and made up half of a quick command's time in the
+ * extension, about 2 ms (docs/BENCHMARKS.md, "Where the chain's fixed round trip went").
+ * Coalesced, a run of commands writes once, and a person sees each within this.
+ */
+export const ACTIONS_PUBLISH_MS = 50;
 const NOTIFICATION_PREFIX = 'consent:';
 /** Notifications of hand-offs and ask-before prompts: this prefix and the request's id. */
 const PERSON_NOTIFICATION_PREFIX = 'person:';
@@ -79,6 +88,10 @@ export class OwnerControl {
     this._connections = null;
     this._userId = null;
     this._relayBadge = { text: '', color: '#80868b' };
+    /** The badge as last set, so a publish that changes nothing on it makes no call. */
+    this._badgeShown = '';
+    /** A publish of recent actions waiting to be written (see ACTIONS_PUBLISH_MS). */
+    this._publishTimer = undefined;
     this._policy = consentPolicy({}, null);
     this._blocked = [];
     /** @type {import('./ask-before.js').AskRules} */
@@ -212,7 +225,7 @@ export class OwnerControl {
       throw consentRequiredError(assistant.name);
     }
     assistant.actions = [...assistant.actions, { method, at: Date.now() }].slice(-RECENT_ACTIONS);
-    this._publish();
+    this._publishSoon();
     const target = await this._checkReach(ctx, assistant, params ?? {});
     let result;
     try {
@@ -240,7 +253,7 @@ export class OwnerControl {
     if (Array.isArray(result?.tabs))
       result = { ...result, tabs: result.tabs.map(tab => this._redacted(tab)) };
     await this._groupTabs(assistant).catch(error => console.warn('[mcp-relay] could not group tabs:', error));
-    this._publish();
+    this._publishSoon();
     return result;
   }
 
@@ -619,6 +632,9 @@ export class OwnerControl {
     if (!this._connections || !chrome.tabGroups)
       return;
     for (const tabId of this._connections.tabs.tabsOf(assistant.connectionId)) {
+      // Grouped once is never regrouped (see _grouped): no need to look the tab up again.
+      if (this._grouped.has(tabId))
+        continue;
       const tab = await chrome.tabs.get(tabId).catch(() => undefined);
       if (!tab || tab.windowId === undefined)
         continue;
@@ -674,12 +690,24 @@ export class OwnerControl {
       : pending > 0 ? { text: `${pending}?`, color: '#e37400' }
       : active > 0 ? { text: String(active), color: '#1a73e8' }
         : this._relayBadge;
+    const shown = `${badge.text}\n${badge.color}`;
+    if (shown === this._badgeShown)
+      return;
+    this._badgeShown = shown;
     chrome.action.setBadgeText({ text: badge.text }).catch(() => {});
     chrome.action.setBadgeBackgroundColor({ color: badge.color }).catch(() => {});
   }
 
-  /** Writes what the popup shows (and a restarted worker reads back). */
+  /** Publishes within ACTIONS_PUBLISH_MS, once for however many calls come before then. */
+  _publishSoon() {
+    if (this._publishTimer === undefined)
+      this._publishTimer = setTimeout(() => this._publish(), ACTIONS_PUBLISH_MS);
+  }
+
+  /** Writes what the popup shows (and a restarted worker reads back), now. */
   _publish() {
+    clearTimeout(this._publishTimer);
+    this._publishTimer = undefined;
     const list = [...this._assistants.values()].map(assistant => ({
       connectionId: assistant.connectionId,
       key: assistant.key,

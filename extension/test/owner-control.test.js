@@ -7,6 +7,8 @@ import { TabOwnership } from '../lib/tabs.js';
 
 let stored;
 let tabs;
+/** How often the popup's state was written and what the badge was set to. */
+let calls;
 function installFakeChrome() {
   stored = { local: {}, session: {} };
   tabs = new Map([[5, { id: 5, windowId: 1, groupId: -1, url: 'https://ok.test/' }]]);
@@ -15,9 +17,11 @@ function installFakeChrome() {
     set: async values => { Object.assign(stored[name], structuredClone(values)); },
   });
   let nextGroup = 100;
+  calls = { sessionWrites: 0, badgeTexts: [] };
+  const session = area('session');
   globalThis.chrome = {
-    storage: { local: area('local'), session: area('session') },
-    action: { setBadgeText: async () => {}, setBadgeBackgroundColor: async () => {} },
+    storage: { local: area('local'), session: { ...session, set: async values => { calls.sessionWrites += 1; await session.set(values); } } },
+    action: { setBadgeText: async ({ text }) => { calls.badgeTexts.push(text); }, setBadgeBackgroundColor: async () => {} },
     runtime: { getURL: path => path },
     notifications: { create: async () => {}, clear: async () => {} },
     tabs: {
@@ -29,7 +33,10 @@ function installFakeChrome() {
   };
 }
 
-const { OwnerControl } = await import('../lib/owner-control.js');
+const { ACTIONS_PUBLISH_MS, OwnerControl } = await import('../lib/owner-control.js');
+
+/** Past the delay within which a command's entry among recent actions is written. */
+const published = () => new Promise(resolve => setTimeout(resolve, ACTIONS_PUBLISH_MS + 20));
 
 function setUp(devConfig = null) {
   const closed = [];
@@ -130,9 +137,30 @@ test('the popup gets name, tabs and the last five actions, methods only', async 
   await owner.run(ctx, 'selectTab', { tabId: 5 }, select);
   for (let i = 0; i < 6; i += 1)
     await owner.run(ctx, 'evaluate', { expression: 'secret()' }, async () => ({}));
-  const [published] = stored.session.assistants;
-  assert.equal(published.name, 'Claude Desktop');
-  assert.deepEqual(published.tabs, [5]);
-  assert.equal(published.actions.length, 5);
-  assert.ok(published.actions.every(action => action.method === 'evaluate' && Object.keys(action).length === 2));
+  await published();
+  const [shown] = stored.session.assistants;
+  assert.equal(shown.name, 'Claude Desktop');
+  assert.deepEqual(shown.tabs, [5]);
+  assert.equal(shown.actions.length, 5);
+  assert.ok(shown.actions.every(action => action.method === 'evaluate' && Object.keys(action).length === 2));
+});
+
+test('a run of quick commands writes the popup\'s state once, not before and after each, and leaves the badge alone', async () => {
+  const { owner, ctx, select } = setUp({ autoAllow: true });
+  await owner.connectionOpened({ connection_id: 'conn-1', client_name: 'Claude Desktop' });
+  await owner.run(ctx, 'selectTab', { tabId: 5 }, select);
+  await published();
+  const [writesBefore, badgesBefore] = [calls.sessionWrites, calls.badgeTexts.length];
+  assert.deepEqual(calls.badgeTexts.at(-1), '1', 'one allowed assistant');
+  for (let i = 0; i < 10; i += 1)
+    await owner.run(ctx, 'snapshot', {}, async () => ({}));
+  assert.equal(calls.sessionWrites, writesBefore, 'nothing written while the commands ran');
+  await published();
+  assert.equal(calls.sessionWrites, writesBefore + 1, 'then once');
+  assert.equal(stored.session.assistants[0].actions.at(-1).method, 'snapshot');
+  assert.equal(calls.badgeTexts.length, badgesBefore, 'the badge did not change, so it was not set again');
+  // A decision is written at once: the person sees the assistant go.
+  await owner.decide('conn-1', 'deny');
+  assert.equal(calls.sessionWrites, writesBefore + 2);
+  assert.equal(calls.badgeTexts.at(-1), 'ON');
 });
