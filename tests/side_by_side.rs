@@ -743,3 +743,52 @@ async fn round_trip_by_hop() {
     drop(browser);
     relay.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "probe"]
+async fn probe_tmp() {
+    let chromium = chromium_or_skip("probe").unwrap();
+    let site = DocSite::start(rust_docs()).await;
+    let relay = relay().await;
+    let profile = Profile::new(&relay, "probe");
+    let browser = Browser::launch_with(&chromium, &profile, &[OUR_WINDOW]);
+    let mut direct = Driver::handshake(&relay, "direct").await;
+    let extension = direct.wait_for_extension(&browser).await;
+    direct.connect(extension["id"].as_str().unwrap()).await;
+    let created = direct
+        .ok(
+            "createTab",
+            json!({"url": site.url("fixtures/controls.html")}),
+        )
+        .await;
+    let tab = created["tabId"].clone();
+    for page in ["fixtures/controls.html", "rust/std/index.html"] {
+        for _ in 0..8 {
+            direct
+                .ok("navigate", json!({"tabId": tab, "url": site.url(page)}))
+                .await;
+            let wait: u64 = std::env::var("PROBE_WAIT").map_or(0, |v| v.parse().unwrap());
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+            if std::env::var_os("PROBE_SHOT").is_some() {
+                direct
+                    .ok("snapshot", json!({"tabId": tab, "format": "outline"}))
+                    .await;
+                direct.ok("screenshot", json!({"tabId": tab})).await;
+            }
+            for k in 0..12 {
+                let started = Instant::now();
+                let r = direct
+                    .ok("networkRequests", json!({"tabId": tab, "sincePage": true}))
+                    .await;
+                println!(
+                    "{page} #{k} {:.2} ms {} n={}",
+                    started.elapsed().as_secs_f64() * 1e3,
+                    r["_t"],
+                    r["requests"].as_array().map_or(0, |a| a.len())
+                );
+            }
+        }
+    }
+    drop(browser);
+    relay.shutdown().await;
+}

@@ -376,7 +376,8 @@ pub(crate) fn url_filter(pattern: &str) -> Result<regex::Regex, String> {
 }
 
 /// Playwright MCP's selection for `browser_network_requests`: the page now shown (the extension
-/// counts earlier pages' requests in `earlier`); without `static`, a request that succeeded
+/// counts earlier pages' requests in `earlier`, which no argument brings back, so the model is not
+/// told of them: a note it cannot act on is only cost); without `static`, a request that succeeded
 /// for the page's own files (the document, its scripts, styles, images, fonts: anything but
 /// fetch, XHR and their kin) and every CORS preflight (Chrome's, not the page's: the request
 /// it preceded shows how it ended) are left out and counted in a note, so a model looking for
@@ -410,13 +411,10 @@ pub(crate) fn select_requests(
         .map(str::to_owned)
         .into_iter()
         .collect();
-    if let Some(earlier) = value["earlier"].as_u64().filter(|&n| n > 0) {
-        notes.push(format!("{earlier} requests of earlier pages not shown"));
-    }
     let mut held_back = Vec::new();
     if hidden > 0 {
         held_back.push(format!(
-            "{hidden} page files (document, scripts, styles, images, fonts)"
+            "{hidden} page files (document, scripts, styles, images…)"
         ));
     }
     if preflights > 0 {
@@ -424,7 +422,7 @@ pub(crate) fn select_requests(
     }
     if !held_back.is_empty() {
         notes.push(format!(
-            "{} not shown: \"static\": true shows them",
+            "{} not shown; \"static\": true lists them",
             held_back.join(" and ")
         ));
     }

@@ -1976,14 +1976,14 @@ fn network_requests_show_fetches_and_failures_unless_static_and_filter_by_url() 
         shown["note"]
             .as_str()
             .unwrap()
-            .starts_with("2 page files (document, scripts, styles, images, fonts) and 1 CORS"),
+            .starts_with("2 page files (document, scripts, styles, images…) and 1 CORS"),
         "{shown}"
     );
     assert!(
         shown["note"]
             .as_str()
             .unwrap()
-            .ends_with("1 CORS preflights not shown: \"static\": true shows them"),
+            .ends_with("1 CORS preflights not shown; \"static\": true lists them"),
         "{shown}"
     );
     let mut all = list();
@@ -1991,6 +1991,7 @@ fn network_requests_show_fetches_and_failures_unless_static_and_filter_by_url() 
     assert_eq!(urls(&all).len(), 7);
     assert!(all.get("note").is_none(), "{all}");
     // A filter keeps the URLs it matches and says how many it left out; an older note stays.
+    // Earlier pages' requests, which no argument shows, are not mentioned.
     let mut api = list();
     api["note"] = json!("3 older requests were dropped");
     api["earlier"] = json!(4);
@@ -1999,9 +2000,8 @@ fn network_requests_show_fetches_and_failures_unless_static_and_filter_by_url() 
     assert_eq!(urls(&api), ["/api/user", "/api/cart"]);
     let note = api["note"].as_str().unwrap();
     assert!(
-        note.starts_with(
-            "3 older requests were dropped; 4 requests of earlier pages not shown; 2 page files"
-        ) && note.ends_with("2 requests whose URL does not match \"/api/\" not shown"),
+        note.starts_with("3 older requests were dropped; 2 page files")
+            && note.ends_with("2 requests whose URL does not match \"/api/\" not shown"),
         "{note}"
     );
     // A bad pattern is refused before anything is sent; requestId reads one body as before.
