@@ -48,6 +48,7 @@ export { ACTIONABLE_WAIT_MS } from './commands/shared.js';
  * @property {import('./person-requests.js').PersonRequests} [person] hand-offs and ask-before prompts
  * @property {string} [assistantName] the assistant as the person knows it (OwnerControl sets it)
  * @property {import('./ask-before.js').Asks} [askBefore] what the person asked to approve first on the tab's site (OwnerControl sets it)
+ * @property {{tab: chrome.tabs.Tab, at: number}} [seenTab] the command's tab as OwnerControl's checks just read it (`at`: performance.now()), see shared.js `tabInfo`
  */
 /** Options of {@link reportingChanges} for actions that wait for the page to settle. */
 const SETTLES = Object.freeze({ settle: true });

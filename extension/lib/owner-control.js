@@ -226,10 +226,11 @@ export class OwnerControl {
     }
     assistant.actions = [...assistant.actions, { method, at: Date.now() }].slice(-RECENT_ACTIONS);
     this._publishSoon();
-    const target = await this._checkReach(ctx, assistant, params ?? {});
+    const { tabId: target, seenTab } = await this._checkReach(ctx, assistant, params ?? {});
     let result;
     try {
-      result = await runCommand({ ...ctx, assistantName: assistant.name, askBefore: await this._asksOn(method, target) }, method, params);
+      const askBefore = this._asksOn(method, target, seenTab);
+      result = await runCommand({ ...ctx, assistantName: assistant.name, askBefore, seenTab }, method, params);
     } catch (error) {
       // The tab went off limits or out of the group while the command ran (Chrome says "Detached…").
       if (target !== undefined && ctx.tabs.ownerOf(target) === undefined && assistant.takenBack[target])
@@ -264,7 +265,9 @@ export class OwnerControl {
    * @param {import('./commands.js').CommandContext} ctx
    * @param {Assistant} assistant
    * @param {Record<string, unknown>} params
-   * @returns {Promise<number | undefined>} the tab the command will act on, when known
+   * @returns {Promise<{tabId?: number, seenTab?: {tab: chrome.tabs.Tab, at: number}}>} the tab the
+   *   command will act on, when known, and the read of it made here, which the command reuses
+   *   rather than asking Chrome again (shared.js `tabInfo`)
    */
   async _checkReach(ctx, assistant, params) {
     if (typeof params.url === 'string' && blockingPattern(this._blocked, params.url))
@@ -275,8 +278,9 @@ export class OwnerControl {
       throw takenBackError(named, assistant.takenBack[named]);
     const tabId = named ?? current;
     if (tabId === undefined)
-      return undefined;
+      return {};
     const tab = await chrome.tabs.get(tabId).catch(() => undefined);
+    const at = performance.now();
     const url = tab?.url || tab?.pendingUrl;
     if (blockingPattern(this._blocked, url)) {
       await this._takeBack(tabId, 'blocked');
@@ -286,7 +290,7 @@ export class OwnerControl {
       const { [tabId]: _, ...rest } = assistant.takenBack;
       assistant.takenBack = rest;
     }
-    return tabId;
+    return { tabId, ...(tab ? { seenTab: { tab, at } } : {}) };
   }
 
   /**
@@ -295,12 +299,12 @@ export class OwnerControl {
    *
    * @param {string} method
    * @param {number | undefined} tabId
+   * @param {{tab: chrome.tabs.Tab}} [seenTab] that tab, as _checkReach just read it
    */
-  async _asksOn(method, tabId) {
+  _asksOn(method, tabId, seenTab) {
     if (!ASKABLE.has(method) || tabId === undefined || !asksAnything(this._askRules))
       return undefined;
-    const tab = await chrome.tabs.get(tabId).catch(() => undefined);
-    return asksFor(this._askRules, tab?.url || tab?.pendingUrl);
+    return asksFor(this._askRules, seenTab?.tab.url || seenTab?.tab.pendingUrl);
   }
 
   /** getTabs shows a blocked tab as present, but not what it shows. @param {{url?: string, title?: string}} tab */

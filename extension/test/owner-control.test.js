@@ -164,3 +164,30 @@ test('a run of quick commands writes the popup\'s state once, not before and aft
   assert.equal(calls.sessionWrites, writesBefore + 2);
   assert.equal(calls.badgeTexts.at(-1), 'ON');
 });
+
+test('a command reuses the read of its tab the owner\'s checks just made, and reads it again once that is stale', async () => {
+  const { SEEN_TAB_FRESH_MS, tabInfo, targetTab } = await import('../lib/commands/shared.js');
+  const { owner, ctx, select } = setUp({ autoAllow: true });
+  await owner.connectionOpened({ connection_id: 'conn-1', client_name: 'Claude Desktop' });
+  await owner.run(ctx, 'selectTab', { tabId: 5 }, select);
+  let reads = 0;
+  const get = chrome.tabs.get;
+  chrome.tabs.get = async id => { reads += 1; return get(id); };
+  let seen;
+  const readsBefore = await owner.run(ctx, 'networkRequests', {}, async c => {
+    const before = reads;
+    seen = c.seenTab;
+    assert.equal(await targetTab(c, undefined), 5);
+    assert.equal((await tabInfo(c, 5)).url, 'https://ok.test/');
+    return { before };
+  });
+  assert.equal(readsBefore.before, 1, 'the owner read the tab once, for its off-limits check');
+  assert.equal(reads, 1, 'the command read it no more');
+  assert.equal(seen.tab.id, 5);
+  // A read as old as the freshness bound is made again; so is one of another tab.
+  const stale = { ...ctx, seenTab: { tab: seen.tab, at: performance.now() - SEEN_TAB_FRESH_MS } };
+  await tabInfo(stale, 5);
+  assert.equal(reads, 2);
+  await assert.rejects(tabInfo({ ...ctx, seenTab: { tab: seen.tab, at: performance.now() } }, 6), /tab 6 does not exist/);
+  assert.equal(reads, 3);
+});

@@ -11,7 +11,7 @@ import {
 } from '../screenshots.js';
 import { captureTree, cutLines, formatOutline } from '../snapshot.js';
 import { describeTarget, elementTarget } from '../targets.js';
-import { elementError, evaluateExpression, evaluateFunction, messageOf, poll, rethrowDialog, targetTab } from './shared.js';
+import { elementError, evaluateExpression, evaluateFunction, messageOf, poll, rethrowDialog, tabInfo, targetTab } from './shared.js';
 
 /** @typedef {import('../commands.js').CommandContext} CommandContext */
 
@@ -89,7 +89,7 @@ export async function screenshot(ctx, { format = 'png', quality, fullPage = fals
   const started = Date.now();
   const id = await targetTab(ctx, tabId);
   const clipped = clippedTabs.get(ctx.debuggers) ?? clippedTabs.set(ctx.debuggers, new Set()).get(ctx.debuggers);
-  const tab = clipped.has(id) ? undefined : await chrome.tabs.get(id).catch(() => undefined);
+  const tab = clipped.has(id) ? undefined : await tabInfo(ctx, id).catch(() => undefined);
   let shot;
   try {
     shot = await captureForModel((method, params, options) => ctx.debuggers.send(id, method, params, options),

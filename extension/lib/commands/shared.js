@@ -30,7 +30,7 @@ export const TAB_ID = Object.freeze({ type: 'integer', min: 0 });
 export async function targetTab(ctx, tabId) {
   if (tabId !== undefined) {
     ctx.tabs.assertMayUse(ctx.connectionId, tabId);
-    await getTab(tabId);
+    await tabInfo(ctx, tabId);
     ctx.tabs.claim(ctx.connectionId, tabId);
     return tabId;
   }
@@ -38,7 +38,7 @@ export async function targetTab(ctx, tabId) {
   if (current === undefined)
     throw noCurrentTab();
   try {
-    await getTab(current);
+    await tabInfo(ctx, current);
   } catch {
     ctx.tabs.dropTab(current);
     throw serverError(`The current tab (${current}) was closed; call createTab, or selectTab with a tabId from getTabs`);
@@ -48,6 +48,29 @@ export async function targetTab(ctx, tabId) {
 
 export function noCurrentTab() {
   return serverError('This MCP connection has no current tab; call createTab, or selectTab with a tabId from getTabs');
+}
+
+/**
+ * How old a read of the tab made by OwnerControl's checks for this very command may be and still
+ * stand for a new one. Chrome answers an extension's calls in order on its UI thread, which is
+ * busy for a few milliseconds after a screenshot, so each read saved is a wait saved
+ * (docs/BENCHMARKS.md, "Where the chain's fixed round trip went"); a read this fresh is as good
+ * as one made now, and a tab closed since fails the command with Chrome's own error.
+ */
+export const SEEN_TAB_FRESH_MS = 100;
+
+/**
+ * The tab (`chrome.tabs.get`), or the read OwnerControl just made of it for this command.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @returns {Promise<chrome.tabs.Tab>}
+ */
+export async function tabInfo(ctx, tabId) {
+  const seen = ctx.seenTab;
+  if (seen?.tab?.id === tabId && performance.now() - seen.at < SEEN_TAB_FRESH_MS)
+    return seen.tab;
+  return getTab(tabId);
 }
 
 /** @param {number} tabId */
