@@ -22,6 +22,10 @@
 //! cannot turn it on). By default our browser runs as a person's would, without it;
 //! `SIDE_BY_SIDE_LIKE_FOR_LIKE=1` gives our browser the same switch, so the two chains are
 //! compared on one browser configuration.
+//!
+//! Both browsers are headless unless `E2E_HEADFUL=1`: then both have real windows, ours under
+//! an `xvfb-run` of its own and Playwright MCP's on the benchmark's display
+//! (`E2E_HEADFUL=1 xvfb-run -a cargo test --release --test side_by_side -- --ignored`).
 
 mod common;
 
@@ -529,15 +533,19 @@ fn playwright_mcp_cli() -> PathBuf {
 /// side's tab gets, a fresh in-memory profile, and its default tool set.
 async fn playwright_mcp(cli: &Path, chromium: &Path) -> Client {
     let mut command = tokio::process::Command::new("node");
+    command.arg(cli);
+    // With E2E_HEADFUL=1 our browser has real windows (under xvfb-run), as a person's; so
+    // does Playwright MCP's, on the display the benchmark runs in (run it under xvfb-run).
+    if std::env::var("E2E_HEADFUL").is_ok_and(|v| v == "1") {
+        assert!(
+            std::env::var_os("DISPLAY").is_some(),
+            "E2E_HEADFUL=1: run the benchmark under xvfb-run -a, so Playwright MCP has a display"
+        );
+    } else {
+        command.arg("--headless");
+    }
     command
-        .arg(cli)
-        .args([
-            "--headless",
-            "--browser",
-            "chromium",
-            "--no-sandbox",
-            "--isolated",
-        ])
+        .args(["--browser", "chromium", "--no-sandbox", "--isolated"])
         .args(["--viewport-size", "1280x800"])
         // Its console logs and saved files go there, not into the checkout.
         .arg("--output-dir")
