@@ -52,10 +52,11 @@ export function noCurrentTab() {
 
 /**
  * How old a read of the tab made by OwnerControl's checks for this very command may be and still
- * stand for a new one. Chrome answers an extension's calls in order on its UI thread, which is
- * busy for a few milliseconds after a screenshot, so each read saved is a wait saved
- * (docs/BENCHMARKS.md, "Where the chain's fixed round trip went"); a read this fresh is as good
- * as one made now, and a tab closed since fails the command with Chrome's own error.
+ * stand for a new one. Each `chrome.tabs.get` waits its turn behind the extension's other calls
+ * into the browser, and right after a screenshot it was seen to take milliseconds where it
+ * usually takes 0.3 ms, so each read saved is a wait saved (docs/BENCHMARKS.md, "Where the
+ * chain's fixed round trip went"); a read this fresh is as good as one made now, and a tab
+ * closed since fails the command with Chrome's own error.
  */
 export const SEEN_TAB_FRESH_MS = 100;
 
