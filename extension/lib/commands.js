@@ -117,7 +117,7 @@ export const COMMANDS = {
     params: { accept: { type: 'boolean', required: true }, promptText: { type: 'string' }, tabId: TAB_ID },
     run: handleDialog,
   },
-  consoleMessages: { params: { onlyErrors: { type: 'boolean' }, tabId: TAB_ID }, run: consoleMessages },
+  consoleMessages: { params: { onlyErrors: { type: 'boolean' }, sincePage: { type: 'boolean' }, tabId: TAB_ID }, run: consoleMessages },
   screenshot: {
     params: {
       format: { type: 'string', oneOf: ['png', 'jpeg', 'webp'] },

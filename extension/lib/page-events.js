@@ -34,7 +34,11 @@ export class PageEvents {
     this._clip = clip;
     /** @type {Map<number, OpenDialog>} */
     this._dialogs = new Map();
-    /** @type {Map<number, {entries: ConsoleEntry[], dropped: number}>} */
+    /**
+     * Per tab: the kept messages, how many were dropped, how many were ever kept (`pushed`), and
+     * where the page now shown began, counted the same way (`pageStart`).
+     * @type {Map<number, {entries: ConsoleEntry[], dropped: number, pushed: number, pageStart: number}>}
+     */
     this._console = new Map();
     /** @type {Map<number, Set<(dialog: OpenDialog) => void>>} */
     this._dialogWatchers = new Map();
@@ -67,6 +71,13 @@ export class PageEvents {
       }
       case 'Page.javascriptDialogClosed':
         this._dialogs.delete(tabId);
+        return;
+      case 'Page.frameNavigated':
+        // The main frame shows a new page: what it logs from now on is "since the page".
+        if (params?.frame && !params.frame.parentId) {
+          const ring = this._ring(tabId);
+          ring.pageStart = ring.pushed;
+        }
         return;
       case 'Runtime.consoleAPICalled': {
         const frame = params?.stackTrace?.callFrames?.[0];
@@ -124,18 +135,24 @@ export class PageEvents {
   }
 
   /**
-   * The tab's kept console messages, oldest first.
+   * The tab's kept console messages, oldest first. `sincePage`: only those of the page now shown
+   * (since the main frame's last navigation), as Playwright MCP lists them; `earlier` counts the
+   * kept ones of earlier pages left out.
    *
    * @param {number} tabId
-   * @param {{onlyErrors?: boolean}} [options]
-   * @returns {{messages: ConsoleEntry[], dropped: number}}
+   * @param {{onlyErrors?: boolean, sincePage?: boolean}} [options]
+   * @returns {{messages: ConsoleEntry[], dropped: number, earlier: number}}
    */
-  consoleMessages(tabId, { onlyErrors = false } = {}) {
+  consoleMessages(tabId, { onlyErrors = false, sincePage = false } = {}) {
     const ring = this._console.get(tabId);
     if (!ring)
-      return { messages: [], dropped: 0 };
-    const messages = onlyErrors ? ring.entries.filter(entry => ERROR_TYPES.has(entry.type)) : [...ring.entries];
-    return { messages, dropped: ring.dropped };
+      return { messages: [], dropped: 0, earlier: 0 };
+    // The first kept entry's number among all ever kept; the page began at pageStart.
+    const first = ring.pushed - ring.entries.length;
+    const from = sincePage ? Math.min(ring.entries.length, Math.max(0, ring.pageStart - first)) : 0;
+    const shown = ring.entries.slice(from);
+    const messages = onlyErrors ? shown.filter(entry => ERROR_TYPES.has(entry.type)) : shown;
+    return { messages, dropped: ring.dropped, earlier: from };
   }
 
   /** The debugger let go of the tab: an open dialog can no longer be known to be open. */
@@ -156,18 +173,25 @@ export class PageEvents {
 
   /** @param {number} tabId @param {ConsoleEntry} entry */
   _push(tabId, entry) {
-    let ring = this._console.get(tabId);
-    if (!ring) {
-      ring = { entries: [], dropped: 0 };
-      this._console.set(tabId, ring);
-    }
+    const ring = this._ring(tabId);
     entry.text = this._clipped(entry.text);
     ring.entries.push(entry);
+    ring.pushed += 1;
     const excess = ring.entries.length - this._limit;
     if (excess > 0) {
       ring.entries.splice(0, excess);
       ring.dropped += excess;
     }
+  }
+
+  /** @param {number} tabId */
+  _ring(tabId) {
+    let ring = this._console.get(tabId);
+    if (!ring) {
+      ring = { entries: [], dropped: 0, pushed: 0, pageStart: 0 };
+      this._console.set(tabId, ring);
+    }
+    return ring;
   }
 
   /** @param {string} text */

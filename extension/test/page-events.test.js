@@ -29,7 +29,7 @@ test('events of child sessions and of no tab are ignored', () => {
   events.handle({ tabId: 1, sessionId: 'iframe' }, 'Page.javascriptDialogOpening', { type: 'alert', message: 'x' });
   events.handle({}, 'Runtime.consoleAPICalled', { type: 'log', args: [] });
   assert.equal(events.dialog(1), undefined);
-  assert.deepEqual(events.consoleMessages(1), { messages: [], dropped: 0 });
+  assert.deepEqual(events.consoleMessages(1), { messages: [], dropped: 0, earlier: 0 });
 });
 
 test('console calls and uncaught exceptions are kept, and onlyErrors keeps the errors', () => {
@@ -60,6 +60,33 @@ test('the ring is bounded and counts what it dropped; long messages are clipped'
   assert.equal(dropped, 2);
   log(events, 1, 'log', 'x'.repeat(25));
   assert.equal(events.consoleMessages(1).messages.at(-1).text, `${'x'.repeat(10)}… [15 more characters]`);
+});
+
+test('sincePage keeps the messages of the page now shown and counts the earlier ones, also across a full ring', () => {
+  const events = new PageEvents({ limit: 4 });
+  const navigated = (tabId, parentId) => events.handle({ tabId }, 'Page.frameNavigated', { frame: { id: 'f', ...(parentId ? { parentId } : {}) } });
+  log(events, 1, 'log', 'old 1');
+  log(events, 1, 'error', 'old 2');
+  navigated(1);
+  log(events, 1, 'log', 'new 1');
+  navigated(1, 'main');
+  log(events, 1, 'error', 'new 2 (an iframe navigating is not a new page)');
+  const page = events.consoleMessages(1, { sincePage: true });
+  assert.deepEqual(page.messages.map(m => m.text), ['new 1', 'new 2 (an iframe navigating is not a new page)']);
+  assert.equal(page.earlier, 2);
+  assert.deepEqual(events.consoleMessages(1, { sincePage: true, onlyErrors: true }).messages.map(m => m.text.slice(0, 5)), ['new 2']);
+  assert.equal(events.consoleMessages(1).messages.length, 4, 'without sincePage, everything kept');
+  // The ring drops the oldest: the earlier page's messages go first, the count follows.
+  log(events, 1, 'log', 'new 3');
+  assert.equal(events.consoleMessages(1, { sincePage: true }).earlier, 1);
+  log(events, 1, 'log', 'new 4');
+  log(events, 1, 'log', 'new 5');
+  const later = events.consoleMessages(1, { sincePage: true });
+  assert.equal(later.earlier, 0);
+  assert.deepEqual(later.messages.map(m => m.text.slice(0, 5)), ['new 2', 'new 3', 'new 4', 'new 5']);
+  // A page that has logged nothing yet shows nothing, however much came before.
+  navigated(1);
+  assert.deepEqual(events.consoleMessages(1, { sincePage: true }), { messages: [], dropped: 3, earlier: 4 });
 });
 
 test('remote objects read as the console would print them', () => {

@@ -503,6 +503,14 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         error_texts.iter().all(|t| t.starts_with("error: ")),
         "{errors}"
     );
+    // Playwright MCP's level: error and the more severe, the same two.
+    let level = tool(
+        &bridge,
+        "browser_console_messages",
+        json!({"level": "error"}),
+    )
+    .await;
+    assert_eq!(texts(&level), error_texts, "{level}");
 
     // browser_navigate_back / browser_navigate_forward.
     tool(&bridge, "browser_click", json!({"selector": "#next"})).await;
@@ -514,6 +522,15 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         assert!(Instant::now() < deadline, "the link did not lead to page 2");
         tokio::time::sleep(POLL).await;
     }
+    // As Playwright MCP lists them: the page now shown; "all" brings back the earlier page's.
+    let now = tool(&bridge, "browser_console_messages", json!({})).await;
+    assert!(texts(&now).is_empty(), "{now}");
+    assert!(
+        text(&now).contains("3 messages of earlier pages not shown; \"all\": true shows them"),
+        "{now}"
+    );
+    let every = tool(&bridge, "browser_console_messages", json!({"all": true})).await;
+    assert_eq!(texts(&every), all_texts, "{every}");
     let back = tool_ok(&bridge, "browser_navigate_back", json!({})).await;
     assert_eq!(back["url"], controls, "{back}");
     assert_eq!(page_value(&bridge, "location.href").await, controls);

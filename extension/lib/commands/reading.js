@@ -65,14 +65,16 @@ export async function waitFor(ctx, { text, textGone, time, timeout, tabId }) {
 }
 
 /** @param {CommandContext} ctx */
-export async function consoleMessages(ctx, { onlyErrors = false, tabId }) {
+export async function consoleMessages(ctx, { onlyErrors = false, sincePage = false, tabId }) {
   const id = await targetTab(ctx, tabId);
   // Recording starts with the attachment; attach now so later messages are kept.
   await ctx.debuggers.attach(id);
-  const { messages, dropped } = ctx.debuggers.events.consoleMessages(id, { onlyErrors });
+  // sincePage: only the page now shown (as Playwright MCP lists them), earlier pages counted.
+  const { messages, dropped, earlier } = ctx.debuggers.events.consoleMessages(id, { onlyErrors, sincePage });
   return {
     tabId: id,
     messages,
+    ...(sincePage ? { earlier } : {}),
     ...(dropped ? { dropped, note: `${dropped} older messages were dropped: only the last ${CONSOLE_KEPT} of each tab are kept` } : {}),
   };
 }

@@ -531,10 +531,29 @@ pub(crate) struct HandleDialog {
     pub(crate) tab_id: Option<i64>,
 }
 
+/// A console message's level, most severe first, as Playwright MCP names them.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ConsoleLevel {
+    Error,
+    Warning,
+    Info,
+    Debug,
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct ConsoleMessages {
-    /// Only errors and uncaught exceptions.
+    /// This level and the more severe ones (default info).
+    #[serde(default)]
+    pub(crate) level: Option<ConsoleLevel>,
+    /// Since the tab was first used, not only since its last navigation.
+    #[serde(default)]
+    pub(crate) all: Option<bool>,
+    /// Only errors and uncaught exceptions: level error.
     #[serde(default, rename = "onlyErrors")]
+    #[schemars(skip)]
     pub(crate) only_errors: Option<bool>,
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,

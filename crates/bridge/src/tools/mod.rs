@@ -113,6 +113,12 @@ pub(crate) enum Plan {
         include_static: bool,
         filter: Option<String>,
     },
+    /// `consoleMessages`, narrowed here to a level as Playwright MCP narrows them (results.rs
+    /// `select_console`).
+    Console {
+        params: Value,
+        level: args::ConsoleLevel,
+    },
     /// `listDownloads`, then the session's saved downloads.
     Downloads,
     /// `pageTools`: the page's own tools (WebMCP), as the page's words (webmcp.rs).
@@ -333,6 +339,11 @@ impl Toolbox {
                     Err(message) => return Ok(error(format!("{name}: {message}"))),
                 };
                 results::select_requests(&mut result, include_static, filter.as_ref());
+                Ok(self.answer(name, &result))
+            }
+            Plan::Console { params, level } => {
+                let mut result = self.link.call("consoleMessages", params).await?;
+                results::select_console(&mut result, level);
                 Ok(self.answer(name, &result))
             }
             Plan::Downloads => self.list_downloads().await,

@@ -4,9 +4,9 @@
 use serde_json::{json, Map, Value};
 
 use super::args::{
-    resolve, Cdp, Connect, ConsoleMessages, Direction, Evaluate, Find, HandleDialog, Navigate,
-    NetworkRequests, NoArgs, Screenshot, Snapshot, TabAction, TabOnly, Tabs, TakeScreenshot,
-    WaitFor,
+    resolve, Cdp, Connect, ConsoleLevel, ConsoleMessages, Direction, Evaluate, Find, HandleDialog,
+    Navigate, NetworkRequests, NoArgs, Screenshot, Snapshot, TabAction, TabOnly, Tabs,
+    TakeScreenshot, WaitFor,
 };
 use super::Plan;
 
@@ -175,8 +175,19 @@ pub(super) fn console_messages(args: ConsoleMessages) -> Result<Plan, String> {
         return Ok(Plan::Continue(offset as usize));
     }
     let mut params = on_tab(args.tab_id);
-    set(&mut params, "onlyErrors", args.only_errors);
-    forward("consoleMessages", params)
+    // The page now shown, as Playwright MCP lists them, unless "all".
+    if args.all != Some(true) {
+        params.insert("sincePage".into(), json!(true));
+    }
+    let level = if args.only_errors == Some(true) {
+        ConsoleLevel::Error
+    } else {
+        args.level.unwrap_or(ConsoleLevel::Info)
+    };
+    Ok(Plan::Console {
+        params: Value::Object(params),
+        level,
+    })
 }
 
 pub(super) fn network_requests(args: NetworkRequests) -> Result<Plan, String> {

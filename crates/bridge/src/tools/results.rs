@@ -19,6 +19,8 @@
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{json, Map, Value};
 
+use super::args::ConsoleLevel;
+
 /// A tool's answer before it is cut into parts: the text a model reads and the fields a
 /// client may want, without the page text already in `text`.
 #[derive(Debug, Clone, PartialEq)]
@@ -434,6 +436,55 @@ pub(crate) fn select_requests(
     }
     if !notes.is_empty() {
         value["note"] = json!(notes.join("; "));
+    }
+}
+
+/// Playwright MCP's selection for `browser_console_messages`: the messages of `level` and the
+/// more severe ones (a console call's type read as Playwright MCP reads it: `assert` is an
+/// error, `log`, `dir`, `table`, `count`… are info, `debug`, `trace`, groups… are debug), the
+/// page now shown unless `all`; what is left out is counted in a note that says how to see it.
+pub(crate) fn select_console(value: &mut Value, level: ConsoleLevel) {
+    let Some(rows) = value.get_mut("messages").and_then(Value::as_array_mut) else {
+        return;
+    };
+    let before = rows.len();
+    rows.retain(|row| console_level(row["type"].as_str().unwrap_or("log")) <= level);
+    let hidden = before - rows.len();
+    let mut notes: Vec<String> = value["note"]
+        .as_str()
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    if hidden > 0 {
+        notes.push(format!(
+            "{hidden} messages below level {} not shown; \"level\": \"debug\" shows all",
+            serde_json::to_value(level).unwrap_or_default()
+        ));
+    }
+    if let Some(earlier) = value["earlier"].as_u64().filter(|&n| n > 0) {
+        notes.push(format!(
+            "{earlier} messages of earlier pages not shown; \"all\": true shows them"
+        ));
+    }
+    if !notes.is_empty() {
+        value["note"] = json!(notes.join("; "));
+    }
+}
+
+/// The level of a console message of CDP type `kind` (uncaught exceptions come as `error`).
+fn console_level(kind: &str) -> ConsoleLevel {
+    match kind {
+        "error" | "assert" => ConsoleLevel::Error,
+        "warning" => ConsoleLevel::Warning,
+        "clear"
+        | "debug"
+        | "endGroup"
+        | "profile"
+        | "profileEnd"
+        | "startGroup"
+        | "startGroupCollapsed"
+        | "trace" => ConsoleLevel::Debug,
+        _ => ConsoleLevel::Info,
     }
 }
 

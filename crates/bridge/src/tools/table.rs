@@ -334,7 +334,8 @@ fn table() -> Vec<Entry> {
         entry(
             "browser_console_messages",
             "Console messages",
-            "The current tab's console messages and uncaught errors, oldest first.",
+            "The current tab's console messages and uncaught errors since its last navigation, \
+             oldest first.",
             PAGE_READ,
             pages::console_messages,
         ),

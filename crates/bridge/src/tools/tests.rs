@@ -171,12 +171,6 @@ fn playwright_named_tools_map_onto_extension_commands() {
             "handleDialog",
             json!({"accept": true, "promptText": "Ada"}),
         ),
-        (
-            "browser_console_messages",
-            json!({"onlyErrors": true}),
-            "consoleMessages",
-            json!({"onlyErrors": true}),
-        ),
     ];
     for (tool, call, method, params) in cases {
         assert_eq!(
@@ -2030,4 +2024,88 @@ fn network_requests_show_fetches_and_failures_unless_static_and_filter_by_url() 
             filter: None
         }
     );
+}
+
+#[test]
+fn console_messages_are_those_of_the_page_now_shown_at_info_and_above_as_playwright_mcp_lists_them()
+{
+    use super::args::ConsoleLevel;
+    assert_eq!(
+        plan("browser_console_messages", &args(json!({}))).unwrap(),
+        Plan::Console {
+            params: json!({"sincePage": true}),
+            level: ConsoleLevel::Info
+        }
+    );
+    assert_eq!(
+        plan(
+            "browser_console_messages",
+            &args(json!({"all": true, "level": "warning", "tabId": 3}))
+        )
+        .unwrap(),
+        Plan::Console {
+            params: json!({"tabId": 3}),
+            level: ConsoleLevel::Warning
+        }
+    );
+    // Today's callers' onlyErrors is level error.
+    assert_eq!(
+        plan(
+            "browser_console_messages",
+            &args(json!({"onlyErrors": true}))
+        )
+        .unwrap(),
+        Plan::Console {
+            params: json!({"sincePage": true}),
+            level: ConsoleLevel::Error
+        }
+    );
+    let bad = plan("browser_console_messages", &args(json!({"level": "fatal"}))).unwrap_err();
+    assert!(bad.contains("level"), "{bad}");
+
+    // A console call's type read as Playwright MCP reads it; what is left out is counted.
+    let list = || {
+        json!({"tabId": 1, "earlier": 2, "messages": [
+            {"type": "log", "text": "a log"},
+            {"type": "debug", "text": "a debug"},
+            {"type": "warning", "text": "a warning"},
+            {"type": "assert", "text": "an assert"},
+            {"type": "error", "text": "Uncaught Error: boom"},
+            {"type": "startGroup", "text": "a group"},
+            {"type": "table", "text": "a table"},
+        ]})
+    };
+    let texts = |value: &Value| -> Vec<String> {
+        value["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["text"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let mut info = list();
+    super::results::select_console(&mut info, ConsoleLevel::Info);
+    assert_eq!(
+        texts(&info),
+        [
+            "a log",
+            "a warning",
+            "an assert",
+            "Uncaught Error: boom",
+            "a table"
+        ]
+    );
+    assert_eq!(
+        info["note"],
+        "2 messages below level \"info\" not shown; \"level\": \"debug\" shows all; \
+         2 messages of earlier pages not shown; \"all\": true shows them"
+    );
+    let mut errors = list();
+    super::results::select_console(&mut errors, ConsoleLevel::Error);
+    assert_eq!(texts(&errors), ["an assert", "Uncaught Error: boom"]);
+    let mut every = list();
+    every["earlier"] = json!(0);
+    super::results::select_console(&mut every, ConsoleLevel::Debug);
+    assert_eq!(texts(&every).len(), 7);
+    assert!(every.get("note").is_none(), "{every}");
 }
