@@ -78,6 +78,7 @@ export const COMMANDS = {
       y: { type: 'number', min: 0 },
       button: { type: 'string', oneOf: ['left', 'middle', 'right'] },
       clickCount: { type: 'integer', min: 1, max: 3 },
+      modifiers: { type: 'string[]', maxItems: 5 },
       tabId: TAB_ID,
     },
     run: reportingChanges(click, SETTLES),

@@ -12,6 +12,25 @@
 /** CDP `modifiers` bits. */
 export const Modifier = Object.freeze({ Alt: 1, Control: 2, Meta: 4, Shift: 8 });
 
+/**
+ * The CDP `modifiers` bits of keys held during a click, named as Playwright names them
+ * (`ControlOrMeta` is Meta on macOS, Control elsewhere, as a person's shortcut would be).
+ *
+ * @param {readonly string[]} names
+ * @param {boolean} mac
+ * @returns {{bits: number} | {error: string}}
+ */
+export function modifierBits(names, mac) {
+  let bits = 0;
+  for (const name of names) {
+    const key = name === 'ControlOrMeta' ? (mac ? 'Meta' : 'Control') : name;
+    if (!Object.hasOwn(Modifier, key))
+      return { error: `"${name}" is not a modifier; modifiers are Alt, Control, ControlOrMeta, Meta and Shift` };
+    bits |= Modifier[/** @type {keyof typeof Modifier} */ (key)];
+  }
+  return { bits };
+}
+
 /** @typedef {{key: string, code: string, keyCode: number, text?: string, location?: number}} KeyDefinition */
 
 /**

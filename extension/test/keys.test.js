@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Modifier, keyDefinition, keyPressEvents, parseKeyCombo } from '../lib/keys.js';
+import { Modifier, keyDefinition, keyPressEvents, parseKeyCombo, modifierBits } from '../lib/keys.js';
 
 const summary = combo => keyPressEvents(combo).events.map(e =>
   `${e.type} ${e.key} ${e.code} ${e.windowsVirtualKeyCode} m${e.modifiers}${e.text !== undefined ? ` t${JSON.stringify(e.text)}` : ''}`);
@@ -64,4 +64,13 @@ test('bad names are explained', () => {
   assert.match(keyPressEvents('Hyper+Q').error, /"Hyper" in "Hyper\+Q" is not a modifier/);
   assert.match(keyPressEvents('Control+').error, /empty part/);
   assert.match(keyPressEvents('Enterr').error, /"Enterr" is not a key name; use Playwright's names/);
+});
+
+test('keys held during a click become CDP modifier bits; ControlOrMeta follows the platform', () => {
+  assert.deepEqual(modifierBits([], false), { bits: 0 });
+  assert.deepEqual(modifierBits(['Shift', 'Alt'], false), { bits: 9 });
+  assert.deepEqual(modifierBits(['ControlOrMeta'], false), { bits: 2 });
+  assert.deepEqual(modifierBits(['ControlOrMeta'], true), { bits: 4 });
+  assert.deepEqual(modifierBits(['Control', 'Control'], false), { bits: 2 });
+  assert.match(modifierBits(['Ctrl'], false).error, /"Ctrl" is not a modifier; modifiers are Alt, Control, ControlOrMeta, Meta and Shift/);
 });

@@ -537,6 +537,37 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
     let forward = tool_ok(&bridge, "browser_navigate_forward", json!({})).await;
     assert_eq!(forward["url"], page2, "{forward}");
     assert_eq!(page_value(&bridge, "document.title").await, "Page two");
+
+    // Playwright MCP's click modifiers: held during the click, as the page sees them, and only then.
+    page_value(
+        &bridge,
+        "document.body.insertAdjacentHTML('beforeend', '<button id=mods>Mods</button>'); \
+         document.getElementById('mods').addEventListener('click', e => { \
+           window.mods = [e.shiftKey, e.ctrlKey, e.altKey, e.metaKey].join(); }); 1",
+    )
+    .await;
+    tool_ok(
+        &bridge,
+        "browser_click",
+        json!({"target": "#mods", "modifiers": ["Shift", "ControlOrMeta"]}),
+    )
+    .await;
+    assert_eq!(
+        page_value(&bridge, "window.mods").await,
+        "true,true,false,false"
+    );
+    tool_ok(&bridge, "browser_click", json!({"target": "#mods"})).await;
+    assert_eq!(
+        page_value(&bridge, "window.mods").await,
+        "false,false,false,false"
+    );
+    let bad = tool(
+        &bridge,
+        "browser_click",
+        json!({"target": "#mods", "modifiers": ["Ctrl"]}),
+    )
+    .await;
+    assert!(is_error(&bad) && text(&bad).contains("modifiers"), "{bad}");
     let _ = bridge.cancel().await;
 }
 

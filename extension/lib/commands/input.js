@@ -4,7 +4,7 @@
  * works on background tabs, with the focus handed back to the person's window.
  */
 
-import { keyPressEvents } from '../keys.js';
+import { keyPressEvents, modifierBits } from '../keys.js';
 import { elementExpression, prepareTyping, readValue, selectOptions } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { describeTarget, elementTarget } from '../targets.js';
@@ -17,9 +17,12 @@ const DIALOG_GRACE_MS = 2_000;
 
 /** @param {CommandContext} ctx */
 export async function click(ctx, params) {
-  const { ref, selector, x, y, button = 'left', clickCount = 1, tabId } = params;
+  const { ref, selector, x, y, button = 'left', clickCount = 1, modifiers = [], tabId } = params;
   if (ref === undefined && selector === undefined && (x === undefined || y === undefined))
     throw invalidParams('click needs parameter "ref" or "selector", or both "x" and "y"');
+  const held = modifierBits(modifiers, /Mac/.test(globalThis.navigator?.platform ?? ''));
+  if ('error' in held)
+    throw invalidParams(`parameter "modifiers": ${held.error}`);
   const id = await targetTab(ctx, tabId);
   let point = { x, y };
   let element;
@@ -29,7 +32,10 @@ export async function click(ctx, params) {
     element = located.element;
   }
   const buttons = { left: 1, right: 2, middle: 4 }[button];
-  const mouse = (type, extra) => ctx.debuggers.send(id, 'Input.dispatchMouseEvent', { type, ...point, ...extra });
+  // Held keys ride on the mouse events (the page reads ctrlKey, shiftKey… on them, and Chrome
+  // opens a Control-clicked link in a new tab), as when a person holds them while clicking.
+  const mouse = (type, extra) => ctx.debuggers.send(id, 'Input.dispatchMouseEvent',
+      { type, ...point, ...(held.bits ? { modifiers: held.bits } : {}), ...extra });
   await mouse('mouseMoved', {});
   await keepingTheFocus(id, async () => {
     await mouse('mousePressed', { button, buttons, clickCount });

@@ -14,6 +14,11 @@ pub(super) fn click(args: Click) -> Result<Plan, String> {
     let mut params = on_tab(args.tab_id);
     set(&mut params, "button", args.button);
     set(&mut params, "clickCount", args.click_count);
+    set(
+        &mut params,
+        "modifiers",
+        args.modifiers.filter(|m| !m.is_empty()),
+    );
     // Playwright MCP's name for a double click.
     if args.double_click == Some(true) && args.click_count.is_none() {
         params.insert("clickCount".into(), json!(2));

@@ -343,11 +343,25 @@ pub(crate) struct Click {
     #[serde(default, rename = "clickCount")]
     #[schemars(range(min = 1))]
     pub(crate) click_count: Option<u32>,
+    /// Keys held during the click.
+    #[serde(default)]
+    pub(crate) modifiers: Option<Vec<ClickModifier>>,
     /// Also return the outline.
     #[serde(default)]
     pub(crate) outline: Option<bool>,
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,
+}
+
+// A key held during a click, as Playwright names it (`ControlOrMeta`: Meta on macOS). A plain
+// comment, not a doc comment: the schema would carry it on every item, and the field says enough.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
+pub(crate) enum ClickModifier {
+    Alt,
+    Control,
+    ControlOrMeta,
+    Meta,
+    Shift,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -545,10 +559,10 @@ pub(crate) enum ConsoleLevel {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct ConsoleMessages {
-    /// This level and the more severe ones (default info).
+    /// This level and more severe (default info).
     #[serde(default)]
     pub(crate) level: Option<ConsoleLevel>,
-    /// Since the tab was first used, not only since its last navigation.
+    /// Also earlier pages' messages.
     #[serde(default)]
     pub(crate) all: Option<bool>,
     /// Only errors and uncaught exceptions: level error.

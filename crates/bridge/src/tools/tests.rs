@@ -2109,3 +2109,41 @@ fn console_messages_are_those_of_the_page_now_shown_at_info_and_above_as_playwri
     assert_eq!(texts(&every).len(), 7);
     assert!(every.get("note").is_none(), "{every}");
 }
+
+#[test]
+fn a_click_carries_playwright_mcps_modifiers_and_refuses_a_key_that_is_not_one() {
+    assert_eq!(
+        plan(
+            "browser_click",
+            &args(json!({"target": "e3", "modifiers": ["Shift", "ControlOrMeta"]}))
+        )
+        .unwrap(),
+        Plan::Forward {
+            method: "click",
+            params: json!({"ref": "e3", "modifiers": ["Shift", "ControlOrMeta"]}),
+            image: false
+        }
+    );
+    // None held is a plain click.
+    assert_eq!(
+        plan(
+            "browser_click",
+            &args(json!({"target": "e3", "modifiers": []}))
+        )
+        .unwrap(),
+        Plan::Forward {
+            method: "click",
+            params: json!({"ref": "e3"}),
+            image: false
+        }
+    );
+    let bad = plan(
+        "browser_click",
+        &args(json!({"target": "e3", "modifiers": ["Ctrl"]})),
+    )
+    .unwrap_err();
+    assert!(
+        bad.contains("modifiers") && bad.contains("ControlOrMeta"),
+        "{bad}"
+    );
+}
