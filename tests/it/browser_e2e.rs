@@ -2576,6 +2576,63 @@ async fn close_closes_the_agents_tabs_and_never_the_persons() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tabs_are_selected_and_closed_by_their_place_in_the_list_as_playwright_mcp_names_them() {
+    on_tools_page!(
+        "tabs_are_selected_and_closed_by_their_place_in_the_list_as_playwright_mcp_names_them",
+        &[],
+        |bridge, site| {
+            tool_ok(
+                &bridge,
+                "browser_tabs",
+                json!({"action": "new", "url": site.url("page2.html")}),
+            )
+            .await;
+            // The list as a model reads it: each tab under its place, from 0.
+            let listed = text(&tool(&bridge, "browser_tabs", json!({"action": "list"})).await);
+            let place = |page: &str| -> u64 {
+                listed
+                    .lines()
+                    .find(|l| l.contains(page))
+                    .and_then(|l| l.strip_prefix("- ")?.split_once(": "))
+                    .and_then(|(n, _)| n.parse().ok())
+                    .unwrap_or_else(|| panic!("no numbered line for {page} in {listed}"))
+            };
+            let (tools, page2) = (place("tools.html"), place("page2.html"));
+            tool_ok(
+                &bridge,
+                "browser_tabs",
+                json!({"action": "select", "index": tools}),
+            )
+            .await;
+            assert!(page_value(&bridge, "location.href")
+                .await
+                .as_str()
+                .unwrap()
+                .ends_with("tools.html"));
+            tool_ok(
+                &bridge,
+                "browser_tabs",
+                json!({"action": "close", "index": page2}),
+            )
+            .await;
+            let after = text(&tool(&bridge, "browser_tabs", json!({"action": "list"})).await);
+            assert!(!after.contains("page2.html"), "{after}");
+            let count = after.lines().filter(|l| l.starts_with("- ")).count();
+            let beyond = tool(
+                &bridge,
+                "browser_tabs",
+                json!({"action": "select", "index": count}),
+            )
+            .await;
+            assert!(
+                is_error(&beyond) && text(&beyond).contains(&format!("no tab at index {count}")),
+                "{beyond}"
+            );
+        }
+    );
+}
+
 /// The SHA-256 of a file, in hex, by coreutils (what the page computes with crypto.subtle).
 fn sha256_hex(path: &Path) -> String {
     let out = Command::new("sha256sum")

@@ -170,14 +170,26 @@ pub(crate) fn parse<A: DeserializeOwned>(
             None if path == "." => (String::new(), inner),
             None => (top(&path), format!("\"{path}\": {inner}")),
         };
-        let description = schema
-            .get("properties")
-            .and_then(|p| p.get(&field))
+        let property = schema.get("properties").and_then(|p| p.get(&field));
+        let description = property
             .and_then(|p| p.get("description"))
             .and_then(Value::as_str);
-        match description {
-            Some(description) => format!("{message} ({field}: {description})"),
-            None => message,
+        // A field the schema only lists values for is explained by them.
+        let values: Vec<&str> = property
+            .and_then(|p| p.get("enum"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        match (description, values.split_last()) {
+            (Some(description), _) => format!("{message} ({field}: {description})"),
+            (None, Some((last, [first, rest @ ..]))) => {
+                let mut listed = vec![*first];
+                listed.extend(rest);
+                format!("{message} ({field}: {} or {last})", listed.join(", "))
+            }
+            (None, _) => message,
         }
     })
 }
@@ -253,11 +265,13 @@ pub(crate) enum TabAction {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct Tabs {
-    /// list, new, select or close.
     pub(crate) action: TabAction,
-    /// For select (required) and close.
+    /// For select and close.
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,
+    /// Instead of tabId: its place in the list, from 0.
+    #[serde(default)]
+    pub(crate) index: Option<u32>,
     /// For new: the page to open.
     #[serde(default)]
     pub(crate) url: Option<String>,

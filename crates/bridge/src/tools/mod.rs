@@ -119,6 +119,9 @@ pub(crate) enum Plan {
         params: Value,
         level: args::ConsoleLevel,
     },
+    /// `getTabs`, then `method` (`selectTab` or `closeTab`) on the tab at `index` in that list,
+    /// the place `browser_tabs` list shows (Playwright MCP names tabs so).
+    TabAt { method: &'static str, index: usize },
     /// `listDownloads`, then the session's saved downloads.
     Downloads,
     /// `pageTools`: the page's own tools (WebMCP), as the page's words (webmcp.rs).
@@ -344,6 +347,19 @@ impl Toolbox {
             Plan::Console { params, level } => {
                 let mut result = self.link.call("consoleMessages", params).await?;
                 results::select_console(&mut result, level);
+                Ok(self.answer(name, &result))
+            }
+            Plan::TabAt { method, index } => {
+                let list = self.link.call("getTabs", json!({})).await?;
+                let tabs = list["tabs"].as_array().map_or(&[][..], Vec::as_slice);
+                let Some(tab_id) = tabs.get(index).and_then(|tab| tab["tabId"].as_i64()) else {
+                    return Ok(error(format!(
+                        "{name}: there is no tab at index {index}: the browser has {} tabs, \
+                         numbered from 0 (browser_tabs with action \"list\")",
+                        tabs.len()
+                    )));
+                };
+                let result = self.link.call(method, json!({ "tabId": tab_id })).await?;
                 Ok(self.answer(name, &result))
             }
             Plan::Downloads => self.list_downloads().await,

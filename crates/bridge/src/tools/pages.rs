@@ -84,8 +84,21 @@ pub(super) fn tabs(args: Tabs) -> Result<Plan, String> {
             set(&mut params, "active", args.active);
             forward("createTab", params)
         }
+        // Playwright MCP names a tab by its place in the list; this bridge by its id too.
+        TabAction::Select | TabAction::Close if args.tab_id.is_none() && args.index.is_some() => {
+            Ok(Plan::TabAt {
+                method: if args.action == TabAction::Select {
+                    "selectTab"
+                } else {
+                    "closeTab"
+                },
+                index: args.index.unwrap_or_default() as usize,
+            })
+        }
         TabAction::Select => match args.tab_id {
-            None => Err("action \"select\" needs \"tabId\" (see action \"list\")".into()),
+            None => {
+                Err("action \"select\" needs \"tabId\" or \"index\" (see action \"list\")".into())
+            }
             Some(_) => forward("selectTab", on_tab(args.tab_id)),
         },
         TabAction::Close => forward("closeTab", on_tab(args.tab_id)),

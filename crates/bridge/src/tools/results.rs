@@ -270,8 +270,9 @@ fn tabs(value: &Value) -> Rendered {
             id => id.to_string(),
         }
     )];
-    for row in &rows {
-        let mut line = format!("- {}", header(row));
+    // Each under its place in the list, which browser_tabs' "index" takes, as in Playwright MCP.
+    for (index, row) in rows.iter().enumerate() {
+        let mut line = format!("- {index}: {}", header(row));
         let mut marks = Vec::new();
         if row["current"] == true {
             marks.push("current".to_owned());
@@ -668,7 +669,7 @@ mod tests {
         );
         assert_eq!(
             tabs.text,
-            "1 tabs; this session's current tab: 7\n- Tab 7 · https://e/ · E (current, active in its window, used by you)"
+            "1 tabs; this session's current tab: 7\n- 0: Tab 7 · https://e/ · E (current, active in its window, used by you)"
         );
         let requests = render(
             "browser_network_requests",

@@ -2147,3 +2147,84 @@ fn a_click_carries_playwright_mcps_modifiers_and_refuses_a_key_that_is_not_one()
         "{bad}"
     );
 }
+
+#[tokio::test]
+async fn a_tab_is_selected_or_closed_by_its_place_in_the_list_as_playwright_mcp_names_it() {
+    let tabs = json!({"currentTabId": 7, "tabs": [
+        {"tabId": 3, "url": "https://a.test/", "title": "A"},
+        {"tabId": 7, "url": "https://b.test/", "title": "B", "current": true},
+    ]});
+    let link = FakeLink::new(vec![
+        ("getTabs", Ok(tabs.clone())),
+        ("getTabs", Ok(tabs.clone())),
+        (
+            "selectTab",
+            Ok(json!({"tabId": 3, "url": "https://a.test/", "title": "A"})),
+        ),
+        ("getTabs", Ok(tabs.clone())),
+        ("getTabs", Ok(tabs)),
+        ("closeTab", Ok(json!({"tabId": 7, "closed": true}))),
+    ]);
+    let toolbox = Toolbox::new(link.clone(), 40_000);
+    // The list shows each tab's place, which "index" takes.
+    let list = toolbox
+        .call("browser_tabs", &args(json!({"action": "list"})))
+        .await;
+    let text = result_text(&list);
+    assert!(
+        text.contains("\n- 0: Tab 3 · https://a.test/ · A"),
+        "{text}"
+    );
+    assert!(text.contains("\n- 1: Tab 7 · "), "{text}");
+    let selected = toolbox
+        .call(
+            "browser_tabs",
+            &args(json!({"action": "select", "index": 0})),
+        )
+        .await;
+    assert_eq!(selected.is_error, Some(false), "{selected:?}");
+    let missing = toolbox
+        .call(
+            "browser_tabs",
+            &args(json!({"action": "select", "index": 2})),
+        )
+        .await;
+    assert_eq!(missing.is_error, Some(true));
+    assert!(
+        result_text(&missing).contains("no tab at index 2: the browser has 2 tabs"),
+        "{missing:?}"
+    );
+    toolbox
+        .call(
+            "browser_tabs",
+            &args(json!({"action": "close", "index": 1})),
+        )
+        .await;
+    let sent: Vec<(String, Value)> = link
+        .sent()
+        .into_iter()
+        .filter(|(method, _)| method != "getTabs")
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            ("selectTab".to_owned(), json!({"tabId": 3})),
+            ("closeTab".to_owned(), json!({"tabId": 7}))
+        ]
+    );
+    // A tabId, when given, wins; neither is refused for select with both named.
+    assert_eq!(
+        plan(
+            "browser_tabs",
+            &args(json!({"action": "select", "tabId": 9, "index": 0}))
+        )
+        .unwrap(),
+        Plan::Forward {
+            method: "selectTab",
+            params: json!({"tabId": 9}),
+            image: false
+        }
+    );
+    let neither = plan("browser_tabs", &args(json!({"action": "select"}))).unwrap_err();
+    assert!(neither.contains("\"tabId\" or \"index\""), "{neither}");
+}
