@@ -88,6 +88,7 @@ export const COMMANDS = {
       ...TARGET_PARAMS,
       text: { type: 'string', required: true },
       submit: { type: 'boolean' },
+      slowly: { type: 'boolean' },
       snapshot: { type: 'boolean' },
       tabId: TAB_ID,
     },

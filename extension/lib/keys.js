@@ -175,6 +175,23 @@ export function keyPressEvents(combo) {
 }
 
 /**
+ * The key events that type `text` key by key, as a person would (Playwright's
+ * `pressSequentially`): each character its keyDown carrying the character, and keyUp; a space
+ * is the Space key and a line break Enter.
+ *
+ * @param {string} text
+ * @returns {object[][]} the events of each character, in order
+ */
+export function typingEvents(text) {
+  return [...text].map(character => {
+    const name = character === ' ' ? 'Space' : character === '\n' ? 'Enter' : character;
+    // A single character is always a key name here (keyDefinition takes any one character).
+    const pressed = keyPressEvents(name);
+    return 'events' in pressed ? pressed.events : [];
+  });
+}
+
+/**
  * @param {string} type
  * @param {KeyDefinition} definition
  * @param {number} modifiers

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Modifier, keyDefinition, keyPressEvents, parseKeyCombo, modifierBits } from '../lib/keys.js';
+import { Modifier, keyDefinition, keyPressEvents, modifierBits, parseKeyCombo, typingEvents } from '../lib/keys.js';
 
 const summary = combo => keyPressEvents(combo).events.map(e =>
   `${e.type} ${e.key} ${e.code} ${e.windowsVirtualKeyCode} m${e.modifiers}${e.text !== undefined ? ` t${JSON.stringify(e.text)}` : ''}`);
@@ -73,4 +73,16 @@ test('keys held during a click become CDP modifier bits; ControlOrMeta follows t
   assert.deepEqual(modifierBits(['ControlOrMeta'], true), { bits: 4 });
   assert.deepEqual(modifierBits(['Control', 'Control'], false), { bits: 2 });
   assert.match(modifierBits(['Ctrl'], false).error, /"Ctrl" is not a modifier; modifiers are Alt, Control, ControlOrMeta, Meta and Shift/);
+});
+
+test('typing key by key gives each character its key events; a space is Space and a line break Enter', () => {
+  const typed = typingEvents('aB 1\n€').map(events => events.map(e => `${e.type} ${e.key} ${e.code}${e.text !== undefined ? ` t${JSON.stringify(e.text)}` : ''}`));
+  assert.deepEqual(typed, [
+    ['keyDown a KeyA t"a"', 'keyUp a KeyA'],
+    ['keyDown B KeyB t"B"', 'keyUp B KeyB'],
+    ['keyDown   Space t" "', 'keyUp   Space'],
+    ['keyDown 1 Digit1 t"1"', 'keyUp 1 Digit1'],
+    ['keyDown Enter Enter t"\\r"', 'keyUp Enter Enter'],
+    ['keyDown €  t"€"', 'keyUp € '],
+  ]);
 });

@@ -568,6 +568,43 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
     )
     .await;
     assert!(is_error(&bad) && text(&bad).contains("modifiers"), "{bad}");
+
+    // Playwright MCP's "slowly": key by key, so a page that counts keys sees each one; without
+    // it the text arrives at once, with no key events (as Playwright MCP's fill).
+    page_value(
+        &bridge,
+        "document.body.insertAdjacentHTML('beforeend', '<input id=slow>'); window.keys = 0; \
+         document.getElementById('slow').addEventListener('keydown', () => { window.keys += 1; }); 1",
+    )
+    .await;
+    tool_ok(
+        &bridge,
+        "browser_type",
+        json!({"target": "#slow", "text": "ab C", "slowly": true}),
+    )
+    .await;
+    assert_eq!(
+        page_value(
+            &bridge,
+            "document.getElementById('slow').value + '|' + window.keys"
+        )
+        .await,
+        "ab C|4"
+    );
+    tool_ok(
+        &bridge,
+        "browser_type",
+        json!({"target": "#slow", "text": "at once"}),
+    )
+    .await;
+    assert_eq!(
+        page_value(
+            &bridge,
+            "document.getElementById('slow').value + '|' + window.keys"
+        )
+        .await,
+        "at once|4"
+    );
     let _ = bridge.cancel().await;
 }
 

@@ -4,7 +4,7 @@
  * works on background tabs, with the focus handed back to the person's window.
  */
 
-import { keyPressEvents, modifierBits } from '../keys.js';
+import { keyPressEvents, modifierBits, typingEvents } from '../keys.js';
 import { elementExpression, prepareTyping, readValue, selectOptions } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { describeTarget, elementTarget } from '../targets.js';
@@ -82,7 +82,7 @@ async function keepingTheFocus(tabId, action) {
 
 /** @param {CommandContext} ctx */
 export async function type(ctx, params) {
-  const { text, submit = false, tabId } = params;
+  const { text, submit = false, slowly = false, tabId } = params;
   const target = elementTarget(params);
   const id = await targetTab(ctx, tabId);
   const started = Date.now();
@@ -94,8 +94,15 @@ export async function type(ctx, params) {
   }
   if (prepared?.error)
     throw elementError({ ...prepared, ...(prepared.error === 'disabled' ? { waitedMs: Date.now() - started } : {}) }, target);
-  if (text !== '')
+  if (slowly) {
+    // Key by key: pages that act on keydown or keyup (suggestions, shortcuts) see each key.
+    for (const events of typingEvents(text)) {
+      for (const event of events)
+        await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
+    }
+  } else if (text !== '') {
     await ctx.debuggers.send(id, 'Input.insertText', { text });
+  }
   const value = (await evaluateExpression(ctx, id, elementExpression(readValue, target)))?.value ?? null;
   if (submit) {
     // keyDown carrying "\r" is what makes Chrome fire keypress and submit the form.

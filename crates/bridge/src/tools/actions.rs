@@ -45,6 +45,7 @@ pub(super) fn type_text(args: Type) -> Result<Plan, String> {
     args.on.required()?.put(&mut params, "");
     params.insert("text".into(), json!(args.text));
     set(&mut params, "submit", args.submit);
+    set(&mut params, "slowly", args.slowly.filter(|&slowly| slowly));
     outline_after(&mut params, args.outline);
     forward("type", params)
 }

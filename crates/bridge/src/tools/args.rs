@@ -386,6 +386,12 @@ pub(crate) struct Type {
     /// Press Enter afterwards.
     #[serde(default)]
     pub(crate) submit: Option<bool>,
+    // Playwright MCP's "slowly": key by key, each with its key events, for pages that act on
+    // keys as they come. Accepted from models that know it; left out of the schema, where it
+    // would take `tools/list` above Playwright MCP's own.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub(crate) slowly: Option<bool>,
     /// Also return the outline.
     #[serde(default)]
     pub(crate) outline: Option<bool>,

@@ -2228,3 +2228,34 @@ async fn a_tab_is_selected_or_closed_by_its_place_in_the_list_as_playwright_mcp_
     let neither = plan("browser_tabs", &args(json!({"action": "select"}))).unwrap_err();
     assert!(neither.contains("\"tabId\" or \"index\""), "{neither}");
 }
+
+#[test]
+fn typing_slowly_as_playwright_mcp_asks_it_is_sent_and_stays_out_of_the_schema() {
+    assert_eq!(
+        plan(
+            "browser_type",
+            &args(json!({"target": "e2", "text": "ab", "slowly": true}))
+        )
+        .unwrap(),
+        Plan::Forward {
+            method: "type",
+            params: json!({"ref": "e2", "text": "ab", "slowly": true}),
+            image: false
+        }
+    );
+    assert_eq!(
+        plan(
+            "browser_type",
+            &args(json!({"target": "e2", "text": "ab", "slowly": false}))
+        )
+        .unwrap(),
+        Plan::Forward {
+            method: "type",
+            params: json!({"ref": "e2", "text": "ab"}),
+            image: false
+        }
+    );
+    let tools = definitions();
+    let typing = tools.iter().find(|t| t.name == "browser_type").unwrap();
+    assert!(typing.input_schema["properties"].get("slowly").is_none());
+}
