@@ -55,7 +55,7 @@ export const PLAYWRIGHT_COMMANDS = {
     run: evaluateFunction,
   },
   elementScreenshot: {
-    params: { ...TARGET_PARAMS, format: { type: 'string', oneOf: ['png', 'jpeg'] }, tabId: TAB_ID },
+    params: { ...TARGET_PARAMS, format: { type: 'string', oneOf: ['png', 'jpeg', 'webp'] }, tabId: TAB_ID },
     run: elementScreenshot,
   },
   resize: {

@@ -2410,6 +2410,19 @@ async fn take_screenshot_of_an_element_clips_to_its_box() {
             }
             let page = tool(&bridge, "browser_take_screenshot", json!({"type": "jpeg"})).await;
             assert_eq!(image_of(&page).0, "image/jpeg");
+            // Playwright MCP's third type, for the page and for an element.
+            for args in [
+                json!({"type": "webp"}),
+                json!({"type": "webp", "target": "#swatch"}),
+            ] {
+                let webp = tool(&bridge, "browser_take_screenshot", args).await;
+                let (mime, bytes) = image_of(&webp);
+                assert_eq!(mime, "image/webp");
+                assert!(
+                    bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP",
+                    "not a WebP image"
+                );
+            }
         }
     );
 }

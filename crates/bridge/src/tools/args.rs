@@ -695,17 +695,10 @@ pub(crate) struct NetworkRequests {
     pub(crate) offset: Offset,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum PngOrJpeg {
-    Png,
-    Jpeg,
-}
-
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct TakeScreenshot {
     #[serde(default, rename = "type")]
-    pub(crate) kind: Option<PngOrJpeg>,
+    pub(crate) kind: Option<ImageFormat>,
     #[serde(flatten)]
     pub(crate) on: Element,
     /// The whole scrollable page.
