@@ -137,6 +137,7 @@ export const COMMANDS = {
       format: { type: 'string', oneOf: ['elements', 'outline'] },
       depth: { type: 'integer', min: 1, max: 1_000 },
       interactive: { type: 'boolean' },
+      boxes: { type: 'boolean' },
       tabId: TAB_ID,
     },
     run: snapshot,

@@ -40,8 +40,10 @@
  * a person can act on them (`actionable`, what `interactive` keeps) or they
  * are labelled.
  *
- * @param {{maxNodes: number}} limits the walk stops there (and says so), so a
- *   page of millions of nodes cannot make one answer unbounded
+ * @param {{maxNodes: number, boxes?: boolean}} limits the walk stops there (and says so), so a
+ *   page of millions of nodes cannot make one answer unbounded; `boxes`: each element's box,
+ *   `box: [x, y, width, height]`, whole CSS pixels in the top document's viewport (an
+ *   iframe's elements offset by where the frame's content sits)
  * @param {Element} [rootElement] only this element's subtree, the element
  *   itself first (shown even without a role of its own)
  */
@@ -79,6 +81,19 @@ export function captureTree(limits, rootElement) {
     return n;
   };
 
+  // Where an element is in the top viewport: its own rectangle, moved by each frame around it.
+  const boxOf = el => {
+    const rect = el.getBoundingClientRect();
+    let [x, y] = [rect.x, rect.y];
+    for (let view = el.ownerDocument.defaultView; view && view.frameElement; view = view.frameElement.ownerDocument.defaultView) {
+      const host = view.frameElement;
+      const outer = host.getBoundingClientRect();
+      const css = host.ownerDocument.defaultView.getComputedStyle(host);
+      x += outer.x + host.clientLeft + parseFloat(css.paddingLeft);
+      y += outer.y + host.clientTop + parseFloat(css.paddingTop);
+    }
+    return [x, y, rect.width, rect.height].map(Math.round);
+  };
   // Roles whose accessible name is their text: the text is not repeated below them.
   const NAME_FROM_CONTENT = new Set([
     'button', 'link', 'heading', 'cell', 'columnheader', 'rowheader', 'option', 'tab', 'menuitem',
@@ -290,6 +305,8 @@ export function captureTree(limits, rootElement) {
     if (name)
       item.name = name;
     item.ref = ref;
+    if (limits.boxes)
+      item.box = boxOf(el);
     if (canAct)
       item.actionable = true;
     const states = [];
@@ -427,6 +444,8 @@ export function formatOutline(tree, options = {}) {
         line += ` [ref=${item.ref}]`;
       for (const state of item.states || [])
         line += ` [${state}]`;
+      if (item.box)
+        line += ` [box=${item.box.join(',')}]`;
       const kids = item.children || [];
       const onlyText = kids.length === 1 && kids[0].role === undefined && item.value === undefined && !item.url && !item.note;
       if (onlyText) {

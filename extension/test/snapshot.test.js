@@ -146,3 +146,9 @@ test('a page function shipped with compiledOnce is kept by the page and reused',
   assert.notEqual(compiledOnce(newer), expression, 'another source is kept under another key');
   assert.equal((0, eval)(`${compiledOnce(newer)}(0)`).version, 2);
 });
+
+test('with boxes, each element says where it is: [box=x,y,width,height] after its states', () => {
+  assert.equal(formatOutline([{ role: 'heading', name: 'Title', ref: 'e1', states: ['level=1'], box: [8, 21, 784, 37] }]),
+      '- heading "Title" [ref=e1] [level=1] [box=8,21,784,37]');
+  assert.equal(formatOutline([{ role: 'button', name: 'Go', ref: 'e2' }]), '- button "Go" [ref=e2]', 'no box unless asked');
+});

@@ -1244,6 +1244,60 @@ async fn snapshot_refs(chromium: &Path) {
     );
     assert!(first.contains("- iframe \"Child frame\" [ref="), "{first}");
 
+    // Playwright MCP's boxes: where each element is in the viewport, a frame's elements moved
+    // by where the frame's content sits (its border and padding too); a click at a box's centre
+    // lands on that element.
+    let boxed = outline(&bridge, json!({"boxes": true})).await;
+    let box_of = |needle: &str| -> Vec<f64> {
+        let line = boxed.lines().find(|l| l.contains(needle)).unwrap();
+        line.split("[box=")
+            .nth(1)
+            .and_then(|r| r.split(']').next())
+            .unwrap_or_else(|| panic!("no box on {line}"))
+            .split(',')
+            .map(|n| n.parse().unwrap())
+            .collect()
+    };
+    let expected = page_value(
+        &bridge,
+        "(() => { const f = document.getElementById('child'), r = f.getBoundingClientRect(); \
+         const b = f.contentDocument.getElementById('inner').getBoundingClientRect(); \
+         const o = document.getElementById('outer').getBoundingClientRect(); \
+         return [[o.x, o.y, o.width, o.height], [r.x + 8 + b.x, r.y + 8 + b.y, b.width, b.height]] \
+           .map(q => q.map(Math.round).join(',')).join(' '); })()",
+    )
+    .await;
+    let shown = [
+        box_of("button \"Outer button\""),
+        box_of("button \"Inner button\""),
+    ]
+    .iter()
+    .map(|b| {
+        b.iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    })
+    .collect::<Vec<_>>()
+    .join(" ");
+    assert_eq!(json!(shown), expected, "{boxed}");
+    let inner_box = box_of("button \"Inner button\"");
+    tool_ok(
+        &bridge,
+        "browser_click",
+        json!({"x": inner_box[0] + inner_box[2] / 2.0, "y": inner_box[1] + inner_box[3] / 2.0}),
+    )
+    .await;
+    assert_eq!(page_value(&bridge, "seen.inner").await, json!(1));
+    assert!(!outline(&bridge, json!({})).await.contains("[box="));
+    // As it was, for what follows.
+    page_value(
+        &bridge,
+        "seen.inner = 0; document.getElementById('child').contentDocument \
+         .getElementById('inner').textContent = 'Inner button'; 1",
+    )
+    .await;
+
     // The same elements keep their refs.
     let second = outline(&bridge, json!({})).await;
     for (needle, wanted) in [

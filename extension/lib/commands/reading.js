@@ -144,7 +144,7 @@ async function stalledAdvice(tabId, ms, answered) {
  *
  * @param {CommandContext} ctx
  */
-export async function snapshot(ctx, { format, depth, interactive = false, ref, selector, tabId }) {
+export async function snapshot(ctx, { format, depth, interactive = false, boxes = false, ref, selector, tabId }) {
   const scoped = ref !== undefined || selector !== undefined;
   // A subtree exists only in the outline; asking for one implies it.
   const shape = format ?? (scoped ? 'outline' : 'elements');
@@ -154,7 +154,7 @@ export async function snapshot(ctx, { format, depth, interactive = false, ref, s
   const id = await targetTab(ctx, tabId);
   if (shape === 'elements')
     return { tabId: id, ...(await evaluateFunction(ctx, id, takeSnapshot, SNAPSHOT_LIMITS)) };
-  return { tabId: id, ...(await outlineOf(ctx, id, { depth, interactive, target })) };
+  return { tabId: id, ...(await outlineOf(ctx, id, { depth, interactive, boxes, target })) };
 }
 
 /**
@@ -164,11 +164,12 @@ export async function snapshot(ctx, { format, depth, interactive = false, ref, s
  *
  * @param {CommandContext} ctx
  * @param {number} tabId
- * @param {{depth?: number, interactive?: boolean, target?: import('./targets.js').ElementTarget}} options
+ * @param {{depth?: number, interactive?: boolean, boxes?: boolean, target?: import('./targets.js').ElementTarget}} options
+ *   `boxes`: each element's box in the viewport, `[box=x,y,width,height]` (Playwright MCP's)
  * @returns {Promise<{url: string, title: string, snapshot: string, note?: string}>}
  */
-export async function outlineOf(ctx, tabId, { target, ...options }) {
-  const limits = { maxNodes: OUTLINE_MAX_NODES };
+export async function outlineOf(ctx, tabId, { target, boxes = false, ...options }) {
+  const limits = { maxNodes: OUTLINE_MAX_NODES, ...(boxes ? { boxes: true } : {}) };
   let captured;
   if (target) {
     const expression = `(${findElementThen.toString()})((el, limits) => ${CAPTURE_TREE}(limits, el), ` +

@@ -472,6 +472,12 @@ pub(crate) struct Snapshot {
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub(crate) depth: Option<u32>,
+    // Playwright MCP's "boxes": each element's `[box=x,y,width,height]`, viewport CSS pixels.
+    // Accepted from models that know it; out of the schema, to keep `tools/list` under
+    // Playwright MCP's own.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub(crate) boxes: Option<bool>,
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,
     /// Read on in a long result.

@@ -138,6 +138,7 @@ pub(super) fn snapshot(args: Snapshot) -> Result<Plan, String> {
     params.insert("format".into(), json!("outline"));
     set(&mut params, "depth", args.depth);
     set(&mut params, "interactive", args.interactive);
+    set(&mut params, "boxes", args.boxes.filter(|&boxes| boxes));
     if let Some(root) = resolve(&args.target, &args.reference, &args.selector) {
         root.put(&mut params, "");
     }

@@ -2259,3 +2259,26 @@ fn typing_slowly_as_playwright_mcp_asks_it_is_sent_and_stays_out_of_the_schema()
     let typing = tools.iter().find(|t| t.name == "browser_type").unwrap();
     assert!(typing.input_schema["properties"].get("slowly").is_none());
 }
+
+#[test]
+fn a_snapshot_with_playwright_mcps_boxes_asks_the_extension_for_them_and_stays_out_of_the_schema() {
+    assert_eq!(
+        plan("browser_snapshot", &args(json!({"boxes": true}))).unwrap(),
+        Plan::Forward {
+            method: "snapshot",
+            params: json!({"format": "outline", "boxes": true}),
+            image: false
+        }
+    );
+    assert_eq!(
+        plan("browser_snapshot", &args(json!({"boxes": false}))).unwrap(),
+        Plan::Forward {
+            method: "snapshot",
+            params: json!({"format": "outline"}),
+            image: false
+        }
+    );
+    let tools = definitions();
+    let snapshot = tools.iter().find(|t| t.name == "browser_snapshot").unwrap();
+    assert!(snapshot.input_schema["properties"].get("boxes").is_none());
+}
