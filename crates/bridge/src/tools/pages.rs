@@ -217,7 +217,8 @@ pub(super) fn network_requests(args: NetworkRequests) -> Result<Plan, String> {
     if let Some(filter) = &args.filter {
         super::results::url_filter(filter)?;
     }
-    // The page now shown, as Playwright MCP lists it; earlier pages are counted.
+    // The page now shown, as Playwright MCP lists it (earlier pages are not shown: no argument
+    // brings them back).
     params.insert("sincePage".into(), json!(true));
     Ok(Plan::Requests {
         params: Value::Object(params),

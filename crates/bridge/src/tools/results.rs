@@ -409,11 +409,7 @@ pub(crate) fn select_requests(
         unmatched += usize::from(!keep);
         keep
     });
-    let mut notes: Vec<String> = value["note"]
-        .as_str()
-        .map(str::to_owned)
-        .into_iter()
-        .collect();
+    let mut notes = Vec::new();
     let mut held_back = Vec::new();
     if hidden > 0 {
         held_back.push(format!(
@@ -435,9 +431,22 @@ pub(crate) fn select_requests(
             filter.as_str()
         ));
     }
-    if !notes.is_empty() {
-        value["note"] = json!(notes.join("; "));
+    add_notes(value, notes);
+}
+
+/// The extension's own `note` (e.g. what its ring dropped), then `more`, as one `note`: what a
+/// list left out, each with how to see it.
+fn add_notes(value: &mut Value, more: Vec<String>) {
+    if more.is_empty() {
+        return;
     }
+    let mut notes: Vec<String> = value["note"]
+        .as_str()
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    notes.extend(more);
+    value["note"] = json!(notes.join("; "));
 }
 
 /// Playwright MCP's selection for `browser_console_messages`: the messages of `level` and the
@@ -451,11 +460,7 @@ pub(crate) fn select_console(value: &mut Value, level: ConsoleLevel) {
     let before = rows.len();
     rows.retain(|row| console_level(row["type"].as_str().unwrap_or("log")) <= level);
     let hidden = before - rows.len();
-    let mut notes: Vec<String> = value["note"]
-        .as_str()
-        .map(str::to_owned)
-        .into_iter()
-        .collect();
+    let mut notes = Vec::new();
     if hidden > 0 {
         notes.push(format!(
             "{hidden} messages below level {} not shown; \"level\": \"debug\" shows all",
@@ -467,9 +472,7 @@ pub(crate) fn select_console(value: &mut Value, level: ConsoleLevel) {
             "{earlier} messages of earlier pages not shown; \"all\": true shows them"
         ));
     }
-    if !notes.is_empty() {
-        value["note"] = json!(notes.join("; "));
-    }
+    add_notes(value, notes);
 }
 
 /// The level of a console message of CDP type `kind` (uncaught exceptions come as `error`).
