@@ -17,10 +17,10 @@ export const Modifier = Object.freeze({ Alt: 1, Control: 2, Meta: 4, Shift: 8 })
  * (`ControlOrMeta` is Meta on macOS, Control elsewhere, as a person's shortcut would be).
  *
  * @param {readonly string[]} names
- * @param {boolean} mac
+ * @param {boolean} [mac] whether to read `ControlOrMeta` as on macOS (default: this browser's platform)
  * @returns {{bits: number} | {error: string}}
  */
-export function modifierBits(names, mac) {
+export function modifierBits(names, mac = MAC) {
   let bits = 0;
   for (const name of names) {
     const key = name === 'ControlOrMeta' ? (mac ? 'Meta' : 'Control') : name;
@@ -59,12 +59,15 @@ const PUNCTUATION = [
 ];
 const SHIFTED_DIGITS = ')!@#$%^&*(';
 
+/** Whether the browser runs on macOS, where Playwright's `ControlOrMeta` is Meta. */
+const MAC = Boolean(globalThis.navigator?.platform?.startsWith('Mac'));
+
 /** Aliases models and other tools use for the same keys. */
 const ALIASES = {
   Esc: 'Escape', Return: 'Enter', Up: 'ArrowUp', Down: 'ArrowDown', Left: 'ArrowLeft', Right: 'ArrowRight',
   Del: 'Delete', Ctrl: 'Control', Cmd: 'Meta', Command: 'Meta', Option: 'Alt', Win: 'Meta',
   // Playwright's portable modifier; this extension drives Chrome on Linux and Windows as well as macOS.
-  ControlOrMeta: globalThis.navigator?.platform?.startsWith('Mac') ? 'Meta' : 'Control',
+  ControlOrMeta: MAC ? 'Meta' : 'Control',
 };
 
 /**

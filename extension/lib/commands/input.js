@@ -20,7 +20,7 @@ export async function click(ctx, params) {
   const { ref, selector, x, y, button = 'left', clickCount = 1, modifiers = [], tabId } = params;
   if (ref === undefined && selector === undefined && (x === undefined || y === undefined))
     throw invalidParams('click needs parameter "ref" or "selector", or both "x" and "y"');
-  const held = modifierBits(modifiers, /Mac/.test(globalThis.navigator?.platform ?? ''));
+  const held = modifierBits(modifiers);
   if ('error' in held)
     throw invalidParams(`parameter "modifiers": ${held.error}`);
   const id = await targetTab(ctx, tabId);
