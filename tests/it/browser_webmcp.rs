@@ -322,16 +322,24 @@ async fn webmcp(chromium: &Path) {
     mcp.wait_for_page(&page).await;
 
     // Listed: the page's script tools, its forms, and the same-origin frame's tool.
-    let deadline = tokio::time::Instant::now() + STEP;
+    // Chromium 156 now and then leaves a same-origin frame's modelContext stuck, so its tool
+    // never registers (docs/BRIDGE.md, WebMCP; the SDK page-tools scripts do the same): a person
+    // would reload, and so does this test, up to three times, saying so.
+    let mut reloads = 0;
+    let mut deadline = tokio::time::Instant::now() + STEP;
     let listed = loop {
         let listed = mcp.ok("pageTools", json!({})).await;
         if names(&listed).iter().any(|n| n == "recommend") {
             break listed;
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the frame's tool never appeared: {listed}"
-        );
+        if tokio::time::Instant::now() >= deadline {
+            assert!(reloads < 3, "the frame's tool never appeared: {listed}");
+            reloads += 1;
+            eprintln!("the frame's tool did not register; reloading the page ({reloads})");
+            mcp.ok("navigate", json!({"url": page})).await;
+            mcp.wait_for_page(&page).await;
+            deadline = tokio::time::Instant::now() + STEP;
+        }
         tokio::time::sleep(POLL).await;
     };
     assert_eq!(listed["tabId"], tab_id, "{listed}");
