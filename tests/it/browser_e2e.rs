@@ -605,6 +605,54 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         .await,
         "at once|4"
     );
+
+    // Playwright MCP's "filename": the whole answer saved where the bridge runs and named in
+    // the result, which does not repeat it; a screenshot's type follows the file's extension.
+    let saved_dir = TempDir::new().unwrap();
+    let outline_file = saved_dir.path().join("pages/controls.md");
+    let saved = tool_ok(
+        &bridge,
+        "browser_snapshot",
+        json!({"filename": outline_file}),
+    )
+    .await;
+    assert_eq!(saved["saved"], json!(outline_file), "{saved}");
+    let written = std::fs::read_to_string(&outline_file).unwrap();
+    assert!(
+        written.starts_with("Tab ") && written.contains("[ref=e"),
+        "{written}"
+    );
+    assert_eq!(
+        saved["characters"],
+        json!(written.chars().count()),
+        "{saved}"
+    );
+    for (name, magic) in [
+        ("page.png", &b"\x89PNG"[..]),
+        ("page.jpg", &b"\xff\xd8\xff"[..]),
+    ] {
+        let file = saved_dir.path().join(name);
+        let shot = tool(
+            &bridge,
+            "browser_take_screenshot",
+            json!({"filename": file}),
+        )
+        .await;
+        assert!(
+            !is_error(&shot) && text(&shot).contains("saved to"),
+            "{shot}"
+        );
+        assert!(
+            shot["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|c| c["type"] != "image"),
+            "{shot}"
+        );
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(bytes.starts_with(magic) && bytes.len() > 1_000, "{name}");
+    }
     let _ = bridge.cancel().await;
 }
 

@@ -6,9 +6,12 @@
 //! (base64 in JSON), which the relay caps at its `--max-message-bytes`; the bridge checks the
 //! same budget first, so an upload too large is refused with a sentence naming the sizes
 //! rather than by the relay closing the socket. PDFs and downloads go the other way and are
-//! written here, never over an existing file.
+//! written here, never over an existing file; so is an answer a model asked to have saved
+//! (`filename`), which may replace only a file this session itself wrote.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use base64::Engine;
 use serde_json::{json, Value};
@@ -86,14 +89,18 @@ fn mime_type(name: &str) -> &'static str {
     }
 }
 
-/// Writes the extension's base64 PDF where the bridge runs: at `filename` when given (never
-/// over an existing file), else a new file in the system's temporary directory.
-pub(crate) fn save_pdf(data: &str, filename: Option<&str>) -> Result<(PathBuf, usize), String> {
+/// Writes the extension's base64 PDF where the bridge runs: at `filename` when given (see
+/// [`Written::save`]), else a new file in the system's temporary directory.
+pub(crate) fn save_pdf(
+    data: &str,
+    filename: Option<&str>,
+    written: &Written,
+) -> Result<(PathBuf, usize), String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(data)
         .map_err(|e| format!("the extension's PDF was not base64: {e}"))?;
     let path = match filename {
-        Some(name) => PathBuf::from(name),
+        Some(name) => return Ok((written.save(name, &bytes)?, bytes.len())),
         None => std::env::temp_dir().join(format!(
             "mcp-relay-page-{}.pdf",
             chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ")
@@ -112,6 +119,65 @@ pub(crate) fn save_pdf(data: &str, filename: Option<&str>) -> Result<(PathBuf, u
     std::io::Write::write_all(&mut file, &bytes)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok((path, bytes.len()))
+}
+
+/// The files a model named (`filename`) that this session wrote.
+///
+/// Playwright MCP writes over whatever is at the name it is given; here a model's file name
+/// may replace only a file this session wrote itself, so a model that saves `snapshot.md`
+/// after every step keeps working while the person's own files are never touched.
+#[derive(Default)]
+pub(crate) struct Written(Mutex<HashSet<PathBuf>>);
+
+impl Written {
+    /// Writes `bytes` at `name` (a relative name under the bridge's working directory, as for
+    /// any program the host starts), creating its directory, and answers the absolute path.
+    pub(crate) fn save(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, String> {
+        if name.trim().is_empty() {
+            return Err(
+                "\"filename\" is empty: give a file name, or leave it out to have the \
+                        answer returned"
+                    .into(),
+            );
+        }
+        let path = std::path::absolute(name)
+            .map_err(|e| format!("cannot use {name:?} as a file name here: {e}"))?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                format!(
+                    "cannot create {} on the bridge's machine: {e}",
+                    dir.display()
+                )
+            })?;
+        }
+        let ours = self.0.lock().unwrap().contains(&path);
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true);
+        if ours {
+            options.create(true).truncate(true);
+        } else {
+            options.create_new(true);
+        }
+        let mut file = options.open(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                format!(
+                    "{} already exists on the machine where the bridge runs, and the bridge \
+                     writes over no file it did not write in this session: choose another \
+                     filename",
+                    path.display()
+                )
+            } else {
+                format!(
+                    "cannot create {} on the bridge's machine: {e}",
+                    path.display()
+                )
+            }
+        })?;
+        std::io::Write::write_all(&mut file, bytes)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        self.0.lock().unwrap().insert(path.clone());
+        Ok(path)
+    }
 }
 
 /// The page's name for a download, made safe as one file name here: no directories, no
@@ -233,13 +299,46 @@ mod tests {
     }
 
     #[test]
-    fn pdfs_are_saved_without_overwriting() {
+    fn pdfs_are_saved_without_overwriting_a_file_this_session_did_not_write() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("page.pdf");
         let name = path.to_string_lossy().into_owned();
-        let (saved, size) = save_pdf("JVBERi0=", Some(&name)).unwrap();
+        let written = Written::default();
+        let (saved, size) = save_pdf("JVBERi0=", Some(&name), &written).unwrap();
         assert_eq!((saved, size), (path.clone(), 5));
         assert_eq!(std::fs::read(&path).unwrap(), b"%PDF-");
-        assert!(save_pdf("JVBERi0=", Some(&name)).is_err());
+        // Its own file again: replaced.
+        save_pdf("JVBERi0x", Some(&name), &written).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"%PDF-1");
+        // Another session's (or the person's) file: refused, and left as it was.
+        let err = save_pdf("JVBERi0=", Some(&name), &Written::default()).unwrap_err();
+        assert!(err.contains("already exists"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"%PDF-1");
+    }
+
+    #[test]
+    fn a_named_answer_is_saved_in_new_directories_and_never_over_the_persons_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let written = Written::default();
+        let nested = dir.path().join("out/pages/snapshot.md");
+        let saved = written
+            .save(&nested.to_string_lossy(), b"- heading \"A\"\n")
+            .unwrap();
+        assert_eq!(saved, nested);
+        assert_eq!(std::fs::read(&nested).unwrap(), b"- heading \"A\"\n");
+        written.save(&nested.to_string_lossy(), b"second").unwrap();
+        assert_eq!(std::fs::read(&nested).unwrap(), b"second");
+
+        let persons = dir.path().join("notes.txt");
+        std::fs::write(&persons, b"mine").unwrap();
+        let err = written
+            .save(&persons.to_string_lossy(), b"theirs")
+            .unwrap_err();
+        assert!(
+            err.contains("already exists") && err.contains("another filename"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&persons).unwrap(), b"mine");
+        assert!(written.save("  ", b"x").unwrap_err().contains("empty"));
     }
 }

@@ -452,6 +452,11 @@ pub(crate) struct Evaluate {
     /// Read on in a long result.
     #[serde(default)]
     pub(crate) offset: Offset,
+    // Playwright MCP's "filename": the answer saved where the bridge runs instead of returned
+    // (transfers.rs). Out of the schema, to keep `tools/list` under Playwright MCP's.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub(crate) filename: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -483,6 +488,11 @@ pub(crate) struct Snapshot {
     /// Read on in a long result.
     #[serde(default)]
     pub(crate) offset: Offset,
+    // Playwright MCP's "filename": the answer saved where the bridge runs instead of returned
+    // (transfers.rs). Out of the schema, to keep `tools/list` under Playwright MCP's.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub(crate) filename: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -498,6 +508,11 @@ pub(crate) struct Find {
     pub(crate) target: Option<String>,
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,
+    // Playwright MCP's "filename": the answer saved where the bridge runs instead of returned
+    // (transfers.rs). Out of the schema, to keep `tools/list` under Playwright MCP's.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub(crate) filename: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -600,6 +615,11 @@ pub(crate) struct ConsoleMessages {
     /// Read on in a long result.
     #[serde(default)]
     pub(crate) offset: Offset,
+    // Playwright MCP's "filename": the answer saved where the bridge runs instead of returned
+    // (transfers.rs). Out of the schema, to keep `tools/list` under Playwright MCP's.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub(crate) filename: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -699,6 +719,11 @@ pub(crate) struct NetworkRequests {
     /// Read on in a long result.
     #[serde(default)]
     pub(crate) offset: Offset,
+    // Playwright MCP's "filename": the answer saved where the bridge runs instead of returned
+    // (transfers.rs). Out of the schema, to keep `tools/list` under Playwright MCP's.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub(crate) filename: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -712,6 +737,11 @@ pub(crate) struct TakeScreenshot {
     pub(crate) full_page: Option<bool>,
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,
+    // Playwright MCP's "filename": the answer saved where the bridge runs instead of returned
+    // (transfers.rs). Out of the schema, to keep `tools/list` under Playwright MCP's.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub(crate) filename: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -726,7 +756,7 @@ pub(crate) struct Resize {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct PdfSave {
-    /// Where to save it (never over an existing file).
+    /// Where to save it (never over a file it did not write).
     #[serde(default)]
     pub(crate) filename: Option<String>,
     #[serde(default, rename = "tabId")]

@@ -135,6 +135,33 @@ pub(crate) enum Plan {
         name: String,
         arguments: Value,
     },
+    /// `plan`, its answer written at `filename` where the bridge runs instead of returned
+    /// (Playwright MCP's `filename`; transfers.rs).
+    Save { plan: Box<Plan>, filename: String },
+}
+
+impl Plan {
+    /// This plan, its answer saved at `filename` when one is given.
+    fn saved_to(self, filename: Option<String>) -> Plan {
+        match filename {
+            Some(filename) => Plan::Save {
+                plan: Box::new(self),
+                filename,
+            },
+            None => self,
+        }
+    }
+}
+
+/// What a call produced, before it reaches the model: text goes out in parts (or into a
+/// file), an image as an MCP image (or into a file), anything else as it is.
+enum Answer {
+    /// Text, with the files carried back after it (transfers.rs).
+    Text(Rendered, Vec<rmcp::model::ContentBlock>),
+    /// The extension's screenshot answer (`data`, `mimeType`, size).
+    Image(Value),
+    /// A finished result: an error, or one with nothing to save.
+    Done(CallToolResult),
 }
 
 /// The tool definitions and their execution.
@@ -161,6 +188,8 @@ pub(crate) struct Toolbox {
     page_listing: Mutex<Option<Vec<Value>>>,
     /// `--progress-interval`: how often a call waiting for the person notifies the host.
     progress_interval: Duration,
+    /// The files a model named that this session wrote (`filename`), which it may replace.
+    written: crate::files::Written,
 }
 
 impl Toolbox {
@@ -176,6 +205,7 @@ impl Toolbox {
             audit: crate::audit::AuditLog::disabled(),
             page_listing: Mutex::new(None),
             progress_interval: person::DEFAULT_PROGRESS_INTERVAL,
+            written: crate::files::Written::default(),
         }
     }
 
@@ -274,13 +304,34 @@ impl Toolbox {
     }
 
     async fn run(&self, name: &str, plan: Plan) -> Result<CallToolResult, LinkError> {
+        let (plan, filename) = match plan {
+            Plan::Save { plan, filename } => (*plan, Some(filename)),
+            plan => (plan, None),
+        };
+        let answer = self.answer_plan(name, plan).await?;
+        Ok(match filename {
+            Some(filename) => self.save_answer(name, answer, &filename),
+            None => self.show(name, answer),
+        })
+    }
+
+    /// `answer` as the model receives it.
+    fn show(&self, name: &str, answer: Answer) -> CallToolResult {
+        match answer {
+            Answer::Text(rendered, carried) => with_content(self.deliver(name, rendered), carried),
+            Answer::Image(result) => results::screenshot_result(&result),
+            Answer::Done(result) => result,
+        }
+    }
+
+    async fn answer_plan(&self, name: &str, plan: Plan) -> Result<Answer, LinkError> {
+        let text = |value: &Value| Answer::Text(render(name, value), Vec::new());
         match plan {
-            Plan::Status => Ok(self.answer(name, &json!(self.link.status()))),
-            Plan::List => self.list().await,
+            Plan::Status => Ok(text(&json!(self.link.status()))),
+            Plan::List => Ok(text(&self.list().await?)),
             Plan::Connect(wanted) => {
                 let chosen = self.link.choose(&wanted).await?;
-                Ok(self.answer(
-                    name,
+                Ok(text(
                     &json!({"connected": true, "extension_id": chosen.extension_id, "name": chosen.name}),
                 ))
             }
@@ -291,37 +342,43 @@ impl Toolbox {
             } => {
                 let mut result = self.link.call(method, params).await?;
                 if image {
-                    return Ok(results::screenshot_result(&result));
+                    return Ok(Answer::Image(result));
                 }
                 let carried = self.take_downloads(&mut result).await;
-                Ok(with_content(self.answer(name, &result), carried))
+                Ok(Answer::Text(render(name, &result), carried))
             }
-            Plan::Continue(offset) => Ok(self.continue_result(name, offset)),
+            Plan::Continue(offset) => Ok(Answer::Done(self.continue_result(name, offset))),
             Plan::Upload {
                 method,
                 paths,
                 mut params,
             } => {
                 if !paths.is_empty() && self.downloads.in_results() {
-                    return Ok(error(format!("{name}: {}", transfers::NO_PATHS_OVER_HTTP)));
+                    return Ok(Answer::Done(error(format!(
+                        "{name}: {}",
+                        transfers::NO_PATHS_OVER_HTTP
+                    ))));
                 }
                 if !paths.is_empty() {
                     match crate::files::read_upload(&paths, self.max_message_bytes) {
-                        Err(message) => return Ok(error(format!("{name}: {message}"))),
+                        Err(message) => {
+                            return Ok(Answer::Done(error(format!("{name}: {message}"))))
+                        }
                         Ok(files) => params["files"] = Value::Array(files),
                     }
                 }
                 let mut result = self.link.call(method, params).await?;
                 let carried = self.take_downloads(&mut result).await;
-                Ok(with_content(self.answer(name, &result), carried))
+                Ok(Answer::Text(render(name, &result), carried))
             }
             Plan::SavePdf { params, filename } => {
                 let result = self.link.call("printPdf", params).await?;
-                Ok(results::pdf_result(
+                Ok(Answer::Done(results::pdf_result(
                     &result,
                     filename.as_deref(),
                     self.downloads.in_results(),
-                ))
+                    &self.written,
+                )))
             }
             Plan::Find {
                 params,
@@ -339,44 +396,48 @@ impl Toolbox {
                 let mut result = self.link.call("networkRequests", params).await?;
                 let filter = match filter.as_deref().map(results::url_filter).transpose() {
                     Ok(filter) => filter,
-                    Err(message) => return Ok(error(format!("{name}: {message}"))),
+                    Err(message) => return Ok(Answer::Done(error(format!("{name}: {message}")))),
                 };
                 results::select_requests(&mut result, include_static, filter.as_ref());
-                Ok(self.answer(name, &result))
+                Ok(text(&result))
             }
             Plan::Console { params, level } => {
                 let mut result = self.link.call("consoleMessages", params).await?;
                 results::select_console(&mut result, level);
-                Ok(self.answer(name, &result))
+                Ok(text(&result))
             }
             Plan::TabAt { method, index } => {
                 let list = self.link.call("getTabs", json!({})).await?;
                 let tabs = list["tabs"].as_array().map_or(&[][..], Vec::as_slice);
                 let Some(tab_id) = tabs.get(index).and_then(|tab| tab["tabId"].as_i64()) else {
-                    return Ok(error(format!(
+                    return Ok(Answer::Done(error(format!(
                         "{name}: there is no tab at index {index}: the browser has {} tabs, \
                          numbered from 0 (browser_tabs with action \"list\")",
                         tabs.len()
-                    )));
+                    ))));
                 };
                 let result = self.link.call(method, json!({ "tabId": tab_id })).await?;
-                Ok(self.answer(name, &result))
+                Ok(text(&result))
             }
-            Plan::Downloads => self.list_downloads().await,
-            Plan::RequestHuman { params, timeout } => {
-                self.request_human(name, params, timeout).await
-            }
+            Plan::Downloads => Ok(Answer::Done(self.list_downloads().await?)),
+            Plan::RequestHuman { params, timeout } => Ok(Answer::Done(
+                self.request_human(name, params, timeout).await?,
+            )),
             Plan::PageTools { params } => {
                 let listing = self.link.call("pageTools", params).await?;
                 self.saw_page_listing(&listing);
                 let (text, structured) = webmcp::render_listing(&listing, &webmcp::nonce());
-                Ok(self.deliver(name, Rendered::page(text, structured)))
+                Ok(Answer::Text(Rendered::page(text, structured), Vec::new()))
             }
             Plan::CallPageTool {
                 tab,
                 name: tool,
                 arguments,
-            } => self.call_page_tool(name, tab, &tool, arguments).await,
+            } => Ok(Answer::Done(
+                self.call_page_tool(name, tab, &tool, arguments).await?,
+            )),
+            // Plans are saved once, at the top (`run`); none is built nested.
+            Plan::Save { plan, .. } => Box::pin(self.answer_plan(name, *plan)).await,
         }
     }
 
@@ -424,7 +485,7 @@ impl Toolbox {
         Ok(self.deliver(name, Rendered::page(text, structured)))
     }
 
-    async fn list(&self) -> Result<CallToolResult, LinkError> {
+    async fn list(&self) -> Result<Value, LinkError> {
         let list = self.link.list_browsers().await?;
         let status = self.link.status();
         let current = status
@@ -442,21 +503,21 @@ impl Toolbox {
                 })
             })
             .collect();
-        Ok(self.answer("browser_list", &json!({ "browsers": browsers })))
+        Ok(json!({ "browsers": browsers }))
     }
 
     /// `browser_find`'s answer from the outline the extension sent.
-    fn found(&self, result: &Value, text: Option<&str>, regex: Option<&str>) -> CallToolResult {
+    fn found(&self, result: &Value, text: Option<&str>, regex: Option<&str>) -> Answer {
         let query = match find::Query::new(text, regex) {
             Ok(query) => query,
-            Err(message) => return error(format!("browser_find: {message}")),
+            Err(message) => return Answer::Done(error(format!("browser_find: {message}"))),
         };
         let Some(outline) = result["snapshot"].as_str() else {
-            return error(
+            return Answer::Done(error(
                 "browser_find failed: the extension's answer held no outline; update the \
                  mcp-relay extension"
                     .into(),
-            );
+            ));
         };
         let wanted = text.or(regex).unwrap_or_default();
         let (snippets, count) = find::search(outline, &query);
@@ -479,15 +540,10 @@ impl Toolbox {
             "title": result["title"],
             "matches": count,
         });
-        self.deliver(
-            "browser_find",
+        Answer::Text(
             Rendered::page(text.trim_end().to_owned(), structured),
+            Vec::new(),
         )
-    }
-
-    /// `value` rendered for a model (results.rs) and cut into parts when long.
-    fn answer(&self, tool: &str, value: &Value) -> CallToolResult {
-        self.deliver(tool, render(tool, value))
     }
 
     /// The first part of `rendered` (the whole of it when short enough); a paged tool keeps

@@ -5,8 +5,8 @@ use serde_json::{json, Map, Value};
 
 use super::args::{
     resolve, Cdp, Connect, ConsoleLevel, ConsoleMessages, Direction, Evaluate, Find, HandleDialog,
-    Navigate, NetworkRequests, NoArgs, Screenshot, Snapshot, TabAction, TabOnly, Tabs,
-    TakeScreenshot, WaitFor,
+    ImageFormat, Navigate, NetworkRequests, NoArgs, Offset, Screenshot, Snapshot, TabAction,
+    TabOnly, Tabs, TakeScreenshot, WaitFor,
 };
 use super::Plan;
 
@@ -50,6 +50,17 @@ pub(super) fn set<T: serde::Serialize>(
 pub(super) fn outline_after(params: &mut Map<String, Value>, outline: Option<bool>) {
     if outline == Some(true) {
         params.insert("snapshot".into(), json!(true));
+    }
+}
+
+/// `offset` reads on in the last answer in parts; `filename` saves a whole new answer.
+fn read_on(offset: Offset, filename: &Option<String>) -> Result<Option<Plan>, String> {
+    match (offset, filename) {
+        (Some(_), Some(_)) => Err("\"offset\" reads on in the last answer and \"filename\" \
+                                   saves a whole new one: give one of them"
+            .into()),
+        (Some(offset), None) => Ok(Some(Plan::Continue(offset as usize))),
+        (None, _) => Ok(None),
     }
 }
 
@@ -128,8 +139,8 @@ pub(super) fn forward_in_history(args: TabOnly) -> Result<Plan, String> {
 }
 
 pub(super) fn snapshot(args: Snapshot) -> Result<Plan, String> {
-    if let Some(offset) = args.offset {
-        return Ok(Plan::Continue(offset as usize));
+    if let Some(read_on) = read_on(args.offset, &args.filename)? {
+        return Ok(read_on);
     }
     if args.depth == Some(0) {
         return Err("\"depth\" must be an integer of at least 1".into());
@@ -142,7 +153,7 @@ pub(super) fn snapshot(args: Snapshot) -> Result<Plan, String> {
     if let Some(root) = resolve(&args.target, &args.reference, &args.selector) {
         root.put(&mut params, "");
     }
-    forward("snapshot", params)
+    Ok(forward("snapshot", params)?.saved_to(args.filename))
 }
 
 pub(super) fn find(args: Find) -> Result<Plan, String> {
@@ -157,12 +168,13 @@ pub(super) fn find(args: Find) -> Result<Plan, String> {
         params: Value::Object(params),
         text: args.text,
         regex: args.regex,
-    })
+    }
+    .saved_to(args.filename))
 }
 
 pub(super) fn evaluate(args: Evaluate) -> Result<Plan, String> {
-    if let Some(offset) = args.offset {
-        return Ok(Plan::Continue(offset as usize));
+    if let Some(read_on) = read_on(args.offset, &args.filename)? {
+        return Ok(read_on);
     }
     let mut params = on_tab(args.tab_id);
     if let Some(function) = args.function {
@@ -173,20 +185,20 @@ pub(super) fn evaluate(args: Evaluate) -> Result<Plan, String> {
         if let Some(on) = args.on.named() {
             on.put(&mut params, "");
         }
-        return forward("evaluateFunction", params);
+        return Ok(forward("evaluateFunction", params)?.saved_to(args.filename));
     }
     match args.expression {
         Some(expression) if !expression.trim().is_empty() => {
             params.insert("expression".into(), json!(expression));
-            forward("evaluate", params)
+            Ok(forward("evaluate", params)?.saved_to(args.filename))
         }
         _ => Err("give \"function\" (e.g. \"() => document.title\") or \"expression\"".into()),
     }
 }
 
 pub(super) fn console_messages(args: ConsoleMessages) -> Result<Plan, String> {
-    if let Some(offset) = args.offset {
-        return Ok(Plan::Continue(offset as usize));
+    if let Some(read_on) = read_on(args.offset, &args.filename)? {
+        return Ok(read_on);
     }
     let mut params = on_tab(args.tab_id);
     // The page now shown, as Playwright MCP lists them, unless "all".
@@ -201,17 +213,18 @@ pub(super) fn console_messages(args: ConsoleMessages) -> Result<Plan, String> {
     Ok(Plan::Console {
         params: Value::Object(params),
         level,
-    })
+    }
+    .saved_to(args.filename))
 }
 
 pub(super) fn network_requests(args: NetworkRequests) -> Result<Plan, String> {
-    if let Some(offset) = args.offset {
-        return Ok(Plan::Continue(offset as usize));
+    if let Some(read_on) = read_on(args.offset, &args.filename)? {
+        return Ok(read_on);
     }
     let mut params = on_tab(args.tab_id);
     if args.request_id.is_some() {
         set(&mut params, "requestId", args.request_id);
-        return forward("networkRequests", params);
+        return Ok(forward("networkRequests", params)?.saved_to(args.filename));
     }
     // Checked now, so a bad pattern costs no round trip; built again when the list is here.
     if let Some(filter) = &args.filter {
@@ -224,7 +237,8 @@ pub(super) fn network_requests(args: NetworkRequests) -> Result<Plan, String> {
         params: Value::Object(params),
         include_static: args.include_static.unwrap_or(false),
         filter: args.filter,
-    })
+    }
+    .saved_to(args.filename))
 }
 
 pub(super) fn cdp(args: Cdp) -> Result<Plan, String> {
@@ -300,7 +314,13 @@ pub(super) fn screenshot(args: Screenshot) -> Result<Plan, String> {
 
 pub(super) fn take_screenshot(args: TakeScreenshot) -> Result<Plan, String> {
     let mut params = on_tab(args.tab_id);
-    set(&mut params, "format", args.kind);
+    // Without "type", the file's extension says it, as in Playwright MCP.
+    set(
+        &mut params,
+        "format",
+        args.kind
+            .or_else(|| args.filename.as_deref().and_then(format_of_file)),
+    );
     let element = args.on.named();
     if let Some(on) = &element {
         on.put(&mut params, "");
@@ -315,5 +335,17 @@ pub(super) fn take_screenshot(args: TakeScreenshot) -> Result<Plan, String> {
         },
         params: Value::Object(params),
         image: true,
-    })
+    }
+    .saved_to(args.filename))
+}
+
+/// The image format a file name's extension names, if any.
+fn format_of_file(name: &str) -> Option<ImageFormat> {
+    let (_, extension) = name.rsplit_once('.')?;
+    match extension.to_ascii_lowercase().as_str() {
+        "png" => Some(ImageFormat::Png),
+        "jpg" | "jpeg" => Some(ImageFormat::Jpeg),
+        "webp" => Some(ImageFormat::Webp),
+        _ => None,
+    }
 }

@@ -521,6 +521,14 @@ pub(crate) fn screenshot_result(result: &Value) -> CallToolResult {
 /// "Screenshot of tab 7: PNG, 1280×800 px (…)": what a model needs to relate the image to
 /// the page (clicks take viewport coordinates, which differ from the pixels when scaled).
 pub(crate) fn screenshot_caption(result: &Value, mime: &str, base64_len: usize) -> String {
+    format!(
+        "{} ({mime}, {base64_len} bytes base64).",
+        screenshot_line(result, mime)
+    )
+}
+
+/// "Screenshot of tab 7: PNG, 1280×800 px", from whichever of these the answer has.
+pub(crate) fn screenshot_line(result: &Value, mime: &str) -> String {
     let tab = match &result["tabId"] {
         Value::Null => String::new(),
         tab => format!(" of tab {tab}"),
@@ -533,7 +541,7 @@ pub(crate) fn screenshot_caption(result: &Value, mime: &str, base64_len: usize) 
         (Some(width), Some(height)) => format!(", {width}×{height} px"),
         _ => String::new(),
     };
-    format!("Screenshot{tab}: {format}{size} ({mime}, {base64_len} bytes base64).")
+    format!("Screenshot{tab}: {format}{size}")
 }
 
 /// The extension's base64 PDF, saved where the bridge runs; the result names the file.
@@ -541,6 +549,7 @@ pub(crate) fn pdf_result(
     result: &Value,
     filename: Option<&str>,
     in_result: bool,
+    written: &crate::files::Written,
 ) -> CallToolResult {
     let Some(data) = result["data"].as_str() else {
         return error("browser_pdf_save failed: the extension's answer held no PDF".into());
@@ -548,7 +557,7 @@ pub(crate) fn pdf_result(
     if in_result {
         return carried_pdf(result, data, filename);
     }
-    match crate::files::save_pdf(data, filename) {
+    match crate::files::save_pdf(data, filename, written) {
         Err(message) => error(format!("browser_pdf_save: {message}")),
         Ok((path, bytes)) => {
             let structured = json!({

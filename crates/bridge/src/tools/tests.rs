@@ -752,6 +752,134 @@ async fn a_snapshot_reads_as_text_and_a_long_one_in_parts_that_add_up() {
     assert!(result_text(&past).contains("past the end"));
 }
 
+/// Playwright MCP's `filename`: the whole answer (all its parts) goes into a file where the
+/// bridge runs, the result names it in a line or two, a screenshot's type follows the file's
+/// extension, and a file the session did not write is never replaced.
+#[tokio::test]
+async fn a_named_answer_is_saved_whole_where_the_bridge_runs_instead_of_returned() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let page = outline(3_000);
+    let link = FakeLink::new(vec![
+        (
+            "snapshot",
+            Ok(json!({"tabId": 7, "url": "https://e.test/", "title": "Rows", "snapshot": page})),
+        ),
+        (
+            "screenshot",
+            Ok(
+                json!({"tabId": 7, "data": "iVBORw0KGgo=", "mimeType": "image/jpeg",
+                      "format": "jpeg", "width": 1280, "height": 800}),
+            ),
+        ),
+        (
+            "consoleMessages",
+            Ok(json!({"tabId": 7, "messages": [{"type": "error", "text": "boom", "time": 1}]})),
+        ),
+    ]);
+    let toolbox = Toolbox::new(link.clone(), 20_000);
+
+    let saved = toolbox
+        .call(
+            "browser_snapshot",
+            &args(json!({"filename": at("out/rows.md")})),
+        )
+        .await;
+    assert_eq!(saved.is_error, Some(false), "{}", result_text(&saved));
+    let text = result_text(&saved);
+    let whole = format!("Tab 7 · https://e.test/ · Rows\n\n{page}");
+    assert_eq!(
+        text,
+        format!(
+            "Tab 7 · https://e.test/ · Rows\nSaved the answer (3002 lines, {} characters) to {} \
+             on the machine where the bridge runs; it is not repeated here.",
+            whole.chars().count(),
+            at("out/rows.md")
+        )
+    );
+    assert_eq!(std::fs::read_to_string(at("out/rows.md")).unwrap(), whole);
+    assert_eq!(
+        saved.structured_content.unwrap()["saved"],
+        at("out/rows.md")
+    );
+
+    let shot = toolbox
+        .call(
+            "browser_take_screenshot",
+            &args(json!({"filename": at("page.jpg")})),
+        )
+        .await;
+    assert_eq!(shot.is_error, Some(false), "{}", result_text(&shot));
+    assert!(shot.content.iter().all(|c| c.as_image().is_none()));
+    assert!(
+        result_text(&shot).starts_with(&format!(
+            "Screenshot of tab 7: JPEG, 1280×800 px, saved to {} (8 bytes)",
+            at("page.jpg")
+        )),
+        "{}",
+        result_text(&shot)
+    );
+    assert_eq!(std::fs::read(at("page.jpg")).unwrap(), b"\x89PNG\r\n\x1a\n");
+    assert_eq!(
+        link.sent()[1],
+        ("screenshot".into(), json!({"format": "jpeg"}))
+    );
+
+    // The person's file is left alone, and the error says what to do.
+    std::fs::write(at("notes.txt"), "mine").unwrap();
+    let refused = toolbox
+        .call(
+            "browser_console_messages",
+            &args(json!({"filename": at("notes.txt")})),
+        )
+        .await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(
+        result_text(&refused).contains("choose another filename"),
+        "{}",
+        result_text(&refused)
+    );
+    assert_eq!(std::fs::read_to_string(at("notes.txt")).unwrap(), "mine");
+
+    let both = toolbox
+        .call(
+            "browser_snapshot",
+            &args(json!({"filename": at("x.md"), "offset": 10})),
+        )
+        .await;
+    assert!(result_text(&both).contains("give one of them"), "{both:?}");
+    assert_eq!(link.sent().len(), 3);
+}
+
+/// Over the relay's HTTP `/mcp` the tools keep no files: the answer comes back as usual,
+/// under a line saying it was not saved.
+#[tokio::test]
+async fn over_http_a_named_answer_is_returned_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("rows.md");
+    let link = FakeLink::new(vec![(
+        "snapshot",
+        Ok(json!({"tabId": 7, "url": "https://e.test/", "title": "Rows", "snapshot": outline(3)})),
+    )]);
+    let toolbox = Toolbox::new(link, 20_000).with_files_in_results();
+    let result = toolbox
+        .call(
+            "browser_snapshot",
+            &args(json!({"filename": target.to_string_lossy()})),
+        )
+        .await;
+    let text = result_text(&result);
+    assert!(
+        text.starts_with(&format!(
+            "Not saved to {}: over the relay's HTTP /mcp the tools keep no files. The answer \
+             follows.\nTab 7 · https://e.test/ · Rows\n\n- listitem",
+            target.display()
+        )),
+        "{text}"
+    );
+    assert!(!target.exists());
+}
+
 #[tokio::test]
 async fn find_answers_matching_lines_under_their_path() {
     let page = "- main [ref=e1]:\n  - list \"Todo\" [ref=e2]:\n    - listitem [ref=e3]: Buy milk\n    - listitem [ref=e4]: Call Ada\n  - button \"Save\" [ref=e5]";

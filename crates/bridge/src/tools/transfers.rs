@@ -12,6 +12,13 @@
 //! `--max-message-bytes`) and saved, never over an existing file; the action's result names
 //! the path, size and type. `browser_downloads` takes any that completed since and lists what
 //! this session saved.
+//!
+//! A model may also ask for an answer to be saved rather than returned (Playwright MCP's
+//! `filename` on the snapshot, find, evaluate, console, network and screenshot tools): a
+//! whole long outline it means to search with its own tools, or an image for the person. The
+//! answer is written where the bridge runs (crate::files::Written: never over a file this
+//! session did not write) and the result names the file. Over HTTP `/mcp` nothing is written,
+//! and the answer is returned as usual under a line that says so.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -20,8 +27,8 @@ use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{json, Map, Value};
 
 use super::args::{Drop, FileUpload, NoArgs, PdfSave};
-use super::results::success;
-use super::{advice, Plan, Toolbox};
+use super::results::{self, error, success, Rendered};
+use super::{advice, with_content, Answer, Plan, Toolbox};
 use crate::link::LinkError;
 
 /// Where files coming back from the browser are kept.
@@ -91,6 +98,17 @@ pub(crate) fn carried_uri(kind: &str, id: &str, name: &str) -> String {
     format!("mcp-relay://{kind}/{}/{}", safe(id), safe(name))
 }
 
+/// The page an answer came from (`tabId`, `url`, `title`), those it names.
+fn page_of(fields: &Value) -> Map<String, Value> {
+    ["tabId", "url", "title"]
+        .into_iter()
+        .filter_map(|key| {
+            let value = fields.get(key).filter(|v| !v.is_null())?;
+            Some((key.to_owned(), value.clone()))
+        })
+        .collect()
+}
+
 fn tab(params: &mut Map<String, Value>, tab_id: Option<i64>) {
     if let Some(id) = tab_id {
         params.insert("tabId".into(), json!(id));
@@ -158,6 +176,89 @@ pub(super) fn downloads(_: NoArgs) -> Result<Plan, String> {
 }
 
 impl Toolbox {
+    /// `answer` written at `filename` where the bridge runs, the result naming the file (see
+    /// the module's documentation).
+    pub(super) fn save_answer(&self, name: &str, answer: Answer, filename: &str) -> CallToolResult {
+        if self.downloads.in_results() {
+            let note = format!(
+                "Not saved to {filename}: over the relay's HTTP /mcp the tools keep no files. \
+                 The answer follows."
+            );
+            return match answer {
+                Answer::Text(mut rendered, carried) => {
+                    rendered.text = format!("{note}\n{}", rendered.text);
+                    with_content(self.deliver(name, rendered), carried)
+                }
+                Answer::Image(result) => {
+                    let mut shown = results::screenshot_result(&result);
+                    shown.content.push(ContentBlock::text(note));
+                    shown
+                }
+                Answer::Done(result) => result,
+            };
+        }
+        match answer {
+            Answer::Text(rendered, carried) => {
+                with_content(self.save_text(name, rendered, filename), carried)
+            }
+            Answer::Image(result) => self.save_image(name, &result, filename),
+            Answer::Done(result) => result,
+        }
+    }
+
+    fn save_text(&self, name: &str, rendered: Rendered, filename: &str) -> CallToolResult {
+        let path = match self.written.save(filename, rendered.text.as_bytes()) {
+            Ok(path) => path,
+            Err(message) => return error(format!("{name}: {message}")),
+        };
+        let fields = rendered.structured.unwrap_or_default();
+        let lines = rendered.text.lines().count();
+        let characters = rendered.text.chars().count();
+        let mut text = results::header(&fields);
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "Saved the answer ({lines} lines, {characters} characters) to {} on the machine \
+             where the bridge runs; it is not repeated here.",
+            path.display()
+        ));
+        let mut structured = page_of(&fields);
+        structured.insert("saved".into(), json!(path.display().to_string()));
+        structured.insert("characters".into(), json!(characters));
+        success(text, Some(Value::Object(structured)))
+    }
+
+    fn save_image(&self, name: &str, result: &Value, filename: &str) -> CallToolResult {
+        use base64::Engine;
+        let Some(data) = result["data"].as_str() else {
+            // The same error the image would have had.
+            return results::screenshot_result(result);
+        };
+        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data) else {
+            return error(format!(
+                "{name} failed: the extension's image was not base64"
+            ));
+        };
+        let path = match self.written.save(filename, &bytes) {
+            Ok(path) => path,
+            Err(message) => return error(format!("{name}: {message}")),
+        };
+        let mime = result["mimeType"].as_str().unwrap_or("image/png");
+        let text = format!(
+            "{}, saved to {} ({} bytes) on the machine where the bridge runs; the image is not \
+             repeated here.",
+            results::screenshot_line(result, mime),
+            path.display(),
+            bytes.len()
+        );
+        let mut structured = page_of(result);
+        structured.insert("saved".into(), json!(path.display().to_string()));
+        structured.insert("bytes".into(), json!(bytes.len()));
+        structured.insert("mimeType".into(), json!(mime));
+        success(text, Some(Value::Object(structured)))
+    }
+
     /// Takes and saves each complete download `result` lists, rewriting its rows to say where
     /// each went (or why not). Answers the downloads carried back in the result (only with
     /// [`Keep::InResult`]), to go after its text.
