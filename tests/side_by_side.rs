@@ -6,7 +6,7 @@
 //! both alike.
 //!
 //! The calls: navigate, snapshot (read to its end), find, screenshot, the network requests
-//! (each side's default selection) and a click.
+//! and the console messages (each side's default selection) and a click.
 //!
 //! What a model pays for is counted as it arrives: the characters of a result's text contents
 //! (images are counted apart, as base64 characters), and how long the call took. Pages are
@@ -15,7 +15,9 @@
 //!
 //! Not a test but a benchmark (docs/BENCHMARKS.md, "Side by side with Playwright MCP"):
 //! `cargo test --release --test side_by_side -- --ignored --nocapture`
-//! (`BENCH_ROUNDS`, default 7, calls of each kind per page and per side).
+//! (`BENCH_ROUNDS`, default 7, calls of each kind per page and per side). Calls follow each
+//! other at once unless `BENCH_PAUSE_MS` sets a pause before each, untimed, as a model's turn
+//! leaves one between its calls.
 //!
 //! Playwright launches every Chromium it drives with `--enable-features=CDPScreenshotNewSurface`,
 //! a faster code path for CDP screenshots that a person's Chrome does not have (an extension
@@ -204,7 +206,8 @@ async fn one_round(
     url: &str,
 ) -> Vec<(&'static str, Sample)> {
     let mut out = Vec::new();
-    let (navigate, _) = timed(client, "browser_navigate", json!({"url": url})).await;
+    let (navigate, navigated) = timed(client, "browser_navigate", json!({"url": url})).await;
+    dump(side, page, "navigate", &navigated);
     out.push(("navigate", navigate));
 
     let (mut snapshot, first) = timed(client, "browser_snapshot", json!({})).await;
@@ -243,13 +246,19 @@ async fn one_round(
     dump(side, page, "network-requests", &listed);
     out.push(("network requests", requests));
 
+    let (console, messages) =
+        timed(client, "browser_console_messages", json!({"level": "info"})).await;
+    dump(side, page, "console", &messages);
+    out.push(("console messages", console));
+
     match ref_of(&whole, page.click) {
         Some(target) => {
             let args = match side {
                 Side::Ours => json!({"target": target, "element": page.click}),
                 Side::Theirs => json!({"target": target, "element": page.click}),
             };
-            let (click, _) = timed(client, "browser_click", args).await;
+            let (click, clicked) = timed(client, "browser_click", args).await;
+            dump(side, page, "click", &clicked);
             out.push(("click", click));
         }
         None => eprintln!(
@@ -308,6 +317,11 @@ fn ref_of(outline: &str, needle: &str) -> Option<String> {
 }
 
 async fn timed(client: &Client, tool: &str, args: Value) -> (Sample, Value) {
+    let pause: u64 = std::env::var("BENCH_PAUSE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    tokio::time::sleep(Duration::from_millis(pause)).await;
     let params = CallToolRequestParams::new(tool.to_owned())
         .with_arguments(args.as_object().unwrap().clone());
     let started = Instant::now();

@@ -156,10 +156,10 @@ export class DebuggerSessions {
     // :focus styles and typed text behave as if the user clicked elsewhere.
     await chrome.debugger.sendCommand({ tabId }, 'Emulation.setFocusEmulationEnabled', { enabled: true })
         .catch(() => {});
-    // Dialog events (Page), console messages (Runtime) and requests (Network). Bounded: on a tab that already
-    // shows a dialog these hang until it is answered, and attaching must not.
+    // Dialog events (Page), console messages (Runtime, and the browser's own in Log) and requests (Network).
+    // Bounded: on a tab that already shows a dialog these hang until it is answered, and attaching must not.
     // WebMCP (webmcp.js): the page's own tools as they come and go; "wasn't found" in a browser without it.
-    await Promise.all(['Page.enable', 'Runtime.enable', 'Network.enable', 'WebMCP.enable'].map(method =>
+    await Promise.all(['Page.enable', 'Runtime.enable', 'Log.enable', 'Network.enable', 'WebMCP.enable'].map(method =>
       withTimeout(chrome.debugger.sendCommand({ tabId }, method, {}), ENABLE_TIMEOUT_MS, () => `${method} timed out`)
           .catch(() => {})));
     // In each new document: blob: URLs stay readable for a download's capture (downloads.js),

@@ -2,14 +2,19 @@
  * What the pages of attached tabs say on their own: JavaScript dialogs
  * (`alert`, `confirm`, `prompt`, `beforeunload`) and console messages.
  *
- * Fed from `chrome.debugger.onEvent` (Page and Runtime are enabled on attach,
- * see debugger-sessions.js). A dialog is tracked from its
+ * Fed from `chrome.debugger.onEvent` (Page, Runtime and Log are enabled on
+ * attach, see debugger-sessions.js). A dialog is tracked from its
  * `Page.javascriptDialogOpening` event, never by asking the page: while a
  * dialog is open the page's renderer is blocked, and commands that need it
  * (`Runtime.evaluate`, even `Page.enable`) hang until it is answered.
  *
  * Console messages are kept per tab in a bounded ring, each message clipped,
- * so a chatty page cannot grow the service worker's memory.
+ * so a chatty page cannot grow the service worker's memory. They are what the
+ * page's DevTools console shows: the page's console calls and uncaught
+ * exceptions (Runtime), and the browser's own messages about the page (Log): a
+ * resource that failed to load or answered 404, a blocked request, a preload
+ * not used, a deprecated API. Those are often what explains a broken page, and
+ * Playwright MCP lists them too (its type is the entry's level).
  *
  * Pure: no `chrome.*`, so Node tests it directly.
  */
@@ -23,6 +28,18 @@ export const MESSAGE_CLIP = 2_000;
  * @typedef {{type: string, message: string, defaultPrompt?: string, url?: string}} OpenDialog
  * @typedef {{type: string, text: string, url?: string, line?: number, time: number}} ConsoleEntry
  */
+
+/** A browser log entry's level as a console type: `verbose` is what the console calls debug. */
+const LOG_LEVEL_TYPES = { verbose: 'debug', info: 'info', warning: 'warning', error: 'error' };
+
+/** @param {unknown} url */
+function isFavicon(url) {
+  try {
+    return new URL(String(url)).pathname === '/favicon.ico';
+  } catch {
+    return false;
+  }
+}
 
 /** Console API types that count as errors for `onlyErrors`; uncaught exceptions are `error` too. */
 const ERROR_TYPES = new Set(['error', 'assert']);
@@ -86,6 +103,22 @@ export class PageEvents {
           text: (params?.args ?? []).map(describeRemoteObject).join(' '),
           ...(frame?.url ? { url: frame.url, line: frame.lineNumber + 1 } : {}),
           time: typeof params?.timestamp === 'number' ? params.timestamp : Date.now(),
+        });
+        return;
+      }
+      case 'Log.entryAdded': {
+        const entry = params?.entry ?? {};
+        // A worker's messages are not the page's (as Playwright reads them too), and the
+        // favicon the browser fetches for its tab strip is the browser's: its 404 on a page
+        // without one would be the first "error" of every such page.
+        if (entry.source === 'worker' || (entry.source === 'network' && isFavicon(entry.url)))
+          return;
+        this._push(tabId, {
+          type: LOG_LEVEL_TYPES[entry.level] ?? 'info',
+          text: String(entry.text ?? ''),
+          // lineNumber is 0-based, as a stack frame's.
+          ...(entry.url ? { url: String(entry.url), ...(typeof entry.lineNumber === 'number' ? { line: entry.lineNumber + 1 } : {}) } : {}),
+          time: typeof entry.timestamp === 'number' ? entry.timestamp : Date.now(),
         });
         return;
       }

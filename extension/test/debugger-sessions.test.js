@@ -27,7 +27,7 @@ afterEach(() => { delete globalThis.chrome; });
 test('attaching enables Page, Runtime, Network and WebMCP events, and keeps revoked blob: URLs readable for downloads', async () => {
   const sessions = new DebuggerSessions();
   await sessions.send(1, 'Runtime.evaluate', { expression: '1' });
-  assert.deepEqual(sent, ['Emulation.setFocusEmulationEnabled', 'Page.enable', 'Runtime.enable', 'Network.enable',
+  assert.deepEqual(sent, ['Emulation.setFocusEmulationEnabled', 'Page.enable', 'Runtime.enable', 'Log.enable', 'Network.enable',
     'WebMCP.enable', 'Runtime.addBinding', 'Page.addScriptToEvaluateOnNewDocument', 'Runtime.evaluate', 'Runtime.evaluate']);
 });
 

@@ -62,6 +62,24 @@ test('the ring is bounded and counts what it dropped; long messages are clipped'
   assert.equal(events.consoleMessages(1).messages.at(-1).text, `${'x'.repeat(10)}… [15 more characters]`);
 });
 
+test("the browser's own log entries are kept as console messages of their level, a worker's are not", () => {
+  const events = new PageEvents();
+  const entry = (tabId, fields) => events.handle({ tabId }, 'Log.entryAdded', { entry: { timestamp: 5, ...fields } });
+  entry(4, { source: 'network', level: 'error', text: 'Failed to load resource: the server responded with a status of 404 (Not Found)', url: 'https://a.test/missing.png' });
+  entry(4, { source: 'other', level: 'warning', text: 'A preload for x is found, but is not used', url: 'https://a.test/', lineNumber: 9 });
+  entry(4, { source: 'violation', level: 'verbose', text: '[Violation] slow handler' });
+  entry(4, { source: 'worker', level: 'error', text: 'from a worker' });
+  entry(4, { source: 'network', level: 'error', text: 'Failed to load resource: 404', url: 'https://a.test/favicon.ico' });
+  events.handle({ tabId: 5, sessionId: 'frame' }, 'Log.entryAdded', { entry: { source: 'network', level: 'error', text: 'child' } });
+  assert.deepEqual(events.consoleMessages(4).messages, [
+    { type: 'error', text: 'Failed to load resource: the server responded with a status of 404 (Not Found)', url: 'https://a.test/missing.png', time: 5 },
+    { type: 'warning', text: 'A preload for x is found, but is not used', url: 'https://a.test/', line: 10, time: 5 },
+    { type: 'debug', text: '[Violation] slow handler', time: 5 },
+  ]);
+  assert.deepEqual(events.consoleMessages(4, { onlyErrors: true }).messages.map(m => m.type), ['error']);
+  assert.deepEqual(events.consoleMessages(5).messages, []);
+});
+
 test('sincePage keeps the messages of the page now shown and counts the earlier ones, also across a full ring', () => {
   const events = new PageEvents({ limit: 4 });
   const navigated = (tabId, parentId) => events.handle({ tabId }, 'Page.frameNavigated', { frame: { id: 'f', ...(parentId ? { parentId } : {}) } });

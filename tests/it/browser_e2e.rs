@@ -606,6 +606,30 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         "at once|4"
     );
 
+    // The browser's own messages about the page, as its DevTools console shows them (and
+    // Playwright MCP lists them): here a resource that answered 404.
+    page_value(&bridge, "new Image().src = 'no-such-image.png'; 1").await;
+    let deadline = Instant::now() + STEP;
+    let missing = loop {
+        let errors = tool(
+            &bridge,
+            "browser_console_messages",
+            json!({"level": "error"}),
+        )
+        .await;
+        let listed = text(&errors);
+        if listed.contains("no-such-image.png") || Instant::now() > deadline {
+            break listed;
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    assert!(
+        missing.lines().any(|line| line.starts_with(
+            "[error] Failed to load resource: the server responded with a status of 404"
+        ) && line.contains("no-such-image.png")),
+        "{missing}"
+    );
+
     // Playwright MCP's "filename": the whole answer saved where the bridge runs and named in
     // the result, which does not repeat it; a screenshot's type follows the file's extension.
     let saved_dir = TempDir::new().unwrap();
