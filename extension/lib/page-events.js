@@ -188,6 +188,37 @@ export class PageEvents {
     return { messages, dropped: ring.dropped, earlier: from };
   }
 
+  /**
+   * Where the tab's console stands now, for {@link PageEvents#newSince}.
+   *
+   * @param {number} tabId
+   */
+  mark(tabId) {
+    return this._console.get(tabId)?.pushed ?? 0;
+  }
+
+  /**
+   * How many errors and warnings the tab's console gained since `mark` (of those still kept).
+   *
+   * @param {number} tabId
+   * @param {number} mark
+   * @returns {{errors: number, warnings: number}}
+   */
+  newSince(tabId, mark) {
+    const ring = this._console.get(tabId);
+    const said = { errors: 0, warnings: 0 };
+    if (!ring)
+      return said;
+    const first = ring.pushed - ring.entries.length;
+    for (const entry of ring.entries.slice(Math.max(0, mark - first))) {
+      if (ERROR_TYPES.has(entry.type))
+        said.errors += 1;
+      else if (entry.type === 'warning')
+        said.warnings += 1;
+    }
+    return said;
+  }
+
   /** The debugger let go of the tab: an open dialog can no longer be known to be open. */
   detached(tabId) {
     this._dialogs.delete(tabId);

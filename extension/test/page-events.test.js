@@ -80,6 +80,19 @@ test("the browser's own log entries are kept as console messages of their level,
   assert.deepEqual(events.consoleMessages(5).messages, []);
 });
 
+test('newSince counts the errors and warnings logged after a mark, across a full ring', () => {
+  const events = new PageEvents({ limit: 3 });
+  assert.deepEqual(events.newSince(2, events.mark(2)), { errors: 0, warnings: 0 });
+  log(events, 2, 'error', 'old');
+  const mark = events.mark(2);
+  log(events, 2, 'log', 'a');
+  log(events, 2, 'warning', 'b');
+  log(events, 2, 'error', 'c');
+  events.handle({ tabId: 2 }, 'Runtime.exceptionThrown', { exceptionDetails: { text: 'boom' }, timestamp: 1 });
+  assert.deepEqual(events.newSince(2, mark), { errors: 2, warnings: 1 });
+  assert.deepEqual(events.newSince(2, events.mark(2)), { errors: 0, warnings: 0 });
+});
+
 test('sincePage keeps the messages of the page now shown and counts the earlier ones, also across a full ring', () => {
   const events = new PageEvents({ limit: 4 });
   const navigated = (tabId, parentId) => events.handle({ tabId }, 'Page.frameNavigated', { frame: { id: 'f', ...(parentId ? { parentId } : {}) } });

@@ -452,8 +452,17 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
     );
 
     // browser_console_messages: everything, or only the errors (console.error and uncaught).
-    for button in ["#log", "#error", "#throw"] {
-        tool(&bridge, "browser_click", json!({ "selector": button })).await;
+    // Each click's answer says what the console gained, as Playwright MCP's does.
+    for (button, gained) in [
+        ("#log", None),
+        ("#error", Some("Console: 1 new error")),
+        ("#throw", Some("Console: 1 new error")),
+    ] {
+        let clicked = tool(&bridge, "browser_click", json!({ "selector": button })).await;
+        match gained {
+            Some(line) => assert!(text(&clicked).contains(line), "{button}: {clicked}"),
+            None => assert!(!text(&clicked).contains("Console:"), "{button}: {clicked}"),
+        }
     }
     let deadline = Instant::now() + STEP;
     // The messages as a model reads them: `[type] text (source:line)`, a line each.

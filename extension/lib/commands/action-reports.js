@@ -1,6 +1,7 @@
 /**
  * What an action changed, added to its answer: the page it led to (`pageChanged`), the
- * downloads it started, and with `snapshot: true` the page's outline.
+ * downloads it started, the errors and warnings the page's console gained (`console`), and
+ * with `snapshot: true` the page's outline.
  */
 
 import { DialogOpenError } from '../debugger-sessions.js';
@@ -26,9 +27,10 @@ import { evaluateFunction, getTab, targetTab } from './shared.js';
 export function reportingChanges(run, { settle = false, loaded = false } = {}) {
   return async (ctx, params) => {
     // Only a tab this connection may use is read (targetTab checks), before the action runs.
-    const before = await targetTab(ctx, params.tabId)
-        .then(id => evaluateFunction(ctx, id, pageState))
-        .catch(() => null);
+    const tabBefore = await targetTab(ctx, params.tabId).catch(() => null);
+    const before = tabBefore === null ? null : await evaluateFunction(ctx, tabBefore, pageState).catch(() => null);
+    const events = ctx.debuggers?.events;
+    const logged = tabBefore === null ? 0 : events?.mark(tabBefore) ?? 0;
     const started = Date.now();
     const acted = await run(ctx, params);
     const result = settle ? await settleAfter(ctx, acted, { loaded }) : acted;
@@ -38,6 +40,11 @@ export function reportingChanges(run, { settle = false, loaded = false } = {}) {
     const after = await stateAfterAction(ctx, result.tabId);
     if (before && after && (before.url !== after.url || before.title !== after.title))
       result.pageChanged = { url: after.url, title: after.title };
+    // As Playwright MCP's answers say what the console gained: an error a click set off is
+    // often why nothing happened. Only when there is something to say.
+    const said = events?.newSince(result.tabId, result.tabId === tabBefore ? logged : 0);
+    if (said && (said.errors || said.warnings))
+      result.console = said;
     if (params.snapshot) {
       const outline = await outlineOf(ctx, result.tabId, {});
       result.snapshot = outline.snapshot;

@@ -157,9 +157,19 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
             continue;
         }
         match key.as_str() {
+            // A navigation's new page is the header already.
+            "pageChanged" if map.get("url") == value.get("url") && map.get("url").is_some() => {}
             "pageChanged" => {
                 lines.push(format!("Page changed: {}", header(value)));
             }
+            "console" => lines.push(console_gained(value)),
+            // A page that settled says nothing; one still busy is worth a line.
+            "settled" if value["quiet"] == true => {}
+            "settled" => lines.push(format!(
+                "Still loading after {} ms: {} requests in flight",
+                value["waitedMs"],
+                value["inFlight"].as_u64().unwrap_or(0)
+            )),
             "downloads" => lines.extend(download_lines(value)),
             "note" | "snapshotNote" => lines.push(format!("Note: {}", plain(value))),
             _ => lines.push(format!("{key}: {}", plain(value))),
@@ -202,6 +212,22 @@ fn download_lines(downloads: &Value) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// "Console: 1 new error, 2 new warnings …": what an action's page logged (its `console`).
+fn console_gained(value: &Value) -> String {
+    let count = |key: &str, one: &str| {
+        let n = value[key].as_u64().unwrap_or(0);
+        (n > 0).then(|| format!("{n} new {one}{}", if n == 1 { "" } else { "s" }))
+    };
+    let said: Vec<String> = [count("errors", "error"), count("warnings", "warning")]
+        .into_iter()
+        .flatten()
+        .collect();
+    format!(
+        "Console: {} (browser_console_messages lists them)",
+        said.join(", ")
+    )
 }
 
 /// An answer that carries an outline (`snapshot`): its fields, a blank line, the outline.
@@ -250,7 +276,10 @@ pub(crate) fn render(tool: &str, value: &Value) -> Rendered {
         }
         _ => {}
     }
-    if map.contains_key("pageChanged") || map.contains_key("downloads") {
+    if ["pageChanged", "downloads", "console"]
+        .iter()
+        .any(|key| map.contains_key(*key))
+    {
         return Rendered {
             text: field_lines(map, &[]).join("\n"),
             structured: Some(value.clone()),
@@ -699,6 +728,32 @@ mod tests {
             clicked.text,
             "Tab 7\nclicked: true\nPage changed: https://e/b · B"
         );
+        // What the console gained is a line; a settled page and a navigation's own new page
+        // (the header already) are none; a page still loading is one.
+        let navigated = render(
+            "browser_navigate",
+            &json!({"tabId": 7, "url": "https://e/b", "title": "B",
+                    "pageChanged": {"url": "https://e/b", "title": "B"},
+                    "settled": {"quiet": true, "waitedMs": 3},
+                    "console": {"errors": 1, "warnings": 2}}),
+        );
+        assert_eq!(
+            navigated.text,
+            "Tab 7 · https://e/b · B\nConsole: 1 new error, 2 new warnings \
+             (browser_console_messages lists them)"
+        );
+        let busy = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true,
+                    "settled": {"quiet": false, "waitedMs": 5000, "inFlight": 2},
+                    "console": {"errors": 0, "warnings": 1}}),
+        );
+        assert_eq!(
+            busy.text,
+            "Tab 7\nclicked: true\nConsole: 1 new warning (browser_console_messages lists \
+             them)\nStill loading after 5000 ms: 2 requests in flight"
+        );
+        assert_eq!(busy.structured.unwrap()["console"]["warnings"], 1);
         // Short answers without page text stay JSON, with the same fields beside.
         let hovered = render("browser_hover", &json!({"tabId": 7, "hovered": true}));
         assert_eq!(hovered.text, r#"{"hovered":true,"tabId":7}"#);
