@@ -1,7 +1,8 @@
 /**
  * The network requests of attached tabs, kept from CDP `Network.*` events in a bounded ring
- * per tab (method, URL, status, resource type, timing), for `networkRequests`; and how many
- * are still in flight, which is what "the page has settled" means for clicks and typing.
+ * per tab (method, URL, status, resource type, timing, and each one's headers and request
+ * body, clipped, for `networkRequests {requestId}`); and how many are still in flight, which
+ * is what "the page has settled" means for clicks and typing.
  *
  * Fed from `chrome.debugger.onEvent` (Network is enabled on attach, see
  * debugger-sessions.js). Events of child sessions (out-of-process iframes, workers) are
@@ -14,6 +15,10 @@
 export const REQUEST_LIMIT = 500;
 /** Characters kept of one URL: data: URLs can be megabytes. */
 export const URL_CLIP = 1_000;
+/** Characters kept of one request's or response's headers, names and values together. */
+export const HEADERS_CLIP = 8_000;
+/** Characters kept of one request's body (a form or a JSON payload; an upload is clipped). */
+export const POST_DATA_CLIP = 20_000;
 
 /**
  * @typedef {object} RequestEntry
@@ -31,7 +36,51 @@ export const URL_CLIP = 1_000;
  * @property {boolean} [preflight] a CORS preflight Chrome sent before the page's own request
  * @property {boolean} [finished]
  * @property {number} [_ts] CDP monotonic seconds, for durations
+ * @property {Record<string, string>} [_requestHeaders] clipped (HEADERS_CLIP)
+ * @property {Record<string, string>} [_responseHeaders] clipped (HEADERS_CLIP)
+ * @property {string} [_postData] the request's body, clipped (POST_DATA_CLIP)
+ * @property {boolean} [_hasPostData] a body Chrome did not include (Network.getRequestPostData)
  */
+
+/**
+ * Headers as kept: string values, names and values together at most HEADERS_CLIP characters
+ * (the rest counted under a last name of its own).
+ *
+ * @param {unknown} headers
+ * @returns {Record<string, string>}
+ */
+export function clippedHeaders(headers) {
+  /** @type {Record<string, string>} */
+  const kept = {};
+  if (!headers || typeof headers !== 'object')
+    return kept;
+  let size = 0;
+  const entries = Object.entries(headers);
+  for (const [index, [name, value]] of entries.entries()) {
+    const text = String(value);
+    size += name.length + text.length;
+    if (size > HEADERS_CLIP) {
+      kept['…'] = `${entries.length - index} more headers not kept`;
+      break;
+    }
+    kept[name] = text;
+  }
+  return kept;
+}
+
+/** @param {string} text */
+function clippedBody(text) {
+  return text.length > POST_DATA_CLIP ? `${text.slice(0, POST_DATA_CLIP)}… [${text.length - POST_DATA_CLIP} more characters]` : text;
+}
+
+/**
+ * A request as listed: without the fields kept for the log's own use (`_…`).
+ *
+ * @param {RequestEntry} entry
+ */
+function publicFields(entry) {
+  return /** @type {RequestEntry} */ (Object.fromEntries(Object.entries(entry).filter(([key]) => !key.startsWith('_'))));
+}
 
 export class NetworkLog {
   /** @param {{limit?: number}} [options] */
@@ -112,6 +161,9 @@ export class NetworkLog {
           startedAt: typeof params.wallTime === 'number' ? Math.round(params.wallTime * 1000) : now,
           _ts: params.timestamp,
           _loader: params.loaderId,
+          _requestHeaders: clippedHeaders(params.request?.headers),
+          ...(typeof params.request?.postData === 'string' ? { _postData: clippedBody(params.request.postData) }
+            : params.request?.hasPostData ? { _hasPostData: true } : {}),
           ...(params.initiator?.type === 'preflight' ? { preflight: true } : {}),
         };
         tab.byId.set(id, entry);
@@ -135,6 +187,7 @@ export class NetworkLog {
         entry.status = params.response?.status;
         entry.statusText = params.response?.statusText;
         entry.mimeType = params.response?.mimeType;
+        entry._responseHeaders = clippedHeaders(params.response?.headers);
         if (params.type)
           entry.type = String(params.type);
         return;
@@ -172,13 +225,32 @@ export class NetworkLog {
     // With sincePage, only the page now shown: from its document's request on (all that is
     // kept, when that request has been dropped from the ring or was never seen).
     const from = sincePage && tab.pageStart ? Math.max(0, tab.entries.indexOf(tab.pageStart)) : 0;
-    const requests = tab.entries.slice(from).map(({ _ts, _loader, ...entry }) => entry);
+    const requests = tab.entries.slice(from).map(publicFields);
     return { requests, dropped: from > 0 ? 0 : tab.dropped, earlier: from + (from > 0 ? tab.dropped : 0) };
   }
 
   /** @param {number} tabId @param {string} requestId */
   has(tabId, requestId) {
     return this._tabs.get(tabId)?.byId.has(requestId) ?? false;
+  }
+
+  /**
+   * One kept request in full: its list fields, and what was kept of its headers and body.
+   *
+   * @param {number} tabId
+   * @param {string} requestId
+   */
+  details(tabId, requestId) {
+    const entry = this._tabs.get(tabId)?.byId.get(requestId);
+    if (!entry)
+      return null;
+    return {
+      request: publicFields(entry),
+      requestHeaders: entry._requestHeaders ?? {},
+      responseHeaders: entry._responseHeaders,
+      postData: entry._postData,
+      hasPostData: Boolean(entry._hasPostData),
+    };
   }
 
   /**

@@ -12,7 +12,7 @@
 import { fillingWithAsking } from './commands/ask-before.js';
 import { elementError, locateWhenReady, staleRefMessage, targetTab } from './commands/shared.js';
 import { fieldAction, fillField, documentBox, MAX_FIELDS, setInputFiles } from './form-fields.js';
-import { REQUEST_LIMIT } from './network.js';
+import { POST_DATA_CLIP, REQUEST_LIMIT } from './network.js';
 import { elementExpression, findElementThen } from './page-scripts.js';
 import { invalidParams, serverError } from './rpc.js';
 import { TARGET_PARAMS, describeTarget, elementTarget } from './targets.js';
@@ -197,24 +197,47 @@ async function networkRequests(ctx, { requestId, sincePage = false, tabId }) {
       ...(dropped ? { dropped, note: `${dropped} older requests were dropped: only the last ${REQUEST_LIMIT} of each tab are kept` } : {}),
     };
   }
-  if (!ctx.debuggers.network.has(id, requestId))
+  const details = ctx.debuggers.network.details(id, requestId);
+  if (!details)
     throw serverError(`tab ${id} has no kept request "${requestId}"; list them without requestId`);
+  // As Playwright MCP's browser_network_request: the request's headers and body, then the
+  // response's headers and body (or why there is none).
+  const { request, requestHeaders, responseHeaders, hasPostData } = details;
+  let { postData } = details;
+  if (postData === undefined && hasPostData) {
+    postData = await ctx.debuggers.send(id, 'Network.getRequestPostData', { requestId })
+        .then(answer => clipText(String(answer?.postData ?? ''), POST_DATA_CLIP))
+        .catch(() => undefined);
+  }
+  const answer = {
+    tabId: id,
+    requestId,
+    request: { ...request, headers: requestHeaders, ...(postData !== undefined ? { body: postData } : {}) },
+    ...(responseHeaders ? { responseHeaders } : {}),
+  };
+  if (request.failure)
+    return { ...answer, bodyUnavailable: 'the request failed' };
+  if (!request.finished)
+    return { ...answer, bodyUnavailable: 'the response has not finished loading' };
   let response;
   try {
     response = await ctx.debuggers.send(id, 'Network.getResponseBody', { requestId });
   } catch (error) {
-    throw serverError(`No body for request ${requestId}: ${messageOf(error)} (Chrome keeps bodies only for a while, ` +
-        'and never for redirects or failed requests)');
+    return { ...answer, bodyUnavailable: `${messageOf(error)}; Chrome keeps bodies only for a while, and never for redirects` };
   }
   const body = String(response.body ?? '');
   const clipped = body.length > BODY_CLIP;
   return {
-    tabId: id,
-    requestId,
+    ...answer,
     base64Encoded: Boolean(response.base64Encoded),
     body: clipped ? body.slice(0, BODY_CLIP) : body,
-    ...(clipped ? { clipped: true, note: `only the first ${BODY_CLIP} of ${body.length} characters are shown` } : {}),
+    ...(clipped ? { clipped: true, note: `only the first ${BODY_CLIP} of ${body.length} characters of the response body are shown` } : {}),
   };
+}
+
+/** @param {string} text @param {number} limit */
+function clipText(text, limit) {
+  return text.length > limit ? `${text.slice(0, limit)}… [${text.length - limit} more characters]` : text;
 }
 
 /**

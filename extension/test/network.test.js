@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { NetworkLog } from '../lib/network.js';
+import { HEADERS_CLIP, NetworkLog, clippedHeaders } from '../lib/network.js';
 
 const tab = { tabId: 4 };
 const sent = (id, url, extra = {}) => ['Network.requestWillBeSent', { requestId: id, request: { method: 'GET', url }, type: 'Fetch', timestamp: 10, wallTime: 1_700_000_000, ...extra }];
@@ -15,6 +15,32 @@ test('a request is kept with its method, url, status, type and duration', () => 
     requestId: '1', method: 'GET', url: 'https://a.test/x', type: 'Fetch', startedAt: 1_700_000_000_000,
     status: 404, statusText: 'Not Found', mimeType: 'text/plain', encodedBytes: 9, finished: true, durationMs: 250,
   }]);
+});
+
+test("a request's headers and body are kept for its details, not listed", () => {
+  const log = new NetworkLog();
+  log.handle(tab, ...sent('1', 'https://a.test/api', {
+    request: { method: 'POST', url: 'https://a.test/api', headers: { 'Content-Type': 'application/json' }, postData: '{"q":1}', hasPostData: true },
+  }));
+  log.handle(tab, ...sent('2', 'https://a.test/upload', { request: { method: 'POST', url: 'https://a.test/upload', hasPostData: true } }));
+  log.handle(tab, 'Network.responseReceived', { requestId: '1', response: { status: 201, statusText: 'Created', headers: { 'x-id': 7 } } });
+  assert.deepEqual(log.details(4, '1'), {
+    request: { requestId: '1', method: 'POST', url: 'https://a.test/api', type: 'Fetch', startedAt: 1_700_000_000_000, status: 201, statusText: 'Created', mimeType: undefined },
+    requestHeaders: { 'Content-Type': 'application/json' },
+    responseHeaders: { 'x-id': '7' },
+    postData: '{"q":1}',
+    hasPostData: false,
+  });
+  // A body Chrome left out of the event is fetched when asked for (Network.getRequestPostData).
+  assert.equal(log.details(4, '2').hasPostData, true);
+  assert.equal(log.details(4, '3'), null);
+  assert.ok(log.requests(4).requests.every(row => Object.keys(row).every(key => !key.startsWith('_'))));
+  // Headers are bounded: a page cannot grow the worker's memory through them.
+  const many = Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`x-h${i}`, 'v'.repeat(40)]));
+  const kept = clippedHeaders(many);
+  const size = Object.entries(kept).reduce((n, [k, v]) => n + k.length + v.length, 0);
+  assert.ok(size <= HEADERS_CLIP + 40, `${size}`);
+  assert.match(kept['…'], /^\d+ more headers not kept$/);
 });
 
 test('the ring keeps the newest requests of each tab and counts the dropped ones', () => {

@@ -2464,11 +2464,80 @@ async fn network_requests_list_the_pages_fetches_with_status_and_a_body() {
                 json!({"requestId": request_id}),
             )
             .await;
-            // The body is the result's text, under a header and the request's fields.
-            assert!(text(&body).contains("Page two"), "{body}");
+            // As Playwright MCP's browser_network_request shows one: the request's line, then
+            // its headers, the response's headers and its body, each under a heading.
+            let details = text(&body);
             assert!(
-                text(&body).contains(&format!("requestId: {request_id}")),
-                "{body}"
+                details.lines().next().is_some_and(|first| first
+                    .contains("page2.html?from=fetch → 200 OK (Fetch, ")
+                    && first.ends_with(&format!("requestId {request_id})"))),
+                "{details}"
+            );
+            let at = |heading: &str| {
+                details
+                    .find(heading)
+                    .unwrap_or_else(|| panic!("no {heading:?} in {details}"))
+            };
+            assert!(
+                at("Request headers:\n") < at("Response headers:\n"),
+                "{details}"
+            );
+            assert!(
+                at("Response headers:\n") < at("Response body:\n"),
+                "{details}"
+            );
+            assert!(
+                details[at("Response body:\n")..].contains("Page two"),
+                "{details}"
+            );
+            assert!(
+                details
+                    .to_ascii_lowercase()
+                    .contains("content-type: text/html"),
+                "{details}"
+            );
+            // A request's own body: a POST the page sent, whatever the server answered.
+            page_value(
+                &bridge,
+                "fetch('page2.html?from=post', {method: 'POST', body: '{\"q\":1}', \
+                 headers: {'content-type': 'application/json'}}).catch(() => {}); 1",
+            )
+            .await;
+            let deadline = Instant::now() + STEP;
+            let post_id = loop {
+                let listed = text(&tool(&bridge, "browser_network_requests", json!({})).await);
+                let row = listed.lines().find(|l| {
+                    l.starts_with("POST ")
+                        && l.contains("from=post")
+                        && l.contains(" ms, requestId ")
+                });
+                if let Some(row) = row {
+                    break row
+                        .split("requestId ")
+                        .nth(1)
+                        .and_then(|rest| rest.strip_suffix(')'))
+                        .unwrap()
+                        .to_owned();
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the POST never finished: {listed}"
+                );
+                tokio::time::sleep(POLL).await;
+            };
+            let post = text(
+                &tool(
+                    &bridge,
+                    "browser_network_requests",
+                    json!({"requestId": post_id}),
+                )
+                .await,
+            );
+            assert!(post.contains("Request body:\n{\"q\":1}"), "{post}");
+            assert!(
+                post.to_ascii_lowercase()
+                    .contains("content-type: application/json"),
+                "{post}"
             );
             // The page now shown only: after a navigation the old page's fetches are gone.
             tool_ok(

@@ -705,7 +705,7 @@ pub(crate) struct Drop {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct NetworkRequests {
-    /// A request from the list: its response body.
+    /// A request from the list: its headers and bodies.
     #[serde(default, rename = "requestId")]
     pub(crate) request_id: Option<String>,
     /// Also successful loads of the page's own files (document, scripts, styles, images).

@@ -267,6 +267,10 @@ pub(crate) fn render(tool: &str, value: &Value) -> Rendered {
             if let Some(rows) = map.get("requests").and_then(Value::as_array) {
                 return requests(value, rows);
             }
+            if map.get("request").is_some_and(Value::is_object) {
+                return request_details(value);
+            }
+            // An extension from before request details: the body alone.
             if let Some(body) = map.get("body").and_then(Value::as_str) {
                 let mut lines = field_lines(map, &["body"]);
                 lines.push(String::new());
@@ -367,32 +371,79 @@ fn requests(value: &Value, rows: &[Value]) -> Rendered {
     if let Some(note) = value["note"].as_str() {
         lines.push(format!("Note: {note}"));
     }
-    for row in rows {
-        let status = match (&row["status"], row["failure"].as_str()) {
-            (_, Some(failure)) => format!("failed: {failure}"),
-            (Value::Null, None) => "pending".to_owned(),
-            (status, None) => format!(
-                "{status} {}",
-                row["statusText"].as_str().unwrap_or_default()
-            )
-            .trim_end()
-            .to_owned(),
-        };
-        let mut details = vec![row["type"].as_str().unwrap_or("Other").to_owned()];
-        if let Some(ms) = row["durationMs"].as_f64() {
-            details.push(format!("{} ms", ms.round()));
-        }
-        if let Some(id) = row["requestId"].as_str() {
-            details.push(format!("requestId {id}"));
-        }
-        lines.push(format!(
-            "{} {} → {status} ({})",
-            row["method"].as_str().unwrap_or("GET"),
-            row["url"].as_str().unwrap_or_default(),
-            details.join(", ")
-        ));
-    }
+    lines.extend(rows.iter().map(request_line));
     Rendered::page(lines.join("\n"), value.clone())
+}
+
+/// `GET https://… → 200 OK (Fetch, 12 ms, requestId 9.1)`: one request as the list shows it.
+fn request_line(row: &Value) -> String {
+    let status = match (&row["status"], row["failure"].as_str()) {
+        (_, Some(failure)) => format!("failed: {failure}"),
+        (Value::Null, None) => "pending".to_owned(),
+        (status, None) => format!(
+            "{status} {}",
+            row["statusText"].as_str().unwrap_or_default()
+        )
+        .trim_end()
+        .to_owned(),
+    };
+    let mut details = vec![row["type"].as_str().unwrap_or("Other").to_owned()];
+    if let Some(ms) = row["durationMs"].as_f64() {
+        details.push(format!("{} ms", ms.round()));
+    }
+    if let Some(id) = row["requestId"].as_str() {
+        details.push(format!("requestId {id}"));
+    }
+    format!(
+        "{} {} → {status} ({})",
+        row["method"].as_str().unwrap_or("GET"),
+        row["url"].as_str().unwrap_or_default(),
+        details.join(", ")
+    )
+}
+
+/// One request in full (`requestId`), as Playwright MCP's `browser_network_request` shows
+/// it: its line, then each part under a heading: request headers and body, response headers
+/// and body (or why there is none).
+fn request_details(value: &Value) -> Rendered {
+    let request = &value["request"];
+    let mut head = header(&json!({"tabId": value["tabId"]}));
+    if !head.is_empty() {
+        head.push_str(" · ");
+    }
+    head.push_str(&request_line(request));
+    let mut lines = vec![head];
+    if let Some(note) = value["note"].as_str() {
+        lines.push(format!("Note: {note}"));
+    }
+    let headers = |lines: &mut Vec<String>, title: &str, headers: &Value| {
+        if let Some(map) = headers.as_object().filter(|map| !map.is_empty()) {
+            lines.push(format!("{title}:"));
+            lines.extend(
+                map.iter()
+                    .map(|(name, v)| format!("  {name}: {}", plain(v))),
+            );
+        }
+    };
+    headers(&mut lines, "Request headers", &request["headers"]);
+    if let Some(body) = request["body"].as_str() {
+        lines.push("Request body:".into());
+        lines.push(body.to_owned());
+    }
+    headers(&mut lines, "Response headers", &value["responseHeaders"]);
+    match (value["body"].as_str(), value["bodyUnavailable"].as_str()) {
+        (Some(body), _) if value["base64Encoded"] == true => {
+            lines.push("Response body (base64):".into());
+            lines.push(body.to_owned());
+        }
+        (Some(body), _) => {
+            lines.push("Response body:".into());
+            lines.push(body.to_owned());
+        }
+        (None, Some(why)) => lines.push(format!("Response body: none ({why})")),
+        (None, None) => {}
+    }
+    Rendered::page(lines.join("\n"), without(value, &["body"]))
 }
 
 /// `filter` of `browser_network_requests` as a regular expression (Rust syntax, linear in the
@@ -684,6 +735,43 @@ mod tests {
             false,
         );
         assert_eq!(hovered.structured_content.unwrap()["hovered"], true);
+    }
+
+    #[test]
+    fn one_request_reads_as_its_line_then_its_headers_and_bodies() {
+        let details = render(
+            "browser_network_requests",
+            &json!({"tabId": 1, "requestId": "9.1",
+                    "request": {"requestId": "9.1", "method": "POST", "url": "https://e/api",
+                                "type": "Fetch", "status": 201, "statusText": "Created",
+                                "durationMs": 8.2,
+                                "headers": {"content-type": "application/json"},
+                                "body": "{\"q\":1}"},
+                    "responseHeaders": {"content-type": "application/json", "x-id": "7"},
+                    "body": "{\"id\":7}", "base64Encoded": false}),
+        );
+        assert_eq!(
+            details.text,
+            "Tab 1 · POST https://e/api → 201 Created (Fetch, 8 ms, requestId 9.1)\n\
+             Request headers:\n  content-type: application/json\n\
+             Request body:\n{\"q\":1}\n\
+             Response headers:\n  content-type: application/json\n  x-id: 7\n\
+             Response body:\n{\"id\":7}"
+        );
+        assert!(details.page_text);
+        let failed = render(
+            "browser_network_requests",
+            &json!({"tabId": 1, "requestId": "3",
+                    "request": {"requestId": "3", "method": "GET", "url": "https://gone/",
+                                "type": "Fetch", "failure": "net::ERR_NAME_NOT_RESOLVED",
+                                "headers": {}},
+                    "bodyUnavailable": "the request failed"}),
+        );
+        assert_eq!(
+            failed.text,
+            "Tab 1 · GET https://gone/ → failed: net::ERR_NAME_NOT_RESOLVED (Fetch, requestId 3)\n\
+             Response body: none (the request failed)"
+        );
     }
 
     #[test]

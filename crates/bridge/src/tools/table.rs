@@ -374,7 +374,7 @@ fn table() -> Vec<Entry> {
             "browser_network_requests",
             "Network requests",
             "The current tab's network requests, oldest first: fetch/XHR and failures, all \
-             with static; with requestId, that response's body.",
+             with static; with requestId, its headers and bodies.",
             PAGE_READ,
             pages::network_requests,
         ),
