@@ -157,14 +157,11 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
             continue;
         }
         match key.as_str() {
-            // A navigation's new page is the header already.
-            "pageChanged" if map.get("url") == value.get("url") && map.get("url").is_some() => {}
             "pageChanged" => {
                 lines.push(format!("Page changed: {}", header(value)));
             }
             "console" => lines.push(console_gained(value)),
-            // A page that settled says nothing; one still busy is worth a line.
-            "settled" if value["quiet"] == true => {}
+            // A page still busy is worth a line (one that settled is left out, `render`).
             "settled" => lines.push(format!(
                 "Still loading after {} ms: {} requests in flight",
                 value["waitedMs"],
@@ -246,6 +243,23 @@ pub(crate) fn render(tool: &str, value: &Value) -> Rendered {
     let Some(map) = value.as_object() else {
         return Rendered::json(value);
     };
+    // An action's page that settled says nothing a model can use (a page still loading does,
+    // and keeps its `settled`): left out of the text and the fields alike, since some hosts
+    // show their model the fields.
+    if map
+        .get("settled")
+        .is_some_and(|settled| settled["quiet"] == true)
+    {
+        return render(tool, &without(value, &["settled"]));
+    }
+    // A navigation's new page is its `url` and `title` already.
+    if map.get("pageChanged").is_some_and(|page| {
+        map.contains_key("url")
+            && page.get("url") == map.get("url")
+            && page.get("title") == map.get("title")
+    }) {
+        return render(tool, &without(value, &["pageChanged"]));
+    }
     if let Some(outline) = map.get("snapshot").and_then(Value::as_str) {
         return with_outline(value, outline);
     }
