@@ -362,7 +362,11 @@ fn console(value: &Value) -> Rendered {
             row["type"].as_str().unwrap_or("log"),
             row["text"].as_str().unwrap_or_default()
         );
-        if let Some(url) = row["url"].as_str() {
+        // An exception's stack names where it was thrown already.
+        let has_stack = row["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("\n    at "));
+        if let (Some(url), false) = (row["url"].as_str(), has_stack) {
             line.push_str(&format!(" ({url}"));
             if let Some(n) = row["line"].as_u64() {
                 line.push_str(&format!(":{n}"));
@@ -805,6 +809,14 @@ mod tests {
         assert_eq!(
             console.text,
             "Tab 3 · 1 console messages\n[error] boom (https://x/a.js:4)"
+        );
+        let thrown = render(
+            "browser_console_messages",
+            &json!({"tabId": 3, "messages": [{"type": "error", "text": "Uncaught Error: x\n    at f (https://x/a.js:9:2)", "url": "https://x/a.js", "line": 9, "time": 1}]}),
+        );
+        assert_eq!(
+            thrown.text,
+            "Tab 3 · 1 console messages\n[error] Uncaught Error: x\n    at f (https://x/a.js:9:2)"
         );
         let tabs = render(
             "browser_tabs",
