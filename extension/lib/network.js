@@ -68,9 +68,14 @@ export function clippedHeaders(headers) {
   return kept;
 }
 
-/** @param {string} text */
-function clippedBody(text) {
-  return text.length > POST_DATA_CLIP ? `${text.slice(0, POST_DATA_CLIP)}… [${text.length - POST_DATA_CLIP} more characters]` : text;
+/**
+ * `text` cut to `limit` characters, saying how many more there were.
+ *
+ * @param {string} text
+ * @param {number} limit
+ */
+export function clipped(text, limit) {
+  return text.length > limit ? `${text.slice(0, limit)}… [${text.length - limit} more characters]` : text;
 }
 
 /**
@@ -156,13 +161,13 @@ export class NetworkLog {
         const entry = {
           requestId: id,
           method: String(params.request?.method ?? 'GET'),
-          url: url.length > URL_CLIP ? `${url.slice(0, URL_CLIP)}… [${url.length - URL_CLIP} more characters]` : url,
+          url: clipped(url, URL_CLIP),
           type: String(params.type ?? 'Other'),
           startedAt: typeof params.wallTime === 'number' ? Math.round(params.wallTime * 1000) : now,
           _ts: params.timestamp,
           _loader: params.loaderId,
           _requestHeaders: clippedHeaders(params.request?.headers),
-          ...(typeof params.request?.postData === 'string' ? { _postData: clippedBody(params.request.postData) }
+          ...(typeof params.request?.postData === 'string' ? { _postData: clipped(params.request.postData, POST_DATA_CLIP) }
             : params.request?.hasPostData ? { _hasPostData: true } : {}),
           ...(params.initiator?.type === 'preflight' ? { preflight: true } : {}),
         };
@@ -227,11 +232,6 @@ export class NetworkLog {
     const from = sincePage && tab.pageStart ? Math.max(0, tab.entries.indexOf(tab.pageStart)) : 0;
     const requests = tab.entries.slice(from).map(publicFields);
     return { requests, dropped: from > 0 ? 0 : tab.dropped, earlier: from + (from > 0 ? tab.dropped : 0) };
-  }
-
-  /** @param {number} tabId @param {string} requestId */
-  has(tabId, requestId) {
-    return this._tabs.get(tabId)?.byId.has(requestId) ?? false;
   }
 
   /**

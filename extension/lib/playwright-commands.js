@@ -12,7 +12,7 @@
 import { fillingWithAsking } from './commands/ask-before.js';
 import { elementError, locateWhenReady, staleRefMessage, targetTab } from './commands/shared.js';
 import { fieldAction, fillField, documentBox, MAX_FIELDS, setInputFiles } from './form-fields.js';
-import { POST_DATA_CLIP, REQUEST_LIMIT } from './network.js';
+import { POST_DATA_CLIP, REQUEST_LIMIT, clipped } from './network.js';
 import { elementExpression, findElementThen } from './page-scripts.js';
 import { invalidParams, serverError } from './rpc.js';
 import { TARGET_PARAMS, describeTarget, elementTarget } from './targets.js';
@@ -206,7 +206,7 @@ async function networkRequests(ctx, { requestId, sincePage = false, tabId }) {
   let { postData } = details;
   if (postData === undefined && hasPostData) {
     postData = await ctx.debuggers.send(id, 'Network.getRequestPostData', { requestId })
-        .then(answer => clipText(String(answer?.postData ?? ''), POST_DATA_CLIP))
+        .then(answer => clipped(String(answer?.postData ?? ''), POST_DATA_CLIP))
         .catch(() => undefined);
   }
   const answer = {
@@ -226,18 +226,13 @@ async function networkRequests(ctx, { requestId, sincePage = false, tabId }) {
     return { ...answer, bodyUnavailable: `${messageOf(error)}; Chrome keeps bodies only for a while, and never for redirects` };
   }
   const body = String(response.body ?? '');
-  const clipped = body.length > BODY_CLIP;
+  const cut = body.length > BODY_CLIP;
   return {
     ...answer,
     base64Encoded: Boolean(response.base64Encoded),
-    body: clipped ? body.slice(0, BODY_CLIP) : body,
-    ...(clipped ? { clipped: true, note: `only the first ${BODY_CLIP} of ${body.length} characters of the response body are shown` } : {}),
+    body: cut ? body.slice(0, BODY_CLIP) : body,
+    ...(cut ? { clipped: true, note: `only the first ${BODY_CLIP} of ${body.length} characters of the response body are shown` } : {}),
   };
-}
-
-/** @param {string} text @param {number} limit */
-function clipText(text, limit) {
-  return text.length > limit ? `${text.slice(0, limit)}… [${text.length - limit} more characters]` : text;
 }
 
 /**

@@ -51,7 +51,7 @@ test('the ring keeps the newest requests of each tab and counts the dropped ones
   const { requests, dropped } = log.requests(4);
   assert.deepEqual(requests.map(r => r.requestId), ['2', '3']);
   assert.equal(dropped, 1);
-  assert.equal(log.has(4, '1'), false);
+  assert.equal(log.details(4, '1'), null);
   assert.equal(log.requests(5).requests.length, 1);
 });
 
