@@ -89,8 +89,8 @@ fn mime_type(name: &str) -> &'static str {
     }
 }
 
-/// Writes the extension's base64 PDF where the bridge runs: at `filename` when given (see
-/// [`Written::save`]), else a new file in the system's temporary directory.
+/// Writes the extension's base64 PDF where the bridge runs: at `filename` when given, else a
+/// new file in the system's temporary directory (see [`Written::save`] for both).
 pub(crate) fn save_pdf(
     data: &str,
     filename: Option<&str>,
@@ -100,24 +100,15 @@ pub(crate) fn save_pdf(
         .decode(data)
         .map_err(|e| format!("the extension's PDF was not base64: {e}"))?;
     let path = match filename {
-        Some(name) => return Ok((written.save(name, &bytes)?, bytes.len())),
-        None => std::env::temp_dir().join(format!(
-            "mcp-relay-page-{}.pdf",
-            chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ")
-        )),
+        Some(name) => written.save(name, &bytes)?,
+        None => written.save_at(
+            std::env::temp_dir().join(format!(
+                "mcp-relay-page-{}.pdf",
+                chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ")
+            )),
+            &bytes,
+        )?,
     };
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(|e| {
-            format!(
-                "cannot create {} on the bridge's machine: {e}",
-                path.display()
-            )
-        })?;
-    std::io::Write::write_all(&mut file, &bytes)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok((path, bytes.len()))
 }
 
@@ -142,6 +133,11 @@ impl Written {
         }
         let path = std::path::absolute(name)
             .map_err(|e| format!("cannot use {name:?} as a file name here: {e}"))?;
+        self.save_at(path, bytes)
+    }
+
+    /// Writes `bytes` at the absolute `path` by the same rules as [`Written::save`].
+    pub(crate) fn save_at(&self, path: PathBuf, bytes: &[u8]) -> Result<PathBuf, String> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| {
                 format!(
@@ -314,6 +310,16 @@ mod tests {
         let err = save_pdf("JVBERi0=", Some(&name), &Written::default()).unwrap_err();
         assert!(err.contains("already exists"), "{err}");
         assert_eq!(std::fs::read(&path).unwrap(), b"%PDF-1");
+        // Without a name: a new file in the temporary directory.
+        let (temp, _) = save_pdf("JVBERi0=", None, &written).unwrap();
+        assert_eq!(temp.parent(), Some(std::env::temp_dir().as_path()));
+        assert!(temp
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("mcp-relay-page-"));
+        assert_eq!(std::fs::read(&temp).unwrap(), b"%PDF-");
+        std::fs::remove_file(temp).unwrap();
     }
 
     #[test]
