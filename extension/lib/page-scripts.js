@@ -172,36 +172,81 @@ export function locateElement(el, options = {}) {
 }
 
 /**
- * Focuses an editable element and selects its content so the text typed next
- * replaces it (the behaviour of a "fill"; appending to stale input is what
- * automation usually gets wrong).
+ * Makes an element ready for `text`: focuses an editable element and selects its content so
+ * the text typed next replaces it (the behaviour of a "fill"; appending to stale input is
+ * what automation usually gets wrong).
+ *
+ * As Playwright's fill: an input whose value is picked rather than typed (a date, a time, a
+ * colour, a range) has `text` set as its value at once (`set: true`), or refuses a value in
+ * the wrong form; an input that takes no text at all (a checkbox, a button, a file) is
+ * refused with the tool that does act on it.
  *
  * Runs through {@link elementExpression}.
  *
  * @param {Element} el
- * @param {boolean} clear when the text to type is empty, there is nothing to
- *   replace the selection with, so clear the value here and fire `input`
+ * @param {string} text what is about to be typed; when empty, there is nothing to replace
+ *   the selection with, so the value is cleared here and `input` fired
  */
-export function prepareTyping(el, clear) {
+export function prepareTyping(el, text) {
   // An iframe's elements are instances of that frame's classes, not of this window's.
   const view = el.ownerDocument.defaultView;
-  const isField = el instanceof view.HTMLInputElement || el instanceof view.HTMLTextAreaElement;
+  const isInput = el instanceof view.HTMLInputElement;
+  const isField = isInput || el instanceof view.HTMLTextAreaElement;
   if (!isField && !el.isContentEditable)
     return { error: 'not-editable', element: el.localName };
+  // `type` reads as "text" for a type the browser does not know, as the browser treats it.
+  const inputType = isInput ? el.type : '';
+  const instead = {
+    checkbox: 'browser_click checks or unchecks it (browser_fill_form sets it)',
+    radio: 'browser_click selects it (browser_fill_form sets it)',
+    file: 'browser_file_upload gives it files',
+    button: 'browser_click presses it',
+    submit: 'browser_click presses it',
+    reset: 'browser_click presses it',
+    image: 'browser_click presses it',
+    hidden: 'a hidden input is not for a person to fill',
+  }[inputType];
+  if (instead)
+    return { error: 'takes-no-text', element: `input type=${inputType}`, instead };
   if (el.disabled || el.readOnly)
     return { error: 'disabled', element: el.localName, readOnly: Boolean(el.readOnly) && !el.disabled };
   el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
   el.focus();
+  const fire = () => {
+    el.dispatchEvent(new Event('input', { bubbles: true, composed: true }));
+    el.dispatchEvent(new Event('change', { bubbles: true }));
+  };
+  const forms = {
+    date: '2026-11-26', time: '14:30', 'datetime-local': '2026-11-26T14:30', month: '2026-11',
+    week: '2026-W48', color: '#1a2b3c', range: `a number from ${el.min || 0} to ${el.max || 100}`,
+  };
+  if (inputType in forms) {
+    // A picker's value, not keystrokes: Chrome's date and time fields take keys per segment,
+    // in the person's locale, and a colour or a range takes none.
+    const wanted = text.trim();
+    const before = el.value;
+    const setValue = value => Object.getOwnPropertyDescriptor(view.HTMLInputElement.prototype, 'value').set.call(el, value);
+    setValue(wanted);
+    const held = el.value;
+    const kept = inputType === 'color' ? held === wanted.toLowerCase()
+      : inputType === 'range' ? wanted !== '' && Number(held) === Number(wanted)
+      : held === wanted;
+    if (!kept) {
+      setValue(before);
+      return { error: 'malformed', element: `input type=${inputType}`, text, form: forms[inputType], value: before };
+    }
+    fire();
+    return { ok: true, set: true };
+  }
   if (isField) {
     try {
       el.select();
     } catch {
-      // Some input types (color, range) have no text selection; typing still replaces nothing.
+      // Some input types (email, number) have no text selection; typing still replaces nothing.
     }
-    if (clear && el.value !== '') {
+    if (text === '' && el.value !== '') {
       el.value = '';
-      el.dispatchEvent(new Event('input', { bubbles: true }));
-      el.dispatchEvent(new Event('change', { bubbles: true }));
+      fire();
     }
   } else {
     const range = el.ownerDocument.createRange();
@@ -209,7 +254,7 @@ export function prepareTyping(el, clear) {
     const selection = view.getSelection();
     selection.removeAllRanges();
     selection.addRange(range);
-    if (clear && el.textContent !== '') {
+    if (text === '' && el.textContent !== '') {
       el.textContent = '';
       el.dispatchEvent(new Event('input', { bubbles: true }));
     }

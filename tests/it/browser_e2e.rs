@@ -615,6 +615,65 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         "at once|4"
     );
 
+    // As Playwright MCP's fill: a date or a colour takes its value whole (a date field's keys
+    // go per segment, in the person's locale), a value in the wrong form changes nothing and
+    // says the form, and a checkbox takes no text at all.
+    page_value(
+        &bridge,
+        "document.body.insertAdjacentHTML('beforeend', '<input id=when type=date value=2020-02-02>\
+         <input id=hue type=color><input id=tick type=checkbox>'); window.changes = 0; \
+         document.getElementById('when').addEventListener('change', () => { window.changes += 1; }); 1",
+    )
+    .await;
+    tool_ok(
+        &bridge,
+        "browser_type",
+        json!({"target": "#when", "text": "2026-11-26"}),
+    )
+    .await;
+    tool_ok(
+        &bridge,
+        "browser_type",
+        json!({"target": "#hue", "text": "#FF8800"}),
+    )
+    .await;
+    assert_eq!(
+        page_value(&bridge, "['when', 'hue'].map(id => document.getElementById(id).value).concat(window.changes).join('|')").await,
+        "2026-11-26|#ff8800|1"
+    );
+    let malformed = tool(
+        &bridge,
+        "browser_type",
+        json!({"target": "#when", "text": "next Tuesday"}),
+    )
+    .await;
+    assert!(is_error(&malformed), "{malformed}");
+    assert!(
+        text(&malformed).contains("input type=date) takes a value in the form 2026-11-26")
+            && text(&malformed).contains("still \"2026-11-26\""),
+        "{malformed}"
+    );
+    assert_eq!(
+        page_value(&bridge, "document.getElementById('when').value").await,
+        "2026-11-26"
+    );
+    let checkbox = tool(
+        &bridge,
+        "browser_type",
+        json!({"target": "#tick", "text": "yes"}),
+    )
+    .await;
+    assert!(is_error(&checkbox), "{checkbox}");
+    assert!(
+        text(&checkbox)
+            .contains("is an input type=checkbox, which takes no typed text; browser_click"),
+        "{checkbox}"
+    );
+    assert_eq!(
+        page_value(&bridge, "document.getElementById('tick').checked").await,
+        false
+    );
+
     // The browser's own messages about the page, as its DevTools console shows them (and
     // Playwright MCP lists them): here a resource that answered 404.
     page_value(&bridge, "new Image().src = 'no-such-image.png'; 1").await;

@@ -86,15 +86,17 @@ export async function type(ctx, params) {
   const target = elementTarget(params);
   const id = await targetTab(ctx, tabId);
   const started = Date.now();
-  let prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text === ''));
+  let prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text));
   // A field the page enables a moment later (after another field is filled) is waited for.
   while (prepared?.error === 'disabled' && Date.now() - started < ACTIONABLE_WAIT_MS) {
     await new Promise(resolve => setTimeout(resolve, ACTIONABLE_POLL_MS));
-    prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text === ''));
+    prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text));
   }
   if (prepared?.error)
     throw elementError({ ...prepared, ...(prepared.error === 'disabled' ? { waitedMs: Date.now() - started } : {}) }, target);
-  if (slowly) {
+  if (prepared?.set) {
+    // A date, time, colour or range took its value whole (prepareTyping): nothing to type.
+  } else if (slowly) {
     // Key by key: pages that act on keydown or keyup (suggestions, shortcuts) see each key.
     for (const events of typingEvents(text)) {
       for (const event of events)

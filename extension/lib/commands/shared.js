@@ -189,6 +189,11 @@ export function elementError(failure, target) {
           'Press Tab to focus it, or use the element it leads to');
     case 'not-editable':
       return serverError(`Element ${named} is a <${failure.element}>, which does not accept text; target an input, textarea or contenteditable element`);
+    case 'takes-no-text':
+      return serverError(`Element ${named} is an ${failure.element}, which takes no typed text; ${failure.instead}`);
+    case 'malformed':
+      return serverError(`Element ${named} (${failure.element}) takes a value in the form ${failure.form}, ` +
+          `not ${JSON.stringify(failure.text)}; nothing was changed (its value is still ${JSON.stringify(failure.value)})`);
     case 'disabled':
       return serverError(`Element ${named}${failure.element ? ` (${failure.element})` : ''} is ${failure.readOnly ? 'read-only' : 'disabled'}` +
           `${failure.waitedMs !== undefined ? ` and stayed so for ${(failure.waitedMs / 1000).toFixed(1)} s` : ''}; ` +

@@ -17,6 +17,7 @@ pub(crate) fn advice(error: &LinkError) -> String {
              the browser asleep; call browser_status, then retry"
         ),
         LinkError::Rpc { code, message } => {
+            let message = &in_tool_terms(message);
             match *code {
                 code::RATE_LIMITED => {
                     format!("the relay's rate limit was hit ({message}): wait a few seconds, then retry")
@@ -63,6 +64,28 @@ pub(crate) fn advice(error: &LinkError) -> String {
     }
 }
 
+/// The extension's sentence in this bridge's terms. The extension answers in the relay
+/// protocol's method names (`createTab`, `selectTab`, `getTabs`), which a relay client calls
+/// but a model cannot: it has tools.
+fn in_tool_terms(message: &str) -> String {
+    const TERMS: [(&str, &str); 4] = [
+        // No current tab: the first navigation opens one.
+        (
+            "call createTab, or selectTab with a tabId from getTabs",
+            "call browser_navigate with a URL (it opens a tab for this session), or \
+             browser_tabs with action \"select\" and a tab it lists",
+        ),
+        ("createTab", "browser_tabs with action \"new\""),
+        ("selectTab", "browser_tabs with action \"select\""),
+        ("getTabs", "browser_tabs"),
+    ];
+    TERMS
+        .iter()
+        .fold(message.to_owned(), |text, (theirs, ours)| {
+            text.replace(theirs, ours)
+        })
+}
+
 /// The next step a model can take after the extension's own sentence, when that sentence
 /// does not already give one: a ref that is gone needs a fresh look at the page.
 fn next_step(message: &str) -> &'static str {
@@ -94,6 +117,34 @@ mod tests {
             message: "Browser ext-1 is waiting for approval".into(),
         });
         assert!(text.contains("waiting for approval") && text.contains("mcp-relay admin approve"));
+    }
+
+    #[test]
+    fn the_extensions_method_names_become_the_tools_a_model_can_call() {
+        let none = advice(&LinkError::Rpc {
+            code: -32000,
+            message: "This MCP connection has no current tab; call createTab, or selectTab with \
+                      a tabId from getTabs"
+                .into(),
+        });
+        assert_eq!(
+            none,
+            "the browser could not do it: This MCP connection has no current tab; call \
+             browser_navigate with a URL (it opens a tab for this session), or browser_tabs \
+             with action \"select\" and a tab it lists"
+        );
+        let owned = advice(&LinkError::Rpc {
+            code: -32000,
+            message: "tab 7 belongs to another MCP connection; use a tab from getTabs that is \
+                      not owned, or createTab"
+                .into(),
+        });
+        assert!(
+            owned.ends_with(
+                "use a tab from browser_tabs that is not owned, or browser_tabs with action \"new\""
+            ),
+            "{owned}"
+        );
     }
 
     #[test]
