@@ -2496,7 +2496,7 @@ async fn network_requests_list_the_pages_fetches_with_status_and_a_body() {
                 "{listed}"
             );
             assert!(
-                listed.contains("page files (document, scripts, styles, images…) not shown"),
+                listed.contains("(document, scripts, styles, images…) not shown"),
                 "{listed}"
             );
             let all =

@@ -163,9 +163,9 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
             "console" => lines.push(console_gained(value)),
             // A page still busy is worth a line (one that settled is left out, `render`).
             "settled" => lines.push(format!(
-                "Still loading after {} ms: {} requests in flight",
+                "Still loading after {} ms: {} in flight",
                 value["waitedMs"],
-                value["inFlight"].as_u64().unwrap_or(0)
+                counted(value["inFlight"].as_u64().unwrap_or(0), "request")
             )),
             "downloads" => lines.extend(download_lines(value)),
             "note" | "snapshotNote" => lines.push(format!("Note: {}", plain(value))),
@@ -211,11 +211,18 @@ fn download_lines(downloads: &Value) -> Vec<String> {
         .collect()
 }
 
+/// `1 request`, `3 requests`: a count as a person writes it (`noun` takes an `s` for more
+/// than one, or none).
+fn counted(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
 /// "Console: 1 new error, 2 new warnings …": what an action's page logged (its `console`).
 fn console_gained(value: &Value) -> String {
     let count = |key: &str, one: &str| {
         let n = value[key].as_u64().unwrap_or(0);
-        (n > 0).then(|| format!("{n} new {one}{}", if n == 1 { "" } else { "s" }))
+        (n > 0).then(|| counted(n, &format!("new {one}")))
     };
     let said: Vec<String> = [count("errors", "error"), count("warnings", "warning")]
         .into_iter()
@@ -310,8 +317,8 @@ pub(crate) fn render(tool: &str, value: &Value) -> Rendered {
 fn tabs(value: &Value) -> Rendered {
     let rows = value["tabs"].as_array().cloned().unwrap_or_default();
     let mut lines = vec![format!(
-        "{} tabs; this session's current tab: {}",
-        rows.len(),
+        "{}; this session's current tab: {}",
+        counted(rows.len() as u64, "tab"),
         match &value["currentTabId"] {
             Value::Null => "none".to_owned(),
             id => id.to_string(),
@@ -348,9 +355,9 @@ fn console(value: &Value) -> Rendered {
     let rows = value["messages"].as_array().cloned().unwrap_or_default();
     let mut head = header(value);
     head.push_str(&format!(
-        "{}{} console messages",
+        "{}{}",
         if head.is_empty() { "" } else { " · " },
-        rows.len()
+        counted(rows.len() as u64, "console message")
     ));
     let mut lines = vec![head];
     if let Some(note) = value["note"].as_str() {
@@ -381,9 +388,9 @@ fn console(value: &Value) -> Rendered {
 fn requests(value: &Value, rows: &[Value]) -> Rendered {
     let mut head = header(value);
     head.push_str(&format!(
-        "{}{} requests",
+        "{}{}",
         if head.is_empty() { "" } else { " · " },
-        rows.len()
+        counted(rows.len() as u64, "request")
     ));
     let mut lines = vec![head];
     if let Some(note) = value["note"].as_str() {
@@ -511,11 +518,12 @@ pub(crate) fn select_requests(
     let mut held_back = Vec::new();
     if hidden > 0 {
         held_back.push(format!(
-            "{hidden} page files (document, scripts, styles, images…)"
+            "{} (document, scripts, styles, images…)",
+            counted(hidden as u64, "page file")
         ));
     }
     if preflights > 0 {
-        held_back.push(format!("{preflights} CORS preflights"));
+        held_back.push(counted(preflights as u64, "CORS preflight"));
     }
     if !held_back.is_empty() {
         notes.push(format!(
@@ -525,7 +533,8 @@ pub(crate) fn select_requests(
     }
     if let Some(filter) = filter.filter(|_| unmatched > 0) {
         notes.push(format!(
-            "{unmatched} requests whose URL does not match {:?} not shown",
+            "{} whose URL does not match {:?} not shown",
+            counted(unmatched as u64, "request"),
             filter.as_str()
         ));
     }
@@ -561,13 +570,15 @@ pub(crate) fn select_console(value: &mut Value, level: ConsoleLevel) {
     let mut notes = Vec::new();
     if hidden > 0 {
         notes.push(format!(
-            "{hidden} messages below level {} not shown; \"level\": \"debug\" shows all",
+            "{} below level {} not shown; \"level\": \"debug\" shows all",
+            counted(hidden as u64, "message"),
             serde_json::to_value(level).unwrap_or_default()
         ));
     }
     if let Some(earlier) = value["earlier"].as_u64().filter(|&n| n > 0) {
         notes.push(format!(
-            "{earlier} messages of earlier pages not shown; \"all\": true shows them"
+            "{} of earlier pages not shown; \"all\": true shows them",
+            counted(earlier, "message")
         ));
     }
     add_notes(value, notes);
@@ -808,7 +819,7 @@ mod tests {
         );
         assert_eq!(
             console.text,
-            "Tab 3 · 1 console messages\n[error] boom (https://x/a.js:4)"
+            "Tab 3 · 1 console message\n[error] boom (https://x/a.js:4)"
         );
         let thrown = render(
             "browser_console_messages",
@@ -816,7 +827,7 @@ mod tests {
         );
         assert_eq!(
             thrown.text,
-            "Tab 3 · 1 console messages\n[error] Uncaught Error: x\n    at f (https://x/a.js:9:2)"
+            "Tab 3 · 1 console message\n[error] Uncaught Error: x\n    at f (https://x/a.js:9:2)"
         );
         let tabs = render(
             "browser_tabs",
@@ -824,7 +835,7 @@ mod tests {
         );
         assert_eq!(
             tabs.text,
-            "1 tabs; this session's current tab: 7\n- 0: Tab 7 · https://e/ · E (current, active in its window, used by you)"
+            "1 tab; this session's current tab: 7\n- 0: Tab 7 · https://e/ · E (current, active in its window, used by you)"
         );
         let requests = render(
             "browser_network_requests",
@@ -832,7 +843,7 @@ mod tests {
         );
         assert_eq!(
             requests.text,
-            "Tab 1 · 1 requests\nGET https://e/a → 200 OK (Fetch, 12 ms, requestId 9.1)"
+            "Tab 1 · 1 request\nGET https://e/a → 200 OK (Fetch, 12 ms, requestId 9.1)"
         );
         let clicked = render(
             "browser_click",

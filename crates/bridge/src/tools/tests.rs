@@ -2105,7 +2105,7 @@ fn network_requests_show_fetches_and_failures_unless_static_and_filter_by_url() 
         shown["note"]
             .as_str()
             .unwrap()
-            .ends_with("1 CORS preflights not shown; \"static\": true lists them"),
+            .ends_with("1 CORS preflight not shown; \"static\": true lists them"),
         "{shown}"
     );
     let mut all = list();
