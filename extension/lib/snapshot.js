@@ -459,7 +459,9 @@ export function formatOutline(tree, options = {}) {
         lines.push(line);
         continue;
       }
-      if (level + 1 >= depth) {
+      // A link's URL (or a note) is a property of its line, not a node below: a link at the
+      // cut keeps it, rather than saying "0 more below".
+      if (level + 1 >= depth && kids.length > 0) {
         lines.push(`${line} [${countNodes(kids)} more below: raise depth to see them]`);
         continue;
       }

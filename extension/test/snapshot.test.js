@@ -100,6 +100,9 @@ test('a subtree is formatted with its root first at indent 0, depth counted from
   assert.equal(formatOutline(subtree, { depth: 1 }), '- list "Todo" [ref=e6] [4 more below: raise depth to see them]');
   assert.equal(formatOutline(subtree, { depth: 2 }).split('\n')[0], '- list "Todo" [ref=e6]:');
   assert.ok(formatOutline(subtree, { depth: 2 }).includes('  - listitem [ref=e8] [1 more below'));
+  // A link at the cut with nothing below it keeps its URL, and no "0 more below".
+  const link = [{ role: 'link', name: 'Docs', ref: 'e9', url: 'docs.html', children: [] }];
+  assert.equal(formatOutline(link, { depth: 1 }), '- link "Docs" [ref=e9]:\n  - /url: docs.html');
 });
 
 test('a cut keeps whole lines within the budget and counts what it left out', () => {
