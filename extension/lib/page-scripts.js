@@ -155,8 +155,21 @@ export function locateElement(el, options = {}) {
   }
   if (!reachable && !hit)
     return { error: 'off-screen', element: describe(el), at: { x: Math.round(x), y: Math.round(y) }, viewport: { width: view.innerWidth, height: view.innerHeight } };
-  if (!reachable)
-    return { error: 'covered', element: describe(el), cover: describe(hit) };
+  if (!reachable) {
+    // The cover as a model can find it: what it says, and its ref when a snapshot gave it
+    // one (its own or the nearest of its parents'), so the model can act on it.
+    const label = (hit.getAttribute('aria-label') || hit.getAttribute('title') || hit.innerText || '').trim().replace(/\s+/g, ' ');
+    let cover = describe(hit) + (label ? ` ${JSON.stringify(label.length > 40 ? `${label.slice(0, 40)}…` : label)}` : '');
+    const refs = window[Symbol.for('mcp-relay.refs')];
+    for (let node = hit, up = 0; refs && node && up < 4; node = node.parentElement, up++) {
+      const ref = refs.refOf.get(node);
+      if (ref && refs.byRef.get(ref)?.deref() === node) {
+        cover += up === 0 ? ` [ref=${ref}]` : ` (inside ref ${ref})`;
+        break;
+      }
+    }
+    return { error: 'covered', element: describe(el), cover };
+  }
   // From the frame's viewport to the top one: each iframe's content box starts at its
   // border-box corner plus its border and padding.
   let top = { x, y };

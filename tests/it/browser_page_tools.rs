@@ -290,6 +290,31 @@ async fn page_tools(chromium: &Path, mode: Mode) {
         disabled["message"].as_str().unwrap().contains("disabled"),
         "{disabled}"
     );
+    // Covered by an overlay: the refusal names the cover as a model finds it, by what it says
+    // and by its ref from the snapshot, so the model can dismiss it.
+    mcp.ok(
+        "evaluate",
+        json!({"expression": "document.body.insertAdjacentHTML('beforeend', '<div id=veil \
+            role=dialog aria-label=\"Cookie consent\" style=\"position:fixed;inset:0;\
+            z-index:9\"></div>'); 1"}),
+    )
+    .await;
+    let veil = ref_on(
+        &outline(&mut mcp, json!({})).await,
+        "dialog \"Cookie consent\" [ref=",
+    );
+    let covered = mcp.err("click", json!({"selector": "#far"})).await;
+    assert!(
+        covered["message"].as_str().unwrap().contains(&format!(
+            "covered by another element, div#veil \"Cookie consent\" [ref={veil}]"
+        )),
+        "{covered}"
+    );
+    mcp.ok(
+        "evaluate",
+        json!({"expression": "document.getElementById('veil').remove()"}),
+    )
+    .await;
 
     // Item 6: navigation answers with the loaded page, settled.
     let page1 = site.url("page1.html");
