@@ -649,7 +649,7 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
     .await;
     assert!(is_error(&malformed), "{malformed}");
     assert!(
-        text(&malformed).contains("input type=date) takes a value in the form 2026-11-26")
+        text(&malformed).contains("input type=date) takes a valid value in the form 2026-11-26")
             && text(&malformed).contains("still \"2026-11-26\""),
         "{malformed}"
     );

@@ -192,7 +192,7 @@ export function elementError(failure, target) {
     case 'takes-no-text':
       return serverError(`Element ${named} is an ${failure.element}, which takes no typed text; ${failure.instead}`);
     case 'malformed':
-      return serverError(`Element ${named} (${failure.element}) takes a value in the form ${failure.form}, ` +
+      return serverError(`Element ${named} (${failure.element}) takes a valid value in the form ${failure.form}, ` +
           `not ${JSON.stringify(failure.text)}; nothing was changed (its value is still ${JSON.stringify(failure.value)})`);
     case 'disabled':
       return serverError(`Element ${named}${failure.element ? ` (${failure.element})` : ''} is ${failure.readOnly ? 'read-only' : 'disabled'}` +
