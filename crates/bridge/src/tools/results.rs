@@ -301,9 +301,14 @@ pub(crate) fn render(tool: &str, value: &Value) -> Rendered {
         }
         _ => {}
     }
-    if ["pageChanged", "downloads", "console"]
-        .iter()
-        .any(|key| map.contains_key(*key))
+    // What changed, or where a navigation arrived: lines under the page's header, the title
+    // as the page writes it, rather than JSON with its quotes escaped (a navigation that
+    // logged to the console read so already; one that did not read as JSON).
+    let arrived = tool.starts_with("browser_navigate") && map.contains_key("url");
+    if arrived
+        || ["pageChanged", "downloads", "console"]
+            .iter()
+            .any(|key| map.contains_key(*key))
     {
         return Rendered {
             text: field_lines(map, &[]).join("\n"),
@@ -879,6 +884,15 @@ mod tests {
              them)\nStill loading after 5000 ms: 2 requests in flight"
         );
         assert_eq!(busy.structured.unwrap()["console"]["warnings"], 1);
+        // A page's answer (a navigation with nothing else to say, a tab) is its header, the
+        // title as the page writes it, not JSON with its quotes escaped; the fields stay.
+        let plain = render(
+            "browser_navigate_back",
+            &json!({"tabId": 7, "url": "https://e/a", "title": "The \"A\" page",
+                    "settled": {"quiet": true, "waitedMs": 3}}),
+        );
+        assert_eq!(plain.text, "Tab 7 · https://e/a · The \"A\" page");
+        assert_eq!(plain.structured.unwrap()["title"], "The \"A\" page");
         // Short answers without page text stay JSON, with the same fields beside.
         let hovered = render("browser_hover", &json!({"tabId": 7, "hovered": true}));
         assert_eq!(hovered.text, r#"{"hovered":true,"tabId":7}"#);
