@@ -27,6 +27,7 @@ import { PLAYWRIGHT_COMMANDS } from './playwright-commands.js';
 import { webmcpCommands } from './webmcp.js';
 import { settling } from './settle.js';
 import { TARGET_PARAMS } from './targets.js';
+import { resolveLocators } from './commands/by-locator.js';
 import { reportingChanges, reportingDownloads } from './commands/action-reports.js';
 import { askBeforeActing } from './commands/ask-before.js';
 import { click, handleDialog, hover, pressKey, selectOption, type } from './commands/input.js';
@@ -177,7 +178,8 @@ export async function runCommand(ctx, method, params) {
   if (!Object.hasOwn(COMMANDS, method))
     throw new RpcError(ErrorCode.METHOD_NOT_FOUND, `Method not found: "${method}"; this extension handles ${Object.keys(COMMANDS).join(', ')}`);
   const command = COMMANDS[method];
-  const valid = validateParams(command.params, params);
+  // Playwright's locators (getByRole(…), role=…) become the one element's ref first.
+  const valid = await resolveLocators(ctx, validateParams(command.params, params));
   // The person has this tab (a hand-off): nothing else runs on it until they answer.
   assertNotHandedOff(ctx, method, valid);
   // A step the person asked to approve first (a form sent, a purchase) waits for their Allow.

@@ -87,8 +87,15 @@ export function findElementThen(fn, target, ...args) {
     return fn(el, ...args);
   }
   let el;
+  // XPath, as Playwright takes it: `xpath=…`, or a path that starts with `//`.
+  const xpath = /^xpath=/.test(wanted.selector) ? wanted.selector.slice(6) : /^\(*\/\//.test(wanted.selector) ? wanted.selector : null;
   try {
-    el = document.querySelector(wanted.selector);
+    if (xpath === null) {
+      el = document.querySelector(wanted.selector);
+    } else {
+      const node = document.evaluate(xpath, document, null, XPathResult.FIRST_ORDERED_NODE_TYPE, null).singleNodeValue;
+      el = node && node.nodeType === Node.ELEMENT_NODE ? node : null;
+    }
   } catch (e) {
     return { error: 'invalid-selector', message: String(e && e.message || e) };
   }
@@ -483,4 +490,54 @@ export function selectOptions(el, values) {
 export function pageShowsText(text) {
   const root = document.body || document.documentElement;
   return Boolean(root && root.innerText.includes(text));
+}
+
+/**
+ * `getByText`: the innermost elements whose text matches (as Playwright's text locators: white
+ * space made one space, a part of it in any case unless `exact`, or a regular expression),
+ * shown on the page, within the elements of `scopeRefs` (refs the steps before found) or the
+ * whole document. Each is given a ref through `capture` (the snapshot's `captureTree`, which
+ * names a subtree's root even without a role), so the command then acts on that very element.
+ * The tree cannot answer this: it leaves out elements without a role, and text would then
+ * land on a container.
+ *
+ * @param {(limits: object, el: Element) => {tree: object[]}} capture
+ * @param {{exact: boolean, text?: string, regex?: {source: string, flags: string}}} matcher
+ * @param {string[] | null} scopeRefs
+ * @param {number} max how many to name; `total` counts them all
+ */
+export function textMatches(capture, matcher, scopeRefs, max) {
+  const normal = text => String(text ?? '').replace(/\s+/g, ' ').trim();
+  const wanted = matcher.regex ? new RegExp(matcher.regex.source, matcher.regex.flags.replace(/[gy]/g, '')) : normal(matcher.text);
+  const test = text => {
+    const plain = normal(text);
+    if (wanted instanceof RegExp)
+      return wanted.test(plain);
+    return matcher.exact ? plain === wanted : plain.toLowerCase().includes(wanted.toLowerCase());
+  };
+  const registry = window[Symbol.for('mcp-relay.refs')];
+  const roots = scopeRefs === null ? [document.body || document.documentElement]
+    : scopeRefs.map(ref => registry?.byRef.get(ref)?.deref()).filter(el => el && el.isConnected);
+  const skip = new Set(['script', 'style', 'noscript', 'template', 'head', 'title']);
+  const matching = [];
+  for (const root of roots) {
+    for (const el of root.querySelectorAll('*')) {
+      if (!skip.has(el.localName) && test(el.textContent))
+        matching.push(el);
+    }
+  }
+  // The innermost only: an element whose descendant matches too is that descendant's container.
+  const containers = new Set();
+  for (const el of matching) {
+    for (let up = el.parentElement; up && !containers.has(up); up = up.parentElement)
+      containers.add(up);
+  }
+  const shown = matching.filter(el => !containers.has(el) && (el.checkVisibility ? el.checkVisibility() : true));
+  const matches = [];
+  for (const el of shown.slice(0, max)) {
+    const node = capture({ maxNodes: 1 }, el).tree[0];
+    if (node?.ref)
+      matches.push({ ref: node.ref, role: node.role, name: node.name ?? normal(el.textContent).slice(0, 60) });
+  }
+  return { matches, total: shown.length };
 }

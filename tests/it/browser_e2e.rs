@@ -3205,6 +3205,118 @@ async fn find_and_target_name_elements_on_a_real_page() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn playwright_locators_in_target_name_one_element() {
+    on_tools_page!(
+        "playwright_locators_in_target_name_one_element",
+        &[],
+        |bridge, _site| { locators_in_target(&bridge).await }
+    );
+}
+
+#[cfg(feature = "http-mcp")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_playwright_locators_in_target_name_one_element() {
+    on_tools_page_over_http(
+        "over_http_playwright_locators_in_target_name_one_element",
+        async |host, _site| locators_in_target(host).await,
+    )
+    .await;
+}
+
+/// What a model that learnt on Playwright MCP writes in `target` besides a ref: its locators
+/// (`getByRole(…)`, chained, `.first()`, `getByText`, `getByLabel`), its selector engines and
+/// XPath. Each names one element, found as the outline shows it; several are refused, as
+/// Playwright's strict locators are, with their refs.
+async fn locators_in_target(host: &impl Host) {
+    page_value(
+        host,
+        "window.hits = []; for (const b of document.querySelectorAll('button')) \
+         b.addEventListener('click', e => { e.stopImmediatePropagation(); hits.push(b.id); }, true); 1",
+    )
+    .await;
+    tool_ok(
+        host,
+        "browser_click",
+        json!({"target": "getByRole('button', { name: 'Fetch' })"}),
+    )
+    .await;
+    tool_ok(
+        host,
+        "browser_click",
+        json!({"target": "page.getByRole('button').last()"}),
+    )
+    .await;
+    assert_eq!(page_value(host, "hits.join(',')").await, "fetch,delayed");
+    let several = tool(host, "browser_click", json!({"target": "role=button"})).await;
+    assert!(is_error(&several), "{several}");
+    let said = text(&several);
+    assert!(
+        said.contains("role=button matches 3 elements and an action needs one")
+            && said.contains("- button \"Fetch\" [ref=")
+            && said.contains("- button \"Delayed\" [ref="),
+        "{said}"
+    );
+    assert_eq!(page_value(host, "hits.length").await, 2);
+    tool_ok(
+        host,
+        "browser_type",
+        json!({"target": "getByRole('textbox').first()", "text": "Ada"}),
+    )
+    .await;
+    assert_eq!(
+        page_value(host, "document.getElementById('name').value").await,
+        "Ada"
+    );
+    // Text is found where it is on the page, the innermost element that holds it.
+    tool_ok(
+        host,
+        "browser_click",
+        json!({"target": "getByText('Agree')"}),
+    )
+    .await;
+    assert_eq!(
+        page_value(host, "document.getElementById('agree').checked").await,
+        true
+    );
+    let id_of = async |target: &str| {
+        let answer = tool(
+            host,
+            "browser_evaluate",
+            json!({"function": "(element) => element.id", "target": target}),
+        )
+        .await;
+        assert!(!is_error(&answer), "{target}: {answer}");
+        text(&answer)
+    };
+    assert_eq!(
+        id_of("getByRole('list').getByText('C', { exact: true })").await,
+        "item-c"
+    );
+    assert_eq!(id_of("//li[@id='item-b']").await, "item-b");
+    assert_eq!(id_of("xpath=//ul/li[1]").await, "item-a");
+    assert_eq!(id_of("locator('#swatch')").await, "swatch");
+    let none = tool(
+        host,
+        "browser_click",
+        json!({"target": "getByRole('button', { name: 'Delete' })"}),
+    )
+    .await;
+    assert!(
+        is_error(&none)
+            && text(&none).contains("No element matches getByRole('button', { name: 'Delete' })"),
+        "{none}"
+    );
+    let unread = tool(
+        host,
+        "browser_click",
+        json!({"target": "getByRole('button', { name: 'Fetch' ).click()"}),
+    )
+    .await;
+    assert!(is_error(&unread), "{unread}");
+    assert_eq!(page_value(host, "hits.length").await, 2);
+}
+
 #[cfg(feature = "http-mcp")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_http_find_and_target_name_elements_on_a_real_page() {

@@ -24,9 +24,9 @@ const clippedTabs = new WeakMap();
 const SNAPSHOT_LIMITS = Object.freeze({ maxTextLength: 20_000, maxElements: 500 });
 
 /** Outline snapshots (snapshot.js): the walk stops after this many elements. */
-const OUTLINE_MAX_NODES = 200_000;
+export const OUTLINE_MAX_NODES = 200_000;
 /** `captureTree`, compiled by each page once (page-scripts.js `compiledOnce`). */
-const CAPTURE_TREE = compiledOnce(captureTree);
+export const CAPTURE_TREE = compiledOnce(captureTree);
 
 /**
  * The outline is returned whole (the bridge cuts it into parts a model can read); this cap

@@ -19,7 +19,7 @@ use rmcp::model::JsonObject;
 /// `tools/list` short.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub(crate) struct Element {
-    /// A ref (e5) from browser_snapshot, or a CSS selector.
+    /// A ref (e5) from browser_snapshot, or a selector.
     #[serde(default)]
     #[schemars(with = "Option<String>")]
     pub(crate) target: Option<Name>,
@@ -74,7 +74,8 @@ impl Named {
 }
 
 /// Whether `text` is a snapshot ref (`e5`, or `f1e3` inside a frame): the contract's
-/// `^(f\d+)?e\d+$`. Anything else in `target` is a CSS selector.
+/// `^(f\d+)?e\d+$`. Anything else in `target` is a selector: CSS, XPath or one of Playwright's
+/// locators, which the extension resolves (its lib/locators.js).
 pub(crate) fn is_ref(text: &str) -> bool {
     let rest = match text.strip_prefix('f') {
         Some(frame) => {
@@ -461,7 +462,7 @@ pub(crate) struct Evaluate {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct Snapshot {
-    /// Only this element's subtree: a ref (e5) or a CSS selector.
+    /// Only this element's subtree: a ref (e5) or a selector.
     #[serde(default)]
     pub(crate) target: Option<String>,
     #[serde(default, rename = "ref")]
@@ -624,10 +625,10 @@ pub(crate) struct ConsoleMessages {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct Drag {
-    /// The element to drag: a ref or a CSS selector.
+    /// The element to drag: a ref or a selector.
     #[serde(default, rename = "startTarget")]
     pub(crate) start_target: Option<String>,
-    /// The element to drop on: a ref or a CSS selector.
+    /// The element to drop on: a ref or a selector.
     #[serde(default, rename = "endTarget")]
     pub(crate) end_target: Option<String>,
     #[serde(default, rename = "startRef")]
@@ -690,7 +691,7 @@ pub(crate) struct FileUpload {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct Drop {
-    /// The element to drop on: a ref (e5) or a CSS selector.
+    /// The element to drop on: a ref (e5) or a selector.
     #[schemars(with = "String")]
     pub(crate) target: Name,
     /// Absolute paths of files to drop, where the bridge runs.

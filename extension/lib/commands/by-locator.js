@@ -1,0 +1,85 @@
+/**
+ * Playwright's locators in an element command's `selector` (`startSelector`, `endSelector`):
+ * resolved here, before the command runs, to the one element's ref (lib/locators.js says what
+ * is understood and how it matches). Every element command takes them so, and a CSS selector
+ * goes through untouched.
+ */
+
+import { LocatorError, applySteps, isLocator, parseLocator, pick, theOne } from '../locators.js';
+import { textMatches } from '../page-scripts.js';
+import { invalidParams, serverError } from '../rpc.js';
+import { CAPTURE_TREE, OUTLINE_MAX_NODES } from './reading.js';
+import { evaluateExpression, targetTab } from './shared.js';
+
+/** @typedef {import('../commands.js').CommandContext} CommandContext */
+
+/** The selector params an element command may have, each with the ref param that replaces it. */
+const TARGETS = [['selector', 'ref'], ['startSelector', 'startRef'], ['endSelector', 'endRef']];
+
+/** How many of a `getByText`'s elements get a ref (and so can be picked with `.nth()`). */
+const TEXT_MATCHES_NAMED = 50;
+
+/**
+ * `params` with each locator among its selectors replaced by the ref of the one element it
+ * names (a ref given beside it wins, as it does over a selector).
+ *
+ * @param {CommandContext} ctx
+ * @param {Record<string, unknown>} params validated
+ * @returns {Promise<Record<string, unknown>>}
+ */
+export async function resolveLocators(ctx, params) {
+  const wanted = TARGETS.filter(([selectorKey, refKey]) =>
+    typeof params[selectorKey] === 'string' && params[refKey] === undefined && isLocator(params[selectorKey]));
+  if (wanted.length === 0)
+    return params;
+  const tabId = await targetTab(ctx, params.tabId);
+  const out = { ...params };
+  /** @type {object[] | undefined} the page's tree, read once for all of this command's locators */
+  let tree;
+  for (const [selectorKey, refKey] of wanted) {
+    const source = /** @type {string} */ (params[selectorKey]).trim();
+    let parsed;
+    try {
+      parsed = parseLocator(source);
+    } catch (error) {
+      if (error instanceof LocatorError)
+        throw invalidParams(`parameter "${selectorKey}": ${error.message}`);
+      throw error;
+    }
+    if ('css' in parsed) {
+      out[selectorKey] = parsed.css;
+      continue;
+    }
+    const textAt = parsed.steps.findIndex(step => step.kind === 'text');
+    if (textAt !== -1 && parsed.steps.slice(textAt + 1).some(step => step.kind !== 'pick'))
+      throw invalidParams(`parameter "${selectorKey}": ${source}: getByText(…) must come last (before .first(), .last() or .nth() only)`);
+    const treeSteps = textAt === -1 ? parsed.steps : parsed.steps.slice(0, textAt);
+    let found = null;
+    let total;
+    if (treeSteps.length) {
+      tree ??= (await evaluateExpression(ctx, tabId, `${CAPTURE_TREE}(${JSON.stringify({ maxNodes: OUTLINE_MAX_NODES })})`)).tree;
+      found = applySteps(tree, treeSteps);
+    }
+    if (textAt !== -1) {
+      const scope = found === null ? null : found.map(node => node.ref).filter(Boolean);
+      const answer = await evaluateExpression(ctx, tabId,
+          `(${textMatches.toString()})(${CAPTURE_TREE}, ${JSON.stringify(parsed.steps[textAt].text)}, ` +
+          `${JSON.stringify(scope)}, ${TEXT_MATCHES_NAMED})`);
+      found = answer.matches;
+      total = answer.total;
+      for (const step of parsed.steps.slice(textAt + 1)) {
+        found = pick(found, step);
+        total = found.length;
+      }
+    }
+    try {
+      out[refKey] = theOne(found ?? [], source, total).ref;
+    } catch (error) {
+      if (error instanceof LocatorError)
+        throw serverError(error.message);
+      throw error;
+    }
+    delete out[selectorKey];
+  }
+  return out;
+}

@@ -1,0 +1,429 @@
+/**
+ * Playwright's ways of naming an element, for the `selector` (the bridge's `target`) of every
+ * element command: its locators as a model writes them (`getByRole('link', { name: 'Docs' })`,
+ * chained, with `.first()` or `.nth(1)`), and its selector engines (`role=button[name="Save"]`,
+ * `text=Save`, `internal:role=…`, `>>`). Playwright MCP takes them in `target` and prints them in
+ * its answers, so models write them.
+ *
+ * They are resolved against the snapshot's own tree (snapshot.js), with its roles and names, so
+ * a locator finds what the outline shows and the command then acts on that node's ref. As in
+ * Playwright, a locator must name one element: several matches are refused with their refs.
+ *
+ * Plain CSS never reaches this (see {@link isLocator}); `xpath=` and `//` are resolved on the
+ * page (`findElementThen`).
+ *
+ * Pure: no `chrome.*`, no DOM, so Node tests it on trees.
+ */
+
+/** A step of a locator: what it keeps of the nodes the step before kept (or of the page). */
+/**
+ * @typedef {{kind: 'role', role: string, name?: Matcher, level?: number}
+ *   | {kind: 'text', text: Matcher}
+ *   | {kind: 'label', text: Matcher}
+ *   | {kind: 'alt', text: Matcher}
+ *   | {kind: 'title', text: Matcher}
+ *   | {kind: 'pick', which: 'first' | 'last' | number}} Step
+ * @typedef {{exact: boolean, text?: string, regex?: {source: string, flags: string}}} Matcher
+ */
+
+/** Roles a label names (`getByLabel`): the form controls. */
+const LABELLED = new Set(['textbox', 'searchbox', 'combobox', 'listbox', 'checkbox', 'radio', 'switch', 'spinbutton', 'slider']);
+
+/** How many matches a refusal lists. */
+const LISTED = 5;
+
+/**
+ * Whether `selector` is one of Playwright's locators or selector engines rather than CSS. None
+ * of these is valid CSS, so a CSS selector is never taken for one.
+ *
+ * @param {string} selector
+ */
+export function isLocator(selector) {
+  const s = selector.trim();
+  return /^(?:page\.)?(?:getBy(?:Role|Text|Label|Placeholder|AltText|Title|TestId)|locator)\s*\(/.test(s) ||
+      /^(?:internal:)?(?:role|text|label)=/.test(s) || /^css=/.test(s) || /\s>>\s/.test(s);
+}
+
+/** An error a model can act on: `message` says what was wrong with the locator. */
+export class LocatorError extends Error {}
+
+/**
+ * The locator as steps, or the CSS it stands for.
+ *
+ * @param {string} selector
+ * @returns {{steps: Step[]} | {css: string}}
+ * @throws {LocatorError}
+ */
+export function parseLocator(selector) {
+  const s = selector.trim();
+  if (/^(?:page\.)?(?:getBy|locator\s*\()/.test(s))
+    return fromCalls(s);
+  const parts = s.split(/\s+>>\s+/);
+  const steps = [];
+  for (const [index, part] of parts.entries()) {
+    const step = engineStep(part.trim());
+    if ('css' in step) {
+      if (parts.length > 1)
+        throw new LocatorError(`"${part}" (CSS) cannot be chained with >> here; use a ref from browser_snapshot`);
+      return { css: step.css };
+    }
+    if (index === 0 && step.kind === 'pick')
+      throw new LocatorError(`"${part}" needs a locator before it`);
+    steps.push(step);
+  }
+  return { steps };
+}
+
+/** One `>>` part: `role=…`, `text=…`, `label=…`, `nth=…`, `css=…` (with or without `internal:`). */
+function engineStep(part) {
+  const engine = /^(?:internal:)?(role|text|label|nth|css|attr|testid)=([\s\S]*)$/.exec(part);
+  if (!engine)
+    return { css: part };
+  const [, name, body] = engine;
+  switch (name) {
+    case 'css':
+      return { css: body };
+    case 'nth': {
+      const n = Number(body);
+      if (!Number.isInteger(n))
+        throw new LocatorError(`nth=${body} needs a whole number`);
+      return { kind: 'pick', which: n < 0 ? 'last' : n };
+    }
+    case 'text':
+      return { kind: 'text', text: engineText(body) };
+    case 'label':
+      return { kind: 'label', text: engineText(body) };
+    case 'role': {
+      const role = /^([a-z]+)/.exec(body);
+      if (!role)
+        throw new LocatorError(`role=${body} needs a role, such as role=button[name="Save"]`);
+      const step = { kind: 'role', role: role[1] };
+      const attrs = body.slice(role[1].length);
+      const attr = /\[\s*([a-z-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\]]*)\s*([is])?\s*\]/g;
+      for (const [, key, raw, flag] of attrs.matchAll(attr)) {
+        const value = raw.startsWith('"') ? JSON.parse(raw) : raw.trim();
+        if (key === 'name')
+          step.name = { exact: flag === 's', text: value };
+        else if (key === 'level')
+          step.level = Number(value);
+      }
+      return step;
+    }
+    default:
+      throw new LocatorError(`${part} is not supported here; use a ref from browser_snapshot`);
+  }
+}
+
+/** `Save`, `"Save"` (exact), `"Save"i` / `"Save"s`, or `/save/i`. */
+function engineText(body) {
+  const regex = /^\/(.*)\/([a-z]*)$/.exec(body);
+  if (regex)
+    return { exact: false, regex: { source: regex[1], flags: regex[2] } };
+  const quoted = /^("(?:[^"\\]|\\.)*")([is])?$/.exec(body);
+  if (quoted)
+    return { exact: quoted[2] !== 'i', text: JSON.parse(quoted[1]) };
+  return { exact: false, text: body };
+}
+
+/**
+ * `getByRole('link', { name: 'Docs' }).first()` and its kin as steps.
+ *
+ * @param {string} source
+ */
+function fromCalls(source) {
+  const tokens = tokenize(source);
+  let at = 0;
+  const next = () => tokens[at++];
+  const peek = () => tokens[at];
+  const expect = (type, what) => {
+    const token = next();
+    if (!token || token.type !== type || (what !== undefined && token.value !== what))
+      throw new LocatorError(`could not read the locator ${JSON.stringify(source)} near ${token ? JSON.stringify(String(token.value)) : 'its end'}`);
+    return token;
+  };
+  const value = () => {
+    const token = next();
+    if (!token)
+      throw new LocatorError(`the locator ${JSON.stringify(source)} ends too soon`);
+    if (['string', 'number', 'regex'].includes(token.type))
+      return token;
+    if (token.type === 'word' && (token.value === 'true' || token.value === 'false'))
+      return { type: 'bool', value: token.value === 'true' };
+    if (token.type === 'punct' && token.value === '{') {
+      const object = {};
+      while (peek() && !(peek().type === 'punct' && peek().value === '}')) {
+        const key = next();
+        if (!key || !['word', 'string'].includes(key.type))
+          throw new LocatorError(`could not read the options of ${JSON.stringify(source)}`);
+        expect('punct', ':');
+        object[key.value] = value();
+        if (peek()?.type === 'punct' && peek().value === ',')
+          next();
+      }
+      expect('punct', '}');
+      return { type: 'object', value: object };
+    }
+    throw new LocatorError(`could not read the locator ${JSON.stringify(source)} near ${JSON.stringify(String(token.value))}`);
+  };
+  if (peek()?.type === 'word' && peek().value === 'page') {
+    next();
+    expect('punct', '.');
+  }
+  const steps = [];
+  let css;
+  for (;;) {
+    const method = expect('word').value;
+    expect('punct', '(');
+    const args = [];
+    while (peek() && !(peek().type === 'punct' && peek().value === ')')) {
+      args.push(value());
+      if (peek()?.type === 'punct' && peek().value === ',')
+        next();
+    }
+    expect('punct', ')');
+    const step = callStep(method, args, source);
+    if ('css' in step) {
+      if (steps.length || css !== undefined)
+        throw new LocatorError(`${method}(…) can only start a locator here; use a ref from browser_snapshot`);
+      css = step.css;
+    } else {
+      if (css !== undefined)
+        throw new LocatorError(`${method}(…) after locator(…) is not supported here; use a ref from browser_snapshot`);
+      steps.push(step);
+    }
+    if (!peek() || (peek().type === 'punct' && peek().value === ';'))
+      break;
+    expect('punct', '.');
+  }
+  if (css !== undefined)
+    return { css };
+  if (steps[0]?.kind === 'pick')
+    throw new LocatorError(`${JSON.stringify(source)} needs a locator before .first(), .last() or .nth()`);
+  return { steps };
+}
+
+/** One call of a locator chain as a step (or the CSS of `locator(…)` and `getByTestId(…)`). */
+function callStep(method, args, source) {
+  const text = (index = 0) => {
+    const arg = args[index];
+    if (!arg || !['string', 'regex'].includes(arg.type))
+      throw new LocatorError(`${method}(…) needs a text or a regular expression in ${JSON.stringify(source)}`);
+    const exact = args[index + 1]?.type === 'object' && args[index + 1].value.exact?.value === true;
+    return arg.type === 'regex' ? { exact: false, regex: arg.value } : { exact, text: arg.value };
+  };
+  switch (method) {
+    case 'getByRole': {
+      if (args[0]?.type !== 'string')
+        throw new LocatorError(`getByRole(…) needs a role, such as getByRole('button', { name: 'Save' })`);
+      const step = { kind: 'role', role: args[0].value };
+      const options = args[1]?.type === 'object' ? args[1].value : {};
+      if (options.name) {
+        const exact = options.exact?.value === true;
+        step.name = options.name.type === 'regex' ? { exact: false, regex: options.name.value } : { exact, text: String(options.name.value) };
+      }
+      if (options.level)
+        step.level = Number(options.level.value);
+      return step;
+    }
+    case 'getByText':
+      return { kind: 'text', text: text() };
+    case 'getByLabel':
+    case 'getByPlaceholder':
+      return { kind: 'label', text: text() };
+    case 'getByAltText':
+      return { kind: 'alt', text: text() };
+    case 'getByTitle':
+      return { kind: 'title', text: text() };
+    case 'getByTestId':
+      if (args[0]?.type !== 'string')
+        throw new LocatorError('getByTestId(…) needs the test id');
+      return { css: `[data-testid=${JSON.stringify(args[0].value)}]` };
+    case 'locator':
+      if (args[0]?.type !== 'string')
+        throw new LocatorError('locator(…) needs a selector');
+      return { css: args[0].value.replace(/^css=/, '') };
+    case 'first':
+      return { kind: 'pick', which: 'first' };
+    case 'last':
+      return { kind: 'pick', which: 'last' };
+    case 'nth': {
+      const n = args[0]?.type === 'number' ? args[0].value : NaN;
+      if (!Number.isInteger(n))
+        throw new LocatorError('nth(…) needs a whole number');
+      return { kind: 'pick', which: n < 0 ? 'last' : n };
+    }
+    default:
+      throw new LocatorError(`${method}(…) is not supported here; use getByRole, getByText, getByLabel, ` +
+          'getByPlaceholder, getByAltText, getByTitle, getByTestId, locator, first, last or nth, or a ref from browser_snapshot');
+  }
+}
+
+/** Words, strings, numbers, regular expressions and punctuation of a locator chain. */
+function tokenize(source) {
+  const tokens = [];
+  let i = 0;
+  while (i < source.length) {
+    const c = source[i];
+    if (/\s/.test(c)) {
+      i++;
+    } else if (c === '\'' || c === '"' || c === '`') {
+      let j = i + 1;
+      let text = '';
+      while (j < source.length && source[j] !== c) {
+        if (source[j] === '\\' && j + 1 < source.length) {
+          const escaped = source[j + 1];
+          text += { n: '\n', t: '\t' }[escaped] ?? escaped;
+          j += 2;
+        } else {
+          text += source[j++];
+        }
+      }
+      if (j >= source.length)
+        throw new LocatorError(`a string in ${JSON.stringify(source)} is not closed`);
+      tokens.push({ type: 'string', value: text });
+      i = j + 1;
+    } else if (c === '/' && !['word', 'string', 'number'].includes(tokens.at(-1)?.type) &&
+        !(tokens.at(-1)?.type === 'punct' && tokens.at(-1).value === ')')) {
+      let j = i + 1;
+      let inClass = false;
+      while (j < source.length && (source[j] !== '/' || inClass)) {
+        if (source[j] === '\\')
+          j++;
+        else if (source[j] === '[')
+          inClass = true;
+        else if (source[j] === ']')
+          inClass = false;
+        j++;
+      }
+      if (j >= source.length)
+        throw new LocatorError(`a regular expression in ${JSON.stringify(source)} is not closed`);
+      const flags = /^[a-z]*/.exec(source.slice(j + 1))[0];
+      tokens.push({ type: 'regex', value: { source: source.slice(i + 1, j), flags } });
+      i = j + 1 + flags.length;
+    } else if (/[0-9-]/.test(c)) {
+      const number = /^-?\d+(?:\.\d+)?/.exec(source.slice(i));
+      if (!number)
+        throw new LocatorError(`could not read ${JSON.stringify(source)} near ${JSON.stringify(c)}`);
+      tokens.push({ type: 'number', value: Number(number[0]) });
+      i += number[0].length;
+    } else if (/[A-Za-z_$]/.test(c)) {
+      const word = /^[A-Za-z_$][\w$]*/.exec(source.slice(i))[0];
+      tokens.push({ type: 'word', value: word });
+      i += word.length;
+    } else if ('.(),{}:;'.includes(c)) {
+      tokens.push({ type: 'punct', value: c });
+      i++;
+    } else {
+      throw new LocatorError(`could not read ${JSON.stringify(source)} near ${JSON.stringify(c)}`);
+    }
+  }
+  return tokens;
+}
+
+/** Whitespace as one space, trimmed, as Playwright compares text. */
+const normal = text => String(text ?? '').replace(/\s+/g, ' ').trim();
+
+/**
+ * Whether `text` matches: a regular expression tests it; `exact` wants all of it (case and
+ * all), otherwise a part of it in any case, as Playwright's locators match.
+ *
+ * @param {Matcher} matcher
+ * @param {string | undefined} text
+ */
+function matches(matcher, text) {
+  if (text === undefined)
+    return false;
+  const plain = normal(text);
+  if (matcher.regex)
+    return new RegExp(matcher.regex.source, matcher.regex.flags.replace(/[gy]/g, '')).test(plain);
+  const wanted = normal(matcher.text);
+  return matcher.exact ? plain === wanted : plain.toLowerCase().includes(wanted.toLowerCase());
+}
+
+/**
+ * The nodes of `tree` that `steps` keep, in document order. `getByText` is not among them: text
+ * is found on the page, where the element holding it is (`textMatches` in page-scripts.js), since
+ * the tree leaves out elements without a role.
+ *
+ * @param {object[]} tree the snapshot's tree (snapshot.js `captureTree`)
+ * @param {Step[]} steps from {@link parseLocator}, none of them `text`
+ * @returns {object[]}
+ */
+export function applySteps(tree, steps) {
+  /** Every node below `roots` (not the roots), in document order. */
+  const below = roots => {
+    const out = [];
+    const walk = nodes => {
+      for (const node of nodes) {
+        if (node.role === undefined)
+          continue;
+        out.push(node);
+        walk(node.children || []);
+      }
+    };
+    for (const root of roots)
+      walk(root.children || []);
+    return out;
+  };
+  let found = null;
+  for (const step of steps) {
+    if (step.kind === 'pick') {
+      found = pick(found ?? [], step);
+      continue;
+    }
+    const pool = found === null ? below([{ children: tree }]) : below(found);
+    found = pool.filter(node => {
+      switch (step.kind) {
+        case 'role':
+          return node.role === step.role && (!step.name || matches(step.name, node.name)) &&
+              (step.level === undefined || (node.states || []).includes(`level=${step.level}`));
+        case 'label':
+          return LABELLED.has(node.role) && matches(step.text, node.name);
+        case 'alt':
+          return node.role === 'img' && matches(step.text, node.name);
+        case 'title':
+          return matches(step.text, node.name);
+        default:
+          throw new LocatorError(`a ${step.kind} step is not resolved in the tree`);
+      }
+    });
+  }
+  return found ?? [];
+}
+
+/**
+ * `.first()`, `.last()` or `.nth(i)` of `list`.
+ *
+ * @template T
+ * @param {T[]} list
+ * @param {{which: 'first' | 'last' | number}} step
+ * @returns {T[]}
+ */
+export function pick(list, step) {
+  const picked = step.which === 'first' ? list[0] : step.which === 'last' ? list.at(-1) : list[step.which];
+  return picked ? [picked] : [];
+}
+
+/**
+ * The one element a locator named, as `{ref}`; none, or several (as Playwright's strict
+ * locators), is refused, the several listed with their refs.
+ *
+ * @param {{ref?: string, role?: string, name?: string}[]} found
+ * @param {string} source the locator as given
+ * @param {number} [total] how many matched, when `found` holds only the first of them
+ * @returns {{ref: string}}
+ * @throws {LocatorError}
+ */
+export function theOne(found, source, total) {
+  const named = found.filter(node => node.ref);
+  const count = Math.max(total ?? 0, named.length);
+  if (named.length === 0)
+    throw new LocatorError(`No element matches ${source}; take a snapshot (browser_snapshot) to see the page's elements, or use browser_find`);
+  if (count > 1) {
+    const listed = named.slice(0, LISTED).map(node => `- ${node.role}${node.name ? ` ${JSON.stringify(node.name)}` : ''} [ref=${node.ref}]`);
+    throw new LocatorError(`${source} matches ${count} elements and an action needs one (as in Playwright): ` +
+        `use one's ref, or add .first(), .last() or .nth(i)\n${listed.join('\n')}` +
+        `${count > LISTED ? `\n… and ${count - LISTED} more` : ''}`);
+  }
+  return { ref: named[0].ref };
+}

@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import test from 'node:test';
+
+import { LocatorError, applySteps, isLocator, parseLocator, theOne } from '../lib/locators.js';
+
+/** A page as the snapshot's tree reads it. */
+const TREE = [
+  {
+    role: 'navigation', name: 'Table of contents', ref: 'e1', children: [
+      { role: 'link', name: 'Ownership', ref: 'e2', url: 'ch04.html' },
+      { role: 'link', name: 'The Stack and the Heap', ref: 'e3', url: '#stack' },
+    ],
+  },
+  {
+    role: 'main', ref: 'e4', children: [
+      { role: 'heading', name: 'The Stack and the Heap', ref: 'e5', states: ['level=2'] },
+      { role: 'paragraph', ref: 'e6', children: [{ text: 'Both are parts of memory.' }] },
+      { role: 'textbox', name: 'Email', ref: 'e7' },
+      { role: 'button', name: 'Save', ref: 'e8' },
+      { role: 'button', name: 'Save draft', ref: 'e9' },
+      { role: 'img', name: 'A stack of plates', ref: 'e10' },
+    ],
+  },
+];
+
+const resolve = selector => {
+  const parsed = parseLocator(selector);
+  return theOne(applySteps(TREE, parsed.steps), selector).ref;
+};
+
+test('CSS is never taken for a locator', () => {
+  for (const css of ['#save', 'button.primary', 'a[href="x"]', 'main > p', 'input[name=q]', 'div:has(> a)'])
+    assert.equal(isLocator(css), false, css);
+  for (const locator of ["getByRole('button')", "page.getByText('x')", 'role=button', 'internal:role=link[name="x"i]',
+    'text=Save', "locator('#a')", 'css=#a', 'nav >> role=link'])
+    assert.equal(isLocator(locator), true, locator);
+});
+
+test('getByRole names an element by its role and name, as the outline shows them', () => {
+  assert.equal(resolve("getByRole('heading', { name: 'The Stack and the Heap' })"), 'e5');
+  assert.equal(resolve("getByRole('textbox', { name: 'email' })"), 'e7');
+  assert.equal(resolve("getByRole('button', { name: 'Save', exact: true })"), 'e8');
+  assert.equal(resolve("getByRole('heading', { level: 2 })"), 'e5');
+  assert.equal(resolve('getByRole("img", { name: /plates$/ })'), 'e10');
+  // Chained as Playwright MCP prints them: within the element the step before found.
+  assert.equal(resolve("page.getByRole('navigation', { name: 'Table of contents' }).getByRole('link', { name: 'The Stack and the Heap' })"), 'e3');
+  assert.equal(resolve("getByRole('button', { name: 'Save' }).last()"), 'e9');
+  assert.equal(resolve("getByRole('link').nth(1)"), 'e3');
+});
+
+test('the selector engines read the same', () => {
+  assert.equal(resolve('role=button[name="Save"s]'), 'e8');
+  assert.equal(resolve('internal:role=link[name="ownership"i]'), 'e2');
+  assert.equal(resolve('role=navigation >> role=link >> nth=1'), 'e3');
+  assert.equal(resolve("getByLabel('Email')"), 'e7');
+  assert.equal(resolve("getByAltText('stack of plates')"), 'e10');
+  assert.deepEqual(parseLocator("locator('#save')"), { css: '#save' });
+  assert.deepEqual(parseLocator("getByTestId('save')"), { css: '[data-testid="save"]' });
+  assert.deepEqual(parseLocator('css=main p'), { css: 'main p' });
+  assert.deepEqual(parseLocator("getByText('Both are', { exact: true })").steps, [{ kind: 'text', text: { exact: true, text: 'Both are' } }]);
+  assert.deepEqual(parseLocator('text="Save"').steps, [{ kind: 'text', text: { exact: true, text: 'Save' } }]);
+});
+
+test('none, or several, is refused as Playwright refuses them, the several with their refs', () => {
+  assert.throws(() => resolve("getByRole('button', { name: 'Delete' })"), (error) =>
+    error instanceof LocatorError && /^No element matches getByRole\('button', \{ name: 'Delete' \}\)/.test(error.message));
+  assert.throws(() => resolve("getByRole('button', { name: 'Save' })"), (error) =>
+    error instanceof LocatorError &&
+    error.message.includes('matches 2 elements') &&
+    error.message.includes('- button "Save" [ref=e8]\n- button "Save draft" [ref=e9]'));
+});
+
+test('what cannot be read says where', () => {
+  assert.throws(() => parseLocator("getByRole('button', { name: 'Save' )"), LocatorError);
+  assert.throws(() => parseLocator("getByRole('button').click()"), /click\(…\) is not supported here/);
+  assert.throws(() => parseLocator("getByRole('button', { name: 'Save })"), /not closed/);
+  assert.throws(() => parseLocator('nth=0'), /needs a locator before it/);
+  assert.throws(() => parseLocator("locator('nav').getByRole('link')"), /after locator\(…\) is not supported/);
+});
