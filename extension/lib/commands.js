@@ -178,10 +178,11 @@ export async function runCommand(ctx, method, params) {
   if (!Object.hasOwn(COMMANDS, method))
     throw new RpcError(ErrorCode.METHOD_NOT_FOUND, `Method not found: "${method}"; this extension handles ${Object.keys(COMMANDS).join(', ')}`);
   const command = COMMANDS[method];
-  // Playwright's locators (getByRole(…), role=…) become the one element's ref first.
-  const valid = await resolveLocators(ctx, validateParams(command.params, params));
+  const checked = validateParams(command.params, params);
   // The person has this tab (a hand-off): nothing else runs on it until they answer.
-  assertNotHandedOff(ctx, method, valid);
+  assertNotHandedOff(ctx, method, checked);
+  // Playwright's locators (getByRole(…), role=…) become the one element's ref.
+  const valid = await resolveLocators(ctx, checked);
   // A step the person asked to approve first (a form sent, a purchase) waits for their Allow.
   await askBeforeActing(ctx, method, valid);
   const dialogsBefore = ctx.debuggers?.events?.openDialogs() ?? new Map();

@@ -3268,6 +3268,18 @@ async fn locators_in_target(host: &impl Host) {
         page_value(host, "document.getElementById('name').value").await,
         "Ada"
     );
+    // browser_fill_form's fields take them too.
+    tool_ok(
+        host,
+        "browser_fill_form",
+        json!({"fields": [{"name": "Bio", "type": "textbox",
+                           "target": "getByRole('textbox').nth(1)", "value": "Mathematician"}]}),
+    )
+    .await;
+    assert_eq!(
+        page_value(host, "document.getElementById('bio').value").await,
+        "Mathematician"
+    );
     // Text is found where it is on the page, the innermost element that holds it.
     tool_ok(
         host,

@@ -28,22 +28,46 @@ const TEXT_MATCHES_NAMED = 50;
  * @returns {Promise<Record<string, unknown>>}
  */
 export async function resolveLocators(ctx, params) {
-  const wanted = TARGETS.filter(([selectorKey, refKey]) =>
-    typeof params[selectorKey] === 'string' && params[refKey] === undefined && isLocator(params[selectorKey]));
-  if (wanted.length === 0)
+  const wanted = (/** @type {Record<string, unknown>} */ named) => TARGETS.filter(([selectorKey, refKey]) =>
+    typeof named[selectorKey] === 'string' && named[refKey] === undefined && isLocator(named[selectorKey]));
+  // browser_fill_form's fields name their elements too.
+  const fields = Array.isArray(params.fields) ? params.fields : [];
+  if (wanted(params).length === 0 && !fields.some(field => field && typeof field === 'object' && wanted(field).length))
     return params;
   const tabId = await targetTab(ctx, params.tabId);
-  const out = { ...params };
-  /** @type {object[] | undefined} the page's tree, read once for all of this command's locators */
-  let tree;
+  /** @type {{tree?: object[]}} the page's tree, read once for all of this command's locators */
+  const page = {};
+  const out = await resolvedIn(ctx, tabId, params, wanted(params), page, '');
+  if (fields.length) {
+    out.fields = [];
+    for (const [index, field] of fields.entries()) {
+      const named = field && typeof field === 'object' ? wanted(field) : [];
+      out.fields.push(named.length ? await resolvedIn(ctx, tabId, field, named, page, `fields[${index}].`) : field);
+    }
+  }
+  return out;
+}
+
+/**
+ * `named` with each of its `wanted` locators replaced by a ref.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {Record<string, unknown>} named
+ * @param {string[][]} wanted pairs of selector key and ref key
+ * @param {{tree?: object[]}} page
+ * @param {string} at where `named` is in the params, for messages
+ */
+async function resolvedIn(ctx, tabId, named, wanted, page, at) {
+  const out = { ...named };
   for (const [selectorKey, refKey] of wanted) {
-    const source = /** @type {string} */ (params[selectorKey]).trim();
+    const source = /** @type {string} */ (named[selectorKey]).trim();
     let parsed;
     try {
       parsed = parseLocator(source);
     } catch (error) {
       if (error instanceof LocatorError)
-        throw invalidParams(`parameter "${selectorKey}": ${error.message}`);
+        throw invalidParams(`parameter "${at}${selectorKey}": ${error.message}`);
       throw error;
     }
     if ('css' in parsed) {
@@ -52,13 +76,13 @@ export async function resolveLocators(ctx, params) {
     }
     const textAt = parsed.steps.findIndex(step => step.kind === 'text');
     if (textAt !== -1 && parsed.steps.slice(textAt + 1).some(step => step.kind !== 'pick'))
-      throw invalidParams(`parameter "${selectorKey}": ${source}: getByText(…) must come last (before .first(), .last() or .nth() only)`);
+      throw invalidParams(`parameter "${at}${selectorKey}": ${source}: getByText(…) must come last (before .first(), .last() or .nth() only)`);
     const treeSteps = textAt === -1 ? parsed.steps : parsed.steps.slice(0, textAt);
     let found = null;
     let total;
     if (treeSteps.length) {
-      tree ??= (await evaluateExpression(ctx, tabId, `${CAPTURE_TREE}(${JSON.stringify({ maxNodes: OUTLINE_MAX_NODES })})`)).tree;
-      found = applySteps(tree, treeSteps);
+      page.tree ??= (await evaluateExpression(ctx, tabId, `${CAPTURE_TREE}(${JSON.stringify({ maxNodes: OUTLINE_MAX_NODES })})`)).tree;
+      found = applySteps(page.tree, treeSteps);
     }
     if (textAt !== -1) {
       const scope = found === null ? null : found.map(node => node.ref).filter(Boolean);

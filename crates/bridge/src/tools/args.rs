@@ -659,7 +659,7 @@ pub(crate) struct FormField {
     pub(crate) name: String,
     #[serde(rename = "type")]
     pub(crate) kind: FieldType,
-    /// The field: a ref or a CSS selector.
+    /// The field: a ref or a selector.
     #[serde(default)]
     pub(crate) target: Option<String>,
     #[serde(default, rename = "ref")]
