@@ -3214,6 +3214,18 @@ async fn playwright_locators_in_target_name_one_element() {
     );
 }
 
+/// The same in a real window under Xvfb, where text's visibility and clicks go through a
+/// painted page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_playwright_locators_in_target_name_one_element_under_xvfb() {
+    on_tools_page!(
+        "headful_playwright_locators_in_target_name_one_element_under_xvfb",
+        Mode::Headful,
+        &[],
+        |bridge, _site| { locators_in_target(&bridge).await }
+    );
+}
+
 #[cfg(feature = "http-mcp")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_http_playwright_locators_in_target_name_one_element() {
