@@ -17,7 +17,7 @@
 
 /** A step of a locator: what it keeps of the nodes the step before kept (or of the page). */
 /**
- * @typedef {{kind: 'role', role: string, name?: Matcher, level?: number}
+ * @typedef {{kind: 'role', role: string, name?: Matcher, level?: number, states?: Record<string, boolean>}
  *   | {kind: 'text', text: Matcher}
  *   | {kind: 'label', text: Matcher}
  *   | {kind: 'alt', text: Matcher}
@@ -223,6 +223,11 @@ function callStep(method, args, source) {
       }
       if (options.level)
         step.level = Number(options.level.value);
+      // The states the outline shows: [checked], [disabled], [selected], [expanded=true], [pressed=true].
+      for (const state of ['checked', 'disabled', 'selected', 'expanded', 'pressed']) {
+        if (options[state]?.type === 'bool')
+          (step.states ??= {})[state] = options[state].value;
+      }
       return step;
     }
     case 'getByText':
@@ -376,7 +381,8 @@ export function applySteps(tree, steps) {
       switch (step.kind) {
         case 'role':
           return node.role === step.role && (!step.name || matches(step.name, node.name)) &&
-              (step.level === undefined || (node.states || []).includes(`level=${step.level}`));
+              (step.level === undefined || (node.states || []).includes(`level=${step.level}`)) &&
+              Object.entries(step.states ?? {}).every(([state, wanted]) => hasState(node, state) === wanted);
         case 'label':
           return LABELLED.has(node.role) && matches(step.text, node.name);
         case 'alt':
@@ -389,6 +395,12 @@ export function applySteps(tree, steps) {
     });
   }
   return found ?? [];
+}
+
+/** Whether the outline shows `state` on `node`: `[checked]` or `[expanded=true]`. */
+function hasState(node, state) {
+  const states = node.states || [];
+  return states.includes(state) || states.includes(`${state}=true`);
 }
 
 /**

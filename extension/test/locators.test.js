@@ -16,6 +16,8 @@ const TREE = [
       { role: 'heading', name: 'The Stack and the Heap', ref: 'e5', states: ['level=2'] },
       { role: 'paragraph', ref: 'e6', children: [{ text: 'Both are parts of memory.' }] },
       { role: 'textbox', name: 'Email', ref: 'e7' },
+      { role: 'checkbox', name: 'Remember me', ref: 'e11', states: ['checked'] },
+      { role: 'checkbox', name: 'Newsletter', ref: 'e12' },
       { role: 'button', name: 'Save', ref: 'e8' },
       { role: 'button', name: 'Save draft', ref: 'e9' },
       { role: 'img', name: 'A stack of plates', ref: 'e10' },
@@ -46,6 +48,9 @@ test('getByRole names an element by its role and name, as the outline shows them
   assert.equal(resolve("page.getByRole('navigation', { name: 'Table of contents' }).getByRole('link', { name: 'The Stack and the Heap' })"), 'e3');
   assert.equal(resolve("getByRole('button', { name: 'Save' }).last()"), 'e9');
   assert.equal(resolve("getByRole('link').nth(1)"), 'e3');
+  // The states the outline shows.
+  assert.equal(resolve("getByRole('checkbox', { checked: true })"), 'e11');
+  assert.equal(resolve("getByRole('checkbox', { checked: false })"), 'e12');
 });
 
 test('the selector engines read the same', () => {
