@@ -3320,6 +3320,16 @@ async fn locators_in_target(host: &impl Host) {
     assert_eq!(id_of("//li[@id='item-b']").await, "item-b");
     assert_eq!(id_of("xpath=//ul/li[1]").await, "item-a");
     assert_eq!(id_of("locator('#swatch')").await, "swatch");
+    let broken = tool(
+        host,
+        "browser_evaluate",
+        json!({"function": "(element) => element.id", "target": "//li[@id="}),
+    )
+    .await;
+    assert!(
+        is_error(&broken) && text(&broken).contains("is not a valid XPath: //li[@id="),
+        "{broken}"
+    );
     let none = tool(
         host,
         "browser_click",

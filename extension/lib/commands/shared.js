@@ -170,8 +170,11 @@ export async function locateWhenReady(evaluate, target, options = {}) {
 export function elementError(failure, target) {
   const named = describeTarget(target);
   switch (failure.error) {
-    case 'invalid-selector':
-      return invalidParams(`parameter "selector" is not a valid CSS selector: ${typeof target === 'string' ? target : target.selector}`);
+    case 'invalid-selector': {
+      const selector = typeof target === 'string' ? target : target.selector;
+      const kind = /^(?:xpath=|\(*\/\/)/.test(selector) ? 'XPath' : 'CSS selector';
+      return invalidParams(`parameter "selector" is not a valid ${kind}: ${selector}`);
+    }
     case 'not-found':
       return serverError(`No element matches ${named}; take a snapshot to see the page's elements`);
     case 'stale-ref':
