@@ -163,6 +163,12 @@ export function captureTree(limits, rootElement) {
           return 'spinbutton';
         if (type === 'file')
           return 'button';
+        // As HTML-AAM maps them (and Playwright's snapshot shows them): a search field is a
+        // searchbox, and a text field with suggestions (list=) a combobox.
+        if (['text', 'search', 'email', 'tel', 'url'].includes(type) && el.hasAttribute('list'))
+          return 'combobox';
+        if (type === 'search')
+          return 'searchbox';
         return 'textbox';
       }
       default:
@@ -210,7 +216,7 @@ export function captureTree(limits, rootElement) {
   const ownPointer = (el, style) => style.cursor === 'pointer' &&
       !(el.parentElement && el.ownerDocument.defaultView.getComputedStyle(el.parentElement).cursor === 'pointer');
   const actionable = (el, style) => {
-    if (!el.matches(ACTIONABLE) && !['button', 'link', 'checkbox', 'radio', 'textbox', 'combobox'].includes(el.getAttribute('role')) &&
+    if (!el.matches(ACTIONABLE) && !['button', 'link', 'checkbox', 'radio', 'textbox', 'searchbox', 'combobox'].includes(el.getAttribute('role')) &&
         !ownPointer(el, style))
       return false;
     const rect = el.getBoundingClientRect();
@@ -334,7 +340,7 @@ export function captureTree(limits, rootElement) {
       const chosen = Array.from(el.selectedOptions, o => flat(o.label || o.textContent));
       if (role === 'combobox' && chosen.length)
         item.value = clip(chosen[0], 100);
-    } else if (role === 'textbox' || role === 'spinbutton' || role === 'slider' || role === 'combobox') {
+    } else if (['textbox', 'searchbox', 'spinbutton', 'slider', 'combobox'].includes(role)) {
       const raw = 'value' in el && typeof el.value === 'string' ? el.value : el.isContentEditable ? el.textContent : '';
       // Never put a password into a model's context; say only that one is there.
       if (raw && el.type === 'password')

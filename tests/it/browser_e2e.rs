@@ -1614,7 +1614,10 @@ async fn snapshot_refs(chromium: &Path) {
     // Interactive-only, the same page is one short result.
     let controls = outline(&bridge, json!({"interactive": true})).await;
     assert!(controls.len() < 1_000, "{controls}");
-    assert!(controls.contains("textbox \"Filter\" [ref="), "{controls}");
+    assert!(
+        controls.contains("searchbox \"Filter\" [ref="),
+        "{controls}"
+    );
     let _ = bridge.cancel().await;
 }
 
@@ -3279,6 +3282,30 @@ async fn locators_in_target(host: &impl Host) {
     assert_eq!(
         page_value(host, "document.getElementById('name').value").await,
         "Ada"
+    );
+    // Roles as HTML-AAM maps them, as Playwright's snapshot shows them: a search field is a
+    // searchbox, a text field with suggestions a combobox.
+    page_value(
+        host,
+        "document.body.insertAdjacentHTML('beforeend', '<input id=find type=search \
+         aria-label=Find><input id=city list=cities aria-label=City>\
+         <datalist id=cities><option value=Paris></datalist>'); 1",
+    )
+    .await;
+    let shown = outline(host, json!({})).await;
+    assert!(
+        shown.contains("- searchbox \"Find\" [ref=") && shown.contains("- combobox \"City\" [ref="),
+        "{shown}"
+    );
+    tool_ok(
+        host,
+        "browser_type",
+        json!({"target": "getByRole('searchbox', { name: 'Find' })", "text": "kettle"}),
+    )
+    .await;
+    assert_eq!(
+        page_value(host, "document.getElementById('find').value").await,
+        "kettle"
     );
     // browser_fill_form's fields take them too.
     tool_ok(
