@@ -325,19 +325,19 @@ function tokenize(source) {
   return tokens;
 }
 
-/** Whitespace as one space, trimmed, as Playwright compares text. */
-const normal = text => String(text ?? '').replace(/\s+/g, ' ').trim();
-
 /**
  * Whether `text` matches: a regular expression tests it; `exact` wants all of it (case and
- * all), otherwise a part of it in any case, as Playwright's locators match.
+ * all), otherwise a part of it in any case, as Playwright's locators match (white space read
+ * as one space, trimmed). Self-contained: `getByText` runs it on the page too (its source is
+ * handed to `textMatches` in page-scripts.js).
  *
  * @param {Matcher} matcher
  * @param {string | undefined} text
  */
-function matches(matcher, text) {
+export function matchesText(matcher, text) {
   if (text === undefined)
     return false;
+  const normal = value => String(value ?? '').replace(/\s+/g, ' ').trim();
   const plain = normal(text);
   if (matcher.regex)
     return new RegExp(matcher.regex.source, matcher.regex.flags.replace(/[gy]/g, '')).test(plain);
@@ -380,15 +380,15 @@ export function applySteps(tree, steps) {
     found = pool.filter(node => {
       switch (step.kind) {
         case 'role':
-          return node.role === step.role && (!step.name || matches(step.name, node.name)) &&
+          return node.role === step.role && (!step.name || matchesText(step.name, node.name)) &&
               (step.level === undefined || (node.states || []).includes(`level=${step.level}`)) &&
               Object.entries(step.states ?? {}).every(([state, wanted]) => hasState(node, state) === wanted);
         case 'label':
-          return LABELLED.has(node.role) && matches(step.text, node.name);
+          return LABELLED.has(node.role) && matchesText(step.text, node.name);
         case 'alt':
-          return node.role === 'img' && matches(step.text, node.name);
+          return node.role === 'img' && matchesText(step.text, node.name);
         case 'title':
-          return matches(step.text, node.name);
+          return matchesText(step.text, node.name);
         default:
           throw new LocatorError(`a ${step.kind} step is not resolved in the tree`);
       }

@@ -493,28 +493,20 @@ export function pageShowsText(text) {
 }
 
 /**
- * `getByText`: the innermost elements whose text matches (as Playwright's text locators: white
- * space made one space, a part of it in any case unless `exact`, or a regular expression),
- * shown on the page, within the elements of `scopeRefs` (refs the steps before found) or the
- * whole document. Each is given a ref through `capture` (the snapshot's `captureTree`, which
- * names a subtree's root even without a role), so the command then acts on that very element.
- * The tree cannot answer this: it leaves out elements without a role, and text would then
- * land on a container.
+ * `getByText`: the innermost elements whose text `matchesText` (lib/locators.js, handed in as
+ * source: Playwright's text matching) accepts for `matcher`, shown on the page, within the
+ * elements of `scopeRefs` (refs the steps before found) or the whole document. Each is given a
+ * ref through `capture` (the snapshot's `captureTree`, which names a subtree's root even
+ * without a role), so the command then acts on that very element. The tree cannot answer
+ * this: it leaves out elements without a role, and text would then land on a container.
  *
  * @param {(limits: object, el: Element) => {tree: object[]}} capture
+ * @param {(matcher: object, text: string) => boolean} matchesText
  * @param {{exact: boolean, text?: string, regex?: {source: string, flags: string}}} matcher
  * @param {string[] | null} scopeRefs
  * @param {number} max how many to name; `total` counts them all
  */
-export function textMatches(capture, matcher, scopeRefs, max) {
-  const normal = text => String(text ?? '').replace(/\s+/g, ' ').trim();
-  const wanted = matcher.regex ? new RegExp(matcher.regex.source, matcher.regex.flags.replace(/[gy]/g, '')) : normal(matcher.text);
-  const test = text => {
-    const plain = normal(text);
-    if (wanted instanceof RegExp)
-      return wanted.test(plain);
-    return matcher.exact ? plain === wanted : plain.toLowerCase().includes(wanted.toLowerCase());
-  };
+export function textMatches(capture, matchesText, matcher, scopeRefs, max) {
   const registry = window[Symbol.for('mcp-relay.refs')];
   const roots = scopeRefs === null ? [document.body || document.documentElement]
     : scopeRefs.map(ref => registry?.byRef.get(ref)?.deref()).filter(el => el && el.isConnected);
@@ -522,7 +514,7 @@ export function textMatches(capture, matcher, scopeRefs, max) {
   const matching = [];
   for (const root of roots) {
     for (const el of root.querySelectorAll('*')) {
-      if (!skip.has(el.localName) && test(el.textContent))
+      if (!skip.has(el.localName) && matchesText(matcher, el.textContent))
         matching.push(el);
     }
   }
@@ -537,7 +529,7 @@ export function textMatches(capture, matcher, scopeRefs, max) {
   for (const el of shown.slice(0, max)) {
     const node = capture({ maxNodes: 1 }, el).tree[0];
     if (node?.ref)
-      matches.push({ ref: node.ref, role: node.role, name: node.name ?? normal(el.textContent).slice(0, 60) });
+      matches.push({ ref: node.ref, role: node.role, name: node.name ?? el.textContent.replace(/\s+/g, ' ').trim().slice(0, 60) });
   }
   return { matches, total: shown.length };
 }

@@ -5,7 +5,7 @@
  * goes through untouched.
  */
 
-import { LocatorError, applySteps, isLocator, parseLocator, pick, theOne } from '../locators.js';
+import { LocatorError, applySteps, isLocator, matchesText, parseLocator, pick, theOne } from '../locators.js';
 import { textMatches } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { CAPTURE_TREE, OUTLINE_MAX_NODES } from './reading.js';
@@ -32,12 +32,13 @@ export async function resolveLocators(ctx, params) {
     typeof named[selectorKey] === 'string' && named[refKey] === undefined && isLocator(named[selectorKey]));
   // browser_fill_form's fields name their elements too.
   const fields = Array.isArray(params.fields) ? params.fields : [];
-  if (wanted(params).length === 0 && !fields.some(field => field && typeof field === 'object' && wanted(field).length))
+  const own = wanted(params);
+  if (own.length === 0 && !fields.some(field => field && typeof field === 'object' && wanted(field).length))
     return params;
   const tabId = await targetTab(ctx, params.tabId);
   /** @type {{tree?: object[]}} the page's tree, read once for all of this command's locators */
   const page = {};
-  const out = await resolvedIn(ctx, tabId, params, wanted(params), page, '');
+  const out = await resolvedIn(ctx, tabId, params, own, page, '');
   if (fields.length) {
     out.fields = [];
     for (const [index, field] of fields.entries()) {
@@ -87,7 +88,7 @@ async function resolvedIn(ctx, tabId, named, wanted, page, at) {
     if (textAt !== -1) {
       const scope = found === null ? null : found.map(node => node.ref).filter(Boolean);
       const answer = await evaluateExpression(ctx, tabId,
-          `(${textMatches.toString()})(${CAPTURE_TREE}, ${JSON.stringify(parsed.steps[textAt].text)}, ` +
+          `(${textMatches.toString()})(${CAPTURE_TREE}, ${matchesText.toString()}, ${JSON.stringify(parsed.steps[textAt].text)}, ` +
           `${JSON.stringify(scope)}, ${TEXT_MATCHES_NAMED})`);
       found = answer.matches;
       total = answer.total;

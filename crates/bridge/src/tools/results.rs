@@ -213,8 +213,7 @@ fn download_lines(downloads: &Value) -> Vec<String> {
 
 /// `1 request`, `3 requests`: a count as a person writes it (`noun` takes an `s` for more
 /// than one, or none).
-fn counted(n: impl Into<u64>, noun: &str) -> String {
-    let n = n.into();
+fn counted(n: u64, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
