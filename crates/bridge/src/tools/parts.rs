@@ -54,6 +54,17 @@ fn part_end(text: &str, from: usize, max_chars: usize) -> usize {
     }
 }
 
+/// The start of the line holding byte `at`, when it is within `max_chars` characters before
+/// it; `at` otherwise.
+fn line_start_near(text: &str, at: usize, max_chars: usize) -> usize {
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    if text[line_start..at].chars().count() < max_chars {
+        line_start
+    } else {
+        at
+    }
+}
+
 /// Byte offset of char offset `chars` (the end of the text when beyond it).
 pub(crate) fn byte_at(text: &str, chars: usize) -> usize {
     text.char_indices()
@@ -91,11 +102,13 @@ pub(crate) fn part_at(text: &str, from: usize, limit: usize) -> Option<Part> {
         body_limit(limit)
     };
     // Cut from the start, so a part read on from a note's offset is numbered as its first
-    // part said; an offset a model made up starts its own numbering.
+    // part said; an offset a model made up starts its own numbering, at the start of the line
+    // it falls in (a part that opens mid-line reads as a broken outline line), unless that
+    // line is too long for one part.
     let mut starts = Vec::new();
     let mut byte = 0;
     let mut from_byte = None;
-    let target = byte_at(text, from);
+    let target = line_start_near(text, byte_at(text, from), max);
     while byte < text.len() || starts.is_empty() {
         if byte == target {
             from_byte = Some(starts.len());
@@ -325,6 +338,20 @@ mod tests {
         assert_eq!(short.text("browser_snapshot", true), "a\nb");
         assert_eq!(grouped(1_234_567), "1,234,567");
         assert_eq!(grouped(12), "12");
+    }
+
+    #[test]
+    fn an_offset_made_up_mid_line_reads_from_the_start_of_its_line() {
+        let text: String = (1..=3_000).map(|i| format!("- line {i}\n")).collect();
+        let line_500 = text.find("- line 500\n").unwrap();
+        let part = part_at(&text, line_500 + 4, 10_000).unwrap();
+        assert_eq!(part.start, line_500, "ASCII: bytes are characters");
+        assert!(part.body.starts_with("- line 500\n"), "{}", &part.body[..20]);
+        assert_eq!(part.first_line, 500);
+        // In a line longer than a part, the offset is where the part starts.
+        let text = format!("head\n{}\ntail\n", "x".repeat(5_000));
+        let part = part_at(&text, 3_000, 2_000).unwrap();
+        assert_eq!(part.start, 3_000);
     }
 
     #[test]
