@@ -388,8 +388,11 @@ export function captureTree(limits, rootElement) {
     }
     if (nameFromContent && kids.some(kid => BLOCKS.has(kid.role)))
       delete item.name;
-    // Text already read as the name is not repeated below.
-    else if (item.name && NAME_FROM_CONTENT.has(role))
+    // Text already read as the name is not repeated below. A name its author gave
+    // (aria-label: a teaser labelled "Search result", a cell labelled "Price") is not what
+    // the element shows, so its text stays, unless it only says the name again.
+    else if (item.name && NAME_FROM_CONTENT.has(role) &&
+        (nameFromContent || flat(kids.map(kid => kid.role === undefined ? kid.text : '').join(' ')) === item.name))
       kids = kids.filter(kid => kid.role !== undefined);
     if (kids.length)
       item.children = kids;

@@ -1580,6 +1580,22 @@ async fn snapshot_refs(chromium: &Path) {
         "{prose}"
     );
     assert!(prose.contains(": Gluedtogether stays glued."), "{prose}");
+    // A name its author gave keeps what the element shows beside it, as Playwright's snapshot
+    // does; text that only repeats the name is not said twice.
+    for line in [
+        "- generic \"Search Result Teaser\" [ref=",
+        "]: borrowing lets you use a value without owning it\n",
+        "- cell \"Price\" [ref=",
+        "- button \"Close\" [ref=",
+    ] {
+        assert!(prose.contains(line), "{line} in {prose}");
+    }
+    assert!(
+        prose.contains("]: $5\n") && prose.contains("]: ×\n"),
+        "{prose}"
+    );
+    let save = prose.lines().find(|l| l.contains("button \"Save\"")).unwrap();
+    assert!(save.ends_with(']'), "{save}");
     // A <div> a framework made clickable (a listener, a pointer cursor of its own) is named
     // with a ref, once: the span inside inherits the cursor and is not; a click by it works.
     let card = ref_of(&prose, "generic \"Open the card\"");
