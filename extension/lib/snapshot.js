@@ -175,6 +175,21 @@ export function captureTree(limits, rootElement) {
         return el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable) ? 'textbox' : 'generic';
     }
   };
+  // The text an element shows, as its name from content: what is rendered (a `display: none`
+  // "Expand description" inside rustdoc's open section toggle is not; the CSS block between
+  // `std` and its version is a space), else what its own ::before and ::after say (the same
+  // toggle reads "Collapse"), as accessible names are computed. Icon-font glyphs (private use
+  // code points) say nothing.
+  const shownText = el => {
+    const text = el.innerText ?? el.textContent;
+    if (flat(text))
+      return text;
+    const view = el.ownerDocument.defaultView;
+    return ['::before', '::after'].map(pseudo => {
+      const quoted = /^"(.*)"$/s.exec(view.getComputedStyle(el, pseudo).content || '');
+      return quoted ? quoted[1].replace(/\\(.)/g, '$1').replace(/[\uE000-\uF8FF]/g, '') : '';
+    }).join(' ');
+  };
   // The accessible name, and whether it was read from the element's own content.
   const nameOf = (el, role) => {
     const doc = el.ownerDocument;
@@ -189,7 +204,7 @@ export function captureTree(limits, rootElement) {
       el.getAttribute('aria-label'),
       el.labels && el.labels.length ? Array.from(el.labels).map(label => label.textContent).join(' ') : '',
       isInput && ['button', 'submit', 'reset'].includes(el.type) ? el.value || (el.type === 'submit' ? 'Submit' : '') : '',
-      NAME_FROM_CONTENT.has(role) && !isInput && el.localName !== 'select' ? el.textContent : '',
+      NAME_FROM_CONTENT.has(role) && !isInput && el.localName !== 'select' ? shownText(el) : '',
       el.localName === 'fieldset' ? el.querySelector('legend')?.textContent : '',
       el.getAttribute('alt'),
       el.getAttribute('title'),
@@ -299,6 +314,15 @@ export function captureTree(limits, rootElement) {
     // A generic element is shown only when a person can act on it, when it is labelled
     // (aria-label, aria-labelledby: its author named it), or as the root of a subtree snapshot.
     const labelled = el.hasAttribute('aria-label') || el.hasAttribute('aria-labelledby');
+    // A <label> gives its control its name, and a click on it is a click on the control, so
+    // the control's own line says both: the label is not a line of its own (rustdoc's
+    // settings read every choice twice, `generic "dark"` around `radio "dark"`). Its text is
+    // left out where the control's name already says it.
+    if (el.localName === 'label' && el.control && !explicitRole && !labelled && !root) {
+      const kids = children();
+      const [controlName] = nameOf(el.control, implicitRole(el.control));
+      return kids.filter(kid => kid.role !== undefined || kid === SPACE || !controlName.includes(kid.text));
+    }
     if ((role === 'generic' || role === 'none') && !canAct && !labelled && !root)
       return children();
     if (style.visibility !== 'visible' && !canAct && !root)

@@ -1596,6 +1596,15 @@ async fn snapshot_refs(chromium: &Path) {
     );
     let save = prose.lines().find(|l| l.contains("button \"Save\"")).unwrap();
     assert!(save.ends_with(']'), "{save}");
+    // A label is its control's name, not a line of its own; a name from content is what the
+    // page shows: blocks apart, hidden text left out, CSS-generated words in.
+    assert!(prose.contains("- radio \"dark\" [ref="), "{prose}");
+    assert_eq!(prose.matches("dark").count(), 1, "{prose}");
+    assert!(prose.contains("- heading \"std 1.95.0\" [ref="), "{prose}");
+    assert!(
+        prose.contains("\"Collapse\" [ref=") && !prose.contains("Expand description"),
+        "{prose}"
+    );
     // A <div> a framework made clickable (a listener, a pointer cursor of its own) is named
     // with a ref, once: the span inside inherits the cursor and is not; a click by it works.
     let card = ref_of(&prose, "generic \"Open the card\"");
