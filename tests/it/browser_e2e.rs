@@ -1616,6 +1616,24 @@ async fn snapshot_refs(chromium: &Path) {
     )
     .await;
     assert_eq!(page_value(&bridge, "document.title").await, "Card opened");
+    // A page with nothing to act on says so, instead of an empty answer.
+    page_value(
+        &bridge,
+        "document.body.innerHTML = '<p>Only words here.</p>'; 1",
+    )
+    .await;
+    let nothing = tool(&bridge, "browser_snapshot", json!({"interactive": true})).await;
+    assert!(
+        !is_error(&nothing)
+            && text(&nothing).contains("Note: Nothing here a person can act on (no link, button"),
+        "{nothing}"
+    );
+    page_value(&bridge, "document.body.innerHTML = ''; 1").await;
+    let blank = tool(&bridge, "browser_snapshot", json!({})).await;
+    assert!(
+        text(&blank).contains("Note: Nothing is shown here: the page is blank"),
+        "{blank}"
+    );
 
     // The 5,000-row table: parts within the limit, each with a note saying how to read on,
     // that together are the whole snapshot.

@@ -184,6 +184,10 @@ export async function outlineOf(ctx, tabId, { target, boxes = false, ...options 
   const notes = [];
   if (target && captured.tree.length === 0)
     notes.push(`The element ${describeTarget(target)} is not rendered (hidden, or aria-hidden), so its subtree is empty`);
+  else if (!cut.text && options.interactive)
+    notes.push('Nothing here a person can act on (no link, button or field is shown); snapshot without "interactive" to read the text');
+  else if (!cut.text)
+    notes.push('Nothing is shown here: the page is blank, or everything on it is hidden');
   if (cut.cut) {
     notes.push(`The snapshot was cut after ${cut.shownLines} of ${cut.totalLines} lines (${OUTLINE_MAX_CHARS} characters, ` +
         'the safety cap); take a subtree (ref or selector), "depth" or "interactive": true to see the rest');
