@@ -235,6 +235,23 @@ export class NetworkLog {
   }
 
   /**
+   * How the server answered the document of the page now shown (its last hop, after any
+   * redirects), once its response has come; `null` when it has not, or was not seen.
+   *
+   * @param {number} tabId
+   * @returns {{status: number, statusText: string} | null}
+   */
+  pageStatus(tabId) {
+    const tab = this._tabs.get(tabId);
+    const loader = tab?.pageStart?._loader;
+    if (!loader)
+      return null;
+    const hops = tab.entries.filter(entry => entry._loader === loader && entry.type === 'Document');
+    const last = hops[hops.length - 1];
+    return typeof last?.status === 'number' ? { status: last.status, statusText: String(last.statusText ?? '') } : null;
+  }
+
+  /**
    * One kept request in full: its list fields, and what was kept of its headers and body.
    *
    * @param {number} tabId

@@ -124,3 +124,17 @@ test('sincePage keeps only the page now shown, from its document request, and co
   assert.equal(log.requests(9).requests.length, 5);
   assert.equal(log.requests(9).earlier, 0);
 });
+
+test("the page's status is its document's last hop, once answered", () => {
+  const log = new NetworkLog();
+  const on = { tabId: 3 };
+  const doc = (url, extra = {}) => log.handle(on, 'Network.requestWillBeSent',
+    { requestId: 'L1', loaderId: 'L1', type: 'Document', request: { url, method: 'GET' }, timestamp: 1, ...extra });
+  assert.equal(log.pageStatus(3), null, 'nothing seen');
+  doc('https://a.test/old');
+  doc('https://a.test/gone', { redirectResponse: { status: 301, statusText: 'Moved' }, timestamp: 2 });
+  log.handle(on, 'Network.responseReceived', { requestId: 'L1', type: 'Document', response: { status: 404, statusText: 'Not Found' } });
+  assert.equal(log.pageStatus(3), null, 'not committed yet');
+  log.handle(on, 'Page.frameNavigated', { frame: { id: 'F', loaderId: 'L1' } });
+  assert.deepEqual(log.pageStatus(3), { status: 404, statusText: 'Not Found' });
+});

@@ -745,6 +745,21 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         let bytes = std::fs::read(&file).unwrap();
         assert!(bytes.starts_with(magic) && bytes.len() > 1_000, "{name}");
     }
+
+    // A page the server answered with an error loads, and the answer says it is an error.
+    let gone = tool(
+        &bridge,
+        "browser_navigate",
+        json!({"url": site.url("no-such-page.html")}),
+    )
+    .await;
+    assert!(!is_error(&gone), "{gone}");
+    assert!(
+        text(&gone).contains("\nHTTP 404 Not Found: the server answered with an error"),
+        "{gone}"
+    );
+    let found = tool_ok(&bridge, "browser_navigate", json!({"url": controls})).await;
+    assert!(found.get("httpError").is_none(), "{found}");
     let _ = bridge.cancel().await;
 }
 
@@ -1594,7 +1609,10 @@ async fn snapshot_refs(chromium: &Path) {
         prose.contains("]: $5\n") && prose.contains("]: ×\n"),
         "{prose}"
     );
-    let save = prose.lines().find(|l| l.contains("button \"Save\"")).unwrap();
+    let save = prose
+        .lines()
+        .find(|l| l.contains("button \"Save\""))
+        .unwrap();
     assert!(save.ends_with(']'), "{save}");
     // A label is its control's name, not a line of its own; a name from content is what the
     // page shows: blocks apart, hidden text left out, CSS-generated words in.

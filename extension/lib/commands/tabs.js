@@ -174,7 +174,11 @@ async function navigateTab(ctx, tabId, url) {
     throw serverError(`${url} failed to load in tab ${tabId}: ${response.errorText}`);
   }
   await waitForDocumentComplete(ctx, tabId, deadline, url, loaded);
-  return pageInfo(ctx, tabId);
+  const page = await pageInfo(ctx, tabId);
+  // A page the server answered with an error (404, 500) loads like any other; the model
+  // should not read "Not Found" as the content it came for.
+  const answered = ctx.debuggers.network?.pageStatus(tabId);
+  return answered && answered.status >= 400 ? { ...page, httpError: answered } : page;
 }
 
 /**

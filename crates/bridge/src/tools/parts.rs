@@ -346,7 +346,11 @@ mod tests {
         let line_500 = text.find("- line 500\n").unwrap();
         let part = part_at(&text, line_500 + 4, 10_000).unwrap();
         assert_eq!(part.start, line_500, "ASCII: bytes are characters");
-        assert!(part.body.starts_with("- line 500\n"), "{}", &part.body[..20]);
+        assert!(
+            part.body.starts_with("- line 500\n"),
+            "{}",
+            &part.body[..20]
+        );
         assert_eq!(part.first_line, 500);
         // In a line longer than a part, the offset is where the part starts.
         let text = format!("head\n{}\ntail\n", "x".repeat(5_000));

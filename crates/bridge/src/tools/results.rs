@@ -168,6 +168,12 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                 counted(value["inFlight"].as_u64().unwrap_or(0), "request")
             )),
             "downloads" => lines.extend(download_lines(value)),
+            "httpError" => lines.push(format!(
+                "HTTP {} {}: the server answered with an error, so the page shows that error, \
+                 not the content asked for",
+                value["status"],
+                value["statusText"].as_str().unwrap_or("")
+            )),
             "note" | "snapshotNote" => lines.push(format!("Note: {}", plain(value))),
             _ => lines.push(format!("{key}: {}", plain(value))),
         }
@@ -737,6 +743,22 @@ mod tests {
         let structured = shown.structured.unwrap();
         assert_eq!(structured["url"], "https://example.com/");
         assert!(structured.get("snapshot").is_none());
+    }
+
+    #[test]
+    fn a_navigation_to_an_error_page_says_the_server_answered_with_an_error() {
+        let shown = render(
+            "browser_navigate",
+            &json!({"tabId": 7, "url": "https://e/gone", "title": "Error response",
+                    "httpError": {"status": 404, "statusText": "Not Found"}}),
+        );
+        assert_eq!(
+            shown.text,
+            "Tab 7 · https://e/gone · Error response
+\
+             HTTP 404 Not Found: the server answered with an error, so the page shows that \
+             error, not the content asked for"
+        );
     }
 
     /// The result as a host receives it (`Gateway::call`): page text alone, since hosts give
