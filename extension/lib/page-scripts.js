@@ -489,7 +489,10 @@ export function selectOptions(el, values) {
  */
 export function pageShowsText(text) {
   const root = document.body || document.documentElement;
-  return Boolean(root && root.innerText.includes(text));
+  // As Playwright MCP's browser_wait_for reads text (its getByText): case aside, and any run
+  // of white space as one space, so "Results" is found in rustdoc's "Search results".
+  const flat = s => s.replace(/\s+/g, ' ').trim().toLowerCase();
+  return Boolean(root && flat(root.innerText).includes(flat(text)));
 }
 
 /**

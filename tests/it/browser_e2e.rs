@@ -370,6 +370,14 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
     let waited = tool_ok(&bridge, "browser_wait_for", json!({"text": "Finally here"})).await;
     assert_eq!(waited["found"], true, "{waited}");
     assert!(waited["waitedMs"].as_u64().unwrap() >= 300, "{waited}");
+    // Text is read as Playwright's getByText reads it: case aside, white space as one space.
+    let loosely = tool_ok(
+        &bridge,
+        "browser_wait_for",
+        json!({"text": "finally   HERE", "timeout": 1}),
+    )
+    .await;
+    assert_eq!(loosely["found"], true, "{loosely}");
     let gone = tool_ok(
         &bridge,
         "browser_wait_for",
