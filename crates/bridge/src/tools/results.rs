@@ -152,8 +152,19 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
     if !head.is_empty() {
         lines.push(head);
     }
-    for (key, value) in map {
-        if skip.contains(&key.as_str()) || ["tabId", "url", "title"].contains(&key.as_str()) {
+    // What happened to the page first, then the action's own fields. Where a click landed
+    // (`x`, `y`) stays in the fields; as lines it is noise a model reads on every click.
+    let first = ["pageChanged", "httpError", "console", "settled", "downloads"];
+    let clicked = map.contains_key("clicked");
+    let ordered = first
+        .iter()
+        .filter_map(|key| map.get_key_value(*key))
+        .chain(map.iter().filter(|(key, _)| !first.contains(&key.as_str())));
+    for (key, value) in ordered {
+        if skip.contains(&key.as_str())
+            || ["tabId", "url", "title"].contains(&key.as_str())
+            || (clicked && ["x", "y"].contains(&key.as_str()))
+        {
             continue;
         }
         match key.as_str() {
@@ -873,12 +884,15 @@ mod tests {
         );
         let clicked = render(
             "browser_click",
-            &json!({"tabId": 7, "clicked": true, "pageChanged": {"url": "https://e/b", "title": "B"}}),
+            &json!({"tabId": 7, "clicked": true, "element": "a.next", "x": 75.66, "y": 25,
+                    "pageChanged": {"url": "https://e/b", "title": "B"}}),
         );
+        // What happened to the page comes first; where the click landed stays in the fields.
         assert_eq!(
             clicked.text,
-            "Tab 7\nclicked: true\nPage changed: https://e/b · B"
+            "Tab 7\nPage changed: https://e/b · B\nclicked: true\nelement: a.next"
         );
+        assert_eq!(clicked.structured.unwrap()["x"], 75.66);
         // What the console gained is a line; a settled page and a navigation's own new page
         // (the header already) are none; a page still loading is one.
         let navigated = render(
@@ -901,8 +915,8 @@ mod tests {
         );
         assert_eq!(
             busy.text,
-            "Tab 7\nclicked: true\nConsole: 1 new warning (browser_console_messages lists \
-             them)\nStill loading after 5000 ms: 2 requests in flight"
+            "Tab 7\nConsole: 1 new warning (browser_console_messages lists them)\nStill \
+             loading after 5000 ms: 2 requests in flight\nclicked: true"
         );
         assert_eq!(busy.structured.unwrap()["console"]["warnings"], 1);
         // A page's answer (a navigation with nothing else to say, a tab) is its header, the
