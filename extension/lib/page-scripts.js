@@ -160,6 +160,10 @@ export function locateElement(el, options = {}) {
       break;
     }
   }
+  // A hit on the element's own label is a click on it: a styled checkbox draws its label over
+  // its box (Playwright's hit check follows labels too).
+  if (!reachable && hit?.closest?.('label')?.control === el)
+    reachable = true;
   if (!reachable && !hit)
     return { error: 'off-screen', element: describe(el), at: { x: Math.round(x), y: Math.round(y) }, viewport: { width: view.innerWidth, height: view.innerHeight } };
   if (!reachable) {

@@ -317,8 +317,9 @@ export function captureTree(limits, rootElement) {
     // A <label> gives its control its name, and a click on it is a click on the control, so
     // the control's own line says both: the label is not a line of its own (rustdoc's
     // settings read every choice twice, `generic "dark"` around `radio "dark"`). Its text is
-    // left out where the control's name already says it.
-    if (el.localName === 'label' && el.control && !explicitRole && !labelled && !root) {
+    // left out where the control's name already says it. A label whose control is not
+    // rendered (a CSS-only toggle hides its box) is what a person clicks, and stays.
+    if (el.localName === 'label' && el.control && rendered(el.control) && !explicitRole && !labelled && !root) {
       const kids = children();
       const [controlName] = nameOf(el.control, implicitRole(el.control));
       return kids.filter(kid => kid.role !== undefined || kid === SPACE || !controlName.includes(kid.text));

@@ -1631,6 +1631,20 @@ async fn snapshot_refs(chromium: &Path) {
         prose.contains("\"Collapse\" [ref=") && !prose.contains("Expand description"),
         "{prose}"
     );
+    // A checkbox under the switch its label draws is clicked through the label; a toggle
+    // whose box is not rendered is its label, which keeps its line and ref.
+    let night = ref_of(&prose, "checkbox \"Night mode\"");
+    tool_ok(&bridge, "browser_click", json!({"target": night})).await;
+    assert_eq!(
+        page_value(&bridge, "document.getElementById('night').checked").await,
+        true
+    );
+    let compact = ref_of(&prose, "generic \"Compact view\"");
+    tool_ok(&bridge, "browser_click", json!({"target": compact})).await;
+    assert_eq!(
+        page_value(&bridge, "document.getElementById('compact').checked").await,
+        true
+    );
     // A <div> a framework made clickable (a listener, a pointer cursor of its own) is named
     // with a ref, once: the span inside inherits the cursor and is not; a click by it works.
     let card = ref_of(&prose, "generic \"Open the card\"");
