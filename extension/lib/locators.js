@@ -378,13 +378,15 @@ export function applySteps(tree, steps) {
     }
     const pool = found === null ? below([{ children: tree }]) : below(found);
     found = pool.filter(node => {
+      // A name the outline does not print (an image link's, shown on its image) still names it.
+      const name = node.name ?? node.altName;
       switch (step.kind) {
         case 'role':
-          return node.role === step.role && (!step.name || matchesText(step.name, node.name)) &&
+          return node.role === step.role && (!step.name || matchesText(step.name, name)) &&
               (step.level === undefined || (node.states || []).includes(`level=${step.level}`)) &&
               Object.entries(step.states ?? {}).every(([state, wanted]) => hasState(node, state) === wanted);
         case 'label':
-          return LABELLED.has(node.role) && matchesText(step.text, node.name);
+          return LABELLED.has(node.role) && matchesText(step.text, name);
         case 'alt':
           return node.role === 'img' && matchesText(step.text, node.name);
         case 'title':

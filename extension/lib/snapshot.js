@@ -335,6 +335,15 @@ export function captureTree(limits, rootElement) {
     const [name, nameFromContent] = nameOf(el, role);
     if (name)
       item.name = name;
+    else if (NAME_FROM_CONTENT.has(role) && !el.matches('input, select, textarea')) {
+      // Content that is only pictures (a logo link, an icon button) names the element too.
+      // The outline shows that name on the pictures, as Playwright's does, so it is not
+      // printed; a locator still finds the element by it (getByRole('link', { name: 'Home' })).
+      const pictures = Array.from(el.querySelectorAll('img[alt], [aria-label], svg title'), picture =>
+        flat(picture.getAttribute('alt') ?? picture.getAttribute('aria-label') ?? picture.textContent)).filter(Boolean);
+      if (pictures.length)
+        item.altName = clip(pictures.slice(0, 5).join(' '), 100);
+    }
     item.ref = ref;
     if (limits.boxes)
       item.box = boxOf(el);

@@ -21,6 +21,8 @@ const TREE = [
       { role: 'button', name: 'Save', ref: 'e8' },
       { role: 'button', name: 'Save draft', ref: 'e9' },
       { role: 'img', name: 'A stack of plates', ref: 'e10' },
+      // A logo link: its name is its picture's, which the outline prints on the picture.
+      { role: 'link', altName: 'Home', ref: 'e13', url: '/', children: [{ role: 'img', name: 'Home', ref: 'e14' }] },
     ],
   },
 ];
@@ -51,6 +53,8 @@ test('getByRole names an element by its role and name, as the outline shows them
   // The states the outline shows.
   assert.equal(resolve("getByRole('checkbox', { checked: true })"), 'e11');
   assert.equal(resolve("getByRole('checkbox', { checked: false })"), 'e12');
+  // A name only its pictures give, as Playwright's accessible names read it.
+  assert.equal(resolve("getByRole('link', { name: 'Home' })"), 'e13');
 });
 
 test('the selector engines read the same', () => {

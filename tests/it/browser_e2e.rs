@@ -3390,6 +3390,21 @@ async fn locators_in_target(host: &impl Host) {
         page_value(host, "document.getElementById('find').value").await,
         "kettle"
     );
+    // A link that is only a picture is named by it, as Playwright's accessible names read it
+    // (the outline prints the name on the picture, as Playwright MCP's does).
+    page_value(
+        host,
+        "document.body.insertAdjacentHTML('afterbegin', '<a href=\"#home\"><img alt=Home \
+         width=20 height=20 src=\"data:image/gif;base64,R0lGODlhAQABAAAAACw=\"></a>'); 1",
+    )
+    .await;
+    tool_ok(
+        host,
+        "browser_click",
+        json!({"target": "getByRole('link', { name: 'Home' })"}),
+    )
+    .await;
+    assert_eq!(page_value(host, "location.hash").await, "#home");
     // browser_fill_form's fields take them too.
     tool_ok(
         host,

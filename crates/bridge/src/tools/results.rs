@@ -154,7 +154,13 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
     }
     // What happened to the page first, then the action's own fields. Where a click landed
     // (`x`, `y`) stays in the fields; as lines it is noise a model reads on every click.
-    let first = ["pageChanged", "httpError", "console", "settled", "downloads"];
+    let first = [
+        "pageChanged",
+        "httpError",
+        "console",
+        "settled",
+        "downloads",
+    ];
     let clicked = map.contains_key("clicked");
     let ordered = first
         .iter()
