@@ -114,6 +114,21 @@ export function captureTree(limits, rootElement) {
     '[draggable=true]', '[onmouseover]', '[onmouseenter]', '[onmousedown]', '[onpointerdown]', '[ondblclick]',
     '[oncontextmenu]',
   ].join(',');
+  // A <th> heads its column or its row, as Chrome and Playwright decide: by its scope, else
+  // by its neighbours: a cell with data beside it (`<th>Name</th><td>Ada</td>`) makes it a
+  // row's header; headers on both sides, or none beside it, a column's.
+  const headerRole = el => {
+    const scope = (el.getAttribute('scope') || '').toLowerCase();
+    if (scope === 'row' || scope === 'rowgroup')
+      return 'rowheader';
+    if (scope === 'col' || scope === 'colgroup')
+      return 'columnheader';
+    const [before, after] = [el.previousElementSibling, el.nextElementSibling];
+    const data = cell => cell?.localName === 'td' && Boolean(flat(cell.textContent) || cell.children.length);
+    if (before?.localName === 'th' && after?.localName === 'th')
+      return 'columnheader';
+    return data(before) || data(after) ? 'rowheader' : 'columnheader';
+  };
   const implicitRole = el => {
     const tag = el.localName;
     switch (tag) {
@@ -129,7 +144,7 @@ export function captureTree(limits, rootElement) {
       case 'table': return 'table';
       case 'tr': return 'row';
       case 'td': return 'cell';
-      case 'th': return el.closest('thead') || el.getAttribute('scope') === 'col' ? 'columnheader' : 'rowheader';
+      case 'th': return headerRole(el);
       case 'img': return el.getAttribute('alt') === '' ? 'none' : 'img';
       case 'nav': return 'navigation';
       case 'main': return 'main';
@@ -220,6 +235,8 @@ export function captureTree(limits, rootElement) {
     return ['', false];
   };
   const CONTENT_CANDIDATE = 3;
+  // Roles whose aria-selected a person sees: the tab shown, the chosen option, row or item.
+  const SELECTABLE = new Set(['option', 'tab', 'row', 'gridcell', 'treeitem', 'columnheader', 'rowheader']);
   // Roles that hold blocks of content of their own: an element whose name was read from
   // content holding one of them (a summary holding a heading, a link wrapping a card) is not
   // named by it; the blocks below say it, once.
@@ -356,7 +373,7 @@ export function captureTree(limits, rootElement) {
       states.push('checked');
     if (el.getAttribute('aria-checked') === 'mixed' || el.indeterminate === true)
       states.push('checked=mixed');
-    if (role === 'option' && (el.selected === true || el.getAttribute('aria-selected') === 'true'))
+    if ((role === 'option' && el.selected === true) || (SELECTABLE.has(role) && el.getAttribute('aria-selected') === 'true'))
       states.push('selected');
     if (el.getAttribute('aria-expanded'))
       states.push(`expanded=${el.getAttribute('aria-expanded')}`);

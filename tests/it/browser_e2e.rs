@@ -1631,6 +1631,17 @@ async fn snapshot_refs(chromium: &Path) {
         prose.contains("\"Collapse\" [ref=") && !prose.contains("Expand description"),
         "{prose}"
     );
+    // Header cells as Chrome and Playwright read them, and the tab shown.
+    for line in [
+        "- columnheader \"Op\" [ref=",
+        "- columnheader \"Meaning\" [ref=",
+        "- rowheader \"+\" [ref=",
+    ] {
+        assert!(prose.contains(line), "{line} in {prose}");
+    }
+    let one = prose.lines().find(|l| l.contains("tab \"One\"")).unwrap();
+    let two = prose.lines().find(|l| l.contains("tab \"Two\"")).unwrap();
+    assert!(one.ends_with("[selected]") && !two.contains("selected"), "{one} {two}");
     // A checkbox under the switch its label draws is clicked through the label; a toggle
     // whose box is not rendered is its label, which keeps its line and ref.
     let night = ref_of(&prose, "checkbox \"Night mode\"");
