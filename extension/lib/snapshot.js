@@ -190,16 +190,53 @@ export function captureTree(limits, rootElement) {
         return el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable) ? 'textbox' : 'generic';
     }
   };
-  // The text an element shows, as its name from content: what is rendered (a `display: none`
-  // "Expand description" inside rustdoc's open section toggle is not; the CSS block between
-  // `std` and its version is a space), else what its own ::before and ::after say (the same
-  // toggle reads "Collapse"), as accessible names are computed. Icon-font glyphs (private use
-  // code points) say nothing.
+  // The text an element shows, as its name from content, read as accessible names are: the
+  // page's own text (not as CSS transforms it: rustdoc's "copy" button shows "COPY"), without
+  // what is not rendered (a `display: none` "Expand description" inside rustdoc's open section
+  // toggle), a block within it a word apart (`std` and its version, not `std1.95.0`); an
+  // element that shows no text of its own, what its ::before and ::after say (the same toggle
+  // reads "Collapse"). Icon-font glyphs (private use code points) say nothing.
   const shownText = el => {
-    const text = el.innerText ?? el.textContent;
+    const view = el.ownerDocument.defaultView;
+    const parts = [];
+    const visit = node => {
+      if (node.nodeType === Node.TEXT_NODE) {
+        parts.push(node.textContent);
+        return;
+      }
+      if (node.nodeType !== Node.ELEMENT_NODE || SKIP.has(node.localName) || node.getAttribute('aria-hidden') === 'true')
+        return;
+      if (node.localName === 'br') {
+        parts.push(' ');
+        return;
+      }
+      const style = view.getComputedStyle(node);
+      if (style.display === 'none' || style.visibility === 'hidden' || style.visibility === 'collapse')
+        return;
+      const block = style.display !== 'inline' && style.display !== 'contents';
+      if (block)
+        parts.push(' ');
+      for (const kid of node.shadowRoot ? node.shadowRoot.childNodes : node.childNodes)
+        visit(kid);
+      if (block)
+        parts.push(' ');
+    };
+    let text;
+    if (el.querySelector('[aria-hidden="true"]') || el.shadowRoot) {
+      for (const kid of el.shadowRoot ? el.shadowRoot.childNodes : el.childNodes)
+        visit(kid);
+      text = parts.join('');
+    } else {
+      // Chrome's own reading of what is rendered, far faster than the walk above; its one
+      // difference from a name, CSS's text-transform, undone where the page's text is the same
+      // words.
+      text = el.innerText ?? el.textContent;
+      const own = el.textContent;
+      if (flat(own).toLowerCase() === flat(text).toLowerCase())
+        text = own;
+    }
     if (flat(text))
       return text;
-    const view = el.ownerDocument.defaultView;
     return ['::before', '::after'].map(pseudo => {
       const quoted = /^"(.*)"$/s.exec(view.getComputedStyle(el, pseudo).content || '');
       return quoted ? quoted[1].replace(/\\(.)/g, '$1').replace(/[\uE000-\uF8FF]/g, '') : '';

@@ -1631,6 +1631,11 @@ async fn snapshot_refs(chromium: &Path) {
         prose.contains("\"Collapse\" [ref=") && !prose.contains("Expand description"),
         "{prose}"
     );
+    assert!(
+        prose.contains("- link \"Getting Started\" [ref=")
+            && prose.contains("- button \"copy\" [ref="),
+        "{prose}"
+    );
     // Header cells as Chrome and Playwright read them, and the tab shown.
     for line in [
         "- columnheader \"Op\" [ref=",
