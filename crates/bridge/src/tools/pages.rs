@@ -91,7 +91,7 @@ pub(super) fn tabs(args: Tabs) -> Result<Plan, String> {
         TabAction::List => forward("getTabs", Map::new()),
         TabAction::New => {
             let mut params = Map::new();
-            set(&mut params, "url", args.url);
+            set(&mut params, "url", args.url.as_deref().map(absolute_url));
             set(&mut params, "active", args.active);
             forward("createTab", params)
         }
@@ -116,11 +116,41 @@ pub(super) fn tabs(args: Tabs) -> Result<Plan, String> {
     }
 }
 
+/// A URL as a model may write it (`github.com/rust-lang`, `localhost:3000`) made absolute, as
+/// Playwright MCP makes it: a page on this machine over `http://`, any other over `https://`.
+/// One with a scheme (`https://…`, `about:blank`, `data:…`) is left as it is.
+fn absolute_url(url: &str) -> String {
+    let url = url.trim();
+    let has_scheme = url.contains("://")
+        || [
+            "about:",
+            "data:",
+            "file:",
+            "chrome:",
+            "blob:",
+            "javascript:",
+            "view-source:",
+        ]
+        .iter()
+        .any(|scheme| url.to_ascii_lowercase().starts_with(scheme));
+    if has_scheme {
+        return url.to_owned();
+    }
+    let host = url.split(['/', '?', '#']).next().unwrap_or("");
+    let host = host
+        .rsplit_once(':')
+        .filter(|(_, port)| port.chars().all(|c| c.is_ascii_digit()))
+        .map_or(host, |(name, _)| name);
+    let local = ["localhost", "127.0.0.1", "[::1]", "0.0.0.0"].contains(&host)
+        || host.ends_with(".localhost");
+    format!("{}{url}", if local { "http://" } else { "https://" })
+}
+
 pub(super) fn navigate(args: Navigate) -> Result<Plan, String> {
     let mut params = on_tab(args.tab_id);
     match (args.url, args.direction) {
         (Some(url), None) if !url.trim().is_empty() => {
-            params.insert("url".into(), json!(url));
+            params.insert("url".into(), json!(absolute_url(&url)));
             outline_after(&mut params, args.outline);
             forward("browser_navigate", params)
         }
@@ -347,5 +377,33 @@ fn format_of_file(name: &str) -> Option<ImageFormat> {
         "jpg" | "jpeg" => Some(ImageFormat::Jpeg),
         "webp" => Some(ImageFormat::Webp),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::absolute_url;
+
+    #[test]
+    fn a_url_without_a_scheme_is_made_absolute_as_playwright_mcp_does() {
+        assert_eq!(
+            absolute_url("github.com/rust-lang"),
+            "https://github.com/rust-lang"
+        );
+        assert_eq!(absolute_url(" example.com "), "https://example.com");
+        assert_eq!(
+            absolute_url("localhost:3000/app"),
+            "http://localhost:3000/app"
+        );
+        assert_eq!(absolute_url("127.0.0.1:8080"), "http://127.0.0.1:8080");
+        assert_eq!(absolute_url("app.localhost"), "http://app.localhost");
+        for kept in [
+            "https://e.com/",
+            "http://localhost/",
+            "about:blank",
+            "data:text/html,hi",
+        ] {
+            assert_eq!(absolute_url(kept), kept);
+        }
     }
 }
