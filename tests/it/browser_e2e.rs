@@ -754,6 +754,34 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         assert!(bytes.starts_with(magic) && bytes.len() > 1_000, "{name}");
     }
 
+    // A link that opens a new tab says so, and the new tab is this session's to select.
+    page_value(
+        &bridge,
+        "document.body.insertAdjacentHTML('afterbegin', '<a id=\"blank\" \
+         href=\"page2.html\" target=\"_blank\">Open page 2 in a new tab</a>'); 1",
+    )
+    .await;
+    let clicked = tool(&bridge, "browser_click", json!({"selector": "#blank"})).await;
+    assert!(!is_error(&clicked), "{clicked}");
+    let said = text(&clicked);
+    assert!(
+        said.contains("Opened a new tab: Tab ") && said.contains("page2.html"),
+        "{said}"
+    );
+    let opened = clicked["structuredContent"]["tabsOpened"][0]["tabId"].clone();
+    assert!(opened.is_u64(), "{clicked}");
+    tool_ok(
+        &bridge,
+        "browser_tabs",
+        json!({"action": "select", "tabId": opened}),
+    )
+    .await;
+    assert_eq!(
+        page_value(&bridge, "location.pathname").await,
+        "/page2.html"
+    );
+    tool_ok(&bridge, "browser_tabs", json!({"action": "close"})).await;
+
     // A page the server answered with an error loads, and the answer says it is an error.
     let gone = tool(
         &bridge,

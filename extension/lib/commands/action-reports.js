@@ -31,6 +31,7 @@ export function reportingChanges(run, { settle = false, loaded = false } = {}) {
     const before = tabBefore === null ? null : await evaluateFunction(ctx, tabBefore, pageState).catch(() => null);
     const events = ctx.debuggers?.events;
     const logged = tabBefore === null ? 0 : events?.mark(tabBefore) ?? 0;
+    const openedBefore = tabBefore === null ? null : new Set((await tabsOpenedBy(tabBefore)).map(tab => tab.id));
     const started = Date.now();
     const acted = await run(ctx, params);
     const result = settle ? await settleAfter(ctx, acted, { loaded }) : acted;
@@ -40,6 +41,8 @@ export function reportingChanges(run, { settle = false, loaded = false } = {}) {
     const after = await stateAfterAction(ctx, result.tabId);
     if (before && after && (before.url !== after.url || before.title !== after.title))
       result.pageChanged = { url: after.url, title: after.title };
+    if (openedBefore && result.tabId === tabBefore)
+      await addOpenedTabs(ctx, result, openedBefore);
     // As Playwright MCP's answers say what the console gained: an error a click set off is
     // often why nothing happened. Only when there is something to say.
     const said = events?.newSince(result.tabId, result.tabId === tabBefore ? logged : 0);
@@ -53,6 +56,45 @@ export function reportingChanges(run, { settle = false, loaded = false } = {}) {
     }
     return result;
   };
+}
+
+/**
+ * The tabs a tab's page opened (a `target=_blank` link, `window.open`).
+ *
+ * @param {number} tabId
+ * @returns {Promise<chrome.tabs.Tab[]>}
+ */
+async function tabsOpenedBy(tabId) {
+  try {
+    return (await chrome.tabs.query({})).filter(tab => tab.openerTabId === tabId);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Adds `tabsOpened` to an action's result: the tabs its page opened while it ran. As
+ * Playwright MCP's answers list the open tabs when they changed: the model would otherwise
+ * not know the page it asked for is in another tab. They become this connection's, as tabs
+ * it opened itself (browser_tabs selects them, browser_close closes them); the current tab
+ * stays where the action ran.
+ *
+ * @param {CommandContext} ctx
+ * @param {any} result
+ * @param {Set<number>} openedBefore
+ */
+async function addOpenedTabs(ctx, result, openedBefore) {
+  const opened = (await tabsOpenedBy(result.tabId)).filter(tab => !openedBefore.has(tab.id));
+  for (const tab of opened) {
+    try {
+      ctx.tabs.claim(ctx.connectionId, tab.id);
+      ctx.tabs.markOpenedByAgent(tab.id);
+    } catch {
+      // Another connection's already (it cannot be, fresh as it is): listed, not taken.
+    }
+  }
+  if (opened.length)
+    result.tabsOpened = opened.map(tab => ({ tabId: tab.id, url: tab.pendingUrl || tab.url || '', title: tab.title || '' }));
 }
 
 /**

@@ -157,6 +157,7 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
     let first = [
         "pageChanged",
         "httpError",
+        "tabsOpened",
         "console",
         "settled",
         "downloads",
@@ -185,6 +186,13 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                 counted(value["inFlight"].as_u64().unwrap_or(0), "request")
             )),
             "downloads" => lines.extend(download_lines(value)),
+            "tabsOpened" => lines.extend(value.as_array().into_iter().flatten().map(|tab| {
+                format!(
+                    "Opened a new tab: {} (the current tab stays this one; browser_tabs with \
+                     action \"select\" and this tabId works in it)",
+                    header(tab)
+                )
+            })),
             "httpError" => lines.push(format!(
                 "HTTP {} {}: the server answered with an error, so the page shows that error, \
                  not the content asked for",
@@ -328,9 +336,15 @@ pub(crate) fn render(tool: &str, value: &Value) -> Rendered {
     // logged to the console read so already; one that did not read as JSON).
     let arrived = tool.starts_with("browser_navigate") && map.contains_key("url");
     if arrived
-        || ["pageChanged", "downloads", "console"]
-            .iter()
-            .any(|key| map.contains_key(*key))
+        || [
+            "pageChanged",
+            "downloads",
+            "console",
+            "tabsOpened",
+            "httpError",
+        ]
+        .iter()
+        .any(|key| map.contains_key(*key))
     {
         return Rendered {
             text: field_lines(map, &[]).join("\n"),
@@ -899,6 +913,17 @@ mod tests {
             "Tab 7\nPage changed: https://e/b · B\nclicked: true\nelement: a.next"
         );
         assert_eq!(clicked.structured.unwrap()["x"], 75.66);
+        let opened = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true,
+                    "tabsOpened": [{"tabId": 9, "url": "https://e/docs", "title": "Docs"}]}),
+        );
+        assert_eq!(
+            opened.text,
+            "Tab 7\nOpened a new tab: Tab 9 · https://e/docs · Docs (the current tab stays \
+             this one; browser_tabs with action \"select\" and this tabId works in it)\n\
+             clicked: true"
+        );
         // What the console gained is a line; a settled page and a navigation's own new page
         // (the header already) are none; a page still loading is one.
         let navigated = render(
