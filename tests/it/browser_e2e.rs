@@ -794,6 +794,19 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         text(&gone).contains("\nHTTP 404 Not Found: the server answered with an error"),
         "{gone}"
     );
+    // A data: URL, which Chrome opens for no extension, is refused with what to do instead.
+    let data = tool(
+        &bridge,
+        "browser_navigate",
+        json!({"url": "data:text/html,<p>hi</p>"}),
+    )
+    .await;
+    assert!(
+        is_error(&data)
+            && text(&data).contains("Chrome refused to open the data: URL")
+            && text(&data).contains("Serve the page over http(s)"),
+        "{data}"
+    );
     // A URL written without its scheme, as models write them: a page on this machine is
     // reached over http://, as Playwright MCP reaches it.
     let bare = controls.trim_start_matches("http://");

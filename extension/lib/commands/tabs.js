@@ -171,6 +171,11 @@ async function navigateTab(ctx, tabId, url) {
     // and the download is captured (the result's `downloads`).
     if (/ERR_ABORTED/.test(response.errorText) && await downloadStarted(ctx, tabId, deadline - NAVIGATION_TIMEOUT_MS))
       return { ...(await pageInfo(ctx, tabId)), note: `${url} is a file, not a page: it was downloaded (see "downloads"), and the tab stayed where it was` };
+    // Chrome aborts a top-level data: URL an extension's debugger asks for, whatever it holds.
+    if (/ERR_ABORTED/.test(response.errorText) && /^data:/i.test(url)) {
+      throw serverError(`Chrome refused to open the data: URL in tab ${tabId} (${response.errorText}): it opens no ` +
+          'top-level data: URL for an extension. Serve the page over http(s), or write it into the page with browser_evaluate');
+    }
     throw serverError(`${url} failed to load in tab ${tabId}: ${response.errorText}`);
   }
   await waitForDocumentComplete(ctx, tabId, deadline, url, loaded);
