@@ -486,17 +486,17 @@ export function selectOptions(el, values) {
 }
 
 /**
- * Whether `text` is in the page's visible text (`innerText`, so hidden
- * elements do not count).
+ * Whether `text` is in the page's visible text (`innerText`, so hidden elements do not
+ * count), read as Playwright MCP's browser_wait_for reads it (its getByText): by
+ * `matchesText` (lib/locators.js, handed in as source), case aside and any run of white space
+ * as one space, so "Results" is found in rustdoc's "Search results".
  *
+ * @param {(matcher: object, text: string) => boolean} matchesText
  * @param {string} text
  */
-export function pageShowsText(text) {
+export function pageShowsText(matchesText, text) {
   const root = document.body || document.documentElement;
-  // As Playwright MCP's browser_wait_for reads text (its getByText): case aside, and any run
-  // of white space as one space, so "Results" is found in rustdoc's "Search results".
-  const flat = s => s.replace(/\s+/g, ' ').trim().toLowerCase();
-  return Boolean(root && flat(root.innerText).includes(flat(text)));
+  return Boolean(root && matchesText({ exact: false, text }, root.innerText));
 }
 
 /**

@@ -197,6 +197,29 @@ export function captureTree(limits, rootElement) {
   // element that shows no text of its own, what its ::before and ::after say (the same toggle
   // reads "Collapse"). Icon-font glyphs (private use code points) say nothing.
   const shownText = el => {
+    let text;
+    if (el.querySelector('[aria-hidden="true"]') || el.shadowRoot) {
+      text = renderedText(el);
+    } else {
+      // Chrome's own reading of what is rendered, far faster than renderedText; its one
+      // difference from a name, CSS's text-transform, undone where the page's text is the same
+      // words.
+      text = el.innerText ?? el.textContent;
+      const own = el.textContent;
+      if (flat(own).toLowerCase() === flat(text).toLowerCase())
+        text = own;
+    }
+    if (flat(text))
+      return text;
+    const view = el.ownerDocument.defaultView;
+    return ['::before', '::after'].map(pseudo => {
+      const quoted = /^"(.*)"$/s.exec(view.getComputedStyle(el, pseudo).content || '');
+      return quoted ? quoted[1].replace(/\\(.)/g, '$1').replace(/[\uE000-\uF8FF]/g, '') : '';
+    }).join(' ');
+  };
+  // The text nodes of `el` that are rendered and not aria-hidden, a block a word apart: what
+  // innerText gives, less what is aria-hidden (mdbook's chapter numbers), and into shadow trees.
+  const renderedText = el => {
     const view = el.ownerDocument.defaultView;
     const parts = [];
     const visit = node => {
@@ -221,26 +244,9 @@ export function captureTree(limits, rootElement) {
       if (block)
         parts.push(' ');
     };
-    let text;
-    if (el.querySelector('[aria-hidden="true"]') || el.shadowRoot) {
-      for (const kid of el.shadowRoot ? el.shadowRoot.childNodes : el.childNodes)
-        visit(kid);
-      text = parts.join('');
-    } else {
-      // Chrome's own reading of what is rendered, far faster than the walk above; its one
-      // difference from a name, CSS's text-transform, undone where the page's text is the same
-      // words.
-      text = el.innerText ?? el.textContent;
-      const own = el.textContent;
-      if (flat(own).toLowerCase() === flat(text).toLowerCase())
-        text = own;
-    }
-    if (flat(text))
-      return text;
-    return ['::before', '::after'].map(pseudo => {
-      const quoted = /^"(.*)"$/s.exec(view.getComputedStyle(el, pseudo).content || '');
-      return quoted ? quoted[1].replace(/\\(.)/g, '$1').replace(/[\uE000-\uF8FF]/g, '') : '';
-    }).join(' ');
+    for (const kid of el.shadowRoot ? el.shadowRoot.childNodes : el.childNodes)
+      visit(kid);
+    return parts.join('');
   };
   // The accessible name, and whether it was read from the element's own content.
   const nameOf = (el, role) => {

@@ -10,6 +10,7 @@ import {
   CAPTURE_DEADLINE_MS, CaptureStalledError, DEFAULT_MAX_DIMENSION, captureForModel,
 } from '../screenshots.js';
 import { captureTree, cutLines, formatOutline } from '../snapshot.js';
+import { matchesText } from '../locators.js';
 import { describeTarget, elementTarget } from '../targets.js';
 import { elementError, evaluateExpression, evaluateFunction, messageOf, poll, rethrowDialog, tabInfo, targetTab } from './shared.js';
 
@@ -55,9 +56,11 @@ export async function waitFor(ctx, { text, textGone, time, timeout, tabId }) {
     ...(text !== undefined ? [`"${text}" to appear`] : []),
     ...(textGone !== undefined ? [`"${textGone}" to disappear`] : []),
   ].join(' and ');
+  const shows = wanted => evaluateExpression(ctx, id, `(${pageShowsText.toString()})(${matchesText.toString()}, ${JSON.stringify(wanted)})`)
+      .catch(rethrowDialog);
   await poll(started + limitMs, async () => {
-    const shown = text === undefined || await evaluateFunction(ctx, id, pageShowsText, text).catch(rethrowDialog) === true;
-    const gone = textGone === undefined || await evaluateFunction(ctx, id, pageShowsText, textGone).catch(rethrowDialog) === false;
+    const shown = text === undefined || await shows(text) === true;
+    const gone = textGone === undefined || await shows(textGone) === false;
     return shown && gone;
   }, () => `waited ${limitMs / 1000} s (the timeout) for ${wanted} in tab ${id}, in vain; ` +
       `take a snapshot to see the page, or wait longer with "timeout" (at most ${WAIT_MAX_MS / 1000} s)`);

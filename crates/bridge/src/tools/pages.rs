@@ -121,6 +121,7 @@ pub(super) fn tabs(args: Tabs) -> Result<Plan, String> {
 /// One with a scheme (`https://…`, `about:blank`, `data:…`) is left as it is.
 fn absolute_url(url: &str) -> String {
     let url = url.trim();
+    let lower = url.to_ascii_lowercase();
     let has_scheme = url.contains("://")
         || [
             "about:",
@@ -132,7 +133,7 @@ fn absolute_url(url: &str) -> String {
             "view-source:",
         ]
         .iter()
-        .any(|scheme| url.to_ascii_lowercase().starts_with(scheme));
+        .any(|scheme| lower.starts_with(scheme));
     if has_scheme {
         return url.to_owned();
     }

@@ -144,6 +144,18 @@ fn without(value: &Value, keys: &[&str]) -> Value {
     }
 }
 
+/// What an action's answer may say happened to the page, in the order its text says it.
+/// Each but `settled` (a page still loading, said only beside something else) makes the answer
+/// lines rather than JSON (`render`).
+const WHAT_HAPPENED: [&str; 6] = [
+    "pageChanged",
+    "httpError",
+    "tabsOpened",
+    "console",
+    "settled",
+    "downloads",
+];
+
 /// The lines of an action's answer: a header, what changed, downloads, then each other field
 /// as `key: value`.
 fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
@@ -154,19 +166,14 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
     }
     // What happened to the page first, then the action's own fields. Where a click landed
     // (`x`, `y`) stays in the fields; as lines it is noise a model reads on every click.
-    let first = [
-        "pageChanged",
-        "httpError",
-        "tabsOpened",
-        "console",
-        "settled",
-        "downloads",
-    ];
     let clicked = map.contains_key("clicked");
-    let ordered = first
+    let ordered = WHAT_HAPPENED
         .iter()
         .filter_map(|key| map.get_key_value(*key))
-        .chain(map.iter().filter(|(key, _)| !first.contains(&key.as_str())));
+        .chain(
+            map.iter()
+                .filter(|(key, _)| !WHAT_HAPPENED.contains(&key.as_str())),
+        );
     for (key, value) in ordered {
         if skip.contains(&key.as_str())
             || ["tabId", "url", "title"].contains(&key.as_str())
@@ -336,15 +343,9 @@ pub(crate) fn render(tool: &str, value: &Value) -> Rendered {
     // logged to the console read so already; one that did not read as JSON).
     let arrived = tool.starts_with("browser_navigate") && map.contains_key("url");
     if arrived
-        || [
-            "pageChanged",
-            "downloads",
-            "console",
-            "tabsOpened",
-            "httpError",
-        ]
-        .iter()
-        .any(|key| map.contains_key(*key))
+        || WHAT_HAPPENED
+            .iter()
+            .any(|key| *key != "settled" && map.contains_key(*key))
     {
         return Rendered {
             text: field_lines(map, &[]).join("\n"),
