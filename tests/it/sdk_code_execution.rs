@@ -209,18 +209,75 @@ fn plan(shop: &str) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
             "await tools.browser_wait_for({time: 11});\nreturn 'waited';".into(),
         ),
     ];
+    // Playwright code (browser_run_code_unsafe), as a model trained on Playwright MCP writes it.
+    let playwright = [
+        (
+            "playwrightTable",
+            format!(
+                "async (page) => {{\n\
+                   await page.goto({shop:?});\n\
+                   const links = await page.locator('a.product').evaluateAll((as) => as.map((a) => a.href));\n\
+                   const rows = [];\n\
+                   for (const url of links) {{\n\
+                     await page.goto(url);\n\
+                     rows.push({{ url: page.url(), ...(await page.locator('body').evaluate((body) => ({{\n\
+                       name: body.querySelector('#name').textContent,\n\
+                       price: body.querySelector('#price').textContent,\n\
+                       stock: Number(body.querySelector('#stock').textContent) }}))) }});\n\
+                   }}\n\
+                   return rows;\n\
+                 }}"
+            ),
+        ),
+        (
+            "playwrightLocators",
+            format!(
+                "async (page) => {{\n\
+                   await page.goto({shop:?});\n\
+                   const count = await page.getByRole('link').count();\n\
+                   const third = await page.getByRole('link').nth(2).textContent();\n\
+                   await page.getByRole('link', {{ name: 'Teapot' }}).click();\n\
+                   const heading = await page.getByRole('heading', {{ level: 1 }}).innerText();\n\
+                   const stock = await page.locator('#stock').textContent();\n\
+                   return {{ count, third, heading, url: page.url(), stock }};\n\
+                 }}"
+            ),
+        ),
+        (
+            "playwrightStrict",
+            "async (page) => {\n  await page.getByRole('link').click();\n}".into(),
+        ),
+        (
+            "playwrightMissing",
+            "async (page) => {\n  return await page.context().cookies();\n}".into(),
+        ),
+    ];
     let navigate_and_read = ["browser_navigate", "browser_evaluate"];
     let calls = vec![
         ("table", navigate_and_read.repeat(4)),
         ("calls", vec!["browser_tabs"; MAX_CALLS]),
         ("bytes", vec!["browser_evaluate"]),
         ("wallTime", vec!["browser_wait_for"]),
+        ("playwrightTable", navigate_and_read.repeat(4)),
+        (
+            "playwrightLocators",
+            vec![
+                "browser_navigate",
+                "browser_evaluate",
+                "browser_evaluate",
+                "browser_click",
+                "browser_evaluate",
+                "browser_evaluate",
+            ],
+        ),
+        ("playwrightStrict", vec!["browser_click"]),
     ];
     let plan = json!({
         "shop": shop,
         "links": LINKS,
         "product": PRODUCT,
         "scripts": scripts.iter().map(|(name, code)| json!([name, code])).collect::<Vec<_>>(),
+        "playwright": playwright.iter().map(|(name, code)| json!([name, code])).collect::<Vec<_>>(),
     });
     (plan, calls)
 }
@@ -285,15 +342,13 @@ async fn scripts(chromium: &Path, sdk: &Sdk, via: Via) {
     if via == Via::Http {
         // The relay's endpoint writes the audit log a moment after the answer: wait for every
         // script's own line (each comes after its inner calls').
-        let scripts = plan["scripts"].as_array().unwrap().len();
+        let scripts = script_count(&plan);
         let written = || {
             std::fs::read_to_string(&audit_log)
                 .unwrap_or_default()
                 .lines()
                 .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-                .filter(|r| {
-                    r["tool"] == "code_execution" && r.get("target").is_none_or(Value::is_null)
-                })
+                .filter(|r| a_script(r) && r.get("target").is_none_or(Value::is_null))
                 .count()
         };
         common::wait_until("every script's line is in the audit log", || {
@@ -302,8 +357,9 @@ async fn scripts(chromium: &Path, sdk: &Sdk, via: Via) {
         .await;
     }
 
-    // The audit log: each inner call a line of its own (`code_execution` → the tool), in the
-    // order made, then the script's own line; the escapes made none.
+    // The audit log: each inner call a line of its own (`code_execution` or
+    // `browser_run_code_unsafe` → the tool), in the order made, then the script's own line;
+    // the escapes made none.
     let log = std::fs::read_to_string(&audit_log).unwrap();
     let records: Vec<Value> = log
         .lines()
@@ -311,17 +367,17 @@ async fn scripts(chromium: &Path, sdk: &Sdk, via: Via) {
         .collect();
     let scripts: Vec<&Value> = records
         .iter()
-        .filter(|r| r["tool"] == "code_execution" && r.get("target").is_none_or(Value::is_null))
+        .filter(|r| a_script(r) && r.get("target").is_none_or(Value::is_null))
         .collect();
     assert_eq!(
         scripts.len(),
-        plan["scripts"].as_array().unwrap().len(),
+        script_count(&plan),
         "{}: one line per script: {log}",
         sdk.name()
     );
     let inner: Vec<&str> = records
         .iter()
-        .filter(|r| r["tool"] == "code_execution")
+        .filter(|r| a_script(r))
         .filter_map(|r| r["target"].as_str())
         .collect();
     let expected: Vec<&str> = inner_calls
@@ -344,6 +400,16 @@ async fn scripts(chromium: &Path, sdk: &Sdk, via: Via) {
 
     drop(browser);
     relay.shutdown().await;
+}
+
+/// Whether an audit line is a script's (its own, or one of its inner calls').
+fn a_script(record: &Value) -> bool {
+    record["tool"] == "code_execution" || record["tool"] == "browser_run_code_unsafe"
+}
+
+/// How many scripts the clients run: `code_execution`'s and `browser_run_code_unsafe`'s.
+fn script_count(plan: &Value) -> usize {
+    plan["scripts"].as_array().unwrap().len() + plan["playwright"].as_array().unwrap().len()
 }
 
 fn run<'r>(report: &'r Value, name: &str) -> &'r Value {
@@ -469,6 +535,40 @@ fn check(report: &Value, site: &FixtureSite, sdk: &Sdk, flag: &str) {
     assert!(
         said(nothing).contains("waiting for a promise that nothing will settle"),
         "{name}: {nothing}"
+    );
+
+    // Playwright code: the same table in Playwright's words, locators counted, read and
+    // clicked, and what this bridge's `page` lacks refused by name.
+    let table = run(report, "playwrightTable");
+    assert_eq!(table["isError"], false, "{name}: {table}");
+    let rows: Value = serde_json::from_str(said(table))
+        .unwrap_or_else(|e| panic!("{name}: the table is not JSON ({e}): {table}"));
+    assert_eq!(
+        rows, report["single"],
+        "{name}: Playwright code and single calls differ"
+    );
+    let located = run(report, "playwrightLocators");
+    assert_eq!(located["isError"], false, "{name}: {located}");
+    assert_eq!(
+        serde_json::from_str::<Value>(said(located)).unwrap_or_default(),
+        json!({"count": 3, "third": "Mug", "heading": "Teapot",
+               "url": site.url("shop-teapot.html"), "stock": "0"}),
+        "{name}: {located}"
+    );
+    let strict = run(report, "playwrightStrict");
+    assert_eq!(strict["isError"], true, "{name}: {strict}");
+    assert!(
+        said(strict).contains("browser_run_code_unsafe: the script failed")
+            && said(strict).contains("matches 3 elements and an action needs one")
+            && said(strict).contains("(line 2)"),
+        "{name}: {strict}"
+    );
+    let missing = run(report, "playwrightMissing");
+    assert_eq!(missing["isError"], true, "{name}: {missing}");
+    assert!(
+        said(missing).contains("page.context is not available in this bridge's scripts")
+            && said(missing).contains("It had made no tool call."),
+        "{name}: {missing}"
     );
 
     // Reaching out: nothing there, and nothing done.

@@ -5,7 +5,7 @@ The same steps as tests/mcp-sdk-client/code-execution.mjs and a report of the sa
 tests/it/sdk_code_execution.rs checks both SDKs with one function. The plan file (JSON, written by
 the Rust test) holds the shop's URL, the two page functions the table is read with, and the
 scripts to run, in order, as [name, code] pairs. This client runs each script as one
-code_execution call, and reads the same table with single calls (browser_navigate and
+code_execution call (each of "playwright" as one browser_run_code_unsafe call), and reads the same table with single calls (browser_navigate and
 browser_evaluate, as a model would) to compare.
 
 Usage: python code_execution.py <plan.json> <command> [args...]
@@ -46,6 +46,9 @@ async def main(plan_file: str, command: str, args: list[str]) -> dict:
             report["tools"] = sorted(tool.name for tool in (await session.list_tools()).tools)
             for name, code in plan["scripts"]:
                 report["runs"][name] = await call("code_execution", {"code": code})
+            # Playwright code, as Playwright MCP's browser_run_code_unsafe takes it.
+            for name, code in plan.get("playwright", []):
+                report["runs"][name] = await call("browser_run_code_unsafe", {"code": code})
             # The same table, one call at a time.
             await single("browser_navigate", {"url": plan["shop"]})
             links = json.loads((await single("browser_evaluate", {"function": plan["links"]}))["text"])

@@ -5,7 +5,8 @@
 //
 // The plan file (JSON, written by the Rust test) holds the shop's URL, the two page functions
 // the table is read with, and the scripts to run, in order, as [name, code] pairs. This client
-// runs each script as one code_execution call, and reads the same table with single calls
+// runs each script as one code_execution call (each of plan.playwright as one
+// browser_run_code_unsafe call), and reads the same table with single calls
 // (browser_navigate and browser_evaluate, as a model would) to compare.
 //
 // Usage: node code-execution.mjs <plan.json> <command> [args...]
@@ -39,6 +40,10 @@ try {
   report.tools = (await client.listTools()).tools.map((t) => t.name).sort();
   for (const [name, code] of plan.scripts) {
     report.runs[name] = await call("code_execution", { code });
+  }
+  // Playwright code, as Playwright MCP's browser_run_code_unsafe takes it.
+  for (const [name, code] of plan.playwright ?? []) {
+    report.runs[name] = await call("browser_run_code_unsafe", { code });
   }
   // The same table, one call at a time.
   const single = async (name, args) => {

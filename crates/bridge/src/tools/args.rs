@@ -874,6 +874,19 @@ mod tests {
     }
 }
 
+/// `browser_run_code_unsafe`'s input, as Playwright MCP names it.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct RunCode {
+    /// A function called with `page`, e.g. `async (page) => { await
+    /// page.getByRole('button', { name: 'Submit' }).click(); return await page.title(); }`.
+    #[serde(default)]
+    pub(crate) code: Option<String>,
+    // Read on in a long answer, as the part's note says; out of the schema (a short list).
+    #[serde(default)]
+    #[schemars(skip)]
+    pub(crate) offset: Offset,
+}
+
 /// `code_execution`'s input.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct CodeExecution {

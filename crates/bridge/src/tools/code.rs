@@ -44,6 +44,66 @@ use crate::audit::{AuditRecord, Outcome as Audited};
 /// The tool's name.
 pub(crate) const NAME: &str = "code_execution";
 
+/// Playwright MCP's name for a script of Playwright code, `async (page) => { … }`: here the
+/// same sandbox as [`NAME`], with `page` made of this session's tools (script_page.js).
+pub(crate) const RUN_CODE: &str = "browser_run_code_unsafe";
+
+/// What a script is: a function body (`code_execution`), or Playwright code
+/// (`browser_run_code_unsafe`): a function called with `page`, or a body using `page`.
+pub(crate) enum Script {
+    Body(String),
+    Playwright(String),
+}
+
+impl Script {
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            Script::Body(code) | Script::Playwright(code) => code.trim().is_empty(),
+        }
+    }
+
+    /// The tool that runs it, for its answers.
+    fn tool(&self) -> &'static str {
+        match self {
+            Script::Body(_) => NAME,
+            Script::Playwright(_) => RUN_CODE,
+        }
+    }
+
+    /// The source the engine runs: one async call whose promise is the script's end, the
+    /// script's first line on line 1 so that errors name its own lines.
+    fn source(&self) -> String {
+        match self {
+            Script::Playwright(code) if is_function(code) => {
+                format!("(async () => {{ return await ({code}\n)(page); }})()")
+            }
+            Script::Body(code) | Script::Playwright(code) => {
+                format!("(async () => {{{code}\n}})()")
+            }
+        }
+    }
+}
+
+/// Whether Playwright code is a function to call with `page` (`async (page) => …`, `async
+/// function (page) { … }`) rather than a body of statements.
+pub(super) fn is_function(code: &str) -> bool {
+    let code = code.trim_start();
+    let code = code.strip_prefix("async").map_or(code, str::trim_start);
+    code.starts_with("function")
+        || (code.starts_with('(') && code.contains("=>") && {
+            // `(page) => …` or `({ page }) => …`, not a statement that opens with a parenthesis.
+            let close = code.find(')').unwrap_or(0);
+            code[close + 1..].trim_start().starts_with("=>")
+        })
+        || code.split_once("=>").is_some_and(|(head, _)| {
+            let head = head.trim();
+            !head.is_empty()
+                && head
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+        })
+}
+
 /// How far a script may go.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CodeLimits {
@@ -166,6 +226,8 @@ struct Request {
     id: u32,
     tool: String,
     args: JsonObject,
+    /// The result's whole text, not its first part (`page`'s reads).
+    whole: bool,
 }
 
 /// The state the engine's thread shares between the script's native function, the interrupt
@@ -205,17 +267,20 @@ impl Meter {
 /// function that settles a call's promise.
 const PRELUDE: &str = r#"(function (call, names, log) {
   const pending = new Map();
+  // `whole`: the result's text uncut, for `page` (script_page.js), which reads values with it.
+  const invoke = function (name, args, whole) {
+    // Made here, so that its stack names the script's line of the call.
+    const failure = new Error("");
+    return new Promise(function (resolve, reject) {
+      const id = call(name, JSON.stringify(args === undefined ? {} : args), whole);
+      pending.set(id, { resolve, reject, failure });
+    });
+  };
   const tools = {};
   for (const name of names) {
-    tools[name] = function (args) {
-      // Made here, so that its stack names the script's line of the call.
-      const failure = new Error("");
-      return new Promise(function (resolve, reject) {
-        const id = call(name, JSON.stringify(args === undefined ? {} : args));
-        pending.set(id, { resolve, reject, failure });
-      });
-    };
+    tools[name] = function (args) { return invoke(name, args, false); };
   }
+  const raw = function (name, args) { return invoke(name, args, true); };
   const show = function (v) {
     if (typeof v === "string") return v;
     try { const s = JSON.stringify(v); return s === undefined ? String(v) : s; }
@@ -246,25 +311,25 @@ const PRELUDE: &str = r#"(function (call, names, log) {
   RealDate.now = coarse;
   Object.defineProperty(RealDate.prototype, "constructor", { value: CoarseDate });
   globalThis.Date = CoarseDate;
-  return [Object.freeze(tools), console, settle];
+  return [Object.freeze(tools), console, settle, raw];
 })"#;
+
+/// Playwright's `page`, made of the script's tools: a function of `tools` and `raw`.
+const PAGE: &str = include_str!("script_page.js");
 
 /// The script's file name in stack traces.
 const FILENAME: &str = "code";
 
-/// The script's source: the body inside an async arrow function, its first line on line 1.
-fn source(code: &str) -> String {
-    format!("(async () => {{{code}\n}})()")
-}
-
 impl Toolbox {
     /// Runs `code` under `limits`, its inner calls through [`Toolbox::call`].
-    pub(super) async fn execute(&self, code: String, limits: CodeLimits) -> CallToolResult {
+    pub(super) async fn execute(&self, script: Script, limits: CodeLimits) -> CallToolResult {
+        let tool = script.tool();
+        let code = script.source();
         let names: Vec<String> = self
             .tools
             .iter()
             .map(|tool| tool.name.to_string())
-            .filter(|name| name != NAME)
+            .filter(|name| name != NAME && name != RUN_CODE)
             .collect();
         let (request_tx, mut request_rx) = mpsc::unbounded_channel::<Request>();
         let (reply_tx, reply_rx) = std_mpsc::channel::<(u32, CallToolResult)>();
@@ -279,7 +344,7 @@ impl Toolbox {
                 let _ = done_tx.send(outcome);
             });
         if let Err(e) = spawned {
-            return error(format!("{NAME} failed: could not start the engine: {e}"));
+            return error(format!("{tool} failed: could not start the engine: {e}"));
         }
         let outcome = loop {
             tokio::select! {
@@ -287,10 +352,10 @@ impl Toolbox {
                 Some(request) = request_rx.recv() => {
                     // The same path as a direct call of that tool.
                     let started = Instant::now();
-                    let call = self.call_tool(&request.tool, &request.args);
+                    let call = self.call_tool_as(&request.tool, &request.args, request.whole);
                     // Past the deadline the engine has given up: drop the call.
                     let result = tokio::time::timeout_at(deadline, call).await;
-                    self.audit_inner(&request.tool, result.as_ref().ok(), started);
+                    self.audit_inner(tool, &request.tool, result.as_ref().ok(), started);
                     if let Ok(result) = result {
                         let _ = reply_tx.send((request.id, result));
                     }
@@ -298,14 +363,20 @@ impl Toolbox {
             }
         };
         let Ok(outcome) = outcome else {
-            return error(format!("{NAME} failed: the engine stopped unexpectedly"));
+            return error(format!("{tool} failed: the engine stopped unexpectedly"));
         };
-        self.report(outcome, &limits)
+        self.report(tool, outcome, &limits)
     }
 
     /// One line in the audit log for an inner call: `tool` is `code_execution`, `target` the
     /// tool the script called; no result means the script's time ran out first.
-    fn audit_inner(&self, tool: &str, result: Option<&CallToolResult>, started: Instant) {
+    fn audit_inner(
+        &self,
+        script: &str,
+        tool: &str,
+        result: Option<&CallToolResult>,
+        started: Instant,
+    ) {
         let (outcome, error) = match result {
             Some(result) if result.is_error != Some(true) => (Audited::Ok, None),
             Some(result) => (
@@ -319,7 +390,7 @@ impl Toolbox {
         };
         self.audit.append(&AuditRecord {
             time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            tool: NAME.to_owned(),
+            tool: script.to_owned(),
             target: Some(tool.to_owned()),
             variant: None,
             intent: None,
@@ -330,7 +401,7 @@ impl Toolbox {
     }
 
     /// The tool's answer for how the script ended.
-    fn report(&self, outcome: Outcome, limits: &CodeLimits) -> CallToolResult {
+    fn report(&self, tool: &str, outcome: Outcome, limits: &CodeLimits) -> CallToolResult {
         let Outcome { end, calls, logs } = outcome;
         let call_rows: Vec<Json> = calls
             .iter()
@@ -360,11 +431,11 @@ impl Toolbox {
         };
         match end {
             End::Returned(text) => {
-                self.deliver(NAME, Rendered::page(text + &logs_text, structured))
+                self.deliver(tool, Rendered::page(text + &logs_text, structured))
             }
             End::Threw(message) => {
                 let result = error(format!(
-                    "{NAME}: the script failed: {message}\n{}{logs_text}",
+                    "{tool}: the script failed: {message}\n{}{logs_text}",
                     done_so_far()
                 ));
                 results::with_page_fields(result, structured)
@@ -372,7 +443,7 @@ impl Toolbox {
             End::Stopped(bound) => {
                 structured["stoppedBy"] = json!(bound.key());
                 let result = error(format!(
-                    "{NAME}: the script was stopped: it went over {}.\n{}{logs_text}",
+                    "{tool}: the script was stopped: it went over {}.\n{}{logs_text}",
                     bound.describe(limits),
                     done_so_far()
                 ));
@@ -565,7 +636,11 @@ fn drive<'js>(
             let requests = requests.clone();
             Function::new(
                 ctx.clone(),
-                move |ctx: Ctx<'js>, tool: String, args: String| -> rquickjs::Result<u32> {
+                move |ctx: Ctx<'js>,
+                      tool: String,
+                      args: String,
+                      whole: bool|
+                      -> rquickjs::Result<u32> {
                     if meter.over(&limits).is_some() {
                         return Err(rquickjs::Exception::throw_internal(&ctx, "stopped"));
                     }
@@ -591,6 +666,7 @@ fn drive<'js>(
                         id,
                         tool,
                         args: parsed,
+                        whole,
                     });
                     Ok(id)
                 },
@@ -612,8 +688,14 @@ fn drive<'js>(
         let tools: Object = parts.get(0)?;
         let console: Object = parts.get(1)?;
         let settle: Function = parts.get(2)?;
+        let raw: Function = parts.get(3)?;
+        options = rquickjs::context::EvalOptions::default();
+        options.filename = Some("page".into());
+        let make_page: Function = ctx.eval_with_options(PAGE, options)?;
+        let page: Object = make_page.call((tools.clone(), raw))?;
         ctx.globals().set("tools", tools)?;
         ctx.globals().set("console", console)?;
+        ctx.globals().set("page", page)?;
         Ok(settle)
     };
     let settle = setup()
@@ -622,7 +704,7 @@ fn drive<'js>(
     let mut options = rquickjs::context::EvalOptions::default();
     options.filename = Some(FILENAME.into());
     options.strict = false;
-    let promise: Promise = match ctx.eval_with_options(source(code), options).catch(ctx) {
+    let promise: Promise = match ctx.eval_with_options(code.to_owned(), options).catch(ctx) {
         Ok(promise) => promise,
         Err(e) => return Ok(thrown(e, limits, meter)),
     };

@@ -62,8 +62,9 @@ fn with_content(
 }
 
 /// Tools whose results can be long and that therefore take `offset`.
-const PAGED: [&str; 7] = [
+const PAGED: [&str; 8] = [
     code::NAME,
+    code::RUN_CODE,
     "browser_snapshot",
     "browser_evaluate",
     "browser_cdp",
@@ -231,11 +232,14 @@ impl Toolbox {
         self
     }
 
-    /// Offers `code_execution` under `limits` (none: not offered, not listed).
+    /// Offers `code_execution` and `browser_run_code_unsafe` under `limits` (none: neither
+    /// offered nor listed).
     pub(crate) fn with_code_execution(mut self, limits: Option<CodeLimits>) -> Toolbox {
-        self.tools.retain(|tool| tool.name != code::NAME);
+        self.tools
+            .retain(|tool| tool.name != code::NAME && tool.name != code::RUN_CODE);
         if limits.is_some() {
             self.tools.push(table::code_execution());
+            self.tools.push(table::run_code());
         }
         self.code = limits;
         self
@@ -274,36 +278,37 @@ impl Toolbox {
 
     /// Runs a tool. Never fails: problems are results with `isError: true`.
     pub(crate) async fn call(&self, name: &str, args: &JsonObject) -> CallToolResult {
-        if name == code::NAME {
+        if name == code::NAME || name == code::RUN_CODE {
             let Some(limits) = self.code.clone() else {
                 return error(format!(
                     "unknown tool {name} (start the bridge with --code-execution to offer it)"
                 ));
             };
-            return match table::code_args(args) {
-                Ok(table::CodeCall::Run(code)) => {
-                    person::without_round(self.execute(code, limits)).await
+            return match table::code_args(name, args) {
+                Ok(table::CodeCall::Run(script)) => {
+                    person::without_round(self.execute(script, limits)).await
                 }
                 Ok(table::CodeCall::ReadOn(offset)) => self.continue_result(name, offset),
                 Err(message) => error(format!("{name}: {message}")),
             };
         }
-        self.call_tool(name, args).await
+        self.call_tool_as(name, args, false).await
     }
 
-    /// Runs a tool other than `code_execution`: what [`Toolbox::call`] does for each of them,
-    /// and for each call a script makes.
-    async fn call_tool(&self, name: &str, args: &JsonObject) -> CallToolResult {
+    /// Runs a tool other than the scripts: what [`Toolbox::call`] does for each of them, and
+    /// for each call a script makes. `whole`: the text uncut, for a script's `page`, which
+    /// reads page values through it (the script's own bytes bound still counts it).
+    async fn call_tool_as(&self, name: &str, args: &JsonObject, whole: bool) -> CallToolResult {
         let plan = match table::plan(name, args) {
             Ok(plan) => plan,
             Err(message) => return error(format!("{name}: {message}")),
         };
-        self.run(name, plan)
+        self.run(name, plan, whole)
             .await
             .unwrap_or_else(|e| error(format!("{name} failed: {}", advice(&e))))
     }
 
-    async fn run(&self, name: &str, plan: Plan) -> Result<CallToolResult, LinkError> {
+    async fn run(&self, name: &str, plan: Plan, whole: bool) -> Result<CallToolResult, LinkError> {
         let (plan, filename) = match plan {
             Plan::Save { plan, filename } => (*plan, Some(filename)),
             plan => (plan, None),
@@ -311,6 +316,10 @@ impl Toolbox {
         let answer = self.answer_plan(name, plan).await?;
         Ok(match filename {
             Some(filename) => self.save_answer(name, answer, &filename),
+            None if whole => match answer {
+                Answer::Text(rendered, carried) => with_content(rendered.into_result(), carried),
+                answer => self.show(name, answer),
+            },
             None => self.show(name, answer),
         })
     }

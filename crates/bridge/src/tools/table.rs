@@ -487,24 +487,59 @@ pub(crate) fn code_execution() -> Tool {
     )
 }
 
+/// `browser_run_code_unsafe`'s definition, listed with `code_execution` (see `code`).
+pub(crate) fn run_code() -> Tool {
+    let title = "Run Playwright code";
+    Tool::new(
+        super::code::RUN_CODE,
+        "Run Playwright code, `async (page) => { … }`, in code_execution's sandbox (no \
+         Node.js, the same bounds): `page` has Playwright's goto, url, title, evaluate, \
+         getBy…/locator with click, fill, check, selectOption, press, textContent, count, \
+         all, waitFor, …, keyboard and mouse, each step one of this session's tools. The \
+         function's return value is the result (a string as-is, else JSON).",
+        input_schema::<args::RunCode>(false),
+    )
+    .with_title(title)
+    .with_annotations(
+        ToolAnnotations::with_title(title)
+            .read_only(false)
+            .destructive(true)
+            .open_world(true),
+    )
+}
+
 /// A script to run, or (`offset`) where to read on in the last long answer of one.
 pub(crate) enum CodeCall {
-    Run(String),
+    Run(super::code::Script),
     ReadOn(usize),
 }
 
-/// `code_execution`'s arguments.
-pub(crate) fn code_args(args: &JsonObject) -> Result<CodeCall, String> {
-    let schema = input_schema::<args::CodeExecution>(false);
-    let parsed = args::parse::<args::CodeExecution>(args, &schema)?;
-    match (parsed.code, parsed.offset) {
+/// `code_execution`'s or `browser_run_code_unsafe`'s arguments.
+pub(crate) fn code_args(name: &str, args: &JsonObject) -> Result<CodeCall, String> {
+    let (code, offset, wanted) = if name == super::code::RUN_CODE {
+        let schema = input_schema::<args::RunCode>(false);
+        let parsed = args::parse::<args::RunCode>(args, &schema)?;
+        (
+            parsed.code.map(super::code::Script::Playwright),
+            parsed.offset,
+            "Playwright code, a function of page: async (page) => { … }",
+        )
+    } else {
+        let schema = input_schema::<args::CodeExecution>(false);
+        let parsed = args::parse::<args::CodeExecution>(args, &schema)?;
+        (
+            parsed.code.map(super::code::Script::Body),
+            parsed.offset,
+            "the body of an async JavaScript function",
+        )
+    };
+    match (code, offset) {
         (_, Some(offset)) => Ok(CodeCall::ReadOn(offset as usize)),
-        (Some(code), None) if !code.trim().is_empty() => Ok(CodeCall::Run(code)),
-        _ => Err(
-            "give \"code\": the body of an async JavaScript function (or \"offset\" to \
-                  read on in the last answer that came in parts)"
-                .into(),
-        ),
+        (Some(script), None) if !script.is_empty() => Ok(CodeCall::Run(script)),
+        _ => Err(format!(
+            "give \"code\": {wanted} (or \"offset\" to read on in the last answer that came \
+             in parts)"
+        )),
     }
 }
 

@@ -1400,13 +1400,14 @@ async fn code_execution_has_no_way_out_but_its_tools() {
         assert_eq!(result.is_error, Some(true), "{code}: {text}");
         assert!(text.contains(expected), "{code}: {text}");
     }
-    // The global object holds the language's built-ins, tools and console, and nothing else.
+    // The global object holds the language's built-ins, tools, console and Playwright's
+    // `page` made of those tools (script_page.js), and nothing else.
     let result = run_code(
         &toolbox,
         "const builtins = new Set(['Object','Function','Array','Number','parseFloat','parseInt','Infinity','NaN','undefined','decodeURI','decodeURIComponent','encodeURI','encodeURIComponent','escape','unescape','isFinite','isNaN','globalThis','Symbol','Error','EvalError','RangeError','ReferenceError','SyntaxError','TypeError','URIError','InternalError','AggregateError','SuppressedError','Iterator','Math','Reflect','Boolean','String','BigInt','Date','eval','RegExp','JSON','Proxy','Map','Set','WeakMap','WeakSet','ArrayBuffer','SharedArrayBuffer','Uint8ClampedArray','Int8Array','Uint8Array','Int16Array','Uint16Array','Int32Array','Uint32Array','BigInt64Array','BigUint64Array','Float16Array','Float32Array','Float64Array','DataView','Atomics','Promise','WeakRef','FinalizationRegistry','queueMicrotask','structuredClone','DisposableStack','AsyncDisposableStack','AsyncIterator']);\nreturn Object.getOwnPropertyNames(globalThis).filter(n => !builtins.has(n));",
     )
     .await;
-    assert_eq!(result_text(&result), r#"["tools","console"]"#);
+    assert_eq!(result_text(&result), r#"["tools","console","page"]"#);
     // An endless loop is stopped.
     let toolbox = scripted(
         FakeLink::new(vec![]),
@@ -1481,9 +1482,13 @@ async fn code_execution_is_offered_only_when_enabled() {
         .unwrap();
     let properties = tool.input_schema["properties"].as_object().unwrap();
     assert!(properties.contains_key("code") && properties.contains_key("offset"));
-    assert_eq!(enabled.definitions().len(), definitions().len() + 1);
+    // Playwright MCP's script tool comes with it, and only with it.
+    assert!(enabled.knows("browser_run_code_unsafe") && !plain.knows("browser_run_code_unsafe"));
+    assert_eq!(enabled.definitions().len(), definitions().len() + 2);
     let result = run_code(&enabled, "return 1").await;
     assert_eq!(result_text(&result), "1");
+    let result = run_playwright(&plain, "async (page) => 1").await;
+    assert!(result_text(&result).contains("--code-execution"));
 }
 
 /// A script's long answer comes in parts like any long result, and `offset` reads on in it
@@ -2409,4 +2414,158 @@ fn a_snapshot_with_playwright_mcps_boxes_asks_the_extension_for_them_and_stays_o
     let tools = definitions();
     let snapshot = tools.iter().find(|t| t.name == "browser_snapshot").unwrap();
     assert!(snapshot.input_schema["properties"].get("boxes").is_none());
+}
+
+// browser_run_code_unsafe: Playwright code over the session's tools (script_page.js).
+
+async fn run_playwright(toolbox: &Toolbox, code: &str) -> CallToolResult {
+    toolbox
+        .call("browser_run_code_unsafe", &args(json!({ "code": code })))
+        .await
+}
+
+#[tokio::test]
+async fn playwright_code_steps_are_the_tools_a_model_would_call() {
+    let link = FakeLink::new(vec![
+        (
+            "browser_navigate",
+            Ok(json!({"tabId": 1, "url": "https://shop.test/", "title": "Shop"})),
+        ),
+        ("click", Ok(json!({"tabId": 1, "clicked": true}))),
+        (
+            "evaluateFunction",
+            Ok(json!({"tabId": 1, "type": "string", "value": "{\"v\":\"Kettle\"}"})),
+        ),
+        (
+            "type",
+            Ok(json!({"tabId": 1, "typed": true, "value": "tea"})),
+        ),
+    ]);
+    let toolbox = scripted(link.clone(), limits());
+    let code = r#"async (page) => {
+        const response = await page.goto('https://shop.test/');
+        await page.getByRole('link', { name: 'Kettle' }).click();
+        const name = await page.locator('h1').textContent();
+        await page.getByLabel(/search/i).fill('tea');
+        return { name, url: page.url(), ok: response.ok() };
+    }"#;
+    let result = run_playwright(&toolbox, code).await;
+    let text = result_text(&result);
+    assert_eq!(result.is_error, Some(false), "{text}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        json!({"name": "Kettle", "url": "https://shop.test/", "ok": true})
+    );
+    let sent = link.sent();
+    let methods: Vec<&str> = sent.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(
+        methods,
+        ["browser_navigate", "click", "evaluateFunction", "type"]
+    );
+    assert_eq!(
+        sent[1].1["selector"],
+        r#"getByRole("link", { name: "Kettle" })"#
+    );
+    assert_eq!(sent[2].1["selector"], "h1");
+    assert_eq!(sent[3].1["selector"], "getByLabel(/search/i)");
+    assert_eq!(sent[3].1["text"], "tea");
+}
+
+#[test]
+fn playwright_code_is_a_function_of_page_or_a_body() {
+    for function in [
+        "async (page) => { await page.goto('x'); }",
+        "  async page => page.title()",
+        "async function (page) { return 1; }",
+        "function run(page) { return 1; }",
+        "async ({ page }) => 1",
+        "(page) => page.url()",
+    ] {
+        assert!(code::is_function(function), "{function}");
+    }
+    for body in [
+        "await page.goto('x');\nreturn await page.title();",
+        "(await page.title()).length",
+        "return 1;",
+        "const f = (x) => x; return f(1);",
+    ] {
+        assert!(!code::is_function(body), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn playwright_code_counts_reads_whole_values_and_names_the_failing_line() {
+    let refused = |message: &str| {
+        Err(LinkError::Rpc {
+            code: -32000,
+            message: message.to_owned(),
+        })
+    };
+    let long = "x".repeat(100_000);
+    let link = FakeLink::new(vec![
+        (
+            "evaluateFunction",
+            refused("getByRole(\"link\") matches 3 elements and an action needs one (as in Playwright): use one's ref, or add .first(), .last() or .nth(i)"),
+        ),
+        ("evaluateFunction", refused("No element matches getByText(\"Gone\"); take a snapshot")),
+        (
+            "evaluateFunction",
+            Ok(json!({"tabId": 1, "type": "string", "value": json!({"v": long}).to_string()})),
+        ),
+        (
+            "click",
+            Ok(json!({"tabId": 1, "clicked": true, "pageChanged": {"url": "https://shop.test/next", "title": "Next"}})),
+        ),
+        ("click", refused("No element matches getByRole(\"button\", { name: \"Buy\" })")),
+    ]);
+    let toolbox = scripted(link.clone(), limits());
+    let code = "async (page) => {
+        const links = await page.getByRole('link').count();
+        const gone = await page.getByText('Gone').count();
+        const html = await page.content();
+        await page.getByRole('link', { name: 'Next' }).first().click();
+        const url = page.url();
+        try {
+            await page.getByRole('button', { name: 'Buy' }).click();
+        } catch (e) {
+            return JSON.stringify({ links, gone, length: html.length, url, failed: e.message, stack: String(e.stack) });
+        }
+    }";
+    let result = run_playwright(&toolbox, code).await;
+    let text = result_text(&result);
+    assert_eq!(result.is_error, Some(false), "{text}");
+    let seen: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(seen["links"], 3);
+    assert_eq!(seen["gone"], 0);
+    // Whole, though a direct call's text stops at 40,000 characters.
+    assert_eq!(seen["length"], 100_000);
+    assert_eq!(seen["url"], "https://shop.test/next");
+    assert!(
+        seen["failed"]
+            .as_str()
+            .unwrap()
+            .contains("No element matches"),
+        "{seen}"
+    );
+    // The error's stack names the script's line of the step, though the step awaited first.
+    assert!(seen["stack"].as_str().unwrap().contains("code:8"), "{seen}");
+    assert_eq!(
+        link.sent()[3].1["selector"],
+        r#"getByRole("link", { name: "Next" }).first()"#
+    );
+
+    // A step this `page` lacks is refused by name, with the line.
+    let result = run_playwright(
+        &toolbox,
+        "async (page) => {\n  await page.route('**', () => {});\n}",
+    )
+    .await;
+    let text = result_text(&result);
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        text.contains("page.route is not available in this bridge's scripts")
+            && text.contains("(line 2)")
+            && text.contains("It had made no tool call."),
+        "{text}"
+    );
 }

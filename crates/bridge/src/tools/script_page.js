@@ -1,0 +1,536 @@
+// Playwright's `page` in scripts (code.rs): the part of Playwright's Page and Locator API that
+// models write in Playwright MCP's `browser_run_code_unsafe`, made of this session's own tools.
+// Every step is one of the tool calls a model could make itself (`browser_click` with a
+// locator as `target`, `browser_evaluate`, …), so it goes through the same session, owner
+// checks, audit log and bounds; nothing here reaches the browser any other way.
+//
+// Evaluated once per script with `tools` (the script's own) and `raw(name, args)`, which calls
+// a tool as `tools` does but hands back its whole text (never cut into parts), so a value read
+// from the page arrives whole. Returns the `page` object.
+(function (tools, raw) {
+  "use strict";
+  // page.url() is synchronous in Playwright: the URL the last answer named.
+  let knownUrl = "about:blank";
+  const remember = function (result) {
+    const data = result && result.data;
+    if (data && typeof data === "object") {
+      const changed = data.pageChanged && data.pageChanged.url;
+      const url = typeof changed === "string" ? changed : data.url;
+      if (typeof url === "string") knownUrl = url;
+    }
+    return result;
+  };
+  const call = async function (name, args) {
+    return remember(await raw(name, args));
+  };
+  const source = function (fn) {
+    return typeof fn === "function" ? fn.toString() : String(fn);
+  };
+  const literal = function (value) {
+    return value === undefined ? "undefined" : JSON.stringify(value);
+  };
+  // A page function's value comes back as JSON in a string, so it arrives as it was (a
+  // number stays a number, a string is not taken for page text).
+  const evaluate = async function (body, target) {
+    const fn = target === undefined
+      ? "async () => JSON.stringify({ v: await (" + body + ")() })"
+      : "async (element) => JSON.stringify({ v: await (" + body + ")(element) })";
+    const args = target === undefined ? { function: fn } : { function: fn, target: target };
+    const result = await call("browser_evaluate", args);
+    return JSON.parse(result.text).v;
+  };
+  // `fn` of page.evaluate / locator.evaluate with its argument: a function is called (with the
+  // element first, for a locator); a string is an expression, called if it is a function.
+  const applied = function (fn, arg, withElement) {
+    const head = withElement ? "(element) => " : "() => ";
+    const args = withElement ? "element, " + literal(arg) : literal(arg);
+    if (typeof fn === "function") return head + "(" + source(fn) + ")(" + args + ")";
+    return head + "{ const f = (" + String(fn) + "); return typeof f === 'function' ? f(" + args + ") : f; }";
+  };
+  const unsupported = function (what, instead) {
+    return new Error(what + " is not available in this bridge's scripts" + (instead ? "; " + instead : ""));
+  };
+
+  // How a locator is named to the tools: `source` is Playwright's locator text as `target`
+  // takes it (getByRole(…).nth(1), role=…, text=…); CSS is kept apart, with its filters and
+  // pick, so that counting and reading happen in the page in one call.
+  const quoted = function (value) {
+    if (value instanceof RegExp) return "/" + value.source + "/" + value.flags;
+    return JSON.stringify(String(value));
+  };
+  const ENGINE = /^(?:(?:internal:)?(?:role|text|label|css|nth)=|xpath=|\/\/)|\s>>\s/;
+
+  const cssPage = {
+    // The elements a CSS locator names, its text filters and pick applied (run in the page).
+    list: "(css, filters, pick) => { " +
+      "const norm = (s) => String(s || '').replace(/\\s+/g, ' ').trim().toLowerCase(); " +
+      "let list = Array.from(document.querySelectorAll(css)); " +
+      "for (const f of filters) list = list.filter((el) => { const t = el.innerText ?? el.textContent; " +
+      "const hit = f.regex ? new RegExp(f.regex.source, f.regex.flags).test(t) : norm(t).includes(norm(f.text)); " +
+      "return f.not ? !hit : hit; }); " +
+      "if (pick === 'first') list = list.slice(0, 1); else if (pick === 'last') list = list.slice(-1); " +
+      "else if (typeof pick === 'number') list = list[pick < 0 ? list.length + pick : pick] ? [list[pick < 0 ? list.length + pick : pick]] : []; " +
+      "return list; }",
+    // A selector for one element that no other element matches: its id, or its path of
+    // :nth-child steps from the nearest ancestor with an id (or the root).
+    path: "(el) => { const steps = []; " +
+      "for (let at = el; at && at.nodeType === 1; at = at.parentElement) { " +
+      "if (at.id && document.querySelectorAll('#' + CSS.escape(at.id)).length === 1) { steps.unshift('#' + CSS.escape(at.id)); break; } " +
+      "if (!at.parentElement) { steps.unshift(at.localName); break; } " +
+      "steps.unshift(at.localName + ':nth-child(' + (Array.prototype.indexOf.call(at.parentElement.children, at) + 1) + ')'); } " +
+      "return steps.join(' > '); }",
+  };
+
+  class Locator {
+    constructor(spec) {
+      this._spec = spec;
+    }
+    // --- Narrowing -------------------------------------------------------------------------
+    _with(more) {
+      return new Locator(Object.assign({}, this._spec, more));
+    }
+    _chain(step, what) {
+      const s = this._spec;
+      if (s.css !== undefined) {
+        throw unsupported(what + " after locator(css)", "start from page." + what.replace(/\(.*$/, "") + "(…), or narrow with CSS");
+      }
+      if (s.engine) throw unsupported(what + " after a selector engine", "use page.getBy…(…) chains");
+      if (s.filters.length) throw unsupported(what + " after filter()", "filter last");
+      return this._with({ source: s.source + "." + step });
+    }
+    _pick(which) {
+      const s = this._spec;
+      if (s.css !== undefined) return this._with({ pick: which });
+      if (s.filters.length) return this._with({ pick: which });
+      if (s.engine) return this._with({ source: s.source + " >> nth=" + (which === "first" ? 0 : which === "last" ? -1 : which) });
+      return this._with({ source: s.source + "." + (which === "first" ? "first()" : which === "last" ? "last()" : "nth(" + which + ")") });
+    }
+    first() { return this._pick("first"); }
+    last() { return this._pick("last"); }
+    nth(index) { return this._pick(index); }
+    filter(options) {
+      const o = options || {};
+      const filters = this._spec.filters.slice();
+      const add = function (value, not) {
+        filters.push(value instanceof RegExp
+          ? { regex: { source: value.source, flags: value.flags }, not: not }
+          : { text: String(value), not: not });
+      };
+      if (o.hasText !== undefined) add(o.hasText, false);
+      if (o.hasNotText !== undefined) add(o.hasNotText, true);
+      for (const key of Object.keys(o)) {
+        if (key !== "hasText" && key !== "hasNotText") throw unsupported("filter({" + key + "})", "filter({hasText}) and filter({hasNotText}) are");
+      }
+      if (this._spec.pick !== undefined) throw unsupported("filter() after first(), last() or nth()", "filter first");
+      return this._with({ filters: filters });
+    }
+    locator(selector) {
+      const s = this._spec;
+      if (s.css !== undefined && s.pick === undefined && !s.filters.length && !ENGINE.test(selector)) {
+        return this._with({ css: s.css + " " + selector });
+      }
+      throw unsupported("locator(…) inside another locator", "use one CSS selector, page.locator('form .submit'), or a getBy… chain");
+    }
+    getByRole(role, options) { return this._chain(byRole(role, options), "getByRole(…)"); }
+    getByText(text, options) { return this._chain(byText("getByText", text, options), "getByText(…)"); }
+    getByLabel(text, options) { return this._chain(byText("getByLabel", text, options), "getByLabel(…)"); }
+    getByPlaceholder(text, options) { return this._chain(byText("getByPlaceholder", text, options), "getByPlaceholder(…)"); }
+    getByAltText(text, options) { return this._chain(byText("getByAltText", text, options), "getByAltText(…)"); }
+    getByTitle(text, options) { return this._chain(byText("getByTitle", text, options), "getByTitle(…)"); }
+    getByTestId() { throw unsupported("getByTestId(…) inside another locator", "use page.getByTestId(…)"); }
+    toString() {
+      const s = this._spec;
+      if (s.css === undefined) return s.source;
+      return "locator(" + JSON.stringify(s.css) + ")" + s.filters.map((f) => ".filter(" + JSON.stringify(f) + ")").join("") +
+        (s.pick === undefined ? "" : "." + (typeof s.pick === "number" ? "nth(" + s.pick + ")" : s.pick + "()"));
+    }
+
+    // --- What the tools are given ----------------------------------------------------------
+    // The `target` of one element: the locator as written where the extension resolves it
+    // itself (strict, as Playwright: several matches are refused with their refs); a CSS
+    // selector for exactly the element otherwise.
+    async _target() {
+      const s = this._spec;
+      if (s.css !== undefined && s.pick === undefined && !s.filters.length) return s.css;
+      if (s.css === undefined && !s.filters.length) return s.source;
+      const targets = await this._targets();
+      if (targets.length !== 1) {
+        throw new Error(targets.length === 0
+          ? "No element matches " + this + "; take a snapshot (browser_snapshot) or use browser_find"
+          : this + " matches " + targets.length + " elements and an action needs one (as in Playwright): add .first(), .last() or .nth(i)");
+      }
+      return targets[0];
+    }
+    // One `target` per element the locator names.
+    async _targets() {
+      const s = this._spec;
+      if (s.css !== undefined) {
+        return evaluate("() => (" + cssPage.list + ")(" + literal(s.css) + ", " + literal(s.filters) + ", " +
+          literal(s.pick) + ").map(" + cssPage.path + ")");
+      }
+      const count = await countOf(s.source);
+      let targets = [];
+      for (let i = 0; i < count; i++) targets.push(new Locator({ source: s.source, filters: [], engine: s.engine })._pick(i)._spec.source);
+      if (s.filters.length) {
+        const kept = [];
+        for (const target of targets) {
+          const text = await evaluate("(element) => element.innerText ?? element.textContent", target);
+          const norm = (t) => String(t || "").replace(/\s+/g, " ").trim().toLowerCase();
+          const ok = s.filters.every((f) => {
+            const hit = f.regex ? new RegExp(f.regex.source, f.regex.flags).test(text) : norm(text).includes(norm(f.text));
+            return f.not ? !hit : hit;
+          });
+          if (ok) kept.push(target);
+        }
+        targets = kept;
+        if (s.pick !== undefined) {
+          const at = s.pick === "first" ? 0 : s.pick === "last" ? targets.length - 1 : s.pick < 0 ? targets.length + s.pick : s.pick;
+          targets = targets[at] === undefined ? [] : [targets[at]];
+        }
+      }
+      return targets;
+    }
+    async _read(body) {
+      return evaluate(body, await this._target());
+    }
+
+    // --- Reading ---------------------------------------------------------------------------
+    async count() {
+      const s = this._spec;
+      if (s.css === undefined && !s.filters.length) return countOf(s.source);
+      return (await this._targets()).length;
+    }
+    async all() {
+      const n = await this.count();
+      const out = [];
+      for (let i = 0; i < n; i++) out.push(this.nth(i));
+      return out;
+    }
+    async allTextContents() { return this._each("(element) => element.textContent"); }
+    async allInnerTexts() { return this._each("(element) => element.innerText ?? element.textContent"); }
+    async _each(body) {
+      const s = this._spec;
+      if (s.css !== undefined) {
+        return evaluate("() => (" + cssPage.list + ")(" + literal(s.css) + ", " + literal(s.filters) + ", " +
+          literal(s.pick) + ").map(" + body + ")");
+      }
+      const out = [];
+      for (const target of await this._targets()) out.push(await evaluate(body, target));
+      return out;
+    }
+    textContent() { return this._read("(element) => element.textContent"); }
+    innerText() { return this._read("(element) => element.innerText ?? element.textContent"); }
+    innerHTML() { return this._read("(element) => element.innerHTML"); }
+    inputValue() {
+      return this._read("(element) => { if (!('value' in element)) throw new Error('Not an <input>, <textarea> or <select> element'); return element.value; }");
+    }
+    getAttribute(name) { return this._read("(element) => element.getAttribute(" + literal(name) + ")"); }
+    isChecked() { return this._read("(element) => element.checked ?? element.getAttribute('aria-checked') === 'true'"); }
+    isDisabled() { return this._read("(element) => element.disabled === true || element.getAttribute('aria-disabled') === 'true'"); }
+    async isEnabled() { return !(await this.isDisabled()); }
+    isEditable() { return this._read("(element) => !element.disabled && !element.readOnly && (element.isContentEditable || 'value' in element)"); }
+    async isVisible() {
+      // As in Playwright, a locator that names nothing is not visible rather than an error.
+      if ((await this.count()) === 0) return false;
+      return this.first()._read("(element) => element.checkVisibility ? element.checkVisibility() : !!element.getClientRects().length");
+    }
+    async isHidden() { return !(await this.isVisible()); }
+    boundingBox() {
+      return this._read("(element) => { const r = element.getBoundingClientRect(); return { x: r.x, y: r.y, width: r.width, height: r.height }; }");
+    }
+    evaluate(fn, arg) { return this._read(applied(fn, arg, true)); }
+    async evaluateAll(fn, arg) {
+      const s = this._spec;
+      if (s.css === undefined) throw unsupported("evaluateAll() on a getBy… locator", "use page.locator(css).evaluateAll(…), or evaluate() on each of all()");
+      return evaluate("() => (" + source(fn) + ")((" + cssPage.list + ")(" + literal(s.css) + ", " + literal(s.filters) + ", " +
+        literal(s.pick) + "), " + literal(arg) + ")");
+    }
+    async ariaSnapshot() {
+      return (await call("browser_snapshot", { target: await this._target() })).text;
+    }
+    async waitFor(options) {
+      const o = options || {};
+      const state = o.state || "visible";
+      const timeout = o.timeout === undefined ? DEFAULT_TIMEOUT : o.timeout;
+      const started = Date.now();
+      for (;;) {
+        const n = await this.count();
+        let met;
+        if (state === "attached") met = n > 0;
+        else if (state === "detached") met = n === 0;
+        else if (state === "hidden") met = n === 0 || !(await this.isVisible());
+        else met = n > 0 && (await this.isVisible());
+        if (met) return;
+        // Date reads whole seconds here, so the bound is counted in polls as well.
+        if (Date.now() - started > timeout + 1000) throw new Error("Timeout " + timeout + "ms exceeded waiting for " + this + " to be " + state);
+        await tools.browser_wait_for({ time: POLL_SECONDS });
+      }
+    }
+
+    // --- Acting ----------------------------------------------------------------------------
+    async click(options) {
+      const o = options || {};
+      const args = { target: await this._target() };
+      if (o.button) args.button = o.button;
+      if (o.modifiers) args.modifiers = o.modifiers;
+      if (o.clickCount === 2) args.doubleClick = true;
+      else if (o.clickCount) args.clickCount = o.clickCount;
+      await call("browser_click", args);
+    }
+    async dblclick(options) { await this.click(Object.assign({}, options, { clickCount: 2 })); }
+    async fill(value) { await call("browser_type", { target: await this._target(), text: String(value) }); }
+    async clear() { await this.fill(""); }
+    async pressSequentially(text) { await call("browser_type", { target: await this._target(), text: String(text), slowly: true }); }
+    async type(text) { await this.pressSequentially(text); }
+    async press(key) {
+      await this._read("(element) => element.focus()");
+      await call("browser_press_key", { key: key });
+    }
+    async hover() { await call("browser_hover", { target: await this._target() }); }
+    async focus() { await this._read("(element) => element.focus()"); }
+    async blur() { await this._read("(element) => element.blur()"); }
+    async scrollIntoViewIfNeeded() { await this._read("(element) => element.scrollIntoView({ block: 'center', inline: 'center' })"); }
+    async setChecked(checked) {
+      if ((await this.isChecked()) !== !!checked) await this.click();
+      if ((await this.isChecked()) !== !!checked) throw new Error("Clicking " + this + " did not change its state");
+    }
+    async check() { await this.setChecked(true); }
+    async uncheck() { await this.setChecked(false); }
+    async selectOption(values) {
+      const list = (Array.isArray(values) ? values : [values]).map(function (v) {
+        return v !== null && typeof v === "object" ? (v.value !== undefined ? v.value : v.label) : v;
+      });
+      const result = await call("browser_select_option", { target: await this._target(), values: list.map(String) });
+      const data = result.data || {};
+      return Array.isArray(data.selected) ? data.selected : list.map(String);
+    }
+    async selectText() { await this._read("(element) => { if (element.select) element.select(); else { const r = document.createRange(); r.selectNodeContents(element); const s = getSelection(); s.removeAllRanges(); s.addRange(r); } }"); }
+    async dispatchEvent(type) { await this._read("(element) => element.dispatchEvent(new Event(" + literal(type) + ", { bubbles: true }))"); }
+    screenshot() { throw unsupported("locator.screenshot()", "scripts receive no images: return, then call browser_take_screenshot with this target"); }
+    setInputFiles() { throw unsupported("setInputFiles()", "call browser_file_upload, whose paths are read where the bridge runs"); }
+    dragTo(other) {
+      return (async () => {
+        await call("browser_drag", { startTarget: await this._target(), endTarget: await other._target() });
+      })();
+    }
+  }
+
+  const DEFAULT_TIMEOUT = 10000;
+  const POLL_SECONDS = 0.25;
+
+  const byRole = function (role, options) {
+    const o = options || {};
+    const parts = [];
+    if (o.name !== undefined) parts.push("name: " + quoted(o.name));
+    for (const key of ["exact", "checked", "disabled", "selected", "expanded", "pressed"]) {
+      if (typeof o[key] === "boolean") parts.push(key + ": " + o[key]);
+    }
+    if (typeof o.level === "number") parts.push("level: " + o.level);
+    return "getByRole(" + JSON.stringify(String(role)) + (parts.length ? ", { " + parts.join(", ") + " }" : "") + ")";
+  };
+  const byText = function (method, text, options) {
+    const exact = options && options.exact === true && !(text instanceof RegExp);
+    return method + "(" + quoted(text) + (exact ? ", { exact: true }" : "") + ")";
+  };
+  // How many elements a getBy… locator names: the extension refuses an action on several with
+  // their count ("… matches 3 elements …") and on none ("No element matches …").
+  const countOf = async function (target) {
+    try {
+      await call("browser_evaluate", { function: "(element) => 1", target: target });
+      return 1;
+    } catch (e) {
+      const several = /matches (\d+) elements/.exec(e.message);
+      if (several) return Number(several[1]);
+      if (/No element matches/.test(e.message)) return 0;
+      throw e;
+    }
+  };
+  const urlParts = function (href) {
+    const m = /^([a-z][a-z0-9+.-]*:)(?:\/\/([^/?#]*))?([^?#]*)(\?[^#]*)?(#.*)?$/i.exec(href) || [];
+    const host = m[2] || "";
+    return Object.freeze({
+      href: href, protocol: m[1] || "", host: host, hostname: host.replace(/:\d+$/, ""),
+      port: (/:(\d+)$/.exec(host) || [])[1] || "", pathname: m[3] || "", search: m[4] || "",
+      hash: m[5] || "", origin: (m[1] || "") + "//" + host, toString: function () { return href; },
+    });
+  };
+  const fromSelector = function (selector) {
+    const s = String(selector);
+    return ENGINE.test(s)
+      ? new Locator({ source: s, filters: [], engine: true })
+      : new Locator({ css: s.replace(/^css=/, ""), filters: [] });
+  };
+  const fromCall = function (step) {
+    return new Locator({ source: step, filters: [] });
+  };
+
+  const keyboard = {
+    press: async function (key) { await call("browser_press_key", { key: key }); },
+    down: function () { throw unsupported("keyboard.down()", "use keyboard.press('Shift+A')"); },
+    up: function () { throw unsupported("keyboard.up()", "use keyboard.press('Shift+A')"); },
+    // Into the focused element, as a paste would put it.
+    insertText: async function (text) {
+      await evaluate("() => document.execCommand('insertText', false, " + literal(String(text)) + ")");
+    },
+    type: async function (text) {
+      for (const ch of String(text)) await call("browser_press_key", { key: ch });
+    },
+  };
+  const mouse = {
+    click: async function (x, y, options) {
+      const o = options || {};
+      const args = { x: x, y: y };
+      if (o.button) args.button = o.button;
+      if (o.clickCount === 2) args.doubleClick = true;
+      await call("browser_click", args);
+    },
+    dblclick: async function (x, y) { await call("browser_click", { x: x, y: y, doubleClick: true }); },
+  };
+
+  const page = {
+    goto: async function (url) {
+      const result = await call("browser_navigate", { url: String(url) });
+      const data = result.data || {};
+      const failed = data.httpError && typeof data.httpError === "object" ? data.httpError : null;
+      // The document's status is known when it is an error; below 400 it reads 200.
+      return Object.freeze({
+        url: function () { return data.url || knownUrl; },
+        ok: function () { return !failed; },
+        status: function () { return failed ? failed.status : 200; },
+        statusText: function () { return failed ? failed.statusText : "OK"; },
+      });
+    },
+    url: function () { return knownUrl; },
+    title: function () { return evaluate("() => document.title"); },
+    content: function () {
+      return evaluate("() => (document.doctype ? '<!DOCTYPE ' + document.doctype.name + '>' : '') + document.documentElement.outerHTML");
+    },
+    goBack: async function () { await call("browser_navigate_back", {}); return null; },
+    goForward: async function () { await call("browser_navigate_forward", {}); return null; },
+    reload: async function () {
+      const here = await evaluate("() => location.href");
+      await call("browser_navigate", { url: here });
+      return null;
+    },
+    evaluate: function (fn, arg) { return evaluate(applied(fn, arg, false)); },
+    $eval: function (selector, fn, arg) { return fromSelector(selector).first().evaluate(fn, arg); },
+    $$eval: function (selector, fn, arg) { return fromSelector(selector).evaluateAll(fn, arg); },
+    waitForTimeout: async function (ms) {
+      // browser_wait_for waits at most 30 s a call.
+      let left = Number(ms) / 1000;
+      while (left > 0) {
+        const step = Math.min(left, 30);
+        await tools.browser_wait_for({ time: step });
+        left -= step;
+      }
+    },
+    // A navigation here answers once the page has settled (load, network and DOM quiet).
+    waitForLoadState: async function () {},
+    waitForURL: async function (wanted, options) {
+      const o = options || {};
+      const timeout = o.timeout === undefined ? DEFAULT_TIMEOUT : o.timeout;
+      const started = Date.now();
+      const matches = function (href) {
+        if (wanted instanceof RegExp) return wanted.test(href);
+        // The engine has no URL class: the predicate gets the parts Playwright's URL has.
+        if (typeof wanted === "function") return !!wanted(urlParts(href));
+        const text = String(wanted);
+        if (!text.includes("*")) return href === text;
+        const pattern = text.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/\*\*/g, "\u0000").replace(/\*/g, "[^/]*").replace(/\u0000/g, ".*");
+        return new RegExp("^" + pattern + "$").test(href);
+      };
+      for (;;) {
+        const href = await evaluate("() => location.href");
+        knownUrl = href;
+        if (matches(href)) return;
+        if (Date.now() - started > timeout + 1000) throw new Error("Timeout " + timeout + "ms exceeded waiting for the URL to match " + wanted + " (it is " + href + ")");
+        await tools.browser_wait_for({ time: POLL_SECONDS });
+      }
+    },
+    waitForSelector: async function (selector, options) {
+      const found = fromSelector(selector);
+      await found.waitFor(options);
+      return (options && (options.state === "hidden" || options.state === "detached")) ? null : found.first();
+    },
+    locator: function (selector) { return fromSelector(selector); },
+    getByRole: function (role, options) { return fromCall(byRole(role, options)); },
+    getByText: function (text, options) { return fromCall(byText("getByText", text, options)); },
+    getByLabel: function (text, options) { return fromCall(byText("getByLabel", text, options)); },
+    getByPlaceholder: function (text, options) { return fromCall(byText("getByPlaceholder", text, options)); },
+    getByAltText: function (text, options) { return fromCall(byText("getByAltText", text, options)); },
+    getByTitle: function (text, options) { return fromCall(byText("getByTitle", text, options)); },
+    getByTestId: function (id) { return new Locator({ css: "[data-testid=" + JSON.stringify(String(id)) + "]", filters: [] }); },
+    click: function (selector, options) { return fromSelector(selector).click(options); },
+    dblclick: function (selector, options) { return fromSelector(selector).dblclick(options); },
+    fill: function (selector, value) { return fromSelector(selector).fill(value); },
+    type: function (selector, text) { return fromSelector(selector).pressSequentially(text); },
+    press: function (selector, key) { return fromSelector(selector).press(key); },
+    hover: function (selector) { return fromSelector(selector).hover(); },
+    focus: function (selector) { return fromSelector(selector).focus(); },
+    check: function (selector) { return fromSelector(selector).check(); },
+    uncheck: function (selector) { return fromSelector(selector).uncheck(); },
+    selectOption: function (selector, values) { return fromSelector(selector).selectOption(values); },
+    textContent: function (selector) { return fromSelector(selector).first().textContent(); },
+    innerText: function (selector) { return fromSelector(selector).first().innerText(); },
+    innerHTML: function (selector) { return fromSelector(selector).first().innerHTML(); },
+    inputValue: function (selector) { return fromSelector(selector).first().inputValue(); },
+    getAttribute: function (selector, name) { return fromSelector(selector).first().getAttribute(name); },
+    isVisible: function (selector) { return fromSelector(selector).isVisible(); },
+    isHidden: function (selector) { return fromSelector(selector).isHidden(); },
+    isChecked: function (selector) { return fromSelector(selector).first().isChecked(); },
+    isEnabled: function (selector) { return fromSelector(selector).first().isEnabled(); },
+    isDisabled: function (selector) { return fromSelector(selector).first().isDisabled(); },
+    setViewportSize: async function (size) { await call("browser_resize", { width: size.width, height: size.height }); },
+    viewportSize: function () { return null; },
+    emulateMedia: async function (options) { await call("browser_emulate_media", options || {}); },
+    bringToFront: async function () {},
+    screenshot: function () { throw unsupported("page.screenshot()", "scripts receive no images: return, then call browser_take_screenshot"); },
+    pdf: function () { throw unsupported("page.pdf()", "call browser_pdf_save"); },
+    keyboard: keyboard,
+    mouse: mouse,
+  };
+  // An error names the script's line where the step was asked for: a step that awaited before
+  // its tool call has lost the script's frame from its stack, so the stack of the call into
+  // `page` is put in its place.
+  const traced = function (fn) {
+    return function (...args) {
+      const origin = new Error("");
+      const named = function (e) {
+        if (e instanceof Error && !/\bcode:\d/.test(String(e.stack))) {
+          try { e.stack = origin.stack; } catch (ignored) { /* a frozen error keeps its own */ }
+        }
+        return e;
+      };
+      let result;
+      try {
+        result = fn.apply(this, args);
+      } catch (e) {
+        throw named(e);
+      }
+      return result && typeof result.then === "function"
+        ? result.then(undefined, function (e) { throw named(e); })
+        : result;
+    };
+  };
+  for (const key of Object.getOwnPropertyNames(Locator.prototype)) {
+    if (key !== "constructor" && !key.startsWith("_") && typeof Locator.prototype[key] === "function") {
+      Locator.prototype[key] = traced(Locator.prototype[key]);
+    }
+  }
+  for (const holder of [page, keyboard, mouse]) {
+    for (const key of Object.keys(holder)) {
+      if (typeof holder[key] === "function") holder[key] = traced(holder[key]);
+    }
+  }
+  const known = Object.keys(page).filter((key) => key !== "keyboard" && key !== "mouse").sort();
+  // Anything else of Playwright's Page is refused by name, with what is here, rather than
+  // failing as "not a function".
+  Object.freeze(keyboard);
+  Object.freeze(mouse);
+  return new Proxy(Object.freeze(page), {
+    get: function (target, key) {
+      if (typeof key !== "string" || key in target || key === "then" || key === "toJSON") return target[key];
+      throw unsupported("page." + key, "page here has " + known.join(", ") + ", keyboard (press, type, insertText) and mouse (click, dblclick)");
+    },
+  });
+})
