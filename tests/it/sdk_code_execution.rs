@@ -245,7 +245,9 @@ fn plan(shop: &str) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
         ),
         (
             "playwrightStrict",
-            "async (page) => {\n  await page.getByRole('link').click();\n}".into(),
+            format!(
+                "async (page) => {{\n  await page.goto({shop:?});\n  await page.getByRole('link').click();\n}}"
+            ),
         ),
         (
             "playwrightMissing",
@@ -270,7 +272,10 @@ fn plan(shop: &str) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
                 "browser_evaluate",
             ],
         ),
-        ("playwrightStrict", vec!["browser_click"]),
+        (
+            "playwrightStrict",
+            vec!["browser_navigate", "browser_click"],
+        ),
     ];
     let plan = json!({
         "shop": shop,
@@ -560,7 +565,7 @@ fn check(report: &Value, site: &FixtureSite, sdk: &Sdk, flag: &str) {
     assert!(
         said(strict).contains("browser_run_code_unsafe: the script failed")
             && said(strict).contains("matches 3 elements and an action needs one")
-            && said(strict).contains("(line 2)"),
+            && said(strict).contains("(line 3)"),
         "{name}: {strict}"
     );
     let missing = run(report, "playwrightMissing");
