@@ -260,7 +260,8 @@ pub struct ServeConfig {
 
     /// Offer `code_execution` to HTTP MCP sessions, as `mcp-relay bridge --code-execution`: a
     /// JavaScript async function body run in an embedded sandbox (QuickJS) whose only way out
-    /// is the session's own tools, within the `--mcp-code-*` bounds. Off by default.
+    /// is the session's own tools, within the `--mcp-code-*` bounds; and, in the same sandbox,
+    /// `browser_run_code_unsafe` (Playwright code over those tools). Off by default.
     #[arg(long, env = "MCP_RELAY_MCP_CODE_EXECUTION")]
     pub mcp_code_execution: bool,
 

@@ -157,7 +157,9 @@ pub struct BridgeArgs {
     pub structured_content: bool,
 
     /// Offer `code_execution`: a JavaScript async function body run in an embedded sandbox
-    /// (QuickJS) whose only way out is this session's own tools. Off by default.
+    /// (QuickJS) whose only way out is this session's own tools; and, in the same sandbox,
+    /// Playwright MCP's `browser_run_code_unsafe` (Playwright code, `async (page) => { … }`,
+    /// its `page` made of those tools). Off by default.
     #[arg(long, env = "MCP_RELAY_BRIDGE_CODE_EXECUTION")]
     pub code_execution: bool,
 
