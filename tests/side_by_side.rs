@@ -128,7 +128,16 @@ async fn side_by_side_with_playwright_mcp() {
         }
     );
     let browser = Browser::launch_with(&chromium, &profile, flags);
-    let ours = bridge_on(&relay, &browser, &site.url("fixtures/controls.html")).await;
+    // `SIDE_BY_SIDE_RUN_CODE=1`: also one `browser_run_code_unsafe` a round (ours needs
+    // `--code-execution`, which lists two tools more, so `tools/list` is then not like for like).
+    let run_code = std::env::var_os("SIDE_BY_SIDE_RUN_CODE").is_some_and(|v| v == "1");
+    let ours = bridge_on(
+        &relay,
+        &browser,
+        &site.url("fixtures/controls.html"),
+        if run_code { &["--code-execution"] } else { &[] },
+    )
+    .await;
     let theirs = playwright_mcp(&cli, &chromium).await;
 
     let mut report = Report::default();
@@ -153,7 +162,7 @@ async fn side_by_side_with_playwright_mcp() {
                 [(Side::Theirs, &theirs), (Side::Ours, &ours)]
             };
             for (side, client) in sides {
-                let m = one_round(client, side, page, &url).await;
+                let m = one_round(client, side, page, &url, run_code).await;
                 for (call, sample) in m {
                     if side == Side::Ours && sample.largest_text > MAX_TEXT_CHARS {
                         oversized.push(format!(
@@ -204,6 +213,7 @@ async fn one_round(
     side: Side,
     page: &Page,
     url: &str,
+    run_code: bool,
 ) -> Vec<(&'static str, Sample)> {
     let mut out = Vec::new();
     let (navigate, navigated) = timed(client, "browser_navigate", json!({"url": url})).await;
@@ -250,6 +260,17 @@ async fn one_round(
         timed(client, "browser_console_messages", json!({"level": "info"})).await;
     dump(side, page, "console", &messages);
     out.push(("console messages", console));
+
+    if run_code {
+        // The same Playwright code on both sides: a few reads a model would batch.
+        let code = "async (page) => ({ title: await page.title(), \
+                    headings: await page.locator('h2').allTextContents(), \
+                    links: await page.locator('a').count(), \
+                    first: await page.getByRole('heading', { level: 1 }).first().textContent() })";
+        let (ran, answer) = timed(client, "browser_run_code_unsafe", json!({ "code": code })).await;
+        dump(side, page, "run-code", &answer);
+        out.push(("run code", ran));
+    }
 
     match ref_of(&whole, page.click) {
         Some(target) => {
@@ -483,11 +504,14 @@ async fn bridge_on(
     relay: &mcp_relay::server::RunningRelay,
     browser: &Browser<'_>,
     url: &str,
+    more_flags: &[&str],
 ) -> Bridge {
     let mut watcher = Driver::handshake(relay, "watcher").await;
     watcher.wait_for_extension(browser).await;
     let relay_url = relay.url("/mcp");
-    let bridge = start_bridge((), &["--relay", &relay_url], &token(USER, Some(Role::Mcp))).await;
+    let mut flags = vec!["--relay", relay_url.as_str()];
+    flags.extend_from_slice(more_flags);
+    let bridge = start_bridge((), &flags, &token(USER, Some(Role::Mcp))).await;
     let deadline = Instant::now() + STEP;
     loop {
         let params = CallToolRequestParams::new("browser_tabs").with_arguments(
@@ -698,7 +722,7 @@ async fn round_trip_by_hop() {
     let profile = Profile::new(&relay, "Round trip by hop");
     let browser = Browser::launch_with(&chromium, &profile, &[OUR_WINDOW]);
     let url = site.url("fixtures/controls.html");
-    let ours = bridge_on(&relay, &browser, &url).await;
+    let ours = bridge_on(&relay, &browser, &url, &[]).await;
     let theirs = playwright_mcp(&cli, &chromium).await;
     timed(&theirs, "browser_navigate", json!({"url": url})).await;
 

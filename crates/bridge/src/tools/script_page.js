@@ -52,8 +52,9 @@
   };
 
   // How a locator is named to the tools: `source` is Playwright's locator text as `target`
-  // takes it (getByRole(…).nth(1), role=…, text=…); CSS is kept apart, with its filters and
-  // pick, so that counting and reading happen in the page in one call.
+  // takes it (getByRole(…).nth(1), role=…, text=…); a CSS locator is kept as `stages` (each a
+  // selector within the elements the stage before found, its text filters and pick), so that
+  // finding, counting and reading happen in the page in one call.
   const quoted = function (value) {
     if (value instanceof RegExp) return "/" + value.source + "/" + value.flags;
     return JSON.stringify(String(value));
@@ -61,15 +62,18 @@
   const ENGINE = /^(?:(?:internal:)?(?:role|text|label|css|nth)=|xpath=|\/\/)|\s>>\s/;
 
   const cssPage = {
-    // The elements a CSS locator names, its text filters and pick applied (run in the page).
-    list: "(css, filters, pick) => { " +
+    // The elements a CSS locator names (run in the page): each stage's selector within the
+    // elements found so far (none: those elements themselves), its text filters, its pick.
+    list: "(stages) => { " +
       "const norm = (s) => String(s || '').replace(/\\s+/g, ' ').trim().toLowerCase(); " +
-      "let list = Array.from(document.querySelectorAll(css)); " +
+      "let list = [document]; " +
+      "for (const { css, filters, pick } of stages) { " +
+      "if (css !== null) { const seen = new Set(); for (const root of list) for (const el of root.querySelectorAll(css)) seen.add(el); list = Array.from(seen); } " +
       "for (const f of filters) list = list.filter((el) => { const t = el.innerText ?? el.textContent; " +
       "const hit = f.regex ? new RegExp(f.regex.source, f.regex.flags).test(t) : norm(t).includes(norm(f.text)); " +
       "return f.not ? !hit : hit; }); " +
       "if (pick === 'first') list = list.slice(0, 1); else if (pick === 'last') list = list.slice(-1); " +
-      "else if (typeof pick === 'number') list = list[pick < 0 ? list.length + pick : pick] ? [list[pick < 0 ? list.length + pick : pick]] : []; " +
+      "else if (typeof pick === 'number') { const one = list[pick < 0 ? list.length + pick : pick]; list = one ? [one] : []; } } " +
       "return list; }",
     // A selector for one element that no other element matches: its id, or its path of
     // :nth-child steps from the nearest ancestor with an id (or the root).
@@ -81,9 +85,27 @@
       "return steps.join(' > '); }",
   };
 
+  // `() => LIST(stages).map(body)`: a CSS locator's elements, each read by `body`, in one call.
+  const listOf = function (stages) {
+    return "(" + cssPage.list + ")(" + literal(stages) + ")";
+  };
+  const inPage = function (stages, body) {
+    return "() => " + listOf(stages) + (body ? ".map(" + body + ")" : "");
+  };
+
   class Locator {
     constructor(spec) {
       this._spec = spec;
+    }
+    // The spec with its last CSS stage changed by `change` (a copy), or a new stage after it
+    // when `fresh` says that one is done.
+    _stage(fresh, change) {
+      const stages = this._spec.stages.slice();
+      const last = stages[stages.length - 1];
+      const next = fresh(last) ? { css: null, filters: [], pick: undefined } : Object.assign({}, last, { filters: last.filters.slice() });
+      change(next);
+      if (fresh(last)) stages.push(next); else stages[stages.length - 1] = next;
+      return new Locator({ stages: stages });
     }
     // --- Narrowing -------------------------------------------------------------------------
     _with(more) {
@@ -91,7 +113,7 @@
     }
     _chain(step, what) {
       const s = this._spec;
-      if (s.css !== undefined) {
+      if (s.stages) {
         throw unsupported(what + " after locator(css)", "start from page." + what.replace(/\(.*$/, "") + "(…), or narrow with CSS");
       }
       if (s.engine) throw unsupported(what + " after a selector engine", "use page.getBy…(…) chains");
@@ -100,7 +122,7 @@
     }
     _pick(which) {
       const s = this._spec;
-      if (s.css !== undefined) return this._with({ pick: which });
+      if (s.stages) return this._stage((last) => last.pick !== undefined, (stage) => { stage.pick = which; });
       if (s.filters.length) return this._with({ pick: which });
       if (s.engine) return this._with({ source: s.source + " >> nth=" + (which === "first" ? 0 : which === "last" ? -1 : which) });
       return this._with({ source: s.source + "." + (which === "first" ? "first()" : which === "last" ? "last()" : "nth(" + which + ")") });
@@ -110,9 +132,9 @@
     nth(index) { return this._pick(index); }
     filter(options) {
       const o = options || {};
-      const filters = this._spec.filters.slice();
+      const added = [];
       const add = function (value, not) {
-        filters.push(value instanceof RegExp
+        added.push(value instanceof RegExp
           ? { regex: { source: value.source, flags: value.flags }, not: not }
           : { text: String(value), not: not });
       };
@@ -121,15 +143,18 @@
       for (const key of Object.keys(o)) {
         if (key !== "hasText" && key !== "hasNotText") throw unsupported("filter({" + key + "})", "filter({hasText}) and filter({hasNotText}) are");
       }
-      if (this._spec.pick !== undefined) throw unsupported("filter() after first(), last() or nth()", "filter first");
-      return this._with({ filters: filters });
+      const s = this._spec;
+      if (s.stages) return this._stage((last) => last.pick !== undefined, (stage) => { stage.filters.push(...added); });
+      if (s.pick !== undefined) throw unsupported("filter() after first(), last() or nth() of a getBy… locator", "filter first");
+      return this._with({ filters: s.filters.concat(added) });
     }
     locator(selector) {
       const s = this._spec;
-      if (s.css !== undefined && s.pick === undefined && !s.filters.length && !ENGINE.test(selector)) {
-        return this._with({ css: s.css + " " + selector });
+      if (s.stages && !ENGINE.test(selector)) {
+        const stages = s.stages.concat([{ css: String(selector).replace(/^css=/, ""), filters: [], pick: undefined }]);
+        return new Locator({ stages: stages });
       }
-      throw unsupported("locator(…) inside another locator", "use one CSS selector, page.locator('form .submit'), or a getBy… chain");
+      throw unsupported("locator(…) inside a getBy… locator or with a selector engine", "use CSS within CSS, page.locator('form').locator('.submit'), or a getBy… chain");
     }
     getByRole(role, options) { return this._chain(byRole(role, options), "getByRole(…)"); }
     getByText(text, options) { return this._chain(byText("getByText", text, options), "getByText(…)"); }
@@ -140,9 +165,10 @@
     getByTestId() { throw unsupported("getByTestId(…) inside another locator", "use page.getByTestId(…)"); }
     toString() {
       const s = this._spec;
-      if (s.css === undefined) return s.source;
-      return "locator(" + JSON.stringify(s.css) + ")" + s.filters.map((f) => ".filter(" + JSON.stringify(f) + ")").join("") +
-        (s.pick === undefined ? "" : "." + (typeof s.pick === "number" ? "nth(" + s.pick + ")" : s.pick + "()"));
+      if (!s.stages) return s.source;
+      return s.stages.map((stage) => (stage.css === null ? "" : ".locator(" + JSON.stringify(stage.css) + ")") +
+        stage.filters.map((f) => ".filter(" + JSON.stringify(f) + ")").join("") +
+        (stage.pick === undefined ? "" : "." + (typeof stage.pick === "number" ? "nth(" + stage.pick + ")" : stage.pick + "()"))).join("").slice(1);
     }
 
     // --- What the tools are given ----------------------------------------------------------
@@ -151,8 +177,8 @@
     // selector for exactly the element otherwise.
     async _target() {
       const s = this._spec;
-      if (s.css !== undefined && s.pick === undefined && !s.filters.length) return s.css;
-      if (s.css === undefined && !s.filters.length) return s.source;
+      if (s.stages && s.stages.length === 1 && s.stages[0].pick === undefined && !s.stages[0].filters.length) return s.stages[0].css;
+      if (!s.stages && !s.filters.length) return s.source;
       const targets = await this._targets();
       if (targets.length !== 1) {
         throw new Error(targets.length === 0
@@ -164,10 +190,7 @@
     // One `target` per element the locator names.
     async _targets() {
       const s = this._spec;
-      if (s.css !== undefined) {
-        return evaluate("() => (" + cssPage.list + ")(" + literal(s.css) + ", " + literal(s.filters) + ", " +
-          literal(s.pick) + ").map(" + cssPage.path + ")");
-      }
+      if (s.stages) return evaluate(inPage(s.stages, cssPage.path));
       const count = await countOf(s.source);
       let targets = [];
       for (let i = 0; i < count; i++) targets.push(new Locator({ source: s.source, filters: [], engine: s.engine })._pick(i)._spec.source);
@@ -197,7 +220,8 @@
     // --- Reading ---------------------------------------------------------------------------
     async count() {
       const s = this._spec;
-      if (s.css === undefined && !s.filters.length) return countOf(s.source);
+      if (s.stages) return evaluate(inPage(s.stages) + ".length");
+      if (!s.filters.length) return countOf(s.source);
       return (await this._targets()).length;
     }
     async all() {
@@ -210,10 +234,7 @@
     async allInnerTexts() { return this._each("(element) => element.innerText ?? element.textContent"); }
     async _each(body) {
       const s = this._spec;
-      if (s.css !== undefined) {
-        return evaluate("() => (" + cssPage.list + ")(" + literal(s.css) + ", " + literal(s.filters) + ", " +
-          literal(s.pick) + ").map(" + body + ")");
-      }
+      if (s.stages) return evaluate(inPage(s.stages, body));
       const out = [];
       for (const target of await this._targets()) out.push(await evaluate(body, target));
       return out;
@@ -241,9 +262,8 @@
     evaluate(fn, arg) { return this._read(applied(fn, arg, true)); }
     async evaluateAll(fn, arg) {
       const s = this._spec;
-      if (s.css === undefined) throw unsupported("evaluateAll() on a getBy… locator", "use page.locator(css).evaluateAll(…), or evaluate() on each of all()");
-      return evaluate("() => (" + source(fn) + ")((" + cssPage.list + ")(" + literal(s.css) + ", " + literal(s.filters) + ", " +
-        literal(s.pick) + "), " + literal(arg) + ")");
+      if (!s.stages) throw unsupported("evaluateAll() on a getBy… locator", "use page.locator(css).evaluateAll(…), or evaluate() on each of all()");
+      return evaluate("() => (" + source(fn) + ")(" + listOf(s.stages) + ", " + literal(arg) + ")");
     }
     async ariaSnapshot() {
       return (await call("browser_snapshot", { target: await this._target() })).text;
@@ -358,7 +378,7 @@
     const s = String(selector);
     return ENGINE.test(s)
       ? new Locator({ source: s, filters: [], engine: true })
-      : new Locator({ css: s.replace(/^css=/, ""), filters: [] });
+      : new Locator({ stages: [{ css: s.replace(/^css=/, ""), filters: [], pick: undefined }] });
   };
   const fromCall = function (step) {
     return new Locator({ source: step, filters: [] });
@@ -372,8 +392,12 @@
     insertText: async function (text) {
       await evaluate("() => document.execCommand('insertText', false, " + literal(String(text)) + ")");
     },
+    // A key press (one call) per character, into the focused element; locator.fill() or
+    // pressSequentially() types a whole text in one.
     type: async function (text) {
-      for (const ch of String(text)) await call("browser_press_key", { key: ch });
+      for (const ch of String(text)) {
+        await call("browser_press_key", { key: ch === " " ? "Space" : ch === "\n" ? "Enter" : ch });
+      }
     },
   };
   const mouse = {
@@ -459,7 +483,7 @@
     getByPlaceholder: function (text, options) { return fromCall(byText("getByPlaceholder", text, options)); },
     getByAltText: function (text, options) { return fromCall(byText("getByAltText", text, options)); },
     getByTitle: function (text, options) { return fromCall(byText("getByTitle", text, options)); },
-    getByTestId: function (id) { return new Locator({ css: "[data-testid=" + JSON.stringify(String(id)) + "]", filters: [] }); },
+    getByTestId: function (id) { return page.locator("[data-testid=" + JSON.stringify(String(id)) + "]"); },
     click: function (selector, options) { return fromSelector(selector).click(options); },
     dblclick: function (selector, options) { return fromSelector(selector).dblclick(options); },
     fill: function (selector, value) { return fromSelector(selector).fill(value); },
