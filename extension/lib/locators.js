@@ -20,6 +20,7 @@
  * @typedef {{kind: 'role', role: string, name?: Matcher, level?: number, states?: Record<string, boolean>}
  *   | {kind: 'text', text: Matcher}
  *   | {kind: 'label', text: Matcher}
+ *   | {kind: 'placeholder', text: Matcher}
  *   | {kind: 'alt', text: Matcher}
  *   | {kind: 'title', text: Matcher}
  *   | {kind: 'pick', which: 'first' | 'last' | number}} Step
@@ -233,8 +234,9 @@ function callStep(method, args, source) {
     case 'getByText':
       return { kind: 'text', text: text() };
     case 'getByLabel':
-    case 'getByPlaceholder':
       return { kind: 'label', text: text() };
+    case 'getByPlaceholder':
+      return { kind: 'placeholder', text: text() };
     case 'getByAltText':
       return { kind: 'alt', text: text() };
     case 'getByTitle':
@@ -387,6 +389,8 @@ export function applySteps(tree, steps) {
               Object.entries(step.states ?? {}).every(([state, wanted]) => hasState(node, state) === wanted);
         case 'label':
           return LABELLED.has(node.role) && matchesText(step.text, name);
+        case 'placeholder':
+          return matchesText(step.text, node.placeholder);
         case 'alt':
           return node.role === 'img' && matchesText(step.text, node.name);
         case 'title':

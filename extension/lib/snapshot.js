@@ -404,6 +404,11 @@ export function captureTree(limits, rootElement) {
       if (pictures.length)
         item.altName = clip(pictures.slice(0, 5).join(' '), 100);
     }
+    // What a field shows while empty: Playwright's snapshot prints it under the field when it
+    // is not the field's name, and getByPlaceholder finds the field by it.
+    const placeholder = el.matches('input, textarea') ? flat(el.getAttribute('placeholder')) : '';
+    if (placeholder)
+      item.placeholder = clip(placeholder, 100);
     item.ref = ref;
     if (limits.boxes)
       item.box = boxOf(el);
@@ -550,14 +555,16 @@ export function formatOutline(tree, options = {}) {
       if (item.box)
         line += ` [box=${item.box.join(',')}]`;
       const kids = item.children || [];
-      const onlyText = kids.length === 1 && kids[0].role === undefined && item.value === undefined && !item.url && !item.note;
+      const placeholder = item.placeholder !== undefined && item.placeholder !== item.name ? item.placeholder : undefined;
+      const onlyText = kids.length === 1 && kids[0].role === undefined && item.value === undefined && !item.url && !item.note &&
+          placeholder === undefined;
       if (onlyText) {
         lines.push(`${line}: ${kids[0].text}`);
         continue;
       }
       if (item.value !== undefined)
         line += `: ${item.value}`;
-      const more = kids.length > 0 || item.url || item.note;
+      const more = kids.length > 0 || item.url || item.note || placeholder !== undefined;
       if (!more) {
         lines.push(line);
         continue;
@@ -571,6 +578,8 @@ export function formatOutline(tree, options = {}) {
       lines.push(item.value === undefined ? `${line}:` : line);
       if (item.url)
         lines.push(`${indent}  - /url: ${item.url}`);
+      if (placeholder !== undefined)
+        lines.push(`${indent}  - /placeholder: ${placeholder}`);
       if (item.note)
         lines.push(`${indent}  - note: ${item.note}`);
       emit(kids, level + 1);

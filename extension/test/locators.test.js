@@ -15,7 +15,7 @@ const TREE = [
     role: 'main', ref: 'e4', children: [
       { role: 'heading', name: 'The Stack and the Heap', ref: 'e5', states: ['level=2'] },
       { role: 'paragraph', ref: 'e6', children: [{ text: 'Both are parts of memory.' }] },
-      { role: 'textbox', name: 'Email', ref: 'e7' },
+      { role: 'textbox', name: 'Email', ref: 'e7', placeholder: 'you@example.com' },
       { role: 'checkbox', name: 'Remember me', ref: 'e11', states: ['checked'] },
       { role: 'checkbox', name: 'Newsletter', ref: 'e12' },
       { role: 'button', name: 'Save', ref: 'e8' },
@@ -62,6 +62,9 @@ test('the selector engines read the same', () => {
   assert.equal(resolve('internal:role=link[name="ownership"i]'), 'e2');
   assert.equal(resolve('role=navigation >> role=link >> nth=1'), 'e3');
   assert.equal(resolve("getByLabel('Email')"), 'e7');
+  // The placeholder, as Playwright's getByPlaceholder reads it: not the label.
+  assert.equal(resolve("getByPlaceholder('you@')"), 'e7');
+  assert.throws(() => resolve("getByPlaceholder('Email')"), /No element matches/);
   assert.equal(resolve("getByAltText('stack of plates')"), 'e10');
   assert.deepEqual(parseLocator("locator('#save')"), { css: '#save' });
   assert.deepEqual(parseLocator("getByTestId('save')"), { css: '[data-testid="save"]' });

@@ -53,6 +53,20 @@ test('the outline reads like Playwright MCP: role, quoted name, ref, states, val
   ].join('\n'));
 });
 
+test("a field's placeholder is printed under it when it is not the field's name, as Playwright prints it", () => {
+  assert.equal(formatOutline([
+    { role: 'textbox', name: 'Run search', ref: 'e2', placeholder: 'Type to search' },
+    { role: 'textbox', name: 'Only placeholder', ref: 'e3', placeholder: 'Only placeholder' },
+    { role: 'textbox', name: 'Email', ref: 'e4', placeholder: 'you@x', value: 'ada@x' },
+  ]), [
+    '- textbox "Run search" [ref=e2]:',
+    '  - /placeholder: Type to search',
+    '- textbox "Only placeholder" [ref=e3]',
+    '- textbox "Email" [ref=e4]: ada@x',
+    '  - /placeholder: you@x',
+  ].join('\n'));
+});
+
 test('names with quotes stay one unambiguous string', () => {
   assert.equal(formatOutline([{ role: 'button', name: 'Say "hi"', ref: 'e9' }]), '- button "Say \\"hi\\"" [ref=e9]');
 });

@@ -3435,7 +3435,7 @@ async fn locators_in_target(host: &impl Host) {
     page_value(
         host,
         "document.body.insertAdjacentHTML('beforeend', '<input id=find type=search \
-         aria-label=Find><input id=city list=cities aria-label=City>\
+         aria-label=Find placeholder=\"Type to search\"><input id=city list=cities aria-label=City>\
          <datalist id=cities><option value=Paris></datalist>'); 1",
     )
     .await;
@@ -3444,6 +3444,16 @@ async fn locators_in_target(host: &impl Host) {
         shown.contains("- searchbox \"Find\" [ref=") && shown.contains("- combobox \"City\" [ref="),
         "{shown}"
     );
+    // A placeholder that is not the field's name is printed under it, as Playwright prints it,
+    // and getByPlaceholder finds the field by it (not by its label).
+    assert!(shown.contains("- /placeholder: Type to search"), "{shown}");
+    let by_placeholder = tool(
+        host,
+        "browser_evaluate",
+        json!({"function": "(element) => element.id", "target": "getByPlaceholder('to search')"}),
+    )
+    .await;
+    assert_eq!(text(&by_placeholder), "find", "{by_placeholder}");
     tool_ok(
         host,
         "browser_type",
