@@ -244,6 +244,21 @@ fn plan(shop: &str) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
             ),
         ),
         (
+            "playwrightRows",
+            format!(
+                "async (page) => {{\n\
+                   await page.goto({shop:?});\n\
+                   const names = [];\n\
+                   for (const row of await page.locator('#products li').all()) {{\n\
+                     names.push(await row.locator('a').textContent());\n\
+                   }}\n\
+                   const href = await page.locator('li').filter({{ hasText: /^tea/i }}).locator('a').getAttribute('href');\n\
+                   await new Promise((resolve) => setTimeout(resolve, 200));\n\
+                   return {{ names, href, path: new URL(href, page.url()).pathname }};\n\
+                 }}"
+            ),
+        ),
+        (
             "playwrightStrict",
             format!(
                 "async (page) => {{\n  await page.goto({shop:?});\n  await page.getByRole('link').click();\n}}"
@@ -270,6 +285,18 @@ fn plan(shop: &str) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
                 "browser_click",
                 "browser_evaluate",
                 "browser_evaluate",
+            ],
+        ),
+        (
+            "playwrightRows",
+            vec![
+                "browser_navigate",
+                "browser_evaluate",
+                "browser_evaluate",
+                "browser_evaluate",
+                "browser_evaluate",
+                "browser_evaluate",
+                "browser_wait_for",
             ],
         ),
         (
@@ -559,6 +586,14 @@ fn check(report: &Value, site: &FixtureSite, sdk: &Sdk, flag: &str) {
         json!({"count": 3, "third": "Mug", "heading": "Teapot",
                "url": site.url("shop-teapot.html"), "stock": "0"}),
         "{name}: {located}"
+    );
+    // CSS locators within CSS locators, filtered, one page call each; a timer as a wait; URL.
+    let rows = run(report, "playwrightRows");
+    assert_eq!(
+        serde_json::from_str::<Value>(said(rows)).unwrap_or_default(),
+        json!({"names": ["Kettle", "Teapot", "Mug"], "href": "shop-teapot.html",
+               "path": "/shop-teapot.html"}),
+        "{name}: {rows}"
     );
     let strict = run(report, "playwrightStrict");
     assert_eq!(strict["isError"], true, "{name}: {strict}");

@@ -325,6 +325,7 @@ impl Toolbox {
     pub(super) async fn execute(&self, script: Script, limits: CodeLimits) -> CallToolResult {
         let tool = script.tool();
         let code = script.source();
+        let playwright = matches!(script, Script::Playwright(_));
         let names: Vec<String> = self
             .tools
             .iter()
@@ -340,7 +341,14 @@ impl Toolbox {
             .name("code_execution".into())
             .stack_size(16 << 20)
             .spawn(move || {
-                let outcome = run_script(&code, &names, &engine_limits, request_tx, reply_rx);
+                let outcome = run_script(
+                    &code,
+                    playwright,
+                    &names,
+                    &engine_limits,
+                    request_tx,
+                    reply_rx,
+                );
                 let _ = done_tx.send(outcome);
             });
         if let Err(e) = spawned {
@@ -456,6 +464,7 @@ impl Toolbox {
 /// The engine's thread: runs the script to its end, a bound, or an error.
 fn run_script(
     code: &str,
+    playwright: bool,
     names: &[String],
     limits: &CodeLimits,
     requests: mpsc::UnboundedSender<Request>,
@@ -469,7 +478,7 @@ fn run_script(
         logs: RefCell::new(Vec::new()),
         bytes: Cell::new(0),
     });
-    let end = match engine(code, names, limits, &meter, requests, replies) {
+    let end = match engine(code, playwright, names, limits, &meter, requests, replies) {
         Ok(end) => end,
         Err(message) => End::Threw(message),
     };
@@ -484,6 +493,7 @@ fn run_script(
 
 fn engine(
     code: &str,
+    playwright: bool,
     names: &[String],
     limits: &CodeLimits,
     meter: &Rc<Meter>,
@@ -519,7 +529,11 @@ fn engine(
         )>()
         .build(&runtime)
         .map_err(|e| format!("could not start the engine: {e}"))?;
-    let end = context.with(|ctx| drive(&ctx, code, names, limits, meter, &requests, &replies));
+    let end = context.with(|ctx| {
+        drive(
+            &ctx, code, playwright, names, limits, meter, &requests, &replies,
+        )
+    });
     // Out of memory, the engine may fail to make even its error and throw `null` instead of
     // "out of memory": a script that failed after the allocator refused it ran into the
     // memory bound, whatever it threw.
@@ -620,9 +634,13 @@ unsafe impl Allocator for BoundedAllocator {
 
 /// Within the context: sets up the globals, starts the script and settles its calls until it
 /// ends.
+/// Runs the script in `ctx` to its end; `playwright`: with the globals Playwright MCP's scripts
+/// have (script_page.js).
+#[allow(clippy::too_many_arguments)]
 fn drive<'js>(
     ctx: &Ctx<'js>,
     code: &str,
+    playwright: bool,
     names: &[String],
     limits: &CodeLimits,
     meter: &Rc<Meter>,
@@ -692,10 +710,19 @@ fn drive<'js>(
         options = rquickjs::context::EvalOptions::default();
         options.filename = Some("page".into());
         let make_page: Function = ctx.eval_with_options(PAGE, options)?;
-        let page: Object = make_page.call((tools.clone(), raw))?;
+        let made: rquickjs::Array = make_page.call((tools.clone(), raw))?;
+        let page: Object = made.get(0)?;
         ctx.globals().set("tools", tools)?;
         ctx.globals().set("console", console)?;
         ctx.globals().set("page", page)?;
+        if playwright {
+            let globals: Object = made.get(1)?;
+            for key in globals.keys::<String>() {
+                let key = key?;
+                let value: Value = globals.get(&key)?;
+                ctx.globals().set(key, value)?;
+            }
+        }
         Ok(settle)
     };
     let settle = setup()

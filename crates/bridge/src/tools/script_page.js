@@ -6,7 +6,8 @@
 //
 // Evaluated once per script with `tools` (the script's own) and `raw(name, args)`, which calls
 // a tool as `tools` does but hands back its whole text (never cut into parts), so a value read
-// from the page arrives whole. Returns the `page` object.
+// from the page arrives whole. Returns `[page, globals]`: `globals` are what Playwright MCP's
+// scripts have beside `page` that needs no way out (timers as waits, URL, base64).
 (function (tools, raw) {
   "use strict";
   // page.url() is synchronous in Playwright: the URL the last answer named.
@@ -213,7 +214,18 @@
       }
       return targets;
     }
+    // Reads the one element with `body`. A chained, filtered or picked CSS locator is found
+    // and read in the page in one call (a plain selector reads its first match, as `target`
+    // does); anything else through its `target`.
     async _read(body) {
+      const s = this._spec;
+      if (s.stages && !(s.stages.length === 1 && s.stages[0].pick === undefined && !s.stages[0].filters.length)) {
+        const named = JSON.stringify(String(this));
+        return evaluate("() => { const list = " + listOf(s.stages) + "; " +
+          "if (list.length !== 1) throw new Error((list.length ? " + named + " + ' matches ' + list.length + " +
+          "' elements and this needs one (as in Playwright): add .first(), .last() or .nth(i)' : 'No element matches ' + " + named + ")); " +
+          "return (" + body + ")(list[0]); }");
+      }
       return evaluate(body, await this._target());
     }
 
@@ -551,10 +563,151 @@
   // failing as "not a function".
   Object.freeze(keyboard);
   Object.freeze(mouse);
-  return new Proxy(Object.freeze(page), {
+  const proxied = new Proxy(Object.freeze(page), {
     get: function (target, key) {
       if (typeof key !== "string" || key in target || key === "then" || key === "toJSON") return target[key];
       throw unsupported("page." + key, "page here has " + known.join(", ") + ", keyboard (press, type, insertText) and mouse (click, dblclick)");
     },
   });
+
+  // --- The globals Playwright MCP's scripts have that need no way out ------------------------
+  // Given to browser_run_code_unsafe's scripts only (code_execution's global object stays as
+  // it is documented). A timer is a browser_wait_for, so a wait is a tool call, bounded as one.
+  const timers = new Map();
+  let lastTimer = 0;
+  const setTimeout = function (fn, ms, ...args) {
+    const id = ++lastTimer;
+    timers.set(id, true);
+    const wait = Math.max(0, Number(ms) || 0) / 1000;
+    const waited = wait > 0 ? page.waitForTimeout(wait * 1000) : Promise.resolve();
+    waited.then(function () {
+      if (!timers.delete(id)) return;
+      if (typeof fn === "function") fn(...args);
+    });
+    return id;
+  };
+  const clearTimeout = function (id) {
+    timers.delete(id);
+  };
+
+  const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const btoa = function (text) {
+    const s = String(text);
+    let out = "";
+    for (let i = 0; i < s.length; i += 3) {
+      const codes = [s.charCodeAt(i), s.charCodeAt(i + 1), s.charCodeAt(i + 2)];
+      if (codes.some((c) => c > 255)) throw new Error("btoa: the string has characters outside Latin-1");
+      const n = (codes[0] << 16) | ((codes[1] || 0) << 8) | (codes[2] || 0);
+      out += B64[(n >> 18) & 63] + B64[(n >> 12) & 63] +
+        (i + 1 < s.length ? B64[(n >> 6) & 63] : "=") + (i + 2 < s.length ? B64[n & 63] : "=");
+    }
+    return out;
+  };
+  const atob = function (data) {
+    const s = String(data).replace(/[\t\n\f\r ]/g, "").replace(/=+$/, "");
+    if (/[^A-Za-z0-9+/]/.test(s) || s.length % 4 === 1) throw new Error("atob: not base64");
+    let out = "";
+    for (let i = 0; i < s.length; i += 4) {
+      const n = (B64.indexOf(s[i]) << 18) | (B64.indexOf(s[i + 1]) << 12) |
+        ((i + 2 < s.length ? B64.indexOf(s[i + 2]) : 0) << 6) | (i + 3 < s.length ? B64.indexOf(s[i + 3]) : 0);
+      out += String.fromCharCode((n >> 16) & 255);
+      if (i + 2 < s.length) out += String.fromCharCode((n >> 8) & 255);
+      if (i + 3 < s.length) out += String.fromCharCode(n & 255);
+    }
+    return out;
+  };
+
+  class URLSearchParams {
+    constructor(init) {
+      this._pairs = [];
+      if (init instanceof URLSearchParams) this._pairs = init._pairs.map((p) => p.slice());
+      else if (init && typeof init === "object") {
+        for (const [k, v] of (Array.isArray(init) ? init : Object.entries(init))) this._pairs.push([String(k), String(v)]);
+      } else if (init !== undefined) {
+        for (const part of String(init).replace(/^\?/, "").split("&")) {
+          if (!part) continue;
+          const at = part.indexOf("=");
+          const decode = (t) => decodeURIComponent(t.replace(/\+/g, " "));
+          this._pairs.push(at < 0 ? [decode(part), ""] : [decode(part.slice(0, at)), decode(part.slice(at + 1))]);
+        }
+      }
+    }
+    get(name) { const p = this._pairs.find((q) => q[0] === String(name)); return p ? p[1] : null; }
+    getAll(name) { return this._pairs.filter((q) => q[0] === String(name)).map((q) => q[1]); }
+    has(name) { return this._pairs.some((q) => q[0] === String(name)); }
+    append(name, value) { this._pairs.push([String(name), String(value)]); }
+    set(name, value) {
+      const at = this._pairs.findIndex((q) => q[0] === String(name));
+      this.delete(name);
+      this._pairs.splice(at < 0 ? this._pairs.length : at, 0, [String(name), String(value)]);
+    }
+    delete(name) { this._pairs = this._pairs.filter((q) => q[0] !== String(name)); }
+    forEach(fn) { for (const [k, v] of this._pairs) fn(v, k, this); }
+    keys() { return this._pairs.map((p) => p[0])[Symbol.iterator](); }
+    values() { return this._pairs.map((p) => p[1])[Symbol.iterator](); }
+    entries() { return this._pairs.map((p) => p.slice())[Symbol.iterator](); }
+    [Symbol.iterator]() { return this.entries(); }
+    get size() { return this._pairs.length; }
+    toString() {
+      const encode = (t) => encodeURIComponent(t).replace(/%20/g, "+");
+      return this._pairs.map(([k, v]) => encode(k) + "=" + encode(v)).join("&");
+    }
+  }
+
+  // Enough of the WHATWG URL for scripts: absolute URLs, and relative ones against a base.
+  const URL_PARTS = /^([a-z][a-z0-9+.-]*:)(?:\/\/(?:([^:@/?#]*)(?::([^@/?#]*))?@)?([^:/?#]*)(?::(\d*))?)?([^?#]*)(\?[^#]*)?(#.*)?$/i;
+  const withoutDots = function (path) {
+    const out = [];
+    for (const segment of path.split("/").slice(1)) {
+      if (segment === "..") { if (out.length) out.pop(); } else if (segment !== ".") out.push(segment);
+    }
+    const last = path.split("/").pop();
+    return "/" + out.join("/") + (last === "." || last === ".." ? "/" : "");
+  };
+  class URL {
+    constructor(url, base) {
+      let text = String(url).trim();
+      if (!URL_PARTS.test(text) || !/^[a-z][a-z0-9+.-]*:/i.test(text)) {
+        if (base === undefined) throw new TypeError("Invalid URL: " + text);
+        const b = new URL(base);
+        if (text.startsWith("//")) text = b.protocol + text;
+        else if (text.startsWith("/")) text = b.origin + text;
+        else if (text.startsWith("?")) text = b.origin + b.pathname + text;
+        else if (text.startsWith("#")) text = b.origin + b.pathname + b.search + text;
+        else if (text === "") text = b.origin + b.pathname + b.search;
+        else text = b.origin + b.pathname.replace(/[^/]*$/, "") + text;
+      }
+      const m = URL_PARTS.exec(text);
+      if (!m) throw new TypeError("Invalid URL: " + text);
+      this.protocol = m[1].toLowerCase();
+      this.username = m[2] || "";
+      this.password = m[3] || "";
+      this.hostname = (m[4] || "").toLowerCase();
+      const defaults = { "http:": "80", "https:": "443", "ws:": "80", "wss:": "443" };
+      this.port = m[5] && m[5] !== defaults[this.protocol] ? m[5] : "";
+      const special = this.protocol in defaults || this.protocol === "file:";
+      this.pathname = special ? withoutDots(m[6] || "/") : m[6] || "";
+      this.searchParams = new URLSearchParams(m[7] || "");
+      this._search = m[7] && m[7] !== "?" ? m[7] : "";
+      this._parsed = this.searchParams.toString();
+      this.hash = m[8] && m[8] !== "#" ? m[8] : "";
+    }
+    get host() { return this.hostname + (this.port ? ":" + this.port : ""); }
+    get origin() { return this.protocol + "//" + this.host; }
+    // As written, until searchParams is changed.
+    get search() {
+      const q = this.searchParams.toString();
+      if (q === this._parsed) return this._search;
+      return q ? "?" + q : "";
+    }
+    get href() {
+      const auth = this.username ? this.username + (this.password ? ":" + this.password : "") + "@" : "";
+      return this.protocol + "//" + auth + this.host + this.pathname + this.search + this.hash;
+    }
+    toString() { return this.href; }
+    toJSON() { return this.href; }
+  }
+
+  const globals = Object.freeze({ setTimeout, clearTimeout, URL, URLSearchParams, atob, btoa });
+  return [proxied, globals];
 })

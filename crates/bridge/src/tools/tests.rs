@@ -2569,3 +2569,37 @@ async fn playwright_code_counts_reads_whole_values_and_names_the_failing_line() 
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn playwright_code_has_timers_as_waits_urls_and_base64_but_no_way_out() {
+    let link = FakeLink::new(vec![(
+        "waitFor",
+        Ok(json!({"tabId": 1, "found": true, "waitedMs": 500})),
+    )]);
+    let toolbox = scripted(link.clone(), limits());
+    let code = r#"async (page) => {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        const cancelled = setTimeout(() => { throw new Error('never'); }, 0);
+        clearTimeout(cancelled);
+        const u = new URL('../b/c.html?x=1&y=a+b#top', 'https://Shop.test:443/a/d/index.html');
+        return { href: u.href, path: u.pathname, x: u.searchParams.get('x'), y: u.searchParams.get('y'),
+                 host: u.host, b64: btoa('hi!'), back: atob(btoa('hi!')),
+                 rel: new URL('/p?q=1', 'http://localhost:3000/x').href,
+                 escapes: [typeof fetch, typeof require, typeof process, typeof setInterval] };
+    }"#;
+    let result = run_playwright(&toolbox, code).await;
+    let text = result_text(&result);
+    assert_eq!(result.is_error, Some(false), "{text}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        json!({"href": "https://shop.test/a/b/c.html?x=1&y=a+b#top", "path": "/a/b/c.html",
+               "x": "1", "y": "a b", "host": "shop.test", "b64": "aGkh", "back": "hi!",
+               "rel": "http://localhost:3000/p?q=1",
+               "escapes": ["undefined", "undefined", "undefined", "undefined"]})
+    );
+    // The one timer that ran was one wait in the page's tab; the cancelled one made no call.
+    let sent = link.sent();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].0, "waitFor");
+    assert_eq!(sent[0].1["time"], 0.5);
+}
