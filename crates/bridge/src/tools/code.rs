@@ -74,12 +74,22 @@ impl Script {
     /// script's first line on line 1 so that errors name its own lines.
     fn source(&self) -> String {
         match self {
-            Script::Playwright(code) if is_function(code) => {
-                format!("(async () => {{ return await ({code}\n)(page); }})()")
+            Script::Playwright(code) => {
+                // page.url() is synchronous: a script that reads it before it navigates first
+                // learns where it starts (one call more).
+                let start = match (code.find(".url()"), code.find(".goto(")) {
+                    (Some(url), goto) if goto.is_none_or(|goto| url < goto) => {
+                        "await page.__readUrl(); "
+                    }
+                    _ => "",
+                };
+                if is_function(code) {
+                    format!("(async () => {{ {start}return await ({code}\n)(page); }})()")
+                } else {
+                    format!("(async () => {{ {start}{code}\n}})()")
+                }
             }
-            Script::Body(code) | Script::Playwright(code) => {
-                format!("(async () => {{{code}\n}})()")
-            }
+            Script::Body(code) => format!("(async () => {{{code}\n}})()"),
         }
     }
 }

@@ -437,6 +437,15 @@
       });
     },
     url: function () { return knownUrl; },
+    // Run before a script that reads page.url() (code.rs), so that it knows the URL of the
+    // page it starts on: one call, and none on a session with no page yet.
+    __readUrl: async function () {
+      try {
+        knownUrl = await evaluate("() => location.href");
+      } catch (ignored) {
+        // No tab yet: about:blank, as a new Playwright page starts.
+      }
+    },
     title: function () { return evaluate("() => document.title"); },
     content: function () {
       return evaluate("() => (document.doctype ? '<!DOCTYPE ' + document.doctype.name + '>' : '') + document.documentElement.outerHTML");
@@ -558,7 +567,7 @@
       if (typeof holder[key] === "function") holder[key] = traced(holder[key]);
     }
   }
-  const known = Object.keys(page).filter((key) => key !== "keyboard" && key !== "mouse").sort();
+  const known = Object.keys(page).filter((key) => key !== "keyboard" && key !== "mouse" && !key.startsWith("__")).sort();
   // Anything else of Playwright's Page is refused by name, with what is here, rather than
   // failing as "not a function".
   Object.freeze(keyboard);

@@ -2503,6 +2503,11 @@ async fn playwright_code_counts_reads_whole_values_and_names_the_failing_line() 
     };
     let long = "x".repeat(100_000);
     let link = FakeLink::new(vec![
+        // page.url() is read before any navigation: where the script starts, first.
+        (
+            "evaluateFunction",
+            Ok(json!({"tabId": 1, "type": "string", "value": "{\"v\":\"https://shop.test/\"}"})),
+        ),
         (
             "evaluateFunction",
             refused("getByRole(\"link\") matches 3 elements and an action needs one (as in Playwright): use one's ref, or add .first(), .last() or .nth(i)"),
@@ -2550,7 +2555,7 @@ async fn playwright_code_counts_reads_whole_values_and_names_the_failing_line() 
     // The error's stack names the script's line of the step, though the step awaited first.
     assert!(seen["stack"].as_str().unwrap().contains("code:8"), "{seen}");
     assert_eq!(
-        link.sent()[3].1["selector"],
+        link.sent()[4].1["selector"],
         r#"getByRole("link", { name: "Next" }).first()"#
     );
 
@@ -2602,4 +2607,20 @@ async fn playwright_code_has_timers_as_waits_urls_and_base64_but_no_way_out() {
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(sent[0].0, "waitFor");
     assert_eq!(sent[0].1["time"], 0.5);
+}
+
+#[tokio::test]
+async fn playwright_code_that_reads_the_url_before_navigating_learns_it_first() {
+    let link = FakeLink::new(vec![(
+        "evaluateFunction",
+        Ok(json!({"tabId": 1, "type": "string", "value": "{\"v\":\"https://shop.test/cart\"}"})),
+    )]);
+    let toolbox = scripted(link.clone(), limits());
+    let result = run_playwright(&toolbox, "async (page) => page.url()").await;
+    assert_eq!(result_text(&result), "https://shop.test/cart");
+    assert_eq!(link.sent().len(), 1);
+    // With no page yet, about:blank, as a new Playwright page starts.
+    let toolbox = scripted(FakeLink::new(vec![]), limits());
+    let result = run_playwright(&toolbox, "return page.url();").await;
+    assert_eq!(result_text(&result), "about:blank");
 }
