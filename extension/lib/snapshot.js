@@ -56,6 +56,19 @@ export function captureTree(limits, rootElement) {
     Object.defineProperty(window, KEY, { value: registry, enumerable: false });
   }
   const alive = el => el && el.isConnected && el.ownerDocument.defaultView;
+  // The element that has focus in each document (inside shadow roots too): Playwright's
+  // snapshot marks it [active], and a key press acts on it.
+  const focusedIn = new Map();
+  const isFocused = el => {
+    const doc = el.ownerDocument;
+    if (!focusedIn.has(doc)) {
+      let at = doc.activeElement;
+      while (at && at.shadowRoot && at.shadowRoot.activeElement)
+        at = at.shadowRoot.activeElement;
+      focusedIn.set(doc, at === doc.body || at === doc.documentElement ? null : at);
+    }
+    return focusedIn.get(doc) === el;
+  };
   // Forget refs whose elements are gone; they stay refused (unknown is refused too).
   for (const [ref, weak] of registry.byRef) {
     if (!alive(weak.deref()))
@@ -431,6 +444,8 @@ export function captureTree(limits, rootElement) {
       states.push(`pressed=${el.getAttribute('aria-pressed')}`);
     if (el.required)
       states.push('required');
+    if (isFocused(el))
+      states.push('active');
     if (role === 'heading')
       states.push(`level=${/^h[1-6]$/.test(el.localName) ? el.localName[1] : el.getAttribute('aria-level') || 2}`);
     if (states.length)

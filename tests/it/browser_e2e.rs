@@ -3464,6 +3464,15 @@ async fn locators_in_target(host: &impl Host) {
         page_value(host, "document.getElementById('find').value").await,
         "kettle"
     );
+    // The field typed into has focus, and the outline says so, as Playwright's marks it
+    // ([active]): a key press acts there.
+    let focused = outline(host, json!({})).await;
+    let find_line = focused
+        .lines()
+        .find(|line| line.contains("- searchbox \"Find\""))
+        .unwrap_or_default();
+    assert!(find_line.ends_with("[active]: kettle"), "{focused}");
+    assert_eq!(focused.matches("[active]").count(), 1, "{focused}");
     // A link that is only a picture is named by it, as Playwright's accessible names read it
     // (the outline prints the name on the picture, as Playwright MCP's does).
     page_value(
