@@ -500,6 +500,12 @@ export function captureTree(limits, rootElement) {
       item.children = kids[0].children;
       return [item];
     }
+    // A <pre> around its <code> and the page's own controls (Node's "copy" button, mdbook's
+    // play button) is a wrapper, as Playwright reads a <pre> (generic): the code and the
+    // controls are read where they are, not as a code inside a code.
+    if (role === 'code' && !explicitRole && el.localName === 'pre' && !canAct && !labelled &&
+        kids.some(kid => kid.role === 'code') && kids.some(kid => kid.role !== undefined && kid.role !== 'code'))
+      return kids;
     if (nameFromContent && kids.some(kid => BLOCKS.has(kid.role)))
       delete item.name;
     // Text already read as the name is not repeated below. A name its author gave

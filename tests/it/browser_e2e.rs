@@ -1648,6 +1648,23 @@ async fn snapshot_refs(chromium: &Path) {
         "{prose}"
     );
     assert!(prose.contains(": Gluedtogether stays glued."), "{prose}");
+    // A <pre> around its code and a control is a wrapper (Playwright reads it as generic):
+    // the code and the button side by side, not a code inside a code.
+    let code_line = prose
+        .lines()
+        .position(|line| line.ends_with("]: npm install"))
+        .unwrap_or_else(|| panic!("no code line in {prose}"));
+    let lines: Vec<&str> = prose.lines().collect();
+    let indent = |line: &str| line.len() - line.trim_start().len();
+    assert!(
+        lines[code_line].trim_start().starts_with("- code [ref=")
+            && lines[code_line + 1]
+                .trim_start()
+                .starts_with("- button \"copy\" [ref=")
+            && indent(lines[code_line]) == indent(lines[code_line + 1])
+            && !lines[code_line - 1].ends_with(':'),
+        "{prose}"
+    );
     // A name its author gave keeps what the element shows beside it, as Playwright's snapshot
     // does; text that only repeats the name is not said twice.
     for line in [
