@@ -107,13 +107,24 @@ async fn through_the_bridge(chromium: &Path) {
         tokio::time::sleep(POLL).await;
     }
 
-    let deadline = tokio::time::Instant::now() + STEP;
+    // Chromium 156 now and then leaves a same-origin frame's modelContext stuck, so its tool
+    // never registers (about one load in 40 with Playwright alone, no extension; see the
+    // pageTools test below): a person would reload, and so does this test, up to three times.
+    let mut reloads = 0;
+    let mut deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     let tools = loop {
         let tools = call(&bridge, "browser_page_tools", json!({})).await;
         if text(&tools).contains("name: recommend") {
             break tools;
         }
-        assert!(tokio::time::Instant::now() < deadline, "{tools}");
+        if tokio::time::Instant::now() >= deadline {
+            assert!(reloads < 3, "the frame's tool never appeared: {tools}");
+            reloads += 1;
+            eprintln!("the frame's tool did not register; reloading the page ({reloads})");
+            let reloaded = call(&bridge, "browser_navigate", json!({"url": page})).await;
+            assert!(!is_error(&reloaded), "{reloaded}");
+            deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        }
         tokio::time::sleep(POLL).await;
     };
     let listing = text(&tools);

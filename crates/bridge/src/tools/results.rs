@@ -156,6 +156,25 @@ const WHAT_HAPPENED: [&str; 6] = [
     "downloads",
 ];
 
+/// Tools that act on the page: their answer (what was done, the values read back) reads as
+/// lines under the tab's header like every page answer, never as JSON to read through, even
+/// when nothing else happened (`{"clicked":true,…}` was 80 characters of quoting; `clicked:
+/// true` under `Tab 7` is the same in half). Their fields stay in `structuredContent`.
+const ACTIONS: [&str; 12] = [
+    "browser_click",
+    "browser_type",
+    "browser_hover",
+    "browser_select_option",
+    "browser_press_key",
+    "browser_drag",
+    "browser_drop",
+    "browser_fill_form",
+    "browser_file_upload",
+    "browser_handle_dialog",
+    "browser_resize",
+    "browser_emulate_media",
+];
+
 /// The lines of an action's answer: a header, what changed, downloads, then each other field
 /// as `key: value`.
 fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
@@ -343,6 +362,7 @@ pub(crate) fn render(tool: &str, value: &Value) -> Rendered {
     // logged to the console read so already; one that did not read as JSON).
     let arrived = tool.starts_with("browser_navigate") && map.contains_key("url");
     if arrived
+        || ACTIONS.contains(&tool)
         || WHAT_HAPPENED
             .iter()
             .any(|key| *key != "settled" && map.contains_key(*key))
@@ -960,9 +980,27 @@ mod tests {
         );
         assert_eq!(plain.text, "Tab 7 · https://e/a · The \"A\" page");
         assert_eq!(plain.structured.unwrap()["title"], "The \"A\" page");
-        // Short answers without page text stay JSON, with the same fields beside.
+        // An action's own answer reads as lines even when nothing else happened (where a click
+        // landed stays in the fields); the fields stay beside.
         let hovered = render("browser_hover", &json!({"tabId": 7, "hovered": true}));
-        assert_eq!(hovered.text, r#"{"hovered":true,"tabId":7}"#);
+        assert_eq!(hovered.text, "Tab 7\nhovered: true");
         assert_eq!(hovered.structured.unwrap()["hovered"], true);
+        let clicked = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true, "element": "button#log", "x": 27.125, "y": 352.375}),
+        );
+        assert_eq!(clicked.text, "Tab 7\nclicked: true\nelement: button#log");
+        assert_eq!(clicked.structured.unwrap()["x"], 27.125);
+        let selected = render(
+            "browser_select_option",
+            &json!({"tabId": 7, "selected": ["b"], "labels": ["Blue"]}),
+        );
+        assert_eq!(
+            selected.text,
+            "Tab 7\nlabels: [\"Blue\"]\nselected: [\"b\"]"
+        );
+        // Other short answers (a raw CDP result, the bridge's own state) stay JSON.
+        let raw = render("browser_cdp", &json!({"result": {"value": 2}}));
+        assert_eq!(raw.text, r#"{"result":{"value":2}}"#);
     }
 }

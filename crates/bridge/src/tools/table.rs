@@ -465,9 +465,9 @@ pub fn definitions() -> Vec<Tool> {
 
 /// `code_execution`'s definition, listed only when the bridge enables it (see `code`).
 pub(crate) fn code_execution() -> Tool {
-    let title = "Run a script over the browser tools";
-    Tool::new(
+    script_tool(
         super::code::NAME,
+        "Run a script over the browser tools",
         "Run JavaScript (an async function body) in a sandbox whose only way out is this \
          session's browser tools: `await tools.browser_navigate({url})`, `await \
          tools.browser_snapshot({})`, `await tools.browser_find({text})`, … (every tool listed \
@@ -478,33 +478,37 @@ pub(crate) fn code_execution() -> Tool {
          bytes are bounded.",
         input_schema::<args::CodeExecution>(false),
     )
-    .with_title(title)
-    .with_annotations(
-        ToolAnnotations::with_title(title)
-            .read_only(false)
-            .destructive(true)
-            .open_world(true),
-    )
+}
+
+/// A script tool: it can do what every tool it calls can (not read-only, destructive,
+/// open-world).
+fn script_tool(
+    name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    schema: JsonObject,
+) -> Tool {
+    Tool::new(name, description, schema)
+        .with_title(title)
+        .with_annotations(
+            ToolAnnotations::with_title(title)
+                .read_only(false)
+                .destructive(true)
+                .open_world(true),
+        )
 }
 
 /// `browser_run_code_unsafe`'s definition, listed with `code_execution` (see `code`).
 pub(crate) fn run_code() -> Tool {
-    let title = "Run Playwright code";
-    Tool::new(
+    script_tool(
         super::code::RUN_CODE,
+        "Run Playwright code",
         "Run Playwright code, `async (page) => { … }`, in code_execution's sandbox (no \
          Node.js, the same bounds): `page` has Playwright's goto, url, title, evaluate, \
          getBy…/locator with click, fill, check, selectOption, press, textContent, count, \
          all, waitFor, …, keyboard and mouse, each step one of this session's tools. The \
          function's return value is the result (a string as-is, else JSON).",
         input_schema::<args::RunCode>(false),
-    )
-    .with_title(title)
-    .with_annotations(
-        ToolAnnotations::with_title(title)
-            .read_only(false)
-            .destructive(true)
-            .open_world(true),
     )
 }
 

@@ -2424,6 +2424,14 @@ async fn run_playwright(toolbox: &Toolbox, code: &str) -> CallToolResult {
         .await
 }
 
+/// What a script that ran to its end returned, as JSON.
+async fn playwright_returned(toolbox: &Toolbox, code: &str) -> Value {
+    let result = run_playwright(toolbox, code).await;
+    let text = result_text(&result);
+    assert_eq!(result.is_error, Some(false), "{text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
 #[tokio::test]
 async fn playwright_code_steps_are_the_tools_a_model_would_call() {
     let link = FakeLink::new(vec![
@@ -2449,11 +2457,8 @@ async fn playwright_code_steps_are_the_tools_a_model_would_call() {
         await page.getByLabel(/search/i).fill('tea');
         return { name, url: page.url(), ok: response.ok() };
     }"#;
-    let result = run_playwright(&toolbox, code).await;
-    let text = result_text(&result);
-    assert_eq!(result.is_error, Some(false), "{text}");
     assert_eq!(
-        serde_json::from_str::<Value>(&text).unwrap(),
+        playwright_returned(&toolbox, code).await,
         json!({"name": "Kettle", "url": "https://shop.test/", "ok": true})
     );
     let sent = link.sent();
@@ -2536,10 +2541,7 @@ async fn playwright_code_counts_reads_whole_values_and_names_the_failing_line() 
             return JSON.stringify({ links, gone, length: html.length, url, failed: e.message, stack: String(e.stack) });
         }
     }";
-    let result = run_playwright(&toolbox, code).await;
-    let text = result_text(&result);
-    assert_eq!(result.is_error, Some(false), "{text}");
-    let seen: Value = serde_json::from_str(&text).unwrap();
+    let seen = playwright_returned(&toolbox, code).await;
     assert_eq!(seen["links"], 3);
     assert_eq!(seen["gone"], 0);
     // Whole, though a direct call's text stops at 40,000 characters.
@@ -2592,11 +2594,8 @@ async fn playwright_code_has_timers_as_waits_urls_and_base64_but_no_way_out() {
                  rel: new URL('/p?q=1', 'http://localhost:3000/x').href,
                  escapes: [typeof fetch, typeof require, typeof process, typeof setInterval] };
     }"#;
-    let result = run_playwright(&toolbox, code).await;
-    let text = result_text(&result);
-    assert_eq!(result.is_error, Some(false), "{text}");
     assert_eq!(
-        serde_json::from_str::<Value>(&text).unwrap(),
+        playwright_returned(&toolbox, code).await,
         json!({"href": "https://shop.test/a/b/c.html?x=1&y=a+b#top", "path": "/a/b/c.html",
                "x": "1", "y": "a b", "host": "shop.test", "b64": "aGkh", "back": "hi!",
                "rel": "http://localhost:3000/p?q=1",
