@@ -84,6 +84,9 @@ impl Script {
                     _ => "",
                 };
                 if is_function(code) {
+                    // `async (page) => { … };`: the statement's semicolon cannot stay inside
+                    // the call's parentheses.
+                    let code = code.trim_end().trim_end_matches(';');
                     format!("(async () => {{ {start}return await ({code}\n)(page); }})()")
                 } else {
                     format!("(async () => {{ {start}{code}\n}})()")
@@ -97,7 +100,7 @@ impl Script {
 /// Whether Playwright code is a function to call with `page` (`async (page) => …`, `async
 /// function (page) { … }`) rather than a body of statements.
 pub(super) fn is_function(code: &str) -> bool {
-    let code = code.trim_start();
+    let code = without_leading_comments(code);
     let code = code.strip_prefix("async").map_or(code, str::trim_start);
     code.starts_with("function")
         || (code.starts_with('(') && code.contains("=>") && {
@@ -112,6 +115,26 @@ pub(super) fn is_function(code: &str) -> bool {
                     .chars()
                     .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
         })
+}
+
+/// `code` from its first token: white space and `//` or `/* */` comments before it skipped.
+fn without_leading_comments(code: &str) -> &str {
+    let mut rest = code.trim_start();
+    loop {
+        if let Some(after) = rest.strip_prefix("//") {
+            rest = after
+                .split_once('\n')
+                .map_or("", |(_, next)| next)
+                .trim_start();
+        } else if let Some(after) = rest.strip_prefix("/*") {
+            rest = after
+                .split_once("*/")
+                .map_or("", |(_, next)| next)
+                .trim_start();
+        } else {
+            return rest;
+        }
+    }
 }
 
 /// How far a script may go.

@@ -2485,6 +2485,8 @@ fn playwright_code_is_a_function_of_page_or_a_body() {
         "function run(page) { return 1; }",
         "async ({ page }) => 1",
         "(page) => page.url()",
+        "// Read the title\nasync (page) => page.title()",
+        "/* a script */ async (page) => 1;",
     ] {
         assert!(code::is_function(function), "{function}");
     }
@@ -2493,6 +2495,7 @@ fn playwright_code_is_a_function_of_page_or_a_body() {
         "(await page.title()).length",
         "return 1;",
         "const f = (x) => x; return f(1);",
+        "// a body\nreturn 1;",
     ] {
         assert!(!code::is_function(body), "{body}");
     }
@@ -2622,4 +2625,15 @@ async fn playwright_code_that_reads_the_url_before_navigating_learns_it_first() 
     let toolbox = scripted(FakeLink::new(vec![]), limits());
     let result = run_playwright(&toolbox, "return page.url();").await;
     assert_eq!(result_text(&result), "about:blank");
+}
+
+#[tokio::test]
+async fn playwright_code_with_a_comment_before_and_a_semicolon_after_still_runs() {
+    let toolbox = scripted(FakeLink::new(vec![]), limits());
+    let result = run_playwright(
+        &toolbox,
+        "// Give the answer\nasync (page) => {\n  return 6 * 7;\n};\n",
+    )
+    .await;
+    assert_eq!(result_text(&result), "42");
 }
