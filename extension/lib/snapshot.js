@@ -576,16 +576,21 @@ export function formatOutline(tree, options = {}) {
       if (item.box)
         line += ` [box=${item.box.join(',')}]`;
       const kids = item.children || [];
-      const placeholder = item.placeholder !== undefined && item.placeholder !== item.name ? item.placeholder : undefined;
-      const onlyText = kids.length === 1 && kids[0].role === undefined && item.value === undefined && !item.url && !item.note &&
-          placeholder === undefined;
+      // Properties of the element's own line, printed below it: a link's URL, a field's
+      // placeholder (where it is not the field's name), a note.
+      const props = [
+        item.url && `/url: ${item.url}`,
+        item.placeholder !== undefined && item.placeholder !== item.name && `/placeholder: ${item.placeholder}`,
+        item.note && `note: ${item.note}`,
+      ].filter(Boolean);
+      const onlyText = kids.length === 1 && kids[0].role === undefined && item.value === undefined && props.length === 0;
       if (onlyText) {
         lines.push(`${line}: ${kids[0].text}`);
         continue;
       }
       if (item.value !== undefined)
         line += `: ${item.value}`;
-      const more = kids.length > 0 || item.url || item.note || placeholder !== undefined;
+      const more = kids.length > 0 || props.length > 0;
       if (!more) {
         lines.push(line);
         continue;
@@ -597,12 +602,8 @@ export function formatOutline(tree, options = {}) {
         continue;
       }
       lines.push(item.value === undefined ? `${line}:` : line);
-      if (item.url)
-        lines.push(`${indent}  - /url: ${item.url}`);
-      if (placeholder !== undefined)
-        lines.push(`${indent}  - /placeholder: ${placeholder}`);
-      if (item.note)
-        lines.push(`${indent}  - note: ${item.note}`);
+      for (const prop of props)
+        lines.push(`${indent}  - ${prop}`);
       emit(kids, level + 1);
     }
   };

@@ -357,8 +357,6 @@ impl Toolbox {
     /// Runs `code` under `limits`, its inner calls through [`Toolbox::call`].
     pub(super) async fn execute(&self, script: Script, limits: CodeLimits) -> CallToolResult {
         let tool = script.tool();
-        let code = script.source();
-        let playwright = matches!(script, Script::Playwright(_));
         let names: Vec<String> = self
             .tools
             .iter()
@@ -374,14 +372,7 @@ impl Toolbox {
             .name("code_execution".into())
             .stack_size(16 << 20)
             .spawn(move || {
-                let outcome = run_script(
-                    &code,
-                    playwright,
-                    &names,
-                    &engine_limits,
-                    request_tx,
-                    reply_rx,
-                );
+                let outcome = run_script(&script, &names, &engine_limits, request_tx, reply_rx);
                 let _ = done_tx.send(outcome);
             });
         if let Err(e) = spawned {
@@ -496,8 +487,7 @@ impl Toolbox {
 
 /// The engine's thread: runs the script to its end, a bound, or an error.
 fn run_script(
-    code: &str,
-    playwright: bool,
+    script: &Script,
     names: &[String],
     limits: &CodeLimits,
     requests: mpsc::UnboundedSender<Request>,
@@ -511,7 +501,7 @@ fn run_script(
         logs: RefCell::new(Vec::new()),
         bytes: Cell::new(0),
     });
-    let end = match engine(code, playwright, names, limits, &meter, requests, replies) {
+    let end = match engine(script, names, limits, &meter, requests, replies) {
         Ok(end) => end,
         Err(message) => End::Threw(message),
     };
@@ -525,8 +515,7 @@ fn run_script(
 }
 
 fn engine(
-    code: &str,
-    playwright: bool,
+    script: &Script,
     names: &[String],
     limits: &CodeLimits,
     meter: &Rc<Meter>,
@@ -562,11 +551,7 @@ fn engine(
         )>()
         .build(&runtime)
         .map_err(|e| format!("could not start the engine: {e}"))?;
-    let end = context.with(|ctx| {
-        drive(
-            &ctx, code, playwright, names, limits, meter, &requests, &replies,
-        )
-    });
+    let end = context.with(|ctx| drive(&ctx, script, names, limits, meter, &requests, &replies));
     // Out of memory, the engine may fail to make even its error and throw `null` instead of
     // "out of memory": a script that failed after the allocator refused it ran into the
     // memory bound, whatever it threw.
@@ -665,15 +650,11 @@ unsafe impl Allocator for BoundedAllocator {
     }
 }
 
-/// Within the context: sets up the globals, starts the script and settles its calls until it
-/// ends.
-/// Runs the script in `ctx` to its end; `playwright`: with the globals Playwright MCP's scripts
-/// have (script_page.js).
-#[allow(clippy::too_many_arguments)]
+/// Within the context: sets up the globals (for Playwright code, also those Playwright MCP's
+/// scripts have: script_page.js), starts the script and settles its calls until it ends.
 fn drive<'js>(
     ctx: &Ctx<'js>,
-    code: &str,
-    playwright: bool,
+    script: &Script,
     names: &[String],
     limits: &CodeLimits,
     meter: &Rc<Meter>,
@@ -748,7 +729,7 @@ fn drive<'js>(
         ctx.globals().set("tools", tools)?;
         ctx.globals().set("console", console)?;
         ctx.globals().set("page", page)?;
-        if playwright {
+        if matches!(script, Script::Playwright(_)) {
             let globals: Object = made.get(1)?;
             for key in globals.keys::<String>() {
                 let key = key?;
@@ -764,7 +745,7 @@ fn drive<'js>(
     let mut options = rquickjs::context::EvalOptions::default();
     options.filename = Some(FILENAME.into());
     options.strict = false;
-    let promise: Promise = match ctx.eval_with_options(code.to_owned(), options).catch(ctx) {
+    let promise: Promise = match ctx.eval_with_options(script.source(), options).catch(ctx) {
         Ok(promise) => promise,
         Err(e) => return Ok(thrown(e, limits, meter)),
     };

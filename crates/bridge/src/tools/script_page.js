@@ -62,19 +62,33 @@
   };
   const ENGINE = /^(?:(?:internal:)?(?:role|text|label|css|nth)=|xpath=|\/\/)|\s>>\s/;
 
+  // Used both here (a getBy… locator's filter, read through the tools) and in the page (a CSS
+  // locator's, handed over as source), so the two read a filter and a pick alike.
+  // Whether an element's text passes `filter({hasText, hasNotText})`, as Playwright reads it:
+  // a regex tests it; a string is a part of it, case and runs of white space aside.
+  const passes = function (filters, text) {
+    const norm = (t) => String(t || "").replace(/\s+/g, " ").trim().toLowerCase();
+    return filters.every((f) => {
+      const hit = f.regex ? new RegExp(f.regex.source, f.regex.flags).test(text) : norm(text).includes(norm(f.text));
+      return f.not ? !hit : hit;
+    });
+  };
+  // `first()`, `last()` or `nth(i)` (from the end when negative) of `list`; all of it for none.
+  const picked = function (list, pick) {
+    if (pick === undefined) return list;
+    const at = pick === "first" ? 0 : pick === "last" ? list.length - 1 : pick < 0 ? list.length + pick : pick;
+    return list[at] === undefined ? [] : [list[at]];
+  };
+
   const cssPage = {
     // The elements a CSS locator names (run in the page): each stage's selector within the
     // elements found so far (none: those elements themselves), its text filters, its pick.
     list: "(stages) => { " +
-      "const norm = (s) => String(s || '').replace(/\\s+/g, ' ').trim().toLowerCase(); " +
+      "const passes = " + passes + "; const picked = " + picked + "; " +
       "let list = [document]; " +
       "for (const { css, filters, pick } of stages) { " +
       "if (css !== null) { const seen = new Set(); for (const root of list) for (const el of root.querySelectorAll(css)) seen.add(el); list = Array.from(seen); } " +
-      "for (const f of filters) list = list.filter((el) => { const t = el.innerText ?? el.textContent; " +
-      "const hit = f.regex ? new RegExp(f.regex.source, f.regex.flags).test(t) : norm(t).includes(norm(f.text)); " +
-      "return f.not ? !hit : hit; }); " +
-      "if (pick === 'first') list = list.slice(0, 1); else if (pick === 'last') list = list.slice(-1); " +
-      "else if (typeof pick === 'number') { const one = list[pick < 0 ? list.length + pick : pick]; list = one ? [one] : []; } } " +
+      "list = picked(list.filter((el) => passes(filters, el.innerText ?? el.textContent)), pick); } " +
       "return list; }",
     // A selector for one element that no other element matches: its id, or its path of
     // :nth-child steps from the nearest ancestor with an id (or the root).
@@ -173,12 +187,21 @@
     }
 
     // --- What the tools are given ----------------------------------------------------------
+    // The selector of a plain CSS locator (one selector, no filter, no pick), which `target`
+    // takes as it is; undefined for any other.
+    _plainCss() {
+      const stages = this._spec.stages;
+      return stages && stages.length === 1 && stages[0].pick === undefined && !stages[0].filters.length
+        ? stages[0].css
+        : undefined;
+    }
     // The `target` of one element: the locator as written where the extension resolves it
     // itself (strict, as Playwright: several matches are refused with their refs); a CSS
     // selector for exactly the element otherwise.
     async _target() {
       const s = this._spec;
-      if (s.stages && s.stages.length === 1 && s.stages[0].pick === undefined && !s.stages[0].filters.length) return s.stages[0].css;
+      const css = this._plainCss();
+      if (css !== undefined) return css;
       if (!s.stages && !s.filters.length) return s.source;
       const targets = await this._targets();
       if (targets.length !== 1) {
@@ -198,19 +221,9 @@
       if (s.filters.length) {
         const kept = [];
         for (const target of targets) {
-          const text = await evaluate("(element) => element.innerText ?? element.textContent", target);
-          const norm = (t) => String(t || "").replace(/\s+/g, " ").trim().toLowerCase();
-          const ok = s.filters.every((f) => {
-            const hit = f.regex ? new RegExp(f.regex.source, f.regex.flags).test(text) : norm(text).includes(norm(f.text));
-            return f.not ? !hit : hit;
-          });
-          if (ok) kept.push(target);
+          if (passes(s.filters, await evaluate("(element) => element.innerText ?? element.textContent", target))) kept.push(target);
         }
-        targets = kept;
-        if (s.pick !== undefined) {
-          const at = s.pick === "first" ? 0 : s.pick === "last" ? targets.length - 1 : s.pick < 0 ? targets.length + s.pick : s.pick;
-          targets = targets[at] === undefined ? [] : [targets[at]];
-        }
+        targets = picked(kept, s.pick);
       }
       return targets;
     }
@@ -219,7 +232,7 @@
     // does); anything else through its `target`.
     async _read(body) {
       const s = this._spec;
-      if (s.stages && !(s.stages.length === 1 && s.stages[0].pick === undefined && !s.stages[0].filters.length)) {
+      if (s.stages && this._plainCss() === undefined) {
         const named = JSON.stringify(String(this));
         return evaluate("() => { const list = " + listOf(s.stages) + "; " +
           "if (list.length !== 1) throw new Error((list.length ? " + named + " + ' matches ' + list.length + " +

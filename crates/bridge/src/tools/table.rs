@@ -474,8 +474,9 @@ pub(crate) fn code_execution() -> Tool {
          here, same arguments). Each call resolves to {text, data} (the result's text and \
          fields) or rejects with an Error you may catch. Return only what you need \
          (e.g. a table): the return value is the result (a string as-is, else JSON). \
-         Playwright's `page` (see browser_run_code_unsafe) is there too. console.log is captured. No fetch, require, import or timers; time, memory, calls and \
-         bytes are bounded.",
+         Playwright's `page` (see browser_run_code_unsafe) is there too. console.log is \
+         captured. No fetch, require, import or timers; time, memory, calls and bytes are \
+         bounded.",
         input_schema::<args::CodeExecution>(false),
     )
 }
