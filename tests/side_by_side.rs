@@ -235,6 +235,7 @@ async fn one_round(
         next = continuation(&text);
         whole.push_str(&text);
     }
+    dump_text(side, page, "snapshot-whole", &whole);
     out.push(("snapshot (whole page)", snapshot));
 
     let (find, found) = timed(client, "browser_find", json!({"text": page.find})).await;
@@ -294,17 +295,9 @@ async fn one_round(
 /// per side, page and call (the last round's), to look at rather than only count; an image
 /// result's image beside it (`.png`).
 fn dump(side: Side, page: &Page, call: &str, result: &Value) {
-    let Some(dir) = std::env::var_os("SIDE_BY_SIDE_DUMP") else {
+    let Some(file) = dump_text(side, page, call, &texts(result).join("\n")) else {
         return;
     };
-    let name: String = page
-        .name
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    std::fs::create_dir_all(&dir).expect("creating the dump's directory");
-    let file = Path::new(&dir).join(format!("{side:?}-{name}-{call}.txt"));
-    std::fs::write(&file, texts(result).join("\n")).expect("writing the dump");
     let images = result["content"].as_array().into_iter().flatten();
     for image in images.filter(|c| c["type"] == "image") {
         use base64::Engine;
@@ -313,6 +306,21 @@ fn dump(side: Side, page: &Page, call: &str, result: &Value) {
             .expect("an image in base64");
         std::fs::write(file.with_extension("png"), bytes).expect("writing the dump");
     }
+}
+
+/// With `SIDE_BY_SIDE_DUMP=<dir>`, `text` written as `<side>-<page>-<call>.txt` there (a
+/// snapshot's whole page, all parts together, is `snapshot-whole`); the file written, if any.
+fn dump_text(side: Side, page: &Page, call: &str, text: &str) -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("SIDE_BY_SIDE_DUMP")?;
+    let name: String = page
+        .name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    std::fs::create_dir_all(&dir).expect("creating the dump's directory");
+    let file = Path::new(&dir).join(format!("{side:?}-{name}-{call}.txt"));
+    std::fs::write(&file, text).expect("writing the dump");
+    Some(file)
 }
 
 /// The offset a cut result names for reading on (`"offset": N` in its note), if any.

@@ -881,6 +881,10 @@ pub(crate) struct RunCode {
     /// page.getByRole('button', { name: 'Submit' }).click(); return await page.title(); }`.
     #[serde(default)]
     pub(crate) code: Option<String>,
+    /// Load the code from this file, where the bridge runs (a relative name is resolved
+    /// against the bridge's working directory). If both are given, code is ignored.
+    #[serde(default)]
+    pub(crate) filename: Option<String>,
     // Read on in a long answer, as the part's note says; out of the schema (a short list).
     #[serde(default)]
     #[schemars(skip)]

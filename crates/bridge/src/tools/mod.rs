@@ -284,7 +284,7 @@ impl Toolbox {
                     "unknown tool {name} (start the bridge with --code-execution to offer it)"
                 ));
             };
-            return match table::code_args(name, args) {
+            return match table::code_args(name, args, !self.downloads.in_results()) {
                 Ok(table::CodeCall::Run(script)) => {
                     person::without_round(self.execute(script, limits)).await
                 }

@@ -519,15 +519,30 @@ pub(crate) enum CodeCall {
     ReadOn(usize),
 }
 
-/// `code_execution`'s or `browser_run_code_unsafe`'s arguments.
-pub(crate) fn code_args(name: &str, args: &JsonObject) -> Result<CodeCall, String> {
+/// The largest script file `browser_run_code_unsafe {filename}` reads: a script, not data.
+const MAX_SCRIPT_FILE_BYTES: u64 = 1 << 20;
+
+/// `code_execution`'s or `browser_run_code_unsafe`'s arguments. `files_here`: the bridge
+/// runs beside the host, so a `filename` names a file it can read (not over the relay's HTTP
+/// `/mcp`, whose host's files are elsewhere).
+pub(crate) fn code_args(
+    name: &str,
+    args: &JsonObject,
+    files_here: bool,
+) -> Result<CodeCall, String> {
     let (code, offset, wanted) = if name == super::code::RUN_CODE {
         let schema = input_schema::<args::RunCode>(false);
         let parsed = args::parse::<args::RunCode>(args, &schema)?;
+        let code = match parsed.filename {
+            // As Playwright MCP: with both, the file wins.
+            Some(filename) if parsed.offset.is_none() => Some(script_file(&filename, files_here)?),
+            _ => parsed.code,
+        };
         (
-            parsed.code.map(super::code::Script::Playwright),
+            code.map(super::code::Script::Playwright),
             parsed.offset,
-            "Playwright code, a function of page: async (page) => { … }",
+            "Playwright code, a function of page: async (page) => { … } (or \"filename\", a \
+             file holding it)",
         )
     } else {
         let schema = input_schema::<args::CodeExecution>(false);
@@ -546,6 +561,36 @@ pub(crate) fn code_args(name: &str, args: &JsonObject) -> Result<CodeCall, Strin
              in parts)"
         )),
     }
+}
+
+/// The text of a script file named by `filename`, or why it cannot be read.
+fn script_file(filename: &str, files_here: bool) -> Result<String, String> {
+    if !files_here {
+        return Err(format!(
+            "\"filename\" names a file on the machine where the tools run, which is not \
+             yours over this connection; send the script itself as \"code\" (not read: \
+             {filename})"
+        ));
+    }
+    let path = std::path::Path::new(filename);
+    let meta = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read {filename} on the bridge's machine: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{filename} is not a file"));
+    }
+    if meta.len() > MAX_SCRIPT_FILE_BYTES {
+        return Err(format!(
+            "{filename} is {} bytes, above the {MAX_SCRIPT_FILE_BYTES}-byte limit of a script \
+             file",
+            meta.len()
+        ));
+    }
+    let code = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {filename} as UTF-8 text: {e}"))?;
+    if code.trim().is_empty() {
+        return Err(format!("{filename} is empty"));
+    }
+    Ok(code)
 }
 
 /// Maps a call onto what to do, or says what is wrong with its arguments.

@@ -2637,3 +2637,47 @@ async fn playwright_code_with_a_comment_before_and_a_semicolon_after_still_runs(
     .await;
     assert_eq!(result_text(&result), "42");
 }
+
+#[tokio::test]
+async fn playwright_code_can_come_from_a_file_where_the_bridge_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("answer.js");
+    std::fs::write(&file, "async (page) => {\n  return 6 * 7;\n}\n").unwrap();
+    let path = file.to_string_lossy().into_owned();
+    let toolbox = scripted(FakeLink::new(vec![]), limits());
+    // As Playwright MCP: the file wins over code given beside it.
+    let result = toolbox
+        .call(
+            "browser_run_code_unsafe",
+            &args(json!({"filename": path, "code": "async () => 1"})),
+        )
+        .await;
+    assert_eq!(result.is_error, Some(false), "{}", result_text(&result));
+    assert_eq!(result_text(&result), "42");
+
+    let missing = dir.path().join("nope.js").to_string_lossy().into_owned();
+    let result = toolbox
+        .call(
+            "browser_run_code_unsafe",
+            &args(json!({"filename": missing})),
+        )
+        .await;
+    assert_eq!(result.is_error, Some(true));
+    let text = result_text(&result);
+    assert!(
+        text.contains("cannot read") && text.contains("nope.js"),
+        "{text}"
+    );
+
+    // Over the relay's HTTP /mcp the host's files are not where the tools run.
+    let hosted = scripted(FakeLink::new(vec![]), limits()).with_files_in_results();
+    let result = hosted
+        .call("browser_run_code_unsafe", &args(json!({"filename": path})))
+        .await;
+    assert_eq!(result.is_error, Some(true));
+    let text = result_text(&result);
+    assert!(
+        text.contains("send the script itself as \"code\""),
+        "{text}"
+    );
+}
