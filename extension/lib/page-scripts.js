@@ -103,6 +103,49 @@ export function findElementThen(fn, target, ...args) {
 }
 
 /**
+ * Every element a target names, for a read of each (`evaluateFunction {each: true}`): a ref's
+ * one element, each of `refs` (a locator's matches, resolved to refs before the page is asked),
+ * or every match of a CSS selector or an XPath, in document order. Calls `fn(elements)`, or
+ * returns the first failure as {@link findElementThen} does; no match is an empty list.
+ *
+ * @param {(elements: Element[]) => object} fn
+ * @param {{ref: string} | {refs: string[]} | {selector: string}} target
+ */
+export function findElementsThen(fn, target) {
+  if (target.refs !== undefined || target.ref !== undefined) {
+    const elements = [];
+    for (const ref of target.refs ?? [target.ref]) {
+      // Keep in step with findElementThen.
+      const registry = window[Symbol.for('mcp-relay.refs')];
+      const found = registry && registry.byRef.get(ref);
+      const el = found && found.deref();
+      if (!el || !el.isConnected || !el.ownerDocument.defaultView)
+        return { error: 'stale-ref', ref, snapshotTaken: Boolean(registry) };
+      elements.push(el);
+    }
+    return fn(elements);
+  }
+  const selector = target.selector;
+  const xpath = /^xpath=/.test(selector) ? selector.slice(6) : /^\(*\/\//.test(selector) ? selector : null;
+  let elements;
+  try {
+    if (xpath === null) {
+      elements = Array.from(document.querySelectorAll(selector));
+    } else {
+      const nodes = document.evaluate(xpath, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
+      elements = [];
+      for (let i = 0; i < nodes.snapshotLength; i++) {
+        if (nodes.snapshotItem(i).nodeType === Node.ELEMENT_NODE)
+          elements.push(nodes.snapshotItem(i));
+      }
+    }
+  } catch (e) {
+    return { error: 'invalid-selector', message: String(e && e.message || e) };
+  }
+  return fn(elements);
+}
+
+/**
  * Scrolls an element to the middle of the viewport and returns the point a
  * real mouse would click: its centre, in CSS pixels of the top-level
  * viewport, which is what Input.dispatchMouseEvent expects (an element of a

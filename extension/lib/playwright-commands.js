@@ -13,7 +13,7 @@ import { fillingWithAsking } from './commands/ask-before.js';
 import { elementError, locateWhenReady, staleRefMessage, targetTab } from './commands/shared.js';
 import { fieldAction, fillField, documentBox, MAX_FIELDS, setInputFiles } from './form-fields.js';
 import { POST_DATA_CLIP, REQUEST_LIMIT, clipped } from './network.js';
-import { elementExpression, findElementThen } from './page-scripts.js';
+import { elementExpression, findElementThen, findElementsThen } from './page-scripts.js';
 import { invalidParams, serverError } from './rpc.js';
 import { TARGET_PARAMS, describeTarget, elementTarget } from './targets.js';
 
@@ -51,7 +51,10 @@ export const PLAYWRIGHT_COMMANDS = {
   },
   networkRequests: { params: { requestId: { type: 'string', nonEmpty: true }, sincePage: { type: 'boolean' }, tabId: TAB_ID }, run: networkRequests },
   evaluateFunction: {
-    params: { function: { type: 'string', required: true, nonEmpty: true }, ...TARGET_PARAMS, tabId: TAB_ID },
+    // `each`: the function is called with every element the target names (a locator's or a
+    // selector's matches), and its value is their list: how a script's page reads
+    // allTextContents() or count() of a getBy… locator in one call.
+    params: { function: { type: 'string', required: true, nonEmpty: true }, ...TARGET_PARAMS, each: { type: 'boolean' }, tabId: TAB_ID },
     run: evaluateFunction,
   },
   elementScreenshot: {
@@ -237,13 +240,17 @@ async function networkRequests(ctx, { requestId, sincePage = false, tabId }) {
 
 /**
  * Playwright's form of evaluate: the source of a function, called with no argument or with
- * the element named by ref/selector; its (awaited) value comes back as JSON.
+ * the element named by ref/selector; its (awaited) value comes back as JSON. With `each`,
+ * called with every element the target names in turn, the value their list (`refs` are a
+ * locator's matches, put there by commands/by-locator.js).
  *
  * @param {import('./commands.js').CommandContext} ctx
  */
-async function evaluateFunction(ctx, { function: source, selector, ref, tabId }) {
-  const withElement = selector !== undefined || ref !== undefined;
-  const target = withElement ? elementTarget({ selector, ref }) : undefined;
+async function evaluateFunction(ctx, { function: source, selector, ref, refs, each = false, tabId }) {
+  const withElement = selector !== undefined || ref !== undefined || refs !== undefined;
+  if (each && !withElement)
+    throw invalidParams('parameter "each" reads every element a target names: give "ref" or "selector" too');
+  const target = refs !== undefined ? { refs } : withElement ? elementTarget({ selector, ref }) : undefined;
   const id = await targetTab(ctx, tabId);
   // The source is the model's, pasted as an expression: a syntax error surfaces as the
   // evaluation's exception, and anything but a function is refused by the wrapper.
@@ -251,6 +258,15 @@ async function evaluateFunction(ctx, { function: source, selector, ref, tabId })
     const fn = (${source}\n);
     if (typeof fn !== 'function')
       return { notAFunction: typeof fn };
+    if (${JSON.stringify(each)}) {
+      const found = (${findElementsThen.toString()})(elements => ({ elements }), ${JSON.stringify(target)});
+      if (found.error)
+        return found;
+      const value = [];
+      for (const element of found.elements)
+        value.push(await fn(element));
+      return { value, type: typeof value };
+    }
     let el;
     if (${JSON.stringify(withElement)}) {
       const found = (${findElementThen.toString()})(element => ({ el: element }), ${JSON.stringify(target ?? '')});

@@ -235,11 +235,13 @@ fn plan(shop: &str) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
                 "async (page) => {{\n\
                    await page.goto({shop:?});\n\
                    const count = await page.getByRole('link').count();\n\
+                   const names = await page.getByRole('link').allTextContents();\n\
+                   const tea = await page.getByRole('link').filter({{ hasText: /^tea/i }}).count();\n\
                    const third = await page.getByRole('link').nth(2).textContent();\n\
                    await page.getByRole('link', {{ name: 'Teapot' }}).click();\n\
                    const heading = await page.getByRole('heading', {{ level: 1 }}).innerText();\n\
                    const stock = await page.locator('#stock').textContent();\n\
-                   return {{ count, third, heading, url: page.url(), stock }};\n\
+                   return {{ count, names, tea, third, heading, url: page.url(), stock }};\n\
                  }}"
             ),
         ),
@@ -278,8 +280,11 @@ fn plan(shop: &str) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
         ("playwrightTable", navigate_and_read.repeat(4)),
         (
             "playwrightLocators",
+            // Every link's text, and a filtered count, are one call each.
             vec![
                 "browser_navigate",
+                "browser_evaluate",
+                "browser_evaluate",
                 "browser_evaluate",
                 "browser_evaluate",
                 "browser_click",
@@ -583,7 +588,8 @@ fn check(report: &Value, site: &FixtureSite, sdk: &Sdk, flag: &str) {
     assert_eq!(located["isError"], false, "{name}: {located}");
     assert_eq!(
         serde_json::from_str::<Value>(said(located)).unwrap_or_default(),
-        json!({"count": 3, "third": "Mug", "heading": "Teapot",
+        json!({"count": 3, "names": ["Kettle", "Teapot", "Mug"], "tea": 1,
+               "third": "Mug", "heading": "Teapot",
                "url": site.url("shop-teapot.html"), "stock": "0"}),
         "{name}: {located}"
     );

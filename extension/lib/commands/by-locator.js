@@ -19,6 +19,9 @@ const TARGETS = [['selector', 'ref'], ['startSelector', 'startRef'], ['endSelect
 /** How many of a `getByText`'s elements get a ref (and so can be picked with `.nth()`). */
 const TEXT_MATCHES_NAMED = 50;
 
+/** How many elements one read of each (`evaluateFunction {each: true}`) may name. */
+const EACH_MAX = 2000;
+
 /**
  * `params` with each locator among its selectors replaced by the ref of the one element it
  * names (a ref given beside it wins, as it does over a selector).
@@ -38,7 +41,8 @@ export async function resolveLocators(ctx, params) {
   const tabId = await targetTab(ctx, params.tabId);
   /** @type {{tree?: object[]}} the page's tree, read once for all of this command's locators */
   const page = {};
-  const out = await resolvedIn(ctx, tabId, params, own, page, '');
+  // A read of each element (evaluateFunction's `each`) takes all of its locator's matches.
+  const out = await resolvedIn(ctx, tabId, params, own, page, '', params.each === true);
   if (fields.length) {
     out.fields = [];
     for (const [index, field] of fields.entries()) {
@@ -58,8 +62,9 @@ export async function resolveLocators(ctx, params) {
  * @param {string[][]} wanted pairs of selector key and ref key
  * @param {{tree?: object[]}} page
  * @param {string} at where `named` is in the params, for messages
+ * @param {boolean} [every] `selector` becomes `refs`, every element it names, not one `ref`
  */
-async function resolvedIn(ctx, tabId, named, wanted, page, at) {
+async function resolvedIn(ctx, tabId, named, wanted, page, at, every = false) {
   const out = { ...named };
   for (const [selectorKey, refKey] of wanted) {
     const source = /** @type {string} */ (named[selectorKey]).trim();
@@ -89,13 +94,24 @@ async function resolvedIn(ctx, tabId, named, wanted, page, at) {
       const scope = found === null ? null : found.map(node => node.ref).filter(Boolean);
       const answer = await evaluateExpression(ctx, tabId,
           `(${textMatches.toString()})(${CAPTURE_TREE}, ${matchesText.toString()}, ${JSON.stringify(parsed.steps[textAt].text)}, ` +
-          `${JSON.stringify(scope)}, ${TEXT_MATCHES_NAMED})`);
+          `${JSON.stringify(scope)}, ${every ? EACH_MAX : TEXT_MATCHES_NAMED})`);
       found = answer.matches;
       total = answer.total;
       for (const step of parsed.steps.slice(textAt + 1)) {
         found = pick(found, step);
         total = found.length;
       }
+    }
+    if (every && selectorKey === 'selector') {
+      const refs = (found ?? []).filter(node => node.ref).map(node => node.ref);
+      const count = Math.max(total ?? 0, refs.length);
+      if (count > EACH_MAX)
+        throw serverError(`${source} matches ${count} elements, more than the ${EACH_MAX} one read takes: narrow the locator`);
+      if (count > refs.length)
+        throw serverError(`${source} matches ${count} elements, of which ${refs.length} are in the page's outline (the others cannot be named): narrow the locator`);
+      out.refs = refs;
+      delete out[selectorKey];
+      continue;
     }
     try {
       out[refKey] = theOne(found ?? [], source, total).ref;

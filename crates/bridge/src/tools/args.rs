@@ -458,6 +458,12 @@ pub(crate) struct Evaluate {
     #[serde(default)]
     #[schemars(skip)]
     pub(crate) filename: Option<String>,
+    // The function called with every element target names, the value their list: how a
+    // script's `page` reads a getBy… locator's matches in one call (script_page.js). Out of
+    // the schema: for scripts, and the list stays under Playwright MCP's.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub(crate) each: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

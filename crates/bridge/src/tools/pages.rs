@@ -216,6 +216,9 @@ pub(super) fn evaluate(args: Evaluate) -> Result<Plan, String> {
         if let Some(on) = args.on.named() {
             on.put(&mut params, "");
         }
+        if args.each == Some(true) {
+            params.insert("each".into(), json!(true));
+        }
         return Ok(forward("evaluateFunction", params)?.saved_to(args.filename));
     }
     match args.expression {

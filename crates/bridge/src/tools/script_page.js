@@ -40,6 +40,16 @@
     const result = await call("browser_evaluate", args);
     return JSON.parse(result.text).v;
   };
+  // What Playwright's innerText reads (textContent where there is no layout, as in an SVG).
+  const INNER_TEXT = "(element) => element.innerText ?? element.textContent";
+  // `body` called with every element `target` names (a getBy… locator's matches), in one call:
+  // the extension resolves the locator to all its elements (browser_evaluate's `each`, kept
+  // out of its schema for scripts), and each value comes back as `evaluate`'s do.
+  const evaluateEach = async function (body, target) {
+    const fn = "async (element) => JSON.stringify({ v: await (" + body + ")(element) })";
+    const result = await call("browser_evaluate", { function: fn, target: target, each: true });
+    return JSON.parse(result.text).value.map((json) => JSON.parse(json).v);
+  };
   // `fn` of page.evaluate / locator.evaluate with its argument: a function is called (with the
   // element first, for a locator); a string is an expression, called if it is a function.
   const applied = function (fn, arg, withElement) {
@@ -215,17 +225,30 @@
     async _targets() {
       const s = this._spec;
       if (s.stages) return evaluate(inPage(s.stages, cssPage.path));
-      const count = await countOf(s.source);
-      let targets = [];
-      for (let i = 0; i < count; i++) targets.push(new Locator({ source: s.source, filters: [], engine: s.engine })._pick(i)._spec.source);
-      if (s.filters.length) {
-        const kept = [];
-        for (const target of targets) {
-          if (passes(s.filters, await evaluate("(element) => element.innerText ?? element.textContent", target))) kept.push(target);
-        }
-        targets = picked(kept, s.pick);
+      if (!s.filters.length) {
+        const count = await countOf(s.source);
+        const targets = [];
+        for (let i = 0; i < count; i++) targets.push(this._nthOfSource(i));
+        return targets;
       }
-      return targets;
+      // The filter reads every match's text in one call; each kept one is named by its place.
+      const texts = await evaluateEach(INNER_TEXT, s.source);
+      const kept = [];
+      texts.forEach((text, i) => { if (passes(s.filters, text)) kept.push(this._nthOfSource(i)); });
+      return picked(kept, s.pick);
+    }
+    // The `target` of the i-th element the unfiltered locator names.
+    _nthOfSource(i) {
+      const s = this._spec;
+      return new Locator({ source: s.source, filters: [], engine: s.engine })._pick(i)._spec.source;
+    }
+    // `body` of every element the locator names, in one call.
+    async _values(body) {
+      const s = this._spec;
+      if (s.stages) return evaluate(inPage(s.stages, body));
+      if (!s.filters.length) return evaluateEach(body, s.source);
+      const rows = await evaluateEach("async (element) => [(" + INNER_TEXT + ")(element), await (" + body + ")(element)]", s.source);
+      return picked(rows.filter((row) => passes(s.filters, row[0])), s.pick).map((row) => row[1]);
     }
     // Reads the one element with `body`. A chained, filtered or picked CSS locator is found
     // and read in the page in one call (a plain selector reads its first match, as `target`
@@ -247,7 +270,7 @@
       const s = this._spec;
       if (s.stages) return evaluate(inPage(s.stages) + ".length");
       if (!s.filters.length) return countOf(s.source);
-      return (await this._targets()).length;
+      return (await this._values("() => 0")).length;
     }
     async all() {
       const n = await this.count();
@@ -255,17 +278,10 @@
       for (let i = 0; i < n; i++) out.push(this.nth(i));
       return out;
     }
-    async allTextContents() { return this._each("(element) => element.textContent"); }
-    async allInnerTexts() { return this._each("(element) => element.innerText ?? element.textContent"); }
-    async _each(body) {
-      const s = this._spec;
-      if (s.stages) return evaluate(inPage(s.stages, body));
-      const out = [];
-      for (const target of await this._targets()) out.push(await evaluate(body, target));
-      return out;
-    }
+    async allTextContents() { return this._values("(element) => element.textContent"); }
+    async allInnerTexts() { return this._values(INNER_TEXT); }
     textContent() { return this._read("(element) => element.textContent"); }
-    innerText() { return this._read("(element) => element.innerText ?? element.textContent"); }
+    innerText() { return this._read(INNER_TEXT); }
     innerHTML() { return this._read("(element) => element.innerHTML"); }
     inputValue() {
       return this._read("(element) => { if (!('value' in element)) throw new Error('Not an <input>, <textarea> or <select> element'); return element.value; }");
@@ -287,7 +303,7 @@
     evaluate(fn, arg) { return this._read(applied(fn, arg, true)); }
     async evaluateAll(fn, arg) {
       const s = this._spec;
-      if (!s.stages) throw unsupported("evaluateAll() on a getBy… locator", "use page.locator(css).evaluateAll(…), or evaluate() on each of all()");
+      if (!s.stages) throw unsupported("evaluateAll() on a getBy… locator", "use page.locator(css).evaluateAll(…), or allTextContents(), or evaluate() on each of all()");
       return evaluate("() => (" + source(fn) + ")(" + listOf(s.stages) + ", " + literal(arg) + ")");
     }
     async ariaSnapshot() {

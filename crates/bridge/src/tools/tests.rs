@@ -2681,3 +2681,69 @@ async fn playwright_code_can_come_from_a_file_where_the_bridge_runs() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn playwright_code_reads_every_match_of_a_getby_locator_in_one_call() {
+    let each = |values: Vec<Value>| {
+        let list: Vec<String> = values
+            .iter()
+            .map(|v| json!({ "v": v }).to_string())
+            .collect();
+        Ok(json!({"tabId": 1, "type": "object", "value": list}))
+    };
+    let link = FakeLink::new(vec![
+        (
+            "evaluateFunction",
+            each(vec![json!("Mug"), json!("Teapot"), json!("Cup")]),
+        ),
+        (
+            "evaluateFunction",
+            each(vec![
+                json!(["Mug 4 EUR", "Mug"]),
+                json!(["Teapot 30 EUR", "Teapot"]),
+                json!(["Cup 3 EUR", "Cup"]),
+            ]),
+        ),
+        (
+            "evaluateFunction",
+            each(vec![
+                json!(["Mug 4 EUR", 0]),
+                json!(["Teapot 30 EUR", 0]),
+                json!(["Cup 3 EUR", 0]),
+            ]),
+        ),
+        (
+            "evaluateFunction",
+            each(vec![
+                json!("Mug 4 EUR"),
+                json!("Teapot 30 EUR"),
+                json!("Cup 3 EUR"),
+            ]),
+        ),
+        ("click", Ok(json!({"tabId": 1, "clicked": true}))),
+    ]);
+    let toolbox = scripted(link.clone(), limits());
+    let code = "async (page) => {
+        const names = await page.getByRole('link').allTextContents();
+        const items = page.getByRole('listitem');
+        const cheap = await items.filter({ hasText: /[34] EUR/ }).allTextContents();
+        const others = await items.filter({ hasNotText: 'Teapot' }).count();
+        await items.filter({ hasText: 'Cup' }).click();
+        return { names, cheap, others };
+    }";
+    let seen = playwright_returned(&toolbox, code).await;
+    assert_eq!(seen["names"], json!(["Mug", "Teapot", "Cup"]));
+    // A filter reads each match's text beside the value, in the same call.
+    assert_eq!(seen["cheap"], json!(["Mug", "Cup"]));
+    assert_eq!(seen["others"], 2);
+    let sent = link.sent();
+    // One call per read, however many elements: each names the whole locator, `each` set.
+    assert_eq!(sent.len(), 5, "{sent:?}");
+    assert_eq!(sent[0].1["selector"], r#"getByRole("link")"#);
+    assert_eq!(sent[0].1["each"], true);
+    assert_eq!(sent[1].1["selector"], r#"getByRole("listitem")"#);
+    assert_eq!(sent[2].1["each"], true);
+    // The filtered click acts on the one kept element, named by its place among the matches.
+    assert_eq!(sent[4].0, "click");
+    assert_eq!(sent[4].1["selector"], r#"getByRole("listitem").nth(2)"#);
+}
