@@ -2663,7 +2663,7 @@ async fn network_requests_list_the_pages_fetches_with_status_and_a_body() {
                 "{listed}"
             );
             assert!(
-                listed.contains("(document, scripts, styles, images…) not shown"),
+                listed.contains("1 static request not shown; \"static\": true lists them"),
                 "{listed}"
             );
             let all =

@@ -579,10 +579,8 @@ pub(crate) fn select_requests(
     let mut notes = Vec::new();
     let mut held_back = Vec::new();
     if hidden > 0 {
-        held_back.push(format!(
-            "{} (document, scripts, styles, images…)",
-            counted(hidden as u64, "page file")
-        ));
+        // Playwright MCP's word for them, which the `static` argument's description explains.
+        held_back.push(counted(hidden as u64, "static request"));
     }
     if preflights > 0 {
         held_back.push(counted(preflights as u64, "CORS preflight"));

@@ -2103,7 +2103,7 @@ fn network_requests_show_fetches_and_failures_unless_static_and_filter_by_url() 
         shown["note"]
             .as_str()
             .unwrap()
-            .starts_with("2 page files (document, scripts, styles, images…) and 1 CORS"),
+            .starts_with("2 static requests and 1 CORS"),
         "{shown}"
     );
     assert!(
@@ -2127,7 +2127,7 @@ fn network_requests_show_fetches_and_failures_unless_static_and_filter_by_url() 
     assert_eq!(urls(&api), ["/api/user", "/api/cart"]);
     let note = api["note"].as_str().unwrap();
     assert!(
-        note.starts_with("3 older requests were dropped; 2 page files")
+        note.starts_with("3 older requests were dropped; 2 static requests")
             && note.ends_with("2 requests whose URL does not match \"/api/\" not shown"),
         "{note}"
     );
