@@ -3431,7 +3431,7 @@ async fn locators_in_target(host: &impl Host) {
     assert!(is_error(&several), "{several}");
     let said = text(&several);
     assert!(
-        said.contains("role=button matches 3 elements and an action needs one")
+        said.contains("role=button matches 3 elements; name one")
             && said.contains("- button \"Fetch\" [ref=")
             && said.contains("- button \"Delayed\" [ref="),
         "{said}"

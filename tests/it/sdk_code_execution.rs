@@ -605,7 +605,7 @@ fn check(report: &Value, site: &FixtureSite, sdk: &Sdk, flag: &str) {
     assert_eq!(strict["isError"], true, "{name}: {strict}");
     assert!(
         said(strict).contains("browser_run_code_unsafe: the script failed")
-            && said(strict).contains("matches 3 elements and an action needs one")
+            && said(strict).contains("matches 3 elements; name one")
             && said(strict).contains("(line 3)"),
         "{name}: {strict}"
     );

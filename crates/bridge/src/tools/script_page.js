@@ -217,7 +217,7 @@
       if (targets.length !== 1) {
         throw new Error(targets.length === 0
           ? "No element matches " + this + "; take a snapshot (browser_snapshot) or use browser_find"
-          : this + " matches " + targets.length + " elements and an action needs one (as in Playwright): add .first(), .last() or .nth(i)");
+          : this + " matches " + targets.length + " elements; name one (Playwright's locators are strict): add .first(), .last() or .nth(i)");
       }
       return targets[0];
     }
@@ -259,7 +259,7 @@
         const named = JSON.stringify(String(this));
         return evaluate("() => { const list = " + listOf(s.stages) + "; " +
           "if (list.length !== 1) throw new Error((list.length ? " + named + " + ' matches ' + list.length + " +
-          "' elements and this needs one (as in Playwright): add .first(), .last() or .nth(i)' : 'No element matches ' + " + named + ")); " +
+          "' elements; name one (Playwright\\'s locators are strict): add .first(), .last() or .nth(i)' : 'No element matches ' + " + named + ")); " +
           "return (" + body + ")(list[0]); }");
       }
       return evaluate(body, await this._target());

@@ -2518,7 +2518,7 @@ async fn playwright_code_counts_reads_whole_values_and_names_the_failing_line() 
         ),
         (
             "evaluateFunction",
-            refused("getByRole(\"link\") matches 3 elements and an action needs one (as in Playwright): use one's ref, or add .first(), .last() or .nth(i)"),
+            refused("getByRole(\"link\") matches 3 elements; name one (Playwright's locators are strict): use one's ref, or add .first(), .last() or .nth(i)"),
         ),
         ("evaluateFunction", refused("No element matches getByText(\"Gone\"); take a snapshot")),
         (
