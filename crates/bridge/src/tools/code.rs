@@ -44,6 +44,10 @@ use crate::audit::{AuditRecord, Outcome as Audited};
 /// The tool's name.
 pub(crate) const NAME: &str = "code_execution";
 
+/// How many of a failed script's first and last calls its error lists; the others are counted.
+const LISTED_CALLS_FIRST: usize = 5;
+const LISTED_CALLS_LAST: usize = 5;
+
 /// Playwright MCP's name for a script of Playwright code, `async (page) => { … }`: here the
 /// same sandbox as [`NAME`], with `page` made of this session's tools (script_page.js).
 pub(crate) const RUN_CODE: &str = "browser_run_code_unsafe";
@@ -447,19 +451,32 @@ impl Toolbox {
         };
         let done_so_far = || {
             if calls.is_empty() {
-                "It had made no tool call.".to_owned()
-            } else {
-                let lines: Vec<String> = calls
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| format!("{}. {c}", i + 1))
-                    .collect();
-                format!(
-                    "It had made {} tool call(s):\n{}",
-                    calls.len(),
-                    lines.join("\n")
-                )
+                return "It had made no tool call.".to_owned();
             }
+            let line = |i: usize| format!("{}. {}", i + 1, calls[i]);
+            let mut lines: Vec<String>;
+            if calls.len() <= LISTED_CALLS_FIRST + LISTED_CALLS_LAST + 2 {
+                lines = (0..calls.len()).map(line).collect();
+            } else {
+                // A script stopped by the call bound made a hundred: its first and last calls
+                // say what it was doing; the rest is counted (each is in `innerCalls`).
+                let skipped = LISTED_CALLS_FIRST..calls.len() - LISTED_CALLS_LAST;
+                let failed = calls[skipped.clone()]
+                    .iter()
+                    .filter(|c| c.ok == Some(false))
+                    .count();
+                lines = (0..LISTED_CALLS_FIRST).map(line).collect();
+                lines.push(format!(
+                    "… {} more call(s), {failed} of them failed …",
+                    skipped.len()
+                ));
+                lines.extend((skipped.end..calls.len()).map(line));
+            }
+            format!(
+                "It had made {} tool call(s):\n{}",
+                calls.len(),
+                lines.join("\n")
+            )
         };
         match end {
             End::Returned(text) => {

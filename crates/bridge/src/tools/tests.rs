@@ -2747,3 +2747,37 @@ async fn playwright_code_reads_every_match_of_a_getby_locator_in_one_call() {
     assert_eq!(sent[4].0, "click");
     assert_eq!(sent[4].1["selector"], r#"getByRole("listitem").nth(2)"#);
 }
+
+#[tokio::test]
+async fn code_execution_stopped_after_many_calls_lists_the_first_and_last_and_counts_the_rest() {
+    let answers = (1..=30).map(|n| ("snapshot", Ok(page(n)))).collect();
+    let toolbox = scripted(
+        FakeLink::new(answers),
+        CodeLimits {
+            calls: 30,
+            ..limits()
+        },
+    );
+    let result = run_code(
+        &toolbox,
+        "for (let i = 0; i < 40; i++) await tools.browser_snapshot({});",
+    )
+    .await;
+    let text = result_text(&result);
+    assert_eq!(result.is_error, Some(true), "{text}");
+    assert!(
+        text.contains("It had made 30 tool call(s):\n1. browser_snapshot {} → ok\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "5. browser_snapshot {} → ok\n… 20 more call(s), 0 of them failed …\n26. browser_snapshot {} → ok"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("\n30. browser_snapshot {} → ok"), "{text}");
+    assert!(!text.contains("\n6. "), "{text}");
+    // Every call is still in structuredContent.
+    let structured = result.structured_content.unwrap();
+    assert_eq!(structured["innerCalls"].as_array().unwrap().len(), 30);
+}
