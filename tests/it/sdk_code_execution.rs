@@ -148,7 +148,7 @@ impl Via {
 
 /// The scripts, in the order the clients run them, with the tool calls each makes (in the
 /// audit log's order).
-fn plan(shop: &str) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
+fn plan(shop: &str, shot: &Path) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
     let table = format!(
         "await tools.browser_navigate({{url: {shop:?}}});\n\
          const links = JSON.parse((await tools.browser_evaluate({{function: {LINKS:?}}})).text);\n\
@@ -267,6 +267,17 @@ fn plan(shop: &str) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
             ),
         ),
         (
+            "playwrightScreenshot",
+            format!(
+                "async (page) => {{\n\
+                   await page.goto({shop:?});\n\
+                   await page.getByRole('link', {{ name: 'Teapot' }}).screenshot({{ path: {:?} }});\n\
+                   return 'saved';\n\
+                 }}",
+                shot.display().to_string()
+            ),
+        ),
+        (
             "playwrightMissing",
             "async (page) => {\n  return await page.context().cookies();\n}".into(),
         ),
@@ -308,6 +319,10 @@ fn plan(shop: &str) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
             "playwrightStrict",
             vec!["browser_navigate", "browser_click"],
         ),
+        (
+            "playwrightScreenshot",
+            vec!["browser_navigate", "browser_take_screenshot"],
+        ),
     ];
     let plan = json!({
         "shop": shop,
@@ -347,7 +362,8 @@ async fn scripts(chromium: &Path, sdk: &Sdk, via: Via) {
     watcher.wait_for_extension(&browser).await;
 
     let shop = site.url("shop.html");
-    let (plan, inner_calls) = plan(&shop);
+    let shot = dir.path().join("shots").join("teapot.png");
+    let (plan, inner_calls) = plan(&shop, &shot);
     let plan_file = dir.path().join("plan.json");
     std::fs::write(&plan_file, plan.to_string()).unwrap();
     // The script reads each answer's fields (`stoppedBy`, `innerCalls`): a client that reads
@@ -376,6 +392,36 @@ async fn scripts(chromium: &Path, sdk: &Sdk, via: Via) {
     };
     let report = sdk_report(&mut script, sdk.name(), Duration::from_secs(220)).await;
     check(&report, &site, sdk, via.flags());
+    // Playwright's locator.screenshot({ path }): saved where the bridge runs, a real PNG of
+    // the link; over the relay's HTTP /mcp no file is kept, and the script is told so.
+    let saved = run(&report, "playwrightScreenshot");
+    match via {
+        Via::Bridge => {
+            assert_eq!(said(saved), "saved", "{}: {saved}", sdk.name());
+            let png = std::fs::read(&shot).expect("the screenshot's file");
+            assert!(
+                png.starts_with(b"\x89PNG\r\n\x1a\n"),
+                "{}: not a PNG",
+                sdk.name()
+            );
+            if let Some(dir) = std::env::var_os("SCRIPT_SHOTS") {
+                std::fs::copy(
+                    &shot,
+                    Path::new(&dir).join(format!("teapot-{}.png", sdk.name())),
+                )
+                .unwrap();
+            }
+        }
+        Via::Http => {
+            assert_eq!(saved["isError"], true, "{}: {saved}", sdk.name());
+            assert!(
+                said(saved).contains("Not saved to"),
+                "{}: {saved}",
+                sdk.name()
+            );
+            assert!(!shot.exists(), "{}: a file was written", sdk.name());
+        }
+    }
     if via == Via::Http {
         // The relay's endpoint writes the audit log a moment after the answer: wait for every
         // script's own line (each comes after its inner calls').

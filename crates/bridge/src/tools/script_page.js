@@ -61,6 +61,26 @@
   const unsupported = function (what, instead) {
     return new Error(what + " is not available in this bridge's scripts" + (instead ? "; " + instead : ""));
   };
+  // page.screenshot({ path }) and locator.screenshot({ path }): the image saved where the
+  // bridge runs, as browser_take_screenshot's `filename` saves one (never over a file this
+  // session did not write). A script receives no image itself, so a path is needed, and the
+  // value is undefined rather than Playwright's Buffer.
+  const savedScreenshot = async function (what, options, target) {
+    const o = options || {};
+    if (typeof o.path !== "string" || o.path === "") {
+      throw unsupported(what + " without a path", "scripts receive no images: give { path: 'shot.png' } to save it where the bridge runs, or return and call browser_take_screenshot");
+    }
+    if (o.clip) throw unsupported(what + " with clip", "take an element's: locator(…).screenshot({ path })");
+    const args = { filename: o.path };
+    if (o.type !== undefined) args.type = o.type;
+    if (o.fullPage === true) args.fullPage = true;
+    if (target !== undefined) args.target = target;
+    const result = await call("browser_take_screenshot", args);
+    // Over the relay's HTTP /mcp no file is kept where the tools run: the image was not saved.
+    const unsaved = /^Not saved to .*$/m.exec(result.text || "");
+    if (unsaved) throw new Error(unsaved[0]);
+    return undefined;
+  };
 
   // How a locator is named to the tools: `source` is Playwright's locator text as `target`
   // takes it (getByRole(…).nth(1), role=…, text=…); a CSS locator is kept as `stages` (each a
@@ -367,7 +387,7 @@
     }
     async selectText() { await this._read("(element) => { if (element.select) element.select(); else { const r = document.createRange(); r.selectNodeContents(element); const s = getSelection(); s.removeAllRanges(); s.addRange(r); } }"); }
     async dispatchEvent(type) { await this._read("(element) => element.dispatchEvent(new Event(" + literal(type) + ", { bubbles: true }))"); }
-    screenshot() { throw unsupported("locator.screenshot()", "scripts receive no images: return, then call browser_take_screenshot with this target"); }
+    async screenshot(options) { return savedScreenshot("locator.screenshot()", options, await this._target()); }
     setInputFiles() { throw unsupported("setInputFiles()", "call browser_file_upload, whose paths are read where the bridge runs"); }
     dragTo(other) {
       return (async () => {
@@ -558,7 +578,7 @@
     viewportSize: function () { return null; },
     emulateMedia: async function (options) { await call("browser_emulate_media", options || {}); },
     bringToFront: async function () {},
-    screenshot: function () { throw unsupported("page.screenshot()", "scripts receive no images: return, then call browser_take_screenshot"); },
+    screenshot: function (options) { return savedScreenshot("page.screenshot()", options); },
     pdf: function () { throw unsupported("page.pdf()", "call browser_pdf_save"); },
     keyboard: keyboard,
     mouse: mouse,

@@ -2781,3 +2781,58 @@ async fn code_execution_stopped_after_many_calls_lists_the_first_and_last_and_co
     let structured = result.structured_content.unwrap();
     assert_eq!(structured["innerCalls"].as_array().unwrap().len(), 30);
 }
+
+#[tokio::test]
+async fn playwright_code_saves_a_screenshot_where_the_bridge_runs_when_given_a_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let shot = || {
+        Ok(
+            json!({"tabId": 7, "data": "iVBORw0KGgo=", "mimeType": "image/png",
+                  "format": "png", "width": 1280, "height": 800}),
+        )
+    };
+    let link = FakeLink::new(vec![("screenshot", shot()), ("elementScreenshot", shot())]);
+    let toolbox = scripted(link.clone(), limits());
+    let code = format!(
+        "async (page) => {{\n  const value = await page.screenshot({{ path: {:?}, fullPage: true }});\n  \
+         await page.locator('#cart').screenshot({{ path: {:?} }});\n  return String(value);\n}}",
+        at("whole.png"),
+        at("cart.png")
+    );
+    let result = run_playwright(&toolbox, &code).await;
+    assert_eq!(result.is_error, Some(false), "{}", result_text(&result));
+    assert_eq!(result_text(&result), "undefined");
+    assert_eq!(
+        std::fs::read(at("whole.png")).unwrap(),
+        b"\x89PNG\r\n\x1a\n"
+    );
+    assert_eq!(std::fs::read(at("cart.png")).unwrap(), b"\x89PNG\r\n\x1a\n");
+    let sent = link.sent();
+    assert_eq!(sent[0].1["fullPage"], true, "{sent:?}");
+    assert_eq!(sent[1].0, "elementScreenshot", "{sent:?}");
+    assert_eq!(sent[1].1["selector"], "#cart", "{sent:?}");
+
+    // Without a path there is nowhere for the image to go: said, with what to do instead.
+    let result = run_playwright(&toolbox, "async (page) => page.screenshot()").await;
+    let text = result_text(&result);
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        text.contains("page.screenshot() without a path is not available")
+            && text.contains("{ path: 'shot.png' }"),
+        "{text}"
+    );
+
+    // Over the relay's HTTP /mcp nothing is saved where the tools run: the script is told.
+    let hosted =
+        scripted(FakeLink::new(vec![("screenshot", shot())]), limits()).with_files_in_results();
+    let code = format!(
+        "async (page) => page.screenshot({{ path: {:?} }})",
+        at("remote.png")
+    );
+    let result = run_playwright(&hosted, &code).await;
+    let text = result_text(&result);
+    assert_eq!(result.is_error, Some(true), "{text}");
+    assert!(text.contains("Not saved to"), "{text}");
+    assert!(!std::path::Path::new(&at("remote.png")).exists());
+}
