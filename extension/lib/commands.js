@@ -105,7 +105,8 @@ export const COMMANDS = {
     },
     run: reportingChanges(selectOption, SETTLES),
   },
-  pressKey: { params: { key: { type: 'string', required: true }, snapshot: { type: 'boolean' }, tabId: TAB_ID }, run: reportingChanges(pressKey, SETTLES) },
+  // `key`, or `text`: each of its characters pressed in turn (a script's keyboard.type).
+  pressKey: { params: { key: { type: 'string' }, text: { type: 'string' }, snapshot: { type: 'boolean' }, tabId: TAB_ID }, run: reportingChanges(pressKey, SETTLES) },
   waitFor: {
     params: {
       text: { type: 'string', nonEmpty: true },

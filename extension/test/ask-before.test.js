@@ -72,6 +72,18 @@ test('Deny refuses with words the assistant must not retry, and a retry is refus
   assert.ok(!sent.includes('Input.dispatchKeyEvent'));
 });
 
+test('typed text with a line break asks as Enter does; without one it is not checked', async () => {
+  const ctx = context();
+  await runCommand(ctx, 'pressKey', { text: 'no break' });
+  assert.deepEqual(ctx.person.waiting(), []);
+  const typing = runCommand(ctx, 'pressKey', { text: '4242\n' });
+  await new Promise(resolve => setTimeout(resolve, 20));
+  const [ask] = ctx.person.waiting();
+  assert.match(ask.reason, /type text with Enter into the field “Card number” in the form “Checkout”/);
+  ctx.person.answer(ask.id, 'allowed');
+  assert.equal((await typing).typed, '4242\n');
+});
+
 test('keys that cannot submit, and pages the person did not ask about, are not checked', async () => {
   const ctx = context();
   await runCommand(ctx, 'pressKey', { key: 'Tab' });

@@ -54,6 +54,17 @@ test('pressKey sends the combination as key events, modifiers around the key', a
       rpcError(ErrorCode.INVALID_PARAMS, /parameter "key": "Enterr" is not a key name/));
 });
 
+test('pressKey with text presses each character in turn, and takes key or text, not both', async () => {
+  assert.deepEqual(await runCommand(ctx, 'pressKey', { text: 'Hi 2' }), { tabId: TAB, typed: 'Hi 2' });
+  const keys = sent.filter(s => s.method === 'Input.dispatchKeyEvent');
+  assert.deepEqual(keys.filter(s => s.params.type === 'keyDown').map(s => s.params.text), ['H', 'i', ' ', '2']);
+  assert.equal(keys.filter(s => s.params.type === 'keyUp').length, 4);
+  for (const params of [{}, { key: 'Enter', text: 'x' }]) {
+    await assert.rejects(runCommand(ctx, 'pressKey', params),
+        rpcError(ErrorCode.INVALID_PARAMS, /give "key" \(a key such as Enter or Control\+A\) or "text"/));
+  }
+});
+
 test('selectOption explains a missing option and a single select given several values', async () => {
   evaluates = { error: 'no-option', value: 'purple', available: ['r (Red)', 'g (Green)'] };
   await assert.rejects(runCommand(ctx, 'selectOption', { selector: '#c', values: ['purple'] }),

@@ -278,6 +278,19 @@ fn plan(shop: &str, shot: &Path) -> (Value, Vec<(&'static str, Vec<&'static str>
             ),
         ),
         (
+            "playwrightKeyboard",
+            format!(
+                "async (page) => {{\n\
+                   await page.goto({form:?});\n\
+                   await page.locator('#q').click();\n\
+                   await page.keyboard.type('hello world');\n\
+                   await page.keyboard.type('!');\n\
+                   return await page.locator('#q').inputValue();\n\
+                 }}",
+                form = shop.replace("shop.html", "form.html")
+            ),
+        ),
+        (
             "playwrightMissing",
             "async (page) => {\n  return await page.context().cookies();\n}".into(),
         ),
@@ -322,6 +335,17 @@ fn plan(shop: &str, shot: &Path) -> (Value, Vec<(&'static str, Vec<&'static str>
         (
             "playwrightScreenshot",
             vec!["browser_navigate", "browser_take_screenshot"],
+        ),
+        // keyboard.type is one key press call per text, however long.
+        (
+            "playwrightKeyboard",
+            vec![
+                "browser_navigate",
+                "browser_click",
+                "browser_press_key",
+                "browser_press_key",
+                "browser_evaluate",
+            ],
         ),
     ];
     let plan = json!({
@@ -655,6 +679,8 @@ fn check(report: &Value, site: &FixtureSite, sdk: &Sdk, flag: &str) {
             && said(strict).contains("(line 3)"),
         "{name}: {strict}"
     );
+    let typed = run(report, "playwrightKeyboard");
+    assert_eq!(said(typed), "hello world!", "{name}: {typed}");
     let missing = run(report, "playwrightMissing");
     assert_eq!(missing["isError"], true, "{name}: {missing}");
     assert!(

@@ -182,6 +182,9 @@ function consequenceQuery(method, params) {
     case 'type':
       return params.submit ? { verb: 'type into and press Enter in', target: elementTarget(params), how: { enter: true } } : null;
     case 'pressKey':
+      // Typed text with a line break presses Enter too.
+      if (typeof params.text === 'string')
+        return params.text.includes('\n') ? { verb: 'type text with Enter into', how: { focused: true, enter: true } } : null;
       return /(^|\+)Enter$/.test(params.key) ? { verb: `press ${params.key} on`, how: { focused: true, enter: true } } : null;
     default:
       return null;

@@ -149,14 +149,23 @@ export async function selectOption(ctx, params) {
 }
 
 /** @param {CommandContext} ctx */
-export async function pressKey(ctx, { key, tabId }) {
-  const plan = keyPressEvents(key);
-  if ('error' in plan)
-    throw invalidParams(`parameter "key": ${plan.error}`);
+export async function pressKey(ctx, { key, text, tabId }) {
+  if ((key === undefined) === (text === undefined))
+    throw invalidParams('give "key" (a key such as Enter or Control+A) or "text" (its characters pressed in turn), one of them');
+  let events;
+  if (text !== undefined) {
+    // As Playwright's keyboard.type: a key press per character, into whatever has focus.
+    events = typingEvents(text).flat();
+  } else {
+    const plan = keyPressEvents(key);
+    if ('error' in plan)
+      throw invalidParams(`parameter "key": ${plan.error}`);
+    events = plan.events;
+  }
   const id = await targetTab(ctx, tabId);
-  for (const event of plan.events)
+  for (const event of events)
     await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
-  return { tabId: id, pressed: key };
+  return text !== undefined ? { tabId: id, typed: text } : { tabId: id, pressed: key };
 }
 
 

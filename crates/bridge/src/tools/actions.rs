@@ -71,11 +71,15 @@ pub(super) fn select_option(args: SelectOption) -> Result<Plan, String> {
 }
 
 pub(super) fn press_key(args: PressKey) -> Result<Plan, String> {
-    if args.key.is_empty() {
-        return Err("\"key\" is empty: give a key such as Enter or Control+A".into());
-    }
     let mut params = on_tab(args.tab_id);
-    params.insert("key".into(), json!(args.key));
+    match args.text {
+        Some(text) if args.key.is_empty() => params.insert("text".into(), json!(text)),
+        Some(_) => return Err("give \"key\" or \"text\", not both".into()),
+        None if args.key.is_empty() => {
+            return Err("\"key\" is required: give a key such as Enter or Control+A".into())
+        }
+        None => params.insert("key".into(), json!(args.key)),
+    };
     outline_after(&mut params, args.outline);
     forward("pressKey", params)
 }

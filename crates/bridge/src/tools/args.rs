@@ -552,14 +552,35 @@ pub(crate) struct SelectOption {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = key_required)]
 pub(crate) struct PressKey {
     /// e.g. Enter, ArrowDown, Control+A.
+    // Required in the schema, as in Playwright MCP's (`key_required`); a script's
+    // `keyboard.type` sends `text` instead (below), so the parser lets it be absent.
+    #[serde(default)]
     pub(crate) key: String,
+    // Every character of `text` pressed in turn into the focused element, in one call: how a
+    // script's `keyboard.type(text)` types (script_page.js). Out of the schema, for scripts.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub(crate) text: Option<String>,
     /// Also return the outline.
     #[serde(default)]
     pub(crate) outline: Option<bool>,
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,
+}
+
+/// `browser_press_key`'s schema as a model reads it: `key` required, with no default.
+fn key_required(schema: &mut schemars::Schema) {
+    if let Some(key) = schema
+        .get_mut("properties")
+        .and_then(|properties| properties.get_mut("key"))
+        .and_then(Value::as_object_mut)
+    {
+        key.remove("default");
+    }
+    schema.insert("required".into(), serde_json::json!(["key"]));
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

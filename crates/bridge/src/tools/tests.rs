@@ -2836,3 +2836,42 @@ async fn playwright_code_saves_a_screenshot_where_the_bridge_runs_when_given_a_p
     assert!(text.contains("Not saved to"), "{text}");
     assert!(!std::path::Path::new(&at("remote.png")).exists());
 }
+
+#[tokio::test]
+async fn playwright_code_types_on_the_keyboard_in_one_call() {
+    let link = FakeLink::new(vec![
+        ("pressKey", Ok(json!({"tabId": 1, "typed": "hi there"}))),
+        ("pressKey", Ok(json!({"tabId": 1, "pressed": "Enter"}))),
+    ]);
+    let toolbox = scripted(link.clone(), limits());
+    let result = run_playwright(
+        &toolbox,
+        "async (page) => {\n  await page.keyboard.type('hi there');\n  await page.keyboard.type('');\n  await page.keyboard.press('Enter');\n}",
+    )
+    .await;
+    assert_eq!(result.is_error, Some(false), "{}", result_text(&result));
+    let sent = link.sent();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[0].1["text"], "hi there");
+    assert!(sent[0].1.get("key").is_none(), "{sent:?}");
+    assert_eq!(sent[1].1["key"], "Enter");
+
+    // A model's own call still needs its key, and gets one or the other.
+    let toolbox = Toolbox::new(FakeLink::new(vec![]), 40_000);
+    let result = toolbox.call("browser_press_key", &args(json!({}))).await;
+    assert!(
+        result_text(&result).contains("\"key\" is required"),
+        "{}",
+        result_text(&result)
+    );
+    let schema = toolbox
+        .definitions()
+        .iter()
+        .find(|tool| tool.name == "browser_press_key")
+        .unwrap()
+        .input_schema
+        .clone();
+    assert_eq!(schema["required"], json!(["key"]), "{schema:?}");
+    assert_eq!(schema["properties"]["key"]["type"], "string", "{schema:?}");
+    assert!(schema["properties"].get("text").is_none(), "{schema:?}");
+}
