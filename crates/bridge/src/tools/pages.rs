@@ -213,11 +213,17 @@ pub(super) fn evaluate(args: Evaluate) -> Result<Plan, String> {
             return Err("\"function\" is empty".into());
         }
         params.insert("function".into(), json!(function));
-        if let Some(on) = args.on.named() {
-            on.put(&mut params, "");
-        }
+        let named = args.on.named();
         if args.each == Some(true) {
+            if named.is_none() {
+                return Err("\"each\" calls the function with every element \"target\" \
+                            names: give \"target\" too"
+                    .into());
+            }
             params.insert("each".into(), json!(true));
+        }
+        if let Some(on) = named {
+            on.put(&mut params, "");
         }
         return Ok(forward("evaluateFunction", params)?.saved_to(args.filename));
     }

@@ -2746,6 +2746,20 @@ async fn playwright_code_reads_every_match_of_a_getby_locator_in_one_call() {
     // The filtered click acts on the one kept element, named by its place among the matches.
     assert_eq!(sent[4].0, "click");
     assert_eq!(sent[4].1["selector"], r#"getByRole("listitem").nth(2)"#);
+
+    // Called directly, `each` needs the elements named.
+    let result = toolbox
+        .call(
+            "browser_evaluate",
+            &args(json!({"function": "(e) => e.id", "each": true})),
+        )
+        .await;
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        result_text(&result).contains("give \"target\" too"),
+        "{}",
+        result_text(&result)
+    );
 }
 
 #[tokio::test]
