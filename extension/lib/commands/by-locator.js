@@ -103,8 +103,9 @@ async function resolvedIn(ctx, tabId, named, wanted, page, at, every = false) {
       }
     }
     if (every && selectorKey === 'selector') {
+      // Every match must be nameable, so that the i-th value is the element `.nth(i)` names.
       const refs = (found ?? []).filter(node => node.ref).map(node => node.ref);
-      const count = Math.max(total ?? 0, refs.length);
+      const count = Math.max(total ?? (found ?? []).length, refs.length);
       if (count > EACH_MAX)
         throw serverError(`${source} matches ${count} elements, more than the ${EACH_MAX} one read takes: narrow the locator`);
       if (count > refs.length)
