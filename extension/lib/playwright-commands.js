@@ -54,7 +54,8 @@ export const PLAYWRIGHT_COMMANDS = {
     // `each`: the function is called with every element the target names (a locator's or a
     // selector's matches), and its value is their list: how a script's page reads
     // allTextContents() or count() of a getBy… locator in one call.
-    params: { function: { type: 'string', required: true, nonEmpty: true }, ...TARGET_PARAMS, each: { type: 'boolean' }, tabId: TAB_ID },
+    // `all`: the function is called once with the list of them (Playwright's evaluateAll).
+    params: { function: { type: 'string', required: true, nonEmpty: true }, ...TARGET_PARAMS, each: { type: 'boolean' }, all: { type: 'boolean' }, tabId: TAB_ID },
     run: evaluateFunction,
   },
   elementScreenshot: {
@@ -241,15 +242,18 @@ async function networkRequests(ctx, { requestId, sincePage = false, tabId }) {
 /**
  * Playwright's form of evaluate: the source of a function, called with no argument or with
  * the element named by ref/selector; its (awaited) value comes back as JSON. With `each`,
- * called with every element the target names in turn, the value their list (`refs` are a
- * locator's matches, put there by commands/by-locator.js).
+ * called with every element the target names in turn, the value their list; with `all`,
+ * called once with the list of them (`refs` are a locator's matches, put there by
+ * commands/by-locator.js).
  *
  * @param {import('./commands.js').CommandContext} ctx
  */
-async function evaluateFunction(ctx, { function: source, selector, ref, refs, each = false, tabId }) {
+async function evaluateFunction(ctx, { function: source, selector, ref, refs, each = false, all = false, tabId }) {
   const withElement = selector !== undefined || ref !== undefined || refs !== undefined;
-  if (each && !withElement)
-    throw invalidParams('parameter "each" reads every element a target names: give "ref" or "selector" too');
+  if (each && all)
+    throw invalidParams('give "each" (the function called with each element) or "all" (called once with their list), not both');
+  if ((each || all) && !withElement)
+    throw invalidParams(`parameter "${each ? 'each' : 'all'}" reads every element a target names: give "ref" or "selector" too`);
   const target = refs !== undefined ? { refs } : withElement ? elementTarget({ selector, ref }) : undefined;
   const id = await targetTab(ctx, tabId);
   // The source is the model's, pasted as an expression: a syntax error surfaces as the
@@ -258,10 +262,14 @@ async function evaluateFunction(ctx, { function: source, selector, ref, refs, ea
     const fn = (${source}\n);
     if (typeof fn !== 'function')
       return { notAFunction: typeof fn };
-    if (${JSON.stringify(each)}) {
+    if (${JSON.stringify(each || all)}) {
       const found = (${findElementsThen.toString()})(elements => ({ elements }), ${JSON.stringify(target)});
       if (found.error)
         return found;
+      if (${JSON.stringify(all)}) {
+        const value = await fn(found.elements);
+        return { value, type: typeof value };
+      }
       const value = [];
       for (const element of found.elements)
         value.push(await fn(element));

@@ -237,11 +237,12 @@ fn plan(shop: &str, shot: &Path) -> (Value, Vec<(&'static str, Vec<&'static str>
                    const count = await page.getByRole('link').count();\n\
                    const names = await page.getByRole('link').allTextContents();\n\
                    const tea = await page.getByRole('link').filter({{ hasText: /^tea/i }}).count();\n\
+                   const hrefs = await page.getByRole('link').filter({{ hasText: /^t/i }}).evaluateAll((as, n) => as.map((a) => a.getAttribute('href') + n), '!');\n\
                    const third = await page.getByRole('link').nth(2).textContent();\n\
                    await page.getByRole('link', {{ name: 'Teapot' }}).click();\n\
                    const heading = await page.getByRole('heading', {{ level: 1 }}).innerText();\n\
                    const stock = await page.locator('#stock').textContent();\n\
-                   return {{ count, names, tea, third, heading, url: page.url(), stock }};\n\
+                   return {{ count, names, tea, hrefs, third, heading, url: page.url(), stock }};\n\
                  }}"
             ),
         ),
@@ -304,9 +305,10 @@ fn plan(shop: &str, shot: &Path) -> (Value, Vec<(&'static str, Vec<&'static str>
         ("playwrightTable", navigate_and_read.repeat(4)),
         (
             "playwrightLocators",
-            // Every link's text, and a filtered count, are one call each.
+            // Every link's text, a filtered count and a filtered evaluateAll are one call each.
             vec![
                 "browser_navigate",
+                "browser_evaluate",
                 "browser_evaluate",
                 "browser_evaluate",
                 "browser_evaluate",
@@ -659,6 +661,7 @@ fn check(report: &Value, site: &FixtureSite, sdk: &Sdk, flag: &str) {
     assert_eq!(
         serde_json::from_str::<Value>(said(located)).unwrap_or_default(),
         json!({"count": 3, "names": ["Kettle", "Teapot", "Mug"], "tea": 1,
+               "hrefs": ["shop-teapot.html!"],
                "third": "Mug", "heading": "Teapot",
                "url": site.url("shop-teapot.html"), "stock": "0"}),
         "{name}: {located}"

@@ -41,8 +41,9 @@ export async function resolveLocators(ctx, params) {
   const tabId = await targetTab(ctx, params.tabId);
   /** @type {{tree?: object[]}} the page's tree, read once for all of this command's locators */
   const page = {};
-  // A read of each element (evaluateFunction's `each`) takes all of its locator's matches.
-  const out = await resolvedIn(ctx, tabId, params, own, page, '', params.each === true);
+  // A read of each element (evaluateFunction's `each` or `all`) takes all of its locator's
+  // matches.
+  const out = await resolvedIn(ctx, tabId, params, own, page, '', params.each === true || params.all === true);
   if (fields.length) {
     out.fields = [];
     for (const [index, field] of fields.entries()) {

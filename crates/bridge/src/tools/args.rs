@@ -464,6 +464,11 @@ pub(crate) struct Evaluate {
     #[serde(default)]
     #[schemars(skip)]
     pub(crate) each: Option<bool>,
+    // The function called once with the list of them: a script's `evaluateAll` on a getBy…
+    // locator. Out of the schema, as `each`.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub(crate) all: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

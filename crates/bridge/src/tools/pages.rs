@@ -214,13 +214,19 @@ pub(super) fn evaluate(args: Evaluate) -> Result<Plan, String> {
         }
         params.insert("function".into(), json!(function));
         let named = args.on.named();
-        if args.each == Some(true) {
-            if named.is_none() {
-                return Err("\"each\" calls the function with every element \"target\" \
-                            names: give \"target\" too"
-                    .into());
+        for (flag, set, how) in [
+            ("each", args.each, "with every element"),
+            ("all", args.all, "once with the list of every element"),
+        ] {
+            if set != Some(true) {
+                continue;
             }
-            params.insert("each".into(), json!(true));
+            if named.is_none() {
+                return Err(format!(
+                    "\"{flag}\" calls the function {how} \"target\" names: give \"target\" too"
+                ));
+            }
+            params.insert(flag.into(), json!(true));
         }
         if let Some(on) = named {
             on.put(&mut params, "");

@@ -323,8 +323,15 @@
     evaluate(fn, arg) { return this._read(applied(fn, arg, true)); }
     async evaluateAll(fn, arg) {
       const s = this._spec;
-      if (!s.stages) throw unsupported("evaluateAll() on a getBy… locator", "use page.locator(css).evaluateAll(…), or allTextContents(), or evaluate() on each of all()");
-      return evaluate("() => (" + source(fn) + ")(" + listOf(s.stages) + ", " + literal(arg) + ")");
+      if (s.stages) return evaluate("() => (" + source(fn) + ")(" + listOf(s.stages) + ", " + literal(arg) + ")");
+      // A getBy… locator: the extension hands the function every element it names, once
+      // (browser_evaluate's `all`); its text filters and pick are applied there first, by the
+      // same functions as a CSS locator's.
+      const body = "async (elements) => { const passes = " + passes + "; const picked = " + picked + "; " +
+        "const kept = picked(elements.filter((el) => passes(" + literal(s.filters) + ", (" + INNER_TEXT + ")(el))), " + literal(s.pick) + "); " +
+        "return JSON.stringify({ v: await (" + source(fn) + ")(kept, " + literal(arg) + ") }); }";
+      const result = await call("browser_evaluate", { function: body, target: s.source, all: true });
+      return JSON.parse(result.text).v;
     }
     async ariaSnapshot() {
       return (await call("browser_snapshot", { target: await this._target() })).text;

@@ -2889,3 +2889,26 @@ async fn playwright_code_types_on_the_keyboard_in_one_call() {
     assert_eq!(schema["properties"]["key"]["type"], "string", "{schema:?}");
     assert!(schema["properties"].get("text").is_none(), "{schema:?}");
 }
+
+#[tokio::test]
+async fn playwright_code_evaluates_all_matches_of_a_getby_locator_at_once() {
+    let link = FakeLink::new(vec![(
+        "evaluateFunction",
+        Ok(
+            json!({"tabId": 1, "type": "string", "value": json!({"v": ["a.html", "b.html"]}).to_string()}),
+        ),
+    )]);
+    let toolbox = scripted(link.clone(), limits());
+    let code = "async (page) => page.getByRole('link').filter({ hasText: 'x' }).evaluateAll((as) => as.map((a) => a.href))";
+    assert_eq!(
+        playwright_returned(&toolbox, code).await,
+        json!(["a.html", "b.html"])
+    );
+    let sent = link.sent();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].1["all"], true);
+    assert_eq!(sent[0].1["selector"], r#"getByRole("link")"#);
+    // The filter is applied in the page, before the script's function.
+    let function = sent[0].1["function"].as_str().unwrap();
+    assert!(function.contains(r#"[{"text":"x","not":false}]"#), "{function}");
+}
