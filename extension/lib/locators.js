@@ -188,7 +188,7 @@ function fromCalls(source) {
         throw new LocatorError(`${method}(…) can only start a locator here; use a ref from browser_snapshot`);
       css = step.css;
     } else {
-      if (css !== undefined)
+      if (css !== undefined && steps.length === 0 && step.kind === 'pick')
         throw new LocatorError(`${method}(…) after locator(…) is not supported here; use a ref from browser_snapshot`);
       steps.push(step);
     }
@@ -196,8 +196,9 @@ function fromCalls(source) {
       break;
     expect('punct', '.');
   }
+  // locator(css).getBy…(…): the steps are taken inside the elements the selector names.
   if (css !== undefined)
-    return { css };
+    return steps.length ? { steps, within: css } : { css };
   if (steps[0]?.kind === 'pick')
     throw new LocatorError(`${JSON.stringify(source)} needs a locator before .first(), .last() or .nth()`);
   return { steps };
@@ -354,9 +355,11 @@ export function matchesText(matcher, text) {
  *
  * @param {object[]} tree the snapshot's tree (snapshot.js `captureTree`)
  * @param {Step[]} steps from {@link parseLocator}, none of them `text`
+ * @param {Set<string>} [scope] only nodes with these refs are found by the first step (the
+ *   elements inside what `locator(css)` named)
  * @returns {object[]}
  */
-export function applySteps(tree, steps) {
+export function applySteps(tree, steps, scope) {
   /** Every node below `roots` (not the roots), in document order. */
   const below = roots => {
     const out = [];
@@ -378,7 +381,9 @@ export function applySteps(tree, steps) {
       found = pick(found ?? [], step);
       continue;
     }
-    const pool = found === null ? below([{ children: tree }]) : below(found);
+    let pool = found === null ? below([{ children: tree }]) : below(found);
+    if (found === null && scope)
+      pool = pool.filter(node => scope.has(node.ref));
     found = pool.filter(node => {
       // A name the outline does not print (an image link's, shown on its image) still names it.
       const name = node.name ?? node.altName;

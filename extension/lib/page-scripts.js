@@ -103,6 +103,40 @@ export function findElementThen(fn, target, ...args) {
 }
 
 /**
+ * The refs of every element inside what `css` names (in its subtree, in its shadow roots, and
+ * in the documents of the frames it is or holds): the scope of `locator(css).getBy…` (a
+ * frame's, for Playwright's frameLocator). Refs are the snapshot's, so capture the tree first.
+ *
+ * @param {string} css
+ * @returns {{refs: string[], matched: number} | {error: 'invalid-selector', message: string}}
+ */
+export function refsWithin(css) {
+  let roots;
+  try {
+    roots = new Set(document.querySelectorAll(css));
+  } catch (e) {
+    return { error: 'invalid-selector', message: String(e && e.message || e) };
+  }
+  const registry = window[Symbol.for('mcp-relay.refs')];
+  const refs = [];
+  for (const [ref, weak] of registry ? registry.byRef : []) {
+    const el = weak.deref();
+    for (let at = el; at;) {
+      const root = at.getRootNode();
+      const up = at.parentElement || (root instanceof ShadowRoot ? root.host : at.ownerDocument.defaultView?.frameElement);
+      if (!up)
+        break;
+      if (roots.has(up)) {
+        refs.push(ref);
+        break;
+      }
+      at = up;
+    }
+  }
+  return { refs, matched: roots.size };
+}
+
+/**
  * Every element a target names, for a read of each (`evaluateFunction {each: true}`): a ref's
  * one element, each of `refs` (a locator's matches, resolved to refs before the page is asked),
  * or every match of a CSS selector or an XPath, in document order. Calls `fn(elements)`, or

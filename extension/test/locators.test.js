@@ -87,5 +87,17 @@ test('what cannot be read says where', () => {
   assert.throws(() => parseLocator("getByRole('button').click()"), /click\(…\) is not supported here/);
   assert.throws(() => parseLocator("getByRole('button', { name: 'Save })"), /not closed/);
   assert.throws(() => parseLocator('nth=0'), /needs a locator before it/);
-  assert.throws(() => parseLocator("locator('nav').getByRole('link')"), /after locator\(…\) is not supported/);
+  assert.throws(() => parseLocator("locator('nav').first()"), /after locator\(…\) is not supported/);
+});
+
+test('getBy… after locator(css) is found inside what the selector names', () => {
+  assert.deepEqual(parseLocator("locator('iframe#pay').getByRole('button', { name: 'Pay' })"),
+      { within: 'iframe#pay', steps: [{ kind: 'role', role: 'button', name: { exact: false, text: 'Pay' } }] });
+  const tree = [
+    { role: 'button', name: 'Pay', ref: 'e1' },
+    { role: 'iframe', ref: 'e2', children: [{ role: 'button', name: 'Pay', ref: 'f1e1' }] },
+  ];
+  const inside = applySteps(tree, parseLocator("locator('iframe').getByRole('button')").steps, new Set(['f1e1']));
+  assert.deepEqual(inside.map(node => node.ref), ['f1e1']);
+  assert.deepEqual(applySteps(tree, parseLocator("getByRole('button')").steps).map(node => node.ref), ['e1', 'f1e1']);
 });

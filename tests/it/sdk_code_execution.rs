@@ -292,6 +292,19 @@ fn plan(shop: &str, shot: &Path) -> (Value, Vec<(&'static str, Vec<&'static str>
             ),
         ),
         (
+            "playwrightFrame",
+            format!(
+                "async (page) => {{\n\
+                   await page.goto({frames:?});\n\
+                   const frame = page.frameLocator('iframe');\n\
+                   await frame.getByRole('button').click();\n\
+                   return {{ inner: await page.evaluate(() => window.seen.inner), \
+                             label: await frame.getByRole('button').textContent() }};\n\
+                 }}",
+                frames = shop.replace("shop.html", "frames.html")
+            ),
+        ),
+        (
             "playwrightMissing",
             "async (page) => {\n  return await page.context().cookies();\n}".into(),
         ),
@@ -346,6 +359,16 @@ fn plan(shop: &str, shot: &Path) -> (Value, Vec<(&'static str, Vec<&'static str>
                 "browser_click",
                 "browser_press_key",
                 "browser_press_key",
+                "browser_evaluate",
+            ],
+        ),
+        // A frame's button, found inside the frame (the page's own buttons are not its).
+        (
+            "playwrightFrame",
+            vec![
+                "browser_navigate",
+                "browser_click",
+                "browser_evaluate",
                 "browser_evaluate",
             ],
         ),
@@ -681,6 +704,12 @@ fn check(report: &Value, site: &FixtureSite, sdk: &Sdk, flag: &str) {
             && said(strict).contains("matches 3 elements; name one")
             && said(strict).contains("(line 3)"),
         "{name}: {strict}"
+    );
+    let framed = run(report, "playwrightFrame");
+    assert_eq!(
+        serde_json::from_str::<Value>(said(framed)).unwrap_or_default(),
+        json!({"inner": 1, "label": "Inner clicked"}),
+        "{name}: {framed}"
     );
     let typed = run(report, "playwrightKeyboard");
     assert_eq!(said(typed), "hello world!", "{name}: {typed}");

@@ -6,7 +6,7 @@
  */
 
 import { LocatorError, applySteps, isLocator, matchesText, parseLocator, pick, theOne } from '../locators.js';
-import { textMatches } from '../page-scripts.js';
+import { refsWithin, textMatches } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { CAPTURE_TREE, OUTLINE_MAX_NODES } from './reading.js';
 import { evaluateExpression, targetTab } from './shared.js';
@@ -85,11 +85,24 @@ async function resolvedIn(ctx, tabId, named, wanted, page, at, every = false) {
     if (textAt !== -1 && parsed.steps.slice(textAt + 1).some(step => step.kind !== 'pick'))
       throw invalidParams(`parameter "${at}${selectorKey}": ${source}: getByText(…) must come last (before .first(), .last() or .nth() only)`);
     const treeSteps = textAt === -1 ? parsed.steps : parsed.steps.slice(0, textAt);
+    /** @type {Set<string> | undefined} the refs inside what `locator(css)` named */
+    let within;
+    if (parsed.within !== undefined) {
+      if (textAt !== -1)
+        throw invalidParams(`parameter "${at}${selectorKey}": ${source}: getByText(…) inside locator(…) is not supported here; use getByRole(…, { name }) or getByLabel(…) inside it, or a ref from browser_snapshot`);
+      page.tree ??= (await evaluateExpression(ctx, tabId, `${CAPTURE_TREE}(${JSON.stringify({ maxNodes: OUTLINE_MAX_NODES })})`)).tree;
+      const inside = await evaluateExpression(ctx, tabId, `(${refsWithin.toString()})(${JSON.stringify(parsed.within)})`);
+      if (inside?.error)
+        throw invalidParams(`parameter "${at}${selectorKey}": ${source}: locator(${JSON.stringify(parsed.within)}) is not a valid CSS selector: ${inside.message}`);
+      if (!inside?.matched)
+        throw serverError(`No element matches locator(${JSON.stringify(parsed.within)}) in ${source}; take a snapshot (browser_snapshot) to see the page's elements, or use browser_find`);
+      within = new Set(inside.refs);
+    }
     let found = null;
     let total;
     if (treeSteps.length) {
       page.tree ??= (await evaluateExpression(ctx, tabId, `${CAPTURE_TREE}(${JSON.stringify({ maxNodes: OUTLINE_MAX_NODES })})`)).tree;
-      found = applySteps(page.tree, treeSteps);
+      found = applySteps(page.tree, treeSteps, within);
     }
     if (textAt !== -1) {
       const scope = found === null ? null : found.map(node => node.ref).filter(Boolean);

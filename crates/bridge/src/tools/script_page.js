@@ -159,7 +159,11 @@
     _chain(step, what) {
       const s = this._spec;
       if (s.stages) {
-        throw unsupported(what + " after locator(css)", "start from page." + what.replace(/\(.*$/, "") + "(…), or narrow with CSS");
+        // Within the elements one CSS selector names (a frame's, through frameLocator): the
+        // extension resolves `locator(css).getBy…` against its outline, inside them.
+        const css = this._plainCss();
+        if (css !== undefined) return new Locator({ source: "locator(" + JSON.stringify(css) + ")." + step, filters: [] });
+        throw unsupported(what + " after a chained, filtered or picked locator(css)", "start from page." + what.replace(/\(.*$/, "") + "(…), or from one locator(css)");
       }
       if (s.engine) throw unsupported(what + " after a selector engine", "use page.getBy…(…) chains");
       if (s.filters.length) throw unsupported(what + " after filter()", "filter last");
@@ -200,6 +204,11 @@
         return new Locator({ stages: stages });
       }
       throw unsupported("locator(…) inside a getBy… locator or with a selector engine", "use CSS within CSS, page.locator('form').locator('.submit'), or a getBy… chain");
+    }
+    contentFrame() { return frameOf(this); }
+    frameLocator(selector) {
+      if (this._plainCss() === undefined) throw unsupported("frameLocator(…) after a chained, filtered or picked locator", "page.frameLocator(css)");
+      return frameOf(new Locator({ stages: [{ css: this._plainCss() + " " + String(selector).replace(/^css=/, ""), filters: [], pick: undefined }] }));
     }
     getByRole(role, options) { return this._chain(byRole(role, options), "getByRole(…)"); }
     getByText(text, options) { return this._chain(byText("getByText", text, options), "getByText(…)"); }
@@ -451,6 +460,27 @@
   const fromCall = function (step) {
     return new Locator({ source: step, filters: [] });
   };
+  // Playwright's FrameLocator (page.frameLocator(css), locator(css).contentFrame()): the
+  // getBy… locators of a same-origin frame's page, found inside the frame element, which the
+  // outline reads into. CSS inside a frame's document is not reached from here.
+  const frameOf = function (frame) {
+    const css = frame._plainCss();
+    const inside = function (what) {
+      return function () {
+        if (css === undefined) throw unsupported("a frame named by a chained, filtered or picked locator", "name the frame with one CSS selector, e.g. page.frameLocator('iframe#pay')");
+        return frame[what].apply(frame, arguments);
+      };
+    };
+    const refused = function (what) {
+      return function () { throw unsupported("frameLocator(…)." + what, "a frame's elements are found with getByRole, getByLabel, getByPlaceholder, getByAltText or getByTitle inside it, or by their refs (f1e3) from browser_snapshot"); };
+    };
+    return Object.freeze({
+      getByRole: inside("getByRole"), getByText: inside("getByText"), getByLabel: inside("getByLabel"),
+      getByPlaceholder: inside("getByPlaceholder"), getByAltText: inside("getByAltText"), getByTitle: inside("getByTitle"),
+      locator: refused("locator(css)"), frameLocator: refused("frameLocator(…)"),
+      first: refused("first()"), last: refused("last()"), nth: refused("nth()"), owner: function () { return frame; },
+    });
+  };
 
   const keyboard = {
     press: async function (key) { await call("browser_press_key", { key: key }); },
@@ -552,6 +582,7 @@
       return (options && (options.state === "hidden" || options.state === "detached")) ? null : found.first();
     },
     locator: function (selector) { return fromSelector(selector); },
+    frameLocator: function (selector) { return frameOf(fromSelector(selector)); },
     getByRole: function (role, options) { return fromCall(byRole(role, options)); },
     getByText: function (text, options) { return fromCall(byText("getByText", text, options)); },
     getByLabel: function (text, options) { return fromCall(byText("getByLabel", text, options)); },

@@ -2910,5 +2910,29 @@ async fn playwright_code_evaluates_all_matches_of_a_getby_locator_at_once() {
     assert_eq!(sent[0].1["selector"], r#"getByRole("link")"#);
     // The filter is applied in the page, before the script's function.
     let function = sent[0].1["function"].as_str().unwrap();
-    assert!(function.contains(r#"[{"text":"x","not":false}]"#), "{function}");
+    assert!(
+        function.contains(r#"[{"text":"x","not":false}]"#),
+        "{function}"
+    );
+}
+
+#[tokio::test]
+async fn playwright_code_finds_a_frames_elements_inside_the_frame() {
+    let link = FakeLink::new(vec![("click", Ok(json!({"tabId": 1, "clicked": true})))]);
+    let toolbox = scripted(link.clone(), limits());
+    let result = run_playwright(
+        &toolbox,
+        "async (page) => {\n  await page.frameLocator('iframe#pay').getByRole('button', { name: 'Pay' }).click();\n  page.frameLocator('iframe').locator('#x');\n}",
+    )
+    .await;
+    let text = result_text(&result);
+    assert_eq!(
+        link.sent()[0].1["selector"],
+        r#"locator("iframe#pay").getByRole("button", { name: "Pay" })"#
+    );
+    // CSS inside a frame's document is not reached: said by name, with what works instead.
+    assert!(
+        text.contains("frameLocator(…).locator(css) is not available") && text.contains("(line 3)"),
+        "{text}"
+    );
 }
