@@ -589,11 +589,15 @@ export function pageShowsText(matchesText, text) {
  * @param {{exact: boolean, text?: string, regex?: {source: string, flags: string}}} matcher
  * @param {string[] | null} scopeRefs
  * @param {number} max how many to name; `total` counts them all
+ * @param {string} [withinCss] with no `scopeRefs`: within the elements this selector names
+ *   (`locator(css).getByText(…)`), a frame's document for a frame among them
  */
-export function textMatches(capture, matchesText, matcher, scopeRefs, max) {
+export function textMatches(capture, matchesText, matcher, scopeRefs, max, withinCss) {
   const registry = window[Symbol.for('mcp-relay.refs')];
-  const roots = scopeRefs === null ? [document.body || document.documentElement]
-    : scopeRefs.map(ref => registry?.byRef.get(ref)?.deref()).filter(el => el && el.isConnected);
+  const framed = el => (el.localName === 'iframe' || el.localName === 'frame' ? el.contentDocument?.body ?? null : el);
+  const roots = scopeRefs !== null ? scopeRefs.map(ref => registry?.byRef.get(ref)?.deref()).filter(el => el && el.isConnected)
+    : withinCss !== undefined ? Array.from(document.querySelectorAll(withinCss), framed).filter(Boolean)
+      : [document.body || document.documentElement];
   const skip = new Set(['script', 'style', 'noscript', 'template', 'head', 'title']);
   const matching = [];
   for (const root of roots) {

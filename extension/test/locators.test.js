@@ -100,4 +100,7 @@ test('getBy… after locator(css) is found inside what the selector names', () =
   const inside = applySteps(tree, parseLocator("locator('iframe').getByRole('button')").steps, new Set(['f1e1']));
   assert.deepEqual(inside.map(node => node.ref), ['f1e1']);
   assert.deepEqual(applySteps(tree, parseLocator("getByRole('button')").steps).map(node => node.ref), ['e1', 'f1e1']);
+  // getByText inside is found on the page, within the selector's elements (textMatches).
+  assert.deepEqual(parseLocator("locator('iframe').getByText('Pay')"),
+      { within: 'iframe', steps: [{ kind: 'text', text: { exact: false, text: 'Pay' } }] });
 });

@@ -299,7 +299,7 @@ fn plan(shop: &str, shot: &Path) -> (Value, Vec<(&'static str, Vec<&'static str>
                    const frame = page.frameLocator('iframe');\n\
                    await frame.getByRole('button').click();\n\
                    return {{ inner: await page.evaluate(() => window.seen.inner), \
-                             label: await frame.getByRole('button').textContent() }};\n\
+                             label: await frame.getByText('Inner clicked').textContent() }};\n\
                  }}",
                 frames = shop.replace("shop.html", "frames.html")
             ),

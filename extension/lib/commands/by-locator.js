@@ -88,8 +88,6 @@ async function resolvedIn(ctx, tabId, named, wanted, page, at, every = false) {
     /** @type {Set<string> | undefined} the refs inside what `locator(css)` named */
     let within;
     if (parsed.within !== undefined) {
-      if (textAt !== -1)
-        throw invalidParams(`parameter "${at}${selectorKey}": ${source}: getByText(…) inside locator(…) is not supported here; use getByRole(…, { name }) or getByLabel(…) inside it, or a ref from browser_snapshot`);
       page.tree ??= (await evaluateExpression(ctx, tabId, `${CAPTURE_TREE}(${JSON.stringify({ maxNodes: OUTLINE_MAX_NODES })})`)).tree;
       const inside = await evaluateExpression(ctx, tabId, `(${refsWithin.toString()})(${JSON.stringify(parsed.within)})`);
       if (inside?.error)
@@ -108,7 +106,7 @@ async function resolvedIn(ctx, tabId, named, wanted, page, at, every = false) {
       const scope = found === null ? null : found.map(node => node.ref).filter(Boolean);
       const answer = await evaluateExpression(ctx, tabId,
           `(${textMatches.toString()})(${CAPTURE_TREE}, ${matchesText.toString()}, ${JSON.stringify(parsed.steps[textAt].text)}, ` +
-          `${JSON.stringify(scope)}, ${every ? EACH_MAX : TEXT_MATCHES_NAMED})`);
+          `${JSON.stringify(scope)}, ${every ? EACH_MAX : TEXT_MATCHES_NAMED}, ${JSON.stringify(found === null ? parsed.within : undefined) ?? 'undefined'})`);
       found = answer.matches;
       total = answer.total;
       for (const step of parsed.steps.slice(textAt + 1)) {

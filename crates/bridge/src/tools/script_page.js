@@ -472,7 +472,7 @@
       };
     };
     const refused = function (what) {
-      return function () { throw unsupported("frameLocator(…)." + what, "a frame's elements are found with getByRole, getByLabel, getByPlaceholder, getByAltText or getByTitle inside it, or by their refs (f1e3) from browser_snapshot"); };
+      return function () { throw unsupported("frameLocator(…)." + what, "a frame's elements are found with getByRole, getByText, getByLabel, getByPlaceholder, getByAltText or getByTitle inside it, or by their refs (f1e3) from browser_snapshot"); };
     };
     return Object.freeze({
       getByRole: inside("getByRole"), getByText: inside("getByText"), getByLabel: inside("getByLabel"),
