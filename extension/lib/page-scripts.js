@@ -144,18 +144,17 @@ export function refsWithin(css) {
  *
  * @param {(elements: Element[]) => object} fn
  * @param {{ref: string} | {refs: string[]} | {selector: string}} target
+ * @param {typeof findElementThen} findOne {@link findElementThen}, handed in with this function
+ *   to the page, so that a ref becomes its element in that one place
  */
-export function findElementsThen(fn, target) {
+export function findElementsThen(fn, target, findOne) {
   if (target.refs !== undefined || target.ref !== undefined) {
     const elements = [];
     for (const ref of target.refs ?? [target.ref]) {
-      // Keep in step with findElementThen.
-      const registry = window[Symbol.for('mcp-relay.refs')];
-      const found = registry && registry.byRef.get(ref);
-      const el = found && found.deref();
-      if (!el || !el.isConnected || !el.ownerDocument.defaultView)
-        return { error: 'stale-ref', ref, snapshotTaken: Boolean(registry) };
-      elements.push(el);
+      const found = findOne(el => ({ el }), { ref });
+      if (found.error)
+        return found;
+      elements.push(found.el);
     }
     return fn(elements);
   }

@@ -263,7 +263,7 @@ async function evaluateFunction(ctx, { function: source, selector, ref, refs, ea
     if (typeof fn !== 'function')
       return { notAFunction: typeof fn };
     if (${JSON.stringify(each || all)}) {
-      const found = (${findElementsThen.toString()})(elements => ({ elements }), ${JSON.stringify(target)});
+      const found = (${findElementsThen.toString()})(elements => ({ elements }), ${JSON.stringify(target)}, ${findElementThen.toString()});
       if (found.error)
         return found;
       if (${JSON.stringify(all)}) {

@@ -55,6 +55,19 @@ export async function resolveLocators(ctx, params) {
 }
 
 /**
+ * The page's tree (captured once per command, which also gives its elements refs).
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {{tree?: object[]}} page
+ * @returns {Promise<object[]>}
+ */
+async function treeOf(ctx, tabId, page) {
+  page.tree ??= (await evaluateExpression(ctx, tabId, `${CAPTURE_TREE}(${JSON.stringify({ maxNodes: OUTLINE_MAX_NODES })})`)).tree;
+  return page.tree;
+}
+
+/**
  * `named` with each of its `wanted` locators replaced by a ref.
  *
  * @param {CommandContext} ctx
@@ -88,7 +101,7 @@ async function resolvedIn(ctx, tabId, named, wanted, page, at, every = false) {
     /** @type {Set<string> | undefined} the refs inside what `locator(css)` named */
     let within;
     if (parsed.within !== undefined) {
-      page.tree ??= (await evaluateExpression(ctx, tabId, `${CAPTURE_TREE}(${JSON.stringify({ maxNodes: OUTLINE_MAX_NODES })})`)).tree;
+      await treeOf(ctx, tabId, page);
       const inside = await evaluateExpression(ctx, tabId, `(${refsWithin.toString()})(${JSON.stringify(parsed.within)})`);
       if (inside?.error)
         throw invalidParams(`parameter "${at}${selectorKey}": ${source}: locator(${JSON.stringify(parsed.within)}) is not a valid CSS selector: ${inside.message}`);
@@ -99,8 +112,7 @@ async function resolvedIn(ctx, tabId, named, wanted, page, at, every = false) {
     let found = null;
     let total;
     if (treeSteps.length) {
-      page.tree ??= (await evaluateExpression(ctx, tabId, `${CAPTURE_TREE}(${JSON.stringify({ maxNodes: OUTLINE_MAX_NODES })})`)).tree;
-      found = applySteps(page.tree, treeSteps, within);
+      found = applySteps(await treeOf(ctx, tabId, page), treeSteps, within);
     }
     if (textAt !== -1) {
       const scope = found === null ? null : found.map(node => node.ref).filter(Boolean);
