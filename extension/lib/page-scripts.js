@@ -71,8 +71,13 @@ export function elementExpression(fn, target, ...args) {
  * still in a live document, so a ref to a removed or replaced element (or to
  * an iframe's old document) is refused rather than matched to a look-alike.
  *
+ * A CSS selector is matched as Playwright's CSS is: in the page's DOM and in every open shadow
+ * root (web components), each within its own tree. The first match is the DOM's own if it has
+ * one (a single native query, the usual case), else the first shadow root's in document order.
+ *
  * @param {(element: Element, ...args: any[]) => object} fn
- * @param {{ref: string} | {selector: string} | string} target
+ * @param {{ref: string} | {selector: string, every?: boolean} | string} target `every`: `fn`
+ *   gets the list of every match instead (for {@link findElementsThen})
  * @param {...unknown} args
  */
 export function findElementThen(fn, target, ...args) {
@@ -86,20 +91,55 @@ export function findElementThen(fn, target, ...args) {
       return { error: 'stale-ref', ref: wanted.ref, snapshotTaken: Boolean(registry) };
     return fn(el, ...args);
   }
-  let el;
+  // Every match in document order (`every`: findElementsThen's list), or the first.
+  const every = wanted.every === true;
+  const selector = wanted.selector;
   // XPath, as Playwright takes it: `xpath=…`, or a path that starts with `//`.
-  const xpath = /^xpath=/.test(wanted.selector) ? wanted.selector.slice(6) : /^\(*\/\//.test(wanted.selector) ? wanted.selector : null;
+  const xpath = /^xpath=/.test(selector) ? selector.slice(6) : /^\(*\/\//.test(selector) ? selector : null;
+  const found = [];
   try {
-    if (xpath === null) {
-      el = document.querySelector(wanted.selector);
+    if (xpath !== null) {
+      const nodes = document.evaluate(xpath, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
+      for (let i = 0; i < nodes.snapshotLength && (every || found.length === 0); i++) {
+        if (nodes.snapshotItem(i).nodeType === Node.ELEMENT_NODE)
+          found.push(nodes.snapshotItem(i));
+      }
+    } else if (every) {
+      // Playwright's CSS reaches into open shadow roots (web components): each tree's
+      // elements are matched within that tree, in the order a person reads the page.
+      const walk = root => {
+        for (const el of root.querySelectorAll('*')) {
+          if (el.matches(selector))
+            found.push(el);
+          if (el.shadowRoot)
+            walk(el.shadowRoot);
+        }
+      };
+      walk(document);
     } else {
-      const node = document.evaluate(xpath, document, null, XPathResult.FIRST_ORDERED_NODE_TYPE, null).singleNodeValue;
-      el = node && node.nodeType === Node.ELEMENT_NODE ? node : null;
+      // The first: the page's own DOM first (one native query, the usual case), else the
+      // first open shadow root, in document order, that holds a match.
+      const first = root => {
+        const el = root.querySelector(selector);
+        if (el)
+          return el;
+        for (const host of root.querySelectorAll('*')) {
+          const inner = host.shadowRoot && first(host.shadowRoot);
+          if (inner)
+            return inner;
+        }
+        return null;
+      };
+      const el = first(document);
+      if (el)
+        found.push(el);
     }
   } catch (e) {
     return { error: 'invalid-selector', message: String(e && e.message || e) };
   }
-  return el ? fn(el, ...args) : { error: 'not-found' };
+  if (every)
+    return fn(found, ...args);
+  return found.length > 0 ? fn(found[0], ...args) : { error: 'not-found' };
 }
 
 /**
@@ -139,13 +179,14 @@ export function refsWithin(css) {
 /**
  * Every element a target names, for a read of each (`evaluateFunction {each: true}`): a ref's
  * one element, each of `refs` (a locator's matches, resolved to refs before the page is asked),
- * or every match of a CSS selector or an XPath, in document order. Calls `fn(elements)`, or
- * returns the first failure as {@link findElementThen} does; no match is an empty list.
+ * or every match of a CSS selector (open shadow roots too) or an XPath, in document order.
+ * Calls `fn(elements)`, or returns the first failure as {@link findElementThen} does; no match
+ * is an empty list.
  *
  * @param {(elements: Element[]) => object} fn
  * @param {{ref: string} | {refs: string[]} | {selector: string}} target
  * @param {typeof findElementThen} findOne {@link findElementThen}, handed in with this function
- *   to the page, so that a ref becomes its element in that one place
+ *   to the page, so that a ref or a selector becomes its elements in that one place
  */
 export function findElementsThen(fn, target, findOne) {
   if (target.refs !== undefined || target.ref !== undefined) {
@@ -158,24 +199,7 @@ export function findElementsThen(fn, target, findOne) {
     }
     return fn(elements);
   }
-  const selector = target.selector;
-  const xpath = /^xpath=/.test(selector) ? selector.slice(6) : /^\(*\/\//.test(selector) ? selector : null;
-  let elements;
-  try {
-    if (xpath === null) {
-      elements = Array.from(document.querySelectorAll(selector));
-    } else {
-      const nodes = document.evaluate(xpath, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
-      elements = [];
-      for (let i = 0; i < nodes.snapshotLength; i++) {
-        if (nodes.snapshotItem(i).nodeType === Node.ELEMENT_NODE)
-          elements.push(nodes.snapshotItem(i));
-      }
-    }
-  } catch (e) {
-    return { error: 'invalid-selector', message: String(e && e.message || e) };
-  }
-  return fn(elements);
+  return findOne(fn, { selector: target.selector, every: true });
 }
 
 /**
@@ -562,17 +586,39 @@ export function selectOptions(el, values) {
 }
 
 /**
- * Whether `text` is in the page's visible text (`innerText`, so hidden elements do not
- * count), read as Playwright MCP's browser_wait_for reads it (its getByText): by
- * `matchesText` (lib/locators.js, handed in as source), case aside and any run of white space
- * as one space, so "Results" is found in rustdoc's "Search results".
+ * Whether `text` is in the page's visible text, read as Playwright MCP's browser_wait_for reads
+ * it (its getByText): by `matchesText` (lib/locators.js, handed in as source), case aside and
+ * any run of white space as one space, so "Results" is found in rustdoc's "Search results".
+ * The page's `innerText` first (hidden elements do not count); then what it leaves out and
+ * getByText reads: the text of open shadow roots (web components) and the value of a button
+ * or submit input, each shown element's on its own.
  *
  * @param {(matcher: object, text: string) => boolean} matchesText
  * @param {string} text
  */
 export function pageShowsText(matchesText, text) {
   const root = document.body || document.documentElement;
-  return Boolean(root && matchesText({ exact: false, text }, root.innerText));
+  if (!root)
+    return false;
+  const matcher = { exact: false, text };
+  if (matchesText(matcher, root.innerText))
+    return true;
+  const shown = el => (el.checkVisibility ? el.checkVisibility() : true);
+  const inside = tree => {
+    for (const el of tree.querySelectorAll('*')) {
+      if (el.localName === 'input' && (el.type === 'submit' || el.type === 'button') && shown(el) && matchesText(matcher, el.value))
+        return true;
+      if (el.shadowRoot) {
+        // innerText does not reach into a shadow root: read each of its shown elements.
+        if (Array.from(el.shadowRoot.children).some(child => shown(child) && matchesText(matcher, child.innerText)))
+          return true;
+        if (inside(el.shadowRoot))
+          return true;
+      }
+    }
+    return false;
+  };
+  return inside(document);
 }
 
 /**
@@ -598,17 +644,50 @@ export function textMatches(capture, matchesText, matcher, scopeRefs, max, withi
     : withinCss !== undefined ? Array.from(document.querySelectorAll(withinCss), framed).filter(Boolean)
       : [document.body || document.documentElement];
   const skip = new Set(['script', 'style', 'noscript', 'template', 'head', 'title']);
-  const matching = [];
-  for (const root of roots) {
-    for (const el of root.querySelectorAll('*')) {
-      if (!skip.has(el.localName) && matchesText(matcher, el.textContent))
-        matching.push(el);
+  // An element's text as Playwright's getByText reads it: a button or submit input's value;
+  // else its children's text, its open shadow root's first (web components), and nothing
+  // from scripts or styles. Each element's once, kept for its ancestors.
+  const texts = new Map();
+  const textOf = el => {
+    let text = texts.get(el);
+    if (text !== undefined)
+      return text;
+    text = '';
+    if (el.localName === 'input' && (el.type === 'submit' || el.type === 'button')) {
+      text = el.value;
+    } else {
+      for (const children of el.shadowRoot ? [el.shadowRoot.childNodes, el.childNodes] : [el.childNodes]) {
+        for (const child of children) {
+          if (child.nodeType === Node.TEXT_NODE)
+            text += child.data;
+          else if (child.nodeType === Node.ELEMENT_NODE && !skip.has(child.localName))
+            text += textOf(child);
+        }
+      }
     }
+    texts.set(el, text);
+    return text;
+  };
+  const matching = [];
+  const walk = tree => {
+    for (const el of tree.querySelectorAll('*')) {
+      if (!skip.has(el.localName) && matchesText(matcher, textOf(el)))
+        matching.push(el);
+      if (el.shadowRoot)
+        walk(el.shadowRoot);
+    }
+  };
+  for (const root of roots) {
+    walk(root);
+    if (root.shadowRoot)
+      walk(root.shadowRoot);
   }
+  // A shadow root's top elements have no parent element: their host is their container.
+  const parentOf = el => el.parentElement || el.parentNode?.host || null;
   // The innermost only: an element whose descendant matches too is that descendant's container.
   const containers = new Set();
   for (const el of matching) {
-    for (let up = el.parentElement; up && !containers.has(up); up = up.parentElement)
+    for (let up = parentOf(el); up && !containers.has(up); up = parentOf(up))
       containers.add(up);
   }
   const shown = matching.filter(el => !containers.has(el) && (el.checkVisibility ? el.checkVisibility() : true));

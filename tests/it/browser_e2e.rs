@@ -3576,6 +3576,129 @@ async fn locators_in_target(host: &impl Host) {
     assert_eq!(page_value(host, "hits.length").await, 2);
 }
 
+/// A page built of web components: what Playwright's locators and CSS name inside open shadow
+/// roots (one nested in another) is acted on; `getByText` reads a submit button's value and
+/// finds slotted text where the page put it; `browser_wait_for` sees text that appears two
+/// shadow roots down, as Playwright MCP's (its `getByText`) does.
+async fn web_components(host: &impl Host, site: &FixtureSite) {
+    tool_ok(
+        host,
+        "browser_navigate",
+        json!({"url": site.url("shadow.html")}),
+    )
+    .await;
+    let shown = outline(host, json!({})).await;
+    assert!(
+        shown.contains("- button \"Buy in the shadow\" [ref=")
+            && shown.contains("- button \"Pay two levels down\" [ref=")
+            && shown.contains("- textbox \"Quantity\" [ref="),
+        "{shown}"
+    );
+    // CSS reaches into the shadow root, as Playwright's does.
+    tool_ok(host, "browser_click", json!({"target": "#buy"})).await;
+    tool_ok(
+        host,
+        "browser_type",
+        json!({"target": "#qty", "text": "4"}),
+    )
+    .await;
+    tool_ok(
+        host,
+        "browser_select_option",
+        json!({"target": "getByRole('combobox', { name: 'Size' })", "values": ["Large"]}),
+    )
+    .await;
+    // Text two shadow roots down, clicked by it; the text it shows half a second later waited
+    // for (the page's innerText leaves shadow roots out).
+    tool_ok(
+        host,
+        "browser_click",
+        json!({"target": "getByText('Pay two levels down')"}),
+    )
+    .await;
+    tool_ok(
+        host,
+        "browser_wait_for",
+        json!({"text": "Payment accepted", "timeout": 5}),
+    )
+    .await;
+    let still = tool(
+        host,
+        "browser_wait_for",
+        json!({"textGone": "Payment accepted", "timeout": 1}),
+    )
+    .await;
+    assert!(
+        is_error(&still) && text(&still).contains("\"Payment accepted\" to disappear"),
+        "{still}"
+    );
+    // A submit button's text is its value.
+    tool_ok(
+        host,
+        "browser_wait_for",
+        json!({"text": "send the ORDER", "timeout": 1}),
+    )
+    .await;
+    tool_ok(
+        host,
+        "browser_click",
+        json!({"target": "getByText('Send the order')"}),
+    )
+    .await;
+    assert_eq!(
+        page_value(host, "JSON.stringify(seen)").await,
+        r#"{"clicks":["buy","pay"],"typed":"4","picked":"Large","sent":1}"#
+    );
+    let read = async |function: &str, target: &str, each: bool| {
+        let args = json!({"function": function, "target": target, "each": each});
+        let answer = tool(host, "browser_evaluate", args).await;
+        assert!(!is_error(&answer), "{target}: {answer}");
+        text(&answer)
+    };
+    // Slotted text is found where the page put it, not in the card that shows it.
+    assert_eq!(
+        read("(e) => e.localName", "getByText('Gift wrapped')", false).await,
+        "span"
+    );
+    assert_eq!(
+        read("(e) => e.className", "getByText('Inside the shadow')", false).await,
+        "blurb"
+    );
+    // Every match of a selector, the shadow roots' in their place in the page.
+    let ids = read("(e) => e.id || e.className", "p", true).await;
+    assert!(ids.contains(r#"["intro","blurb","slotted"]"#), "{ids}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_components_are_named_and_acted_on_inside_shadow_roots() {
+    on_tools_page!(
+        "web_components_are_named_and_acted_on_inside_shadow_roots",
+        &[],
+        |bridge, site| { web_components(&bridge, &site).await }
+    );
+}
+
+/// The same in a real window under Xvfb, where visibility and clicks go through a painted page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_web_components_are_named_and_acted_on_inside_shadow_roots_under_xvfb() {
+    on_tools_page!(
+        "headful_web_components_are_named_and_acted_on_inside_shadow_roots_under_xvfb",
+        Mode::Headful,
+        &[],
+        |bridge, site| { web_components(&bridge, &site).await }
+    );
+}
+
+#[cfg(feature = "http-mcp")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_web_components_are_named_and_acted_on_inside_shadow_roots() {
+    on_tools_page_over_http(
+        "over_http_web_components_are_named_and_acted_on_inside_shadow_roots",
+        async |host, site| web_components(host, site).await,
+    )
+    .await;
+}
+
 #[cfg(feature = "http-mcp")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_http_find_and_target_name_elements_on_a_real_page() {
