@@ -3596,12 +3596,7 @@ async fn web_components(host: &impl Host, site: &FixtureSite) {
     );
     // CSS reaches into the shadow root, as Playwright's does.
     tool_ok(host, "browser_click", json!({"target": "#buy"})).await;
-    tool_ok(
-        host,
-        "browser_type",
-        json!({"target": "#qty", "text": "4"}),
-    )
-    .await;
+    tool_ok(host, "browser_type", json!({"target": "#qty", "text": "4"})).await;
     tool_ok(
         host,
         "browser_select_option",
@@ -3661,7 +3656,12 @@ async fn web_components(host: &impl Host, site: &FixtureSite) {
         "span"
     );
     assert_eq!(
-        read("(e) => e.className", "getByText('Inside the shadow')", false).await,
+        read(
+            "(e) => e.className",
+            "getByText('Inside the shadow')",
+            false
+        )
+        .await,
         "blurb"
     );
     // Every match of a selector, the shadow roots' in their place in the page.

@@ -337,6 +337,22 @@ pub(crate) fn render(tool: &str, value: &Value) -> Rendered {
         "browser_tabs" if map.get("tabs").is_some_and(Value::is_array) => {
             return tabs(value);
         }
+        // `close`: the tab is gone; `new` and `select`: the tab this session works in now.
+        "browser_tabs" if map.get("closed") == Some(&Value::Bool(true)) => {
+            return short(format!("Closed tab {}", map["tabId"]), value);
+        }
+        "browser_tabs" if map.contains_key("url") => {
+            let lines = field_lines(map, &[]);
+            return short(format!("Current tab: {}", lines.join("\n")), value);
+        }
+        "browser_wait_for" => {
+            if let Some(said) = waited(value) {
+                return short(said, value);
+            }
+        }
+        "browser_close" if map.get("closed").is_some_and(Value::is_array) => {
+            return short(closed_tabs(value), value);
+        }
         "browser_console_messages" if map.get("messages").is_some_and(Value::is_array) => {
             return console(value);
         }
@@ -374,6 +390,66 @@ pub(crate) fn render(tool: &str, value: &Value) -> Rendered {
         };
     }
     Rendered::json(value)
+}
+
+/// A short answer that reads as a sentence; its fields stay in `structuredContent`.
+fn short(text: String, value: &Value) -> Rendered {
+    Rendered {
+        text,
+        structured: Some(value.clone()),
+        page_text: false,
+    }
+}
+
+/// `browser_wait_for`: what was waited for, on which tab, and how long, as Playwright MCP's
+/// "Waited for …" says it (`{"found":true,"tabId":7,…}` read as JSON before).
+fn waited(value: &Value) -> Option<String> {
+    let tab = &value["tabId"];
+    if let Some(seconds) = value.get("waited") {
+        return Some(format!("Tab {tab}: waited {seconds} s"));
+    }
+    if value["found"] != true {
+        return None;
+    }
+    let said: Vec<String> = [("text", "is on the page"), ("textGone", "is not")]
+        .iter()
+        .filter_map(|(key, state)| Some(format!("\"{}\" {state}", value[*key].as_str()?)))
+        .collect();
+    Some(format!(
+        "Tab {tab}: {} (waited {} ms)",
+        said.join(", and "),
+        value["waitedMs"]
+    ))
+}
+
+/// `browser_close`: which tabs were closed, and which were left open and why.
+fn closed_tabs(value: &Value) -> String {
+    let ids = |key: &str| -> Vec<String> {
+        value[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(Value::to_string)
+            .collect()
+    };
+    let closed = ids("closed");
+    let mut lines = vec![if closed.is_empty() {
+        "Closed no tab: this session opened none that is still open".to_owned()
+    } else {
+        format!(
+            "Closed {}: {}",
+            counted(closed.len() as u64, "tab"),
+            closed.join(", ")
+        )
+    }];
+    let left = ids("leftOpen");
+    if !left.is_empty() {
+        lines.push(format!("Left open: {}", left.join(", ")));
+    }
+    if let Some(note) = value["note"].as_str() {
+        lines.push(format!("Note: {note}"));
+    }
+    lines.join("\n")
 }
 
 fn tabs(value: &Value) -> Rendered {
@@ -877,6 +953,53 @@ mod tests {
             "Tab 1 · GET https://gone/ → failed: net::ERR_NAME_NOT_RESOLVED (Fetch, requestId 3)\n\
              Response body: none (the request failed)"
         );
+    }
+
+    #[test]
+    fn waits_tab_changes_and_closed_tabs_read_as_sentences() {
+        let cases = [
+            (
+                "browser_wait_for",
+                json!({"tabId": 7, "found": true, "text": "Done", "waitedMs": 416}),
+                r#"Tab 7: "Done" is on the page (waited 416 ms)"#,
+            ),
+            (
+                "browser_wait_for",
+                json!({"tabId": 7, "found": true, "text": "Done", "textGone": "Loading", "waitedMs": 2}),
+                r#"Tab 7: "Done" is on the page, and "Loading" is not (waited 2 ms)"#,
+            ),
+            (
+                "browser_wait_for",
+                json!({"tabId": 7, "waited": 0.5}),
+                "Tab 7: waited 0.5 s",
+            ),
+            (
+                "browser_tabs",
+                json!({"tabId": 8, "url": "https://e/", "title": "E"}),
+                "Current tab: Tab 8 · https://e/ · E",
+            ),
+            (
+                "browser_tabs",
+                json!({"tabId": 8, "closed": true}),
+                "Closed tab 8",
+            ),
+            (
+                "browser_close",
+                json!({"closed": [8, 9], "leftOpen": [3], "note": "tabs this session did not open are the person's"}),
+                "Closed 2 tabs: 8, 9\nLeft open: 3\nNote: tabs this session did not open are the person's",
+            ),
+            (
+                "browser_close",
+                json!({"closed": []}),
+                "Closed no tab: this session opened none that is still open",
+            ),
+        ];
+        for (tool, value, said) in cases {
+            let rendered = render(tool, &value);
+            assert_eq!(rendered.text, said, "{tool} {value}");
+            // The fields a client may read stay beside the sentence.
+            assert_eq!(rendered.structured, Some(value));
+        }
     }
 
     #[test]
