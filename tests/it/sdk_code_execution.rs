@@ -148,7 +148,11 @@ impl Via {
 
 /// The scripts, in the order the clients run them, with the tool calls each makes (in the
 /// audit log's order).
-fn plan(shop: &str, shot: &Path) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
+fn plan(
+    shop: &str,
+    shot: &Path,
+    upload: &Path,
+) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
     let table = format!(
         "await tools.browser_navigate({{url: {shop:?}}});\n\
          const links = JSON.parse((await tools.browser_evaluate({{function: {LINKS:?}}})).text);\n\
@@ -305,6 +309,22 @@ fn plan(shop: &str, shot: &Path) -> (Value, Vec<(&'static str, Vec<&'static str>
             ),
         ),
         (
+            "playwrightUpload",
+            format!(
+                "async (page) => {{\n\
+                   await page.goto({tools:?});\n\
+                   let refused = null;\n\
+                   try {{ await page.locator('#upload').setInputFiles({:?}); }}\n\
+                   catch (error) {{ refused = error.message; }}\n\
+                   const files = await page.locator('#upload').evaluate((input) => \
+                     Promise.all(Array.from(input.files, async (f) => f.name + ':' + f.size + ':' + await f.text())));\n\
+                   return {{ refused, files }};\n\
+                 }}",
+                upload.display().to_string(),
+                tools = shop.replace("shop.html", "tools.html")
+            ),
+        ),
+        (
             "playwrightMissing",
             "async (page) => {\n  return await page.context().cookies();\n}".into(),
         ),
@@ -372,6 +392,15 @@ fn plan(shop: &str, shot: &Path) -> (Value, Vec<(&'static str, Vec<&'static str>
                 "browser_evaluate",
             ],
         ),
+        // setInputFiles is browser_file_upload (refused over HTTP, where paths are not read).
+        (
+            "playwrightUpload",
+            vec![
+                "browser_navigate",
+                "browser_file_upload",
+                "browser_evaluate",
+            ],
+        ),
     ];
     let plan = json!({
         "shop": shop,
@@ -412,7 +441,9 @@ async fn scripts(chromium: &Path, sdk: &Sdk, via: Via) {
 
     let shop = site.url("shop.html");
     let shot = dir.path().join("shots").join("teapot.png");
-    let (plan, inner_calls) = plan(&shop, &shot);
+    let upload = dir.path().join("upload.txt");
+    std::fs::write(&upload, "héllo upload").unwrap();
+    let (plan, inner_calls) = plan(&shop, &shot, &upload);
     let plan_file = dir.path().join("plan.json");
     std::fs::write(&plan_file, plan.to_string()).unwrap();
     // The script reads each answer's fields (`stoppedBy`, `innerCalls`): a client that reads
@@ -469,6 +500,29 @@ async fn scripts(chromium: &Path, sdk: &Sdk, via: Via) {
                 sdk.name()
             );
             assert!(!shot.exists(), "{}: a file was written", sdk.name());
+        }
+    }
+    // Playwright's setInputFiles: the file read where the bridge runs and set on the input;
+    // over HTTP the relay's server reads no file, and the script is told so.
+    let uploaded = run(&report, "playwrightUpload");
+    let uploaded: Value = serde_json::from_str(said(uploaded))
+        .unwrap_or_else(|e| panic!("{}: not JSON ({e}): {uploaded}", sdk.name()));
+    match via {
+        Via::Bridge => assert_eq!(
+            uploaded,
+            json!({"refused": null, "files": ["upload.txt:13:héllo upload"]}),
+            "{}",
+            sdk.name()
+        ),
+        Via::Http => {
+            assert_eq!(uploaded["files"], json!([]), "{}: {uploaded}", sdk.name());
+            assert!(
+                uploaded["refused"]
+                    .as_str()
+                    .is_some_and(|why| why.contains("over the relay's HTTP /mcp")),
+                "{}: {uploaded}",
+                sdk.name()
+            );
         }
     }
     if via == Via::Http {

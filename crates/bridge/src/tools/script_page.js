@@ -404,7 +404,17 @@
     async selectText() { await this._read("(element) => { if (element.select) element.select(); else { const r = document.createRange(); r.selectNodeContents(element); const s = getSelection(); s.removeAllRanges(); s.addRange(r); } }"); }
     async dispatchEvent(type) { await this._read("(element) => element.dispatchEvent(new Event(" + literal(type) + ", { bubbles: true }))"); }
     async screenshot(options) { return savedScreenshot("locator.screenshot()", options, await this._target()); }
-    setInputFiles() { throw unsupported("setInputFiles()", "call browser_file_upload, whose paths are read where the bridge runs"); }
+    // Paths, read where the bridge runs (relative ones from its working directory), as
+    // browser_file_upload reads them; a file's bytes given in the script, or clearing the
+    // input, have no tool to carry them.
+    async setInputFiles(files) {
+      const list = Array.isArray(files) ? files : [files];
+      if (list.length === 0) throw unsupported("setInputFiles([]) (clearing the input)", "set the files it should hold");
+      if (!list.every(function (file) { return typeof file === "string"; })) {
+        throw unsupported("setInputFiles() with a file's contents ({ name, mimeType, buffer })", "give paths of files where the bridge runs");
+      }
+      await call("browser_file_upload", { paths: list, target: await this._target() });
+    }
     dragTo(other) {
       return (async () => {
         await call("browser_drag", { startTarget: await this._target(), endTarget: await other._target() });
