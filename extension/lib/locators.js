@@ -41,7 +41,7 @@ const LISTED = 5;
  */
 export function isLocator(selector) {
   const s = selector.trim();
-  return /^(?:page\.)?(?:getBy(?:Role|Text|Label|Placeholder|AltText|Title|TestId)|locator)\s*\(/.test(s) ||
+  return /^(?:page\.)?(?:getBy(?:Role|Text|Label|Placeholder|AltText|Title|TestId)|locator|frameLocator)\s*\(/.test(s) ||
       /^(?:internal:)?(?:role|text|label)=/.test(s) || /^css=/.test(s) || /\s>>\s/.test(s);
 }
 
@@ -49,15 +49,17 @@ export function isLocator(selector) {
 export class LocatorError extends Error {}
 
 /**
- * The locator as steps, or the CSS it stands for.
+ * The locator as steps, or the CSS it stands for. Inside a frame (`frameLocator(css)`, or
+ * `locator(css).contentFrame()`): `getBy…` steps `within` the frame's CSS, or CSS in the frame's
+ * document (`{frame, css, pick?}`).
  *
  * @param {string} selector
- * @returns {{steps: Step[]} | {css: string}}
+ * @returns {{steps: Step[], within?: string} | {css: string} | {frame: string, css: string, pick?: Step}}
  * @throws {LocatorError}
  */
 export function parseLocator(selector) {
   const s = selector.trim();
-  if (/^(?:page\.)?(?:getBy|locator\s*\()/.test(s))
+  if (/^(?:page\.)?(?:getBy|locator\s*\(|frameLocator\s*\()/.test(s))
     return fromCalls(s);
   const parts = s.split(/\s+>>\s+/);
   const steps = [];
@@ -172,6 +174,8 @@ function fromCalls(source) {
   }
   const steps = [];
   let css;
+  /** The CSS of the frame the locator went into, if it did. */
+  let frame;
   for (;;) {
     const method = expect('word').value;
     expect('punct', '(');
@@ -182,19 +186,41 @@ function fromCalls(source) {
         next();
     }
     expect('punct', ')');
-    const step = callStep(method, args, source);
-    if ('css' in step) {
-      if (steps.length || css !== undefined)
-        throw new LocatorError(`${method}(…) can only start a locator here; use a ref from browser_snapshot`);
-      css = step.css;
+    if (method === 'frameLocator' || method === 'contentFrame') {
+      // Into a frame: frameLocator(css) at the start, or locator(css).contentFrame().
+      const starts = method === 'frameLocator' ? steps.length === 0 && css === undefined : steps.length === 0 && css !== undefined;
+      if (!starts || frame !== undefined)
+        throw new LocatorError(`${method}(…) goes into a frame only as frameLocator(css) at the start or locator(css).contentFrame(); use a ref from browser_snapshot`);
+      if (method === 'frameLocator' && args[0]?.type !== 'string')
+        throw new LocatorError(`frameLocator(…) needs the frame's CSS selector in ${JSON.stringify(source)}`);
+      frame = method === 'frameLocator' ? args[0].value.replace(/^css=/, '') : css;
+      css = undefined;
     } else {
-      if (css !== undefined && steps.length === 0 && step.kind === 'pick')
-        throw new LocatorError(`${method}(…) after locator(…) is not supported here; use a ref from browser_snapshot`);
-      steps.push(step);
+      const step = callStep(method, args, source);
+      if ('css' in step) {
+        if (steps.length || css !== undefined)
+          throw new LocatorError(`${method}(…) can only start a locator${frame !== undefined ? ' in a frame' : ''} here; use a ref from browser_snapshot`);
+        css = step.css;
+      } else {
+        if (css !== undefined && steps.length === 0 && step.kind === 'pick' && frame === undefined)
+          throw new LocatorError(`${method}(…) after locator(…) is not supported here; use a ref from browser_snapshot`);
+        steps.push(step);
+      }
     }
     if (!peek() || (peek().type === 'punct' && peek().value === ';'))
       break;
     expect('punct', '.');
+  }
+  if (frame !== undefined) {
+    // CSS in the frame's document, at most one pick after it; or getBy… inside the frame.
+    if (css !== undefined) {
+      if (steps.length > 1 || steps.some(step => step.kind !== 'pick'))
+        throw new LocatorError(`${JSON.stringify(source)}: in a frame, locator(css) can be followed by .first(), .last() or .nth() only; use getBy… inside the frame, or a ref from browser_snapshot`);
+      return { frame, css, ...(steps.length ? { pick: steps[0] } : {}) };
+    }
+    if (steps.length === 0)
+      throw new LocatorError(`${JSON.stringify(source)} names a frame, not an element in it: add .locator(css) or a getBy… call`);
+    return { steps, within: frame };
   }
   // locator(css).getBy…(…): the steps are taken inside the elements the selector names.
   if (css !== undefined)

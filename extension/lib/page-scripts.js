@@ -177,6 +177,56 @@ export function refsWithin(css) {
 }
 
 /**
+ * The elements `css` names in the documents of the frames `frameCss` names (Playwright's
+ * `frameLocator(frameCss).locator(css)`), in order, each given a ref through `capture` (the
+ * snapshot's `captureTree`, as {@link textMatches} names what it finds), at most `max` of them;
+ * `total` counts them all. A frame of another origin has no document the page can reach.
+ *
+ * @param {(limits: object, el: Element) => {tree: object[]}} capture
+ * @param {string} frameCss
+ * @param {string} css
+ * @param {number} max
+ */
+export function cssInFrames(capture, frameCss, css, max) {
+  let frames;
+  try {
+    frames = Array.from(document.querySelectorAll(frameCss)).filter(el => el.localName === 'iframe' || el.localName === 'frame');
+  } catch (e) {
+    return { error: 'invalid-selector', selector: frameCss, message: String(e && e.message || e) };
+  }
+  if (frames.length === 0)
+    return { error: 'no-frame' };
+  const found = [];
+  let unreachable = 0;
+  for (const frame of frames) {
+    let doc = null;
+    try {
+      doc = frame.contentDocument;
+    } catch {
+      // A frame of another origin.
+    }
+    if (!doc) {
+      unreachable++;
+      continue;
+    }
+    try {
+      found.push(...doc.querySelectorAll(css));
+    } catch (e) {
+      return { error: 'invalid-selector', selector: css, message: String(e && e.message || e) };
+    }
+  }
+  if (found.length === 0 && unreachable === frames.length)
+    return { error: 'other-origin', frames: frames.length };
+  const matches = [];
+  for (const el of found.slice(0, max)) {
+    const node = capture({ maxNodes: 1 }, el).tree[0];
+    if (node?.ref)
+      matches.push({ ref: node.ref, role: node.role, name: node.name ?? el.localName });
+  }
+  return { matches, total: found.length };
+}
+
+/**
  * Every element a target names, for a read of each (`evaluateFunction {each: true}`): a ref's
  * one element, each of `refs` (a locator's matches, resolved to refs before the page is asked),
  * or every match of a CSS selector (open shadow roots too) or an XPath, in document order.

@@ -104,3 +104,20 @@ test('getBy… after locator(css) is found inside what the selector names', () =
   assert.deepEqual(parseLocator("locator('iframe').getByText('Pay')"),
       { within: 'iframe', steps: [{ kind: 'text', text: { exact: false, text: 'Pay' } }] });
 });
+
+test('a frame is gone into by frameLocator(css) or locator(css).contentFrame()', () => {
+  const role = { kind: 'role', role: 'button', name: { exact: false, text: 'Pay' } };
+  assert.ok(isLocator("frameLocator('iframe#pay').locator('#card')"));
+  // CSS in the frame's document, with a pick after it.
+  assert.deepEqual(parseLocator("frameLocator('iframe#pay').locator('#card')"), { frame: 'iframe#pay', css: '#card' });
+  assert.deepEqual(parseLocator("page.locator('iframe').contentFrame().locator('button').nth(1)"),
+      { frame: 'iframe', css: 'button', pick: { kind: 'pick', which: 1 } });
+  // getBy… inside the frame, as locator(css).getBy… finds it.
+  assert.deepEqual(parseLocator("frameLocator('iframe#pay').getByRole('button', { name: 'Pay' })"), { within: 'iframe#pay', steps: [role] });
+  assert.deepEqual(parseLocator("locator('iframe#pay').contentFrame().getByRole('button', { name: 'Pay' })"), { within: 'iframe#pay', steps: [role] });
+  // What is not understood says so.
+  assert.throws(() => parseLocator("frameLocator('iframe')"), /names a frame, not an element in it/);
+  assert.throws(() => parseLocator("getByRole('button').contentFrame()"), /goes into a frame only as/);
+  assert.throws(() => parseLocator("frameLocator('a').frameLocator('b').locator('c')"), /goes into a frame only as/);
+  assert.throws(() => parseLocator("frameLocator('iframe').locator('form').getByRole('button')"), /can be followed by .first\(\), .last\(\) or .nth\(\) only/);
+});

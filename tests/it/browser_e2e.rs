@@ -1546,6 +1546,45 @@ async fn snapshot_refs(chromium: &Path) {
         .await,
         "hello"
     );
+    // Playwright's frameLocator in `target`: CSS in the frame's document, named by the
+    // frame's refs, strict as Playwright's locators are.
+    tool_ok(
+        &bridge,
+        "browser_type",
+        json!({"target": "frameLocator('#child').locator('#inner-text')", "text": "by frame"}),
+    )
+    .await;
+    assert_eq!(
+        page_value(
+            &bridge,
+            "document.querySelector('#child').contentDocument.querySelector('#inner-text').value"
+        )
+        .await,
+        "by frame"
+    );
+    let two = tool(
+        &bridge,
+        "browser_click",
+        json!({"target": "page.locator('#child').contentFrame().locator('button, input')"}),
+    )
+    .await;
+    assert!(
+        is_error(&two)
+            && text(&two).contains("matches 2 elements; name one")
+            && text(&two).contains(&format!("[ref={inner}]")),
+        "{two}"
+    );
+    let none = tool(
+        &bridge,
+        "browser_click",
+        json!({"target": "frameLocator('#nope').locator('button')"}),
+    )
+    .await;
+    assert!(
+        is_error(&none) && text(&none).contains("No frame matches \"#nope\""),
+        "{none}"
+    );
+    assert_eq!(page_value(&bridge, "seen.inner").await, 1);
 
     // A replaced element: its look-alike (same id, text and place) is not clicked.
     let old = ref_of(&second, "button \"Replace me\"");

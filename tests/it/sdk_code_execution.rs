@@ -148,11 +148,7 @@ impl Via {
 
 /// The scripts, in the order the clients run them, with the tool calls each makes (in the
 /// audit log's order).
-fn plan(
-    shop: &str,
-    shot: &Path,
-    upload: &Path,
-) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
+fn plan(shop: &str, shot: &Path, upload: &Path) -> (Value, Vec<(&'static str, Vec<&'static str>)>) {
     let table = format!(
         "await tools.browser_navigate({{url: {shop:?}}});\n\
          const links = JSON.parse((await tools.browser_evaluate({{function: {LINKS:?}}})).text);\n\
@@ -302,8 +298,11 @@ fn plan(
                    await page.goto({frames:?});\n\
                    const frame = page.frameLocator('iframe');\n\
                    await frame.getByRole('button').click();\n\
+                   await frame.locator('#inner-text').fill('typed in the frame');\n\
                    return {{ inner: await page.evaluate(() => window.seen.inner), \
-                             label: await frame.getByText('Inner clicked').textContent() }};\n\
+                             label: await frame.getByText('Inner clicked').textContent(), \
+                             typed: await page.locator('iframe').contentFrame().locator('#inner-text').inputValue(), \
+                             controls: await frame.locator('button, input').count() }};\n\
                  }}",
                 frames = shop.replace("shop.html", "frames.html")
             ),
@@ -383,11 +382,15 @@ fn plan(
             ],
         ),
         // A frame's button, found inside the frame (the page's own buttons are not its).
+        // CSS in the frame's document too (frameLocator(…).locator(css)).
         (
             "playwrightFrame",
             vec![
                 "browser_navigate",
                 "browser_click",
+                "browser_type",
+                "browser_evaluate",
+                "browser_evaluate",
                 "browser_evaluate",
                 "browser_evaluate",
             ],
@@ -762,7 +765,7 @@ fn check(report: &Value, site: &FixtureSite, sdk: &Sdk, flag: &str) {
     let framed = run(report, "playwrightFrame");
     assert_eq!(
         serde_json::from_str::<Value>(said(framed)).unwrap_or_default(),
-        json!({"inner": 1, "label": "Inner clicked"}),
+        json!({"inner": 1, "label": "Inner clicked", "typed": "typed in the frame", "controls": 2}),
         "{name}: {framed}"
     );
     let typed = run(report, "playwrightKeyboard");

@@ -6,7 +6,7 @@
  */
 
 import { LocatorError, applySteps, isLocator, matchesText, parseLocator, pick, theOne } from '../locators.js';
-import { refsWithin, textMatches } from '../page-scripts.js';
+import { cssInFrames, refsWithin, textMatches } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { CAPTURE_TREE, OUTLINE_MAX_NODES } from './reading.js';
 import { evaluateExpression, targetTab } from './shared.js';
@@ -90,14 +90,30 @@ async function resolvedIn(ctx, tabId, named, wanted, page, at, every = false) {
         throw invalidParams(`parameter "${at}${selectorKey}": ${error.message}`);
       throw error;
     }
-    if ('css' in parsed) {
+    let found = null;
+    let total;
+    if ('frame' in parsed) {
+      // CSS in a frame's document: named by refs, as a snapshot of the frame would name them.
+      await treeOf(ctx, tabId, page);
+      const answer = await evaluateExpression(ctx, tabId, `(${cssInFrames.toString()})(${CAPTURE_TREE}, ` +
+          `${JSON.stringify(parsed.frame)}, ${JSON.stringify(parsed.css)}, ${every ? EACH_MAX : TEXT_MATCHES_NAMED})`);
+      if (answer.error === 'invalid-selector')
+        throw invalidParams(`parameter "${at}${selectorKey}": ${source}: ${JSON.stringify(answer.selector)} is not a valid CSS selector: ${answer.message}`);
+      if (answer.error === 'no-frame')
+        throw serverError(`No frame matches ${JSON.stringify(parsed.frame)} in ${source} (an iframe or frame element); take a snapshot (browser_snapshot) to see the page's frames`);
+      if (answer.error === 'other-origin')
+        throw serverError(`${source}: the frame ${JSON.stringify(parsed.frame)} shows a page of another origin, whose document this page cannot reach; use the refs browser_snapshot shows inside it (f1e3)`);
+      found = parsed.pick ? pick(answer.matches, parsed.pick) : answer.matches;
+      total = parsed.pick ? found.length : answer.total;
+    } else if ('css' in parsed) {
       out[selectorKey] = parsed.css;
       continue;
     }
-    const textAt = parsed.steps.findIndex(step => step.kind === 'text');
-    if (textAt !== -1 && parsed.steps.slice(textAt + 1).some(step => step.kind !== 'pick'))
+    const steps = parsed.steps ?? [];
+    const textAt = steps.findIndex(step => step.kind === 'text');
+    if (textAt !== -1 && steps.slice(textAt + 1).some(step => step.kind !== 'pick'))
       throw invalidParams(`parameter "${at}${selectorKey}": ${source}: getByText(…) must come last (before .first(), .last() or .nth() only)`);
-    const treeSteps = textAt === -1 ? parsed.steps : parsed.steps.slice(0, textAt);
+    const treeSteps = textAt === -1 ? steps : steps.slice(0, textAt);
     /** @type {Set<string> | undefined} the refs inside what `locator(css)` named */
     let within;
     if (parsed.within !== undefined) {
@@ -109,19 +125,17 @@ async function resolvedIn(ctx, tabId, named, wanted, page, at, every = false) {
         throw serverError(`No element matches locator(${JSON.stringify(parsed.within)}) in ${source}; take a snapshot (browser_snapshot) to see the page's elements, or use browser_find`);
       within = new Set(inside.refs);
     }
-    let found = null;
-    let total;
     if (treeSteps.length) {
       found = applySteps(await treeOf(ctx, tabId, page), treeSteps, within);
     }
     if (textAt !== -1) {
       const scope = found === null ? null : found.map(node => node.ref).filter(Boolean);
       const answer = await evaluateExpression(ctx, tabId,
-          `(${textMatches.toString()})(${CAPTURE_TREE}, ${matchesText.toString()}, ${JSON.stringify(parsed.steps[textAt].text)}, ` +
+          `(${textMatches.toString()})(${CAPTURE_TREE}, ${matchesText.toString()}, ${JSON.stringify(steps[textAt].text)}, ` +
           `${JSON.stringify(scope)}, ${every ? EACH_MAX : TEXT_MATCHES_NAMED}, ${JSON.stringify(found === null ? parsed.within : undefined) ?? 'undefined'})`);
       found = answer.matches;
       total = answer.total;
-      for (const step of parsed.steps.slice(textAt + 1)) {
+      for (const step of steps.slice(textAt + 1)) {
         found = pick(found, step);
         total = found.length;
       }

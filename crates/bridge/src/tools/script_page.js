@@ -472,22 +472,32 @@
   };
   // Playwright's FrameLocator (page.frameLocator(css), locator(css).contentFrame()): the
   // getBy… locators of a same-origin frame's page, found inside the frame element, which the
-  // outline reads into. CSS inside a frame's document is not reached from here.
+  // outline reads into; and CSS in the frame's document, `frameLocator(css).locator(css)` as
+  // the extension takes it in a target (a strict locator, as Playwright's).
   const frameOf = function (frame) {
     const css = frame._plainCss();
+    const named = function () {
+      if (css === undefined) throw unsupported("a frame named by a chained, filtered or picked locator", "name the frame with one CSS selector, e.g. page.frameLocator('iframe#pay')");
+    };
     const inside = function (what) {
       return function () {
-        if (css === undefined) throw unsupported("a frame named by a chained, filtered or picked locator", "name the frame with one CSS selector, e.g. page.frameLocator('iframe#pay')");
+        named();
         return frame[what].apply(frame, arguments);
       };
     };
+    const locator = function (selector) {
+      named();
+      if (ENGINE.test(selector)) throw unsupported("frameLocator(…).locator(…) with a selector engine", "use CSS, or getBy… inside the frame");
+      const inner = String(selector).replace(/^css=/, "");
+      return new Locator({ source: "frameLocator(" + JSON.stringify(css) + ").locator(" + JSON.stringify(inner) + ")", filters: [] });
+    };
     const refused = function (what) {
-      return function () { throw unsupported("frameLocator(…)." + what, "a frame's elements are found with getByRole, getByText, getByLabel, getByPlaceholder, getByAltText or getByTitle inside it, or by their refs (f1e3) from browser_snapshot"); };
+      return function () { throw unsupported("frameLocator(…)." + what, "a frame's elements are found with locator(css), getByRole, getByText, getByLabel, getByPlaceholder, getByAltText or getByTitle inside it, or by their refs (f1e3) from browser_snapshot"); };
     };
     return Object.freeze({
       getByRole: inside("getByRole"), getByText: inside("getByText"), getByLabel: inside("getByLabel"),
       getByPlaceholder: inside("getByPlaceholder"), getByAltText: inside("getByAltText"), getByTitle: inside("getByTitle"),
-      locator: refused("locator(css)"), frameLocator: refused("frameLocator(…)"),
+      locator: locator, frameLocator: refused("frameLocator(…)"),
       first: refused("first()"), last: refused("last()"), nth: refused("nth()"), owner: function () { return frame; },
     });
   };
