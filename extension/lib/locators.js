@@ -51,10 +51,11 @@ export class LocatorError extends Error {}
 /**
  * The locator as steps, or the CSS it stands for. Inside a frame (`frameLocator(css)`, or
  * `locator(css).contentFrame()`): `getBy…` steps `within` the frame's CSS, or CSS in the frame's
- * document (`{frame, css, pick?}`).
+ * document (`{frame, css, pick?}`). CSS with a pick (`locator(css).nth(1)`, `css >> nth=1`) is
+ * `{frame: null, css, pick}`: one of its matches in the page's document.
  *
  * @param {string} selector
- * @returns {{steps: Step[], within?: string} | {css: string} | {frame: string, css: string, pick?: Step}}
+ * @returns {{steps: Step[], within?: string} | {css: string} | {frame: string | null, css: string, pick?: Step}}
  * @throws {LocatorError}
  */
 export function parseLocator(selector) {
@@ -66,8 +67,12 @@ export function parseLocator(selector) {
   for (const [index, part] of parts.entries()) {
     const step = engineStep(part.trim());
     if ('css' in step) {
+      // CSS, or CSS >> nth=… (one of its matches by its place).
+      const nth = parts.length === 2 && index === 0 ? engineStep(parts[1].trim()) : null;
+      if (nth?.kind === 'pick')
+        return { frame: null, css: step.css, pick: nth };
       if (parts.length > 1)
-        throw new LocatorError(`"${part}" (CSS) cannot be chained with >> here; use a ref from browser_snapshot`);
+        throw new LocatorError(`"${part}" (CSS) cannot be chained with >> here, but for a pick (>> nth=1); use a ref from browser_snapshot`);
       return { css: step.css };
     }
     if (index === 0 && step.kind === 'pick')
@@ -202,8 +207,6 @@ function fromCalls(source) {
           throw new LocatorError(`${method}(…) can only start a locator${frame !== undefined ? ' in a frame' : ''} here; use a ref from browser_snapshot`);
         css = step.css;
       } else {
-        if (css !== undefined && steps.length === 0 && step.kind === 'pick' && frame === undefined)
-          throw new LocatorError(`${method}(…) after locator(…) is not supported here; use a ref from browser_snapshot`);
         steps.push(step);
       }
     }
@@ -221,6 +224,12 @@ function fromCalls(source) {
     if (steps.length === 0)
       throw new LocatorError(`${JSON.stringify(source)} names a frame, not an element in it: add .locator(css) or a getBy… call`);
     return { steps, within: frame };
+  }
+  // locator(css).first() (or .last(), .nth(i)): one of the selector's matches, by its place.
+  if (css !== undefined && steps[0]?.kind === 'pick') {
+    if (steps.length > 1)
+      throw new LocatorError(`${JSON.stringify(source)}: after locator(css).${steps[0].which === 'first' ? 'first()' : steps[0].which === 'last' ? 'last()' : 'nth(…)'} only that pick is understood here; use a ref from browser_snapshot`);
+    return { frame: null, css, pick: steps[0] };
   }
   // locator(css).getBy…(…): the steps are taken inside the elements the selector names.
   if (css !== undefined)

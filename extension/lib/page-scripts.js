@@ -178,19 +178,21 @@ export function refsWithin(css) {
 
 /**
  * The elements `css` names in the documents of the frames `frameCss` names (Playwright's
- * `frameLocator(frameCss).locator(css)`), in order, each given a ref through `capture` (the
- * snapshot's `captureTree`, as {@link textMatches} names what it finds), at most `max` of them;
- * `total` counts them all. A frame of another origin has no document the page can reach.
+ * `frameLocator(frameCss).locator(css)`), or in the page's document when `frameCss` is null
+ * (`locator(css).nth(1)`), in order, each given a ref through `capture` (the snapshot's
+ * `captureTree`, as {@link textMatches} names what it finds), at most `max` of them; `total`
+ * counts them all. A frame of another origin has no document the page can reach.
  *
  * @param {(limits: object, el: Element) => {tree: object[]}} capture
- * @param {string} frameCss
+ * @param {string | null} frameCss
  * @param {string} css
  * @param {number} max
  */
 export function cssInFrames(capture, frameCss, css, max) {
   let frames;
   try {
-    frames = Array.from(document.querySelectorAll(frameCss)).filter(el => el.localName === 'iframe' || el.localName === 'frame');
+    frames = frameCss === null ? [{ contentDocument: document }]
+      : Array.from(document.querySelectorAll(frameCss)).filter(el => el.localName === 'iframe' || el.localName === 'frame');
   } catch (e) {
     return { error: 'invalid-selector', selector: frameCss, message: String(e && e.message || e) };
   }

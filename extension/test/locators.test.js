@@ -87,7 +87,8 @@ test('what cannot be read says where', () => {
   assert.throws(() => parseLocator("getByRole('button').click()"), /click\(…\) is not supported here/);
   assert.throws(() => parseLocator("getByRole('button', { name: 'Save })"), /not closed/);
   assert.throws(() => parseLocator('nth=0'), /needs a locator before it/);
-  assert.throws(() => parseLocator("locator('nav').first()"), /after locator\(…\) is not supported/);
+  assert.throws(() => parseLocator("locator('nav').first().getByRole('link')"), /only that pick is understood here/);
+  assert.throws(() => parseLocator('nav >> text=Docs'), /cannot be chained with >> here, but for a pick/);
 });
 
 test('getBy… after locator(css) is found inside what the selector names', () => {
@@ -120,4 +121,12 @@ test('a frame is gone into by frameLocator(css) or locator(css).contentFrame()',
   assert.throws(() => parseLocator("getByRole('button').contentFrame()"), /goes into a frame only as/);
   assert.throws(() => parseLocator("frameLocator('a').frameLocator('b').locator('c')"), /goes into a frame only as/);
   assert.throws(() => parseLocator("frameLocator('iframe').locator('form').getByRole('button')"), /can be followed by .first\(\), .last\(\) or .nth\(\) only/);
+});
+
+test('CSS with a pick names one of its matches by its place', () => {
+  assert.deepEqual(parseLocator("locator('li').nth(2)"), { frame: null, css: 'li', pick: { kind: 'pick', which: 2 } });
+  assert.deepEqual(parseLocator("page.locator('#products a').first()"), { frame: null, css: '#products a', pick: { kind: 'pick', which: 'first' } });
+  assert.deepEqual(parseLocator('li >> nth=-1'), { frame: null, css: 'li', pick: { kind: 'pick', which: 'last' } });
+  assert.deepEqual(parseLocator('css=li >> nth=0'), { frame: null, css: 'li', pick: { kind: 'pick', which: 0 } });
+  assert.deepEqual(parseLocator("locator('li')"), { css: 'li' });
 });

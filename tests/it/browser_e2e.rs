@@ -3582,6 +3582,10 @@ async fn locators_in_target(host: &impl Host) {
         "item-c"
     );
     assert_eq!(id_of("//li[@id='item-b']").await, "item-b");
+    // CSS with a pick: one of its matches by its place.
+    assert_eq!(id_of("locator('#dnd li').nth(1)").await, "item-b");
+    assert_eq!(id_of("page.locator('#dnd li').last()").await, "item-c");
+    assert_eq!(id_of("#dnd li >> nth=0").await, "item-a");
     assert_eq!(id_of("xpath=//ul/li[1]").await, "item-a");
     assert_eq!(id_of("locator('#swatch')").await, "swatch");
     let broken = tool(

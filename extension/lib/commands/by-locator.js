@@ -93,7 +93,8 @@ async function resolvedIn(ctx, tabId, named, wanted, page, at, every = false) {
     let found = null;
     let total;
     if ('frame' in parsed) {
-      // CSS in a frame's document: named by refs, as a snapshot of the frame would name them.
+      // CSS in a frame's document, or one of the page's matches by its place: named by refs,
+      // as a snapshot would name them.
       await treeOf(ctx, tabId, page);
       const answer = await evaluateExpression(ctx, tabId, `(${cssInFrames.toString()})(${CAPTURE_TREE}, ` +
           `${JSON.stringify(parsed.frame)}, ${JSON.stringify(parsed.css)}, ${every ? EACH_MAX : TEXT_MATCHES_NAMED})`);
