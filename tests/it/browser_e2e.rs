@@ -1538,14 +1538,9 @@ async fn snapshot_refs(chromium: &Path) {
         json!({"element": "Inner text", "ref": inner_text, "text": "hello"}),
     )
     .await;
-    assert_eq!(
-        page_value(
-            &bridge,
-            "document.querySelector('#child').contentDocument.querySelector('#inner-text').value"
-        )
-        .await,
-        "hello"
-    );
+    const INNER_TEXT: &str =
+        "document.querySelector('#child').contentDocument.querySelector('#inner-text').value";
+    assert_eq!(page_value(&bridge, INNER_TEXT).await, "hello");
     // Playwright's frameLocator in `target`: CSS in the frame's document, named by the
     // frame's refs, strict as Playwright's locators are.
     tool_ok(
@@ -1554,14 +1549,7 @@ async fn snapshot_refs(chromium: &Path) {
         json!({"target": "frameLocator('#child').locator('#inner-text')", "text": "by frame"}),
     )
     .await;
-    assert_eq!(
-        page_value(
-            &bridge,
-            "document.querySelector('#child').contentDocument.querySelector('#inner-text').value"
-        )
-        .await,
-        "by frame"
-    );
+    assert_eq!(page_value(&bridge, INNER_TEXT).await, "by frame");
     let two = tool(
         &bridge,
         "browser_click",
