@@ -128,7 +128,17 @@ export class NetworkLog {
       return;
     }
     if (method === 'Page.frameDetached') {
-      this._tabs.get(tabId)?.loadingFrames.delete(params?.frameId);
+      const tab = this._tabs.get(tabId);
+      tab?.loadingFrames.delete(params?.frameId);
+      // A frame gone, or moved to a process of its own (reason "swap": a frame of another
+      // site, site isolation's out-of-process iframe): this target never hears the end of
+      // the requests it had started, its document's above all, so they are not in flight
+      // here any more. (A navigation that kept a frame of another site waited out the 3 s
+      // bound for that one request, and answered "Still loading".)
+      for (const id of tab?.inFlight ?? []) {
+        if (tab.byId.get(id)?._frame === params?.frameId)
+          tab.inFlight.delete(id);
+      }
       return;
     }
     if (method === 'Page.frameStartedLoading' || method === 'Page.frameStoppedLoading') {
@@ -166,6 +176,7 @@ export class NetworkLog {
           startedAt: typeof params.wallTime === 'number' ? Math.round(params.wallTime * 1000) : now,
           _ts: params.timestamp,
           _loader: params.loaderId,
+          _frame: params.frameId,
           _requestHeaders: clippedHeaders(params.request?.headers),
           ...(typeof params.request?.postData === 'string' ? { _postData: clipped(params.request.postData, POST_DATA_CLIP) }
             : params.request?.hasPostData ? { _hasPostData: true } : {}),

@@ -105,6 +105,25 @@ test('a new document in the main frame ends the old document\'s requests Chrome 
   assert.equal(log.quiet(5, 1_700).loading, false);
 });
 
+test('a frame moved to a process of its own (another site) no longer keeps its requests in flight', () => {
+  const log = new NetworkLog();
+  const at = { tabId: 6 };
+  log.handle(at, 'Network.requestWillBeSent', { requestId: 'page', frameId: 'main', loaderId: 'L1', type: 'Document', request: { url: 'https://a.test/' } }, 1_000);
+  log.handle(at, 'Network.loadingFinished', { requestId: 'page' }, 1_010);
+  // The embed's document: answered here, then its frame swapped to an out-of-process iframe,
+  // whose loading this target never hears the end of.
+  log.handle(at, 'Network.requestWillBeSent', { requestId: 'embed', frameId: 'ad', loaderId: 'L2', type: 'Document', request: { url: 'https://b.test/embed' } }, 1_020);
+  log.handle(at, 'Network.responseReceived', { requestId: 'embed', type: 'Document', response: { status: 200, statusText: 'OK' } }, 1_030);
+  log.handle(at, 'Network.requestWillBeSent', { requestId: 'img', frameId: 'main', loaderId: 'L1', type: 'Image', request: { url: 'https://a.test/i.png' } }, 1_040);
+  assert.equal(log.quiet(6, 1_050).inFlight, 2);
+  log.handle(at, 'Page.frameDetached', { frameId: 'ad', reason: 'swap' }, 1_060);
+  assert.equal(log.quiet(6, 1_070).inFlight, 1, 'the page\'s own image is still loading');
+  log.handle(at, 'Network.loadingFinished', { requestId: 'img' }, 1_080);
+  assert.equal(log.quiet(6, 1_200).inFlight, 0);
+  // It is still listed, as it was answered.
+  assert.equal(log.requests(6).requests.find(entry => entry.requestId === 'embed').status, 200);
+});
+
 test('sincePage keeps only the page now shown, from its document request, and counts the earlier ones', () => {
   const log = new NetworkLog();
   const sent = (requestId, url, type, loaderId, extra = {}) =>

@@ -3730,6 +3730,40 @@ async fn over_http_web_components_are_named_and_acted_on_inside_shadow_roots() {
     .await;
 }
 
+/// A page that embeds a frame of another site (a video, a map, a payment form): Chrome moves
+/// the frame to a process of its own, and the tab's own target never hears the end of the
+/// frame document's request. The navigation answers when the page has loaded, not at the 3 s
+/// bound with "Still loading"; the frame is in the outline, its content said to be out of reach.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_of_another_site_does_not_hold_the_navigation_until_its_bound() {
+    on_tools_page!(
+        "a_frame_of_another_site_does_not_hold_the_navigation_until_its_bound",
+        &[],
+        |bridge, site| {
+            let arrived = tool_ok(
+                &bridge,
+                "browser_navigate",
+                json!({"url": site.url("other-site-frame.html")}),
+            )
+            .await;
+            assert!(arrived.get("settled").is_none(), "{arrived}");
+            let requests =
+                text(&tool(&bridge, "browser_network_requests", json!({"static": true})).await);
+            assert!(
+                requests.contains("GET http://localhost:")
+                    && requests.contains("/frame-child.html → 200 OK (Document"),
+                "{requests}"
+            );
+            let shown = outline(&bridge, json!({})).await;
+            assert!(
+                shown.contains("- iframe \"Embedded\" [ref=")
+                    && shown.contains("cross-origin frame: its content is not in this snapshot"),
+                "{shown}"
+            );
+        }
+    );
+}
+
 #[cfg(feature = "http-mcp")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_http_find_and_target_name_elements_on_a_real_page() {
