@@ -87,6 +87,9 @@ function publicFields(entry) {
   return /** @type {RequestEntry} */ (Object.fromEntries(Object.entries(entry).filter(([key]) => !key.startsWith('_'))));
 }
 
+/** The events of a request's life that count as network activity for settling. */
+const LIFECYCLE = new Set(['Network.requestWillBeSent', 'Network.responseReceived', 'Network.loadingFinished', 'Network.loadingFailed']);
+
 export class NetworkLog {
   /** @param {{limit?: number}} [options] */
   constructor({ limit = REQUEST_LIMIT } = {}) {
@@ -156,7 +159,10 @@ export class NetworkLog {
     if (typeof id !== 'string')
       return;
     const tab = this._tab(tabId);
-    tab.lastActivity = now;
+    // A request's start, answer or end is activity; a stream's chunks (dataReceived, an event
+    // source's messages) are not: they say nothing about whether the page has settled.
+    if (LIFECYCLE.has(method))
+      tab.lastActivity = now;
     switch (method) {
       case 'Network.requestWillBeSent': {
         const previous = tab.byId.get(id);
@@ -177,6 +183,7 @@ export class NetworkLog {
           _ts: params.timestamp,
           _loader: params.loaderId,
           _frame: params.frameId,
+          _at: now,
           _requestHeaders: clippedHeaders(params.request?.headers),
           ...(typeof params.request?.postData === 'string' ? { _postData: clipped(params.request.postData, POST_DATA_CLIP) }
             : params.request?.hasPostData ? { _hasPostData: true } : {}),
@@ -206,6 +213,10 @@ export class NetworkLog {
         entry._responseHeaders = clippedHeaders(params.response?.headers);
         if (params.type)
           entry.type = String(params.type);
+        // An event source is a stream by nature: once answered it is open, not loading
+        // (Playwright MCP waits for its answer alone too).
+        if (entry.type === 'EventSource')
+          tab.inFlight.delete(id);
         return;
       }
       case 'Network.loadingFinished': {
@@ -286,13 +297,23 @@ export class NetworkLog {
    *
    * @param {number} tabId
    * @param {number} [now]
+   * @param {{since?: number}} [options] `since`: only requests started then or later count as
+   *   in flight (an action's own: a long poll the page had open before it is not its doing)
    */
-  quiet(tabId, now = Date.now()) {
+  quiet(tabId, now = Date.now(), { since } = {}) {
     const tab = this._tabs.get(tabId);
     if (!tab)
       return { inFlight: 0, quietForMs: Infinity, sinceStartMs: Infinity, loading: false };
+    let inFlight = tab.inFlight.size;
+    if (since !== undefined) {
+      inFlight = 0;
+      for (const id of tab.inFlight) {
+        if (!((tab.byId.get(id)?._at ?? now) < since))
+          inFlight++;
+      }
+    }
     return {
-      inFlight: tab.inFlight.size,
+      inFlight,
       quietForMs: now - tab.lastActivity,
       sinceStartMs: now - tab.lastStart,
       loading: tab.loadingFrames.size > 0,

@@ -10,7 +10,12 @@
  * - after an action, ACTION_GRACE_MS first: a request or navigation the action causes is
  *   reported by Chrome a moment after the action's input events;
  * - after a navigation whose load event has fired, nothing started for QUIET_MS suffices
- *   (requests that ended just before the load event say nothing about what comes next);
+ *   (requests that ended just before the load event say nothing about what comes next), and
+ *   requests open since before the load count for LOAD_STRAGGLERS_MS only (a long poll or a
+ *   stream the page opened while loading does not hold every navigation to the bound);
+ * - an action waits for the requests it set off, not for those the page had open before it;
+ *   an event source counts until it is answered (it is a stream by nature), and a stream's
+ *   chunks are not activity;
  * - the DOM: no mutation for DOM_QUIET_MS (DOM_QUIET_LOADED_MS after a load event; an observer the extension adds to agent tabs'
  *   documents, DOM_WATCH_SCRIPT), waited for at most DOM_WAIT_MAX_MS, so a page that animates
  *   forever is not held.
@@ -32,6 +37,14 @@ export const DOM_QUIET_LOADED_MS = 20;
 export const DOM_WAIT_MAX_MS = 300;
 /** The longest an action waits for quiet before answering anyway. */
 export const SETTLE_MAX_MS = 3_000;
+/**
+ * After a navigation's load event: how long requests the page had already open still count.
+ * One still open then is taken for a long-lived connection (a long poll, a stream, a beacon),
+ * not the page's content: Playwright MCP's navigation waits for the load alone, and a page's
+ * long poll held every navigation to SETTLE_MAX_MS. Requests started after the load (a page
+ * fetching its data once loaded) count in full.
+ */
+export const LOAD_STRAGGLERS_MS = 300;
 const POLL_MS = 10;
 
 /** Where the page's DOM observer keeps the time of the last mutation (performance.now()). */
@@ -75,7 +88,8 @@ export function isSettled(network, sinceActionMs, { loaded = false } = {}) {
  *
  * @param {any} ctx the command context (its `debuggers.network` is read)
  * @param {any} result what the action answered
- * @param {{loaded?: boolean}} [options] see {@link isSettled}
+ * @param {{loaded?: boolean, since?: number}} [options] `loaded`: see {@link isSettled};
+ *   `since`: when the action started (requests the page had open before do not hold it)
  */
 export async function settleAfter(ctx, result, options = {}) {
   const tabId = result?.tabId;
@@ -85,7 +99,8 @@ export async function settleAfter(ctx, result, options = {}) {
   let domWaitStarted;
   for (;;) {
     const now = Date.now();
-    const network = ctx.debuggers.network.quiet(tabId, now);
+    const since = options.loaded && now - ended >= LOAD_STRAGGLERS_MS ? ended : options.since;
+    const network = ctx.debuggers.network.quiet(tabId, now, { since });
     if (now - ended >= SETTLE_MAX_MS || ctx.debuggers.events?.dialog(tabId))
       return { ...result, settled: { waitedMs: now - ended, quiet: false, inFlight: network.inFlight } };
     if (isSettled(network, now - ended, options)) {
@@ -131,5 +146,13 @@ function sleep(ms) {
  * @param {{loaded?: boolean}} [options]
  */
 export function settling(command, options = {}) {
-  return { ...command, run: async (ctx, params) => settleAfter(ctx, await command.run(ctx, params), options) };
+  return {
+    ...command,
+    run: async (ctx, params) => {
+      // An action waits for what it set off, not for requests the page had open before it (a
+      // long poll, a stream); a navigation's page is all new, its old requests already ended.
+      const since = options.loaded ? undefined : Date.now();
+      return settleAfter(ctx, await command.run(ctx, params), { ...options, since });
+    },
+  };
 }

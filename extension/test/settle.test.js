@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { NetworkLog } from '../lib/network.js';
-import { ACTION_GRACE_MS, DOM_QUIET_LOADED_MS, DOM_QUIET_MS, DOM_WAIT_MAX_MS, QUIET_MS, isSettled, settling } from '../lib/settle.js';
+import { ACTION_GRACE_MS, DOM_QUIET_LOADED_MS, DOM_QUIET_MS, DOM_WAIT_MAX_MS, LOAD_STRAGGLERS_MS, QUIET_MS, isSettled, settling } from '../lib/settle.js';
 
 test('after an action, settled means nothing in flight or loading, quiet, and the action\'s grace passed', () => {
   assert.equal(isSettled({ inFlight: 0, quietForMs: Infinity }, ACTION_GRACE_MS), true);
@@ -84,4 +84,38 @@ test('an answer that reports a dialog is not held back', async () => {
   const dialog = { tabId: 1, dialog: { type: 'confirm', message: '?' } };
   const result = await settling({ params: {}, run: async () => dialog }).run(ctx, {});
   assert.equal(result, dialog);
+});
+
+test('an action waits for what it set off, not for a long poll the page had open before it', async () => {
+  const network = new NetworkLog();
+  network.handle({ tabId: 1 }, 'Network.requestWillBeSent', { requestId: 'poll', type: 'Fetch', request: { url: 'https://a.test/poll' } }, Date.now() - 5_000);
+  const ctx = { debuggers: { network, events: { dialog: () => undefined } } };
+  const started = Date.now();
+  const result = await settling({ params: {}, run: async () => ({ tabId: 1, clicked: true }) }).run(ctx, {});
+  const waited = Date.now() - started;
+  assert.ok(waited < 1_000, `answered after ${waited} ms`);
+  assert.equal(result.settled.quiet, true);
+  // The same poll counts when asked without a start (everything the tab has open).
+  assert.equal(network.quiet(1).inFlight, 1);
+});
+
+test('an event source stops counting once answered, and its messages are not activity', () => {
+  const network = new NetworkLog();
+  network.handle({ tabId: 1 }, 'Network.requestWillBeSent', { requestId: 'es', type: 'EventSource', request: { url: 'https://a.test/live' } }, 1_000);
+  assert.equal(network.quiet(1, 1_010).inFlight, 1);
+  network.handle({ tabId: 1 }, 'Network.responseReceived', { requestId: 'es', type: 'EventSource', response: { status: 200 } }, 1_020);
+  network.handle({ tabId: 1 }, 'Network.eventSourceMessageReceived', { requestId: 'es', data: 'tick' }, 1_500);
+  network.handle({ tabId: 1 }, 'Network.dataReceived', { requestId: 'es', dataLength: 10 }, 1_600);
+  assert.deepEqual(network.quiet(1, 1_700), { inFlight: 0, quietForMs: 680, sinceStartMs: 700, loading: false });
+});
+
+test('after a load, a request the page had open counts for LOAD_STRAGGLERS_MS only', async () => {
+  const network = new NetworkLog();
+  network.handle({ tabId: 1 }, 'Network.requestWillBeSent', { requestId: 'poll', type: 'Fetch', request: { url: 'https://a.test/poll' } }, Date.now() - 200);
+  const ctx = { debuggers: { network, events: { dialog: () => undefined } } };
+  const started = Date.now();
+  const result = await settling({ params: {}, run: async () => ({ tabId: 1 }) }, { loaded: true }).run(ctx, {});
+  const waited = Date.now() - started;
+  assert.ok(waited >= LOAD_STRAGGLERS_MS && waited < LOAD_STRAGGLERS_MS + 500, `answered after ${waited} ms`);
+  assert.equal(result.settled.quiet, true);
 });

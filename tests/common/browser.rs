@@ -576,6 +576,29 @@ pub async fn serve_fixture(mut stream: TcpStream, root: PathBuf) {
     let Some(name) = request_path(&mut stream).await else {
         return;
     };
+    // Connections a live page keeps open: an event stream that ticks, and a long poll that
+    // is not answered (each for at most 20 s, or until the page goes away).
+    match name.as_str() {
+        "stream" => {
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\n";
+            if stream.write_all(head.as_bytes()).await.is_err() {
+                return;
+            }
+            for tick in 0..60 {
+                let event = format!("data: tick {tick}\n\n");
+                if stream.write_all(event.as_bytes()).await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            return;
+        }
+        "hold" => {
+            tokio::time::sleep(Duration::from_secs(20)).await;
+            return respond(stream, "204 No Content", "", b"").await;
+        }
+        _ => {}
+    }
     // Flat directory: no sub-paths, so nothing outside it can be named.
     let file = (!name.is_empty() && !name.contains(['/', '\\']) && name != "..")
         .then(|| fs::read(root.join(&name)).ok())

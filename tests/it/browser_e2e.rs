@@ -3730,6 +3730,47 @@ async fn over_http_web_components_are_named_and_acted_on_inside_shadow_roots() {
     .await;
 }
 
+/// A live page (an event stream that ticks, a long poll the server does not answer): a click
+/// answers once what it set off has settled, not at the 3 s bound for connections the page had
+/// open before it; the navigation waits a second for them after the load event, then answers
+/// settled, as Playwright MCP's navigation waits for the load alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_connections_of_a_live_page_do_not_hold_its_answers_to_the_bound() {
+    on_tools_page!(
+        "open_connections_of_a_live_page_do_not_hold_its_answers_to_the_bound",
+        &[],
+        |bridge, site| {
+            let arrived = tool_ok(
+                &bridge,
+                "browser_navigate",
+                json!({"url": site.url("live.html")}),
+            )
+            .await;
+            assert!(arrived.get("settled").is_none(), "{arrived}");
+            tool_ok(
+                &bridge,
+                "browser_wait_for",
+                json!({"text": "tick 1", "timeout": 5}),
+            )
+            .await;
+            let clicked = tool_ok(&bridge, "browser_click", json!({"target": "#mark"})).await;
+            assert!(
+                clicked["clicked"] == true && clicked.get("settled").is_none(),
+                "{clicked}"
+            );
+            assert_eq!(
+                page_value(&bridge, "document.getElementById('mark').textContent").await,
+                "Marked"
+            );
+            // Both connections are still open: the stream answered, the poll not.
+            assert_eq!(
+                page_value(&bridge, "document.getElementById('poll').textContent").await,
+                "Polling"
+            );
+        }
+    );
+}
+
 /// A page that embeds a frame of another site (a video, a map, a payment form): Chrome moves
 /// the frame to a process of its own, and the tab's own target never hears the end of the
 /// frame document's request. The navigation answers when the page has loaded, not at the 3 s

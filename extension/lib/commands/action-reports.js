@@ -34,7 +34,9 @@ export function reportingChanges(run, { settle = false, loaded = false } = {}) {
     const openedBefore = tabBefore === null ? null : new Set((await tabsOpenedBy(tabBefore)).map(tab => tab.id));
     const started = Date.now();
     const acted = await run(ctx, params);
-    const result = settle ? await settleAfter(ctx, acted, { loaded }) : acted;
+    // An action waits for the requests it set off, not for those the page had open before it
+    // (a long poll, a stream), as Playwright MCP's do; a navigation waits for its whole page.
+    const result = settle ? await settleAfter(ctx, acted, { loaded, since: loaded ? undefined : started }) : acted;
     if (typeof result?.tabId !== 'number' || result.dialog)
       return result;
     await addDownloads(ctx, result, started);
