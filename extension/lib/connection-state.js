@@ -110,6 +110,7 @@ export class ConnectionState {
     this.debuggers.events.handle(source, method, params);
     this.debuggers.network.handle(source, method, params);
     this.debuggers.taps.handle(source, method, params);
+    this.debuggers.frames?.handle(source, method, params);
     this.debuggers.webmcp?.handle(source, method, params);
     // Only tabs we are attached to report this, and we attach only to tabs a connection owns.
     if (method === 'Page.downloadWillBegin' && source.tabId !== undefined && !source.sessionId) {

@@ -14,6 +14,7 @@
  */
 
 import { KEEP_BLOBS_SCRIPT } from './downloads.js';
+import { AUTO_ATTACH, FrameSessions } from './frame-sessions.js';
 import { DOM_WATCH_SCRIPT } from './settle.js';
 import { EventTaps } from './event-taps.js';
 import { NetworkLog } from './network.js';
@@ -72,6 +73,8 @@ export class DebuggerSessions {
     this.webmcp = new WebMcpTools();
     /** One-shot waits for an event a command causes (a drag's Input.dragIntercepted). */
     this.taps = new EventTaps();
+    /** The child sessions of the attached tabs' frames of other sites, fed by ConnectionState. */
+    this.frames = new FrameSessions();
     /** @type {Map<number, Record<string, string>>} emulateMedia's overrides per tab (Chrome drops them on detach) */
     this.media = new Map();
     /**
@@ -169,6 +172,8 @@ export class DebuggerSessions {
     for (const [method, params] of [
       ['Runtime.addBinding', { name: WEBMCP_BINDING }],
       ['Page.addScriptToEvaluateOnNewDocument', { source }],
+      // Frames of other sites as child sessions (frame-sessions.js), for the snapshot and actions.
+      ['Target.setAutoAttach', AUTO_ATTACH],
     ]) {
       await withTimeout(chrome.debugger.sendCommand({ tabId }, method, params),
           ENABLE_TIMEOUT_MS, () => `${method} timed out`).catch(() => {});
@@ -223,6 +228,7 @@ export class DebuggerSessions {
   /** Chrome already dropped the attachment (onDetach, tab closed). */
   forget(tabId) {
     this._attachments.delete(tabId);
+    this.frames.detached(tabId);
     this.media?.delete(tabId);
     this.webmcp?.forget(tabId);
     this.events.detached(tabId);
@@ -236,6 +242,7 @@ export class DebuggerSessions {
       return;
     this._attachments.delete(tabId);
     this.events.detached(tabId);
+    this.frames.detached(tabId);
     this.media?.delete(tabId);
     this.webmcp?.forget(tabId);
     try {

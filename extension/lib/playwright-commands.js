@@ -10,7 +10,8 @@
  */
 
 import { fillingWithAsking } from './commands/ask-before.js';
-import { elementError, locateWhenReady, staleRefMessage, targetTab } from './commands/shared.js';
+import { frameOffset } from './commands/other-frames.js';
+import { elementError, evaluateExpression, locate, staleRefMessage, targetTab, worldOf } from './commands/shared.js';
 import { fieldAction, fillField, documentBox, MAX_FIELDS, setInputFiles } from './form-fields.js';
 import { POST_DATA_CLIP, REQUEST_LIMIT, clipped } from './network.js';
 import { elementExpression, findElementThen, findElementsThen } from './page-scripts.js';
@@ -88,7 +89,7 @@ async function fillForm(ctx, { fields, tabId }) {
   // filled waits for their Allow (commands/ask-before.js).
   const { submitted } = await fillingWithAsking(ctx, id, async () => {
     for (const { field, action, target } of planned) {
-      const result = await runInPage(ctx, id, elementExpression(fillField, target, action));
+      const result = await runInPage(ctx, id, elementExpression(fillField, target, action), await worldOf(ctx, id, target));
       if (result?.error) {
         const done = filled.length ? ` (the fields before it were filled: ${filled.map(f => f.name).join(', ')})` : '';
         throw serverError(`Field "${field.name ?? describeTarget(target)}" (${describeTarget(target)}): ${failureText(result)}${done}`);
@@ -132,7 +133,7 @@ async function fileUpload(ctx, { selector, ref, files, tabId }) {
   }
   const result = await runInPage(ctx, id, elementExpression(setInputFiles, target, files.map(file => ({
     name: file.name, mimeType: typeof file.mimeType === 'string' ? file.mimeType : 'application/octet-stream', data: file.data,
-  }))));
+  }))), await worldOf(ctx, id, target));
   if (result?.error) {
     if (result.error === 'not-file-input')
       throw serverError(`Element ${describeTarget(target)} is a <${result.element}>, not an <input type=file>`);
@@ -285,9 +286,12 @@ async function evaluateFunction(ctx, { function: source, selector, ref, refs, ea
     const value = await (el === undefined ? fn() : fn(el));
     return { value, type: typeof value };
   })()`;
+  // An element of a frame of another origin: called in that frame's world (its DOM; not its
+  // scripts' variables, which live in the page's own world of that frame).
+  const world = await worldOf(ctx, id, target);
   const { result, exceptionDetails } = await ctx.debuggers.send(id, 'Runtime.evaluate', {
-    expression, returnByValue: true, awaitPromise: true, userGesture: true,
-  });
+    expression, returnByValue: true, awaitPromise: true, userGesture: true, ...(world ? { contextId: world.contextId } : {}),
+  }, world?.sessionId ? { sessionId: world.sessionId } : undefined);
   if (exceptionDetails)
     throw serverError(`The function threw: ${exceptionText(exceptionDetails)}`);
   const answer = result.value ?? {};
@@ -302,9 +306,23 @@ async function evaluateFunction(ctx, { function: source, selector, ref, refs, ea
 async function elementScreenshot(ctx, { selector, ref, format = 'png', tabId }) {
   const target = elementTarget({ selector, ref });
   const id = await targetTab(ctx, tabId);
-  const box = await runInPage(ctx, id, elementExpression(documentBox, target));
+  const world = await worldOf(ctx, id, target);
+  const box = await runInPage(ctx, id, elementExpression(documentBox, target), world);
   if (box?.error)
     throw elementError(box, target);
+  if (world) {
+    // An element of a frame of another origin: from its frame's document to the page's, by
+    // the frame's scroll, where the frame sits in the viewport, and the page's scroll.
+    const [frameScroll, offset, pageScroll] = [
+      await runInPage(ctx, id, '[scrollX, scrollY]', world),
+      await frameOffset(ctx, id, world.frame, true),
+      await runInPage(ctx, id, '[scrollX, scrollY]'),
+    ];
+    if (!offset)
+      throw serverError(`The frame of ${describeTarget(target)} is no longer on the page; take a new snapshot (browser_snapshot)`);
+    box.x += offset[0] + pageScroll[0] - frameScroll[0];
+    box.y += offset[1] + pageScroll[1] - frameScroll[1];
+  }
   const { data } = await ctx.debuggers.send(id, 'Page.captureScreenshot', {
     format,
     clip: { x: box.x, y: box.y, width: box.width, height: box.height, scale: 1 },
@@ -367,21 +385,26 @@ async function closeAgentTabs(ctx) {
 // ---------------------------------------------------------------------------
 // Helpers
 
-/** @param {import('./commands.js').CommandContext} ctx @param {number} tabId @param {string} expression */
-async function runInPage(ctx, tabId, expression) {
-  const { result, exceptionDetails } = await ctx.debuggers.send(tabId, 'Runtime.evaluate', { expression, returnByValue: true, awaitPromise: true });
-  if (exceptionDetails)
-    throw serverError(`Script failed in tab ${tabId}: ${exceptionText(exceptionDetails)}`);
-  return result.value;
+/**
+ * @param {import('./commands.js').CommandContext} ctx
+ * @param {number} tabId
+ * @param {string} expression
+ * @param {{contextId: number, sessionId?: string} | null} [world] a frame of another origin's
+ *   (commands/other-frames.js), for an expression about one of its elements
+ */
+async function runInPage(ctx, tabId, expression, world = null) {
+  return evaluateExpression(ctx, tabId, expression, world);
 }
 
 /**
+ * Where a mouse acts on an element, in a frame of another origin too (commands/shared.js).
+ *
  * @param {import('./commands.js').CommandContext} ctx
  * @param {number} tabId
  * @param {import('./targets.js').ElementTarget | string} target
  */
 async function located(ctx, tabId, target) {
-  return locateWhenReady(expression => runInPage(ctx, tabId, expression), target, { requireEnabled: true });
+  return locate(ctx, tabId, target, { requireEnabled: true });
 }
 
 /** @param {{error: string, element?: string, cover?: string, wanted?: string, value?: string, available?: string[]}} failure */

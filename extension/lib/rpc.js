@@ -100,3 +100,7 @@ export function errorReply(id, error) {
 export function notification(method, params) {
   return { jsonrpc: '2.0', method, params };
 }
+/** @param {any} details CDP Runtime.ExceptionDetails */
+export function exceptionText(details) {
+  return details.exception?.description?.split('\n')[0] ?? details.text ?? 'unknown exception';
+}

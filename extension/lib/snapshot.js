@@ -40,10 +40,12 @@
  * a person can act on them (`actionable`, what `interactive` keeps) or they
  * are labelled.
  *
- * @param {{maxNodes: number, boxes?: boolean}} limits the walk stops there (and says so), so a
+ * @param {{maxNodes: number, boxes?: boolean, frame?: number}} limits the walk stops there (and says so), so a
  *   page of millions of nodes cannot make one answer unbounded; `boxes`: each element's box,
  *   `box: [x, y, width, height]`, whole CSS pixels in the top document's viewport (an
- *   iframe's elements offset by where the frame's content sits)
+ *   iframe's elements offset by where the frame's content sits); `frame`: this is the
+ *   document of a frame of another origin, read in its own world, that frame's number in the
+ *   top document's (a cross-origin iframe there is marked `otherOrigin: number` for that)
  * @param {Element} [rootElement] only this element's subtree, the element
  *   itself first (shown even without a role of its own)
  */
@@ -55,6 +57,9 @@ export function captureTree(limits, rootElement) {
     registry = { byRef: new Map(), refOf: new WeakMap(), frameOf: new WeakMap(), frames: 0, counters: new Map() };
     Object.defineProperty(window, KEY, { value: registry, enumerable: false });
   }
+  // Frame number → its iframe element, for a frame of another origin that this world cannot
+  // walk into: the extension reads it in the frame's own world (commands/other-frames.js).
+  registry.frameEls ??= new Map();
   const alive = el => el && el.isConnected && el.ownerDocument.defaultView;
   // The element that has focus in each document (inside shadow roots too): Playwright's
   // snapshot marks it [active], and a key press acts on it.
@@ -90,6 +95,7 @@ export function captureTree(limits, rootElement) {
     if (!n) {
       n = ++registry.frames;
       registry.frameOf.set(iframe, n);
+      registry.frameEls.set(n, new WeakRef(iframe));
     }
     return n;
   };
@@ -471,11 +477,17 @@ export function captureTree(limits, rootElement) {
       } catch {
         inner = null;
       }
-      if (inner && inner.documentElement) {
+      if (limits.frame !== undefined) {
+        // Inside a frame of another origin (read in its own world): frames are numbered by
+        // the top document's world alone, so one more level is not walked.
+        item.note = 'a frame inside a frame of another origin: its content is not in this snapshot';
+      } else if (inner && inner.documentElement) {
         const number = frameNumber(el);
         item.children = walk(inner.body || inner.documentElement, number);
       } else {
+        // Read by the extension in the frame's own world, where it can (other-frames.js).
         item.note = 'cross-origin frame: its content is not in this snapshot';
+        item.otherOrigin = frameNumber(el);
       }
       return [item];
     }
@@ -519,16 +531,19 @@ export function captureTree(limits, rootElement) {
     return [item];
   };
   let tree;
+  // In a frame of another origin's own world, `limits.frame` is its number in the top
+  // document's (its refs are f<frame>e<n>).
+  const own = limits.frame ?? 0;
   if (rootElement) {
     // A subtree: its frame is the one its document belongs to (0 for the top document).
-    let frame = 0;
+    let frame = own;
     const host = rootElement.ownerDocument.defaultView.frameElement;
     if (host && rootElement.ownerDocument !== document)
       frame = frameNumber(host);
     tree = walk(rootElement, frame);
   } else {
     const top = document.body || document.documentElement;
-    tree = top ? walk(top, 0) : [];
+    tree = top ? walk(top, own) : [];
   }
   // The whitespace marks served the merging of text runs only.
   const strip = items => {

@@ -28,7 +28,7 @@ test('attaching enables Page, Runtime, Network and WebMCP events, and keeps revo
   const sessions = new DebuggerSessions();
   await sessions.send(1, 'Runtime.evaluate', { expression: '1' });
   assert.deepEqual(sent, ['Emulation.setFocusEmulationEnabled', 'Page.enable', 'Runtime.enable', 'Log.enable', 'Network.enable',
-    'WebMCP.enable', 'Runtime.addBinding', 'Page.addScriptToEvaluateOnNewDocument', 'Runtime.evaluate', 'Runtime.evaluate']);
+    'WebMCP.enable', 'Runtime.addBinding', 'Page.addScriptToEvaluateOnNewDocument', 'Target.setAutoAttach', 'Runtime.evaluate', 'Runtime.evaluate']);
 });
 
 test('a command that is waiting when a dialog opens stops waiting and says which dialog', async () => {

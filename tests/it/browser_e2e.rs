@@ -3774,7 +3774,7 @@ async fn open_connections_of_a_live_page_do_not_hold_its_answers_to_the_bound() 
 /// A page that embeds a frame of another site (a video, a map, a payment form): Chrome moves
 /// the frame to a process of its own, and the tab's own target never hears the end of the
 /// frame document's request. The navigation answers when the page has loaded, not at the 3 s
-/// bound with "Still loading"; the frame is in the outline, its content said to be out of reach.
+/// bound with "Still loading".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frame_of_another_site_does_not_hold_the_navigation_until_its_bound() {
     on_tools_page!(
@@ -3792,17 +3792,174 @@ async fn a_frame_of_another_site_does_not_hold_the_navigation_until_its_bound() 
                 text(&tool(&bridge, "browser_network_requests", json!({"static": true})).await);
             assert!(
                 requests.contains("GET http://localhost:")
-                    && requests.contains("/frame-child.html → 200 OK (Document"),
+                    && requests.contains("/other-site-child.html → 200 OK (Document"),
                 "{requests}"
-            );
-            let shown = outline(&bridge, json!({})).await;
-            assert!(
-                shown.contains("- iframe \"Embedded\" [ref=")
-                    && shown.contains("cross-origin frame: its content is not in this snapshot"),
-                "{shown}"
             );
         }
     );
+}
+
+/// Frames of another origin (an embedded payment form, a sign-in widget), in a process of
+/// their own (another site) or in the page's (another port of the same host): the page's own
+/// world cannot read them, so each is read in its own world, its elements named `f1e3` like a
+/// same-origin frame's, and clicked, typed into, chosen from and read by those refs, by a
+/// locator that finds them, and by a box's centre.
+async fn other_origin_frames(host: &impl Host, site: &FixtureSite, other: &FixtureSite) {
+    let pages = [
+        ("another site", site.url("other-site-frame.html")),
+        (
+            "another origin of the same site",
+            format!(
+                "{}?src={}",
+                site.url("other-site-frame.html"),
+                other.url("other-site-child.html")
+            ),
+        ),
+    ];
+    for (which, url) in pages {
+        tool_ok(host, "browser_navigate", json!({ "url": url })).await;
+        let shown = outline(host, json!({})).await;
+        assert!(
+            shown.contains("- iframe \"Embedded\" [ref=e")
+                && !shown.contains("its content is not in this snapshot"),
+            "{which}: {shown}"
+        );
+        let pay = ref_of(&shown, "button \"Pay\"");
+        let card = ref_of(&shown, "textbox \"Card holder\"");
+        let plan = ref_of(&shown, "combobox \"Plan\"");
+        assert!(
+            [&pay, &card, &plan].iter().all(|r| r.starts_with('f')),
+            "{which}: {shown}"
+        );
+        tool_ok(host, "browser_click", json!({ "target": pay })).await;
+        tool_ok(
+            host,
+            "browser_type",
+            json!({"target": card, "text": "Ada Lovelace"}),
+        )
+        .await;
+        tool_ok(
+            host,
+            "browser_select_option",
+            json!({"target": plan, "values": ["Yearly"]}),
+        )
+        .await;
+        let read = async || {
+            let answer = tool(
+                host,
+                "browser_evaluate",
+                json!({"function": "(el) => [el.value, document.getElementById('pay').textContent, \
+                                    document.getElementById('plan').value, location.pathname].join('|')",
+                       "target": card}),
+            )
+            .await;
+            assert!(!is_error(&answer), "{which}: {answer}");
+            text(&answer)
+        };
+        assert_eq!(
+            read().await,
+            "Ada Lovelace|Paid 1|Yearly|/other-site-child.html",
+            "{which}"
+        );
+        // A locator finds the frame's elements too, and acts on them by their refs.
+        tool_ok(
+            host,
+            "browser_click",
+            json!({"target": "getByRole('button', { name: 'Paid 1' })"}),
+        )
+        .await;
+        // And a click at a box's centre lands on it: the boxes are in the page's viewport.
+        let boxed = outline(host, json!({"boxes": true})).await;
+        let line = boxed
+            .lines()
+            .find(|l| l.contains("button \"Paid 2\""))
+            .unwrap_or_else(|| panic!("{which}: {boxed}"));
+        let b: Vec<f64> = line
+            .split("[box=")
+            .nth(1)
+            .and_then(|r| r.split(']').next())
+            .unwrap()
+            .split(',')
+            .map(|n| n.parse().unwrap())
+            .collect();
+        tool_ok(
+            host,
+            "browser_click",
+            json!({"x": b[0] + b[2] / 2.0, "y": b[1] + b[3] / 2.0}),
+        )
+        .await;
+        assert_eq!(
+            read().await,
+            "Ada Lovelace|Paid 3|Yearly|/other-site-child.html",
+            "{which}"
+        );
+        // The button's own picture: its box, where the frame sits in the page.
+        let shot = tool(host, "browser_take_screenshot", json!({ "target": pay })).await;
+        assert!(
+            !is_error(&shot) && text(&shot).contains(&format!("{}×{} px", b[2], b[3])),
+            "{which}: {}",
+            text(&shot)
+        );
+        if let Some(dir) = std::env::var_os("SCRIPT_SHOTS") {
+            let data = shot["content"]
+                .as_array()
+                .and_then(|c| c.iter().find(|c| c["type"] == "image"))
+                .and_then(|c| c["data"].as_str())
+                .unwrap_or_default();
+            use base64::Engine as _;
+            let png = base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .unwrap();
+            let name = format!("pay-{}.png", which.replace(' ', "-"));
+            std::fs::write(std::path::Path::new(&dir).join(name), png).unwrap();
+        }
+        // A subtree by a frame's ref: the tab's page named in the header.
+        let subtree = tool(host, "browser_snapshot", json!({ "target": pay })).await;
+        assert!(
+            text(&subtree).contains("/other-site-frame.html")
+                && text(&subtree).contains(&format!("- button \"Paid 3\" [ref={pay}]")),
+            "{which}: {subtree}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_of_another_origin_are_read_and_acted_on_by_their_refs() {
+    on_tools_page!(
+        "frames_of_another_origin_are_read_and_acted_on_by_their_refs",
+        &[],
+        |bridge, site| {
+            let other = FixtureSite::start().await;
+            other_origin_frames(&bridge, &site, &other).await;
+        }
+    );
+}
+
+/// The same in a real window under Xvfb, where the frames are painted and clicked through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_frames_of_another_origin_are_read_and_acted_on_by_their_refs_under_xvfb() {
+    on_tools_page!(
+        "headful_frames_of_another_origin_are_read_and_acted_on_by_their_refs_under_xvfb",
+        Mode::Headful,
+        &[],
+        |bridge, site| {
+            let other = FixtureSite::start().await;
+            other_origin_frames(&bridge, &site, &other).await;
+        }
+    );
+}
+
+#[cfg(feature = "http-mcp")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_frames_of_another_origin_are_read_and_acted_on_by_their_refs() {
+    on_tools_page_over_http(
+        "over_http_frames_of_another_origin_are_read_and_acted_on_by_their_refs",
+        async |host, site| {
+            let other = FixtureSite::start().await;
+            other_origin_frames(host, site, &other).await;
+        },
+    )
+    .await;
 }
 
 #[cfg(feature = "http-mcp")]

@@ -158,6 +158,75 @@ async fn fill_form_that_makes_the_page_submit_waits_for_allow_and_deny_keeps_the
     within(SCENARIO_LIMIT, fill_form_asks(&chromium)).await;
 }
 
+/// With "ask before submitting forms" on, a submit button inside a frame of another origin
+/// (a payment form embedded from its provider) is asked about like one in the page: the
+/// owner's rule reads the button in the frame's own world. Denied, nothing is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submit_inside_a_frame_of_another_site_is_asked_about_and_deny_sends_nothing() {
+    let Some(chromium) = chromium_or_skip("ask before in a frame of another site") else {
+        return;
+    };
+    let _one = ONE_BROWSER_AT_A_TIME.lock().await;
+    within(SCENARIO_LIMIT, ask_in_other_site_frame(&chromium)).await;
+}
+
+async fn ask_in_other_site_frame(chromium: &Path) {
+    let relay = relay().await;
+    let site = FixtureSite::start().await;
+    let profile = Profile::new(&relay, "Person's browser");
+    let config_path = profile.extension_dir.join("dev-config.json");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+    config["askBefore"] = json!({"forms": ["*"]});
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let browser = Browser::launch_with(chromium, &profile, &["--remote-debugging-port=0"]);
+    let mut devtools = DevTools::attach(&browser).await;
+    let origin = devtools.extension_origin().await;
+    let mut watcher = Driver::handshake(&relay, "watcher").await;
+    watcher.wait_for_extension(&browser).await;
+    let bridge = start_bridge(
+        (),
+        &["--relay", &relay.url("/mcp")],
+        &token(USER, Some(Role::Mcp)),
+    )
+    .await;
+    let opened = call(
+        &bridge,
+        "browser_navigate",
+        json!({"url": site.url("other-site-frame.html")}),
+    )
+    .await;
+    assert!(!is_error(&opened), "{opened}");
+    let shown = text(&call(&bridge, "browser_snapshot", json!({})).await);
+    let line = shown
+        .lines()
+        .find(|l| l.contains("button \"Place the order\""))
+        .unwrap_or_else(|| panic!("no order button in {shown}"));
+    let place = line
+        .split("[ref=")
+        .nth(1)
+        .and_then(|r| r.split(']').next())
+        .unwrap()
+        .to_owned();
+    assert!(place.starts_with('f'), "{line}");
+    let popup = devtools.open_popup(&origin, 600).await;
+    let (clicked, _) = tokio::join!(
+        call(&bridge, "browser_click", json!({ "target": place })),
+        async {
+            wait_for_request(&mut devtools, &popup).await;
+            click_answer(&mut devtools, &popup, "denied").await;
+        }
+    );
+    assert!(is_error(&clicked), "{clicked}");
+    let sent = call(
+        &bridge,
+        "browser_evaluate",
+        json!({"function": "(el) => el.ownerDocument.body.dataset.ordered ?? 'none'", "target": place}),
+    )
+    .await;
+    assert_eq!(text(&sent), "none", "{sent}");
+}
+
 async fn fill_form_asks(chromium: &Path) {
     let relay = relay().await;
     let site = FixtureSite::start().await;

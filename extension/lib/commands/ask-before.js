@@ -14,7 +14,7 @@ import { HELD_SUBMISSIONS_KEY, holdSubmissions, pageConsequence, peekHeldSubmiss
 import { elementExpression, pageExpression } from '../page-scripts.js';
 import { serverError } from '../rpc.js';
 import { elementTarget } from '../targets.js';
-import { evaluateExpression, getTab, targetTab } from './shared.js';
+import { evaluateExpression, getTab, targetTab, worldOf } from './shared.js';
 
 /** @typedef {import('../commands.js').CommandContext} CommandContext */
 /** @typedef {import('../person-requests.js').PersonRequest} PersonRequest */
@@ -43,7 +43,10 @@ export async function askBeforeActing(ctx, method, params) {
   const expression = query.target
     ? elementExpression(pageConsequence, query.target, query.how)
     : pageExpression(pageConsequence, null, query.how);
-  const found = await evaluateExpression(ctx, tabId, expression);
+  // An element of a frame of another origin (a payment form embedded from its provider) is
+  // read in that frame's world, where its form is.
+  const world = query.target ? await worldOf(ctx, tabId, query.target) : null;
+  const found = await evaluateExpression(ctx, tabId, expression, world);
   // An element that cannot be found is the command's to report, with its own words.
   if (!found || found.error)
     return;

@@ -8,7 +8,7 @@
 import { LocatorError, applySteps, isLocator, matchesText, parseLocator, pick, theOne } from '../locators.js';
 import { cssInFrames, refsWithin, textMatches } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
-import { CAPTURE_TREE, OUTLINE_MAX_NODES } from './reading.js';
+import { CAPTURE_TREE, OUTLINE_MAX_NODES, capturePage } from './reading.js';
 import { evaluateExpression, targetTab } from './shared.js';
 
 /** @typedef {import('../commands.js').CommandContext} CommandContext */
@@ -63,7 +63,7 @@ export async function resolveLocators(ctx, params) {
  * @returns {Promise<object[]>}
  */
 async function treeOf(ctx, tabId, page) {
-  page.tree ??= (await evaluateExpression(ctx, tabId, `${CAPTURE_TREE}(${JSON.stringify({ maxNodes: OUTLINE_MAX_NODES })})`)).tree;
+  page.tree ??= (await capturePage(ctx, tabId, { maxNodes: OUTLINE_MAX_NODES })).tree;
   return page.tree;
 }
 

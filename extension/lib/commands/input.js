@@ -8,7 +8,7 @@ import { keyPressEvents, modifierBits, typingEvents } from '../keys.js';
 import { elementExpression, prepareTyping, readValue, selectOptions } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { describeTarget, elementTarget } from '../targets.js';
-import { ACTIONABLE_POLL_MS, ACTIONABLE_WAIT_MS, elementError, evaluateExpression, locate, targetTab } from './shared.js';
+import { ACTIONABLE_POLL_MS, ACTIONABLE_WAIT_MS, elementError, evaluateExpression, locate, targetTab, worldOf } from './shared.js';
 
 /** @typedef {import('../commands.js').CommandContext} CommandContext */
 
@@ -86,11 +86,13 @@ export async function type(ctx, params) {
   const target = elementTarget(params);
   const id = await targetTab(ctx, tabId);
   const started = Date.now();
-  let prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text));
+  // A field of a frame of another origin is prepared and read in that frame's world.
+  const world = await worldOf(ctx, id, target);
+  let prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text), world);
   // A field the page enables a moment later (after another field is filled) is waited for.
   while (prepared?.error === 'disabled' && Date.now() - started < ACTIONABLE_WAIT_MS) {
     await new Promise(resolve => setTimeout(resolve, ACTIONABLE_POLL_MS));
-    prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text));
+    prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text), world);
   }
   if (prepared?.error)
     throw elementError({ ...prepared, ...(prepared.error === 'disabled' ? { waitedMs: Date.now() - started } : {}) }, target);
@@ -105,7 +107,7 @@ export async function type(ctx, params) {
   } else if (text !== '') {
     await ctx.debuggers.send(id, 'Input.insertText', { text });
   }
-  const value = (await evaluateExpression(ctx, id, elementExpression(readValue, target)))?.value ?? null;
+  const value = (await evaluateExpression(ctx, id, elementExpression(readValue, target), world))?.value ?? null;
   if (submit) {
     // keyDown carrying "\r" is what makes Chrome fire keypress and submit the form.
     const enter = { key: 'Enter', code: 'Enter', windowsVirtualKeyCode: 13, nativeVirtualKeyCode: 13 };
@@ -130,7 +132,7 @@ export async function selectOption(ctx, params) {
   const target = elementTarget(params);
   const named = describeTarget(target);
   const id = await targetTab(ctx, tabId);
-  const result = await evaluateExpression(ctx, id, elementExpression(selectOptions, target, values));
+  const result = await evaluateExpression(ctx, id, elementExpression(selectOptions, target, values), await worldOf(ctx, id, target));
   if (result?.error) {
     switch (result.error) {
       case 'not-select':

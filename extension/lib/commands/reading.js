@@ -4,7 +4,7 @@
  */
 
 import { CONSOLE_LIMIT as CONSOLE_KEPT } from '../page-events.js';
-import { compiledOnce, findElementThen, pageShowsText, takeSnapshot } from '../page-scripts.js';
+import { compiledOnce, findElementThen, pageShowsText, pageState, takeSnapshot } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import {
   CAPTURE_DEADLINE_MS, CaptureStalledError, DEFAULT_MAX_DIMENSION, captureForModel,
@@ -12,7 +12,8 @@ import {
 import { captureTree, cutLines, formatOutline } from '../snapshot.js';
 import { matchesText } from '../locators.js';
 import { describeTarget, elementTarget } from '../targets.js';
-import { elementError, evaluateExpression, evaluateFunction, messageOf, poll, rethrowDialog, tabInfo, targetTab } from './shared.js';
+import { frameOffset, readOtherFrames, shiftBoxes } from './other-frames.js';
+import { elementError, evaluateExpression, evaluateFunction, messageOf, poll, rethrowDialog, tabInfo, targetTab, worldOf } from './shared.js';
 
 /** @typedef {import('../commands.js').CommandContext} CommandContext */
 
@@ -28,6 +29,19 @@ const SNAPSHOT_LIMITS = Object.freeze({ maxTextLength: 20_000, maxElements: 500 
 export const OUTLINE_MAX_NODES = 200_000;
 /** `captureTree`, compiled by each page once (page-scripts.js `compiledOnce`). */
 export const CAPTURE_TREE = compiledOnce(captureTree);
+
+/**
+ * The page's tree: the top document's, with the frames of another origin it walked past read
+ * in their own worlds (other-frames.js), so every frame's elements have refs.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {{maxNodes: number, boxes?: boolean}} limits
+ */
+export async function capturePage(ctx, tabId, limits) {
+  const captured = await evaluateExpression(ctx, tabId, `${CAPTURE_TREE}(${JSON.stringify(limits)})`);
+  return readOtherFrames(ctx, tabId, captured, limits, CAPTURE_TREE);
+}
 
 /**
  * The outline is returned whole (the bridge cuts it into parts a model can read); this cap
@@ -175,13 +189,25 @@ export async function outlineOf(ctx, tabId, { target, boxes = false, ...options 
   const limits = { maxNodes: OUTLINE_MAX_NODES, ...(boxes ? { boxes: true } : {}) };
   let captured;
   if (target) {
+    // A subtree inside a frame of another origin is read in that frame's world.
+    const world = await worldOf(ctx, tabId, target);
+    const inWorld = world ? { ...limits, frame: world.frame } : limits;
     const expression = `(${findElementThen.toString()})((el, limits) => ${CAPTURE_TREE}(limits, el), ` +
-        `${JSON.stringify(target)}, ${JSON.stringify(limits)})`;
-    captured = await evaluateExpression(ctx, tabId, expression);
+        `${JSON.stringify(target)}, ${JSON.stringify(inWorld)})`;
+    captured = await evaluateExpression(ctx, tabId, expression, world);
     if (captured?.error)
       throw elementError(captured, target);
+    if (world) {
+      // The header names the tab's page, not the frame's.
+      const { url, title } = await evaluateFunction(ctx, tabId, pageState);
+      Object.assign(captured, { url, title });
+      if (boxes) {
+        const [dx, dy] = (await frameOffset(ctx, tabId, world.frame)) ?? [0, 0];
+        shiftBoxes(captured.tree, dx, dy);
+      }
+    }
   } else {
-    captured = await evaluateExpression(ctx, tabId, `${CAPTURE_TREE}(${JSON.stringify(limits)})`);
+    captured = await capturePage(ctx, tabId, limits);
   }
   const cut = cutLines(formatOutline(captured.tree, options), OUTLINE_MAX_CHARS);
   const notes = [];

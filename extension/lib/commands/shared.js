@@ -3,13 +3,19 @@
  * page-tools.js, webmcp.js) use too: the tab a command acts on ({@link targetTab}, where the
  * per-connection rules live), running page-scripts.js functions in a tab, finding an element
  * the way a mouse would, and the sentences that say why an element could not be used.
- * It imports no command module, so every command module can import it without a cycle.
+ * It imports no command module but other-frames.js (which imports none), so every command
+ * module can import it without a cycle.
  */
 
 import { DialogOpenError } from '../debugger-sessions.js';
 import { elementExpression, locateElement, pageExpression, pageState } from '../page-scripts.js';
-import { invalidParams, serverError } from '../rpc.js';
+import { exceptionText, invalidParams, serverError } from '../rpc.js';
 import { describeTarget } from '../targets.js';
+import { evaluateInFrame, frameOffset, worldOf } from './other-frames.js';
+
+// A CDP exception's first line: in rpc.js, which other-frames.js reads it from too. The world
+// an element target lives in (other-frames.js), for commands that evaluate on their element.
+export { exceptionText, worldOf };
 
 /** @typedef {import('../commands.js').CommandContext} CommandContext */
 
@@ -110,8 +116,12 @@ export async function evaluateFunction(ctx, tabId, fn, ...args) {
  * @param {CommandContext} ctx
  * @param {number} tabId
  * @param {string} expression
+ * @param {{contextId: number, sessionId?: string} | null} [world] a frame of another origin's
+ *   world (other-frames.js), for an expression about one of its elements
  */
-export async function evaluateExpression(ctx, tabId, expression) {
+export async function evaluateExpression(ctx, tabId, expression, world = null) {
+  if (world)
+    return evaluateInFrame(ctx, tabId, world, expression);
   const { result, exceptionDetails } = await ctx.debuggers.send(tabId, 'Runtime.evaluate', {
     expression,
     returnByValue: true,
@@ -130,8 +140,17 @@ export async function evaluateExpression(ctx, tabId, expression) {
  * @param {import('./targets.js').ElementTarget | string} target a ref or selector (a bare string is a selector)
  */
 export async function locate(ctx, tabId, target, options = {}) {
-  return locateWhenReady(expression => evaluateExpression(ctx, tabId, expression), target, options);
+  // An element of a frame of another origin: located in that frame, its point moved by where
+  // the frame sits in the page (scrolled into view first); the mouse acts on the page, and
+  // Chrome hands the events to the frame under them.
+  const world = await worldOf(ctx, tabId, target);
+  const offset = world ? await frameOffset(ctx, tabId, world.frame, true) : null;
+  const located = await locateWhenReady(expression => evaluateExpression(ctx, tabId, expression, world), target, options);
+  if (offset && typeof located?.x === 'number')
+    return { ...located, x: located.x + offset[0], y: located.y + offset[1] };
+  return located;
 }
+
 
 /** How long an element command waits for its element to become enabled, visible or uncovered. */
 export const ACTIONABLE_WAIT_MS = 3_000;
@@ -247,10 +266,7 @@ export async function poll(deadline, done, timeoutMessage) {
   }
 }
 
-/** @param {any} details CDP Runtime.ExceptionDetails */
-export function exceptionText(details) {
-  return details.exception?.description?.split('\n')[0] ?? details.text ?? 'unknown exception';
-}
+
 
 /** @param {unknown} error */
 export function messageOf(error) {

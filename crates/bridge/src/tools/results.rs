@@ -183,9 +183,9 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
     if !head.is_empty() {
         lines.push(head);
     }
-    // What happened to the page first, then the action's own fields. Where a click landed
-    // (`x`, `y`) stays in the fields; as lines it is noise a model reads on every click.
-    let clicked = map.contains_key("clicked");
+    // What happened to the page first, then the action's own fields. Where a click or a hover
+    // landed (`x`, `y`) stays in the fields; as lines it is noise a model reads on every one.
+    let clicked = map.contains_key("clicked") || map.contains_key("hovered");
     let ordered = WHAT_HAPPENED
         .iter()
         .filter_map(|key| map.get_key_value(*key))

@@ -2918,21 +2918,33 @@ async fn playwright_code_evaluates_all_matches_of_a_getby_locator_at_once() {
 
 #[tokio::test]
 async fn playwright_code_finds_a_frames_elements_inside_the_frame() {
-    let link = FakeLink::new(vec![("click", Ok(json!({"tabId": 1, "clicked": true})))]);
+    let link = FakeLink::new(vec![
+        ("click", Ok(json!({"tabId": 1, "clicked": true}))),
+        ("click", Ok(json!({"tabId": 1, "clicked": true}))),
+    ]);
     let toolbox = scripted(link.clone(), limits());
     let result = run_playwright(
         &toolbox,
-        "async (page) => {\n  await page.frameLocator('iframe#pay').getByRole('button', { name: 'Pay' }).click();\n  page.frameLocator('iframe').locator('#x');\n}",
+        "async (page) => {\n  await page.frameLocator('iframe#pay').getByRole('button', { name: 'Pay' }).click();\n  \
+         await page.locator('iframe#pay').contentFrame().locator('#card').first().click();\n  \
+         page.frameLocator('iframe').locator('text=Pay');\n}",
     )
     .await;
     let text = result_text(&result);
+    let sent = link.sent();
     assert_eq!(
-        link.sent()[0].1["selector"],
+        sent[0].1["selector"],
         r#"locator("iframe#pay").getByRole("button", { name: "Pay" })"#
     );
-    // CSS inside a frame's document is not reached: said by name, with what works instead.
+    // CSS in the frame's document: the extension's frame locator, picks after it.
+    assert_eq!(
+        sent[1].1["selector"],
+        r##"frameLocator("iframe#pay").locator("#card").first()"##
+    );
+    // A selector engine there is refused by name, with what works instead.
     assert!(
-        text.contains("frameLocator(…).locator(css) is not available") && text.contains("(line 3)"),
+        text.contains("frameLocator(…).locator(…) with a selector engine is not available")
+            && text.contains("(line 4)"),
         "{text}"
     );
 }
