@@ -257,6 +257,68 @@ async function evaluateFunction(ctx, { function: source, selector, ref, refs, ea
     throw invalidParams(`parameter "${each ? 'each' : 'all'}" reads every element a target names: give "ref" or "selector" too`);
   const target = refs !== undefined ? { refs } : withElement ? elementTarget({ selector, ref }) : undefined;
   const id = await targetTab(ctx, tabId);
+  if (refs !== undefined) {
+    // A locator's matches may lie in frames of another origin too: each world reads its own,
+    // and the values come back in the matches' order.
+    const groups = await refsByWorld(ctx, id, refs);
+    if (groups.length > 1 && all)
+      throw serverError('The locator matches elements in a frame of another origin as well as elsewhere, and one function cannot ' +
+          'be handed elements of different frames at once: narrow it to one frame (frameLocator(…)), or read each element');
+    if (groups.length > 1 || groups[0]?.world) {
+      const value = new Array(refs.length);
+      let type = 'object';
+      for (const group of groups) {
+        const answer = await evaluateIn(ctx, id, source, { refs: group.refs }, { each, all, withElement }, group.world);
+        if (all)
+          return answer;
+        answer.value.forEach((one, i) => { value[group.at[i]] = one; });
+        type = answer.type;
+      }
+      return { value, type };
+    }
+  }
+  // An element of a frame of another origin: called in that frame's world (its DOM; not its
+  // scripts' variables, which live in the page's own world of that frame).
+  return evaluateIn(ctx, id, source, target, { each, all, withElement }, await worldOf(ctx, id, target));
+}
+
+/**
+ * `refs` grouped by the world each lives in (the page's own, or a frame of another origin's),
+ * each group with the places of its refs in `refs`.
+ *
+ * @param {import('./commands.js').CommandContext} ctx
+ * @param {number} tabId
+ * @param {string[]} refs
+ * @returns {Promise<{world: object | null, refs: string[], at: number[]}[]>}
+ */
+async function refsByWorld(ctx, tabId, refs) {
+  /** @type {Map<string, object | null>} frame number → world (null: the page's own) */
+  const worlds = new Map();
+  const groups = new Map();
+  for (const [index, ref] of refs.entries()) {
+    const frame = /^f(\d+)e\d+$/.exec(ref)?.[1] ?? '0';
+    if (!worlds.has(frame))
+      worlds.set(frame, frame === '0' ? null : await worldOf(ctx, tabId, { ref }));
+    const key = worlds.get(frame) ? frame : '0';
+    if (!groups.has(key))
+      groups.set(key, { world: worlds.get(key) ?? null, refs: [], at: [] });
+    groups.get(key).refs.push(ref);
+    groups.get(key).at.push(index);
+  }
+  return [...groups.values()];
+}
+
+/**
+ * One evaluation of a model's function (see {@link evaluateFunction}) in one world.
+ *
+ * @param {import('./commands.js').CommandContext} ctx
+ * @param {number} id the tab
+ * @param {string} source
+ * @param {any} target
+ * @param {{each: boolean, all: boolean, withElement: boolean}} how
+ * @param {{contextId: number, sessionId?: string} | null} world
+ */
+async function evaluateIn(ctx, id, source, target, { each, all, withElement }, world) {
   // The source is the model's, pasted as an expression: a syntax error surfaces as the
   // evaluation's exception, and anything but a function is refused by the wrapper.
   const expression = `(async () => {
@@ -286,9 +348,6 @@ async function evaluateFunction(ctx, { function: source, selector, ref, refs, ea
     const value = await (el === undefined ? fn() : fn(el));
     return { value, type: typeof value };
   })()`;
-  // An element of a frame of another origin: called in that frame's world (its DOM; not its
-  // scripts' variables, which live in the page's own world of that frame).
-  const world = await worldOf(ctx, id, target);
   const { result, exceptionDetails } = await ctx.debuggers.send(id, 'Runtime.evaluate', {
     expression, returnByValue: true, awaitPromise: true, userGesture: true, ...(world ? { contextId: world.contextId } : {}),
   }, world?.sessionId ? { sessionId: world.sessionId } : undefined);

@@ -3913,6 +3913,28 @@ async fn other_origin_frames(host: &impl Host, site: &FixtureSite, other: &Fixtu
             let name = format!("pay-{}.png", which.replace(' ', "-"));
             std::fs::write(std::path::Path::new(&dir).join(name), png).unwrap();
         }
+        // A read of each match of a locator: the page's and the frame's, in the page's order;
+        // one function handed both at once is refused, saying why.
+        let each = tool(
+            host,
+            "browser_evaluate",
+            json!({"function": "(el) => el.textContent", "target": "getByRole('button')", "each": true}),
+        )
+        .await;
+        assert!(
+            text(&each).contains(r#"["Top button","Paid 3","Place the order"]"#),
+            "{which}: {each}"
+        );
+        let all = tool(
+            host,
+            "browser_evaluate",
+            json!({"function": "(els) => els.length", "target": "getByRole('button')", "all": true}),
+        )
+        .await;
+        assert!(
+            is_error(&all) && text(&all).contains("frame of another origin as well as elsewhere"),
+            "{which}: {all}"
+        );
         // A subtree by a frame's ref: the tab's page named in the header.
         let subtree = tool(host, "browser_snapshot", json!({ "target": pay })).await;
         assert!(
