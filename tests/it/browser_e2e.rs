@@ -3945,6 +3945,43 @@ async fn other_origin_frames(host: &impl Host, site: &FixtureSite, other: &Fixtu
     }
 }
 
+/// A frame of another site whose page is busy (a long script) does not hold the snapshot: it
+/// is left out after its bound, said so, and the page's own content is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_frame_of_another_site_is_left_out_of_the_snapshot_after_its_bound() {
+    on_tools_page!(
+        "a_busy_frame_of_another_site_is_left_out_of_the_snapshot_after_its_bound",
+        &[],
+        |bridge, site| {
+            let port = site
+                .base
+                .trim_end_matches('/')
+                .rsplit(':')
+                .next()
+                .unwrap()
+                .to_owned();
+            let url = format!(
+                "{}?src=http://localhost:{port}/other-site-child.html?busy=8000",
+                site.url("other-site-frame.html")
+            );
+            tool_ok(&bridge, "browser_navigate", json!({ "url": url })).await;
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            let started = Instant::now();
+            let shown = outline(&bridge, json!({})).await;
+            assert!(
+                started.elapsed() < Duration::from_secs(6),
+                "{:?}",
+                started.elapsed()
+            );
+            assert!(
+                shown.contains("- button \"Top button\" [ref=")
+                    && shown.contains("frame of another origin: its content could not be read"),
+                "{shown}"
+            );
+        }
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frames_of_another_origin_are_read_and_acted_on_by_their_refs() {
     on_tools_page!(

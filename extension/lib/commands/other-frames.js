@@ -15,6 +15,8 @@ import { exceptionText, serverError } from '../rpc.js';
 const WORLD = 'mcp-relay';
 /** How many frames of another origin one snapshot reads (a page of ads can hold dozens). */
 export const OTHER_FRAMES_READ_MAX = 20;
+/** How long a snapshot waits for one such frame (a frame whose page is busy is left out, said so). */
+const FRAME_READ_TIMEOUT_MS = 2_000;
 
 /**
  * The iframe element a frame number names in the top document's registry, if it is alive.
@@ -55,9 +57,10 @@ function contentOffset(frame, scroll) {
  * @param {any} ctx
  * @param {number} tabId
  * @param {number} frame
+ * @param {number} [timeoutMs] how long to wait for the frame (a snapshot's bound)
  * @returns {Promise<{frame: number, contextId: number, sessionId?: string} | null>}
  */
-export async function frameWorld(ctx, tabId, frame) {
+export async function frameWorld(ctx, tabId, frame, timeoutMs = undefined) {
   const { result } = await ctx.debuggers.send(tabId, 'Runtime.evaluate', { expression: `(${iframeOf.toString()})(${frame})` });
   if (!result?.objectId)
     return null;
@@ -68,7 +71,7 @@ export async function frameWorld(ctx, tabId, frame) {
       return null;
     const sessionId = ctx.debuggers.frames?.sessionOf(tabId, frameId);
     const { executionContextId } = await ctx.debuggers.send(tabId, 'Page.createIsolatedWorld',
-        { frameId, worldName: WORLD }, sessionId ? { sessionId } : undefined);
+        { frameId, worldName: WORLD }, { ...(sessionId ? { sessionId } : {}), ...(timeoutMs ? { timeoutMs } : {}) });
     return { frame, contextId: executionContextId, ...(sessionId ? { sessionId } : {}) };
   } finally {
     ctx.debuggers.send(tabId, 'Runtime.releaseObject', { objectId: result.objectId }).catch(() => {});
@@ -82,11 +85,12 @@ export async function frameWorld(ctx, tabId, frame) {
  * @param {number} tabId
  * @param {{contextId: number, sessionId?: string}} world
  * @param {string} expression
+ * @param {number} [timeoutMs] how long to wait for its answer (a snapshot's bound)
  */
-export async function evaluateInFrame(ctx, tabId, world, expression) {
+export async function evaluateInFrame(ctx, tabId, world, expression, timeoutMs = undefined) {
   const { result, exceptionDetails } = await ctx.debuggers.send(tabId, 'Runtime.evaluate',
       { expression, contextId: world.contextId, returnByValue: true, awaitPromise: true },
-      world.sessionId ? { sessionId: world.sessionId } : undefined);
+      { ...(world.sessionId ? { sessionId: world.sessionId } : {}), ...(timeoutMs ? { timeoutMs } : {}) });
   if (exceptionDetails)
     throw serverError(`Script failed in a frame of tab ${tabId}: ${exceptionText(exceptionDetails)}`);
   return result.value;
@@ -178,10 +182,10 @@ export async function readOtherFrames(ctx, tabId, captured, limits, capture) {
       continue;
     }
     try {
-      const world = await frameWorld(ctx, tabId, frame);
+      const world = await frameWorld(ctx, tabId, frame, FRAME_READ_TIMEOUT_MS);
       if (!world)
         continue;
-      const inner = await evaluateInFrame(ctx, tabId, world, `${capture}(${JSON.stringify({ ...limits, frame })})`);
+      const inner = await evaluateInFrame(ctx, tabId, world, `${capture}(${JSON.stringify({ ...limits, frame })})`, FRAME_READ_TIMEOUT_MS);
       if (limits.boxes) {
         const [dx, dy] = (await frameOffset(ctx, tabId, frame)) ?? [0, 0];
         shiftBoxes(inner.tree, dx, dy);
