@@ -71,7 +71,9 @@ export function asksAnything(rules) {
  *
  * @param {Element | null} element
  * @param {{x?: number, y?: number, focused?: boolean, enter?: boolean}} how
- * @returns {{submits: boolean, purchase: boolean, words: string} | {error: string}}
+ * @returns {{submits: boolean, purchase: boolean, words: string} | {error: string} | {frame: object}}
+ *   `frame`: the point or focus is in a frame of another origin (kept on the window), with
+ *   `how` for asking there
  */
 export function pageConsequence(element, how) {
   let el = element;
@@ -79,7 +81,30 @@ export function pageConsequence(element, how) {
     el = document.activeElement;
   else if (!el && typeof how.x === 'number')
     el = document.elementFromPoint(how.x, how.y);
-  if (!el || el === document.body || el === document.documentElement)
+  // A point or the focus inside a frame: the frame's element. A frame of another origin cannot
+  // be read from here: it is kept for the extension, which asks again in the frame's own world
+  // (commands/other-frames.js), at the point in the frame's viewport.
+  let [x, y] = [how.x, how.y];
+  while (el && (el.localName === 'iframe' || el.localName === 'frame')) {
+    const rect = el.getBoundingClientRect();
+    const css = el.ownerDocument.defaultView.getComputedStyle(el);
+    if (typeof x === 'number') {
+      x -= rect.x + el.clientLeft + parseFloat(css.paddingLeft);
+      y -= rect.y + el.clientTop + parseFloat(css.paddingTop);
+    }
+    let inner = null;
+    try {
+      inner = el.contentDocument;
+    } catch {
+      inner = null;
+    }
+    if (!inner) {
+      window[Symbol.for('mcp-relay.frameInTheWay')] = el;
+      return { frame: { ...how, ...(typeof x === 'number' ? { x, y } : {}) } };
+    }
+    el = how.focused ? inner.activeElement : inner.elementFromPoint(x, y);
+  }
+  if (!el || el === el.ownerDocument.body || el === el.ownerDocument.documentElement)
     return { submits: false, purchase: false, words: 'the page' };
   const control = el.closest('button, input, a, [role="button"], select, textarea') || el;
   const tag = control.tagName.toLowerCase();

@@ -218,13 +218,66 @@ async fn ask_in_other_site_frame(chromium: &Path) {
         }
     );
     assert!(is_error(&clicked), "{clicked}");
-    let sent = call(
+    let ordered = async || {
+        let sent = call(
+            &bridge,
+            "browser_evaluate",
+            json!({"function": "(el) => el.ownerDocument.body.dataset.ordered ?? 'none'", "target": place}),
+        )
+        .await;
+        text(&sent)
+    };
+    assert_eq!(ordered().await, "none");
+    // The same button clicked at its box's centre is the same step: refused with the owner's
+    // answer, not clicked through.
+    let boxed = text(&call(&bridge, "browser_snapshot", json!({"boxes": true})).await);
+    let line = boxed
+        .lines()
+        .find(|l| l.contains("button \"Place the order\""))
+        .unwrap_or_else(|| panic!("{boxed}"));
+    let b: Vec<f64> = line
+        .split("[box=")
+        .nth(1)
+        .and_then(|r| r.split(']').next())
+        .unwrap()
+        .split(',')
+        .map(|n| n.parse().unwrap())
+        .collect();
+    let at_point = call(
         &bridge,
-        "browser_evaluate",
-        json!({"function": "(el) => el.ownerDocument.body.dataset.ordered ?? 'none'", "target": place}),
+        "browser_click",
+        json!({"x": b[0] + b[2] / 2.0, "y": b[1] + b[3] / 2.0}),
     )
     .await;
-    assert_eq!(text(&sent), "none", "{sent}");
+    assert!(
+        is_error(&at_point) && text(&at_point).contains("denied"),
+        "{at_point}"
+    );
+    assert_eq!(ordered().await, "none");
+    // Enter in the frame's card field submits its form: asked about, denied, nothing sent.
+    let card = shown
+        .lines()
+        .find(|l| l.contains("textbox \"Card holder\""))
+        .and_then(|l| l.split("[ref=").nth(1))
+        .and_then(|r| r.split(']').next())
+        .unwrap()
+        .to_owned();
+    let typed = call(
+        &bridge,
+        "browser_type",
+        json!({"target": card, "text": "Ada"}),
+    )
+    .await;
+    assert!(!is_error(&typed), "{typed}");
+    let (entered, _) = tokio::join!(
+        call(&bridge, "browser_press_key", json!({"key": "Enter"})),
+        async {
+            wait_for_request(&mut devtools, &popup).await;
+            click_answer(&mut devtools, &popup, "denied").await;
+        }
+    );
+    assert!(is_error(&entered), "{entered}");
+    assert_eq!(ordered().await, "none");
 }
 
 async fn fill_form_asks(chromium: &Path) {

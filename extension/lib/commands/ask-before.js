@@ -14,6 +14,7 @@ import { HELD_SUBMISSIONS_KEY, holdSubmissions, pageConsequence, peekHeldSubmiss
 import { elementExpression, pageExpression } from '../page-scripts.js';
 import { serverError } from '../rpc.js';
 import { elementTarget } from '../targets.js';
+import { worldOfIframe } from './other-frames.js';
 import { evaluateExpression, getTab, targetTab, worldOf } from './shared.js';
 
 /** @typedef {import('../commands.js').CommandContext} CommandContext */
@@ -46,7 +47,13 @@ export async function askBeforeActing(ctx, method, params) {
   // An element of a frame of another origin (a payment form embedded from its provider) is
   // read in that frame's world, where its form is.
   const world = query.target ? await worldOf(ctx, tabId, query.target) : null;
-  const found = await evaluateExpression(ctx, tabId, expression, world);
+  let found = await evaluateExpression(ctx, tabId, expression, world);
+  // A click at a point, or a key press, that lands in a frame of another origin: asked
+  // again in that frame's world, at the point in its viewport.
+  if (found?.frame) {
+    const inFrame = await worldOfIframe(ctx, tabId, `window[Symbol.for('mcp-relay.frameInTheWay')]`);
+    found = inFrame ? await evaluateExpression(ctx, tabId, pageExpression(pageConsequence, null, found.frame), inFrame) : null;
+  }
   // An element that cannot be found is the command's to report, with its own words.
   if (!found || found.error)
     return;

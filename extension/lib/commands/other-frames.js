@@ -61,7 +61,22 @@ function contentOffset(frame, scroll) {
  * @returns {Promise<{frame: number, contextId: number, sessionId?: string} | null>}
  */
 export async function frameWorld(ctx, tabId, frame, timeoutMs = undefined) {
-  const { result } = await ctx.debuggers.send(tabId, 'Runtime.evaluate', { expression: `(${iframeOf.toString()})(${frame})` });
+  const world = await worldOfIframe(ctx, tabId, `(${iframeOf.toString()})(${frame})`, timeoutMs);
+  return world && { frame, ...world };
+}
+
+/**
+ * The isolated world of the frame whose iframe element `expression` (run in the page's own
+ * world) answers, or null when it answers none.
+ *
+ * @param {any} ctx
+ * @param {number} tabId
+ * @param {string} expression
+ * @param {number} [timeoutMs]
+ * @returns {Promise<{contextId: number, sessionId?: string} | null>}
+ */
+export async function worldOfIframe(ctx, tabId, expression, timeoutMs = undefined) {
+  const { result } = await ctx.debuggers.send(tabId, 'Runtime.evaluate', { expression });
   if (!result?.objectId)
     return null;
   try {
@@ -72,7 +87,7 @@ export async function frameWorld(ctx, tabId, frame, timeoutMs = undefined) {
     const sessionId = ctx.debuggers.frames?.sessionOf(tabId, frameId);
     const { executionContextId } = await ctx.debuggers.send(tabId, 'Page.createIsolatedWorld',
         { frameId, worldName: WORLD }, { ...(sessionId ? { sessionId } : {}), ...(timeoutMs ? { timeoutMs } : {}) });
-    return { frame, contextId: executionContextId, ...(sessionId ? { sessionId } : {}) };
+    return { contextId: executionContextId, ...(sessionId ? { sessionId } : {}) };
   } finally {
     ctx.debuggers.send(tabId, 'Runtime.releaseObject', { objectId: result.objectId }).catch(() => {});
   }
