@@ -572,6 +572,21 @@ impl Drop for FixtureSite {
     }
 }
 
+/// The box (`[box=x,y,width,height]`) on the first outline line that contains `needle`.
+pub fn box_on(outline: &str, needle: &str) -> Vec<f64> {
+    let line = outline
+        .lines()
+        .find(|line| line.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle} in\n{outline}"));
+    line.split("[box=")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .unwrap_or_else(|| panic!("no box on {line}"))
+        .split(',')
+        .map(|n| n.parse().unwrap())
+        .collect()
+}
+
 pub async fn serve_fixture(mut stream: TcpStream, root: PathBuf) {
     let Some(name) = request_path(&mut stream).await else {
         return;

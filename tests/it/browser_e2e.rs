@@ -1456,16 +1456,7 @@ async fn snapshot_refs(chromium: &Path) {
     // by where the frame's content sits (its border and padding too); a click at a box's centre
     // lands on that element.
     let boxed = outline(&bridge, json!({"boxes": true})).await;
-    let box_of = |needle: &str| -> Vec<f64> {
-        let line = boxed.lines().find(|l| l.contains(needle)).unwrap();
-        line.split("[box=")
-            .nth(1)
-            .and_then(|r| r.split(']').next())
-            .unwrap_or_else(|| panic!("no box on {line}"))
-            .split(',')
-            .map(|n| n.parse().unwrap())
-            .collect()
-    };
+    let box_of = |needle: &str| box_on(&boxed, needle);
     let expected = page_value(
         &bridge,
         "(() => { const f = document.getElementById('child'), r = f.getBoundingClientRect(); \
@@ -3870,18 +3861,7 @@ async fn other_origin_frames(host: &impl Host, site: &FixtureSite, other: &Fixtu
         .await;
         // And a click at a box's centre lands on it: the boxes are in the page's viewport.
         let boxed = outline(host, json!({"boxes": true})).await;
-        let line = boxed
-            .lines()
-            .find(|l| l.contains("button \"Paid 2\""))
-            .unwrap_or_else(|| panic!("{which}: {boxed}"));
-        let b: Vec<f64> = line
-            .split("[box=")
-            .nth(1)
-            .and_then(|r| r.split(']').next())
-            .unwrap()
-            .split(',')
-            .map(|n| n.parse().unwrap())
-            .collect();
+        let b = box_on(&boxed, "button \"Paid 2\"");
         tool_ok(
             host,
             "browser_click",

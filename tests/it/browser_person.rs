@@ -231,18 +231,7 @@ async fn ask_in_other_site_frame(chromium: &Path) {
     // The same button clicked at its box's centre is the same step: refused with the owner's
     // answer, not clicked through.
     let boxed = text(&call(&bridge, "browser_snapshot", json!({"boxes": true})).await);
-    let line = boxed
-        .lines()
-        .find(|l| l.contains("button \"Place the order\""))
-        .unwrap_or_else(|| panic!("{boxed}"));
-    let b: Vec<f64> = line
-        .split("[box=")
-        .nth(1)
-        .and_then(|r| r.split(']').next())
-        .unwrap()
-        .split(',')
-        .map(|n| n.parse().unwrap())
-        .collect();
+    let b = box_on(&boxed, "button \"Place the order\"");
     let at_point = call(
         &bridge,
         "browser_click",
