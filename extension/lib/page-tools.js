@@ -5,6 +5,7 @@
  * capture itself is in downloads.js and connection-state.js). commands.js adds this table.
  */
 
+import { sendIn } from './commands/other-frames.js';
 import { elementError, targetTab, worldOf } from './commands/shared.js';
 import { MEDIA_PARAMS, emulatedMediaParams, mergeMedia } from './media.js';
 import { elementExpression } from './page-scripts.js';
@@ -65,10 +66,9 @@ async function drop(ctx, { ref, selector, files = [], data = {}, tabId }) {
   };
   // On an element of a frame of another origin: dispatched in that frame's world.
   const world = await worldOf(ctx, id, target);
-  const { result, exceptionDetails } = await ctx.debuggers.send(id, 'Runtime.evaluate', {
+  const { result, exceptionDetails } = await sendIn(ctx, id, world, 'Runtime.evaluate', {
     expression: elementExpression(dropOnElement, target, payload), returnByValue: true, awaitPromise: true, userGesture: true,
-    ...(world ? { contextId: world.contextId } : {}),
-  }, world?.sessionId ? { sessionId: world.sessionId } : undefined);
+  });
   if (exceptionDetails)
     throw serverError(`The drop failed in tab ${id}: ${exceptionDetails.exception?.description?.split('\n')[0] ?? exceptionDetails.text}`);
   const answer = result.value;

@@ -10,7 +10,7 @@
  */
 
 import { fillingWithAsking } from './commands/ask-before.js';
-import { frameOffset } from './commands/other-frames.js';
+import { frameOffset, sendIn } from './commands/other-frames.js';
 import { elementError, evaluateExpression, locate, staleRefMessage, targetTab, worldOf } from './commands/shared.js';
 import { fieldAction, fillField, documentBox, MAX_FIELDS, setInputFiles } from './form-fields.js';
 import { POST_DATA_CLIP, REQUEST_LIMIT, clipped } from './network.js';
@@ -89,7 +89,7 @@ async function fillForm(ctx, { fields, tabId }) {
   // filled waits for their Allow (commands/ask-before.js).
   const { submitted } = await fillingWithAsking(ctx, id, async () => {
     for (const { field, action, target } of planned) {
-      const result = await runInPage(ctx, id, elementExpression(fillField, target, action), await worldOf(ctx, id, target));
+      const result = await evaluateExpression(ctx, id, elementExpression(fillField, target, action), await worldOf(ctx, id, target));
       if (result?.error) {
         const done = filled.length ? ` (the fields before it were filled: ${filled.map(f => f.name).join(', ')})` : '';
         throw serverError(`Field "${field.name ?? describeTarget(target)}" (${describeTarget(target)}): ${failureText(result)}${done}`);
@@ -125,13 +125,13 @@ async function fileUpload(ctx, { selector, ref, files, tabId }) {
   // Without an element: the page's only file input (a page with several must be told which).
   const target = selector === undefined && ref === undefined ? 'input[type=file]' : elementTarget({ selector, ref });
   if (selector === undefined && ref === undefined) {
-    const count = await runInPage(ctx, id, 'document.querySelectorAll("input[type=file]").length');
+    const count = await evaluateExpression(ctx, id, 'document.querySelectorAll("input[type=file]").length');
     if (count !== 1)
       throw serverError(count === 0
         ? 'The page has no file input (<input type=file>); click what opens the upload first, or name the input with "ref" or "selector"'
         : `The page has ${count} file inputs; name the one to use with "ref" or "selector"`);
   }
-  const result = await runInPage(ctx, id, elementExpression(setInputFiles, target, files.map(file => ({
+  const result = await evaluateExpression(ctx, id, elementExpression(setInputFiles, target, files.map(file => ({
     name: file.name, mimeType: typeof file.mimeType === 'string' ? file.mimeType : 'application/octet-stream', data: file.data,
   }))), await worldOf(ctx, id, target));
   if (result?.error) {
@@ -348,9 +348,8 @@ async function evaluateIn(ctx, id, source, target, { each, all, withElement }, w
     const value = await (el === undefined ? fn() : fn(el));
     return { value, type: typeof value };
   })()`;
-  const { result, exceptionDetails } = await ctx.debuggers.send(id, 'Runtime.evaluate', {
-    expression, returnByValue: true, awaitPromise: true, userGesture: true, ...(world ? { contextId: world.contextId } : {}),
-  }, world?.sessionId ? { sessionId: world.sessionId } : undefined);
+  const { result, exceptionDetails } = await sendIn(ctx, id, world, 'Runtime.evaluate',
+      { expression, returnByValue: true, awaitPromise: true, userGesture: true });
   if (exceptionDetails)
     throw serverError(`The function threw: ${exceptionText(exceptionDetails)}`);
   const answer = result.value ?? {};
@@ -366,16 +365,16 @@ async function elementScreenshot(ctx, { selector, ref, format = 'png', tabId }) 
   const target = elementTarget({ selector, ref });
   const id = await targetTab(ctx, tabId);
   const world = await worldOf(ctx, id, target);
-  const box = await runInPage(ctx, id, elementExpression(documentBox, target), world);
+  const box = await evaluateExpression(ctx, id, elementExpression(documentBox, target), world);
   if (box?.error)
     throw elementError(box, target);
   if (world) {
     // An element of a frame of another origin: from its frame's document to the page's, by
     // the frame's scroll, where the frame sits in the viewport, and the page's scroll.
     const [frameScroll, offset, pageScroll] = [
-      await runInPage(ctx, id, '[scrollX, scrollY]', world),
+      await evaluateExpression(ctx, id, '[scrollX, scrollY]', world),
       await frameOffset(ctx, id, world.frame, true),
-      await runInPage(ctx, id, '[scrollX, scrollY]'),
+      await evaluateExpression(ctx, id, '[scrollX, scrollY]'),
     ];
     if (!offset)
       throw serverError(`The frame of ${describeTarget(target)} is no longer on the page; take a new snapshot (browser_snapshot)`);
@@ -399,7 +398,7 @@ async function elementScreenshot(ctx, { selector, ref, format = 'png', tabId }) 
 async function resize(ctx, { width, height, tabId }) {
   const id = await targetTab(ctx, tabId);
   await ctx.debuggers.send(id, 'Emulation.setDeviceMetricsOverride', { width, height, deviceScaleFactor: 0, mobile: false });
-  const now = await runInPage(ctx, id, '({ width: innerWidth, height: innerHeight })');
+  const now = await evaluateExpression(ctx, id, '({ width: innerWidth, height: innerHeight })');
   return { tabId: id, width: now.width, height: now.height };
 }
 
@@ -407,7 +406,7 @@ async function resize(ctx, { width, height, tabId }) {
 async function printPdf(ctx, { tabId }) {
   const id = await targetTab(ctx, tabId);
   const { data } = await ctx.debuggers.send(id, 'Page.printToPDF', { printBackground: true }, { timeoutMs: PDF_TIMEOUT_MS });
-  const url = await runInPage(ctx, id, 'location.href').catch(() => '');
+  const url = await evaluateExpression(ctx, id, 'location.href').catch(() => '');
   return { tabId: id, url, data, mimeType: 'application/pdf' };
 }
 
@@ -443,17 +442,6 @@ async function closeAgentTabs(ctx) {
 
 // ---------------------------------------------------------------------------
 // Helpers
-
-/**
- * @param {import('./commands.js').CommandContext} ctx
- * @param {number} tabId
- * @param {string} expression
- * @param {{contextId: number, sessionId?: string} | null} [world] a frame of another origin's
- *   (commands/other-frames.js), for an expression about one of its elements
- */
-async function runInPage(ctx, tabId, expression, world = null) {
-  return evaluateExpression(ctx, tabId, expression, world);
-}
 
 /**
  * Where a mouse acts on an element, in a frame of another origin too (commands/shared.js).

@@ -31,16 +31,15 @@ function iframeOf(frame) {
 }
 
 /**
- * Where the frame's content sits in the top viewport (its iframe's box, border and padding),
- * the iframe first scrolled into view when `scroll`. Runs in the page.
+ * Where an iframe's content sits in the top viewport (its box, border and padding), the
+ * iframe first scrolled into view when `scroll`. Runs in the page, with {@link iframeOf}'s
+ * answer.
  *
- * @param {number} frame
+ * @param {Element | null} el
  * @param {boolean} scroll
  */
-function contentOffset(frame, scroll) {
-  const registry = window[Symbol.for('mcp-relay.refs')];
-  const el = registry?.frameEls?.get(frame)?.deref();
-  if (!el || !el.isConnected)
+function contentOffset(el, scroll) {
+  if (!el)
     return null;
   if (scroll)
     el.scrollIntoView({ block: 'nearest', inline: 'nearest', behavior: 'instant' });
@@ -94,6 +93,22 @@ export async function worldOfIframe(ctx, tabId, expression, timeoutMs = undefine
 }
 
 /**
+ * Sends `method` to the world an evaluation belongs in: a frame of another origin's (its
+ * context, in its session) or, with no world, the page's own.
+ *
+ * @param {any} ctx
+ * @param {number} tabId
+ * @param {{contextId: number, sessionId?: string} | null} world
+ * @param {string} method
+ * @param {object} params
+ * @param {{timeoutMs?: number}} [options]
+ */
+export function sendIn(ctx, tabId, world, method, params, options = {}) {
+  return ctx.debuggers.send(tabId, method, { ...params, ...(world ? { contextId: world.contextId } : {}) },
+      { ...options, ...(world?.sessionId ? { sessionId: world.sessionId } : {}) });
+}
+
+/**
  * Evaluates `expression` in a frame's world and returns its JSON result.
  *
  * @param {any} ctx
@@ -103,9 +118,8 @@ export async function worldOfIframe(ctx, tabId, expression, timeoutMs = undefine
  * @param {number} [timeoutMs] how long to wait for its answer (a snapshot's bound)
  */
 export async function evaluateInFrame(ctx, tabId, world, expression, timeoutMs = undefined) {
-  const { result, exceptionDetails } = await ctx.debuggers.send(tabId, 'Runtime.evaluate',
-      { expression, contextId: world.contextId, returnByValue: true, awaitPromise: true },
-      { ...(world.sessionId ? { sessionId: world.sessionId } : {}), ...(timeoutMs ? { timeoutMs } : {}) });
+  const { result, exceptionDetails } = await sendIn(ctx, tabId, world, 'Runtime.evaluate',
+      { expression, returnByValue: true, awaitPromise: true }, timeoutMs ? { timeoutMs } : {});
   if (exceptionDetails)
     throw serverError(`Script failed in a frame of tab ${tabId}: ${exceptionText(exceptionDetails)}`);
   return result.value;
@@ -122,7 +136,7 @@ export async function evaluateInFrame(ctx, tabId, world, expression, timeoutMs =
  */
 export async function frameOffset(ctx, tabId, frame, scroll = false) {
   const { result } = await ctx.debuggers.send(tabId, 'Runtime.evaluate',
-      { expression: `(${contentOffset.toString()})(${frame}, ${scroll})`, returnByValue: true });
+      { expression: `(${contentOffset.toString()})((${iframeOf.toString()})(${frame}), ${scroll})`, returnByValue: true });
   return Array.isArray(result?.value) ? result.value : null;
 }
 
@@ -139,9 +153,10 @@ export async function worldOf(ctx, tabId, target) {
   const frame = ref && /^f(\d+)e\d+$/.exec(ref);
   if (!frame)
     return null;
+  // Not a ref of the page's own world (a same-origin frame's is), and its frame is one.
   const { result } = await ctx.debuggers.send(tabId, 'Runtime.evaluate', {
-    expression: `(() => { const r = window[Symbol.for('mcp-relay.refs')]; ` +
-        `return Boolean(r && !r.byRef.has(${JSON.stringify(ref)}) && r.frameEls?.get(${Number(frame[1])})); })()`,
+    expression: `window[Symbol.for('mcp-relay.refs')]?.byRef.has(${JSON.stringify(ref)}) === false && ` +
+        `(${iframeOf.toString()})(${Number(frame[1])}) !== null`,
     returnByValue: true,
   });
   if (result?.value !== true)

@@ -151,7 +151,6 @@ export async function locate(ctx, tabId, target, options = {}) {
   return located;
 }
 
-
 /** How long an element command waits for its element to become enabled, visible or uncovered. */
 export const ACTIONABLE_WAIT_MS = 3_000;
 /** How long it keeps trying an element placed off-screen (a page still scrolling or animating). */
@@ -265,8 +264,6 @@ export async function poll(deadline, done, timeoutMessage) {
     await new Promise(resolve => setTimeout(resolve, POLL_INTERVAL_MS));
   }
 }
-
-
 
 /** @param {unknown} error */
 export function messageOf(error) {
