@@ -3721,6 +3721,129 @@ async fn over_http_web_components_are_named_and_acted_on_inside_shadow_roots() {
     .await;
 }
 
+/// What a person sees a form answer, a model reading the click's answer reads too: the
+/// browser's own check stopping the submit (its bubble, in no outline), the field the page
+/// marks invalid with the message it points to, and the page's announced messages. Before,
+/// each of these clicks answered `clicked: true` and nothing else.
+async fn form_answers(host: &impl Host, site: &FixtureSite) {
+    tool_ok(
+        host,
+        "browser_navigate",
+        json!({"url": site.url("signup.html")}),
+    )
+    .await;
+    let shown = outline(host, json!({})).await;
+    let email = ref_of(&shown, "textbox \"Email\"");
+    let terms = ref_of(&shown, "checkbox \"I accept the terms\"");
+    let create = tool(
+        host,
+        "browser_click",
+        json!({"target": "getByRole('button', { name: 'Create account' })"}),
+    )
+    .await;
+    let said = text(&create);
+    assert!(
+        said.contains("Form not sent: the browser's own check stopped it")
+            && said.contains(&format!(
+                "- \"Email\" [ref={email}]: Please fill out this field."
+            ))
+            && said.contains(&format!("- \"I accept the terms\" [ref={terms}]: ")),
+        "{said}"
+    );
+    assert_eq!(page_value(host, "sent.length").await, 0);
+    // An Enter the check stops did not submit, and says which field is wrong.
+    let typed = tool_ok(
+        host,
+        "browser_type",
+        json!({"ref": email, "text": "not-an-email", "submit": true}),
+    )
+    .await;
+    assert_eq!(typed["submitted"], false, "{typed}");
+    assert!(
+        typed["formBlocked"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("'@'")),
+        "{typed}"
+    );
+    // Once the fields are right, the form goes, and the page's announcement is the answer.
+    tool_ok(
+        host,
+        "browser_fill_form",
+        json!({"fields": [
+            {"name": "Email", "type": "textbox", "ref": email, "value": "ada@example.com"},
+            {"name": "Terms", "type": "checkbox", "ref": terms, "value": "true"}]}),
+    )
+    .await;
+    let created = tool(
+        host,
+        "browser_click",
+        json!({"target": "getByText('Create account')"}),
+    )
+    .await;
+    let said = text(&created);
+    assert!(
+        !said.contains("Form not sent") && said.contains("Page says (status): Account created"),
+        "{said}"
+    );
+    assert_eq!(page_value(host, "sent.join()").await, "account");
+    // A form that checks itself: the field it marks invalid, with its message, and its alert.
+    let user = ref_of(&outline(host, json!({})).await, "textbox \"Username\"");
+    let saved = tool(
+        host,
+        "browser_click",
+        json!({"target": "getByText('Save')"}),
+    )
+    .await;
+    let said = text(&saved);
+    assert!(
+        said.contains(&format!(
+            "Fields the page now marks invalid:\n- \"Username\" [ref={user}]: Choose a username"
+        )) && said.contains("Page says (alert): 1 problem in the form")
+            && !said.contains("Account created"),
+        "{said}"
+    );
+    // Nothing new to say: nothing said.
+    let again = tool_ok(
+        host,
+        "browser_click",
+        json!({"target": "getByText('Save')"}),
+    )
+    .await;
+    for quiet in ["formBlocked", "markedInvalid", "pageSays"] {
+        assert!(again.get(quiet).is_none(), "{again}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_the_browser_or_the_page_refuses_says_why_in_the_action_answer() {
+    on_tools_page!(
+        "a_form_the_browser_or_the_page_refuses_says_why_in_the_action_answer",
+        &[],
+        |bridge, site| { form_answers(&bridge, &site).await }
+    );
+}
+
+/// The same in a real window under Xvfb, where the browser draws its bubble.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_a_form_the_browser_or_the_page_refuses_says_why_under_xvfb() {
+    on_tools_page!(
+        "headful_a_form_the_browser_or_the_page_refuses_says_why_under_xvfb",
+        Mode::Headful,
+        &[],
+        |bridge, site| { form_answers(&bridge, &site).await }
+    );
+}
+
+#[cfg(feature = "http-mcp")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_a_form_the_browser_or_the_page_refuses_says_why() {
+    on_tools_page_over_http(
+        "over_http_a_form_the_browser_or_the_page_refuses_says_why",
+        async |host, site| form_answers(host, site).await,
+    )
+    .await;
+}
+
 /// A live page (an event stream that ticks, a long poll the server does not answer): a click
 /// answers once what it set off has settled, not at the 3 s bound for connections the page had
 /// open before it; the navigation waits a second for them after the load event, then answers

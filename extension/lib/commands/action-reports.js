@@ -1,9 +1,12 @@
 /**
  * What an action changed, added to its answer: the page it led to (`pageChanged`), the
- * downloads it started, the errors and warnings the page's console gained (`console`), and
- * with `snapshot: true` the page's outline.
+ * downloads it started, the errors and warnings the page's console gained (`console`), what a
+ * person would have seen it cause (a form the browser's check stopped, a message the page
+ * announced, a field it marked invalid: action-evidence.js), and with `snapshot: true` the
+ * page's outline.
  */
 
+import { actionEvidence, watchAction } from '../action-evidence.js';
 import { DialogOpenError } from '../debugger-sessions.js';
 import { pageState } from '../page-scripts.js';
 import { settleAfter } from '../settle.js';
@@ -28,7 +31,7 @@ export function reportingChanges(run, { settle = false, loaded = false } = {}) {
   return async (ctx, params) => {
     // Only a tab this connection may use is read (targetTab checks), before the action runs.
     const tabBefore = await targetTab(ctx, params.tabId).catch(() => null);
-    const before = tabBefore === null ? null : await evaluateFunction(ctx, tabBefore, pageState).catch(() => null);
+    const before = tabBefore === null ? null : await evaluateFunction(ctx, tabBefore, watchAction).catch(() => null);
     const events = ctx.debuggers?.events;
     const logged = tabBefore === null ? 0 : events?.mark(tabBefore) ?? 0;
     const openedBefore = tabBefore === null ? null : new Set((await tabsOpenedBy(tabBefore)).map(tab => tab.id));
@@ -40,9 +43,17 @@ export function reportingChanges(run, { settle = false, loaded = false } = {}) {
     if (typeof result?.tabId !== 'number' || result.dialog)
       return result;
     await addDownloads(ctx, result, started);
-    const after = await stateAfterAction(ctx, result.tabId);
+    const watched = before !== null && result.tabId === tabBefore;
+    const after = await stateAfterAction(ctx, result.tabId, watched ? actionEvidence : pageState);
     if (before && after && (before.url !== after.url || before.title !== after.title))
       result.pageChanged = { url: after.url, title: after.title };
+    for (const seen of EVIDENCE) {
+      if (after?.[seen])
+        result[seen] = after[seen];
+    }
+    // An Enter the browser's check stopped did not submit anything.
+    if (result.formBlocked && result.submitted === true)
+      result.submitted = false;
     if (openedBefore && result.tabId === tabBefore)
       await addOpenedTabs(ctx, result, openedBefore);
     // As Playwright MCP's answers say what the console gained: an error a click set off is
@@ -162,16 +173,20 @@ export async function addDownloads(ctx, result, started, tabId = result.tabId) {
     result.downloads = rows;
 }
 
+/** What action-evidence.js reports, copied into the action's result when present. */
+const EVIDENCE = ['formBlocked', 'markedInvalid', 'pageSays'];
+
 /**
  * The page's URL and title once an action returned. A page that is being replaced
  * cannot run script; the tab then says where it is going. A dialog is rethrown.
  *
  * @param {CommandContext} ctx
  * @param {number} tabId
+ * @param {() => any} [read] the page function that reads them (`actionEvidence` adds what it saw)
  */
-export async function stateAfterAction(ctx, tabId) {
+export async function stateAfterAction(ctx, tabId, read = pageState) {
   try {
-    return await evaluateFunction(ctx, tabId, pageState);
+    return await evaluateFunction(ctx, tabId, read);
   } catch (error) {
     if (error instanceof DialogOpenError)
       throw error;

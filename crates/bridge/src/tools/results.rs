@@ -147,9 +147,12 @@ fn without(value: &Value, keys: &[&str]) -> Value {
 /// What an action's answer may say happened to the page, in the order its text says it.
 /// Each but `settled` (a page still loading, said only beside something else) makes the answer
 /// lines rather than JSON (`render`).
-const WHAT_HAPPENED: [&str; 6] = [
+const WHAT_HAPPENED: [&str; 9] = [
     "pageChanged",
     "httpError",
+    "formBlocked",
+    "markedInvalid",
+    "pageSays",
     "tabsOpened",
     "console",
     "settled",
@@ -212,6 +215,25 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                 counted(value["inFlight"].as_u64().unwrap_or(0), "request")
             )),
             "downloads" => lines.extend(download_lines(value)),
+            "formBlocked" => {
+                lines.push(
+                    "Form not sent: the browser's own check stopped it (a person sees this \
+                     message over the field):"
+                        .to_owned(),
+                );
+                lines.extend(field_rows(value));
+            }
+            "markedInvalid" => {
+                lines.push("Fields the page now marks invalid:".to_owned());
+                lines.extend(field_rows(value));
+            }
+            "pageSays" => lines.extend(value.as_array().into_iter().flatten().map(|row| {
+                format!(
+                    "Page says ({}): {}",
+                    row["role"].as_str().unwrap_or("status"),
+                    row["text"].as_str().unwrap_or("")
+                )
+            })),
             "tabsOpened" => lines.extend(value.as_array().into_iter().flatten().map(|tab| {
                 format!(
                     "Opened a new tab: {} (the current tab stays this one; browser_tabs with \
@@ -230,6 +252,26 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
         }
     }
     lines
+}
+
+/// `- "Email" [ref=e2]: Please fill out this field.`: one line per field the page or the
+/// browser found wrong (action-evidence.js), with its ref when it has one to act on.
+fn field_rows(fields: &Value) -> Vec<String> {
+    fields
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|row| {
+            let mut line = format!("- \"{}\"", row["field"].as_str().unwrap_or(""));
+            if let Some(reference) = row["ref"].as_str() {
+                line.push_str(&format!(" [ref={reference}]"));
+            }
+            if let Some(message) = row["message"].as_str().filter(|m| !m.is_empty()) {
+                line.push_str(&format!(": {message}"));
+            }
+            line
+        })
+        .collect()
 }
 
 /// One line per download of an action's answer, once the bridge saved them (files.rs).
@@ -1055,6 +1097,22 @@ mod tests {
             "Tab 7\nPage changed: https://e/b · B\nclicked: true\nelement: a.next"
         );
         assert_eq!(clicked.structured.unwrap()["x"], 75.66);
+        // What a person would have seen the click cause reads as lines, refs kept.
+        let stopped = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true,
+                    "formBlocked": [{"field": "Email", "ref": "e2", "message": "Please fill out this field."},
+                                    {"field": "tos", "message": "Please tick this box."}],
+                    "markedInvalid": [{"field": "Username", "ref": "e7"}],
+                    "pageSays": [{"role": "alert", "text": "Username is required"}]}),
+        );
+        assert_eq!(
+            stopped.text,
+            "Tab 7\nForm not sent: the browser's own check stopped it (a person sees this \
+             message over the field):\n- \"Email\" [ref=e2]: Please fill out this field.\n\
+             - \"tos\": Please tick this box.\nFields the page now marks invalid:\n\
+             - \"Username\" [ref=e7]\nPage says (alert): Username is required\nclicked: true"
+        );
         let opened = render(
             "browser_click",
             &json!({"tabId": 7, "clicked": true,

@@ -1,0 +1,120 @@
+/**
+ * What a person would see an action cause that a model, reading only the action's answer,
+ * would not: the browser's own form check stopping a submit (a bubble over the field, which
+ * is in no outline and changes nothing in the DOM), a message the page announces to
+ * assistive technology (`role=alert`, `role=status`, `aria-live`, `<output>`: the "Username is
+ * required" or "Saved" a page shows), and a field the page newly marks invalid
+ * (`aria-invalid`). Without them a click on a form that did not go anywhere answers
+ * `clicked: true`, and the model believes it was sent.
+ *
+ * `watchAction` runs in the tab's page before the action and `actionEvidence` after it; both
+ * are shipped as source (page-scripts.js `pageExpression`), so each is self-contained. What the
+ * first keeps between the two sits on the page's global object under a symbol, as the ref
+ * registry does; a navigation in between leaves nothing to report, and the page's URL then
+ * says what happened. Only the top document is watched: a form inside a frame checks itself
+ * where the top document cannot hear it.
+ */
+
+/**
+ * Before an action: where the page is (as page-scripts.js `pageState`), and the watchers
+ * `actionEvidence` reads.
+ */
+export function watchAction() {
+  const key = Symbol.for('mcp-relay.watch');
+  const LIVE = '[role=alert],[role=status],[aria-live=assertive],[aria-live=polite],output';
+  const earlier = window[key];
+  if (earlier) {
+    document.removeEventListener('invalid', earlier.onInvalid, true);
+    document.removeEventListener('submit', earlier.onSubmit, true);
+  }
+  const shown = el => (el.checkVisibility() ? el.innerText.trim() : '');
+  const watch = {
+    failed: [],
+    submits: 0,
+    live: new Map(),
+    invalid: new Set(document.querySelectorAll('[aria-invalid=true]')),
+    onInvalid: event => {
+      if (watch.failed.length < 20)
+        watch.failed.push(event.target);
+    },
+    onSubmit: () => {
+      watch.submits += 1;
+    },
+  };
+  for (const el of document.querySelectorAll(LIVE))
+    watch.live.set(el, shown(el));
+  // Capturing: `invalid` does not bubble, and a page may stop a submit's propagation.
+  document.addEventListener('invalid', watch.onInvalid, true);
+  document.addEventListener('submit', watch.onSubmit, true);
+  window[key] = watch;
+  return { url: location.href, title: document.title, readyState: document.readyState };
+}
+
+/**
+ * After an action: where the page is, and what `watchAction` saw. `formBlocked` lists the
+ * fields the browser's check found wrong (its own message, as the bubble shows it) when no
+ * form was sent; `markedInvalid` the fields the page marked invalid since, with the message
+ * it points them to; `pageSays` each announced message that appeared or changed. Fields carry
+ * their ref when the last snapshot gave them one.
+ */
+export function actionEvidence() {
+  const state = { url: location.href, title: document.title, readyState: document.readyState };
+  const key = Symbol.for('mcp-relay.watch');
+  const watch = window[key];
+  if (!watch)
+    return state;
+  delete window[key];
+  document.removeEventListener('invalid', watch.onInvalid, true);
+  document.removeEventListener('submit', watch.onSubmit, true);
+  const LIVE = '[role=alert],[role=status],[aria-live=assertive],[aria-live=polite],output';
+  const clip = (text, most) => {
+    const flat = String(text || '').replace(/\s+/g, ' ').trim();
+    return flat.length > most ? `${flat.slice(0, most - 1)}…` : flat;
+  };
+  const shown = el => (el.isConnected && el.checkVisibility() ? el.innerText.trim() : '');
+  const refs = window[Symbol.for('mcp-relay.refs')];
+  const field = el => {
+    const labelled = el.getAttribute('aria-labelledby')?.split(/\s+/)
+      .map(id => document.getElementById(id)?.innerText || '').join(' ');
+    const name = el.getAttribute('aria-label') || labelled
+      || [...(el.labels || [])].map(label => label.innerText).join(' ')
+      || el.getAttribute('placeholder') || el.getAttribute('name') || el.id || el.localName;
+    const ref = refs?.refOf.get(el);
+    return { field: clip(name, 80), ...(ref ? { ref } : {}) };
+  };
+  const pointedTo = el => {
+    const ids = `${el.getAttribute('aria-errormessage') || ''} ${el.getAttribute('aria-describedby') || ''}`;
+    return clip(ids.split(/\s+/).filter(Boolean).map(id => {
+      const target = document.getElementById(id);
+      return target ? shown(target) : '';
+    }).filter(Boolean).join(' '), 300);
+  };
+  const evidence = { ...state };
+  if (watch.failed.length && !watch.submits) {
+    const fields = [...new Set(watch.failed)].filter(el => el.isConnected).slice(0, 10);
+    if (fields.length)
+      evidence.formBlocked = fields.map(el => ({ ...field(el), message: clip(el.validationMessage, 300) }));
+  }
+  const marked = [...document.querySelectorAll('[aria-invalid=true]')]
+    .filter(el => !watch.invalid.has(el) && el.checkVisibility()).slice(0, 10);
+  if (marked.length)
+    evidence.markedInvalid = marked.map(el => {
+      const message = pointedTo(el);
+      return { ...field(el), ...(message ? { message } : {}) };
+    });
+  const known = new Set((evidence.markedInvalid || []).map(row => row.message));
+  const says = [];
+  for (const el of document.querySelectorAll(LIVE)) {
+    const text = shown(el);
+    // A region inside another that changed is already in that one's text.
+    if (!text || watch.live.get(el) === text || known.has(clip(text, 300)) || says.some(row => row.whole.includes(text)))
+      continue;
+    const role = el.getAttribute('role') || (el.getAttribute('aria-live') === 'assertive' ? 'alert' : 'status');
+    says.push({ role, whole: text });
+    if (says.length === 5)
+      break;
+  }
+  if (says.length)
+    evidence.pageSays = says.map(({ role, whole }) => ({ role, text: clip(whole, 300) }));
+  return evidence;
+}
