@@ -324,14 +324,34 @@ export function locateElement(el, options = {}) {
     const label = (hit.getAttribute('aria-label') || hit.getAttribute('title') || hit.innerText || '').trim().replace(/\s+/g, ' ');
     let cover = describe(hit) + (label ? ` ${JSON.stringify(label.length > 40 ? `${label.slice(0, 40)}…` : label)}` : '');
     const refs = window[Symbol.for('mcp-relay.refs')];
-    for (let node = hit, up = 0; refs && node && up < 4; node = node.parentElement, up++) {
-      const ref = refs.refOf.get(node);
-      if (ref && refs.byRef.get(ref)?.deref() === node) {
+    const refFor = node => {
+      const ref = refs?.refOf.get(node);
+      return ref && refs.byRef.get(ref)?.deref() === node ? ref : null;
+    };
+    let named = false;
+    for (let node = hit, up = 0; node && up < 4; node = node.parentElement, up++) {
+      const ref = refFor(node);
+      if (ref) {
         cover += up === 0 ? ` [ref=${ref}]` : ` (inside ref ${ref})`;
+        named = true;
         break;
       }
     }
-    return { error: 'covered', element: describe(el), cover };
+    // A backdrop has no ref; the modal dialog it belongs to has, and holds the way out.
+    let modal;
+    if (!named) {
+      const open = [...el.ownerDocument.querySelectorAll('dialog[open], [aria-modal=true]')]
+        .find(box => box.checkVisibility() && !box.contains(el));
+      if (open) {
+        const by = open.getAttribute('aria-labelledby')?.split(/\s+/)
+          .map(id => el.ownerDocument.getElementById(id)?.innerText || '').join(' ');
+        const title = (open.getAttribute('aria-label') || by || open.querySelector('h1,h2,h3,h4,h5,h6')?.innerText || '')
+          .trim().replace(/\s+/g, ' ').slice(0, 60);
+        const ref = refFor(open);
+        modal = `a modal dialog${title ? ` ${JSON.stringify(title)}` : ''}${ref ? ` [ref=${ref}]` : ''} is open`;
+      }
+    }
+    return { error: 'covered', element: describe(el), cover, ...(modal ? { modal } : {}) };
   }
   // From the frame's viewport to the top one: each iframe's content box starts at its
   // border-box corner plus its border and padding.

@@ -466,7 +466,7 @@ function failureText(failure) {
     case 'not-visible':
       return `the ${failure.element} is not visible`;
     case 'covered':
-      return `the ${failure.element} is covered by another element, ${failure.cover}; close or dismiss it first`;
+      return `the ${failure.element} is covered by another element, ${failure.cover}; close or dismiss it first${failure.modal ? ` (${failure.modal})` : ''}`;
     case 'off-screen':
       return `the ${failure.element} is placed outside the page's visible area, where no mouse can reach it`;
     case 'disabled':

@@ -315,6 +315,34 @@ async fn page_tools(chromium: &Path, mode: Mode) {
         json!({"expression": "document.getElementById('veil').remove()"}),
     )
     .await;
+    // A modal's backdrop has no ref to give; the modal it belongs to is named, with its ref.
+    mcp.ok(
+        "evaluate",
+        json!({"expression": "document.body.insertAdjacentHTML('beforeend', '<div id=backdrop \
+            style=\"position:fixed;inset:0;z-index:9\"></div><div role=dialog aria-modal=true \
+            aria-labelledby=news style=\"position:fixed;top:0;left:0;z-index:10\"><h2 \
+            id=news>Newsletter</h2><button>No thanks</button></div>'); 1"}),
+    )
+    .await;
+    let modal = ref_on(
+        &outline(&mut mcp, json!({})).await,
+        "dialog \"Newsletter\" [ref=",
+    );
+    let covered = mcp.err("click", json!({"selector": "#far"})).await;
+    let said = covered["message"].as_str().unwrap();
+    assert!(
+        said.contains("covered by another element, div#backdrop,")
+            && said.contains(&format!(
+                "; a modal dialog \"Newsletter\" [ref={modal}] is open"
+            )),
+        "{covered}"
+    );
+    mcp.ok(
+        "evaluate",
+        json!({"expression": "document.getElementById('backdrop').remove(); \
+            document.querySelector('[aria-modal]').remove()"}),
+    )
+    .await;
 
     // Item 6: navigation answers with the loaded page, settled.
     let page1 = site.url("page1.html");

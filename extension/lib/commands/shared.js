@@ -202,7 +202,8 @@ export function elementError(failure, target) {
           'so it cannot be clicked or hovered; take a snapshot to see what is shown');
     case 'covered':
       return serverError(`Element ${named} (${failure.element}) is covered by another element, ${failure.cover}, at its centre${waitedText(failure)}; ` +
-          'a click there would land on that element: close or dismiss it first (a dialog, banner or overlay)');
+          'a click there would land on that element: close or dismiss it first (a dialog, banner or overlay)' +
+          (failure.modal ? `; ${failure.modal}` : ''));
     case 'off-screen':
       return serverError(`Element ${named} (${failure.element}) is outside the page's visible area even after scrolling to it ` +
           `(its centre is at ${failure.at.x},${failure.at.y}; the viewport is ${failure.viewport.width}×${failure.viewport.height}): ` +
