@@ -93,6 +93,17 @@ export function keyDefinition(name) {
     if (name === plain || name === shifted)
       return { key: name, code, keyCode, text: name };
   }
+  // A physical key by its code, as Playwright's keyboard also takes it ("KeyA", "Digit1",
+  // "Minus", "ShiftLeft"): the key a US layout has there, unshifted.
+  const letter = /^Key([A-Z])$/.exec(name) ?? /^Digit([0-9])$/.exec(name);
+  if (letter)
+    return keyDefinition(letter[1].toLowerCase());
+  const punctuation = PUNCTUATION.find(([, , code]) => code === name);
+  if (punctuation)
+    return keyDefinition(punctuation[0]);
+  const side = /^(Shift|Control|Alt|Meta)(Left|Right)$/.exec(name);
+  if (side)
+    return { ...NAMED[side[1]], code: name, location: side[2] === 'Left' ? 1 : 2 };
   // Any other single character (é, ß, €): no physical key, but the character.
   if ([...name].length === 1)
     return { key: name, code: '', keyCode: 0, text: name };
@@ -144,7 +155,7 @@ export function keyPressEvents(combo) {
     return {
       error: `"${parsed.key}" is not a key name; use Playwright's names such as Enter, Escape, Tab, ` +
         'Backspace, Delete, ArrowUp, ArrowDown, ArrowLeft, ArrowRight, Home, End, PageUp, PageDown, F1…F12, ' +
-        'a single character like "a", or a combination like "Control+A" or "Shift+Tab"',
+        'a single character like "a", a key code like "KeyA" or "Digit1", or a combination like "Control+A" or "Shift+Tab"',
     };
   }
   const events = [];

@@ -370,7 +370,9 @@ export function locateElement(el, options = {}) {
 /**
  * Makes an element ready for `text`: focuses an editable element and selects its content so
  * the text typed next replaces it (the behaviour of a "fill"; appending to stale input is
- * what automation usually gets wrong).
+ * what automation usually gets wrong). With `atCaret` (a `slowly` type, Playwright's
+ * `pressSequentially`), nothing is selected: the keys go where the caret is, after a click or
+ * an End the model pressed, or where focusing put it, as Playwright MCP's slow typing does.
  *
  * As Playwright's fill: an input whose value is picked rather than typed (a date, a time, a
  * colour, a range) has `text` set as its value at once (`set: true`), or refuses a value in
@@ -382,8 +384,9 @@ export function locateElement(el, options = {}) {
  * @param {Element} el
  * @param {string} text what is about to be typed; when empty, there is nothing to replace
  *   the selection with, so the value is cleared here and `input` fired
+ * @param {boolean} [atCaret] type at the caret rather than over the content
  */
-export function prepareTyping(el, text) {
+export function prepareTyping(el, text, atCaret = false) {
   // An iframe's elements are instances of that frame's classes, not of this window's.
   const view = el.ownerDocument.defaultView;
   const isInput = el instanceof view.HTMLInputElement;
@@ -434,6 +437,8 @@ export function prepareTyping(el, text) {
     fire();
     return { ok: true, set: true };
   }
+  if (atCaret)
+    return { ok: true };
   if (isField) {
     try {
       el.select();

@@ -21,6 +21,17 @@ test('named keys carry their DOM key, physical code and Windows key code', () =>
   assert.equal(keyDefinition('Hyper'), undefined);
 });
 
+test('keys named by their code, as Playwright also takes them, are the US layout key there', () => {
+  assert.deepEqual(keyDefinition('KeyA'), keyDefinition('a'));
+  assert.deepEqual(keyDefinition('Digit1'), keyDefinition('1'));
+  assert.deepEqual(keyDefinition('Minus'), { key: '-', code: 'Minus', keyCode: 189, text: '-' });
+  assert.deepEqual(keyDefinition('ShiftRight'), { key: 'Shift', code: 'ShiftRight', keyCode: 16, location: 2 });
+  // Shift on a letter named by its code types the capital, as on a keyboard.
+  assert.deepEqual(summary('Shift+KeyA').slice(1, 2), [`keyDown A KeyA 65 m${Modifier.Shift} t"A"`]);
+  assert.deepEqual(summary('Control+KeyS').slice(1, 2), [`rawKeyDown s KeyS 83 m${Modifier.Control}`]);
+  assert.equal(keyDefinition('Keyboard'), undefined);
+});
+
 test('a printable key is one keyDown with text, and keyUp', () => {
   assert.deepEqual(summary('a'), ['keyDown a KeyA 65 m0 t"a"', 'keyUp a KeyA 65 m0']);
   assert.deepEqual(summary('Enter'), ['keyDown Enter Enter 13 m0 t"\\r"', 'keyUp Enter Enter 13 m0']);

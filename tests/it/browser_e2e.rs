@@ -622,6 +622,20 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         .await,
         "at once|4"
     );
+    // Slow typing goes where the caret is, as Playwright's pressSequentially: after End, at the
+    // end, and a key named by its code ("KeyA") is that key.
+    tool_ok(&bridge, "browser_press_key", json!({"key": "End"})).await;
+    tool_ok(
+        &bridge,
+        "browser_type",
+        json!({"target": "#slow", "text": ", then", "slowly": true}),
+    )
+    .await;
+    tool_ok(&bridge, "browser_press_key", json!({"key": "Shift+KeyA"})).await;
+    assert_eq!(
+        page_value(&bridge, "document.getElementById('slow').value").await,
+        "at once, thenA"
+    );
 
     // As Playwright MCP's fill: a date or a colour takes its value whole (a date field's keys
     // go per segment, in the person's locale), a value in the wrong form changes nothing and

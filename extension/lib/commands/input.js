@@ -88,11 +88,11 @@ export async function type(ctx, params) {
   const started = Date.now();
   // A field of a frame of another origin is prepared and read in that frame's world.
   const world = await worldOf(ctx, id, target);
-  let prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text), world);
+  let prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text, slowly), world);
   // A field the page enables a moment later (after another field is filled) is waited for.
   while (prepared?.error === 'disabled' && Date.now() - started < ACTIONABLE_WAIT_MS) {
     await new Promise(resolve => setTimeout(resolve, ACTIONABLE_POLL_MS));
-    prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text), world);
+    prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text, slowly), world);
   }
   if (prepared?.error)
     throw elementError({ ...prepared, ...(prepared.error === 'disabled' ? { waitedMs: Date.now() - started } : {}) }, target);

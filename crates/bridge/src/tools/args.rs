@@ -388,7 +388,7 @@ pub(crate) struct Type {
     #[serde(default)]
     pub(crate) submit: Option<bool>,
     // Playwright MCP's "slowly": key by key, each with its key events, for pages that act on
-    // keys as they come. Accepted from models that know it; left out of the schema, where it
+    // keys as they come, at the caret (replacing nothing, as pressSequentially). Accepted from models that know it; left out of the schema, where it
     // would take `tools/list` above Playwright MCP's own.
     #[serde(default)]
     #[schemars(skip)]
