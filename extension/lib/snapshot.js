@@ -461,7 +461,9 @@ export function captureTree(limits, rootElement) {
       if (role === 'combobox' && chosen.length)
         item.value = clip(chosen[0], 100);
     } else if (['textbox', 'searchbox', 'spinbutton', 'slider', 'combobox'].includes(role)) {
-      const raw = 'value' in el && typeof el.value === 'string' ? el.value : el.isContentEditable ? el.textContent : '';
+      // An editable element's text is its children, printed below it, not a value again: a
+      // rich-text editor's document would otherwise be read twice.
+      const raw = 'value' in el && typeof el.value === 'string' ? el.value : '';
       // Never put a password into a model's context; say only that one is there.
       if (raw && el.type === 'password')
         item.value = '••••••';

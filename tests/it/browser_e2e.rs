@@ -636,6 +636,33 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         page_value(&bridge, "document.getElementById('slow').value").await,
         "at once, thenA"
     );
+    // A rich-text editor: its text is read once (its paragraphs), not again as a value, and
+    // slow typing after a click and End adds to it.
+    page_value(
+        &bridge,
+        "document.body.insertAdjacentHTML('beforeend', '<div id=notes contenteditable \
+         aria-label=Notes><p>First line of the notes</p></div>'); 1",
+    )
+    .await;
+    let shown = outline(&bridge, json!({"target": "#notes"})).await;
+    assert_eq!(
+        shown.matches("First line of the notes").count(),
+        1,
+        "{shown}"
+    );
+    assert!(shown.contains("- textbox \"Notes\" [ref="), "{shown}");
+    tool_ok(&bridge, "browser_click", json!({"target": "#notes p"})).await;
+    tool_ok(&bridge, "browser_press_key", json!({"key": "End"})).await;
+    tool_ok(
+        &bridge,
+        "browser_type",
+        json!({"target": "#notes", "text": ", and more", "slowly": true}),
+    )
+    .await;
+    assert_eq!(
+        page_value(&bridge, "document.getElementById('notes').innerText").await,
+        "First line of the notes, and more"
+    );
 
     // As Playwright MCP's fill: a date or a colour takes its value whole (a date field's keys
     // go per segment, in the person's locale), a value in the wrong form changes nothing and
