@@ -24,36 +24,58 @@ export function watchAction() {
   const LIVE = '[role=alert],[role=status],[aria-live=assertive],[aria-live=polite],output';
   const earlier = window[key];
   if (earlier) {
-    document.removeEventListener('invalid', earlier.onInvalid, true);
-    document.removeEventListener('submit', earlier.onSubmit, true);
+    for (const [type, listener] of earlier.listeners)
+      document.removeEventListener(type, listener, true);
   }
   const shown = el => (el.checkVisibility() ? el.innerText.trim() : '');
   const watch = {
-    failed: [],
+    failed: new Set(),
     submits: 0,
+    // A page's own checkValidity() fires `invalid` too (to enable a button as fields fill),
+    // and stops nothing: only a submit the action attempted counts.
+    attempted: false,
     live: new Map(),
     invalid: new Set(document.querySelectorAll('[aria-invalid=true]')),
-    onInvalid: event => {
-      if (watch.failed.length < 20)
-        watch.failed.push(event.target);
-    },
-    onSubmit: () => {
-      watch.submits += 1;
-    },
+    listeners: [
+      ['invalid', event => {
+        if (watch.failed.size < 20)
+          watch.failed.add(event.target);
+      }],
+      // The browser's check of a submit focuses the first field it found wrong, right after
+      // its `invalid` (a page's script calling requestSubmit() is an attempt no click or
+      // Enter shows); a field focused before its check, to be typed in, is not that.
+      ['focusin', event => {
+        if (watch.failed.has(event.target))
+          watch.attempted = true;
+      }],
+      ['submit', () => {
+        watch.submits += 1;
+      }],
+      ['click', event => {
+        const button = event.composedPath().find(node => node instanceof HTMLButtonElement || node instanceof HTMLInputElement);
+        if (button?.form && ['submit', 'image'].includes(button.type))
+          watch.attempted = true;
+      }],
+      ['keydown', event => {
+        if (event.key === 'Enter' && event.target instanceof HTMLInputElement && event.target.form)
+          watch.attempted = true;
+      }],
+    ],
   };
   for (const el of document.querySelectorAll(LIVE))
     watch.live.set(el, shown(el));
   // Capturing: `invalid` does not bubble, and a page may stop a submit's propagation.
-  document.addEventListener('invalid', watch.onInvalid, true);
-  document.addEventListener('submit', watch.onSubmit, true);
+  for (const [type, listener] of watch.listeners)
+    document.addEventListener(type, listener, true);
   window[key] = watch;
   return { url: location.href, title: document.title, readyState: document.readyState };
 }
 
 /**
  * After an action: where the page is, and what `watchAction` saw. `formBlocked` lists the
- * fields the browser's check found wrong (its own message, as the bubble shows it) when no
- * form was sent; `markedInvalid` the fields the page marked invalid since, with the message
+ * fields the browser's check found wrong (its own message, as the bubble shows it) when the
+ * action attempted a submit (a submit button clicked, an Enter in a form's field, or the
+ * browser's check moving the focus to a field it found wrong) and no form was sent; `markedInvalid` the fields the page marked invalid since, with the message
  * it points them to; `pageSays` each announced message that appeared or changed. Fields carry
  * their ref when the last snapshot gave them one.
  */
@@ -64,8 +86,8 @@ export function actionEvidence() {
   if (!watch)
     return state;
   delete window[key];
-  document.removeEventListener('invalid', watch.onInvalid, true);
-  document.removeEventListener('submit', watch.onSubmit, true);
+  for (const [type, listener] of watch.listeners)
+    document.removeEventListener(type, listener, true);
   const LIVE = '[role=alert],[role=status],[aria-live=assertive],[aria-live=polite],output';
   const clip = (text, most) => {
     const flat = String(text || '').replace(/\s+/g, ' ').trim();
@@ -90,8 +112,8 @@ export function actionEvidence() {
     }).filter(Boolean).join(' '), 300);
   };
   const evidence = { ...state };
-  if (watch.failed.length && !watch.submits) {
-    const fields = [...new Set(watch.failed)].filter(el => el.isConnected).slice(0, 10);
+  if (watch.attempted && !watch.submits) {
+    const fields = [...watch.failed].filter(el => el.isConnected && !el.validity?.valid).slice(0, 10);
     if (fields.length)
       evidence.formBlocked = fields.map(el => ({ ...field(el), message: clip(el.validationMessage, 300) }));
   }

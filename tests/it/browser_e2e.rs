@@ -3853,6 +3853,22 @@ async fn form_answers(host: &impl Host, site: &FixtureSite) {
     for quiet in ["formBlocked", "markedInvalid", "pageSays"] {
         assert!(again.get(quiet).is_none(), "{again}");
     }
+    // The page's own check on every key stops nothing, and is not reported as a stopped submit.
+    let typed = tool_ok(
+        host,
+        "browser_type",
+        json!({"target": "getByLabel('Newsletter email')", "text": "ada@", "slowly": true}),
+    )
+    .await;
+    assert!(typed.get("formBlocked").is_none(), "{typed}");
+    // A submit through the page's own control (requestSubmit) the browser stops: reported,
+    // since the browser moved the focus to the field it found wrong.
+    let joined = tool_ok(host, "browser_click", json!({"target": "#join"})).await;
+    assert_eq!(
+        joined["formBlocked"][0]["field"], "Newsletter email",
+        "{joined}"
+    );
+    assert_eq!(page_value(host, "sent.join()").await, "account");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
