@@ -627,20 +627,27 @@ async fn write_loop(
     let (code, reason) = peer
         .close_reason()
         .unwrap_or((close_code::NORMAL, String::new()));
-    let frame = CloseFrame {
-        code,
-        reason: crate::text::truncate_utf8(&reason, MAX_CLOSE_REASON_BYTES).into(),
-    };
-    let _ = tokio::time::timeout(
-        Duration::from_secs(1),
-        sink.send(Message::Close(Some(frame))),
-    )
-    .await;
+    // A close the peer began was answered by the socket itself (tungstenite replies to it at
+    // once); a second Close frame would only be refused as a send after closing.
+    if reason != CLOSED_BY_PEER {
+        let frame = CloseFrame {
+            code,
+            reason: crate::text::truncate_utf8(&reason, MAX_CLOSE_REASON_BYTES).into(),
+        };
+        let _ = tokio::time::timeout(
+            Duration::from_secs(1),
+            sink.send(Message::Close(Some(frame))),
+        )
+        .await;
+    }
     let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
 }
 
 /// Close reasons are limited to 123 bytes by RFC 6455.
 const MAX_CLOSE_REASON_BYTES: usize = 123;
+
+/// The reason recorded when the other side closed the socket (its Close frame, or its end).
+const CLOSED_BY_PEER: &str = "closed by the peer";
 
 /// Opens both sides of an upgraded socket: the [`Peer`] that writes to it (its writer task
 /// spawned on `tracker`) and the [`PeerReader`] the session reads it with. They share the
@@ -738,7 +745,7 @@ impl PeerReader {
             }
             Some(text) => Inbound::Text(text.into()),
             None => {
-                self.peer.close(close_code::NORMAL, "closed by the peer");
+                self.peer.close(close_code::NORMAL, CLOSED_BY_PEER);
                 Inbound::Closed
             }
         }
@@ -787,7 +794,7 @@ impl PeerReader {
                 }
                 Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
                 Some(Ok(Message::Close(_))) | None => {
-                    peer.close(close_code::NORMAL, "closed by the peer");
+                    peer.close(close_code::NORMAL, CLOSED_BY_PEER);
                     return Inbound::Closed;
                 }
                 Some(Err(error)) => {
