@@ -89,6 +89,7 @@ export function actionEvidence() {
   for (const [type, listener] of watch.listeners)
     document.removeEventListener(type, listener, true);
   const LIVE = '[role=alert],[role=status],[aria-live=assertive],[aria-live=polite],output';
+  const STRUCTURE = ['table', 'ul', 'ol', 'dl', 'section', 'article', 'main', 'nav', 'aside', 'form', 'header', 'footer'];
   const clip = (text, most) => {
     const flat = String(text || '').replace(/\s+/g, ' ').trim();
     return flat.length > most ? `${flat.slice(0, most - 1)}…` : flat;
@@ -131,7 +132,16 @@ export function actionEvidence() {
     // A region inside another that changed is already in that one's text.
     if (!text || watch.live.get(el) === text || known.has(clip(text, 300)) || says.some(row => row.whole.includes(text)))
       continue;
-    const role = el.getAttribute('role') || (el.getAttribute('aria-live') === 'assertive' ? 'alert' : 'status');
+    // A message is an alert or a status (a toast is often one put on the page just now); any
+    // other element marked live is a part of the page that keeps itself current, whose text
+    // is news only when it changes, and not when it is a region, a table or a log (Swagger
+    // UI's responses table is a live region a click on an operation shows).
+    const own = el.getAttribute('role');
+    const message = own === 'alert' || own === 'status' || (!own && el.localName === 'output');
+    const structural = own ? !['none', 'presentation', 'generic'].includes(own) : STRUCTURE.includes(el.localName);
+    if (!message && (structural || !watch.live.has(el)))
+      continue;
+    const role = message && own ? own : el.getAttribute('aria-live') === 'assertive' ? 'alert' : 'status';
     says.push({ role, whole: text });
     if (says.length === 5)
       break;

@@ -3823,7 +3823,10 @@ async fn form_answers(host: &impl Host, site: &FixtureSite) {
     .await;
     let said = text(&created);
     assert!(
-        !said.contains("Form not sent") && said.contains("Page says (status): Account created"),
+        !said.contains("Form not sent")
+            && said.contains("Page says (status): Account created")
+            && said.contains("Page says (status): 1 account")
+            && !said.contains("ada@example.com"),
         "{said}"
     );
     assert_eq!(page_value(host, "sent.join()").await, "account");
