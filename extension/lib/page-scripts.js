@@ -260,12 +260,16 @@ export function findElementsThen(fn, target, findOne) {
  * viewport, which is what Input.dispatchMouseEvent expects (an element of a
  * same-origin iframe gets its frames' offsets added). Refuses when another
  * element covers that point, because a click there would land on the cover
- * (a cookie banner, a modal), not on the target. Runs through
- * {@link elementExpression}, which finds the element.
+ * (a cookie banner, a modal), not on the target. Refuses, for now, an element still moving
+ * (`moving`): a page scrolling itself smoothly to a linked section (Swagger UI, docs sites),
+ * an animation sliding it in. Its box is compared across one frame, as Playwright's
+ * "stable" check does; a point read while it moves is where it was, and the click would
+ * land on whatever moved there. Runs through {@link elementExpression}, which finds the
+ * element.
  *
  * @param {Element} el
  */
-export function locateElement(el, options = {}) {
+export async function locateElement(el, options = {}) {
   const describe = el => {
     let text = el.localName;
     if (el.id)
@@ -276,10 +280,22 @@ export function locateElement(el, options = {}) {
     return text;
   };
   el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+  const view = el.ownerDocument.defaultView;
+  const before = el.getBoundingClientRect();
+  // One frame (a page's own scroll step runs in its frame callback before this one), or a
+  // moment where frames are not drawn (a tab whose window is hidden).
+  await new Promise(resolve => {
+    const late = setTimeout(resolve, 100);
+    view.requestAnimationFrame(() => {
+      clearTimeout(late);
+      resolve(undefined);
+    });
+  });
   const rect = el.getBoundingClientRect();
+  if (['x', 'y', 'width', 'height'].some(side => Math.abs(rect[side] - before[side]) >= 1))
+    return { error: 'moving', element: describe(el) };
   if (rect.width === 0 || rect.height === 0)
     return { error: 'not-visible', element: describe(el) };
-  const view = el.ownerDocument.defaultView;
   const style = view.getComputedStyle(el);
   if (style.visibility === 'hidden' || style.pointerEvents === 'none')
     return { error: 'not-visible', element: describe(el) };

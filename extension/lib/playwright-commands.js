@@ -465,6 +465,8 @@ function failureText(failure) {
       return staleRefMessage(failure.ref);
     case 'not-visible':
       return `the ${failure.element} is not visible`;
+    case 'moving':
+      return `the ${failure.element} kept moving (the page scrolling or animating it)`;
     case 'covered':
       return `the ${failure.element} is covered by another element, ${failure.cover}; close or dismiss it first${failure.modal ? ` (${failure.modal})` : ''}`;
     case 'off-screen':

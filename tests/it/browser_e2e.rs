@@ -3904,6 +3904,48 @@ async fn over_http_a_form_the_browser_or_the_page_refuses_says_why() {
     .await;
 }
 
+/// A page that scrolls itself after loading (Swagger UI to a linked operation, documentation
+/// sites to a section): a click right after the navigation waits for the button to stop
+/// moving, as Playwright's stable check does, and lands on it. Before, the point was read
+/// mid-scroll and the click landed on whatever had moved there, answering `clicked: true`.
+/// A button that never stops is refused, saying so, and nothing is clicked.
+async fn moving_targets(host: &impl Host, site: &FixtureSite) {
+    tool_ok(
+        host,
+        "browser_navigate",
+        json!({"url": site.url("glide.html")}),
+    )
+    .await;
+    tool_ok(host, "browser_click", json!({"target": "#go"})).await;
+    assert_eq!(page_value(host, "seen.join()").await, "go");
+    let drifting = tool(host, "browser_click", json!({"target": "#drift"})).await;
+    assert!(
+        is_error(&drifting) && text(&drifting).contains("kept moving"),
+        "{drifting}"
+    );
+    assert_eq!(page_value(host, "seen.join()").await, "go");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_waits_for_a_page_scrolling_itself_and_lands_on_its_target() {
+    on_tools_page!(
+        "a_click_waits_for_a_page_scrolling_itself_and_lands_on_its_target",
+        &[],
+        |bridge, site| { moving_targets(&bridge, &site).await }
+    );
+}
+
+/// The same in a real window under Xvfb, where frames are drawn as a person sees them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_a_click_waits_for_a_page_scrolling_itself_under_xvfb() {
+    on_tools_page!(
+        "headful_a_click_waits_for_a_page_scrolling_itself_under_xvfb",
+        Mode::Headful,
+        &[],
+        |bridge, site| { moving_targets(&bridge, &site).await }
+    );
+}
+
 /// A live page (an event stream that ticks, a long poll the server does not answer): a click
 /// answers once what it set off has settled, not at the 3 s bound for connections the page had
 /// open before it; the navigation waits a second for them after the load event, then answers

@@ -175,7 +175,7 @@ export async function locateWhenReady(evaluate, target, options = {}) {
       return located;
     const waited = Date.now() - started;
     const limit = located.error === 'off-screen' ? OFF_SCREEN_WAIT_MS : ACTIONABLE_WAIT_MS;
-    if (!['disabled', 'covered', 'not-visible', 'off-screen'].includes(located.error) || waited >= limit)
+    if (!['disabled', 'covered', 'not-visible', 'off-screen', 'moving'].includes(located.error) || waited >= limit)
       throw elementError({ ...located, waitedMs: waited }, target);
     await new Promise(resolve => setTimeout(resolve, ACTIONABLE_POLL_MS));
   }
@@ -200,6 +200,9 @@ export function elementError(failure, target) {
     case 'not-visible':
       return serverError(`Element ${named} (${failure.element}) is not visible (no size, hidden, or not taking pointer events)${waitedText(failure)}, ` +
           'so it cannot be clicked or hovered; take a snapshot to see what is shown');
+    case 'moving':
+      return serverError(`Element ${named} (${failure.element}) kept moving${waitedText(failure)} (the page scrolling or animating it), ` +
+          'so where a click would land cannot be known; wait for the page to settle (browser_wait_for) and try again');
     case 'covered':
       return serverError(`Element ${named} (${failure.element}) is covered by another element, ${failure.cover}, at its centre${waitedText(failure)}; ` +
           'a click there would land on that element: close or dismiss it first (a dialog, banner or overlay)' +
