@@ -119,6 +119,8 @@ export function captureTree(limits, rootElement) {
     'checkbox', 'radio', 'switch', 'treeitem', 'generic',
   ]);
   const MAX_OPTIONS = 50;
+  /** An unnamed <svg> no larger than this square (in area: a 80×16 wordmark too) is an icon, left out. */
+  const ICON_MAX_PX = 48;
   const LEAD = 'lead';
   const TRAIL = 'trail';
   const SPACE = { space: true };
@@ -279,6 +281,7 @@ export function captureTree(limits, rootElement) {
     const isInput = el.localName === 'input';
     const candidates = [
       el.getAttribute('aria-label'),
+      el.localName === 'svg' ? el.querySelector(':scope > title')?.textContent : '',
       el.labels && el.labels.length ? Array.from(el.labels).map(label => label.textContent).join(' ') : '',
       isInput && ['button', 'submit', 'reset'].includes(el.type) ? el.value || (el.type === 'submit' ? 'Submit' : '') : '',
       NAME_FROM_CONTENT.has(role) && !isInput && el.localName !== 'select' ? shownText(el) : '',
@@ -296,7 +299,7 @@ export function captureTree(limits, rootElement) {
     }
     return ['', false];
   };
-  const CONTENT_CANDIDATE = 3;
+  const CONTENT_CANDIDATE = 4;
   // Roles whose aria-selected a person sees: the tab shown, the chosen option, row or item.
   const SELECTABLE = new Set(['option', 'tab', 'row', 'gridcell', 'treeitem', 'columnheader', 'rowheader']);
   // Roles that hold blocks of content of their own: an element whose name was read from
@@ -393,6 +396,14 @@ export function captureTree(limits, rootElement) {
     // A generic element is shown only when a person can act on it, when it is labelled
     // (aria-label, aria-labelledby: its author named it), or as the root of a subtree snapshot.
     const labelled = el.hasAttribute('aria-label') || el.hasAttribute('aria-labelledby');
+    // An icon drawn as an <svg> with no name (TinyMCE's toolbar, most apps' buttons) says
+    // nothing the element around it does not, and Playwright's snapshot leaves it out; one
+    // large enough to be a chart or a diagram keeps its line and ref, to screenshot or read.
+    if (el.localName === 'svg' && !explicitRole && !labelled && !canAct && !root && !el.querySelector(':scope > title')) {
+      const box = el.getBoundingClientRect();
+      if (box.width * box.height <= ICON_MAX_PX * ICON_MAX_PX)
+        return [];
+    }
     // A <label> gives its control its name, and a click on it is a click on the control, so
     // the control's own line says both: the label is not a line of its own (rustdoc's
     // settings read every choice twice, `generic "dark"` around `radio "dark"`). Its text is

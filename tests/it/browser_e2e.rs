@@ -663,6 +663,34 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         page_value(&bridge, "document.getElementById('notes').innerText").await,
         "First line of the notes, and more"
     );
+    // An unnamed icon inside a named button is left out, as Playwright's snapshot leaves it;
+    // an unnamed chart keeps its line and ref, to be screenshot; a titled icon is named.
+    page_value(
+        &bridge,
+        "document.body.insertAdjacentHTML('beforeend', '<div id=icons><button aria-label=Bold>\
+         <svg width=24 height=24><path d=\"M0 0h24v24z\"/></svg></button>\
+         <svg id=chart width=300 height=120><rect width=300 height=120 fill=teal /></svg>\
+         <svg width=20 height=20><title>Warning</title><circle r=9 cx=10 cy=10 /></svg></div>'); 1",
+    )
+    .await;
+    let icons = outline(&bridge, json!({"target": "#icons"})).await;
+    assert!(
+        icons.contains("- button \"Bold\" [ref=")
+            && icons.matches("- img").count() == 2
+            && icons.contains("- img \"Warning\" [ref="),
+        "{icons}"
+    );
+    let chart = ref_of(&icons, "- img [ref=");
+    let shot = tool(
+        &bridge,
+        "browser_take_screenshot",
+        json!({"target": chart, "element": "chart"}),
+    )
+    .await;
+    assert!(
+        !is_error(&shot) && text(&shot).contains("PNG, 300×120 px"),
+        "{shot}"
+    );
 
     // As Playwright MCP's fill: a date or a colour takes its value whole (a date field's keys
     // go per segment, in the person's locale), a value in the wrong form changes nothing and
