@@ -531,8 +531,16 @@ export function captureTree(limits, rootElement) {
     if (role === 'code' && !explicitRole && el.localName === 'pre' && !canAct && !labelled &&
         kids.some(kid => kid.role === 'code') && kids.some(kid => kid.role !== undefined && kid.role !== 'code'))
       return kids;
-    if (nameFromContent && kids.some(kid => BLOCKS.has(kid.role)))
+    if (nameFromContent && kids.some(kid => BLOCKS.has(kid.role))) {
       delete item.name;
+      // An open tree item's own label comes before its branch: that is its name, as
+      // Playwright's snapshot reads it (`treeitem "src"`, not a nameless item).
+      const label = role === 'treeitem' ? kids.findIndex(kid => kid.role !== undefined) : 0;
+      if (label > 0) {
+        item.name = clip(flat(kids.slice(0, label).map(kid => kid.text).join(' ')), 100);
+        kids = kids.slice(label);
+      }
+    }
     // Text already read as the name is not repeated below. A name its author gave
     // (aria-label: a teaser labelled "Search result", a cell labelled "Price") is not what
     // the element shows, so its text stays, unless it only says the name again.

@@ -680,6 +680,25 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
             && icons.contains("- img \"Warning\" [ref="),
         "{icons}"
     );
+    // An open tree item keeps its own label as its name, its branch below it.
+    page_value(
+        &bridge,
+        "document.body.insertAdjacentHTML('beforeend', '<ul role=tree id=files aria-label=Files>\
+         <li role=treeitem aria-expanded=true>src<ul role=group><li role=treeitem>main.rs</li>\
+         </ul></li></ul>'); 1",
+    )
+    .await;
+    let tree = outline(&bridge, json!({"target": "#files"})).await;
+    assert!(
+        tree.contains("- treeitem \"src\" [ref=") && tree.contains("- treeitem \"main.rs\" [ref="),
+        "{tree}"
+    );
+    tool_ok(
+        &bridge,
+        "browser_click",
+        json!({"target": "getByRole('treeitem', { name: 'src', exact: true })"}),
+    )
+    .await;
     let chart = ref_of(&icons, "- img [ref=");
     let shot = tool(
         &bridge,
