@@ -481,6 +481,21 @@ export function captureTree(limits, rootElement) {
       else if (raw)
         item.value = clip(raw.replace(/\s+/g, ' '), 200);
     }
+    // A value a person reads off a bar or a knob the page drew itself (an upload's progress, a
+    // custom slider): its words (aria-valuetext), else its number, a progress as a percentage.
+    if (item.value === undefined && ['progressbar', 'meter', 'slider', 'spinbutton'].includes(role)) {
+      const words = flat(el.getAttribute('aria-valuetext'));
+      const native = el.localName === 'progress' || el.localName === 'meter';
+      const now = native ? (el.localName === 'progress' && el.position === -1 ? NaN : el.value) : parseFloat(el.getAttribute('aria-valuenow'));
+      const low = native && el.localName === 'meter' ? el.min : parseFloat(el.getAttribute('aria-valuemin') ?? '0');
+      const high = native ? el.max : parseFloat(el.getAttribute('aria-valuemax') ?? '100');
+      if (words)
+        item.value = clip(words, 100);
+      else if (role === 'progressbar' && Number.isFinite(now) && high > low)
+        item.value = `${Math.round(((now - low) / (high - low)) * 100)}%`;
+      else if (Number.isFinite(now))
+        item.value = String(now);
+    }
     if (role === 'link' && el.getAttribute('href'))
       item.url = clip(el.getAttribute('href'), 200);
     if (role === 'iframe') {

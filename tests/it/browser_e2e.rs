@@ -699,6 +699,27 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         json!({"target": "getByRole('treeitem', { name: 'src', exact: true })"}),
     )
     .await;
+    // What a person reads off a bar or a knob the page drew: a progress as a percentage, the
+    // words a slider gives its value.
+    page_value(
+        &bridge,
+        "document.body.insertAdjacentHTML('beforeend', '<div id=bars><div role=progressbar \
+         aria-label=Upload aria-valuenow=40></div><progress aria-label=Copy value=3 max=4>\
+         </progress><div role=slider tabindex=0 aria-label=Knob aria-valuenow=7 \
+         aria-valuetext=\"7 degrees\"></div></div>'); 1",
+    )
+    .await;
+    let bars = outline(&bridge, json!({"target": "#bars"})).await;
+    for line in [
+        "- progressbar \"Upload\" [ref=",
+        "]: 40%",
+        "- progressbar \"Copy\" [ref=",
+        "]: 75%",
+        "- slider \"Knob\" [ref=",
+        "]: 7 degrees",
+    ] {
+        assert!(bars.contains(line), "{line} in {bars}");
+    }
     let chart = ref_of(&icons, "- img [ref=");
     let shot = tool(
         &bridge,
