@@ -479,8 +479,16 @@ export function prepareTyping(el, text, atCaret = false) {
   return { ok: true };
 }
 
-/** Runs through {@link elementExpression}. @param {Element} el */
+/**
+ * The value a field holds after typing, as the answer reads it back. A password is never
+ * read back: typing at the caret (`slowly`) adds to what is there, and what is there may be
+ * the person's own, filled in by their browser.
+ *
+ * Runs through {@link elementExpression}. @param {Element} el
+ */
 export function readValue(el) {
+  if (el.localName === 'input' && el.type === 'password')
+    return { value: el.value ? '••••••' : '' };
   return { value: 'value' in el ? String(el.value) : el.textContent };
 }
 

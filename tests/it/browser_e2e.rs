@@ -3860,6 +3860,14 @@ async fn form_answers(host: &impl Host, site: &FixtureSite) {
         "{said}"
     );
     assert_eq!(page_value(host, "sent.length").await, 0);
+    // A password a browser filled in is never read back, even when typing adds to it.
+    let typed = tool_ok(
+        host,
+        "browser_type",
+        json!({"target": "getByLabel('Password')", "text": "!", "slowly": true}),
+    )
+    .await;
+    assert_eq!(typed["value"], "••••••", "{typed}");
     // An Enter the check stops did not submit, and says which field is wrong.
     let typed = tool_ok(
         host,
