@@ -11,6 +11,7 @@
 
 import { fillingWithAsking } from './commands/ask-before.js';
 import { frameOffset, sendIn } from './commands/other-frames.js';
+import { notePointer, pressing } from './commands/pointer.js';
 import { elementError, evaluateExpression, locate, staleRefMessage, targetTab, worldOf } from './commands/shared.js';
 import { fieldAction, fillField, documentBox, MAX_FIELDS, setInputFiles } from './form-fields.js';
 import { POST_DATA_CLIP, REQUEST_LIMIT, clipped } from './network.js';
@@ -167,19 +168,24 @@ async function drag(ctx, params) {
   const intercepted = ctx.debuggers.taps.expect(id, 'Input.dragIntercepted');
   let html5 = false;
   try {
-    await mouse('mouseMoved', start, { button: 'none' });
-    await mouse('mousePressed', start, { buttons: 1, clickCount: 1 });
-    for (let step = 1; step <= DRAG_STEPS; step++) {
-      const point = { x: start.x + (end.x - start.x) * step / DRAG_STEPS, y: start.y + (end.y - start.y) * step / DRAG_STEPS };
-      await mouse('mouseMoved', point, { buttons: 1 });
-    }
-    const dragged = await intercepted.event(DRAG_START_MS);
-    if (dragged?.data) {
-      html5 = true;
-      for (const type of ['dragEnter', 'dragOver', 'drop'])
-        await send('Input.dispatchDragEvent', { type, x: end.x, y: end.y, data: dragged.data });
-    }
-    await mouse('mouseReleased', end, { buttons: 0, clickCount: 1 });
+    // The press activates the tab's window; done first, so the person's pointer does not
+    // move the page's in the middle of the drag (pointer.js).
+    await pressing(ctx, id, async () => {
+      await mouse('mouseMoved', start, { button: 'none' });
+      await mouse('mousePressed', start, { buttons: 1, clickCount: 1 });
+      for (let step = 1; step <= DRAG_STEPS; step++) {
+        const point = { x: start.x + (end.x - start.x) * step / DRAG_STEPS, y: start.y + (end.y - start.y) * step / DRAG_STEPS };
+        await mouse('mouseMoved', point, { buttons: 1 });
+      }
+      const dragged = await intercepted.event(DRAG_START_MS);
+      if (dragged?.data) {
+        html5 = true;
+        for (const type of ['dragEnter', 'dragOver', 'drop'])
+          await send('Input.dispatchDragEvent', { type, x: end.x, y: end.y, data: dragged.data });
+      }
+      await mouse('mouseReleased', end, { buttons: 0, clickCount: 1 });
+      notePointer(id, end);
+    });
   } finally {
     intercepted.cancel();
     await send('Input.setInterceptDrags', { enabled: false }).catch(() => {});

@@ -158,7 +158,7 @@ test('where new windows are refused, createTab falls back to a tab of the curren
   assert.equal(browser.tabs.get(opened.tabId).active, false);
 });
 
-test("a click that activates the agent's window hands the focus back to the person's", async () => {
+test("a click activates the agent's window before it presses, and hands the focus back to the person's", async () => {
   const opened = await runCommand(ctx, 'createTab', {});
   const agentWindow = browser.tabs.get(opened.tabId).windowId;
   browser.updates.length = 0;
@@ -168,6 +168,15 @@ test("a click that activates the agent's window hands the focus back to the pers
   assert.equal(clicked.clicked, true);
   assert.deepEqual(ctx.debuggers.sent.filter(c => c.method === 'Input.dispatchMouseEvent').map(c => c.params.type),
       ['mouseMoved', 'mousePressed', 'mouseReleased']);
+  // The agent's window first (so what its activation sends the page comes before the press),
+  // then the person's back.
+  assert.deepEqual(browser.updates.map(u => u.id), [agentWindow, 1]);
+  // A second click puts the page's pointer back where the first left it before pressing
+  // (a hover menu opens again after the activation moved the pointer away).
+  ctx.debuggers.sent.length = 0;
+  await runCommand(ctx, 'click', { selector: '#go' });
+  assert.deepEqual(ctx.debuggers.sent.filter(c => c.method === 'Input.dispatchMouseEvent').map(c => `${c.params.type}@${c.params.x},${c.params.y}`),
+      ['mouseMoved@5,6', 'mouseMoved@5,6', 'mousePressed@5,6', 'mouseReleased@5,6']);
   assert.ok(browser.updates.some(u => u.id === 1 && u.focused), 'focus given back');
   assert.equal(browser.windows.get(1).focused, true);
   assert.equal(browser.windows.get(agentWindow).focused, false);

@@ -4022,6 +4022,58 @@ async fn headful_a_click_waits_for_a_page_scrolling_itself_under_xvfb() {
     );
 }
 
+/// A press in a real window while the person's own window has the focus: the press activates
+/// the agent's window, and Chrome then reports the person's pointer to the page. Before, that
+/// move came between the press and its release: the menu `browser_hover` opened closed, and
+/// the click on its link fired on `<html>` (answering `clicked: true`); a knob pressed was
+/// dragged. Now the window is activated first and the pointer put back.
+async fn presses_in_a_window(host: &impl Host, site: &FixtureSite) {
+    tool_ok(
+        host,
+        "browser_navigate",
+        json!({"url": site.url("menu.html")}),
+    )
+    .await;
+    tool_ok(
+        host,
+        "browser_hover",
+        json!({"target": "getByRole('navigation', { name: 'Products' })"}),
+    )
+    .await;
+    tool_ok(
+        host,
+        "browser_click",
+        json!({"target": "getByRole('link', { name: 'Beta' })"}),
+    )
+    .await;
+    assert_eq!(page_value(host, "location.hash").await, "#beta");
+    tool_ok(host, "browser_click", json!({"target": "#knob"})).await;
+    assert_eq!(
+        page_value(host, "JSON.stringify(seen)").await,
+        r#"{"dragged":0,"pressed":1}"#
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_in_a_menu_opened_by_hover_lands_on_its_link() {
+    on_tools_page!(
+        "a_click_in_a_menu_opened_by_hover_lands_on_its_link",
+        &[],
+        |bridge, site| { presses_in_a_window(&bridge, &site).await }
+    );
+}
+
+/// The same in a real window under Xvfb, where the person's pointer is on the screen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_a_click_in_a_menu_opened_by_hover_lands_on_its_link_under_xvfb() {
+    on_tools_page!(
+        "headful_a_click_in_a_menu_opened_by_hover_lands_on_its_link_under_xvfb",
+        Mode::Headful,
+        &[],
+        |bridge, site| { presses_in_a_window(&bridge, &site).await }
+    );
+}
+
 /// A live page (an event stream that ticks, a long poll the server does not answer): a click
 /// answers once what it set off has settled, not at the 3 s bound for connections the page had
 /// open before it; the navigation waits a second for them after the load event, then answers

@@ -8,12 +8,16 @@ import { keyPressEvents, modifierBits, typingEvents } from '../keys.js';
 import { elementExpression, prepareTyping, readValue, selectOptions } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { describeTarget, elementTarget } from '../targets.js';
+import { notePointer, pressing } from './pointer.js';
 import { ACTIONABLE_POLL_MS, ACTIONABLE_WAIT_MS, elementError, evaluateExpression, locate, targetTab, worldOf } from './shared.js';
 
 /** @typedef {import('../commands.js').CommandContext} CommandContext */
 
 /** handleDialog: how long it waits for a dialog that is about to open (the click that opens it just returned). */
 const DIALOG_GRACE_MS = 2_000;
+
+/** How many times a click finds its element again after the pointer moved, before pressing. */
+const RELOCATE_TRIES = 3;
 
 /** @param {CommandContext} ctx */
 export async function click(ctx, params) {
@@ -26,8 +30,9 @@ export async function click(ctx, params) {
   const id = await targetTab(ctx, tabId);
   let point = { x, y };
   let element;
-  if (ref !== undefined || selector !== undefined) {
-    const located = await locate(ctx, id, elementTarget(params), { requireEnabled: true });
+  const target = ref !== undefined || selector !== undefined ? elementTarget(params) : null;
+  if (target) {
+    const located = await locate(ctx, id, target, { requireEnabled: true });
     point = { x: located.x, y: located.y };
     element = located.element;
   }
@@ -36,48 +41,23 @@ export async function click(ctx, params) {
   // opens a Control-clicked link in a new tab), as when a person holds them while clicking.
   const mouse = (type, extra) => ctx.debuggers.send(id, 'Input.dispatchMouseEvent',
       { type, ...point, ...(held.bits ? { modifiers: held.bits } : {}), ...extra });
-  await mouse('mouseMoved', {});
-  await keepingTheFocus(id, async () => {
+  await pressing(ctx, id, async () => {
+    await mouse('mouseMoved', {});
+    // The move itself can change the page: a menu the pointer left closes and what was below
+    // it moves up, a hover effect shifts the element. So the element is found again where it
+    // now is before the press, as Playwright checks the target its pointer events hit.
+    for (let again = 0; target && again < RELOCATE_TRIES; again++) {
+      const now = await locate(ctx, id, target, { requireEnabled: true });
+      if (Math.abs(now.x - point.x) < 1 && Math.abs(now.y - point.y) < 1)
+        break;
+      point = { x: now.x, y: now.y };
+      await mouse('mouseMoved', {});
+    }
+    notePointer(id, point);
     await mouse('mousePressed', { button, buttons, clickCount });
     await mouse('mouseReleased', { button, buttons: 0, clickCount });
   });
   return { tabId: id, clicked: true, x: point.x, y: point.y, ...(element ? { element } : {}) };
-}
-
-/** How long after a synthetic click focus is watched and handed back. */
-const FOCUS_WATCH_MS = 1_000;
-
-/**
- * Runs `action` (a synthetic mouse press) and hands the focus back to the
- * window that had it. Chrome activates the window of a tab that receives a
- * mouse press, even a synthetic one from CDP; in the agent's own window, that
- * would take the focus (and the keyboard) from the person. Activation can
- * arrive a little after the press, so focus changes are watched for a moment.
- *
- * @param {number} tabId the tab being clicked
- * @param {() => Promise<void>} action
- */
-async function keepingTheFocus(tabId, action) {
-  const [focused, tab] = await Promise.all([
-    chrome.windows.getLastFocused({ windowTypes: ['normal'] }).catch(() => undefined),
-    chrome.tabs.get(tabId).catch(() => undefined),
-  ]);
-  if (!focused?.focused || !tab || focused.id === tab.windowId)
-    return action();
-  const giveBack = () => chrome.windows.update(focused.id, { focused: true }).catch(() => {});
-  const onFocusChanged = (/** @type {number} */ windowId) => {
-    if (windowId === tab.windowId)
-      giveBack();
-  };
-  chrome.windows.onFocusChanged.addListener(onFocusChanged);
-  setTimeout(() => chrome.windows.onFocusChanged.removeListener(onFocusChanged), FOCUS_WATCH_MS);
-  try {
-    await action();
-  } finally {
-    const now = await chrome.windows.get(tab.windowId).catch(() => undefined);
-    if (now?.focused)
-      await giveBack();
-  }
 }
 
 /** @param {CommandContext} ctx */
@@ -123,6 +103,7 @@ export async function hover(ctx, params) {
   const id = await targetTab(ctx, params.tabId);
   const { x, y, element } = await locate(ctx, id, target);
   await ctx.debuggers.send(id, 'Input.dispatchMouseEvent', { type: 'mouseMoved', x, y });
+  notePointer(id, { x, y });
   return { tabId: id, hovered: true, x, y, element };
 }
 
