@@ -103,7 +103,7 @@ export async function hover(ctx, params) {
   const id = await targetTab(ctx, params.tabId);
   const { x, y, element } = await locate(ctx, id, target);
   await ctx.debuggers.send(id, 'Input.dispatchMouseEvent', { type: 'mouseMoved', x, y });
-  notePointer(id, { x, y });
+  notePointer(id, { x, y }, true);
   return { tabId: id, hovered: true, x, y, element };
 }
 

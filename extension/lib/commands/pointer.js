@@ -17,10 +17,12 @@
 /** @typedef {{x: number, y: number}} Point */
 
 /** Where the agent's pointer was last put in each tab. */
-const lastPointer = /** @type {Map<number, Point>} */ (new Map());
+const lastPointer = /** @type {Map<number, Point & {hover: boolean}>} */ (new Map());
 
+/** A browser with no screen has no person's pointer to report: its presses need none of this. */
+const HEADLESS = /HeadlessChrome/.test(globalThis.navigator?.userAgent ?? '');
 /** How long the activation of the tab's window is waited for before pressing anyway. */
-const ACTIVATION_WAIT_MS = 300;
+const ACTIVATION_WAIT_MS = 100;
 /** After the activation: for Chrome's move to the person's pointer to reach the page first. */
 const AFTER_ACTIVATION_MS = 30;
 /** After the pointer is put back: for a menu that opens on hover to open again. */
@@ -33,9 +35,10 @@ const FOCUS_WATCH_MS = 1_000;
  *
  * @param {number} tabId
  * @param {Point} point
+ * @param {boolean} [hover] whether it was put there to hover (a menu may be open under it)
  */
-export function notePointer(tabId, point) {
-  lastPointer.set(tabId, { x: point.x, y: point.y });
+export function notePointer(tabId, point, hover = false) {
+  lastPointer.set(tabId, { x: point.x, y: point.y, hover });
 }
 
 // A closed tab's pointer is forgotten.
@@ -56,11 +59,12 @@ export async function pressing(ctx, tabId, action) {
     chrome.windows.getLastFocused({ windowTypes: ['normal'] }).catch(() => undefined),
     chrome.tabs.get(tabId).catch(() => undefined),
   ]);
-  if (!focused?.focused || !tab || focused.id === tab.windowId)
+  if (HEADLESS || !focused?.focused || !tab || focused.id === tab.windowId)
     return action();
   await activated(tab.windowId);
+  // Only a hover leaves something open under the pointer that the activation's move closed.
   const back = lastPointer.get(tabId);
-  if (back) {
+  if (back?.hover) {
     await ctx.debuggers.send(tabId, 'Input.dispatchMouseEvent', { type: 'mouseMoved', x: back.x, y: back.y });
     await sleep(HOVER_BACK_MS);
   }
