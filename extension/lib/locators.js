@@ -48,6 +48,9 @@ export function isLocator(selector) {
 /** An error a model can act on: `message` says what was wrong with the locator. */
 export class LocatorError extends Error {}
 
+/** A locator that names nothing yet: what may come a moment later (a suggestion list, a panel). */
+export class NothingMatches extends LocatorError {}
+
 /**
  * The locator as steps, or the CSS it stands for. Inside a frame (`frameLocator(css)`, or
  * `locator(css).contentFrame()`): `getBy…` steps `within` the frame's CSS, or CSS in the frame's
@@ -476,7 +479,7 @@ export function theOne(found, source, total) {
   const named = found.filter(node => node.ref);
   const count = Math.max(total ?? 0, named.length);
   if (named.length === 0)
-    throw new LocatorError(`No element matches ${source}; take a snapshot (browser_snapshot) to see the page's elements, or use browser_find`);
+    throw new NothingMatches(`No element matches ${source}; take a snapshot (browser_snapshot) to see the page's elements, or use browser_find`);
   if (count > 1) {
     const listed = named.slice(0, LISTED).map(node => `- ${node.role}${node.name ? ` ${JSON.stringify(node.name)}` : ''} [ref=${node.ref}]`);
     throw new LocatorError(`${source} matches ${count} elements; name one (Playwright's locators are strict): ` +

@@ -378,6 +378,28 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
     )
     .await;
     assert_eq!(loosely["found"], true, "{loosely}");
+    // A locator waits for its element, as Playwright's do: text a click shows a second later
+    // is hovered without a wait of the model's own, and one that never comes says it waited.
+    page_value(&bridge, "document.getElementById('late').textContent = ''").await;
+    tool(&bridge, "browser_click", json!({"selector": "#later"})).await;
+    tool_ok(
+        &bridge,
+        "browser_hover",
+        json!({"target": "getByText('Finally here')"}),
+    )
+    .await;
+    let never = tool(
+        &bridge,
+        "browser_hover",
+        json!({"target": "getByText('Never shown')"}),
+    )
+    .await;
+    assert!(
+        is_error(&never)
+            && text(&never).contains("No element matches getByText('Never shown') (waited 3.")
+            && text(&never).contains(" s for one to appear);"),
+        "{never}"
+    );
     let gone = tool_ok(
         &bridge,
         "browser_wait_for",

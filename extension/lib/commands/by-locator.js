@@ -5,7 +5,7 @@
  * goes through untouched.
  */
 
-import { LocatorError, applySteps, isLocator, matchesText, parseLocator, pick, theOne } from '../locators.js';
+import { LocatorError, NothingMatches, applySteps, isLocator, matchesText, parseLocator, pick, theOne } from '../locators.js';
 import { cssInFrames, refsWithin, textMatches } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { CAPTURE_TREE, OUTLINE_MAX_NODES, capturePage } from './reading.js';
@@ -39,6 +39,45 @@ export async function resolveLocators(ctx, params) {
   if (own.length === 0 && !fields.some(field => field && typeof field === 'object' && wanted(field).length))
     return params;
   const tabId = await targetTab(ctx, params.tabId);
+  // As Playwright's locators wait for their element: one the page shows a moment after the
+  // last action (a suggestion list after typing, a panel after a click) is waited for, the
+  // page read again every LOCATOR_POLL_MS, up to LOCATOR_WAIT_MS; then the error says so.
+  const started = Date.now();
+  // A read of every match (`each`, `all`) answers with what is there now, none included.
+  const every = params.each === true || params.all === true;
+  for (;;) {
+    try {
+      return await resolvedAll(ctx, tabId, params, own, fields, wanted);
+    } catch (error) {
+      const waited = Date.now() - started;
+      if (!(error instanceof NothingMatches))
+        throw error;
+      if (every)
+        throw serverError(error.message);
+      if (waited >= LOCATOR_WAIT_MS)
+        throw serverError(`${error.message.replace(/;.*$/s, '')} (waited ${(waited / 1000).toFixed(1)} s for one to appear)` +
+            error.message.slice(error.message.indexOf(';')));
+      await new Promise(resolve => setTimeout(resolve, LOCATOR_POLL_MS));
+    }
+  }
+}
+
+/** How long a locator that names nothing waits for its element to appear. */
+const LOCATOR_WAIT_MS = 3_000;
+/** How often the page is read again meanwhile. */
+const LOCATOR_POLL_MS = 150;
+
+/**
+ * One reading of the page for all of a command's locators (see resolveLocators).
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {Record<string, unknown>} params
+ * @param {string[][]} own the params' own locators
+ * @param {unknown[]} fields browser_fill_form's fields
+ * @param {(named: Record<string, unknown>) => string[][]} wanted
+ */
+async function resolvedAll(ctx, tabId, params, own, fields, wanted) {
   /** @type {{tree?: object[]}} the page's tree, read once for all of this command's locators */
   const page = {};
   // A read of each element (evaluateFunction's `each` or `all`) takes all of its locator's
@@ -48,7 +87,7 @@ export async function resolveLocators(ctx, params) {
     out.fields = [];
     for (const [index, field] of fields.entries()) {
       const named = field && typeof field === 'object' ? wanted(field) : [];
-      out.fields.push(named.length ? await resolvedIn(ctx, tabId, field, named, page, `fields[${index}].`) : field);
+      out.fields.push(named.length ? await resolvedIn(ctx, tabId, /** @type {Record<string, unknown>} */ (field), named, page, `fields[${index}].`) : field);
     }
   }
   return out;
@@ -123,7 +162,7 @@ async function resolvedIn(ctx, tabId, named, wanted, page, at, every = false) {
       if (inside?.error)
         throw invalidParams(`parameter "${at}${selectorKey}": ${source}: locator(${JSON.stringify(parsed.within)}) is not a valid CSS selector: ${inside.message}`);
       if (!inside?.matched)
-        throw serverError(`No element matches locator(${JSON.stringify(parsed.within)}) in ${source}; take a snapshot (browser_snapshot) to see the page's elements, or use browser_find`);
+        throw new NothingMatches(`No element matches locator(${JSON.stringify(parsed.within)}) in ${source}; take a snapshot (browser_snapshot) to see the page's elements, or use browser_find`);
       within = new Set(inside.refs);
     }
     if (treeSteps.length) {
@@ -156,7 +195,8 @@ async function resolvedIn(ctx, tabId, named, wanted, page, at, every = false) {
     try {
       out[refKey] = theOne(found ?? [], source, total).ref;
     } catch (error) {
-      if (error instanceof LocatorError)
+      // Nothing yet is waited for (resolveLocators); several is final.
+      if (error instanceof LocatorError && !(error instanceof NothingMatches))
         throw serverError(error.message);
       throw error;
     }

@@ -439,12 +439,13 @@
     const exact = options && options.exact === true && !(text instanceof RegExp);
     return method + "(" + quoted(text) + (exact ? ", { exact: true }" : "") + ")";
   };
-  // How many elements a getBy… locator names: the extension refuses an action on several with
-  // their count ("… matches 3 elements …") and on none ("No element matches …").
+  // How many elements a getBy… locator names, now (as Playwright's count, which does not wait
+  // for one to appear as an action does): a read of each match, or the extension's refusal
+  // naming their count ("… matches 3000 elements …") or none ("No element matches …").
   const countOf = async function (target) {
     try {
-      await call("browser_evaluate", { function: "(element) => 1", target: target });
-      return 1;
+      const result = await call("browser_evaluate", { function: "(element) => 1", target: target, each: true });
+      return JSON.parse(result.text).value.length;
     } catch (e) {
       const several = /matches (\d+) elements/.exec(e.message);
       if (several) return Number(several[1]);
