@@ -27,7 +27,7 @@ import { PLAYWRIGHT_COMMANDS } from './playwright-commands.js';
 import { webmcpCommands } from './webmcp.js';
 import { settling } from './settle.js';
 import { TARGET_PARAMS } from './targets.js';
-import { resolveLocators } from './commands/by-locator.js';
+import { awaitSelectors, resolveLocators } from './commands/by-locator.js';
 import { reportingChanges, reportingDownloads } from './commands/action-reports.js';
 import { askBeforeActing } from './commands/ask-before.js';
 import { click, handleDialog, hover, pressKey, selectOption, type } from './commands/input.js';
@@ -184,6 +184,8 @@ export async function runCommand(ctx, method, params) {
   assertNotHandedOff(ctx, method, checked);
   // Playwright's locators (getByRole(…), role=…) become the one element's ref.
   const valid = await resolveLocators(ctx, checked);
+  // A CSS selector waits for its element as a locator does.
+  await awaitSelectors(ctx, valid);
   // A step the person asked to approve first (a form sent, a purchase) waits for their Allow.
   await askBeforeActing(ctx, method, valid);
   const dialogsBefore = ctx.debuggers?.events?.openDialogs() ?? new Map();

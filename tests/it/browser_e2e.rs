@@ -400,6 +400,24 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
             && text(&never).contains(" s for one to appear);"),
         "{never}"
     );
+    // A CSS selector waits the same way for an element the page adds a moment later.
+    page_value(
+        &bridge,
+        "setTimeout(() => document.body.insertAdjacentHTML('beforeend', \
+         '<button id=arrives onclick=\"this.textContent = 1\">Arrives</button>'), 800); 1",
+    )
+    .await;
+    tool_ok(&bridge, "browser_click", json!({"target": "#arrives"})).await;
+    assert_eq!(
+        page_value(&bridge, "document.getElementById('arrives').textContent").await,
+        "1"
+    );
+    let absent = tool(&bridge, "browser_click", json!({"target": "#absent"})).await;
+    assert!(
+        is_error(&absent)
+            && text(&absent).contains("No element matches selector #absent (waited 3."),
+        "{absent}"
+    );
     let gone = tool_ok(
         &bridge,
         "browser_wait_for",

@@ -6,7 +6,7 @@
  */
 
 import { LocatorError, NothingMatches, applySteps, isLocator, matchesText, parseLocator, pick, theOne } from '../locators.js';
-import { cssInFrames, refsWithin, textMatches } from '../page-scripts.js';
+import { cssInFrames, elementExpression, refsWithin, textMatches } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { CAPTURE_TREE, OUTLINE_MAX_NODES, capturePage } from './reading.js';
 import { evaluateExpression, targetTab } from './shared.js';
@@ -57,6 +57,42 @@ export async function resolveLocators(ctx, params) {
       if (waited >= LOCATOR_WAIT_MS)
         throw serverError(`${error.message.replace(/;.*$/s, '')} (waited ${(waited / 1000).toFixed(1)} s for one to appear)` +
             error.message.slice(error.message.indexOf(';')));
+      await new Promise(resolve => setTimeout(resolve, LOCATOR_POLL_MS));
+    }
+  }
+}
+
+/**
+ * Waits, as a locator does (resolveLocators), for each CSS or XPath selector among `params`'
+ * targets to match an element: one the page shows a moment after the last action is found, and
+ * one that never comes is refused saying it was waited for. A ref given beside a selector wins
+ * and is not waited for (a ref's element, once gone, never comes back), nor is a read of every
+ * match (`each`, `all`), which answers with what is there.
+ *
+ * @param {CommandContext} ctx
+ * @param {Record<string, unknown>} params validated, locators already resolved
+ */
+export async function awaitSelectors(ctx, params) {
+  if (params.each === true || params.all === true)
+    return;
+  const fields = Array.isArray(params.fields) ? params.fields : [];
+  const selectors = [params, ...fields].flatMap(named => named && typeof named === 'object'
+    ? TARGETS.filter(([selectorKey, refKey]) => typeof named[selectorKey] === 'string' && named[refKey] === undefined)
+        .map(([selectorKey]) => /** @type {string} */ (named[selectorKey]))
+    : []);
+  if (selectors.length === 0)
+    return;
+  const tabId = await targetTab(ctx, params.tabId);
+  for (const selector of selectors) {
+    const started = Date.now();
+    for (;;) {
+      const found = await evaluateExpression(ctx, tabId, elementExpression(() => true, { selector }));
+      if (found?.error !== 'not-found')
+        break;
+      const waited = Date.now() - started;
+      if (waited >= LOCATOR_WAIT_MS)
+        throw serverError(`No element matches selector ${selector} (waited ${(waited / 1000).toFixed(1)} s for one to appear); ` +
+            'take a snapshot (browser_snapshot) to see the page\'s elements, or use browser_find');
       await new Promise(resolve => setTimeout(resolve, LOCATOR_POLL_MS));
     }
   }
