@@ -39,24 +39,40 @@ export async function resolveLocators(ctx, params) {
   if (own.length === 0 && !fields.some(field => field && typeof field === 'object' && wanted(field).length))
     return params;
   const tabId = await targetTab(ctx, params.tabId);
-  // As Playwright's locators wait for their element: one the page shows a moment after the
-  // last action (a suggestion list after typing, a panel after a click) is waited for, the
-  // page read again every LOCATOR_POLL_MS, up to LOCATOR_WAIT_MS; then the error says so.
-  const started = Date.now();
   // A read of every match (`each`, `all`) answers with what is there now, none included.
-  const every = params.each === true || params.all === true;
-  for (;;) {
+  if (params.each === true || params.all === true) {
     try {
       return await resolvedAll(ctx, tabId, params, own, fields, wanted);
+    } catch (error) {
+      throw error instanceof NothingMatches ? serverError(error.message) : error;
+    }
+  }
+  return untilSomethingMatches(() => resolvedAll(ctx, tabId, params, own, fields, wanted));
+}
+
+/**
+ * `attempt`'s answer once it stops throwing NothingMatches, as Playwright's locators wait for
+ * their element: one the page shows a moment after the last action (a suggestion list after
+ * typing, a panel after a click) is found, the page read again every LOCATOR_POLL_MS, up to
+ * LOCATOR_WAIT_MS; then the error says it waited.
+ *
+ * @template T
+ * @param {() => Promise<T>} attempt
+ * @returns {Promise<T>}
+ */
+async function untilSomethingMatches(attempt) {
+  const started = Date.now();
+  for (;;) {
+    try {
+      return await attempt();
     } catch (error) {
       const waited = Date.now() - started;
       if (!(error instanceof NothingMatches))
         throw error;
-      if (every)
-        throw serverError(error.message);
-      if (waited >= LOCATOR_WAIT_MS)
-        throw serverError(`${error.message.replace(/;.*$/s, '')} (waited ${(waited / 1000).toFixed(1)} s for one to appear)` +
-            error.message.slice(error.message.indexOf(';')));
+      if (waited >= LOCATOR_WAIT_MS) {
+        const [what, advice] = error.message.split(/;(.*)/s);
+        throw serverError(`${what} (waited ${(waited / 1000).toFixed(1)} s for one to appear)${advice === undefined ? '' : `;${advice}`}`);
+      }
       await new Promise(resolve => setTimeout(resolve, LOCATOR_POLL_MS));
     }
   }
@@ -84,17 +100,11 @@ export async function awaitSelectors(ctx, params) {
     return;
   const tabId = await targetTab(ctx, params.tabId);
   for (const selector of selectors) {
-    const started = Date.now();
-    for (;;) {
+    await untilSomethingMatches(async () => {
       const found = await evaluateExpression(ctx, tabId, elementExpression(() => true, { selector }));
-      if (found?.error !== 'not-found')
-        break;
-      const waited = Date.now() - started;
-      if (waited >= LOCATOR_WAIT_MS)
-        throw serverError(`No element matches selector ${selector} (waited ${(waited / 1000).toFixed(1)} s for one to appear); ` +
-            'take a snapshot (browser_snapshot) to see the page\'s elements, or use browser_find');
-      await new Promise(resolve => setTimeout(resolve, LOCATOR_POLL_MS));
-    }
+      if (found?.error === 'not-found')
+        throw new NothingMatches(`No element matches selector ${selector}; take a snapshot (browser_snapshot) to see the page's elements, or use browser_find`);
+    });
   }
 }
 
