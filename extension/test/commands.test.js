@@ -187,6 +187,23 @@ test("a click activates the agent's window before it presses, and hands the focu
   assert.equal(browser.windows.get(1).focused, true);
 });
 
+test("a click that fails after activating the agent's window still hands the focus back", async () => {
+  const opened = await runCommand(ctx, 'createTab', {});
+  const agentWindow = browser.tabs.get(opened.tabId).windowId;
+  await runCommand(ctx, 'hover', { selector: '#menu' });
+  browser.updates.length = 0;
+  // The tab goes away under the pointer: the move that puts the hover back fails.
+  const sent = ctx.debuggers.send;
+  ctx.debuggers.send = async (tabId, method, params) => {
+    if (method === 'Input.dispatchMouseEvent')
+      throw new Error('No tab with given id');
+    return sent(tabId, method, params);
+  };
+  await assert.rejects(runCommand(ctx, 'click', { selector: '#go' }));
+  assert.deepEqual(browser.updates.map(u => u.id), [agentWindow, 1]);
+  assert.equal(browser.windows.get(1).focused, true);
+});
+
 test('a screenshot is sized for a model and names its format and pixel size', async () => {
   const opened = await runCommand(ctx, 'createTab', {});
   const shot = await runCommand(ctx, 'screenshot', {});

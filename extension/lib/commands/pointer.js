@@ -61,15 +61,16 @@ export async function pressing(ctx, tabId, action) {
   ]);
   if (HEADLESS || !focused?.focused || !tab || focused.id === tab.windowId)
     return action();
-  await activated(tab.windowId);
-  // Only a hover leaves something open under the pointer that the activation's move closed.
-  const back = lastPointer.get(tabId);
-  if (back?.hover) {
-    await ctx.debuggers.send(tabId, 'Input.dispatchMouseEvent', { type: 'mouseMoved', x: back.x, y: back.y });
-    await sleep(HOVER_BACK_MS);
-  }
   const giveBack = () => chrome.windows.update(focused.id, { focused: true }).catch(() => {});
+  // Whatever fails from here on (the tab closed under the move), the person gets the focus back.
   try {
+    await activated(tab.windowId);
+    // Only a hover leaves something open under the pointer that the activation's move closed.
+    const back = lastPointer.get(tabId);
+    if (back?.hover) {
+      await ctx.debuggers.send(tabId, 'Input.dispatchMouseEvent', { type: 'mouseMoved', x: back.x, y: back.y });
+      await sleep(HOVER_BACK_MS);
+    }
     await action();
   } finally {
     await giveBack();
