@@ -16,12 +16,19 @@
  */
 
 /**
+ * The elements whose text a page announces: alerts, statuses and what is marked live. Handed
+ * to both page functions below, which are shipped as source and cannot share a constant.
+ */
+export const LIVE_REGIONS = '[role=alert],[role=status],[aria-live=assertive],[aria-live=polite],output';
+
+/**
  * Before an action: where the page is (as page-scripts.js `pageState`), and the watchers
  * `actionEvidence` reads.
+ *
+ * @param {string} live {@link LIVE_REGIONS}
  */
-export function watchAction() {
+export function watchAction(live) {
   const key = Symbol.for('mcp-relay.watch');
-  const LIVE = '[role=alert],[role=status],[aria-live=assertive],[aria-live=polite],output';
   const earlier = window[key];
   if (earlier) {
     for (const [type, listener] of earlier.listeners)
@@ -62,7 +69,7 @@ export function watchAction() {
       }],
     ],
   };
-  for (const el of document.querySelectorAll(LIVE))
+  for (const el of document.querySelectorAll(live))
     watch.live.set(el, shown(el));
   // Capturing: `invalid` does not bubble, and a page may stop a submit's propagation.
   for (const [type, listener] of watch.listeners)
@@ -75,11 +82,14 @@ export function watchAction() {
  * After an action: where the page is, and what `watchAction` saw. `formBlocked` lists the
  * fields the browser's check found wrong (its own message, as the bubble shows it) when the
  * action attempted a submit (a submit button clicked, an Enter in a form's field, or the
- * browser's check moving the focus to a field it found wrong) and no form was sent; `markedInvalid` the fields the page marked invalid since, with the message
- * it points them to; `pageSays` each announced message that appeared or changed. Fields carry
- * their ref when the last snapshot gave them one.
+ * browser's check moving the focus to a field it found wrong) and no form was sent;
+ * `markedInvalid` the fields the page marked invalid since, with the message it points them
+ * to; `pageSays` each announced message that appeared or changed. Fields carry their ref when
+ * the last snapshot gave them one.
+ *
+ * @param {string} live {@link LIVE_REGIONS}
  */
-export function actionEvidence() {
+export function actionEvidence(live) {
   const state = { url: location.href, title: document.title, readyState: document.readyState };
   const key = Symbol.for('mcp-relay.watch');
   const watch = window[key];
@@ -88,7 +98,6 @@ export function actionEvidence() {
   delete window[key];
   for (const [type, listener] of watch.listeners)
     document.removeEventListener(type, listener, true);
-  const LIVE = '[role=alert],[role=status],[aria-live=assertive],[aria-live=polite],output';
   const STRUCTURE = ['table', 'ul', 'ol', 'dl', 'section', 'article', 'main', 'nav', 'aside', 'form', 'header', 'footer'];
   const clip = (text, most) => {
     const flat = String(text || '').replace(/\s+/g, ' ').trim();
@@ -127,7 +136,7 @@ export function actionEvidence() {
     });
   const known = new Set((evidence.markedInvalid || []).map(row => row.message));
   const says = [];
-  for (const el of document.querySelectorAll(LIVE)) {
+  for (const el of document.querySelectorAll(live)) {
     const text = shown(el);
     // A region inside another that changed is already in that one's text.
     if (!text || watch.live.get(el) === text || known.has(clip(text, 300)) || says.some(row => row.whole.includes(text)))
