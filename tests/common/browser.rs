@@ -572,16 +572,21 @@ impl Drop for FixtureSite {
     }
 }
 
-/// The box (`[box=x,y,width,height]`) on the first outline line that contains `needle`.
-pub fn box_on(outline: &str, needle: &str) -> Vec<f64> {
+/// What `[key=…]` says on the first outline line that contains `needle` (`e5` for `ref`).
+pub fn marked_on<'a>(outline: &'a str, needle: &str, key: &str) -> &'a str {
     let line = outline
         .lines()
         .find(|line| line.contains(needle))
         .unwrap_or_else(|| panic!("no line with {needle} in\n{outline}"));
-    line.split("[box=")
+    line.split(&format!("[{key}="))
         .nth(1)
         .and_then(|rest| rest.split(']').next())
-        .unwrap_or_else(|| panic!("no box on {line}"))
+        .unwrap_or_else(|| panic!("no {key} on {line}"))
+}
+
+/// The box (`[box=x,y,width,height]`) on the first outline line that contains `needle`.
+pub fn box_on(outline: &str, needle: &str) -> Vec<f64> {
+    marked_on(outline, needle, "box")
         .split(',')
         .map(|n| n.parse().unwrap())
         .collect()

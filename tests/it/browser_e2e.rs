@@ -1558,15 +1558,7 @@ fn outline_of(text: &str) -> String {
 
 /// The ref on the first outline line that contains `needle`.
 fn ref_of(outline: &str, needle: &str) -> String {
-    let line = outline
-        .lines()
-        .find(|line| line.contains(needle))
-        .unwrap_or_else(|| panic!("no line with {needle} in\n{outline}"));
-    line.split("[ref=")
-        .nth(1)
-        .and_then(|rest| rest.split(']').next())
-        .unwrap_or_else(|| panic!("no ref on {line}"))
-        .to_owned()
+    marked_on(outline, needle, "ref").to_owned()
 }
 
 async fn snapshot_refs(chromium: &Path) {
