@@ -300,6 +300,27 @@ export function captureTree(limits, rootElement) {
     return ['', false];
   };
   const CONTENT_CANDIDATE = 4;
+  /**
+   * The lines of a code block as a person sees them (its rendered text, so lines the page
+   * hides stay hidden), without the indentation every line shares and without blank lines at
+   * either end; null where the element does not keep line breaks or has only one line.
+   */
+  const codeLines = (el, style) => {
+    const keeps = ['pre', 'pre-wrap', 'pre-line', 'break-spaces'].includes(style.whiteSpace) ||
+      ['preserve', 'preserve-breaks', 'break-spaces'].includes(style.whiteSpaceCollapse);
+    if (!keeps)
+      return null;
+    const lines = (el.innerText || '').replace(/\u00a0/g, ' ').split('\n').map(line => line.replace(/\s+$/, ''));
+    while (lines.length && !lines[0])
+      lines.shift();
+    while (lines.length && !lines[lines.length - 1])
+      lines.pop();
+    if (lines.length < 2)
+      return null;
+    const shared = Math.min(...lines.filter(Boolean).map(line => line.match(/^[ \t]*/)[0].length));
+    // Runs of blank lines read as one.
+    return lines.map(line => line.slice(shared)).filter((line, i, all) => line || all[i - 1]).join('\n');
+  };
   // Roles whose aria-selected a person sees: the tab shown, the chosen option, row or item.
   const SELECTABLE = new Set(['option', 'tab', 'row', 'gridcell', 'treeitem', 'columnheader', 'rowheader']);
   // Roles that hold blocks of content of their own: an element whose name was read from
@@ -341,6 +362,9 @@ export function captureTree(limits, rootElement) {
     const el = node;
     if (SKIP.has(el.localName) || el.getAttribute('aria-hidden') === 'true')
       return [];
+    // A line break parts the words on either side of it.
+    if (el.localName === 'br')
+      return [SPACE];
     if (++nodes > limits.maxNodes) {
       truncated = true;
       return [];
@@ -399,7 +423,7 @@ export function captureTree(limits, rootElement) {
     // An icon drawn as an <svg> with no name (TinyMCE's toolbar, most apps' buttons) says
     // nothing the element around it does not, and Playwright's snapshot leaves it out; one
     // large enough to be a chart or a diagram keeps its line and ref, to screenshot or read.
-    if (el.localName === 'svg' && !explicitRole && !labelled && !canAct && !root && !el.querySelector(':scope > title')) {
+    if (el.localName === 'svg' && !explicitRole && !labelled && !canAct && !root && !nameOf(el, 'img')[0]) {
       const box = el.getBoundingClientRect();
       if (box.width * box.height <= ICON_MAX_PX * ICON_MAX_PX)
         return [];
@@ -414,8 +438,20 @@ export function captureTree(limits, rootElement) {
       const [controlName] = nameOf(el.control, implicitRole(el.control));
       return kids.filter(kid => kid.role !== undefined || kid === SPACE || !controlName.includes(kid.text));
     }
-    if ((role === 'generic' || role === 'none') && !canAct && !labelled && !root)
-      return children();
+    if ((role === 'generic' || role === 'none') && !canAct && !labelled && !root) {
+      // A box of its own (a block, a flex or grid item) is apart from the text around it on
+      // the screen, so it is in the outline too: a framework's `<div>Mouse</div><div>$25</div>`,
+      // written with no white space between, reads "Mouse $25", not "Mouse$25".
+      const out = children();
+      if (!style.display.startsWith('inline') && style.display !== 'contents') {
+        const [first, last] = [out.find(kid => kid !== SPACE), out.findLast(kid => kid !== SPACE)];
+        if (first && first.role === undefined)
+          first[LEAD] = true;
+        if (last && last.role === undefined)
+          last[TRAIL] = true;
+      }
+      return out;
+    }
     if (style.visibility !== 'visible' && !canAct && !root)
       return children();
     // Every element shown gets a ref, so whatever a model reads it can also name (a drop
@@ -478,6 +514,9 @@ export function captureTree(limits, rootElement) {
       // Never put a password into a model's context; say only that one is there.
       if (raw && el.type === 'password')
         item.value = '••••••';
+      // A text area's lines stay lines (an address, a message typed in); a field has one.
+      else if (raw && el.localName === 'textarea')
+        item.value = clip(raw.replace(/[^\S\n]+$/gm, '').replace(/^\n+|\s+$/g, ''), 200);
       else if (raw)
         item.value = clip(raw.replace(/\s+/g, ' '), 200);
     }
@@ -535,8 +574,19 @@ export function captureTree(limits, rootElement) {
       return [item];
     }
     let kids = el.localName === 'textarea' ? [] : children().filter(kid => kid !== SPACE);
+    // A block of code keeps its lines: flattened, a `// comment` swallows the code after it
+    // and a model cannot tell where a statement ends (Playwright's snapshot flattens it).
+    // Links in it (rustdoc's declarations link their types) follow its text, to be named.
+    if (role === 'code') {
+      const inner = kids.length === 1 && kids[0].role === 'code' ? kids[0].children || [] : kids;
+      const lines = inner.every(kid => kid.role === undefined || kid.role === 'link') ? codeLines(el, style) : null;
+      if (lines) {
+        item.children = [{ text: lines }, ...inner.filter(kid => kid.role !== undefined)];
+        return [item];
+      }
+    }
     // <pre><code>…</code></pre> is one block of code, not a code inside a code.
-    if (role === 'code' && kids.length === 1 && kids[0].role === 'code' && !kids[0].children?.some(k => k.role !== undefined)) {
+    if (role === 'code' && kids.length === 1 && kids[0].role === 'code') {
       item.children = kids[0].children;
       return [item];
     }
@@ -610,11 +660,21 @@ export function formatOutline(tree, options = {}) {
   const { depth = Infinity, interactive = false } = options;
   const lines = [];
   const shown = interactive ? onlyInteractive(tree) : tree;
+  // Text of several lines (a code block) is a YAML literal block below its line, each line
+  // indented under it, so a reader (and browser_find, which goes by indentation) sees whose
+  // lines they are.
+  const withText = (line, text, indent) => {
+    // A one-line text that reads as a block's start (a breadcrumb's lone `|`) is quoted.
+    if (!text.includes('\n'))
+      return [`${line}: ${/^[|>][-+\d]*$/.test(text) ? JSON.stringify(text) : text}`];
+    const under = `${indent}    `;
+    return [`${line}: |`, ...text.split('\n').map(row => (row ? `${under}${row}` : ''))];
+  };
   const emit = (items, level) => {
     const indent = '  '.repeat(level);
     for (const item of items) {
       if (item.role === undefined) {
-        lines.push(`${indent}- text: ${item.text}`);
+        lines.push(...withText(`${indent}- text`, item.text, indent));
         continue;
       }
       let line = `${indent}- ${item.role}`;
@@ -636,14 +696,16 @@ export function formatOutline(tree, options = {}) {
       ].filter(Boolean);
       const onlyText = kids.length === 1 && kids[0].role === undefined && item.value === undefined && props.length === 0;
       if (onlyText) {
-        lines.push(`${line}: ${kids[0].text}`);
+        lines.push(...withText(line, kids[0].text, indent));
         continue;
       }
-      if (item.value !== undefined)
+      // A value of several lines (a text area's) is a literal block, as a code block's text.
+      const block = item.value !== undefined && item.value.includes('\n');
+      if (item.value !== undefined && !block)
         line += `: ${item.value}`;
       const more = kids.length > 0 || props.length > 0;
       if (!more) {
-        lines.push(line);
+        lines.push(...(block ? withText(line, item.value, indent) : [line]));
         continue;
       }
       // A link's URL (or a note) is a property of its line, not a node below: a link at the
@@ -652,7 +714,7 @@ export function formatOutline(tree, options = {}) {
         lines.push(`${line} [${countNodes(kids)} more below: raise depth to see them]`);
         continue;
       }
-      lines.push(item.value === undefined ? `${line}:` : line);
+      lines.push(...(block ? withText(line, item.value, indent) : [item.value === undefined ? `${line}:` : line]));
       for (const prop of props)
         lines.push(`${indent}  - ${prop}`);
       emit(kids, level + 1);

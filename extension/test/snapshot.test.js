@@ -67,6 +67,44 @@ test("a field's placeholder is printed under it when it is not the field's name,
   ].join('\n'));
 });
 
+test("a code block's lines are printed as lines, indented under the element they belong to", () => {
+  assert.equal(formatOutline([
+    { role: 'list', ref: 'e1', children: [
+      { role: 'code', ref: 'e2', children: [{ text: 'let x = 1; // one\n\nif x {\n    go();\n}' }] },
+      { text: 'a\nb' },
+    ] },
+  ]), [
+    '- list [ref=e1]:',
+    '  - code [ref=e2]: |',
+    '      let x = 1; // one',
+    '',
+    '      if x {',
+    '          go();',
+    '      }',
+    '  - text: |',
+    '      a',
+    '      b',
+  ].join('\n'));
+  // A lone bar (a breadcrumb's separator) is text, not the start of a block.
+  assert.equal(formatOutline([{ text: '|' }, { role: 'paragraph', ref: 'e3', children: [{ text: '>' }] }]),
+      '- text: "|"\n- paragraph [ref=e3]: ">"');
+});
+
+test("a text area's value of several lines is a literal block too, above what is printed under it", () => {
+  assert.equal(formatOutline([
+    { role: 'textbox', name: 'Address', ref: 'e1', value: '1 Main St\nSpringfield', placeholder: 'Where to' },
+    { role: 'textbox', name: 'Note', ref: 'e2', value: 'one\ntwo' },
+  ]), [
+    '- textbox "Address" [ref=e1]: |',
+    '    1 Main St',
+    '    Springfield',
+    '  - /placeholder: Where to',
+    '- textbox "Note" [ref=e2]: |',
+    '    one',
+    '    two',
+  ].join('\n'));
+});
+
 test('names with quotes stay one unambiguous string', () => {
   assert.equal(formatOutline([{ role: 'button', name: 'Say "hi"', ref: 'e9' }]), '- button "Say \\"hi\\"" [ref=e9]');
 });

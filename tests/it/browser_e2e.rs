@@ -704,20 +704,23 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         "First line of the notes, and more"
     );
     // An unnamed icon inside a named button is left out, as Playwright's snapshot leaves it;
-    // an unnamed chart keeps its line and ref, to be screenshot; a titled icon is named.
+    // an unnamed chart keeps its line and ref, to be screenshot; an icon with a title (its
+    // <title>, or a title attribute: both name it) is named.
     page_value(
         &bridge,
         "document.body.insertAdjacentHTML('beforeend', '<div id=icons><button aria-label=Bold>\
          <svg width=24 height=24><path d=\"M0 0h24v24z\"/></svg></button>\
          <svg id=chart width=300 height=120><rect width=300 height=120 fill=teal /></svg>\
-         <svg width=20 height=20><title>Warning</title><circle r=9 cx=10 cy=10 /></svg></div>'); 1",
+         <svg width=20 height=20><title>Warning</title><circle r=9 cx=10 cy=10 /></svg>\
+         <svg width=20 height=20 title=Offline><circle r=9 cx=10 cy=10 /></svg></div>'); 1",
     )
     .await;
     let icons = outline(&bridge, json!({"target": "#icons"})).await;
     assert!(
         icons.contains("- button \"Bold\" [ref=")
-            && icons.matches("- img").count() == 2
-            && icons.contains("- img \"Warning\" [ref="),
+            && icons.matches("- img").count() == 3
+            && icons.contains("- img \"Warning\" [ref=")
+            && icons.contains("- img \"Offline\" [ref="),
         "{icons}"
     );
     // An open tree item keeps its own label as its name, its branch below it.
@@ -1793,7 +1796,9 @@ async fn snapshot_refs(chromium: &Path) {
     );
 
     // Words split by inline elements keep the white space between them, and only that: code
-    // from a highlighter reads `fn main`, not `fnmain`.
+    // from a highlighter reads `fn main`, not `fnmain`. A code block keeps its lines (a
+    // comment ends at its line's end), without the indentation they share or the lines the
+    // page hides.
     tool_ok(
         &bridge,
         "browser_navigate",
@@ -1803,10 +1808,25 @@ async fn snapshot_refs(chromium: &Path) {
     let prose = outline(&bridge, json!({})).await;
     assert!(prose.contains(": Ownership rules apply here.\n"), "{prose}");
     assert!(
-        prose.contains(": fn main() { let s = \"hello\"; }"),
+        prose.contains("]: |\n    fn main() {\n        let s = \"hello\";\n    }\n"),
+        "{prose}"
+    );
+    assert!(
+        prose.contains(
+            ":\n  - text: |\n      pub struct Vec<T, A = Global>\n      where\n          A: Allocator,\n      \
+             { /* private fields */ }\n  - link \"Global\" [ref="
+        ) && prose.contains("- link \"Allocator\" [ref="),
+        "{prose}"
+    );
+    assert!(
+        prose.contains("]: |\n    // ends at the line's end\n    let x = 1;\n\n    let y = x;\n"),
         "{prose}"
     );
     assert!(prose.contains(": Gluedtogether stays glued."), "{prose}");
+    assert!(
+        prose.contains("]: Wireless Mouse $25.00\n") && prose.contains("]: Line one Line two\n"),
+        "{prose}"
+    );
     // A <pre> around its code and a control is a wrapper (Playwright reads it as generic):
     // the code and the button side by side, not a code inside a code.
     let code_line = prose
@@ -2672,6 +2692,9 @@ async fn fill_form_sets_every_field_type_and_reads_them_back() {
                     "name,bio,agree,size-l,country,volume"
                 ])
             );
+            // The snapshot reads a text area's lines as lines, not run together.
+            let bio = outline(&bridge, json!({"target": "#bio"})).await;
+            assert!(bio.contains("]: |\n    two\n    lines"), "{bio}");
             let wrong = tool(
             &bridge,
             "browser_fill_form",

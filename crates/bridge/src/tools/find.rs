@@ -123,7 +123,12 @@ pub(crate) fn search(outline: &str, query: &Query) -> (String, usize) {
             break;
         }
         shown += 1;
-        let from = line.saturating_sub(CONTEXT).max(shown_until);
+        let mut from = line.saturating_sub(CONTEXT).max(shown_until);
+        // A window does not open on a blank line (one in a code block): its path from the
+        // root goes by indentation, which a blank line does not have.
+        while from < line && lines[from].trim().is_empty() {
+            from += 1;
+        }
         let to = (line + CONTEXT + 1).min(lines.len());
         if from > shown_until || n == 0 {
             if n > 0 {
@@ -181,6 +186,19 @@ mod tests {
     - listitem [ref=e12]: Buy milk
     - listitem [ref=e13]: Sign in to the bank
   - button \"Sign in\" [ref=e14]";
+
+    #[test]
+    fn a_match_in_a_code_block_comes_under_the_code_even_after_a_blank_line() {
+        let outline = "- main [ref=e1]:\n  - code [ref=e2]: |\n      let a = 1;\n      let b = 2;\n      let c = 3;\n\n      let d = 4;\n      let wanted = 5;";
+        let query = Query::new(Some("wanted"), None).unwrap();
+        let (text, count) = search(outline, &query);
+        assert_eq!(count, 1);
+        assert!(
+            text.starts_with("- main [ref=e1]:\n  - code [ref=e2]: |\n"),
+            "{text}"
+        );
+        assert!(text.contains("      let wanted = 5;  ◀"), "{text}");
+    }
 
     #[test]
     fn a_match_comes_under_its_path_from_the_root_with_context_and_refs() {
