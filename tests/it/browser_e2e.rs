@@ -444,7 +444,16 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
     assert!(started.elapsed() >= Duration::from_millis(500));
 
     // browser_handle_dialog: the click that opens a dialog reports it; the answer reaches the page.
-    let opened = tool_ok(&bridge, "browser_click", json!({"selector": "#confirm"})).await;
+    let answer = tool(&bridge, "browser_click", json!({"selector": "#confirm"})).await;
+    // What the model reads says it in words, and what to call here.
+    assert!(
+        text(&answer).contains(
+            "Dialog open: confirm \"Delete everything?\". The page waits for an answer before \
+             doing anything else: browser_handle_dialog with accept true or false."
+        ) && !text(&answer).contains("handleDialog"),
+        "{answer}"
+    );
+    let opened = ok_json(&answer);
     assert_eq!(opened["dialog"]["type"], "confirm", "{opened}");
     assert_eq!(
         opened["dialog"]["message"], "Delete everything?",

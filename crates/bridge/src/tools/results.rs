@@ -147,7 +147,8 @@ fn without(value: &Value, keys: &[&str]) -> Value {
 /// What an action's answer may say happened to the page, in the order its text says it.
 /// Each but `settled` (a page still loading, said only beside something else) makes the answer
 /// lines rather than JSON (`render`).
-const WHAT_HAPPENED: [&str; 9] = [
+const WHAT_HAPPENED: [&str; 10] = [
+    "dialog",
     "pageChanged",
     "httpError",
     "formBlocked",
@@ -247,11 +248,33 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                 value["status"],
                 value["statusText"].as_str().unwrap_or("")
             )),
+            "dialog" => lines.push(dialog_line(value)),
+            // The extension's note on an open dialog names its own method (handleDialog) for
+            // every client; the dialog's line above says what to call here.
+            "note" if map.contains_key("dialog") => {}
             "note" | "snapshotNote" => lines.push(format!("Note: {}", plain(value))),
             _ => lines.push(format!("{key}: {}", plain(value))),
         }
     }
     lines
+}
+
+/// A JavaScript dialog the action opened, which holds the page until it is answered.
+fn dialog_line(dialog: &Value) -> String {
+    let kind = dialog["type"].as_str().unwrap_or("JavaScript");
+    let message = dialog["message"].as_str().unwrap_or("");
+    let how = match (kind, dialog["defaultPrompt"].as_str()) {
+        ("prompt", Some(given)) if !given.is_empty() => {
+            format!("accept true with promptText (the dialog suggests {given:?}), or accept false")
+        }
+        ("prompt", _) => "accept true with promptText, or accept false".to_owned(),
+        ("alert", _) => "accept true".to_owned(),
+        _ => "accept true or false".to_owned(),
+    };
+    format!(
+        "Dialog open: {kind} {message:?}. The page waits for an answer before doing anything \
+         else: browser_handle_dialog with {how}."
+    )
 }
 
 /// `- "Email" [ref=e2]: Please fill out this field.`: one line per field the page or the
@@ -911,6 +934,34 @@ mod tests {
         let structured = shown.structured.unwrap();
         assert_eq!(structured["url"], "https://example.com/");
         assert!(structured.get("snapshot").is_none());
+    }
+
+    #[test]
+    fn an_action_that_opened_a_dialog_says_which_and_how_to_answer_it_in_plain_words() {
+        let shown = render(
+            "browser_click",
+            &json!({"tabId": 7, "dialog": {"type": "confirm", "message": "Delete 3 files?",
+                    "url": "https://e/"}, "note": "The page opened a JavaScript confirm dialog \
+                    and waits for an answer; answer it with handleDialog (…)"}),
+        );
+        assert_eq!(
+            shown.text,
+            "Tab 7\nDialog open: confirm \"Delete 3 files?\". The page waits for an answer \
+             before doing anything else: browser_handle_dialog with accept true or false."
+        );
+        let prompt = render(
+            "browser_click",
+            &json!({"tabId": 7, "dialog": {"type": "prompt", "message": "Your name?",
+                    "defaultPrompt": "Ada"}}),
+        );
+        assert!(
+            prompt.text.ends_with(
+                "browser_handle_dialog with accept true with promptText (the dialog suggests \
+                 \"Ada\"), or accept false."
+            ),
+            "{}",
+            prompt.text
+        );
     }
 
     #[test]
