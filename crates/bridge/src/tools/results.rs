@@ -249,6 +249,43 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                 value["statusText"].as_str().unwrap_or("")
             )),
             "dialog" => lines.push(dialog_line(value)),
+            // browser_fill_form: a field a line, its value as read back.
+            "filled" => {
+                let rows = value.as_array().map(Vec::as_slice).unwrap_or_default();
+                lines.push(format!("Filled {}:", counted(rows.len() as u64, "field")));
+                lines.extend(rows.iter().map(|row| {
+                    format!(
+                        "- {:?} ({}): {}",
+                        row["name"].as_str().unwrap_or(""),
+                        row["type"].as_str().unwrap_or("field"),
+                        row["value"]
+                    )
+                }));
+            }
+            // browser_select_option: each option chosen, by its label and its value.
+            "selected" if map.get("labels").is_some_and(Value::is_array) => {
+                let labels = map["labels"]
+                    .as_array()
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                let values = value.as_array().map(Vec::as_slice).unwrap_or_default();
+                let chosen: Vec<String> = values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| match labels.get(i).and_then(Value::as_str) {
+                        Some(label) if Some(label) != v.as_str() => {
+                            format!("{label:?} (value {v})")
+                        }
+                        _ => v.to_string(),
+                    })
+                    .collect();
+                lines.push(if chosen.is_empty() {
+                    "selected: nothing".to_owned()
+                } else {
+                    format!("selected: {}", chosen.join(", "))
+                });
+            }
+            "labels" if map.get("selected").is_some_and(Value::is_array) => {}
             // The extension's note on an open dialog names its own method (handleDialog) for
             // every client; the dialog's line above says what to call here.
             "note" if map.contains_key("dialog") => {}
@@ -965,6 +1002,28 @@ mod tests {
     }
 
     #[test]
+    fn filled_fields_and_chosen_options_read_as_words_not_json_lists() {
+        let filled = render(
+            "browser_fill_form",
+            &json!({"tabId": 7, "filled": [
+                {"name": "Bio", "type": "textbox", "value": "hi\nthere"},
+                {"name": "Agree", "type": "checkbox", "value": true}]}),
+        );
+        assert_eq!(
+            filled.text,
+            "Tab 7\nFilled 2 fields:\n- \"Bio\" (textbox): \"hi\\nthere\"\n- \"Agree\" (checkbox): true"
+        );
+        let chosen = render(
+            "browser_select_option",
+            &json!({"tabId": 7, "selected": ["jp", "fr"], "labels": ["Japan", "fr"]}),
+        );
+        assert_eq!(
+            chosen.text,
+            "Tab 7\nselected: \"Japan\" (value \"jp\"), \"fr\""
+        );
+    }
+
+    #[test]
     fn a_navigation_to_an_error_page_says_the_server_answered_with_an_error() {
         let shown = render(
             "browser_navigate",
@@ -1225,10 +1284,7 @@ mod tests {
             "browser_select_option",
             &json!({"tabId": 7, "selected": ["b"], "labels": ["Blue"]}),
         );
-        assert_eq!(
-            selected.text,
-            "Tab 7\nlabels: [\"Blue\"]\nselected: [\"b\"]"
-        );
+        assert_eq!(selected.text, "Tab 7\nselected: \"Blue\" (value \"b\")");
         // Other short answers (a raw CDP result, the bridge's own state) stay JSON.
         let raw = render("browser_cdp", &json!({"result": {"value": 2}}));
         assert_eq!(raw.text, r#"{"result":{"value":2}}"#);
