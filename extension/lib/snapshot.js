@@ -187,6 +187,9 @@ export function captureTree(limits, rootElement) {
       case 'output': return 'status';
       case 'menu': return 'list';
       case 'svg': return 'img';
+      // Not ARIA roles, but what Chrome's accessibility tree calls them: a drawing surface or a
+      // player a model needs to name (to screenshot a chart, click in a game, read a player).
+      case 'canvas': case 'video': case 'audio': return el.localName;
       case 'input': {
         const type = (el.getAttribute('type') || 'text').toLowerCase();
         if (['button', 'submit', 'reset', 'image'].includes(type))
@@ -428,6 +431,12 @@ export function captureTree(limits, rootElement) {
       if (box.width * box.height <= ICON_MAX_PX * ICON_MAX_PX)
         return [];
     }
+    // A canvas a few pixels wide draws nothing a person sees (a page's measuring canvas).
+    if (role === 'canvas' && !explicitRole && !labelled && !canAct && !root) {
+      const box = el.getBoundingClientRect();
+      if (box.width < 8 || box.height < 8)
+        return [];
+    }
     // A <label> gives its control its name, and a click on it is a click on the control, so
     // the control's own line says both: the label is not a line of its own (rustdoc's
     // settings read every choice twice, `generic "dark"` around `radio "dark"`). Its text is
@@ -495,6 +504,9 @@ export function captureTree(limits, rootElement) {
       states.push(`expanded=${el.open}`);
     if (el.getAttribute('aria-pressed'))
       states.push(`pressed=${el.getAttribute('aria-pressed')}`);
+    // Whether a player plays: what a model's click on it did.
+    if ((role === 'video' || role === 'audio') && !el.paused)
+      states.push('playing');
     if (el.required)
       states.push('required');
     if (isFocused(el))
@@ -573,7 +585,9 @@ export function captureTree(limits, rootElement) {
         item.children.push({ text: `… ${options.length - MAX_OPTIONS} more options` });
       return [item];
     }
-    let kids = el.localName === 'textarea' ? [] : children().filter(kid => kid !== SPACE);
+    // A text area's text is its value; a player's content (sources, tracks, words for a
+    // browser without one) is not shown.
+    let kids = ['textarea', 'video', 'audio'].includes(el.localName) ? [] : children().filter(kid => kid !== SPACE);
     // A block of code keeps its lines: flattened, a `// comment` swallows the code after it
     // and a model cannot tell where a statement ends (Playwright's snapshot flattens it).
     // Links in it (rustdoc's declarations link their types) follow its text, to be named.

@@ -783,6 +783,34 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         !is_error(&shot) && text(&shot).contains("PNG, 300×120 px"),
         "{shot}"
     );
+    // A drawing surface and a player have a line and a ref too (Playwright's snapshot leaves
+    // them out, so a chart drawn on a canvas could not be screenshot by name); a page's
+    // measuring canvas, a pixel wide, and a player's fallback words do not.
+    page_value(
+        &bridge,
+        "document.body.insertAdjacentHTML('beforeend', '<div id=drawn><canvas width=240 height=90>\
+         A chart</canvas><canvas width=1 height=1></canvas><video width=160 height=90>\
+         No video here</video></div>'); 1",
+    )
+    .await;
+    let drawn = outline(&bridge, json!({"target": "#drawn"})).await;
+    assert!(
+        drawn.matches("- canvas [ref=").count() == 1
+            && drawn.contains("- video [ref=")
+            && !drawn.contains("No video here"),
+        "{drawn}"
+    );
+    let canvas = ref_of(&drawn, "- canvas [ref=");
+    let shot = tool(
+        &bridge,
+        "browser_take_screenshot",
+        json!({"target": canvas, "element": "drawn chart"}),
+    )
+    .await;
+    assert!(
+        !is_error(&shot) && text(&shot).contains("PNG, 240×90 px"),
+        "{shot}"
+    );
 
     // As Playwright MCP's fill: a date or a colour takes its value whole (a date field's keys
     // go per segment, in the person's locale), a value in the wrong form changes nothing and
