@@ -379,8 +379,13 @@ export function captureTree(limits, rootElement) {
     const children = () => {
       const out = [];
       const kids = el.localName === 'slot' ? el.assignedNodes({ flatten: true }) : el.shadowRoot ? el.shadowRoot.childNodes : el.childNodes;
-      for (const kid of kids)
-        out.push(...walk(kid, frame));
+      // Text in an element that is `visibility: hidden` is not seen (CodeMirror's measuring
+      // "xxxxxxxxxx"); an element inside it may be visible again, so those are still walked.
+      const unseen = style.visibility !== 'visible';
+      for (const kid of kids) {
+        if (!(unseen && kid.nodeType === Node.TEXT_NODE))
+          out.push(...walk(kid, frame));
+      }
       // Adjacent text runs (split by inline elements without a role, or inline code) read as
       // one; white space between them (a SPACE mark) becomes one space.
       const merged = [];

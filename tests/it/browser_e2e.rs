@@ -1864,6 +1864,10 @@ async fn snapshot_refs(chromium: &Path) {
         prose.contains("]: Wireless Mouse $25.00\n") && prose.contains("]: Line one Line two\n"),
         "{prose}"
     );
+    assert!(
+        !prose.contains("xxxxxxxxxx") && prose.contains("- text: Shown inside\n"),
+        "{prose}"
+    );
     // A <pre> around its code and a control is a wrapper (Playwright reads it as generic):
     // the code and the button side by side, not a code inside a code.
     let code_line = prose
