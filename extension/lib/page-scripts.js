@@ -279,8 +279,40 @@ export async function locateElement(el, options = {}) {
       text += `.${cls.join('.')}`;
     return text;
   };
-  el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
   const view = el.ownerDocument.defaultView;
+  // What a mouse at (x, y) of the element's own viewport would hit, and whether that is the
+  // element. elementFromPoint stops at shadow hosts; descend to the innermost element.
+  const hitAt = (x, y) => {
+    let hit = el.ownerDocument.elementFromPoint(x, y);
+    while (hit && hit.shadowRoot) {
+      const inner = hit.shadowRoot.elementFromPoint(x, y);
+      if (!inner || inner === hit)
+        break;
+      hit = inner;
+    }
+    // A hit inside the element (its text, an icon, its own shadow tree) is the element.
+    let reachable = false;
+    for (let node = hit; node; node = node.parentNode || (node.nodeType === Node.DOCUMENT_FRAGMENT_NODE ? node.host : null)) {
+      if (node === el) {
+        reachable = true;
+        break;
+      }
+    }
+    // A hit on the element's own label is a click on it: a styled checkbox draws its label
+    // over its box (Playwright's hit check follows labels too).
+    if (!reachable && hit?.closest?.('label')?.control === el)
+      reachable = true;
+    return { hit, reachable };
+  };
+  // An element a mouse already reaches, in the top document, is not scrolled, as Playwright
+  // scrolls only when needed: a page that keeps its own scroll position (CodeMirror puts its
+  // scroller back in the next frame) would otherwise move it on every try.
+  const shown = el.getBoundingClientRect();
+  const [shownX, shownY] = [shown.left + shown.width / 2, shown.top + shown.height / 2];
+  const reachedAlready = view === view.top && shown.width > 0 && shown.height > 0 && shownX >= 0 && shownY >= 0 &&
+    shownX < view.innerWidth && shownY < view.innerHeight && hitAt(shownX, shownY).reachable;
+  if (!reachedAlready)
+    el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
   const before = el.getBoundingClientRect();
   // One frame (a page's own scroll step runs in its frame callback before this one), or a
   // moment where frames are not drawn (a tab whose window is hidden).
@@ -312,26 +344,7 @@ export async function locateElement(el, options = {}) {
     };
   }
   // The hit test runs in the element's own document, in its own viewport's coordinates.
-  // elementFromPoint stops at shadow hosts; descend to the innermost element.
-  let hit = el.ownerDocument.elementFromPoint(x, y);
-  while (hit && hit.shadowRoot) {
-    const inner = hit.shadowRoot.elementFromPoint(x, y);
-    if (!inner || inner === hit)
-      break;
-    hit = inner;
-  }
-  // A hit inside the element (its text, an icon, its own shadow tree) is the element.
-  let reachable = false;
-  for (let node = hit; node; node = node.parentNode || (node.nodeType === Node.DOCUMENT_FRAGMENT_NODE ? node.host : null)) {
-    if (node === el) {
-      reachable = true;
-      break;
-    }
-  }
-  // A hit on the element's own label is a click on it: a styled checkbox draws its label over
-  // its box (Playwright's hit check follows labels too).
-  if (!reachable && hit?.closest?.('label')?.control === el)
-    reachable = true;
+  const { hit, reachable } = hitAt(x, y);
   if (!reachable && !hit)
     return { error: 'off-screen', element: describe(el), at: { x: Math.round(x), y: Math.round(y) }, viewport: { width: view.innerWidth, height: view.innerHeight } };
   if (!reachable) {
