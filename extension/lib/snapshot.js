@@ -291,7 +291,9 @@ export function captureTree(limits, rootElement) {
       el.localName === 'fieldset' ? el.querySelector('legend')?.textContent : '',
       el.getAttribute('alt'),
       el.getAttribute('title'),
-      el.getAttribute('placeholder'),
+      // Only a field's placeholder names it, as Chrome computes names (a <select> Tom Select
+      // hides keeps one that says nothing of what it is).
+      el.matches('input, textarea') ? el.getAttribute('placeholder') : '',
       // What Chrome's own button on an unlabelled file input says, so the model can find it.
       isInput && el.type === 'file' ? (el.multiple ? 'Choose Files' : 'Choose File') : '',
     ];

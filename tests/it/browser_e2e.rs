@@ -1868,6 +1868,10 @@ async fn snapshot_refs(chromium: &Path) {
         !prose.contains("xxxxxxxxxx") && prose.contains("- text: Shown inside\n"),
         "{prose}"
     );
+    assert!(
+        !prose.contains("Pick a fruit") && prose.contains("- combobox [ref="),
+        "{prose}"
+    );
     // A <pre> around its code and a control is a wrapper (Playwright reads it as generic):
     // the code and the button side by side, not a code inside a code.
     let code_line = prose
