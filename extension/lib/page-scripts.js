@@ -505,6 +505,46 @@ export function readValue(el) {
   return { value: 'value' in el ? String(el.value) : el.textContent };
 }
 
+/**
+ * Before a typed Enter in a field with suggestions (a combobox: Tom Select, jQuery UI's
+ * autocomplete, a search box with a list), waits for its list to catch up with the text, as a
+ * person sees the list change before pressing Enter. Enter picks the option active *then*, and
+ * a list refreshed 300 ms after the last key (Tom Select's, jQuery UI's) still showed the
+ * options for the text before: Tom Select picked "Red" for "Gre". Waits until nothing in the
+ * list it controls (without one, the page) changed for `quietMs`, at most `capMs`; any other
+ * field answers at once.
+ *
+ * Runs through {@link elementExpression}. @param {Element} el
+ */
+export function suggestionsSettled(el, quietMs, capMs) {
+  const combobox = el.getAttribute('role') === 'combobox' || ['list', 'both'].includes(el.getAttribute('aria-autocomplete')) ||
+    (el.localName === 'input' && el.hasAttribute('list'));
+  if (!combobox)
+    return { waitedMs: 0 };
+  const doc = el.ownerDocument;
+  const lists = `${el.getAttribute('aria-controls') || ''} ${el.getAttribute('aria-owns') || ''}`.split(/\s+/)
+    .filter(Boolean).map(id => doc.getElementById(id)).filter(Boolean);
+  const started = performance.now();
+  let last = started;
+  const observer = new MutationObserver(() => {
+    last = performance.now();
+  });
+  for (const node of lists.length ? lists : [doc.body || doc.documentElement])
+    observer.observe(node, { subtree: true, childList: true, attributes: true, characterData: true });
+  return new Promise(resolve => {
+    const check = () => {
+      const now = performance.now();
+      if (now - last >= quietMs || now - started >= capMs) {
+        observer.disconnect();
+        resolve({ waitedMs: Math.round(now - started) });
+      } else {
+        setTimeout(check, Math.max(10, quietMs - (now - last)));
+      }
+    };
+    setTimeout(check, quietMs);
+  });
+}
+
 /** Where the page is and whether it finished loading. */
 export function pageState() {
   return { url: location.href, title: document.title, readyState: document.readyState };

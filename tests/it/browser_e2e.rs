@@ -4080,6 +4080,43 @@ async fn over_http_a_form_the_browser_or_the_page_refuses_says_why() {
     .await;
 }
 
+/// A typed Enter in a field with suggestions whose list is refreshed 300 ms after the last key
+/// (Tom Select's, jQuery UI's) waits for the list to show the text typed: Enter picks the
+/// option active then. Before, it came at once and picked the first option of the list for the
+/// text before ("Red" for "Gre"), answering `submitted: true`; Playwright MCP's does the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enter_typed_into_a_field_with_suggestions_picks_what_its_text_shows() {
+    on_tools_page!(
+        "enter_typed_into_a_field_with_suggestions_picks_what_its_text_shows",
+        &[],
+        |bridge, site| {
+            tool_ok(
+                &bridge,
+                "browser_navigate",
+                json!({"url": site.url("suggest.html")}),
+            )
+            .await;
+            let typed = tool_ok(
+                &bridge,
+                "browser_type",
+                json!({"target": "#colour", "text": "Gre", "submit": true}),
+            )
+            .await;
+            assert_eq!(typed["submitted"], true, "{typed}");
+            assert_eq!(page_value(&bridge, "picked.textContent").await, "Green");
+            // Key by key, each key restarting the page's timer, the same.
+            page_value(&bridge, "colour.value = ''; picked.textContent = ''; 1").await;
+            tool_ok(
+                &bridge,
+                "browser_type",
+                json!({"target": "#colour", "text": "Grey", "slowly": true, "submit": true}),
+            )
+            .await;
+            assert_eq!(page_value(&bridge, "picked.textContent").await, "Grey");
+        }
+    );
+}
+
 /// A page that scrolls itself after loading (Swagger UI to a linked operation, documentation
 /// sites to a section): a click right after the navigation waits for the button to stop
 /// moving, as Playwright's stable check does, and lands on it. Before, the point was read

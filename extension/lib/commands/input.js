@@ -5,7 +5,7 @@
  */
 
 import { keyPressEvents, modifierBits, typingEvents } from '../keys.js';
-import { elementExpression, prepareTyping, readValue, selectOptions } from '../page-scripts.js';
+import { elementExpression, prepareTyping, readValue, selectOptions, suggestionsSettled } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { describeTarget, elementTarget } from '../targets.js';
 import { notePointer, pressing } from './pointer.js';
@@ -15,6 +15,13 @@ import { ACTIONABLE_POLL_MS, ACTIONABLE_WAIT_MS, elementError, evaluateExpressio
 
 /** handleDialog: how long it waits for a dialog that is about to open (the click that opens it just returned). */
 const DIALOG_GRACE_MS = 2_000;
+
+/**
+ * A typed Enter in a field with suggestions waits for its list to be still this long (at most
+ * SUGGESTIONS_CAP_MS): pages refresh theirs up to 300 ms after the last key.
+ */
+const SUGGESTIONS_QUIET_MS = 400;
+const SUGGESTIONS_CAP_MS = 1_500;
 
 /** How many times a click finds its element again after the pointer moved, before pressing. */
 const RELOCATE_TRIES = 3;
@@ -89,6 +96,8 @@ export async function type(ctx, params) {
   }
   const value = (await evaluateExpression(ctx, id, elementExpression(readValue, target), world))?.value ?? null;
   if (submit) {
+    // Enter picks what a list of suggestions shows then: let it catch up with the text first.
+    await evaluateExpression(ctx, id, elementExpression(suggestionsSettled, target, SUGGESTIONS_QUIET_MS, SUGGESTIONS_CAP_MS), world);
     // keyDown carrying "\r" is what makes Chrome fire keypress and submit the form.
     const enter = { key: 'Enter', code: 'Enter', windowsVirtualKeyCode: 13, nativeVirtualKeyCode: 13 };
     await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', { type: 'keyDown', ...enter, text: '\r', unmodifiedText: '\r' });
