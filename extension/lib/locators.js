@@ -430,8 +430,10 @@ export function applySteps(tree, steps, scope) {
           return node.role === step.role && (!step.name || matchesText(step.name, name)) &&
               (step.level === undefined || (node.states || []).includes(`level=${step.level}`)) &&
               Object.entries(step.states ?? {}).every(([state, wanted]) => hasState(node, state) === wanted);
+        // A form control by its name; any other element only by a label its author gave it
+        // (aria-label, aria-labelledby): a date picker's day, an icon button's "Close".
         case 'label':
-          return LABELLED.has(node.role) && matchesText(step.text, name);
+          return (LABELLED.has(node.role) || node.labelled) && matchesText(step.text, name);
         case 'placeholder':
           return matchesText(step.text, node.placeholder);
         case 'alt':

@@ -33,7 +33,8 @@
 
 /**
  * Walks the page (and its same-origin iframes) into a tree of plain objects:
- * `{role, name?, ref, actionable?, value?, states?, url?, level?, note?, children?}`;
+ * `{role, name?, ref, actionable?, value?, states?, url?, level?, note?, children?}` (and,
+ * not printed, `labelled` where a label gave the name, which getByLabel finds it by);
  * a text run is `{text}` (inline `<code>` joins it, in backticks). Hidden
  * elements (not rendered, `aria-hidden`) are left out; elements with no role
  * of their own (div, span) are left out but their content is kept, except when
@@ -272,14 +273,15 @@ export function captureTree(limits, rootElement) {
       visit(kid);
     return parts.join('');
   };
-  // The accessible name, and whether it was read from the element's own content.
+  // The accessible name, whether it was read from the element's own content, and whether a
+  // label gave it (aria-labelledby, aria-label, a <label>): what getByLabel finds an element by.
   const nameOf = (el, role) => {
     const doc = el.ownerDocument;
     const labelledBy = el.getAttribute('aria-labelledby');
     if (labelledBy) {
       const text = flat(labelledBy.split(/\s+/).map(id => doc.getElementById(id)?.textContent || '').join(' '));
       if (text)
-        return [clip(text, 100), false];
+        return [clip(text, 100), false, true];
     }
     const isInput = el.localName === 'input';
     const candidates = [
@@ -300,11 +302,13 @@ export function captureTree(limits, rootElement) {
     for (const [index, candidate] of candidates.entries()) {
       const text = flat(candidate);
       if (text)
-        return [clip(text, 100), index === CONTENT_CANDIDATE];
+        return [clip(text, 100), index === CONTENT_CANDIDATE, LABEL_CANDIDATES.includes(index)];
     }
-    return ['', false];
+    return ['', false, false];
   };
   const CONTENT_CANDIDATE = 4;
+  // aria-label and a <label>, among nameOf's candidates.
+  const LABEL_CANDIDATES = [0, 2];
   /**
    * The lines of a code block as a person sees them (its rendered text, so lines the page
    * hides stay hidden), without the indentation every line shares and without blank lines at
@@ -474,9 +478,12 @@ export function captureTree(limits, rootElement) {
     // zone, a region to read, an image to screenshot).
     const ref = refFor(el, frame);
     const item = { role };
-    const [name, nameFromContent] = nameOf(el, role);
+    const [name, nameFromContent, fromLabel] = nameOf(el, role);
     if (name)
       item.name = name;
+    // Not printed: getByLabel finds any element a label names, as Playwright's does.
+    if (fromLabel)
+      item.labelled = true;
     else if (NAME_FROM_CONTENT.has(role) && !el.matches('input, select, textarea')) {
       // Content that is only pictures (a logo link, an icon button) names the element too.
       // The outline shows that name on the pictures, as Playwright's does, so it is not

@@ -23,6 +23,9 @@ const TREE = [
       { role: 'img', name: 'A stack of plates', ref: 'e10' },
       // A logo link: its name is its picture's, which the outline prints on the picture.
       { role: 'link', altName: 'Home', ref: 'e13', url: '/', children: [{ role: 'img', name: 'Home', ref: 'e14' }] },
+      // A date picker's day, and an icon button, each named by its aria-label.
+      { role: 'generic', name: 'November 15, 2026', labelled: true, ref: 'e15', children: [{ text: '15' }] },
+      { role: 'button', name: 'Close dialog', labelled: true, ref: 'e16' },
     ],
   },
 ];
@@ -62,6 +65,11 @@ test('the selector engines read the same', () => {
   assert.equal(resolve('internal:role=link[name="ownership"i]'), 'e2');
   assert.equal(resolve('role=navigation >> role=link >> nth=1'), 'e3');
   assert.equal(resolve("getByLabel('Email')"), 'e7');
+  // Any element a label its author gave names, as Playwright's getByLabel finds it; an element
+  // named by its own text is not found by it.
+  assert.equal(resolve("getByLabel(/ 15,/)"), 'e15');
+  assert.equal(resolve("getByLabel('Close')"), 'e16');
+  assert.throws(() => resolve("getByLabel('Save draft')"), /No element matches/);
   // The placeholder, as Playwright's getByPlaceholder reads it: not the label.
   assert.equal(resolve("getByPlaceholder('you@')"), 'e7');
   assert.throws(() => resolve("getByPlaceholder('Email')"), /No element matches/);

@@ -3698,6 +3698,21 @@ async fn locators_in_target(host: &impl Host) {
     )
     .await;
     assert_eq!(text(&by_placeholder), "find", "{by_placeholder}");
+    // getByLabel finds any element its author labelled, as Playwright's does: a date picker's
+    // day (flatpickr's `<span aria-label="November 15, 2026">15</span>`), not only a field.
+    page_value(
+        host,
+        "document.body.insertAdjacentHTML('beforeend', '<div id=days><span id=day15 tabindex=-1 \
+         aria-label=\"November 15, 2026\">15</span></div>'); 1",
+    )
+    .await;
+    let by_label = tool(
+        host,
+        "browser_evaluate",
+        json!({"function": "(element) => element.id", "target": "getByLabel(/ 15,/)"}),
+    )
+    .await;
+    assert_eq!(text(&by_label), "day15", "{by_label}");
     tool_ok(
         host,
         "browser_type",
