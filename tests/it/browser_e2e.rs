@@ -969,7 +969,16 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         page_value(&bridge, "location.pathname").await,
         "/page2.html"
     );
-    tool_ok(&bridge, "browser_tabs", json!({"action": "close"})).await;
+    // Closing the tab it works in leaves the session in the tab it worked in before, as
+    // Playwright MCP goes on in another tab; the answer says which (before: no current tab).
+    let before = &clicked["structuredContent"]["tabId"];
+    let closed = tool(&bridge, "browser_tabs", json!({"action": "close"})).await;
+    assert!(
+        text(&closed).contains(&format!(
+            "Closed tab {opened}\nCurrent tab: Tab {before} · "
+        )),
+        "{closed}"
+    );
 
     // A page the server answered with an error loads, and the answer says it is an error.
     let gone = tool(

@@ -441,7 +441,19 @@ pub(crate) fn render(tool: &str, value: &Value) -> Rendered {
         }
         // `close`: the tab is gone; `new` and `select`: the tab this session works in now.
         "browser_tabs" if map.get("closed") == Some(&Value::Bool(true)) => {
-            return short(format!("Closed tab {}", map["tabId"]), value);
+            let mut text = format!("Closed tab {}", map["tabId"]);
+            match map.get("current") {
+                Some(Value::Object(tab)) => text.push_str(&format!(
+                    "\nCurrent tab: {}",
+                    header(&Value::Object(tab.clone()))
+                )),
+                Some(Value::Null) => text.push_str(
+                    "\nNo current tab: browser_navigate opens one, or browser_tabs \"select\" \
+                     takes one browser_tabs lists",
+                ),
+                _ => {}
+            }
+            return short(text, value);
         }
         "browser_tabs" if map.contains_key("url") => {
             let lines = field_lines(map, &[]);
@@ -1134,6 +1146,18 @@ mod tests {
                 "browser_tabs",
                 json!({"tabId": 8, "closed": true}),
                 "Closed tab 8",
+            ),
+            (
+                "browser_tabs",
+                json!({"tabId": 8, "closed": true,
+                       "current": {"tabId": 7, "url": "https://e/a", "title": "A"}}),
+                "Closed tab 8\nCurrent tab: Tab 7 · https://e/a · A",
+            ),
+            (
+                "browser_tabs",
+                json!({"tabId": 8, "closed": true, "current": null}),
+                "Closed tab 8\nNo current tab: browser_navigate opens one, or browser_tabs \
+                 \"select\" takes one browser_tabs lists",
             ),
             (
                 "browser_close",
