@@ -262,6 +262,54 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                     )
                 }));
             }
+            // browser_file_upload: each file by its name, size and type.
+            "uploaded" if value.is_array() => {
+                let files: Vec<String> = value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|file| {
+                        format!(
+                            "{} ({} bytes, {})",
+                            file["name"].as_str().unwrap_or("?"),
+                            file["size"],
+                            file["type"]
+                                .as_str()
+                                .filter(|t| !t.is_empty())
+                                .unwrap_or("no type")
+                        )
+                    })
+                    .collect();
+                lines.push(format!(
+                    "Uploaded {}: {}",
+                    counted(files.len() as u64, "file"),
+                    files.join(", ")
+                ));
+            }
+            // browser_drop: what the drag carried.
+            "dropped" if value.is_object() => {
+                let kinds: Vec<&str> = value["types"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                lines.push(format!(
+                    "dropped: {}, data types {}",
+                    counted(value["files"].as_u64().unwrap_or(0), "file"),
+                    kinds.join(", ")
+                ));
+            }
+            // browser_emulate_media: each feature and what it now reads.
+            "emulated" if value.is_object() => {
+                let features: Vec<String> = value
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(feature, set)| format!("{feature} {}", plain(set)))
+                    .collect();
+                lines.push(format!("emulated: {}", features.join(", ")));
+            }
             // browser_select_option: each option chosen, by its label and its value.
             "selected" if map.get("labels").is_some_and(Value::is_array) => {
                 let labels = map["labels"]
@@ -1010,6 +1058,35 @@ mod tests {
             ),
             "{}",
             prompt.text
+        );
+    }
+
+    #[test]
+    fn uploads_drops_and_emulated_media_read_as_words_not_json() {
+        let uploaded = render(
+            "browser_file_upload",
+            &json!({"tabId": 7, "uploaded": [{"name": "a.txt", "size": 6, "type": "text/plain"},
+                    {"name": "b.bin", "size": 3, "type": ""}]}),
+        );
+        assert_eq!(
+            uploaded.text,
+            "Tab 7\nUploaded 2 files: a.txt (6 bytes, text/plain), b.bin (3 bytes, no type)"
+        );
+        let dropped = render(
+            "browser_drop",
+            &json!({"tabId": 7, "accepted": true, "dropped": {"files": 1, "types": ["Files"]}}),
+        );
+        assert_eq!(
+            dropped.text,
+            "Tab 7\naccepted: true\ndropped: 1 file, data types Files"
+        );
+        let emulated = render(
+            "browser_emulate_media",
+            &json!({"tabId": 7, "emulated": {"colorScheme": "dark", "reducedMotion": "reduce"}}),
+        );
+        assert_eq!(
+            emulated.text,
+            "Tab 7\nemulated: colorScheme dark, reducedMotion reduce"
         );
     }
 
