@@ -295,7 +295,7 @@ export function captureTree(limits, rootElement) {
       el.getAttribute('title'),
       // Only a field's placeholder names it, as Chrome computes names (a <select> Tom Select
       // hides keeps one that says nothing of what it is).
-      el.matches('input, textarea') ? el.getAttribute('placeholder') : '',
+      isInput || el.localName === 'textarea' ? el.getAttribute('placeholder') : '',
       // What Chrome's own button on an unlabelled file input says, so the model can find it.
       isInput && el.type === 'file' ? (el.multiple ? 'Choose Files' : 'Choose File') : '',
     ];
