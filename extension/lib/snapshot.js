@@ -326,7 +326,7 @@ export function captureTree(limits, rootElement) {
       lines.pop();
     if (lines.length < 2)
       return null;
-    const shared = Math.min(...lines.filter(Boolean).map(line => line.match(/^[ \t]*/)[0].length));
+    const shared = lines.reduce((least, line) => (line ? Math.min(least, line.match(/^[ \t]*/)[0].length) : least), Infinity);
     // Runs of blank lines read as one.
     return lines.map(line => line.slice(shared)).filter((line, i, all) => line || all[i - 1]).join('\n');
   };
@@ -479,11 +479,11 @@ export function captureTree(limits, rootElement) {
     const ref = refFor(el, frame);
     const item = { role };
     const [name, nameFromContent, fromLabel] = nameOf(el, role);
-    if (name)
-      item.name = name;
     // Not printed: getByLabel finds any element a label names, as Playwright's does.
     if (fromLabel)
       item.labelled = true;
+    if (name)
+      item.name = name;
     else if (NAME_FROM_CONTENT.has(role) && !el.matches('input, select, textarea')) {
       // Content that is only pictures (a logo link, an icon button) names the element too.
       // The outline shows that name on the pictures, as Playwright's does, so it is not
