@@ -136,7 +136,7 @@ export async function closeTab(ctx, { tabId }) {
     const tab = await chrome.tabs.get(next).catch(() => null);
     if (tab) {
       ctx.tabs.select(ctx.connectionId, next);
-      return { tabId: id, closed: true, current: { tabId: next, url: tab.url ?? '', title: tab.title ?? '' } };
+      return { tabId: id, closed: true, current: { tabId: next, url: tab.url || tab.pendingUrl || '', title: tab.title || '' } };
     }
   }
   return { tabId: id, closed: true, ...(wasCurrent ? { current: null } : {}) };
