@@ -125,21 +125,10 @@ export async function closeTab(ctx, { tabId }) {
     throw noCurrentTab();
   await getTab(id);
   ctx.tabs.assertMayUse(ctx.connectionId, id);
-  const wasCurrent = ctx.tabs.currentTab(ctx.connectionId) === id;
   await ctx.debuggers.detach(id);
   await chrome.tabs.remove(id);
   ctx.tabs.dropTab(id);
-  // Closing the tab it works in leaves the session in the last other tab it holds, as Playwright
-  // MCP goes on in another tab, rather than with none: the answer says which.
-  const next = wasCurrent ? ctx.tabs.tabsOf(ctx.connectionId).at(-1) : undefined;
-  if (next !== undefined) {
-    const tab = await chrome.tabs.get(next).catch(() => null);
-    if (tab) {
-      ctx.tabs.select(ctx.connectionId, next);
-      return { tabId: id, closed: true, current: { tabId: next, url: tab.url || tab.pendingUrl || '', title: tab.title || '' } };
-    }
-  }
-  return { tabId: id, closed: true, ...(wasCurrent ? { current: null } : {}) };
+  return { tabId: id, closed: true };
 }
 
 /** @param {CommandContext} ctx @param {{url: string, tabId?: number}} params */

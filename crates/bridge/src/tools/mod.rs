@@ -120,9 +120,17 @@ pub(crate) enum Plan {
         params: Value,
         level: args::ConsoleLevel,
     },
-    /// `getTabs`, then `method` (`selectTab` or `closeTab`) on the tab at `index` in that list,
-    /// the place `browser_tabs` list shows (Playwright MCP names tabs so).
-    TabAt { method: &'static str, index: usize },
+    /// `getTabs`, then `selectTab` on the tab at `index` in that list, the place `browser_tabs`
+    /// list shows (Playwright MCP names tabs so).
+    TabAt { index: usize },
+    /// `getTabs`, then `closeTab` on the tab named by id, by `index` in that list, or the current
+    /// one; when that was the session's current tab, `selectTab` on the last other tab the session
+    /// holds, so it goes on there as Playwright MCP goes on in another tab (the protocol's
+    /// `closeTab` leaves a connection without one).
+    CloseTab {
+        tab_id: Option<i64>,
+        index: Option<usize>,
+    },
     /// `listDownloads`, then the session's saved downloads.
     Downloads,
     /// `pageTools`: the page's own tools (WebMCP), as the page's words (webmcp.rs).
@@ -415,17 +423,48 @@ impl Toolbox {
                 results::select_console(&mut result, level);
                 Ok(text(&result))
             }
-            Plan::TabAt { method, index } => {
+            Plan::TabAt { index } => {
                 let list = self.link.call("getTabs", json!({})).await?;
-                let tabs = list["tabs"].as_array().map_or(&[][..], Vec::as_slice);
-                let Some(tab_id) = tabs.get(index).and_then(|tab| tab["tabId"].as_i64()) else {
-                    return Ok(Answer::Done(error(format!(
-                        "{name}: there is no tab at index {index}: the browser has {} tabs, \
-                         numbered from 0 (browser_tabs with action \"list\")",
-                        tabs.len()
-                    ))));
+                let tab_id = match tab_at(name, &list, index) {
+                    Ok(tab_id) => tab_id,
+                    Err(refused) => return Ok(Answer::Done(refused)),
                 };
-                let result = self.link.call(method, json!({ "tabId": tab_id })).await?;
+                let result = self
+                    .link
+                    .call("selectTab", json!({ "tabId": tab_id }))
+                    .await?;
+                Ok(text(&result))
+            }
+            Plan::CloseTab { tab_id, index } => {
+                let list = self.link.call("getTabs", json!({})).await?;
+                let target = match (tab_id, index) {
+                    (Some(tab_id), _) => json!({ "tabId": tab_id }),
+                    (None, Some(index)) => match tab_at(name, &list, index) {
+                        Ok(tab_id) => json!({ "tabId": tab_id }),
+                        Err(refused) => return Ok(Answer::Done(refused)),
+                    },
+                    (None, None) => json!({}),
+                };
+                let mut result = self.link.call("closeTab", target).await?;
+                let closed = result["tabId"].as_i64();
+                if closed.is_some() && closed == list["currentTabId"].as_i64() {
+                    let tabs = list["tabs"].as_array().map_or(&[][..], Vec::as_slice);
+                    let next = tabs
+                        .iter()
+                        .rev()
+                        .filter(|tab| tab["owner"] == "you")
+                        .filter_map(|tab| tab["tabId"].as_i64())
+                        .find(|&tab_id| Some(tab_id) != closed);
+                    result["current"] = match next {
+                        // A tab closed meanwhile leaves the session with none, as before.
+                        Some(tab_id) => self
+                            .link
+                            .call("selectTab", json!({ "tabId": tab_id }))
+                            .await
+                            .unwrap_or(Value::Null),
+                        None => Value::Null,
+                    };
+                }
                 Ok(text(&result))
             }
             Plan::Downloads => Ok(Answer::Done(self.list_downloads().await?)),
@@ -646,3 +685,17 @@ fn part_fields(part: &parts::Part) -> Value {
 
 #[cfg(test)]
 mod tests;
+
+/// The id of the tab at `index` in `getTabs`'s `list`, or the refusal `name` answers with.
+fn tab_at(name: &str, list: &Value, index: usize) -> Result<i64, CallToolResult> {
+    let tabs = list["tabs"].as_array().map_or(&[][..], Vec::as_slice);
+    tabs.get(index)
+        .and_then(|tab| tab["tabId"].as_i64())
+        .ok_or_else(|| {
+            error(format!(
+                "{name}: there is no tab at index {index}: the browser has {} tabs, numbered \
+                 from 0 (browser_tabs with action \"list\")",
+                tabs.len()
+            ))
+        })
+}

@@ -96,23 +96,23 @@ pub(super) fn tabs(args: Tabs) -> Result<Plan, String> {
             forward("createTab", params)
         }
         // Playwright MCP names a tab by its place in the list; this bridge by its id too.
-        TabAction::Select | TabAction::Close if args.tab_id.is_none() && args.index.is_some() => {
-            Ok(Plan::TabAt {
-                method: if args.action == TabAction::Select {
-                    "selectTab"
-                } else {
-                    "closeTab"
-                },
-                index: args.index.unwrap_or_default() as usize,
-            })
-        }
+        TabAction::Select if args.tab_id.is_none() && args.index.is_some() => Ok(Plan::TabAt {
+            index: args.index.unwrap_or_default() as usize,
+        }),
         TabAction::Select => match args.tab_id {
             None => {
                 Err("action \"select\" needs \"tabId\" or \"index\" (see action \"list\")".into())
             }
             Some(_) => forward("selectTab", on_tab(args.tab_id)),
         },
-        TabAction::Close => forward("closeTab", on_tab(args.tab_id)),
+        // A tabId, when given, wins over an index.
+        TabAction::Close => Ok(Plan::CloseTab {
+            tab_id: args.tab_id,
+            index: args
+                .index
+                .filter(|_| args.tab_id.is_none())
+                .map(|i| i as usize),
+        }),
     }
 }
 

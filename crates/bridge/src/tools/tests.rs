@@ -2281,6 +2281,58 @@ fn a_click_carries_playwright_mcps_modifiers_and_refuses_a_key_that_is_not_one()
     );
 }
 
+/// Closing the tab the session works in leaves it in the last other tab it holds (not the
+/// person's, not another session's), and the answer says which; the protocol's `closeTab` is
+/// unchanged.
+#[tokio::test]
+async fn closing_the_current_tab_goes_on_in_the_last_other_tab_the_session_holds() {
+    let tabs = json!({"currentTabId": 7, "tabs": [
+        {"tabId": 3, "url": "https://a.test/", "title": "A", "owner": "you"},
+        {"tabId": 4, "url": "https://mine.test/", "title": "Mine", "owner": null},
+        {"tabId": 5, "url": "https://other.test/", "title": "O", "owner": "another connection"},
+        {"tabId": 7, "url": "https://b.test/", "title": "B", "owner": "you", "current": true},
+    ]});
+    let link = FakeLink::new(vec![
+        ("getTabs", Ok(tabs.clone())),
+        ("closeTab", Ok(json!({"tabId": 7, "closed": true}))),
+        (
+            "selectTab",
+            Ok(json!({"tabId": 3, "url": "https://a.test/", "title": "A"})),
+        ),
+        ("getTabs", Ok(tabs)),
+        ("closeTab", Ok(json!({"tabId": 3, "closed": true}))),
+    ]);
+    let toolbox = Toolbox::new(link.clone(), 40_000);
+    let closed = toolbox
+        .call("browser_tabs", &args(json!({"action": "close"})))
+        .await;
+    assert_eq!(
+        result_text(&closed),
+        "Closed tab 7\nCurrent tab: Tab 3 · https://a.test/ · A"
+    );
+    // A tab that was not the current one: nothing else changes.
+    let other = toolbox
+        .call(
+            "browser_tabs",
+            &args(json!({"action": "close", "tabId": 3})),
+        )
+        .await;
+    assert_eq!(result_text(&other), "Closed tab 3");
+    let sent: Vec<(String, Value)> = link
+        .sent()
+        .into_iter()
+        .filter(|(method, _)| method != "getTabs")
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            ("closeTab".to_owned(), json!({})),
+            ("selectTab".to_owned(), json!({"tabId": 3})),
+            ("closeTab".to_owned(), json!({"tabId": 3})),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn a_tab_is_selected_or_closed_by_its_place_in_the_list_as_playwright_mcp_names_it() {
     let tabs = json!({"currentTabId": 7, "tabs": [
