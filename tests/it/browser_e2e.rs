@@ -237,6 +237,17 @@ async fn page_value(host: &impl Host, expression: &str) -> Value {
     ok_json(&result)["value"].clone()
 }
 
+/// Screenshots the element `target` names and checks the caption says `size`.
+async fn shot_of_size(host: &impl Host, target: &str, size: &str) {
+    let shot = tool(
+        host,
+        "browser_take_screenshot",
+        json!({"target": target, "element": "the element"}),
+    )
+    .await;
+    assert!(!is_error(&shot) && text(&shot).contains(size), "{shot}");
+}
+
 async fn playwright_tools(chromium: &Path, mode: Mode) {
     let relay = relay().await;
     let site = FixtureSite::start().await;
@@ -773,16 +784,7 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         assert!(bars.contains(line), "{line} in {bars}");
     }
     let chart = ref_of(&icons, "- img [ref=");
-    let shot = tool(
-        &bridge,
-        "browser_take_screenshot",
-        json!({"target": chart, "element": "chart"}),
-    )
-    .await;
-    assert!(
-        !is_error(&shot) && text(&shot).contains("PNG, 300×120 px"),
-        "{shot}"
-    );
+    shot_of_size(&bridge, &chart, "PNG, 300×120 px").await;
     // A drawing surface and a player have a line and a ref too (Playwright's snapshot leaves
     // them out, so a chart drawn on a canvas could not be screenshot by name); a page's
     // measuring canvas, a pixel wide, and a player's fallback words do not.
@@ -801,16 +803,7 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         "{drawn}"
     );
     let canvas = ref_of(&drawn, "- canvas [ref=");
-    let shot = tool(
-        &bridge,
-        "browser_take_screenshot",
-        json!({"target": canvas, "element": "drawn chart"}),
-    )
-    .await;
-    assert!(
-        !is_error(&shot) && text(&shot).contains("PNG, 240×90 px"),
-        "{shot}"
-    );
+    shot_of_size(&bridge, &canvas, "PNG, 240×90 px").await;
 
     // As Playwright MCP's fill: a date or a colour takes its value whole (a date field's keys
     // go per segment, in the person's locale), a value in the wrong form changes nothing and

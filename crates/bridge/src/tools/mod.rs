@@ -123,10 +123,10 @@ pub(crate) enum Plan {
     /// `getTabs`, then `selectTab` on the tab at `index` in that list, the place `browser_tabs`
     /// list shows (Playwright MCP names tabs so).
     TabAt { index: usize },
-    /// `getTabs`, then `closeTab` on the tab named by id, by `index` in that list, or the current
-    /// one; when that was the session's current tab, `selectTab` on the last other tab the session
-    /// holds, so it goes on there as Playwright MCP goes on in another tab (the protocol's
-    /// `closeTab` leaves a connection without one).
+    /// `closeTab` on the tab named by id; or `getTabs`, then `closeTab` on the tab at `index` in
+    /// that list or the current one, and, when that was the session's current tab, `selectTab`
+    /// on the last other tab the session holds, so it goes on there as Playwright MCP goes on in
+    /// another tab (the protocol's `closeTab` leaves a connection without one).
     CloseTab {
         tab_id: Option<i64>,
         index: Option<usize>,
@@ -436,14 +436,21 @@ impl Toolbox {
                 Ok(text(&result))
             }
             Plan::CloseTab { tab_id, index } => {
+                // A tab named by its id is closed as the protocol closes it, and nothing more.
+                if let Some(tab_id) = tab_id {
+                    let result = self
+                        .link
+                        .call("closeTab", json!({ "tabId": tab_id }))
+                        .await?;
+                    return Ok(text(&result));
+                }
                 let list = self.link.call("getTabs", json!({})).await?;
-                let target = match (tab_id, index) {
-                    (Some(tab_id), _) => json!({ "tabId": tab_id }),
-                    (None, Some(index)) => match tab_at(name, &list, index) {
+                let target = match index {
+                    Some(index) => match tab_at(name, &list, index) {
                         Ok(tab_id) => json!({ "tabId": tab_id }),
                         Err(refused) => return Ok(Answer::Done(refused)),
                     },
-                    (None, None) => json!({}),
+                    None => json!({}),
                 };
                 let mut result = self.link.call("closeTab", target).await?;
                 let closed = result["tabId"].as_i64();
