@@ -576,6 +576,14 @@ impl FakeLink {
     fn sent(&self) -> Vec<(String, Value)> {
         self.sent.lock().unwrap().clone()
     }
+
+    /// What was sent that acts on a tab: the `getTabs` reads left out.
+    fn sent_but_reads(&self) -> Vec<(String, Value)> {
+        self.sent()
+            .into_iter()
+            .filter(|(method, _)| method != "getTabs")
+            .collect()
+    }
 }
 
 impl BrowserLink for FakeLink {
@@ -2317,13 +2325,8 @@ async fn closing_the_current_tab_goes_on_in_the_last_other_tab_the_session_holds
         )
         .await;
     assert_eq!(result_text(&other), "Closed tab 3");
-    let sent: Vec<(String, Value)> = link
-        .sent()
-        .into_iter()
-        .filter(|(method, _)| method != "getTabs")
-        .collect();
     assert_eq!(
-        sent,
+        link.sent_but_reads(),
         [
             ("closeTab".to_owned(), json!({})),
             ("selectTab".to_owned(), json!({"tabId": 3})),
@@ -2384,13 +2387,8 @@ async fn a_tab_is_selected_or_closed_by_its_place_in_the_list_as_playwright_mcp_
             &args(json!({"action": "close", "index": 1})),
         )
         .await;
-    let sent: Vec<(String, Value)> = link
-        .sent()
-        .into_iter()
-        .filter(|(method, _)| method != "getTabs")
-        .collect();
     assert_eq!(
-        sent,
+        link.sent_but_reads(),
         [
             ("selectTab".to_owned(), json!({"tabId": 3})),
             ("closeTab".to_owned(), json!({"tabId": 7}))
