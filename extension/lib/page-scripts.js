@@ -502,6 +502,21 @@ export function prepareTyping(el, text, atCaret = false) {
 export function readValue(el) {
   if (el.localName === 'input' && el.type === 'password')
     return { value: el.value ? '••••••' : '' };
+  // A field shown a pixel or two across is a code editor's hidden input: Monaco's is 1×1,
+  // CodeMirror's sits in a box 0 pixels tall that clips it. What it holds may not be the
+  // editor's text (CodeMirror's holds just what was typed; Monaco's the lines around the
+  // caret), so its value is read back marked as such.
+  const tiny = node => {
+    const box = node.getBoundingClientRect();
+    return box.width <= 2 || box.height <= 2;
+  };
+  if (el.localName === 'textarea' || el.localName === 'input') {
+    let hidden = tiny(el);
+    for (let up = el.parentElement, n = 0; !hidden && up && n < 3; up = up.parentElement, n++)
+      hidden = up.ownerDocument.defaultView.getComputedStyle(up).overflow !== 'visible' && tiny(up);
+    if (hidden)
+      return { value: String(el.value), hiddenInput: true };
+  }
   return { value: 'value' in el ? String(el.value) : el.textContent };
 }
 

@@ -3715,6 +3715,31 @@ async fn locators_in_target(host: &impl Host) {
     )
     .await;
     assert_eq!(text(&by_label), "day15", "{by_label}");
+    // A code editor's hidden input (CodeMirror's: in a box no taller than 0) is typed into,
+    // and its value, which may not be the editor's text, is read back marked as such.
+    page_value(
+        host,
+        "document.body.insertAdjacentHTML('beforeend', '<div style=\"overflow: hidden; \
+         position: relative; width: 3px; height: 0\"><textarea id=proxy style=\"position: \
+         absolute; bottom: -1em; padding: 0; width: 1px; height: 1em\"></textarea></div>'); 1",
+    )
+    .await;
+    let proxied = tool(
+        host,
+        "browser_type",
+        json!({"target": "#proxy", "text": " // one", "slowly": true}),
+    )
+    .await;
+    assert!(
+        !is_error(&proxied)
+            && text(&proxied).contains("Note: typed into the page's hidden input")
+            && text(&proxied).contains("its value may not be the editor's text"),
+        "{proxied}"
+    );
+    assert_eq!(
+        page_value(host, "document.getElementById('proxy').value").await,
+        " // one"
+    );
     tool_ok(
         host,
         "browser_type",

@@ -94,7 +94,8 @@ export async function type(ctx, params) {
   } else if (text !== '') {
     await ctx.debuggers.send(id, 'Input.insertText', { text });
   }
-  const value = (await evaluateExpression(ctx, id, elementExpression(readValue, target), world))?.value ?? null;
+  const read = await evaluateExpression(ctx, id, elementExpression(readValue, target), world);
+  const value = read?.value ?? null;
   if (submit) {
     // Enter picks what a list of suggestions shows then: let it catch up with the text first.
     await evaluateExpression(ctx, id, elementExpression(suggestionsSettled, target, SUGGESTIONS_QUIET_MS, SUGGESTIONS_CAP_MS), world);
@@ -102,6 +103,13 @@ export async function type(ctx, params) {
     const enter = { key: 'Enter', code: 'Enter', windowsVirtualKeyCode: 13, nativeVirtualKeyCode: 13 };
     await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', { type: 'keyDown', ...enter, text: '\r', unmodifiedText: '\r' });
     await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', { type: 'keyUp', ...enter });
+  }
+  if (read?.hiddenInput) {
+    return {
+      tabId: id, typed: true, value, submitted: submit,
+      note: 'typed into the page\'s hidden input (a code editor\'s, a pixel or two across): its value may not be ' +
+        'the editor\'s text (CodeMirror\'s holds only what was typed); browser_evaluate reads what the editor holds',
+    };
   }
   return { tabId: id, typed: true, value, submitted: submit };
 }
