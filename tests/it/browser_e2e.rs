@@ -3637,6 +3637,17 @@ async fn over_http_playwright_locators_in_target_name_one_element() {
 /// XPath. Each names one element, found as the outline shows it; several are refused, as
 /// Playwright's strict locators are, with their refs.
 async fn locators_in_target(host: &impl Host) {
+    // The id of the one element `target` names, read in the page.
+    let id_of = async |target: &str| {
+        let answer = tool(
+            host,
+            "browser_evaluate",
+            json!({"function": "(element) => element.id", "target": target}),
+        )
+        .await;
+        assert!(!is_error(&answer), "{target}: {answer}");
+        text(&answer)
+    };
     page_value(
         host,
         "window.hits = []; for (const b of document.querySelectorAll('button')) \
@@ -3693,13 +3704,7 @@ async fn locators_in_target(host: &impl Host) {
     // A placeholder that is not the field's name is printed under it, as Playwright prints it,
     // and getByPlaceholder finds the field by it (not by its label).
     assert!(shown.contains("- /placeholder: Type to search"), "{shown}");
-    let by_placeholder = tool(
-        host,
-        "browser_evaluate",
-        json!({"function": "(element) => element.id", "target": "getByPlaceholder('to search')"}),
-    )
-    .await;
-    assert_eq!(text(&by_placeholder), "find", "{by_placeholder}");
+    assert_eq!(id_of("getByPlaceholder('to search')").await, "find");
     // getByLabel finds any element its author labelled, as Playwright's does: a date picker's
     // day (flatpickr's `<span aria-label="November 15, 2026">15</span>`), not only a field.
     page_value(
@@ -3708,13 +3713,7 @@ async fn locators_in_target(host: &impl Host) {
          aria-label=\"November 15, 2026\">15</span></div>'); 1",
     )
     .await;
-    let by_label = tool(
-        host,
-        "browser_evaluate",
-        json!({"function": "(element) => element.id", "target": "getByLabel(/ 15,/)"}),
-    )
-    .await;
-    assert_eq!(text(&by_label), "day15", "{by_label}");
+    assert_eq!(id_of("getByLabel(/ 15,/)").await, "day15");
     // A code editor's hidden input (CodeMirror's: in a box no taller than 0) is typed into,
     // and its value, which may not be the editor's text, is read back marked as such.
     page_value(
@@ -3797,16 +3796,6 @@ async fn locators_in_target(host: &impl Host) {
         page_value(host, "document.getElementById('agree').checked").await,
         true
     );
-    let id_of = async |target: &str| {
-        let answer = tool(
-            host,
-            "browser_evaluate",
-            json!({"function": "(element) => element.id", "target": target}),
-        )
-        .await;
-        assert!(!is_error(&answer), "{target}: {answer}");
-        text(&answer)
-    };
     assert_eq!(
         id_of("getByRole('list').getByText('C', { exact: true })").await,
         "item-c"

@@ -23,6 +23,10 @@ const DIALOG_GRACE_MS = 2_000;
 const SUGGESTIONS_QUIET_MS = 400;
 const SUGGESTIONS_CAP_MS = 1_500;
 
+/** What a typed answer adds when the field was a code editor's hidden input (readValue). */
+const HIDDEN_INPUT_NOTE = 'typed into the page\'s hidden input (a code editor\'s, a pixel or two across): its value may ' +
+  'not be the editor\'s text (CodeMirror\'s holds only what was typed); browser_evaluate reads what the editor holds';
+
 /** How many times a click finds its element again after the pointer moved, before pressing. */
 const RELOCATE_TRIES = 3;
 
@@ -104,14 +108,7 @@ export async function type(ctx, params) {
     await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', { type: 'keyDown', ...enter, text: '\r', unmodifiedText: '\r' });
     await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', { type: 'keyUp', ...enter });
   }
-  if (read?.hiddenInput) {
-    return {
-      tabId: id, typed: true, value, submitted: submit,
-      note: 'typed into the page\'s hidden input (a code editor\'s, a pixel or two across): its value may not be ' +
-        'the editor\'s text (CodeMirror\'s holds only what was typed); browser_evaluate reads what the editor holds',
-    };
-  }
-  return { tabId: id, typed: true, value, submitted: submit };
+  return { tabId: id, typed: true, value, submitted: submit, ...(read?.hiddenInput ? { note: HIDDEN_INPUT_NOTE } : {}) };
 }
 
 /** @param {CommandContext} ctx */
