@@ -280,12 +280,29 @@ export async function locateElement(el, options = {}) {
     return text;
   };
   const view = el.ownerDocument.defaultView;
+  // A checkbox or switch that a component draws itself keeps its real <input> out of the
+  // mouse's way (no size, no pointer events: Shoelace's); a person clicks its label, which
+  // draws the box, and so does this. A disabled one is refused as itself.
+  if (el.labels?.length && !(options.requireEnabled && el.disabled)) {
+    const own = view.getComputedStyle(el);
+    const box = el.getBoundingClientRect();
+    if (box.width === 0 || box.height === 0 || own.pointerEvents === 'none' || own.visibility !== 'visible') {
+      const label = Array.from(el.labels).find(label => label.checkVisibility() && label.getBoundingClientRect().width > 0);
+      if (label)
+        el = label;
+    }
+  }
   // What a mouse at (x, y) of the element's own viewport would hit, and whether that is the
   // element. elementFromPoint stops at shadow hosts; descend to the innermost element.
   const hitAt = (x, y) => {
     let hit = el.ownerDocument.elementFromPoint(x, y);
     while (hit && hit.shadowRoot) {
-      const inner = hit.shadowRoot.elementFromPoint(x, y);
+      const tree = hit.shadowRoot;
+      let inner = tree.elementFromPoint(x, y);
+      // Text the page slotted into a component (a Shoelace button's "Save") hits as the host
+      // itself; what the component draws there is the topmost of its own elements there.
+      if (inner === hit)
+        inner = tree.elementsFromPoint(x, y).find(node => node !== hit && tree.contains(node));
       if (!inner || inner === hit)
         break;
       hit = inner;
@@ -302,6 +319,14 @@ export async function locateElement(el, options = {}) {
     // over its box (Playwright's hit check follows labels too).
     if (!reachable && hit?.closest?.('label')?.control === el)
       reachable = true;
+    // An element drawn by its container rather than itself (opacity 0, under the box that
+    // draws it: Shoelace's multiple select keeps its combobox input there) is clicked as a
+    // person clicks what they see: on that container, a few levels up at most.
+    if (!reachable && hit && view.getComputedStyle(el).opacity === '0') {
+      const up = node => node.assignedSlot || node.parentElement || node.parentNode?.host || null;
+      for (let node = up(el), level = 0; node && level < 3 && !reachable; node = up(node), level++)
+        reachable = node === hit;
+    }
     return { hit, reachable };
   };
   // An element a mouse already reaches, in the top document, is not scrolled, as Playwright

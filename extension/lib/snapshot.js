@@ -223,7 +223,7 @@ export function captureTree(limits, rootElement) {
   // reads "Collapse"). Icon-font glyphs (private use code points) say nothing.
   const shownText = el => {
     let text;
-    if (el.querySelector('[aria-hidden="true"]') || el.shadowRoot) {
+    if (el.querySelector('[aria-hidden="true"], slot') || el.shadowRoot || el.localName === 'slot') {
       text = renderedText(el);
     } else {
       // Chrome's own reading of what is rendered, far faster than renderedText; its one
@@ -243,7 +243,9 @@ export function captureTree(limits, rootElement) {
     }).join(' ');
   };
   // The text nodes of `el` that are rendered and not aria-hidden, a block a word apart: what
-  // innerText gives, less what is aria-hidden (mdbook's chapter numbers), and into shadow trees.
+  // innerText gives, less what is aria-hidden (mdbook's chapter numbers), and into shadow trees
+  // as a person sees them: a <slot> shows what the page put in it (a web component's button
+  // or radio reads the words its author slotted), else its own fallback content.
   const renderedText = el => {
     const view = el.ownerDocument.defaultView;
     const parts = [];
@@ -264,22 +266,29 @@ export function captureTree(limits, rootElement) {
       const block = style.display !== 'inline' && style.display !== 'contents';
       if (block)
         parts.push(' ');
-      for (const kid of node.shadowRoot ? node.shadowRoot.childNodes : node.childNodes)
+      for (const kid of shownKids(node))
         visit(kid);
       if (block)
         parts.push(' ');
     };
-    for (const kid of el.shadowRoot ? el.shadowRoot.childNodes : el.childNodes)
+    for (const kid of shownKids(el))
       visit(kid);
     return parts.join('');
   };
+  // Text that names another element (a <label>, an aria-labelledby target): the page's own
+  // text, as before, unless a web component slots it in, which only renderedText follows.
+  const labelText = el => (el.localName === 'slot' || el.shadowRoot || el.querySelector('slot') ? renderedText(el) : el.textContent);
   // The accessible name, whether it was read from the element's own content, and whether a
   // label gave it (aria-labelledby, aria-label, a <label>): what getByLabel finds an element by.
   const nameOf = (el, role) => {
     const doc = el.ownerDocument;
     const labelledBy = el.getAttribute('aria-labelledby');
     if (labelledBy) {
-      const text = flat(labelledBy.split(/\s+/).map(id => doc.getElementById(id)?.textContent || '').join(' '));
+      // Ids are looked up in the element's own tree: a web component's field is labelled by
+      // an element of its shadow tree (Shoelace's `aria-labelledby="label"`).
+      const tree = el.getRootNode();
+      const byId = id => (tree.getElementById ? tree.getElementById(id) : null) || doc.getElementById(id);
+      const text = flat(labelledBy.split(/\s+/).map(id => { const target = byId(id); return target ? labelText(target) : ''; }).join(' '));
       if (text)
         return [clip(text, 100), false, true];
     }
@@ -287,7 +296,7 @@ export function captureTree(limits, rootElement) {
     const candidates = [
       el.getAttribute('aria-label'),
       el.localName === 'svg' ? el.querySelector(':scope > title')?.textContent : '',
-      el.labels && el.labels.length ? Array.from(el.labels).map(label => label.textContent).join(' ') : '',
+      el.labels && el.labels.length ? Array.from(el.labels).map(labelText).join(' ') : '',
       isInput && ['button', 'submit', 'reset'].includes(el.type) ? el.value || (el.type === 'submit' ? 'Submit' : '') : '',
       NAME_FROM_CONTENT.has(role) && !isInput && el.localName !== 'select' ? shownText(el) : '',
       el.localName === 'fieldset' ? el.querySelector('legend')?.textContent : '',
@@ -330,18 +339,29 @@ export function captureTree(limits, rootElement) {
     // Runs of blank lines read as one.
     return lines.map(line => line.slice(shared)).filter((line, i, all) => line || all[i - 1]).join('\n');
   };
+  // Roles whose element, empty, is not shown: they only hold what a page writes into them.
+  const EMPTY_SAYS_NOTHING = new Set(['code', 'alert', 'status', 'log', 'marquee', 'timer']);
   // Roles whose aria-selected a person sees: the tab shown, the chosen option, row or item.
   const SELECTABLE = new Set(['option', 'tab', 'row', 'gridcell', 'treeitem', 'columnheader', 'rowheader']);
   // Roles that hold blocks of content of their own: an element whose name was read from
   // content holding one of them (a summary holding a heading, a link wrapping a card) is not
   // named by it; the blocks below say it, once.
   const BLOCKS = new Set(['heading', 'paragraph', 'list', 'listitem', 'table', 'group', 'region', 'article', 'figure', 'code', 'blockquote']);
+  // An element's children as they are rendered (the flat tree): a shadow host's shadow tree,
+  // a <slot>'s assigned nodes (or its fallback content where nothing is assigned).
+  function shownKids(el) {
+    if (el.localName === 'slot')
+      return el.assignedNodes({ flatten: true });
+    return el.shadowRoot ? el.shadowRoot.childNodes : el.childNodes;
+  }
+  // The element a node is rendered in, across shadow boundaries: what CSS inherits from.
+  const flatParent = el => el.assignedSlot || el.parentElement || el.parentNode?.host || null;
   const rendered = el => (el.checkVisibility ? el.checkVisibility() : el.getClientRects().length > 0);
   // A pointer cursor an element sets for itself (not one it inherits from a link or button
   // around it) is how pages built on a framework's click listeners, which leave no attribute,
   // show a person that a plain element is clickable; Playwright MCP marks it [cursor=pointer].
   const ownPointer = (el, style) => style.cursor === 'pointer' &&
-      !(el.parentElement && el.ownerDocument.defaultView.getComputedStyle(el.parentElement).cursor === 'pointer');
+      !(flatParent(el) && el.ownerDocument.defaultView.getComputedStyle(flatParent(el)).cursor === 'pointer');
   const actionable = (el, style) => {
     if (!el.matches(ACTIONABLE) && !['button', 'link', 'checkbox', 'radio', 'textbox', 'searchbox', 'combobox'].includes(el.getAttribute('role')) &&
         !ownPointer(el, style))
@@ -384,7 +404,7 @@ export function captureTree(limits, rootElement) {
       return [];
     const children = () => {
       const out = [];
-      const kids = el.localName === 'slot' ? el.assignedNodes({ flatten: true }) : el.shadowRoot ? el.shadowRoot.childNodes : el.childNodes;
+      const kids = shownKids(el);
       // Text in an element that is `visibility: hidden` is not seen (CodeMirror's measuring
       // "xxxxxxxxxx"); an element inside it may be visible again, so those are still walked.
       const unseen = style.visibility !== 'visible';
@@ -602,6 +622,19 @@ export function captureTree(limits, rootElement) {
     // A text area's text is its value; a player's content (sources, tracks, words for a
     // browser without one) is not shown.
     let kids = ['textarea', 'video', 'audio'].includes(el.localName) ? [] : children().filter(kid => kid !== SPACE);
+    // An empty output box (a `<pre>` a page fills later, a live region with nothing to say yet)
+    // says nothing; it has a line once it has content.
+    if (EMPTY_SAYS_NOTHING.has(role) && !kids.length && !item.name && item.value === undefined && !canAct && !labelled && !root)
+      return [];
+    // A clickable box around one element that has a line of its own (a web component's host
+    // around its <button>, a `div[onclick]` around a link) says nothing that element does not:
+    // the element stands in its place, as Playwright's snapshot unwraps such a box.
+    if (role === 'generic' && !explicitRole && !labelled && !root && kids.length === 1 && kids[0].ref)
+      return kids;
+    // A plain box inside a named element that only says the name again (the `<div>` that draws
+    // a tab called "General" inside it) is left out, as Playwright leaves it out.
+    if (item.name)
+      kids = kids.filter(kid => !(kid.role === 'generic' && kid.name === item.name && !kid.children && !kid.states));
     // A block of code keeps its lines: flattened, a `// comment` swallows the code after it
     // and a model cannot tell where a statement ends (Playwright's snapshot flattens it).
     // Links in it (rustdoc's declarations link their types) follow its text, to be named.

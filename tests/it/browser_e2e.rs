@@ -3931,6 +3931,96 @@ async fn web_components(host: &impl Host, site: &FixtureSite) {
     assert!(ids.contains(r#"["intro","blurb","slotted"]"#), "{ids}");
 }
 
+/// A design system's web components (Shoelace's, Lit's patterns): the words a person reads are
+/// slotted in from the page, so names read through slots (a radio, a tab, a button, a checkbox's
+/// label) and ids in the component's own shadow tree (a field labelled by `aria-labelledby`);
+/// the box a button's host draws around its shadow button is not a line of its own, nor is the
+/// box inside a tab that only says its name again, nor an empty `<pre>`. A checkbox whose real
+/// input takes no pointer events is clicked on its label, a button whose words are slotted is
+/// reached through them, and a multiple select's input, hidden under the box that draws it, is
+/// clicked on that box, as a person clicks what they see. Before, the checkbox, radios and tabs
+/// had no names, the field was named by nothing, and the three clicks were refused.
+async fn design_system_components(host: &impl Host, site: &FixtureSite) {
+    tool_ok(
+        host,
+        "browser_navigate",
+        json!({"url": site.url("components.html")}),
+    )
+    .await;
+    let shown = outline(host, json!({})).await;
+    for line in [
+        "- textbox \"Display name\" [ref=",
+        "- checkbox \"Send me the newsletter\" [ref=",
+        "- radio \"Daily\" [ref=",
+        "- radio \"Weekly\" [ref=",
+        "- tab \"General\" [ref=",
+        "- combobox \"Languages\" [ref=",
+        "  - button \"Save\" [ref=",
+    ] {
+        assert!(shown.contains(line), "no {line:?} in:\n{shown}");
+    }
+    assert!(
+        !shown.contains("generic") && !shown.contains("- code"),
+        "{shown}"
+    );
+    tool_ok(
+        host,
+        "browser_type",
+        json!({"target": "getByLabel('Display name')", "text": "Ada"}),
+    )
+    .await;
+    for target in [
+        "getByRole('checkbox', { name: 'Send me the newsletter' })",
+        "getByRole('radio', { name: 'Daily' })",
+        "getByRole('combobox', { name: 'Languages' })",
+        "getByRole('option', { name: 'German' })",
+        "getByRole('button', { name: 'Save' })",
+    ] {
+        tool_ok(host, "browser_click", json!({"target": target})).await;
+    }
+    assert_eq!(
+        page_value(host, "JSON.stringify(seen)").await,
+        r#"{"clicks":["Save"],"name":"Ada","open":1,"langs":["German"]}"#
+    );
+    let after = outline(host, json!({})).await;
+    let line_of = |name: &str| {
+        after
+            .lines()
+            .find(|line| line.contains(name))
+            .unwrap_or_else(|| panic!("no {name} in:\n{after}"))
+            .to_owned()
+    };
+    assert!(
+        line_of("checkbox \"Send me the newsletter\"").ends_with("[checked]"),
+        "{after}"
+    );
+    assert!(line_of("radio \"Daily\"").ends_with("[checked]"), "{after}");
+    assert!(
+        !line_of("radio \"Weekly\"").contains("[checked]"),
+        "{after}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn design_system_components_are_named_through_slots_and_clicked_where_they_are_drawn() {
+    on_tools_page!(
+        "design_system_components_are_named_through_slots_and_clicked_where_they_are_drawn",
+        &[],
+        |bridge, site| { design_system_components(&bridge, &site).await }
+    );
+}
+
+/// The same in a real window under Xvfb, where the hit tests go through a painted page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_design_system_components_are_named_and_clicked_under_xvfb() {
+    on_tools_page!(
+        "headful_design_system_components_are_named_and_clicked_under_xvfb",
+        Mode::Headful,
+        &[],
+        |bridge, site| { design_system_components(&bridge, &site).await }
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn web_components_are_named_and_acted_on_inside_shadow_roots() {
     on_tools_page!(

@@ -556,7 +556,8 @@ async fn extension_id_of(mcp: &mut Driver, browser: &Browser<'_>) -> String {
 }
 
 /// Connects and makes one request; again if the browser, just started, replaced its relay
-/// socket meanwhile ("not found" on `connect`, -32004 on the request, then `disconnected`).
+/// socket meanwhile ("not found" on `connect`; on the request, -32004, or -32012 where the
+/// relay had already ended the session; and `disconnected`).
 /// Chrome may restart a new extension's service worker once at start-up, and an assistant
 /// (the bridge) simply connects again.
 async fn connect_and_call(mcp: &mut Driver, extension_id: &str, method: &str) -> Value {
@@ -567,7 +568,7 @@ async fn connect_and_call(mcp: &mut Driver, extension_id: &str, method: &str) ->
             .await;
         if connected.get("result").is_some() {
             let response = mcp.call(method, json!({})).await;
-            if response["error"]["code"] != -32004 {
+            if response["error"]["code"] != -32004 && response["error"]["code"] != -32012 {
                 return response;
             }
             mcp.notification("disconnected", |_| true).await;
