@@ -27,7 +27,7 @@ import { PLAYWRIGHT_COMMANDS } from './playwright-commands.js';
 import { webmcpCommands } from './webmcp.js';
 import { settling } from './settle.js';
 import { TARGET_PARAMS } from './targets.js';
-import { awaitSelectors, resolveLocators } from './commands/by-locator.js';
+import { awaitSelectors, lostLocatorElement, resolveLocators } from './commands/by-locator.js';
 import { reportingChanges, reportingDownloads } from './commands/action-reports.js';
 import { askBeforeActing } from './commands/ask-before.js';
 import { click, handleDialog, hover, pressKey, selectOption, type } from './commands/input.js';
@@ -183,12 +183,40 @@ export async function runCommand(ctx, method, params) {
   // The person has this tab (a hand-off): nothing else runs on it until they answer.
   assertNotHandedOff(ctx, method, checked);
   // Playwright's locators (getByRole(…), role=…) become the one element's ref.
-  const valid = await resolveLocators(ctx, checked);
+  let valid = await resolveLocators(ctx, checked);
   // A CSS selector waits for its element as a locator does.
   await awaitSelectors(ctx, valid);
   // A step the person asked to approve first (a form sent, a purchase) waits for their Allow.
   await askBeforeActing(ctx, method, valid);
   const dialogsBefore = ctx.debuggers?.events?.openDialogs() ?? new Map();
+  for (let found = 1; ; found++) {
+    try {
+      return await runSayingDialogs(ctx, command, valid, dialogsBefore);
+    } catch (error) {
+      // A locator's element replaced between its finding and the action (a grid drawing its
+      // rows again after a sort): nothing was done, and the locator is found again, as
+      // Playwright's are, up to LOCATOR_FINDS times.
+      if (found < LOCATOR_FINDS && valid !== checked && lostLocatorElement(error, checked, valid)) {
+        valid = await resolveLocators(ctx, checked);
+        continue;
+      }
+      throw error;
+    }
+  }
+}
+
+/** How many times one command finds its locators' elements, when they were replaced meanwhile. */
+const LOCATOR_FINDS = 3;
+
+/**
+ * Runs the command; a dialog it made the page open is its answer, not a failure.
+ *
+ * @param {CommandContext} ctx
+ * @param {{run: (ctx: CommandContext, params: any) => Promise<object>}} command
+ * @param {any} valid its params
+ * @param {Map<number, unknown>} dialogsBefore the dialogs open before it ran, by tab
+ */
+async function runSayingDialogs(ctx, command, valid, dialogsBefore) {
   try {
     return await command.run(ctx, valid);
   } catch (error) {

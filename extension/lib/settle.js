@@ -18,7 +18,14 @@
  *   chunks are not activity;
  * - the DOM: no mutation for DOM_QUIET_MS (DOM_QUIET_LOADED_MS after a load event; an observer the extension adds to agent tabs'
  *   documents, DOM_WATCH_SCRIPT), waited for at most DOM_WAIT_MAX_MS, so a page that animates
- *   forever is not held.
+ *   forever is not held;
+ * - after an action, the page's own motion: a CSS transition or animation that will end within
+ *   ANIMATION_END_MAX_MS (a modal's backdrop fading in, after which the page shows the modal;
+ *   the modal sliding in; a menu opening) is waited for, up to ANIMATION_WAIT_MAX_MS after the
+ *   network settled. Before, a click on Bootstrap's "Refund order" answered during the
+ *   backdrop's 150 ms fade and the next snapshot showed no dialog. A transition of a colour or
+ *   a shadow only (a button's hover) moves nothing and is not waited for, nor is an animation
+ *   that never ends (a spinner) or ends later than the bound (a long progress bar).
  *
  * Bounded by SETTLE_MAX_MS: a page that keeps polling or streaming gets its answer then,
  * saying how many requests were still open. Timers the page sets without network or DOM
@@ -35,6 +42,10 @@ export const DOM_QUIET_MS = 50;
 export const DOM_QUIET_LOADED_MS = 20;
 /** The most an answer waits for the DOM to be quiet once the network is. */
 export const DOM_WAIT_MAX_MS = 300;
+/** The longest a transition or animation may still run to be waited for at all. */
+export const ANIMATION_END_MAX_MS = 1_000;
+/** After an action, the most its answer waits for the page's motion once the network is quiet. */
+export const ANIMATION_WAIT_MAX_MS = 600;
 /** The longest an action waits for quiet before answering anyway. */
 export const SETTLE_MAX_MS = 3_000;
 /**
@@ -62,9 +73,25 @@ export const DOM_WATCH_SCRIPT = `(() => {
     .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
 })()`;
 
-/** How long the DOM has been quiet, in ms, or null when the page has no observer. */
-const DOM_QUIET_EXPRESSION = `(() => { const w = window[Symbol.for(${JSON.stringify(LAST_MUTATION_KEY)})]; ` +
-    'return w ? performance.now() - w.at : null; })()';
+/**
+ * How long the DOM has been quiet, in ms, and how long the page's motion has yet to run
+ * (see ANIMATION_END_MAX_MS), or null when the page has no observer.
+ */
+const DOM_QUIET_EXPRESSION = `(() => {
+  const w = window[Symbol.for(${JSON.stringify(LAST_MUTATION_KEY)})];
+  if (!w) return null;
+  let movingMs = 0;
+  try {
+    for (const motion of document.getAnimations()) {
+      if (motion.playState !== 'running' || !motion.effect) continue;
+      if (motion.transitionProperty && /color$|shadow$|^outline|^fill$|^stroke$|^text-decoration/.test(motion.transitionProperty)) continue;
+      const timing = motion.effect.getComputedTiming();
+      const left = (timing.endTime - (timing.localTime ?? 0)) / Math.abs(motion.playbackRate || 1);
+      if (Number.isFinite(left) && left > 0 && left <= ${ANIMATION_END_MAX_MS}) movingMs = Math.max(movingMs, left);
+    }
+  } catch {}
+  return { quietMs: performance.now() - w.at, movingMs };
+})()`;
 
 /**
  * Whether the tab's network counts as settled now.
@@ -105,11 +132,16 @@ export async function settleAfter(ctx, result, options = {}) {
       return { ...result, settled: { waitedMs: now - ended, quiet: false, inFlight: network.inFlight } };
     if (isSettled(network, now - ended, options)) {
       domWaitStarted ??= now;
-      const domQuietMs = now - domWaitStarted >= DOM_WAIT_MAX_MS ? null : await domQuietFor(ctx, tabId);
+      const waited = now - domWaitStarted;
+      // A navigation's page may animate as it likes: Playwright MCP's answers once it loaded.
+      const bound = options.loaded ? DOM_WAIT_MAX_MS : Math.max(DOM_WAIT_MAX_MS, ANIMATION_WAIT_MAX_MS);
+      const dom = waited >= bound ? null : await domQuietFor(ctx, tabId);
       const wanted = options.loaded ? DOM_QUIET_LOADED_MS : DOM_QUIET_MS;
-      if (domQuietMs === null || domQuietMs >= wanted)
+      const changing = dom !== null && dom.quietMs < wanted && waited < DOM_WAIT_MAX_MS;
+      const moving = dom !== null && !options.loaded && dom.movingMs > 0;
+      if (!changing && !moving)
         return { ...result, settled: { waitedMs: Date.now() - ended, quiet: true } };
-      await sleep(Math.max(POLL_MS, wanted - domQuietMs));
+      await sleep(Math.max(POLL_MS, changing ? wanted - dom.quietMs : Math.min(dom.movingMs, bound - waited)));
       continue;
     }
     await sleep(POLL_MS);
@@ -117,8 +149,9 @@ export async function settleAfter(ctx, result, options = {}) {
 }
 
 /**
- * How long the tab's DOM has been unchanged, or null when that cannot be known (no
- * observer in this document, a page being replaced, a test without CDP).
+ * How long the tab's DOM has been unchanged and how long its motion has yet to run
+ * (`{quietMs, movingMs}`), or null when that cannot be known (no observer in this document,
+ * a page being replaced, a test without CDP).
  *
  * @param {any} ctx
  * @param {number} tabId
@@ -128,7 +161,8 @@ async function domQuietFor(ctx, tabId) {
     return null;
   try {
     const { result } = await ctx.debuggers.send(tabId, 'Runtime.evaluate', { expression: DOM_QUIET_EXPRESSION, returnByValue: true }, { timeoutMs: 1_000 });
-    return typeof result?.value === 'number' ? result.value : null;
+    const value = result?.value;
+    return typeof value?.quietMs === 'number' ? { quietMs: value.quietMs, movingMs: Number(value.movingMs) || 0 } : null;
   } catch {
     return null;
   }

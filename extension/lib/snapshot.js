@@ -116,7 +116,7 @@ export function captureTree(limits, rootElement) {
   };
   // Roles whose accessible name is their text: the text is not repeated below them.
   const NAME_FROM_CONTENT = new Set([
-    'button', 'link', 'heading', 'cell', 'columnheader', 'rowheader', 'option', 'tab', 'menuitem',
+    'button', 'link', 'heading', 'cell', 'gridcell', 'columnheader', 'rowheader', 'option', 'tab', 'menuitem',
     'checkbox', 'radio', 'switch', 'treeitem', 'generic',
   ]);
   const MAX_OPTIONS = 50;
@@ -494,6 +494,11 @@ export function captureTree(limits, rootElement) {
     }
     if (style.visibility !== 'visible' && !canAct && !root)
       return children();
+    // An element its page says has no role (`role="presentation"`: a grid library's wrappers)
+    // that is shown all the same, since a person can act on it or it is labelled, is a plain
+    // box: `generic`, as Chrome exposes it. "none" is no role a locator or a model can use.
+    if (role === 'none')
+      role = 'generic';
     // Every element shown gets a ref, so whatever a model reads it can also name (a drop
     // zone, a region to read, an image to screenshot).
     const ref = refFor(el, frame);
@@ -629,7 +634,7 @@ export function captureTree(limits, rootElement) {
     // A clickable box around one element that has a line of its own (a web component's host
     // around its <button>, a `div[onclick]` around a link) says nothing that element does not:
     // the element stands in its place, as Playwright's snapshot unwraps such a box.
-    if (role === 'generic' && !explicitRole && !labelled && !root && kids.length === 1 && kids[0].ref)
+    if (role === 'generic' && !labelled && !root && kids.length === 1 && kids[0].ref)
       return kids;
     // A plain box inside a named element that only says the name again (the `<div>` that draws
     // a tab called "General" inside it) is left out, as Playwright leaves it out.

@@ -138,3 +138,18 @@ test('CSS with a pick names one of its matches by its place', () => {
   assert.deepEqual(parseLocator('css=li >> nth=0'), { frame: null, css: 'li', pick: { kind: 'pick', which: 0 } });
   assert.deepEqual(parseLocator("locator('li')"), { css: 'li' });
 });
+
+test('a command whose locator\'s element was replaced meanwhile is told apart from one given a stale ref', async () => {
+  const { lostLocatorElement } = await import('../lib/commands/by-locator.js');
+  const { staleRefMessage } = await import('../lib/commands/shared.js');
+  const given = { selector: "getByRole('row').nth(1)" };
+  const resolved = { ...given, ref: 'e23' };
+  assert.equal(lostLocatorElement(new Error(staleRefMessage('e23')), given, resolved), true);
+  // Another failure of the same command is not retried.
+  assert.equal(lostLocatorElement(new Error('Element ref e23 (div) is covered by another element'), given, resolved), false);
+  // The model's own ref, gone: the model must look again, so it is not found again.
+  assert.equal(lostLocatorElement(new Error(staleRefMessage('e23')), { ref: 'e23' }, { ref: 'e23' }), false);
+  // A drag's end, found by a locator, replaced meanwhile.
+  assert.equal(lostLocatorElement(new Error(staleRefMessage('e9')), { startRef: 'e1', endSelector: 'text=Done' },
+    { startRef: 'e1', endSelector: 'text=Done', endRef: 'e9' }), true);
+});

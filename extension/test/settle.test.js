@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { NetworkLog } from '../lib/network.js';
-import { ACTION_GRACE_MS, DOM_QUIET_LOADED_MS, DOM_QUIET_MS, DOM_WAIT_MAX_MS, LOAD_STRAGGLERS_MS, QUIET_MS, isSettled, settling } from '../lib/settle.js';
+import { ACTION_GRACE_MS, ANIMATION_WAIT_MAX_MS, DOM_QUIET_LOADED_MS, DOM_QUIET_MS, DOM_WAIT_MAX_MS, LOAD_STRAGGLERS_MS, QUIET_MS, isSettled, settling } from '../lib/settle.js';
 
 test('after an action, settled means nothing in flight or loading, quiet, and the action\'s grace passed', () => {
   assert.equal(isSettled({ inFlight: 0, quietForMs: Infinity }, ACTION_GRACE_MS), true);
@@ -45,7 +45,7 @@ test('a navigation answers within a few milliseconds of its load event when noth
 
 test('the DOM must be quiet too, but a page that never stops changing is not waited for long', async () => {
   let quietFor = 0;
-  const send = async () => ({ result: { value: quietFor } });
+  const send = async () => ({ result: { value: { quietMs: quietFor, movingMs: 0 } } });
   const ctx = { debuggers: { network: new NetworkLog(), events: { dialog: () => undefined }, send } };
   // Quiet after a while: answered once it is.
   setTimeout(() => { quietFor = DOM_QUIET_MS; }, 80);
@@ -59,6 +59,33 @@ test('the DOM must be quiet too, but a page that never stops changing is not wai
   result = await settling({ params: {}, run: async () => ({ tabId: 1 }) }, { loaded: true }).run(ctx, {});
   const waited = Date.now() - started;
   assert.ok(waited >= DOM_WAIT_MAX_MS - 20 && waited < DOM_WAIT_MAX_MS + 200, `answered after ${waited} ms`);
+});
+
+test('after an action, a transition that is about to end is waited for, within a bound; a navigation does not wait for one', async () => {
+  let movingUntil = 0;
+  const send = async () => ({ result: { value: { quietMs: 1_000, movingMs: Math.max(0, movingUntil - Date.now()) } } });
+  const ctx = { debuggers: { network: new NetworkLog(), events: { dialog: () => undefined }, send } };
+  const click = () => settling({ params: {}, run: async () => ({ tabId: 1, clicked: true }) }).run(ctx, {});
+  // A backdrop fading in for 250 ms: the answer comes once it is done.
+  movingUntil = Date.now() + 250;
+  let started = Date.now();
+  let result = await click();
+  let waited = Date.now() - started;
+  assert.ok(waited >= 240 && waited < 250 + 150, `answered after ${waited} ms`);
+  assert.equal(result.settled.quiet, true);
+  // Motion that keeps being renewed (a carousel): answered at the bound.
+  const renew = setInterval(() => { movingUntil = Date.now() + 500; }, 20);
+  started = Date.now();
+  result = await click();
+  waited = Date.now() - started;
+  clearInterval(renew);
+  assert.ok(waited >= ANIMATION_WAIT_MAX_MS && waited < ACTION_GRACE_MS + ANIMATION_WAIT_MAX_MS + 200, `answered after ${waited} ms`);
+  // A page that animates as it loads: its navigation answers at once.
+  movingUntil = Date.now() + 500;
+  started = Date.now();
+  await settling({ params: {}, run: async () => ({ tabId: 1 }) }, { loaded: true }).run(ctx, {});
+  waited = Date.now() - started;
+  assert.ok(waited < 100, `answered after ${waited} ms`);
 });
 
 test('a settling command answers after the request it caused has finished', async () => {

@@ -3931,6 +3931,53 @@ async fn web_components(host: &impl Host, site: &FixtureSite) {
     assert!(ids.contains(r#"["intro","blurb","slotted"]"#), "{ids}");
 }
 
+/// A click that opens a modal as Bootstrap opens one (a backdrop fades in for 250 ms; only
+/// when that fade ends is the dialog added, sliding in for 300 ms) answers once the motion is
+/// over, so the next snapshot shows the dialog and its button can be clicked at once. Before,
+/// the answer came during the fade (the DOM had been quiet for 50 ms), and the snapshot after
+/// it showed no dialog. A hover that only changes a colour, for 2 s, is not waited for.
+async fn motion_after_a_click(host: &impl Host, site: &FixtureSite) {
+    tool_ok(
+        host,
+        "browser_navigate",
+        json!({"url": site.url("modal.html")}),
+    )
+    .await;
+    tool_ok(host, "browser_click", json!({"target": "#refund"})).await;
+    let shown = outline(host, json!({})).await;
+    assert!(
+        shown.contains("- dialog \"Refund this order?\" [ref="),
+        "{shown}"
+    );
+    tool_ok(
+        host,
+        "browser_click",
+        json!({"target": "getByRole('button', { name: 'Refund', exact: true })"}),
+    )
+    .await;
+    assert_eq!(page_value(host, "document.title").await, "Refunded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_that_opens_a_fading_modal_answers_once_the_modal_is_shown() {
+    on_tools_page!(
+        "a_click_that_opens_a_fading_modal_answers_once_the_modal_is_shown",
+        &[],
+        |bridge, site| { motion_after_a_click(&bridge, &site).await }
+    );
+}
+
+/// The same in a real window under Xvfb, where transitions run on a drawn page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_a_click_that_opens_a_fading_modal_answers_once_shown_under_xvfb() {
+    on_tools_page!(
+        "headful_a_click_that_opens_a_fading_modal_answers_once_shown_under_xvfb",
+        Mode::Headful,
+        &[],
+        |bridge, site| { motion_after_a_click(&bridge, &site).await }
+    );
+}
+
 /// A design system's web components (Shoelace's, Lit's patterns): the words a person reads are
 /// slotted in from the page, so names read through slots (a radio, a tab, a button, a checkbox's
 /// label) and ids in the component's own shadow tree (a field labelled by `aria-labelledby`);
@@ -3938,8 +3985,10 @@ async fn web_components(host: &impl Host, site: &FixtureSite) {
 /// box inside a tab that only says its name again, nor an empty `<pre>`. A checkbox whose real
 /// input takes no pointer events is clicked on its label, a button whose words are slotted is
 /// reached through them, and a multiple select's input, hidden under the box that draws it, is
-/// clicked on that box, as a person clicks what they see. Before, the checkbox, radios and tabs
-/// had no names, the field was named by nothing, and the three clicks were refused.
+/// clicked on that box, as a person clicks what they see. A grid's cell is named by its text,
+/// and a header's clickable `role="presentation"` wrapper is no `none` line. Before, the
+/// checkbox, radios and tabs had no names, the field was named by nothing, the three clicks were
+/// refused, and `getByRole('gridcell', { name })` found nothing.
 async fn design_system_components(host: &impl Host, site: &FixtureSite) {
     tool_ok(
         host,
@@ -3956,11 +4005,13 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
         "- tab \"General\" [ref=",
         "- combobox \"Languages\" [ref=",
         "  - button \"Save\" [ref=",
+        "- columnheader \"Status\" [ref=",
+        "- gridcell \"shipped\" [ref=",
     ] {
         assert!(shown.contains(line), "no {line:?} in:\n{shown}");
     }
     assert!(
-        !shown.contains("generic") && !shown.contains("- code"),
+        !shown.contains("generic") && !shown.contains("- none") && !shown.contains("- code"),
         "{shown}"
     );
     tool_ok(
@@ -3975,12 +4026,14 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
         "getByRole('combobox', { name: 'Languages' })",
         "getByRole('option', { name: 'German' })",
         "getByRole('button', { name: 'Save' })",
+        "getByRole('gridcell', { name: 'shipped' })",
+        "getByRole('columnheader', { name: 'Status' })",
     ] {
         tool_ok(host, "browser_click", json!({"target": target})).await;
     }
     assert_eq!(
         page_value(host, "JSON.stringify(seen)").await,
-        r#"{"clicks":["Save"],"name":"Ada","open":1,"langs":["German"]}"#
+        r#"{"clicks":["Save","shipped"],"name":"Ada","open":1,"langs":["German"],"sorted":1}"#
     );
     let after = outline(host, json!({})).await;
     let line_of = |name: &str| {

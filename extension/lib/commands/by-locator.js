@@ -9,7 +9,7 @@ import { LocatorError, NothingMatches, applySteps, isLocator, matchesText, parse
 import { cssInFrames, elementExpression, refsWithin, textMatches } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { CAPTURE_TREE, OUTLINE_MAX_NODES, capturePage } from './reading.js';
-import { evaluateExpression, targetTab } from './shared.js';
+import { evaluateExpression, staleRefMessage, targetTab } from './shared.js';
 
 /** @typedef {import('../commands.js').CommandContext} CommandContext */
 
@@ -48,6 +48,22 @@ export async function resolveLocators(ctx, params) {
     }
   }
   return untilSomethingMatches(() => resolvedAll(ctx, tabId, params, own, fields, wanted));
+}
+
+/**
+ * Whether `error` refused a ref that one of the command's locators was resolved to (by
+ * {@link resolveLocators}, from `given` to `resolved`): the element was replaced between its
+ * finding and the action (a grid drawing its rows again after a sort), nothing was done, and
+ * the locator, which names whatever matches now, can be resolved again.
+ *
+ * @param {unknown} error
+ * @param {Record<string, unknown>} given
+ * @param {Record<string, unknown>} resolved
+ */
+export function lostLocatorElement(error, given, resolved) {
+  const message = error instanceof Error ? error.message : '';
+  return TARGETS.some(([, refKey]) => given[refKey] === undefined && typeof resolved[refKey] === 'string' &&
+    message.startsWith(staleRefMessage(resolved[refKey])));
 }
 
 /**
