@@ -16,6 +16,7 @@
 import { KEEP_BLOBS_SCRIPT } from './downloads.js';
 import { AUTO_ATTACH, FrameSessions } from './frame-sessions.js';
 import { DOM_WATCH_SCRIPT } from './settle.js';
+import { INTERNALS_SCRIPT } from './snapshot.js';
 import { EventTaps } from './event-taps.js';
 import { NetworkLog } from './network.js';
 import { PageEvents } from './page-events.js';
@@ -166,9 +167,10 @@ export class DebuggerSessions {
       withTimeout(chrome.debugger.sendCommand({ tabId }, method, {}), ENABLE_TIMEOUT_MS, () => `${method} timed out`)
           .catch(() => {})));
     // In each new document: blob: URLs stay readable for a download's capture (downloads.js),
-    // and DOM changes are timed for settling (settle.js).
+    // DOM changes are timed for settling (settle.js), and components' own ARIA is recorded
+    // for the snapshot (snapshot.js).
     // The page's own tools (webmcp.js): changes reported through a binding, in this document too.
-    const source = `${KEEP_BLOBS_SCRIPT};\n${DOM_WATCH_SCRIPT};\n${WEBMCP_SCRIPT};`;
+    const source = `${KEEP_BLOBS_SCRIPT};\n${DOM_WATCH_SCRIPT};\n${INTERNALS_SCRIPT};\n${WEBMCP_SCRIPT};`;
     for (const [method, params] of [
       ['Runtime.addBinding', { name: WEBMCP_BINDING }],
       ['Page.addScriptToEvaluateOnNewDocument', { source }],

@@ -309,7 +309,9 @@ export async function locateElement(el, options = {}) {
     }
     // A hit inside the element (its text, an icon, its own shadow tree) is the element.
     let reachable = false;
-    for (let node = hit; node; node = node.parentNode || (node.nodeType === Node.DOCUMENT_FRAGMENT_NODE ? node.host : null)) {
+    // Up the tree as it is drawn: text or an element the page slotted into a component (a
+    // Material option's `<div slot="headline">Express</div>`) is inside the slot it shows in.
+    for (let node = hit; node; node = node.assignedSlot || node.parentNode || (node.nodeType === Node.DOCUMENT_FRAGMENT_NODE ? node.host : null)) {
       if (node === el) {
         reachable = true;
         break;

@@ -32,6 +32,30 @@
  */
 
 /**
+ * Records each element's ElementInternals as a web component attaches them, so the snapshot
+ * can read the ARIA it gives itself there (its role, checked, selected…), which no attribute
+ * shows: Material's radios and tabs read as plain boxes without it, in Playwright MCP's too.
+ * Evaluated in agent tabs' new documents (debugger-sessions.js) before the page's scripts;
+ * `attachInternals` keeps its name, its length and what it returns. A document that loaded
+ * before the tab was attached has no record, and reads attributes only.
+ */
+export const INTERNALS_SCRIPT = `(() => {
+  const key = Symbol.for('mcp-relay.internals');
+  const proto = window.HTMLElement && HTMLElement.prototype;
+  if (Object.prototype.hasOwnProperty.call(window, key) || !proto || !proto.attachInternals) return;
+  const known = { of: new WeakMap(), count: 0 };
+  Object.defineProperty(window, key, { value: known });
+  const attach = proto.attachInternals;
+  const wrapped = { attachInternals() {
+    const internals = attach.call(this);
+    known.of.set(this, internals);
+    known.count++;
+    return internals;
+  } }.attachInternals;
+  Object.defineProperty(proto, 'attachInternals', { ...Object.getOwnPropertyDescriptor(proto, 'attachInternals'), value: wrapped });
+})()`;
+
+/**
  * Walks the page (and its same-origin iframes) into a tree of plain objects:
  * `{role, name?, ref, actionable?, value?, states?, url?, level?, note?, children?}` (and,
  * not printed, `labelled` where a label gave the name, which getByLabel finds it by);
@@ -126,6 +150,39 @@ export function captureTree(limits, rootElement) {
   const TRAIL = 'trail';
   const SPACE = { space: true };
   const flat = text => (text || '').replace(/\s+/g, ' ').trim();
+  // ARIA a web component gives itself through ElementInternals (Material's radios and tabs set
+  // their role and checked state there, in no attribute): recorded as each component attaches
+  // its internals (INTERNALS_SCRIPT, run in agent tabs' documents). An attribute the page sets
+  // wins, as it does for Chrome.
+  const INTERNALS_KEY = Symbol.for('mcp-relay.internals');
+  const INTERNALS_PROPS = {
+    'role': 'role', 'aria-label': 'ariaLabel', 'aria-hidden': 'ariaHidden', 'aria-checked': 'ariaChecked',
+    'aria-selected': 'ariaSelected', 'aria-expanded': 'ariaExpanded', 'aria-pressed': 'ariaPressed',
+    'aria-disabled': 'ariaDisabled', 'aria-level': 'ariaLevel', 'aria-valuenow': 'ariaValueNow',
+    'aria-valuemin': 'ariaValueMin', 'aria-valuemax': 'ariaValueMax', 'aria-valuetext': 'ariaValueText',
+  };
+  const internalsOf = el => {
+    const known = el.ownerDocument.defaultView?.[INTERNALS_KEY];
+    return known && known.count > 0 ? known.of.get(el) : undefined;
+  };
+  const aria = (el, name) => {
+    const own = el.getAttribute(name);
+    if (own !== null)
+      return own;
+    const value = internalsOf(el)?.[INTERNALS_PROPS[name]];
+    return value === null || value === undefined ? null : String(value);
+  };
+  // The <label>s of a field, or of a form-associated component (its internals know them).
+  const labelsOf = el => {
+    if (el.labels?.length)
+      return Array.from(el.labels);
+    try {
+      return Array.from(internalsOf(el)?.labels ?? []);
+    } catch {
+      // Not form-associated: it has no labels.
+      return [];
+    }
+  };
   const clip = (text, max) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
   const SKIP = new Set(['script', 'style', 'noscript', 'template', 'head', 'meta', 'link', 'title']);
   const ACTIONABLE = [
@@ -182,7 +239,7 @@ export function captureTree(limits, rootElement) {
       case 'pre': case 'code': return 'code';
       case 'figure': return 'figure';
       case 'article': return 'article';
-      case 'section': return el.hasAttribute('aria-label') || el.hasAttribute('aria-labelledby') ? 'region' : 'generic';
+      case 'section': return aria(el, 'aria-label') !== null || el.hasAttribute('aria-labelledby') ? 'region' : 'generic';
       case 'progress': return 'progressbar';
       case 'meter': return 'meter';
       case 'output': return 'status';
@@ -254,7 +311,7 @@ export function captureTree(limits, rootElement) {
         parts.push(node.textContent);
         return;
       }
-      if (node.nodeType !== Node.ELEMENT_NODE || SKIP.has(node.localName) || node.getAttribute('aria-hidden') === 'true')
+      if (node.nodeType !== Node.ELEMENT_NODE || SKIP.has(node.localName) || aria(node, 'aria-hidden') === 'true')
         return;
       if (node.localName === 'br') {
         parts.push(' ');
@@ -294,9 +351,9 @@ export function captureTree(limits, rootElement) {
     }
     const isInput = el.localName === 'input';
     const candidates = [
-      el.getAttribute('aria-label'),
+      aria(el, 'aria-label'),
       el.localName === 'svg' ? el.querySelector(':scope > title')?.textContent : '',
-      el.labels && el.labels.length ? Array.from(el.labels).map(labelText).join(' ') : '',
+      labelsOf(el).map(labelText).join(' '),
       isInput && ['button', 'submit', 'reset'].includes(el.type) ? el.value || (el.type === 'submit' ? 'Submit' : '') : '',
       NAME_FROM_CONTENT.has(role) && !isInput && el.localName !== 'select' ? shownText(el) : '',
       el.localName === 'fieldset' ? el.querySelector('legend')?.textContent : '',
@@ -363,7 +420,7 @@ export function captureTree(limits, rootElement) {
   const ownPointer = (el, style) => style.cursor === 'pointer' &&
       !(flatParent(el) && el.ownerDocument.defaultView.getComputedStyle(flatParent(el)).cursor === 'pointer');
   const actionable = (el, style) => {
-    if (!el.matches(ACTIONABLE) && !['button', 'link', 'checkbox', 'radio', 'textbox', 'searchbox', 'combobox'].includes(el.getAttribute('role')) &&
+    if (!el.matches(ACTIONABLE) && !['button', 'link', 'checkbox', 'radio', 'textbox', 'searchbox', 'combobox'].includes(aria(el, 'role')) &&
         !ownPointer(el, style))
       return false;
     const rect = el.getBoundingClientRect();
@@ -389,7 +446,7 @@ export function captureTree(limits, rootElement) {
     if (node.nodeType !== Node.ELEMENT_NODE)
       return [];
     const el = node;
-    if (SKIP.has(el.localName) || el.getAttribute('aria-hidden') === 'true')
+    if (SKIP.has(el.localName) || aria(el, 'aria-hidden') === 'true')
       return [];
     // A line break parts the words on either side of it.
     if (el.localName === 'br')
@@ -438,7 +495,7 @@ export function captureTree(limits, rootElement) {
         return [SPACE];
       return merged;
     };
-    const explicitRole = flat(el.getAttribute('role')).split(' ')[0];
+    const explicitRole = flat(aria(el, 'role')).split(' ')[0];
     let role = explicitRole || implicitRole(el);
     if (role === 'presentation')
       role = 'none';
@@ -453,7 +510,7 @@ export function captureTree(limits, rootElement) {
     }
     // A generic element is shown only when a person can act on it, when it is labelled
     // (aria-label, aria-labelledby: its author named it), or as the root of a subtree snapshot.
-    const labelled = el.hasAttribute('aria-label') || el.hasAttribute('aria-labelledby');
+    const labelled = aria(el, 'aria-label') !== null || el.hasAttribute('aria-labelledby');
     // An icon drawn as an <svg> with no name (TinyMCE's toolbar, most apps' buttons) says
     // nothing the element around it does not, and Playwright's snapshot leaves it out; one
     // large enough to be a chart or a diagram keeps its line and ref, to screenshot or read.
@@ -479,10 +536,18 @@ export function captureTree(limits, rootElement) {
       return kids.filter(kid => kid.role !== undefined || kid === SPACE || !controlName.includes(kid.text));
     }
     if ((role === 'generic' || role === 'none') && !canAct && !labelled && !root) {
+      const out = children();
+      // A form-associated component a <label> names (`<label><ds-switch></ds-switch> Notify
+      // me</label>`) passes that name on to the one unnamed control it draws.
+      const labels = el.localName.includes('-') ? labelsOf(el) : [];
+      const controls = labels.length ? out.filter(kid => kid.ref) : [];
+      if (controls.length === 1 && !controls[0].name) {
+        controls[0].name = clip(flat(labels.map(labelText).join(' ')), 100);
+        controls[0].labelled = true;
+      }
       // A box of its own (a block, a flex or grid item) is apart from the text around it on
       // the screen, so it is in the outline too: a framework's `<div>Mouse</div><div>$25</div>`,
       // written with no white space between, reads "Mouse $25", not "Mouse$25".
-      const out = children();
       if (!style.display.startsWith('inline') && style.display !== 'contents') {
         const [first, last] = [out.find(kid => kid !== SPACE), out.findLast(kid => kid !== SPACE)];
         if (first && first.role === undefined)
@@ -529,20 +594,20 @@ export function captureTree(limits, rootElement) {
     if (canAct)
       item.actionable = true;
     const states = [];
-    if (el.disabled || el.getAttribute('aria-disabled') === 'true')
+    if (el.disabled || aria(el, 'aria-disabled') === 'true')
       states.push('disabled');
-    if (el.checked === true || el.getAttribute('aria-checked') === 'true')
+    if (el.checked === true || aria(el, 'aria-checked') === 'true')
       states.push('checked');
-    if (el.getAttribute('aria-checked') === 'mixed' || el.indeterminate === true)
+    if (aria(el, 'aria-checked') === 'mixed' || el.indeterminate === true)
       states.push('checked=mixed');
-    if ((role === 'option' && el.selected === true) || (SELECTABLE.has(role) && el.getAttribute('aria-selected') === 'true'))
+    if ((role === 'option' && el.selected === true) || (SELECTABLE.has(role) && aria(el, 'aria-selected') === 'true'))
       states.push('selected');
-    if (el.getAttribute('aria-expanded'))
-      states.push(`expanded=${el.getAttribute('aria-expanded')}`);
+    if (aria(el, 'aria-expanded'))
+      states.push(`expanded=${aria(el, 'aria-expanded')}`);
     else if (el.localName === 'details')
       states.push(`expanded=${el.open}`);
-    if (el.getAttribute('aria-pressed'))
-      states.push(`pressed=${el.getAttribute('aria-pressed')}`);
+    if (aria(el, 'aria-pressed'))
+      states.push(`pressed=${aria(el, 'aria-pressed')}`);
     // Whether a player plays: what a model's click on it did.
     if ((role === 'video' || role === 'audio') && !el.paused)
       states.push('playing');
@@ -551,7 +616,7 @@ export function captureTree(limits, rootElement) {
     if (isFocused(el))
       states.push('active');
     if (role === 'heading')
-      states.push(`level=${/^h[1-6]$/.test(el.localName) ? el.localName[1] : el.getAttribute('aria-level') || 2}`);
+      states.push(`level=${/^h[1-6]$/.test(el.localName) ? el.localName[1] : aria(el, 'aria-level') || 2}`);
     if (states.length)
       item.states = states;
     if (el.localName === 'select') {
@@ -574,11 +639,11 @@ export function captureTree(limits, rootElement) {
     // A value a person reads off a bar or a knob the page drew itself (an upload's progress, a
     // custom slider): its words (aria-valuetext), else its number, a progress as a percentage.
     if (item.value === undefined && ['progressbar', 'meter', 'slider', 'spinbutton'].includes(role)) {
-      const words = flat(el.getAttribute('aria-valuetext'));
+      const words = flat(aria(el, 'aria-valuetext'));
       const native = el.localName === 'progress' || el.localName === 'meter';
-      const now = native ? (el.localName === 'progress' && el.position === -1 ? NaN : el.value) : parseFloat(el.getAttribute('aria-valuenow'));
-      const low = native && el.localName === 'meter' ? el.min : parseFloat(el.getAttribute('aria-valuemin') ?? '0');
-      const high = native ? el.max : parseFloat(el.getAttribute('aria-valuemax') ?? '100');
+      const now = native ? (el.localName === 'progress' && el.position === -1 ? NaN : el.value) : parseFloat(aria(el, 'aria-valuenow'));
+      const low = native && el.localName === 'meter' ? el.min : parseFloat(aria(el, 'aria-valuemin') ?? '0');
+      const high = native ? el.max : parseFloat(aria(el, 'aria-valuemax') ?? '100');
       if (words)
         item.value = clip(words, 100);
       else if (role === 'progressbar' && Number.isFinite(now) && high > low)
@@ -634,8 +699,19 @@ export function captureTree(limits, rootElement) {
     // A clickable box around one element that has a line of its own (a web component's host
     // around its <button>, a `div[onclick]` around a link) says nothing that element does not:
     // the element stands in its place, as Playwright's snapshot unwraps such a box.
-    if (role === 'generic' && !labelled && !root && kids.length === 1 && kids[0].ref)
-      return kids;
+    // A name a label gave the box (a form-associated component, `<label><md-checkbox>
+    // Gift wrap</label>`) goes to an unnamed element inside, which is what a person reads it on;
+    // a component that passes its own `aria-label` on to its inner element says it once.
+    if (role === 'generic' && !root && kids.length === 1 && kids[0].ref) {
+      if (!item.name || nameFromContent || kids[0].name === item.name)
+        return kids;
+      if (!kids[0].name) {
+        kids[0].name = item.name;
+        if (fromLabel)
+          kids[0].labelled = true;
+        return kids;
+      }
+    }
     // A plain box inside a named element that only says the name again (the `<div>` that draws
     // a tab called "General" inside it) is left out, as Playwright leaves it out.
     if (item.name)
@@ -662,7 +738,9 @@ export function captureTree(limits, rootElement) {
     if (role === 'code' && !explicitRole && el.localName === 'pre' && !canAct && !labelled &&
         kids.some(kid => kid.role === 'code') && kids.some(kid => kid.role !== undefined && kid.role !== 'code'))
       return kids;
-    if (nameFromContent && kids.some(kid => BLOCKS.has(kid.role))) {
+    // A plain box's name from content says again what the elements in it say (a component's
+    // host around its combobox and its options: `generic "Shipping Standard Express"`).
+    if (nameFromContent && (kids.some(kid => BLOCKS.has(kid.role)) || (role === 'generic' && kids.some(kid => kid.role !== undefined)))) {
       delete item.name;
       // An open tree item's own label comes before its branch: that is its name, as
       // Playwright's snapshot reads it (`treeitem "src"`, not a nameless item).

@@ -3986,7 +3986,10 @@ async fn headful_a_click_that_opens_a_fading_modal_answers_once_shown_under_xvfb
 /// input takes no pointer events is clicked on its label, a button whose words are slotted is
 /// reached through them, and a multiple select's input, hidden under the box that draws it, is
 /// clicked on that box, as a person clicks what they see. A grid's cell is named by its text,
-/// and a header's clickable `role="presentation"` wrapper is no `none` line. Before, the
+/// and a header's clickable `role="presentation"` wrapper is no `none` line. ARIA a component
+/// keeps in its ElementInternals (a chip's role and checked state) is read, a form-associated
+/// switch is named by the `<label>` around it, and a click on a menu item lands on the element
+/// the page slotted into it. Before, the
 /// checkbox, radios and tabs had no names, the field was named by nothing, the three clicks were
 /// refused, and `getByRole('gridcell', { name })` found nothing.
 async fn design_system_components(host: &impl Host, site: &FixtureSite) {
@@ -4007,6 +4010,9 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
         "  - button \"Save\" [ref=",
         "- columnheader \"Status\" [ref=",
         "- gridcell \"shipped\" [ref=",
+        "- checkbox \"Express delivery\" [ref=",
+        "- switch \"Notify me\" [ref=",
+        "- menuitem \"Archive\" [ref=",
     ] {
         assert!(shown.contains(line), "no {line:?} in:\n{shown}");
     }
@@ -4028,12 +4034,15 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
         "getByRole('button', { name: 'Save' })",
         "getByRole('gridcell', { name: 'shipped' })",
         "getByRole('columnheader', { name: 'Status' })",
+        "getByRole('checkbox', { name: 'Express delivery' })",
+        "getByRole('switch', { name: 'Notify me' })",
+        "getByRole('menuitem', { name: 'Archive' })",
     ] {
         tool_ok(host, "browser_click", json!({"target": target})).await;
     }
     assert_eq!(
         page_value(host, "JSON.stringify(seen)").await,
-        r#"{"clicks":["Save","shipped"],"name":"Ada","open":1,"langs":["German"],"sorted":1}"#
+        r#"{"clicks":["Save","shipped","Archive"],"name":"Ada","open":1,"langs":["German"],"sorted":1,"notify":true}"#
     );
     let after = outline(host, json!({})).await;
     let line_of = |name: &str| {
@@ -4050,6 +4059,10 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
     assert!(line_of("radio \"Daily\"").ends_with("[checked]"), "{after}");
     assert!(
         !line_of("radio \"Weekly\"").contains("[checked]"),
+        "{after}"
+    );
+    assert!(
+        line_of("checkbox \"Express delivery\"").ends_with("[checked]"),
         "{after}"
     );
 }
