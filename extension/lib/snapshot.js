@@ -160,6 +160,7 @@ export function captureTree(limits, rootElement) {
     'aria-selected': 'ariaSelected', 'aria-expanded': 'ariaExpanded', 'aria-pressed': 'ariaPressed',
     'aria-disabled': 'ariaDisabled', 'aria-level': 'ariaLevel', 'aria-valuenow': 'ariaValueNow',
     'aria-valuemin': 'ariaValueMin', 'aria-valuemax': 'ariaValueMax', 'aria-valuetext': 'ariaValueText',
+    'aria-rowcount': 'ariaRowCount',
   };
   const internalsOf = el => {
     const known = el.ownerDocument.defaultView?.[INTERNALS_KEY];
@@ -617,6 +618,13 @@ export function captureTree(limits, rootElement) {
       states.push('active');
     if (role === 'heading')
       states.push(`level=${/^h[1-6]$/.test(el.localName) ? el.localName[1] : aria(el, 'aria-level') || 2}`);
+    // A grid that draws only the rows in view (AG Grid's 500 rows, 16 drawn) says how many it
+    // has, so a model does not take the rows it reads for all of them.
+    if (role === 'grid' || role === 'table' || role === 'treegrid') {
+      const rows = parseInt(aria(el, 'aria-rowcount') ?? '', 10);
+      if (rows > 0)
+        states.push(`rowcount=${rows}`);
+    }
     if (states.length)
       item.states = states;
     if (el.localName === 'select') {
