@@ -760,9 +760,10 @@ export function captureTree(limits, rootElement) {
     }
     // Text already read as the name is not repeated below. A name its author gave
     // (aria-label: a teaser labelled "Search result", a cell labelled "Price") is not what
-    // the element shows, so its text stays, unless it only says the name again.
+    // the element shows, so its text stays, unless the name already says it (a button named
+    // by its list's label and itself, `aria-labelledby`: "Box size Small", showing "Small").
     else if (item.name && NAME_FROM_CONTENT.has(role) &&
-        (nameFromContent || flat(kids.map(kid => kid.role === undefined ? kid.text : '').join(' ')) === item.name))
+        (nameFromContent || item.name.includes(flat(kids.map(kid => kid.role === undefined ? kid.text : '').join(' ')))))
       kids = kids.filter(kid => kid.role !== undefined);
     if (kids.length)
       item.children = kids;

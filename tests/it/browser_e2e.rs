@@ -4018,6 +4018,12 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
     ] {
         assert!(shown.contains(line), "no {line:?} in:\n{shown}");
     }
+    // A name that already says the element's text (its label's and its own) is not followed by
+    // the text again.
+    assert!(
+        shown.contains("- button \"Box size Small\" [ref=e") && !shown.contains(": Small"),
+        "{shown}"
+    );
     assert!(
         !shown.contains("generic") && !shown.contains("- none") && !shown.contains("- code"),
         "{shown}"
