@@ -23,9 +23,10 @@
  *   ANIMATION_END_MAX_MS (a modal's backdrop fading in, after which the page shows the modal;
  *   the modal sliding in; a menu opening) is waited for, up to ANIMATION_WAIT_MAX_MS after the
  *   network settled. Before, a click on Bootstrap's "Refund order" answered during the
- *   backdrop's 150 ms fade and the next snapshot showed no dialog. A transition of a colour or
- *   a shadow only (a button's hover) moves nothing and is not waited for, nor is an animation
- *   that never ends (a spinner) or ends later than the bound (a long progress bar).
+ *   backdrop's 150 ms fade and the next snapshot showed no dialog. A transition or animation
+ *   of colours or shadows only (a button's hover, rustdoc's highlight of the section a link
+ *   leads to) moves and shows nothing and is not waited for, nor is an animation that never
+ *   ends (a spinner) or ends later than the bound (a long progress bar).
  *
  * Bounded by SETTLE_MAX_MS: a page that keeps polling or streaming gets its answer then,
  * saying how many requests were still open. Timers the page sets without network or DOM
@@ -84,7 +85,10 @@ const DOM_QUIET_EXPRESSION = `(() => {
   try {
     for (const motion of document.getAnimations()) {
       if (motion.playState !== 'running' || !motion.effect) continue;
-      if (motion.transitionProperty && /color$|shadow$|^outline|^fill$|^stroke$|^text-decoration/.test(motion.transitionProperty)) continue;
+      const changes = motion.transitionProperty ? [motion.transitionProperty] : (motion.effect.getKeyframes?.() ?? [])
+        .flatMap(frame => Object.keys(frame)).filter(key => !['offset', 'computedOffset', 'easing', 'composite'].includes(key))
+        .map(key => key.replace(/[A-Z]/g, letter => '-' + letter.toLowerCase()));
+      if (changes.length && changes.every(name => /color$|shadow$|^outline|^fill$|^stroke$|^text-decoration/.test(name))) continue;
       const timing = motion.effect.getComputedTiming();
       const left = (timing.endTime - (timing.localTime ?? 0)) / Math.abs(motion.playbackRate || 1);
       if (Number.isFinite(left) && left > 0 && left <= ${ANIMATION_END_MAX_MS}) movingMs = Math.max(movingMs, left);

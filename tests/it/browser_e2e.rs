@@ -3935,7 +3935,8 @@ async fn web_components(host: &impl Host, site: &FixtureSite) {
 /// when that fade ends is the dialog added, sliding in for 300 ms) answers once the motion is
 /// over, so the next snapshot shows the dialog and its button can be clicked at once. Before,
 /// the answer came during the fade (the DOM had been quiet for 50 ms), and the snapshot after
-/// it showed no dialog. A hover that only changes a colour, for 2 s, is not waited for.
+/// it showed no dialog. A hover that only changes a colour, for 2 s, is not waited for, nor is
+/// a 500 ms highlight of colours only.
 async fn motion_after_a_click(host: &impl Host, site: &FixtureSite) {
     tool_ok(
         host,
@@ -3943,6 +3944,10 @@ async fn motion_after_a_click(host: &impl Host, site: &FixtureSite) {
         json!({"url": site.url("modal.html")}),
     )
     .await;
+    // A highlight that only changes colours for 500 ms is not waited for: the answer comes
+    // long before it ends (rustdoc highlights the section a link leads to so).
+    tool_ok(host, "browser_click", json!({"target": "#highlight"})).await;
+    assert_eq!(page_value(host, "flashEnded").await, false);
     tool_ok(host, "browser_click", json!({"target": "#refund"})).await;
     let shown = outline(host, json!({})).await;
     assert!(
