@@ -460,6 +460,11 @@ export function captureTree(limits, rootElement) {
     const style = view.getComputedStyle(el);
     if (!rendered(el) && style.display !== 'contents')
       return [];
+    // An element its page marked `hidden` that CSS lays out all the same but draws transparent
+    // is seen by nobody: Choices.js keeps the <select> it replaces so, under its own widget.
+    // Listed, it read as a second, working "Assignee" control, and typing went into it unseen.
+    if (el.hidden && style.opacity === '0' && el !== rootElement)
+      return [];
     const children = () => {
       const out = [];
       const kids = shownKids(el);
@@ -575,7 +580,17 @@ export function captureTree(limits, rootElement) {
       item.labelled = true;
     if (name)
       item.name = name;
-    else if (NAME_FROM_CONTENT.has(role) && !el.matches('input, select, textarea')) {
+    else if (role === 'combobox' || role === 'listbox') {
+      // A widget that replaces a labelled field it keeps hidden inside (Choices.js's
+      // `<label for="who">Assignee</label>`, still the hidden <select>'s) is what that label
+      // names for a person.
+      const replaced = el.querySelector('select[hidden], input[hidden]');
+      const labels = replaced ? labelsOf(replaced) : [];
+      if (labels.length) {
+        item.name = clip(flat(labels.map(labelText).join(' ')), 100);
+        item.labelled = true;
+      }
+    } else if (NAME_FROM_CONTENT.has(role) && !el.matches('input, select, textarea')) {
       // Content that is only pictures (a logo link, an icon button) names the element too.
       // The outline shows that name on the pictures, as Playwright's does, so it is not
       // printed; a locator still finds the element by it (getByRole('link', { name: 'Home' })).

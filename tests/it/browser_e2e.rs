@@ -3994,7 +3994,8 @@ async fn headful_a_click_that_opens_a_fading_modal_answers_once_shown_under_xvfb
 /// and a header's clickable `role="presentation"` wrapper is no `none` line. ARIA a component
 /// keeps in its ElementInternals (a chip's role and checked state) is read, a form-associated
 /// switch is named by the `<label>` around it, and a click on a menu item lands on the element
-/// the page slotted into it. Before, the
+/// the page slotted into it. A widget that replaces a labelled `<select>` it keeps hidden inside
+/// (Choices.js) is named by that label, and the hidden select is not listed. Before, the
 /// checkbox, radios and tabs had no names, the field was named by nothing, the three clicks were
 /// refused, and `getByRole('gridcell', { name })` found nothing.
 async fn design_system_components(host: &impl Host, site: &FixtureSite) {
@@ -4018,6 +4019,7 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
         "- checkbox \"Express delivery\" [ref=",
         "- switch \"Notify me\" [ref=",
         "- menuitem \"Archive\" [ref=",
+        "- combobox \"Assignee\" [ref=",
         // Only a grid's rows in view are drawn; it says how many it has.
         "[rowcount=120]:\n",
     ] {
@@ -4030,7 +4032,10 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
         "{shown}"
     );
     assert!(
-        !shown.contains("generic") && !shown.contains("- none") && !shown.contains("- code"),
+        !shown.contains("generic")
+            && !shown.contains("- none")
+            && !shown.contains("- code")
+            && !shown.contains("option \"Ada\""),
         "{shown}"
     );
     tool_ok(
@@ -4050,12 +4055,13 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
         "getByRole('checkbox', { name: 'Express delivery' })",
         "getByRole('switch', { name: 'Notify me' })",
         "getByRole('menuitem', { name: 'Archive' })",
+        "getByRole('combobox', { name: 'Assignee' })",
     ] {
         tool_ok(host, "browser_click", json!({"target": target})).await;
     }
     assert_eq!(
         page_value(host, "JSON.stringify(seen)").await,
-        r#"{"clicks":["Save","shipped","Archive"],"name":"Ada","open":1,"langs":["German"],"sorted":1,"notify":true}"#
+        r#"{"clicks":["Save","shipped","Archive"],"name":"Ada","open":1,"langs":["German"],"sorted":1,"notify":true,"picker":1}"#
     );
     let after = outline(host, json!({})).await;
     let line_of = |name: &str| {
