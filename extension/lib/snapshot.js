@@ -725,7 +725,8 @@ export function captureTree(limits, rootElement) {
     // A name a label gave the box (a form-associated component, `<label><md-checkbox>
     // Gift wrap</label>`) goes to an unnamed element inside, which is what a person reads it on;
     // a component that passes its own `aria-label` on to its inner element says it once.
-    if (role === 'generic' && !root && kids.length === 1 && kids[0].ref) {
+    // A box a person drags (draggable) stays: what is inside it would be dragged alone.
+    if (role === 'generic' && !root && kids.length === 1 && kids[0].ref && el.getAttribute('draggable') !== 'true') {
       if (!item.name || nameFromContent || kids[0].name === item.name)
         return kids;
       if (!kids[0].name) {
