@@ -336,6 +336,8 @@ export function captureTree(limits, rootElement) {
   // Text that names another element (a <label>, an aria-labelledby target): the page's own
   // text, as before, unless a web component slots it in, which only renderedText follows.
   const labelText = el => (el.localName === 'slot' || el.shadowRoot || el.querySelector('slot') ? renderedText(el) : el.textContent);
+  // What a field's <label>s together say, as a name.
+  const labelsName = labels => clip(flat(labels.map(labelText).join(' ')), 100);
   // The accessible name, whether it was read from the element's own content, and whether a
   // label gave it (aria-labelledby, aria-label, a <label>): what getByLabel finds an element by.
   const nameOf = (el, role) => {
@@ -548,7 +550,7 @@ export function captureTree(limits, rootElement) {
       const labels = el.localName.includes('-') ? labelsOf(el) : [];
       const controls = labels.length ? out.filter(kid => kid.ref) : [];
       if (controls.length === 1 && !controls[0].name) {
-        controls[0].name = clip(flat(labels.map(labelText).join(' ')), 100);
+        controls[0].name = labelsName(labels);
         controls[0].labelled = true;
       }
       // A box of its own (a block, a flex or grid item) is apart from the text around it on
@@ -587,7 +589,7 @@ export function captureTree(limits, rootElement) {
       const replaced = el.querySelector('select[hidden], input[hidden]');
       const labels = replaced ? labelsOf(replaced) : [];
       if (labels.length) {
-        item.name = clip(flat(labels.map(labelText).join(' ')), 100);
+        item.name = labelsName(labels);
         item.labelled = true;
       }
     } else if (NAME_FROM_CONTENT.has(role) && !el.matches('input, select, textarea')) {
