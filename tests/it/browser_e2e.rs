@@ -3051,8 +3051,23 @@ async fn evaluate_runs_a_function_alone_and_with_an_element() {
         .await;
             assert_eq!(text(&with_element), "Tools fixtureh1", "{with_element}");
             let expression =
-                tool_ok(&bridge, "browser_evaluate", json!({"expression": "1 + 1"})).await;
-            assert_eq!(expression["value"], 2);
+                tool(&bridge, "browser_evaluate", json!({"expression": "1 + 1"})).await;
+            // A value that is not a string reads as itself; its type is beside it.
+            assert_eq!(text(&expression), "2", "{expression}");
+            assert_eq!(ok_json(&expression)["value"], 2);
+            let listed = tool(
+                &bridge,
+                "browser_evaluate",
+                json!({"function": "() => [document.title, 0.5, null, { ok: true }]"}),
+            )
+            .await;
+            assert_eq!(
+                text(&listed),
+                r#"["Tools fixture",0.5,null,{"ok":true}]"#,
+                "{listed}"
+            );
+            let nothing = tool(&bridge, "browser_evaluate", json!({"function": "() => {}"})).await;
+            assert_eq!(text(&nothing), "undefined", "{nothing}");
             let not_function = tool(&bridge, "browser_evaluate", json!({"function": "42"})).await;
             assert!(
                 is_error(&not_function) && text(&not_function).contains("function"),

@@ -483,6 +483,19 @@ pub(crate) fn render(tool: &str, value: &Value) -> Rendered {
             if let Some(text) = map.get("value").and_then(Value::as_str) {
                 return Rendered::page(text.to_owned(), without(value, &["value"]));
             }
+            // Any other value reads as itself, as a script would print it: `2`, `[1,2]`,
+            // `undefined`, `NaN`. `structuredContent` keeps the value with its type: it says
+            // all the text does, so hosts get both, as for any short answer.
+            if let Some(evaluated) = map.get("value") {
+                let text = match map.get("unserializableValue").and_then(Value::as_str) {
+                    Some(special) => special.to_owned(),
+                    None if map.get("type").and_then(Value::as_str) == Some("undefined") => {
+                        "undefined".to_owned()
+                    }
+                    None => evaluated.to_string(),
+                };
+                return short(text, value);
+            }
         }
         "browser_tabs" if map.get("tabs").is_some_and(Value::is_array) => {
             return tabs(value);
@@ -1264,7 +1277,31 @@ mod tests {
         assert_eq!(evaluated.text, "a\nb");
         assert_eq!(evaluated.structured, Some(json!({"type": "string"})));
         let number = render("browser_evaluate", &json!({"value": 2, "type": "number"}));
-        assert_eq!(number.text, r#"{"type":"number","value":2}"#);
+        assert_eq!(number.text, "2");
+        assert_eq!(
+            number.structured,
+            Some(json!({"value": 2, "type": "number"}))
+        );
+        let list = render(
+            "browser_evaluate",
+            &json!({"value": [1, {"a": "b"}], "type": "object"}),
+        );
+        assert_eq!(list.text, r#"[1,{"a":"b"}]"#);
+        let nothing = render(
+            "browser_evaluate",
+            &json!({"value": null, "type": "undefined"}),
+        );
+        assert_eq!(nothing.text, "undefined");
+        let null = render(
+            "browser_evaluate",
+            &json!({"value": null, "type": "object"}),
+        );
+        assert_eq!(null.text, "null");
+        let special = render(
+            "browser_evaluate",
+            &json!({"value": null, "type": "number", "unserializableValue": "NaN"}),
+        );
+        assert_eq!(special.text, "NaN");
         let console = render(
             "browser_console_messages",
             &json!({"tabId": 3, "messages": [{"type": "error", "text": "boom", "url": "https://x/a.js", "line": 4, "time": 1}]}),

@@ -48,7 +48,7 @@
   const evaluateEach = async function (body, target) {
     const fn = "async (element) => JSON.stringify({ v: await (" + body + ")(element) })";
     const result = await call("browser_evaluate", { function: fn, target: target, each: true });
-    return JSON.parse(result.text).value.map((json) => JSON.parse(json).v);
+    return JSON.parse(result.text).map((json) => JSON.parse(json).v);
   };
   // `fn` of page.evaluate / locator.evaluate with its argument: a function is called (with the
   // element first, for a locator); a string is an expression, called if it is a function.
