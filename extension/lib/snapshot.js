@@ -336,6 +336,12 @@ export function captureTree(limits, rootElement) {
   // Text that names another element (a <label>, an aria-labelledby target): the page's own
   // text, as before, unless a web component slots it in, which only renderedText follows.
   const labelText = el => (el.localName === 'slot' || el.shadowRoot || el.querySelector('slot') ? renderedText(el) : el.textContent);
+  // The shown element that `el` names by `aria-labelledby`, looked for in `el`'s own tree.
+  const labelledByThis = el => {
+    const tree = el.getRootNode();
+    const named = tree.querySelector?.(`[aria-labelledby~="${CSS.escape(el.id)}"]`);
+    return named && named !== el && !el.contains(named) && rendered(named) ? named : null;
+  };
   // What a field's <label>s together say, as a name.
   const labelsName = labels => clip(flat(labels.map(labelText).join(' ')), 100);
   // The accessible name, whether it was read from the element's own content, and whether a
@@ -542,6 +548,17 @@ export function captureTree(limits, rootElement) {
       const kids = children();
       const [controlName] = nameOf(el.control, implicitRole(el.control));
       return kids.filter(kid => kid.role !== undefined || kid === SPACE || !controlName.includes(kid.text));
+    }
+    // Text another element names itself by (`aria-labelledby`: a component's own label,
+    // Shoelace's `<label id="label">` for the combobox it draws) is said on that element's
+    // line, as a <label>'s is: left out where the name says it. Shown, it ran into the text
+    // before it ("We never share it Plan").
+    const namesOther = (role === 'generic' || role === 'none') && el.id && !explicitRole && !canAct && !labelled && !root
+      ? labelledByThis(el) : null;
+    if (namesOther) {
+      const kids = children();
+      const [otherName] = nameOf(namesOther, flat(aria(namesOther, 'role')).split(' ')[0] || implicitRole(namesOther));
+      return kids.filter(kid => kid.role !== undefined || kid === SPACE || !otherName.includes(kid.text));
     }
     if ((role === 'generic' || role === 'none') && !canAct && !labelled && !root) {
       const out = children();

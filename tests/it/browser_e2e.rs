@@ -4046,6 +4046,14 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
         shown.contains("- button \"Box size Small\" [ref=e") && !shown.contains(": Small"),
         "{shown}"
     );
+    // Text a control is named by (`aria-labelledby`) is said on the control's line, not again
+    // on a line of its own before it, where it ran into the text above.
+    assert!(
+        !shown.contains("text: Display name")
+            && !shown.contains("text: Languages")
+            && !shown.contains("text: Box size"),
+        "{shown}"
+    );
     // The one box left is one a person drags (the picture inside it would be dragged alone).
     assert!(
         shown.matches("generic").count() == 1
