@@ -473,6 +473,12 @@ export function captureTree(limits, rootElement) {
     // Listed, it read as a second, working "Assignee" control, and typing went into it unseen.
     if (el.hidden && style.opacity === '0' && el !== rootElement)
       return [];
+    // So is a field clipped to nothing and taken out of the tab order: Tom Select keeps the
+    // <select> it replaces so (`ts-hidden-accessible`, tabindex -1) and moves its label to its
+    // own combobox. Listed, it read as a second, unnamed combobox with every option.
+    if (el.tabIndex === -1 && ['select', 'input', 'textarea'].includes(el.localName) && el !== rootElement &&
+        (style.clipPath === 'inset(50%)' || style.clip === 'rect(0px, 0px, 0px, 0px)'))
+      return [];
     const children = () => {
       const out = [];
       const kids = shownKids(el);

@@ -4054,6 +4054,14 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
             && !shown.contains("text: Box size"),
         "{shown}"
     );
+    // A field a widget replaced and keeps clipped to nothing, out of the tab order, is not a
+    // second, unnamed control beside the widget's own.
+    assert!(
+        shown.matches("combobox \"Carrier\" [ref=").count() == 1
+            && !shown.contains("- combobox [ref=")
+            && !shown.contains("option \"Courier\""),
+        "{shown}"
+    );
     // The one box left is one a person drags (the picture inside it would be dragged alone).
     assert!(
         shown.matches("generic").count() == 1
