@@ -364,7 +364,10 @@ export function captureTree(limits, rootElement) {
       el.localName === 'svg' ? el.querySelector(':scope > title')?.textContent : '',
       labelsOf(el).map(labelText).join(' '),
       isInput && ['button', 'submit', 'reset'].includes(el.type) ? el.value || (el.type === 'submit' ? 'Submit' : '') : '',
-      NAME_FROM_CONTENT.has(role) && !isInput && el.localName !== 'select' ? shownText(el) : '',
+      // A clickable box's title says what it does where its content is a mark (Sphinx's `>>>`
+      // toggle: "Hide the prompts and output"), and Chrome names a generic by its title.
+      NAME_FROM_CONTENT.has(role) && !isInput && el.localName !== 'select' && !(role === 'generic' && flat(el.getAttribute('title')))
+        ? shownText(el) : '',
       el.localName === 'fieldset' ? el.querySelector('legend')?.textContent : '',
       el.getAttribute('alt'),
       el.getAttribute('title'),
