@@ -368,7 +368,10 @@ export function captureTree(limits, rootElement) {
       // toggle: "Hide the prompts and output"), and Chrome names a generic by its title.
       NAME_FROM_CONTENT.has(role) && !isInput && el.localName !== 'select' && !(role === 'generic' && flat(el.getAttribute('title')))
         ? shownText(el) : '',
+      // What names a group, a table or a figure, as Chrome names them.
       el.localName === 'fieldset' ? el.querySelector('legend')?.textContent : '',
+      el.localName === 'table' ? el.querySelector(':scope > caption')?.textContent : '',
+      el.localName === 'figure' ? el.querySelector(':scope > figcaption')?.textContent : '',
       el.getAttribute('alt'),
       el.getAttribute('title'),
       // Only a field's placeholder names it, as Chrome computes names (a <select> Tom Select
@@ -385,6 +388,8 @@ export function captureTree(limits, rootElement) {
     return ['', false, false];
   };
   const CONTENT_CANDIDATE = 4;
+  // The element that names its parent, by the parent's tag.
+  const CAPTIONS = { legend: 'fieldset', caption: 'table', figcaption: 'figure' };
   // aria-label and a <label>, among nameOf's candidates.
   const LABEL_CANDIDATES = [0, 2];
   /**
@@ -483,6 +488,10 @@ export function captureTree(limits, rootElement) {
         (style.clipPath === 'inset(50%)' || style.clip === 'rect(0px, 0px, 0px, 0px)'))
       return [];
     const children = () => {
+      // A meter's or progress bar's content is what browsers without one show: Chrome draws
+      // the bar, and the value is on the element's line.
+      if (el.localName === 'meter' || el.localName === 'progress')
+        return [];
       const out = [];
       const kids = shownKids(el);
       // Text in an element that is `visibility: hidden` is not seen (CodeMirror's measuring
@@ -557,6 +566,15 @@ export function captureTree(limits, rootElement) {
       const kids = children();
       const [controlName] = nameOf(el.control, implicitRole(el.control));
       return kids.filter(kid => kid.role !== undefined || kid === SPACE || !controlName.includes(kid.text));
+    }
+    // So is a fieldset's <legend>, a table's <caption> and a figure's <figcaption>: each names
+    // the element around it, whose line says it (`group "Plan"`, `table "Prices"`).
+    const caption = CAPTIONS[el.localName];
+    if (caption && el.parentElement?.localName === caption && !explicitRole && !canAct && !labelled && !root) {
+      const kids = children();
+      const parent = el.parentElement;
+      const [parentName] = nameOf(parent, flat(aria(parent, 'role')).split(' ')[0] || implicitRole(parent));
+      return kids.filter(kid => kid.role !== undefined || kid === SPACE || !parentName.includes(kid.text));
     }
     // Text another element names itself by (`aria-labelledby`: a component's own label,
     // Shoelace's `<label id="label">` for the combobox it draws) is said on that element's

@@ -1938,6 +1938,26 @@ async fn snapshot_refs(chromium: &Path) {
         one.ends_with("[selected]") && !two.contains("selected"),
         "{one} {two}"
     );
+    // A caption, a figure's caption and a legend name the element around them and are said
+    // on its line only; a meter's fallback content is not drawn; a clickable mark is named by
+    // its title.
+    for line in [
+        "- table \"Prices\" [ref=",
+        "- figure \"Listing 1: A variable\" [ref=",
+        "- link \"Listing 1\" [ref=",
+        "- group \"Plan\" [ref=",
+        "- meter \"Disk\" [ref=",
+        "- generic \"Hide the prompts and output\" [ref=",
+    ] {
+        assert!(prose.contains(line), "{line} in {prose}");
+    }
+    assert!(
+        prose.matches("Prices").count() == 1
+            && !prose.contains(": A variable\n")
+            && prose.matches("Plan").count() == 1
+            && !prose.contains("70 percent"),
+        "{prose}"
+    );
     // A checkbox under the switch its label draws is clicked through the label; a toggle
     // whose box is not rendered is its label, which keeps its line and ref.
     let night = ref_of(&prose, "checkbox \"Night mode\"");
