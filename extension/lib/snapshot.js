@@ -668,6 +668,9 @@ export function captureTree(limits, rootElement) {
       states.push(`expanded=${aria(el, 'aria-expanded')}`);
     else if (el.localName === 'details')
       states.push(`expanded=${el.open}`);
+    // A button that opens a popover (`popovertarget`) says whether it is open, as Chrome does.
+    else if (el.popoverTargetElement)
+      states.push(`expanded=${el.popoverTargetElement.matches(':popover-open')}`);
     if (aria(el, 'aria-pressed'))
       states.push(`pressed=${aria(el, 'aria-pressed')}`);
     // Whether a player plays: what a model's click on it did.

@@ -1958,6 +1958,20 @@ async fn snapshot_refs(chromium: &Path) {
             && !prose.contains("70 percent"),
         "{prose}"
     );
+    // A button that opens a popover says whether it is open; the popover shows once it is.
+    let more = ref_of(&prose, "button \"More options\"");
+    assert!(
+        prose.contains(&format!("[ref={more}] [expanded=false]")) && !prose.contains("Rename"),
+        "{prose}"
+    );
+    tool_ok(&bridge, "browser_click", json!({"target": more})).await;
+    let opened = outline(&bridge, json!({})).await;
+    assert!(
+        opened.contains(&format!("[ref={more}] [expanded=true]"))
+            && opened.contains("- button \"Rename\" [ref="),
+        "{opened}"
+    );
+    tool_ok(&bridge, "browser_press_key", json!({"key": "Escape"})).await;
     // A checkbox under the switch its label draws is clicked through the label; a toggle
     // whose box is not rendered is its label, which keeps its line and ref.
     let night = ref_of(&prose, "checkbox \"Night mode\"");
