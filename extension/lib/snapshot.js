@@ -861,7 +861,15 @@ export function captureTree(limits, rootElement) {
     return kept;
   };
   tree = strip(tree);
-  return { url: location.href, title: document.title, tree, ...(truncated ? { nodesTruncated: limits.maxNodes } : {}) };
+  // An open modal dialog leaves the rest of the page inert: said first, a model reading a long
+  // page in parts knows at once where it can act.
+  const modal = rootElement ? null : document.querySelector(':modal');
+  const modalRef = modal ? registry.refOf.get(modal) : undefined;
+  return {
+    url: location.href, title: document.title, tree,
+    ...(truncated ? { nodesTruncated: limits.maxNodes } : {}),
+    ...(modalRef ? { modal: { ref: modalRef, name: nameOf(modal, 'dialog')[0] } } : {}),
+  };
 }
 
 /**

@@ -1972,6 +1972,32 @@ async fn snapshot_refs(chromium: &Path) {
         "{opened}"
     );
     tool_ok(&bridge, "browser_press_key", json!({"key": "Escape"})).await;
+    // An open modal dialog is said before the outline: the rest of the page is inert.
+    assert!(!prose.contains("modal dialog"), "{prose}");
+    tool_ok(
+        &bridge,
+        "browser_click",
+        json!({"target": "getByRole('button', { name: 'Remove…' })"}),
+    )
+    .await;
+    let modal = text(&tool(&bridge, "browser_snapshot", json!({})).await);
+    let dialog = ref_of(&modal, "dialog \"Remove the file\"");
+    let (header, _) = modal.split_once("\n\n").unwrap();
+    assert!(
+        header.ends_with(&format!(
+            "Note: A modal dialog is open, dialog \"Remove the file\" [ref={dialog}]: the page \
+             behind it takes no clicks or typing until it is closed"
+        )),
+        "{modal}"
+    );
+    tool_ok(
+        &bridge,
+        "browser_click",
+        json!({"target": "getByRole('button', { name: 'Keep it' })"}),
+    )
+    .await;
+    let closed = text(&tool(&bridge, "browser_snapshot", json!({})).await);
+    assert!(!closed.contains("modal dialog"), "{closed}");
     // A checkbox under the switch its label draws is clicked through the label; a toggle
     // whose box is not rendered is its label, which keeps its line and ref.
     let night = ref_of(&prose, "checkbox \"Night mode\"");

@@ -211,6 +211,11 @@ export async function outlineOf(ctx, tabId, { target, boxes = false, ...options 
   }
   const cut = cutLines(formatOutline(captured.tree, options), OUTLINE_MAX_CHARS);
   const notes = [];
+  if (captured.modal) {
+    const { ref, name } = captured.modal;
+    notes.push(`A modal dialog is open, dialog${name ? ` ${JSON.stringify(name)}` : ''} [ref=${ref}]: ` +
+        'the page behind it takes no clicks or typing until it is closed');
+  }
   if (target && captured.tree.length === 0)
     notes.push(`The element ${describeTarget(target)} is not rendered (hidden, or aria-hidden), so its subtree is empty`);
   else if (!cut.text && options.interactive)
