@@ -22,12 +22,20 @@
 export const LIVE_REGIONS = '[role=alert],[role=status],[aria-live=assertive],[aria-live=polite],output';
 
 /**
+ * What an action can open that a model then acts in: dialogs, menus, the list of a combobox,
+ * popovers. One that is shown after the action and was not before is said (`opened`), so a
+ * click that opened a modal or a menu says so without a snapshot.
+ */
+export const OPENABLE = 'dialog,[role=dialog],[role=alertdialog],[aria-modal=true],[role=menu],[role=listbox],[popover]';
+
+/**
  * Before an action: where the page is (as page-scripts.js `pageState`), and the watchers
  * `actionEvidence` reads.
  *
  * @param {string} live {@link LIVE_REGIONS}
+ * @param {string} openable {@link OPENABLE}
  */
-export function watchAction(live) {
+export function watchAction(live, openable) {
   const key = Symbol.for('mcp-relay.watch');
   const earlier = window[key];
   if (earlier) {
@@ -43,6 +51,7 @@ export function watchAction(live) {
     attempted: false,
     live: new Map(),
     invalid: new Set(document.querySelectorAll('[aria-invalid=true]')),
+    open: new Set([...document.querySelectorAll(openable)].filter(el => el.checkVisibility())),
     listeners: [
       ['invalid', event => {
         if (watch.failed.size < 20)
@@ -84,12 +93,14 @@ export function watchAction(live) {
  * action attempted a submit (a submit button clicked, an Enter in a form's field, or the
  * browser's check moving the focus to a field it found wrong) and no form was sent;
  * `markedInvalid` the fields the page marked invalid since, with the message it points them
- * to; `pageSays` each announced message that appeared or changed. Fields carry their ref when
- * the last snapshot gave them one.
+ * to; `pageSays` each announced message that appeared or changed; `opened` each dialog, menu,
+ * list or popover shown since (not one inside another said). Fields carry their ref when the
+ * last snapshot gave them one.
  *
  * @param {string} live {@link LIVE_REGIONS}
+ * @param {string} openable {@link OPENABLE}
  */
-export function actionEvidence(live) {
+export function actionEvidence(live, openable) {
   const state = { url: location.href, title: document.title, readyState: document.readyState };
   const key = Symbol.for('mcp-relay.watch');
   const watch = window[key];
@@ -157,5 +168,25 @@ export function actionEvidence(live) {
   }
   if (says.length)
     evidence.pageSays = says.map(({ role, whole }) => ({ role, text: clip(whole, 300) }));
+  const opened = [];
+  for (const el of document.querySelectorAll(openable)) {
+    if (watch.open.has(el) || !el.checkVisibility() || opened.some(one => one.contains(el)))
+      continue;
+    opened.push(el);
+    if (opened.length === 3)
+      break;
+  }
+  if (opened.length)
+    evidence.opened = opened.map(el => {
+      const own = el.getAttribute('role');
+      const role = own || (el.localName === 'dialog' ? 'dialog' : 'popover');
+      const labelled = el.getAttribute('aria-labelledby')?.split(/\s+/)
+        .map(id => document.getElementById(id)?.innerText || '').join(' ');
+      // A dialog without a label of its own is known by its heading.
+      const heading = /dialog/.test(role) ? el.querySelector('h1,h2,h3,h4,h5,h6,[role=heading]')?.innerText : '';
+      const name = clip(el.getAttribute('aria-label') || labelled || heading || '', 80);
+      const ref = refs?.refOf.get(el);
+      return { role, ...(name ? { name } : {}), ...(el.matches(':modal') || el.getAttribute('aria-modal') === 'true' ? { modal: true } : {}), ...(ref ? { ref } : {}) };
+    });
   return evidence;
 }

@@ -1964,7 +1964,8 @@ async fn snapshot_refs(chromium: &Path) {
         prose.contains(&format!("[ref={more}] [expanded=false]")) && !prose.contains("Rename"),
         "{prose}"
     );
-    tool_ok(&bridge, "browser_click", json!({"target": more})).await;
+    let clicked = tool(&bridge, "browser_click", json!({"target": more})).await;
+    assert!(text(&clicked).contains("\nOpened: popover\n"), "{clicked}");
     let opened = outline(&bridge, json!({})).await;
     assert!(
         opened.contains(&format!("[ref={more}] [expanded=true]"))
@@ -1972,14 +1973,22 @@ async fn snapshot_refs(chromium: &Path) {
         "{opened}"
     );
     tool_ok(&bridge, "browser_press_key", json!({"key": "Escape"})).await;
-    // An open modal dialog is said before the outline: the rest of the page is inert.
+    // An open modal dialog is said before the outline: the rest of the page is inert. The
+    // click that opened it said so.
     assert!(!prose.contains("modal dialog"), "{prose}");
-    tool_ok(
+    let remove = tool(
         &bridge,
         "browser_click",
         json!({"target": "getByRole('button', { name: 'Remove…' })"}),
     )
     .await;
+    assert!(
+        text(&remove).contains(
+            "\nOpened: dialog \"Remove the file\" (modal: the page behind it takes no clicks \
+             until it closes)\n"
+        ),
+        "{remove}"
+    );
     let modal = text(&tool(&bridge, "browser_snapshot", json!({})).await);
     let dialog = ref_of(&modal, "dialog \"Remove the file\"");
     let (header, _) = modal.split_once("\n\n").unwrap();
@@ -4021,9 +4030,16 @@ async fn motion_after_a_click(host: &impl Host, site: &FixtureSite) {
     .await;
     // A highlight that only changes colours for 500 ms is not waited for: the answer comes
     // long before it ends (rustdoc highlights the section a link leads to so).
-    tool_ok(host, "browser_click", json!({"target": "#highlight"})).await;
+    let highlight = tool(host, "browser_click", json!({"target": "#highlight"})).await;
+    assert!(!text(&highlight).contains("Opened:"), "{highlight}");
     assert_eq!(page_value(host, "flashEnded").await, false);
-    tool_ok(host, "browser_click", json!({"target": "#refund"})).await;
+    // The click's answer says what it opened, so a model knows where to act without a
+    // snapshot; the highlight's opened nothing.
+    let refund = tool(host, "browser_click", json!({"target": "#refund"})).await;
+    assert!(
+        text(&refund).contains("\nOpened: dialog \"Refund this order?\"\n"),
+        "{refund}"
+    );
     let shown = outline(host, json!({})).await;
     assert!(
         shown.contains("- dialog \"Refund this order?\" [ref="),

@@ -6,7 +6,7 @@
  * page's outline.
  */
 
-import { LIVE_REGIONS, actionEvidence, watchAction } from '../action-evidence.js';
+import { LIVE_REGIONS, OPENABLE, actionEvidence, watchAction } from '../action-evidence.js';
 import { DialogOpenError } from '../debugger-sessions.js';
 import { pageState } from '../page-scripts.js';
 import { settleAfter } from '../settle.js';
@@ -31,7 +31,7 @@ export function reportingChanges(run, { settle = false, loaded = false } = {}) {
   return async (ctx, params) => {
     // Only a tab this connection may use is read (targetTab checks), before the action runs.
     const tabBefore = await targetTab(ctx, params.tabId).catch(() => null);
-    const before = tabBefore === null ? null : await evaluateFunction(ctx, tabBefore, watchAction, LIVE_REGIONS).catch(() => null);
+    const before = tabBefore === null ? null : await evaluateFunction(ctx, tabBefore, watchAction, LIVE_REGIONS, OPENABLE).catch(() => null);
     const events = ctx.debuggers?.events;
     const logged = tabBefore === null ? 0 : events?.mark(tabBefore) ?? 0;
     const openedBefore = tabBefore === null ? null : new Set((await tabsOpenedBy(tabBefore)).map(tab => tab.id));
@@ -44,7 +44,7 @@ export function reportingChanges(run, { settle = false, loaded = false } = {}) {
       return result;
     await addDownloads(ctx, result, started);
     const watched = before !== null && result.tabId === tabBefore;
-    const after = await stateAfterAction(ctx, result.tabId, watched ? actionEvidence : pageState, LIVE_REGIONS);
+    const after = await stateAfterAction(ctx, result.tabId, watched ? actionEvidence : pageState, LIVE_REGIONS, OPENABLE);
     if (before && after && (before.url !== after.url || before.title !== after.title))
       result.pageChanged = { url: after.url, title: after.title };
     for (const seen of EVIDENCE) {
@@ -174,7 +174,7 @@ export async function addDownloads(ctx, result, started, tabId = result.tabId) {
 }
 
 /** What action-evidence.js reports, copied into the action's result when present. */
-const EVIDENCE = ['formBlocked', 'markedInvalid', 'pageSays'];
+const EVIDENCE = ['formBlocked', 'markedInvalid', 'pageSays', 'opened'];
 
 /**
  * The page's URL and title once an action returned. A page that is being replaced

@@ -147,13 +147,14 @@ fn without(value: &Value, keys: &[&str]) -> Value {
 /// What an action's answer may say happened to the page, in the order its text says it.
 /// Each but `settled` (a page still loading, said only beside something else) makes the answer
 /// lines rather than JSON (`render`).
-const WHAT_HAPPENED: [&str; 10] = [
+const WHAT_HAPPENED: [&str; 11] = [
     "dialog",
     "pageChanged",
     "httpError",
     "formBlocked",
     "markedInvalid",
     "pageSays",
+    "opened",
     "tabsOpened",
     "console",
     "settled",
@@ -234,6 +235,20 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                     row["role"].as_str().unwrap_or("status"),
                     row["text"].as_str().unwrap_or("")
                 )
+            })),
+            // A dialog, menu, list or popover the action showed: where the model acts next.
+            "opened" => lines.extend(value.as_array().into_iter().flatten().map(|shown| {
+                let mut line = format!("Opened: {}", shown["role"].as_str().unwrap_or("dialog"));
+                if let Some(name) = shown["name"].as_str() {
+                    line.push_str(&format!(" {name:?}"));
+                }
+                if let Some(at) = shown["ref"].as_str() {
+                    line.push_str(&format!(" [ref={at}]"));
+                }
+                if shown["modal"] == true {
+                    line.push_str(" (modal: the page behind it takes no clicks until it closes)");
+                }
+                line
             })),
             "tabsOpened" => lines.extend(value.as_array().into_iter().flatten().map(|tab| {
                 format!(
@@ -1360,6 +1375,17 @@ mod tests {
              message over the field):\n- \"Email\" [ref=e2]: Please fill out this field.\n\
              - \"tos\": Please tick this box.\nFields the page now marks invalid:\n\
              - \"Username\" [ref=e7]\nPage says (alert): Username is required\nclicked: true"
+        );
+        let shown = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true,
+                    "opened": [{"role": "dialog", "name": "Remove the file", "modal": true},
+                               {"role": "menu", "ref": "e4"}]}),
+        );
+        assert_eq!(
+            shown.text,
+            "Tab 7\nOpened: dialog \"Remove the file\" (modal: the page behind it takes no \
+             clicks until it closes)\nOpened: menu [ref=e4]\nclicked: true"
         );
         let opened = render(
             "browser_click",
