@@ -41,7 +41,10 @@ pub(crate) fn body_limit(limit: usize) -> usize {
 }
 
 /// Where the part starting at byte `from` ends (a byte offset): after the last line break
-/// within `max_chars` characters, or at `max_chars` characters when the line is longer.
+/// within `max_chars` characters, or at `max_chars` characters when the line is longer. A
+/// line after that break too long for a part of its own is cut wherever it is, so it is cut
+/// at `max_chars` too: the part is filled, not sent with the few lines before it (a page
+/// whose one paragraph is 150,000 characters read `[Part 1 of 7: lines 1–2 …]` and nothing).
 fn part_end(text: &str, from: usize, max_chars: usize) -> usize {
     let rest = &text[from..];
     let hard = match rest.char_indices().nth(max_chars) {
@@ -49,8 +52,16 @@ fn part_end(text: &str, from: usize, max_chars: usize) -> usize {
         Some((i, _)) => i,
     };
     match rest[..hard].rfind('\n') {
-        Some(i) => from + i + 1,
-        None => from + hard,
+        Some(i) if fits_a_part(&rest[i + 1..], max_chars) => from + i + 1,
+        _ => from + hard,
+    }
+}
+
+/// Whether the first line of `rest` (its line break included) is at most `max_chars` long.
+fn fits_a_part(rest: &str, max_chars: usize) -> bool {
+    match rest.char_indices().nth(max_chars) {
+        None => true,
+        Some((i, _)) => rest[..i].contains('\n'),
     }
 }
 
@@ -107,18 +118,20 @@ pub(crate) fn part_at(text: &str, from: usize, limit: usize) -> Option<Part> {
     // line is too long for one part.
     let mut starts = Vec::new();
     let mut byte = 0;
-    let mut from_byte = None;
-    let target = line_start_near(text, byte_at(text, from), max);
     while byte < text.len() || starts.is_empty() {
-        if byte == target {
-            from_byte = Some(starts.len());
-        }
         starts.push(byte);
         if byte >= text.len() {
             break;
         }
         byte = part_end(text, byte, max);
     }
+    let asked = byte_at(text, from);
+    let target = line_start_near(text, asked, max);
+    let from_byte = starts
+        .iter()
+        .position(|&start| start == asked)
+        .or_else(|| starts.iter().position(|&start| start == target));
+    let target = from_byte.map_or(target, |index| starts[index]);
     let (index, starts) = match from_byte {
         Some(index) => (index, starts),
         None => {
@@ -288,10 +301,20 @@ mod tests {
                 for (i, part) in parts.iter().enumerate() {
                     assert_eq!(part.count, count, "seed {seed}");
                     // Every part but the last ends at a line break unless its line is longer
-                    // than a part.
+                    // than a part, and is filled then.
                     if i + 1 < count && !part.body.ends_with('\n') {
-                        let line = part.body.rsplit('\n').next().unwrap();
-                        assert_eq!(line.chars().count(), body_limit(limit), "seed {seed}");
+                        let cut_at = part.end;
+                        let line_start = text[..byte_at(&text, cut_at)]
+                            .rfind('\n')
+                            .map_or(0, |b| b + 1);
+                        let line_end = text[line_start..]
+                            .find('\n')
+                            .map_or(text.len(), |b| line_start + b + 1);
+                        assert!(
+                            text[line_start..line_end].chars().count() > body_limit(limit),
+                            "seed {seed}"
+                        );
+                        assert_eq!(part.body.chars().count(), body_limit(limit), "seed {seed}");
                     }
                 }
             }
@@ -305,8 +328,12 @@ mod tests {
         assert!(parts.len() >= 3);
         let joined: String = parts.iter().map(|p| p.body.as_str()).collect();
         assert_eq!(joined, text);
-        assert_eq!(parts[0].body, "head\n");
+        // The part before the long line is filled with its start, not sent with "head" alone.
+        assert!(parts[0].body.starts_with("head\n€"), "{}", parts[0].body);
+        assert_eq!(parts[0].body.chars().count(), body_limit(2_000));
         assert!(parts[1].body.chars().all(|c| c == '€'));
+        // Each part read on from its note's offset is the next, not its line's start again.
+        assert_eq!(parts[1].start, parts[0].end);
     }
 
     #[test]
