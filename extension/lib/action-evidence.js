@@ -94,7 +94,8 @@ export function watchAction(live, openable) {
  * browser's check moving the focus to a field it found wrong) and no form was sent;
  * `markedInvalid` the fields the page marked invalid since, with the message it points them
  * to; `pageSays` each announced message that appeared or changed; `opened` each dialog, menu,
- * list or popover shown since (not one inside another said). Fields carry their ref when the
+ * list or popover shown since and `closed` each one no longer shown (not one inside another
+ * said, at most 3 each). Fields carry their ref when the
  * last snapshot gave them one.
  *
  * @param {string} live {@link LIVE_REGIONS}
@@ -168,25 +169,36 @@ export function actionEvidence(live, openable) {
   }
   if (says.length)
     evidence.pageSays = says.map(({ role, whole }) => ({ role, text: clip(whole, 300) }));
+  // Dialogs, menus, lists and popovers shown since (`opened`) and gone since (`closed`).
+  const outermost = (list, el) => {
+    if (list.length < 3 && !list.some(one => one.contains(el)))
+      list.push(el);
+  };
   const opened = [];
   for (const el of document.querySelectorAll(openable)) {
-    if (watch.open.has(el) || !el.checkVisibility() || opened.some(one => one.contains(el)))
-      continue;
-    opened.push(el);
-    if (opened.length === 3)
-      break;
+    if (!watch.open.has(el) && el.checkVisibility())
+      outermost(opened, el);
   }
+  const closed = [];
+  for (const el of watch.open) {
+    if (!el.isConnected || !el.checkVisibility())
+      outermost(closed, el);
+  }
+  const described = (el, shown) => {
+    const own = el.getAttribute('role');
+    const role = own || (el.localName === 'dialog' ? 'dialog' : 'popover');
+    const labelled = el.getAttribute('aria-labelledby')?.split(/\s+/)
+      .map(id => document.getElementById(id)?.textContent || '').join(' ');
+    // A dialog without a label of its own is known by its heading.
+    const heading = /dialog/.test(role) ? el.querySelector('h1,h2,h3,h4,h5,h6,[role=heading]')?.textContent : '';
+    const name = clip(el.getAttribute('aria-label') || labelled || heading || '', 80);
+    const ref = refs?.refOf.get(el);
+    const modal = shown && (el.matches(':modal') || el.getAttribute('aria-modal') === 'true');
+    return { role, ...(name ? { name } : {}), ...(modal ? { modal: true } : {}), ...(shown && ref ? { ref } : {}) };
+  };
   if (opened.length)
-    evidence.opened = opened.map(el => {
-      const own = el.getAttribute('role');
-      const role = own || (el.localName === 'dialog' ? 'dialog' : 'popover');
-      const labelled = el.getAttribute('aria-labelledby')?.split(/\s+/)
-        .map(id => document.getElementById(id)?.innerText || '').join(' ');
-      // A dialog without a label of its own is known by its heading.
-      const heading = /dialog/.test(role) ? el.querySelector('h1,h2,h3,h4,h5,h6,[role=heading]')?.innerText : '';
-      const name = clip(el.getAttribute('aria-label') || labelled || heading || '', 80);
-      const ref = refs?.refOf.get(el);
-      return { role, ...(name ? { name } : {}), ...(el.matches(':modal') || el.getAttribute('aria-modal') === 'true' ? { modal: true } : {}), ...(ref ? { ref } : {}) };
-    });
+    evidence.opened = opened.map(el => described(el, true));
+  if (closed.length)
+    evidence.closed = closed.map(el => described(el, false));
   return evidence;
 }

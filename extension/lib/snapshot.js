@@ -863,12 +863,14 @@ export function captureTree(limits, rootElement) {
   tree = strip(tree);
   // An open modal dialog leaves the rest of the page inert: said first, a model reading a long
   // page in parts knows at once where it can act.
-  const modal = rootElement ? null : document.querySelector(':modal');
+  // A page's own modal (`aria-modal`, over a backdrop: Bootstrap's) counts as one too.
+  const modal = rootElement ? null : document.querySelector(':modal') ||
+    Array.from(document.querySelectorAll('[aria-modal=true]')).find(el => el.checkVisibility());
   const modalRef = modal ? registry.refOf.get(modal) : undefined;
   return {
     url: location.href, title: document.title, tree,
     ...(truncated ? { nodesTruncated: limits.maxNodes } : {}),
-    ...(modalRef ? { modal: { ref: modalRef, name: nameOf(modal, 'dialog')[0] } } : {}),
+    ...(modal ? { modal: { ...(modalRef ? { ref: modalRef } : {}), name: nameOf(modal, 'dialog')[0] } } : {}),
   };
 }
 

@@ -1999,12 +1999,16 @@ async fn snapshot_refs(chromium: &Path) {
         )),
         "{modal}"
     );
-    tool_ok(
+    let kept = tool(
         &bridge,
         "browser_click",
         json!({"target": "getByRole('button', { name: 'Keep it' })"}),
     )
     .await;
+    assert!(
+        text(&kept).contains("\nClosed: dialog \"Remove the file\"\n"),
+        "{kept}"
+    );
     let closed = text(&tool(&bridge, "browser_snapshot", json!({})).await);
     assert!(!closed.contains("modal dialog"), "{closed}");
     // A checkbox under the switch its label draws is clicked through the label; a toggle

@@ -213,7 +213,7 @@ export async function outlineOf(ctx, tabId, { target, boxes = false, ...options 
   const notes = [];
   if (captured.modal) {
     const { ref, name } = captured.modal;
-    notes.push(`A modal dialog is open, dialog${name ? ` ${JSON.stringify(name)}` : ''} [ref=${ref}]: ` +
+    notes.push(`A modal dialog is open, dialog${name ? ` ${JSON.stringify(name)}` : ''}${ref ? ` [ref=${ref}]` : ''}: ` +
         'the page behind it takes no clicks or typing until it is closed');
   }
   if (target && captured.tree.length === 0)

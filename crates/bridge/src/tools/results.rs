@@ -147,13 +147,14 @@ fn without(value: &Value, keys: &[&str]) -> Value {
 /// What an action's answer may say happened to the page, in the order its text says it.
 /// Each but `settled` (a page still loading, said only beside something else) makes the answer
 /// lines rather than JSON (`render`).
-const WHAT_HAPPENED: [&str; 11] = [
+const WHAT_HAPPENED: [&str; 12] = [
     "dialog",
     "pageChanged",
     "httpError",
     "formBlocked",
     "markedInvalid",
     "pageSays",
+    "closed",
     "opened",
     "tabsOpened",
     "console",
@@ -236,20 +237,27 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                     row["text"].as_str().unwrap_or("")
                 )
             })),
-            // A dialog, menu, list or popover the action showed: where the model acts next.
-            "opened" => lines.extend(value.as_array().into_iter().flatten().map(|shown| {
-                let mut line = format!("Opened: {}", shown["role"].as_str().unwrap_or("dialog"));
-                if let Some(name) = shown["name"].as_str() {
-                    line.push_str(&format!(" {name:?}"));
-                }
-                if let Some(at) = shown["ref"].as_str() {
-                    line.push_str(&format!(" [ref={at}]"));
-                }
-                if shown["modal"] == true {
-                    line.push_str(" (modal: the page behind it takes no clicks until it closes)");
-                }
-                line
-            })),
+            // A dialog, menu, list or popover the action showed (where the model acts next)
+            // or hid (done with).
+            "opened" | "closed" => {
+                lines.extend(value.as_array().into_iter().flatten().map(|shown| {
+                    let verb = if key == "opened" { "Opened" } else { "Closed" };
+                    let mut line =
+                        format!("{verb}: {}", shown["role"].as_str().unwrap_or("dialog"));
+                    if let Some(name) = shown["name"].as_str() {
+                        line.push_str(&format!(" {name:?}"));
+                    }
+                    if let Some(at) = shown["ref"].as_str() {
+                        line.push_str(&format!(" [ref={at}]"));
+                    }
+                    if shown["modal"] == true {
+                        line.push_str(
+                            " (modal: the page behind it takes no clicks until it closes)",
+                        );
+                    }
+                    line
+                }))
+            }
             "tabsOpened" => lines.extend(value.as_array().into_iter().flatten().map(|tab| {
                 format!(
                     "Opened a new tab: {} (the current tab stays this one; browser_tabs with \
@@ -1380,11 +1388,12 @@ mod tests {
             "browser_click",
             &json!({"tabId": 7, "clicked": true,
                     "opened": [{"role": "dialog", "name": "Remove the file", "modal": true},
-                               {"role": "menu", "ref": "e4"}]}),
+                               {"role": "menu", "ref": "e4"}],
+                    "closed": [{"role": "listbox", "name": "Country"}]}),
         );
         assert_eq!(
             shown.text,
-            "Tab 7\nOpened: dialog \"Remove the file\" (modal: the page behind it takes no \
+            "Tab 7\nClosed: listbox \"Country\"\nOpened: dialog \"Remove the file\" (modal: the page behind it takes no \
              clicks until it closes)\nOpened: menu [ref=e4]\nclicked: true"
         );
         let opened = render(
