@@ -337,9 +337,23 @@ export function captureTree(limits, rootElement) {
   // text, as before, unless a web component slots it in, which only renderedText follows.
   const labelText = el => (el.localName === 'slot' || el.shadowRoot || el.querySelector('slot') ? renderedText(el) : el.textContent);
   // The shown element that `el` names by `aria-labelledby`, looked for in `el`'s own tree.
+  // Each tree's labelled elements are listed once a capture, by the ids they point to: a
+  // query per element with an id took the `Vec` page's snapshot from 390 to 600 ms.
+  const labelledIn = new Map();
   const labelledByThis = el => {
     const tree = el.getRootNode();
-    const named = tree.querySelector?.(`[aria-labelledby~="${CSS.escape(el.id)}"]`);
+    let byId = labelledIn.get(tree);
+    if (!byId) {
+      byId = new Map();
+      for (const named of tree.querySelectorAll?.('[aria-labelledby]') ?? []) {
+        for (const id of named.getAttribute('aria-labelledby').split(/\s+/)) {
+          if (id && !byId.has(id))
+            byId.set(id, named);
+        }
+      }
+      labelledIn.set(tree, byId);
+    }
+    const named = byId.get(el.id);
     return named && named !== el && !el.contains(named) && rendered(named) ? named : null;
   };
   // What a field's <label>s together say, as a name.
