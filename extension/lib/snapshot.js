@@ -209,6 +209,8 @@ export function captureTree(limits, rootElement) {
       return 'columnheader';
     return data(before) || data(after) ? 'rowheader' : 'columnheader';
   };
+  // Where a <header> or <footer> is that of a part of the page, not of the page.
+  const SECTIONING = 'article, aside, main, nav, section';
   const implicitRole = el => {
     const tag = el.localName;
     switch (tag) {
@@ -228,10 +230,13 @@ export function captureTree(limits, rootElement) {
       case 'img': return el.getAttribute('alt') === '' ? 'none' : 'img';
       case 'nav': return 'navigation';
       case 'main': return 'main';
-      case 'header': return 'banner';
-      case 'footer': return 'contentinfo';
+      // A page's header and footer are landmarks; an article's or a section's are not
+      // (HTML-AAM, as Chrome and Playwright map them).
+      case 'header': return el.parentElement?.closest(SECTIONING) ? 'generic' : 'banner';
+      case 'footer': return el.parentElement?.closest(SECTIONING) ? 'generic' : 'contentinfo';
       case 'aside': return 'complementary';
-      case 'form': return 'form';
+      // A form is a landmark only when named, as a section is a region only then.
+      case 'form': return aria(el, 'aria-label') !== null || el.hasAttribute('aria-labelledby') || el.hasAttribute('title') ? 'form' : 'generic';
       case 'dialog': return 'dialog';
       case 'iframe': case 'frame': return 'iframe';
       case 'fieldset': case 'details': return 'group';

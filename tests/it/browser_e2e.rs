@@ -1958,6 +1958,14 @@ async fn snapshot_refs(chromium: &Path) {
             && !prose.contains("70 percent"),
         "{prose}"
     );
+    // A form is a landmark only when named, a header only when it is the page's.
+    assert!(
+        prose.contains("\n- form \"Newsletter\" [ref=")
+            && prose.matches("- form").count() == 1
+            && prose.contains("\n- banner [ref=")
+            && prose.matches("- banner").count() == 1,
+        "{prose}"
+    );
     // A button that opens a popover says whether it is open; the popover shows once it is.
     let more = ref_of(&prose, "button \"More options\"");
     assert!(
