@@ -95,8 +95,8 @@ export function watchAction(live, openable) {
  * `markedInvalid` the fields the page marked invalid since, with the message it points them
  * to; `pageSays` each announced message that appeared or changed; `opened` each dialog, menu,
  * list or popover shown since and `closed` each one no longer shown (not one inside another
- * said, at most 3 each). Fields carry their ref when the
- * last snapshot gave them one.
+ * said, at most 3 each; one drawn again as it was is neither). Fields carry their ref when
+ * the last snapshot gave them one.
  *
  * @param {string} live {@link LIVE_REGIONS}
  * @param {string} openable {@link OPENABLE}
@@ -186,7 +186,7 @@ export function actionEvidence(live, openable) {
   }
   const described = (el, shown) => {
     const own = el.getAttribute('role');
-    const role = own || (el.localName === 'dialog' ? 'dialog' : 'popover');
+    const role = own || (el.localName !== 'dialog' && el.hasAttribute('popover') ? 'popover' : 'dialog');
     const labelled = el.getAttribute('aria-labelledby')?.split(/\s+/)
       .map(id => document.getElementById(id)?.textContent || '').join(' ');
     // A dialog without a label of its own is known by its heading.
@@ -196,9 +196,15 @@ export function actionEvidence(live, openable) {
     const modal = shown && (el.matches(':modal') || el.getAttribute('aria-modal') === 'true');
     return { role, ...(name ? { name } : {}), ...(modal ? { modal: true } : {}), ...(shown && ref ? { ref } : {}) };
   };
-  if (opened.length)
-    evidence.opened = opened.map(el => described(el, true));
-  if (closed.length)
-    evidence.closed = closed.map(el => described(el, false));
+  // One the page drew again (removed, then put back as it was) neither opened nor closed.
+  const same = (a, b) => a.role === b.role && a.name === b.name;
+  const shownNow = opened.map(el => described(el, true));
+  const goneNow = closed.map(el => described(el, false));
+  const reallyOpened = shownNow.filter(one => !goneNow.some(gone => same(one, gone)));
+  const reallyClosed = goneNow.filter(gone => !shownNow.some(one => same(one, gone)));
+  if (reallyOpened.length)
+    evidence.opened = reallyOpened;
+  if (reallyClosed.length)
+    evidence.closed = reallyClosed;
   return evidence;
 }
