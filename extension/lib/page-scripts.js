@@ -588,6 +588,77 @@ export function suggestionsSettled(el, quietMs, capMs) {
 }
 
 /** Where the page is and whether it finished loading. */
+/**
+ * A value a page function returned, as JSON can carry it and a person would read it: CDP's
+ * by-value answer refuses a BigInt ("Object couldn't be returned by value") and a cycle
+ * ("Object reference chain is too long"), and reads an element, a Map or a Set as `{}`. So a
+ * BigInt reads `123n`; NaN, Infinity and -0 as those words; an element as its opening tag and
+ * text; a Map as its entries, a Set as its items; a Date, a RegExp or an Error as they print; a
+ * function as `[function f]`; a cycle as `[Circular]`. Everything else is as JSON has it.
+ * Shipped as source (self-contained).
+ *
+ * @param {any} value
+ */
+export function readableValue(value) {
+  const clip = (text, most) => (text.length > most ? `${text.slice(0, most - 1)}…` : text);
+  const node = n => {
+    if (n.nodeType === Node.ELEMENT_NODE) {
+      const open = n.outerHTML.slice(0, n.outerHTML.indexOf('>') + 1) || `<${n.localName}>`;
+      const text = (n.innerText ?? n.textContent ?? '').replace(/\s+/g, ' ').trim();
+      return `${clip(open, 200)}${text ? ` ${JSON.stringify(clip(text, 100))}` : ''}`;
+    }
+    if (n.nodeType === Node.DOCUMENT_NODE)
+      return `#document ${n.URL}`;
+    return clip((n.textContent ?? n.nodeName).replace(/\s+/g, ' ').trim(), 200);
+  };
+  const ancestors = new Set();
+  const walk = (v, depth) => {
+    switch (typeof v) {
+      case 'bigint': return `${v}n`;
+      case 'number': return Number.isFinite(v) && !Object.is(v, -0) ? v : Object.is(v, -0) ? '-0' : String(v);
+      case 'function': return `[function ${v.name || 'anonymous'}]`;
+      case 'symbol': return v.toString();
+      case 'object': break;
+      default: return v;
+    }
+    if (v === null)
+      return v;
+    if (ancestors.has(v))
+      return '[Circular]';
+    if (depth > 64)
+      return '[…]';
+    if (typeof Node !== 'undefined' && v instanceof Node)
+      return node(v);
+    if (v instanceof Date)
+      return Number.isNaN(v.getTime()) ? 'Invalid Date' : v.toISOString();
+    if (v instanceof RegExp)
+      return String(v);
+    if (v instanceof Error)
+      return `${v.name}: ${v.message}`;
+    ancestors.add(v);
+    try {
+      if (v instanceof Map)
+        return Array.from(v, ([key, item]) => [walk(key, depth + 1), walk(item, depth + 1)]);
+      if (v instanceof Set || ArrayBuffer.isView(v) || (typeof NodeList !== 'undefined' && v instanceof NodeList) ||
+          (typeof HTMLCollection !== 'undefined' && v instanceof HTMLCollection))
+        return Array.from(v, item => walk(item, depth + 1));
+      if (Array.isArray(v))
+        return v.map(item => (item === undefined ? null : walk(item, depth + 1)));
+      if (typeof v.toJSON === 'function')
+        return walk(v.toJSON(), depth + 1);
+      const out = {};
+      for (const key of Object.keys(v)) {
+        if (v[key] !== undefined)
+          out[key] = walk(v[key], depth + 1);
+      }
+      return out;
+    } finally {
+      ancestors.delete(v);
+    }
+  };
+  return walk(value, 0);
+}
+
 export function pageState() {
   return { url: location.href, title: document.title, readyState: document.readyState };
 }

@@ -15,7 +15,7 @@ import { notePointer, pressing } from './commands/pointer.js';
 import { elementError, evaluateExpression, locate, staleRefMessage, targetTab, worldOf } from './commands/shared.js';
 import { fieldAction, fillField, documentBox, MAX_FIELDS, setInputFiles } from './form-fields.js';
 import { POST_DATA_CLIP, REQUEST_LIMIT, clipped } from './network.js';
-import { elementExpression, findElementThen, findElementsThen } from './page-scripts.js';
+import { elementExpression, findElementThen, findElementsThen, readableValue } from './page-scripts.js';
 import { invalidParams, serverError } from './rpc.js';
 import { TARGET_PARAMS, describeTarget, elementTarget } from './targets.js';
 
@@ -328,6 +328,7 @@ async function evaluateIn(ctx, id, source, target, { each, all, withElement }, w
   // The source is the model's, pasted as an expression: a syntax error surfaces as the
   // evaluation's exception, and anything but a function is refused by the wrapper.
   const expression = `(async () => {
+    const readable = ${readableValue.toString()};
     const fn = (${source}\n);
     if (typeof fn !== 'function')
       return { notAFunction: typeof fn };
@@ -337,12 +338,12 @@ async function evaluateIn(ctx, id, source, target, { each, all, withElement }, w
         return found;
       if (${JSON.stringify(all)}) {
         const value = await fn(found.elements);
-        return { value, type: typeof value };
+        return { value: readable(value), type: typeof value };
       }
       const value = [];
       for (const element of found.elements)
         value.push(await fn(element));
-      return { value, type: typeof value };
+      return { value: readable(value), type: typeof value };
     }
     let el;
     if (${JSON.stringify(withElement)}) {
@@ -352,7 +353,7 @@ async function evaluateIn(ctx, id, source, target, { each, all, withElement }, w
       el = found.el;
     }
     const value = await (el === undefined ? fn() : fn(el));
-    return { value, type: typeof value };
+    return { value: readable(value), type: typeof value };
   })()`;
   const { result, exceptionDetails } = await sendIn(ctx, id, world, 'Runtime.evaluate',
       { expression, returnByValue: true, awaitPromise: true, userGesture: true });

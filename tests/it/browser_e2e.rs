@@ -3149,6 +3149,33 @@ async fn evaluate_runs_a_function_alone_and_with_an_element() {
             );
             let nothing = tool(&bridge, "browser_evaluate", json!({"function": "() => {}"})).await;
             assert_eq!(text(&nothing), "undefined", "{nothing}");
+            // What JSON cannot carry reads as a person would read it, not as an error or `{}`:
+            // an element, a BigInt, a cycle, a Map, by a function or by an expression alike.
+            for (args, expected) in [
+                (
+                    json!({"function": "() => document.querySelector('h1')"}),
+                    r#"<h1> "Tools fixture""#,
+                ),
+                (
+                    json!({"expression": "document.querySelector('h1')"}),
+                    r#"<h1> "Tools fixture""#,
+                ),
+                (
+                    json!({"function": "() => 2n ** 64n"}),
+                    "18446744073709551616n",
+                ),
+                (
+                    json!({"expression": "window.loop = { n: 1 }; loop.self = loop; loop"}),
+                    r#"{"n":1,"self":"[Circular]"}"#,
+                ),
+                (
+                    json!({"function": "() => new Map([['a', NaN]])"}),
+                    r#"[["a","NaN"]]"#,
+                ),
+            ] {
+                let read = tool(&bridge, "browser_evaluate", args.clone()).await;
+                assert_eq!(text(&read), expected, "{args} → {read}");
+            }
             let not_function = tool(&bridge, "browser_evaluate", json!({"function": "42"})).await;
             assert!(
                 is_error(&not_function) && text(&not_function).contains("function"),
