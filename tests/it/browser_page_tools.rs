@@ -76,7 +76,7 @@ async fn page_tools(chromium: &Path, mode: Mode) {
         "- row [ref=",
         "- cell \"alpha\" [ref=",
         "- paragraph [ref=",
-        "- figure [ref=",
+        "- figure \"A chart\" [ref=",
     ] {
         ref_on(&whole, needle);
     }

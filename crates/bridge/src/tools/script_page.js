@@ -445,7 +445,7 @@
   const countOf = async function (target) {
     try {
       const result = await call("browser_evaluate", { function: "(element) => 1", target: target, each: true });
-      return JSON.parse(result.text).value.length;
+      return JSON.parse(result.text).length;
     } catch (e) {
       const several = /matches (\d+) elements/.exec(e.message);
       if (several) return Number(several[1]);
