@@ -603,7 +603,8 @@ export function readableValue(value) {
   const clip = (text, most) => (text.length > most ? `${text.slice(0, most - 1)}…` : text);
   const node = n => {
     if (n.nodeType === Node.ELEMENT_NODE) {
-      const open = n.outerHTML.slice(0, n.outerHTML.indexOf('>') + 1) || `<${n.localName}>`;
+      // Its opening tag, written from its attributes (the body's outerHTML may be megabytes).
+      const open = `<${n.localName}${Array.from(n.attributes, a => ` ${a.name}="${a.value}"`).join('')}>`;
       const text = (n.innerText ?? n.textContent ?? '').replace(/\s+/g, ' ').trim();
       return `${clip(open, 200)}${text ? ` ${JSON.stringify(clip(text, 100))}` : ''}`;
     }
