@@ -191,7 +191,10 @@ export function actionEvidence(live, openable) {
       .map(id => document.getElementById(id)?.textContent || '').join(' ');
     // A dialog without a label of its own is known by its heading.
     const heading = /dialog/.test(role) ? el.querySelector('h1,h2,h3,h4,h5,h6,[role=heading]')?.textContent : '';
-    const name = clip(el.getAttribute('aria-label') || labelled || heading || '', 80);
+    // A list or menu without a name of its own is the one of the field or button it belongs
+    // to (react-select's listbox is the "Country" combobox's).
+    const owner = el.id ? document.querySelector(`[aria-controls~="${CSS.escape(el.id)}"],[aria-owns~="${CSS.escape(el.id)}"]`) : null;
+    const name = clip(el.getAttribute('aria-label') || labelled || heading || (owner ? field(owner).field : ''), 80);
     const ref = refs?.refOf.get(el);
     const modal = shown && (el.matches(':modal') || el.getAttribute('aria-modal') === 'true');
     return { role, ...(name ? { name } : {}), ...(modal ? { modal: true } : {}), ...(shown && ref ? { ref } : {}) };
