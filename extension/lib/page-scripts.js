@@ -821,8 +821,12 @@ export function takeSnapshot(limits) {
  * @param {string[]} values
  */
 export function selectOptions(el, values) {
-  if (el.localName !== 'select')
-    return { error: 'not-select', element: el.localName };
+  if (el.localName !== 'select') {
+    // A drop-down the page draws: a combobox, or a button that pops up a list.
+    const popup = el.getAttribute('aria-haspopup');
+    const dropDown = el.getAttribute('role') === 'combobox' || (popup !== null && !['false', 'dialog'].includes(popup));
+    return { error: 'not-select', element: el.localName, dropDown };
+  }
   if (el.disabled)
     return { error: 'disabled', element: el.localName };
   const options = Array.from(el.options);

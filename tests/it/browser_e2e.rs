@@ -4233,6 +4233,32 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
         line_of("checkbox \"Express delivery\"").ends_with("[checked]"),
         "{after}"
     );
+    // A drop-down the page draws, taken for a <select>: opened and its option clicked, as a
+    // person chooses one; an option it does not show is said, with the drop-down left open.
+    let picked = tool(
+        host,
+        "browser_select_option",
+        json!({"target": "getByRole('combobox', { name: 'Languages' })", "values": ["Japanese"]}),
+    )
+    .await;
+    assert!(
+        !is_error(&picked) && text(&picked).contains("clicked its option \"Japanese\""),
+        "{picked}"
+    );
+    assert_eq!(
+        page_value(host, "seen.langs.join()").await,
+        "German,Japanese"
+    );
+    let missing = tool(
+        host,
+        "browser_select_option",
+        json!({"target": "getByRole('combobox', { name: 'Languages' })", "values": ["Klingon"]}),
+    )
+    .await;
+    assert!(
+        is_error(&missing) && text(&missing).contains("it shows no option named \"Klingon\""),
+        "{missing}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

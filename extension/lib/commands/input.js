@@ -8,8 +8,9 @@ import { keyPressEvents, modifierBits, typingEvents } from '../keys.js';
 import { elementExpression, prepareTyping, readValue, selectOptions, suggestionsSettled } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { describeTarget, elementTarget } from '../targets.js';
+import { resolveLocators } from './by-locator.js';
 import { notePointer, pressing } from './pointer.js';
-import { ACTIONABLE_POLL_MS, ACTIONABLE_WAIT_MS, elementError, evaluateExpression, locate, targetTab, worldOf } from './shared.js';
+import { ACTIONABLE_POLL_MS, ACTIONABLE_WAIT_MS, elementError, evaluateExpression, locate, messageOf, targetTab, worldOf } from './shared.js';
 
 /** @typedef {import('../commands.js').CommandContext} CommandContext */
 
@@ -131,7 +132,12 @@ export async function selectOption(ctx, params) {
   if (result?.error) {
     switch (result.error) {
       case 'not-select':
-        throw serverError(`Element ${named} is a <${result.element}>, not a <select>; click custom drop-downs instead`);
+        // A drop-down the page draws (a combobox, a button that opens a list box) is chosen
+        // from as a person does: opened, then its option clicked.
+        if (result.dropDown && values.length === 1)
+          return pickFromDropDown(ctx, id, params, named, values[0]);
+        throw serverError(`Element ${named} is a <${result.element}>, not a <select>; ` +
+            (result.dropDown ? 'a drop-down the page draws takes one value at a time: give one, or click each option' : 'click custom drop-downs instead'));
       case 'no-option':
         throw serverError(`<select> ${named} has no option with value or label "${result.value}"; its options are: ${result.available.join(', ')}`);
       case 'option-disabled':
@@ -143,6 +149,33 @@ export async function selectOption(ctx, params) {
     }
   }
   return { tabId: id, selected: result.values, labels: result.labels };
+}
+
+/**
+ * One value chosen from a drop-down the page draws, as a person chooses it: a click opens it,
+ * and a click on the option named `value` (exactly; waited for as a locator waits) picks it.
+ * Playwright MCP refuses such an element; a model that takes it for a <select> gets it done.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} id the tab
+ * @param {object} params selectOption's (the drop-down's ref or selector)
+ * @param {string} named the drop-down, as errors name it
+ * @param {string} value the option's visible name
+ */
+async function pickFromDropDown(ctx, id, params, named, value) {
+  const { ref, selector } = params;
+  await click(ctx, { ref, selector, tabId: id });
+  const option = `getByRole('option', { name: ${JSON.stringify(value)}, exact: true })`;
+  let found;
+  try {
+    found = await resolveLocators(ctx, { selector: option, tabId: id });
+  } catch (error) {
+    const why = /^No element matches/.test(messageOf(error)) ? `it shows no option named "${value}"` : messageOf(error);
+    throw serverError(`${named} is a drop-down the page draws: it was opened, but ${why}. ` +
+        'Take a snapshot to see the options it shows, and click one (it is still open)');
+  }
+  await click(ctx, { ref: found.ref, tabId: id });
+  return { tabId: id, selected: [value], picked: `opened ${named} and clicked its option "${value}"` };
 }
 
 /** @param {CommandContext} ctx */
