@@ -292,8 +292,8 @@ fn table() -> Vec<Entry> {
         entry(
             "browser_select_option",
             "Select option",
-            "Choose options in a <select> drop-down by value or label, firing input and change \
-             events.",
+            "Choose options in a drop-down by value or label: a <select>'s are set (input and \
+             change fire), a page-drawn one is opened and its option clicked.",
             PAGE_ACTION,
             actions::select_option,
         ),
