@@ -187,17 +187,13 @@ export function actionEvidence(live, openable) {
   const described = (el, shown) => {
     const own = el.getAttribute('role');
     const role = own || (el.localName !== 'dialog' && el.hasAttribute('popover') ? 'popover' : 'dialog');
-    // Ids are looked up in the element's own tree first (a component's shadow root), as a
-    // snapshot looks them up.
-    const tree = el.isConnected ? el.getRootNode() : document;
-    const byId = id => tree.getElementById?.(id) || document.getElementById(id);
     const labelled = el.getAttribute('aria-labelledby')?.split(/\s+/)
-      .map(id => byId(id)?.textContent || '').join(' ');
+      .map(id => document.getElementById(id)?.textContent || '').join(' ');
     // A dialog without a label of its own is known by its heading.
     const heading = /dialog/.test(role) ? el.querySelector('h1,h2,h3,h4,h5,h6,[role=heading]')?.textContent : '';
     // A list or menu without a name of its own is the one of the field or button it belongs
     // to (react-select's listbox is the "Country" combobox's).
-    const owner = el.id ? tree.querySelector?.(`[aria-controls~="${CSS.escape(el.id)}"],[aria-owns~="${CSS.escape(el.id)}"]`) : null;
+    const owner = el.id ? document.querySelector(`[aria-controls~="${CSS.escape(el.id)}"],[aria-owns~="${CSS.escape(el.id)}"]`) : null;
     const name = clip(el.getAttribute('aria-label') || labelled || heading || (owner ? field(owner).field : ''), 80);
     const ref = refs?.refOf.get(el);
     const modal = shown && (el.matches(':modal') || el.getAttribute('aria-modal') === 'true');

@@ -587,7 +587,6 @@ export function suggestionsSettled(el, quietMs, capMs) {
   });
 }
 
-/** Where the page is and whether it finished loading. */
 /**
  * A value a page function returned, as JSON can carry it and a person would read it: CDP's
  * by-value answer refuses a BigInt ("Object couldn't be returned by value") and a cycle
@@ -660,6 +659,7 @@ export function readableValue(value) {
   return walk(value, 0);
 }
 
+/** Where the page is and whether it finished loading. */
 export function pageState() {
   return { url: location.href, title: document.title, readyState: document.readyState };
 }

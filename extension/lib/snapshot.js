@@ -209,6 +209,8 @@ export function captureTree(limits, rootElement) {
       return 'columnheader';
     return data(before) || data(after) ? 'rowheader' : 'columnheader';
   };
+  // An element's role: the one its page gave it, else its tag's.
+  const roleOf = el => flat(aria(el, 'role')).split(' ')[0] || implicitRole(el);
   // Where a <header> or <footer> is that of a part of the page, not of the page.
   const SECTIONING = 'article, aside, main, nav, section';
   const implicitRole = el => {
@@ -546,6 +548,12 @@ export function captureTree(limits, rootElement) {
         return [SPACE];
       return merged;
     };
+    // The children of text that names `named` (a label, a caption, an aria-labelledby target),
+    // whose own line says that name: the text the name already says is left out.
+    const saidBy = (named, namedRole) => {
+      const [name] = nameOf(named, namedRole);
+      return children().filter(kid => kid.role !== undefined || kid === SPACE || !name.includes(kid.text));
+    };
     const explicitRole = flat(aria(el, 'role')).split(' ')[0];
     let role = explicitRole || implicitRole(el);
     if (role === 'presentation')
@@ -581,31 +589,21 @@ export function captureTree(limits, rootElement) {
     // settings read every choice twice, `generic "dark"` around `radio "dark"`). Its text is
     // left out where the control's name already says it. A label whose control is not
     // rendered (a CSS-only toggle hides its box) is what a person clicks, and stays.
-    if (el.localName === 'label' && el.control && rendered(el.control) && !explicitRole && !labelled && !root) {
-      const kids = children();
-      const [controlName] = nameOf(el.control, implicitRole(el.control));
-      return kids.filter(kid => kid.role !== undefined || kid === SPACE || !controlName.includes(kid.text));
-    }
+    if (el.localName === 'label' && el.control && rendered(el.control) && !explicitRole && !labelled && !root)
+      return saidBy(el.control, implicitRole(el.control));
     // So is a fieldset's <legend>, a table's <caption> and a figure's <figcaption>: each names
     // the element around it, whose line says it (`group "Plan"`, `table "Prices"`).
     const caption = CAPTIONS[el.localName];
-    if (caption && el.parentElement?.localName === caption && !explicitRole && !canAct && !labelled && !root) {
-      const kids = children();
-      const parent = el.parentElement;
-      const [parentName] = nameOf(parent, flat(aria(parent, 'role')).split(' ')[0] || implicitRole(parent));
-      return kids.filter(kid => kid.role !== undefined || kid === SPACE || !parentName.includes(kid.text));
-    }
+    if (caption && el.parentElement?.localName === caption && !explicitRole && !canAct && !labelled && !root)
+      return saidBy(el.parentElement, roleOf(el.parentElement));
     // Text another element names itself by (`aria-labelledby`: a component's own label,
     // Shoelace's `<label id="label">` for the combobox it draws) is said on that element's
     // line, as a <label>'s is: left out where the name says it. Shown, it ran into the text
     // before it ("We never share it Plan").
     const namesOther = (role === 'generic' || role === 'none') && el.id && !explicitRole && !canAct && !labelled && !root
       ? labelledByThis(el) : null;
-    if (namesOther) {
-      const kids = children();
-      const [otherName] = nameOf(namesOther, flat(aria(namesOther, 'role')).split(' ')[0] || implicitRole(namesOther));
-      return kids.filter(kid => kid.role !== undefined || kid === SPACE || !otherName.includes(kid.text));
-    }
+    if (namesOther)
+      return saidBy(namesOther, roleOf(namesOther));
     if ((role === 'generic' || role === 'none') && !canAct && !labelled && !root) {
       const out = children();
       // A form-associated component a <label> names (`<label><ds-switch></ds-switch> Notify

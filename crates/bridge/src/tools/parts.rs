@@ -131,7 +131,6 @@ pub(crate) fn part_at(text: &str, from: usize, limit: usize) -> Option<Part> {
         .iter()
         .position(|&start| start == asked)
         .or_else(|| starts.iter().position(|&start| start == target));
-    let target = from_byte.map_or(target, |index| starts[index]);
     let (index, starts) = match from_byte {
         Some(index) => (index, starts),
         None => {
