@@ -1981,6 +1981,17 @@ async fn snapshot_refs(chromium: &Path) {
         "{opened}"
     );
     tool_ok(&bridge, "browser_press_key", json!({"key": "Escape"})).await;
+    // A list box without a name of its own is named by the combobox that controls it.
+    let colour = tool(
+        &bridge,
+        "browser_click",
+        json!({"target": "getByRole('combobox', { name: 'Colour' })"}),
+    )
+    .await;
+    assert!(
+        text(&colour).contains("\nOpened: listbox \"Colour\"\n"),
+        "{colour}"
+    );
     // An open modal dialog is said before the outline: the rest of the page is inert. The
     // click that opened it said so.
     assert!(!prose.contains("modal dialog"), "{prose}");
