@@ -23,6 +23,8 @@ export const POST_DATA_CLIP = 20_000;
 /**
  * @typedef {object} RequestEntry
  * @property {string} requestId CDP's, for `Network.getResponseBody`
+ * @property {number} [index] its number on the page now shown, from 1, as Playwright MCP
+ *   numbers a page's requests (`browser_network_request {index}`); none for earlier pages'
  * @property {string} method
  * @property {string} url
  * @property {string} type CDP resource type: Document, Fetch, XHR, Script, Image, …
@@ -36,6 +38,8 @@ export const POST_DATA_CLIP = 20_000;
  * @property {boolean} [preflight] a CORS preflight Chrome sent before the page's own request
  * @property {boolean} [finished]
  * @property {number} [_ts] CDP monotonic seconds, for durations
+ * @property {number} [_seq] the tab's count of requests when this one was sent, from 1: what
+ *   its index is reckoned from, so an index stays the same request while older ones are dropped
  * @property {Record<string, string>} [_requestHeaders] clipped (HEADERS_CLIP)
  * @property {Record<string, string>} [_responseHeaders] clipped (HEADERS_CLIP)
  * @property {string} [_postData] the request's body, clipped (POST_DATA_CLIP)
@@ -85,6 +89,14 @@ export function clipped(text, limit) {
  */
 function publicFields(entry) {
   return /** @type {RequestEntry} */ (Object.fromEntries(Object.entries(entry).filter(([key]) => !key.startsWith('_'))));
+}
+
+/**
+ * The sequence number the page now shown counts from: its document's request's, or the tab's
+ * first when no navigation was seen since the debugger attached (the page loaded before it).
+ */
+function pageBase(tab) {
+  return tab.pageStart?._seq ?? 1;
 }
 
 /** The events of a request's life that count as network activity for settling. */
@@ -184,6 +196,7 @@ export class NetworkLog {
           _loader: params.loaderId,
           _frame: params.frameId,
           _at: now,
+          _seq: ++tab.seq,
           _requestHeaders: clippedHeaders(params.request?.headers),
           ...(typeof params.request?.postData === 'string' ? { _postData: clipped(params.request.postData, POST_DATA_CLIP) }
             : params.request?.hasPostData ? { _hasPostData: true } : {}),
@@ -252,7 +265,13 @@ export class NetworkLog {
     // With sincePage, only the page now shown: from its document's request on (all that is
     // kept, when that request has been dropped from the ring or was never seen).
     const from = sincePage && tab.pageStart ? Math.max(0, tab.entries.indexOf(tab.pageStart)) : 0;
-    const requests = tab.entries.slice(from).map(publicFields);
+    const base = pageBase(tab);
+    const requests = tab.entries.slice(from).map(entry => {
+      const shown = publicFields(entry);
+      if (entry._seq >= base)
+        shown.index = entry._seq - base + 1;
+      return shown;
+    });
     return { requests, dropped: from > 0 ? 0 : tab.dropped, earlier: from + (from > 0 ? tab.dropped : 0) };
   }
 
@@ -274,17 +293,45 @@ export class NetworkLog {
   }
 
   /**
+   * The kept request numbered `index` on the page now shown (as `requests` numbers them), or
+   * why there is none.
+   *
+   * @param {number} tabId
+   * @param {number} index from 1
+   * @returns {{requestId: string, hop: RequestEntry, redirected: boolean} | {missing: string}}
+   *   `redirected`: an earlier hop of a redirect, whose requestId the next hop took over
+   */
+  byIndex(tabId, index) {
+    const tab = this._tabs.get(tabId);
+    const seq = tab ? pageBase(tab) + index - 1 : 0;
+    // The ring holds consecutive numbers, oldest first.
+    const entry = tab?.entries.length ? tab.entries[seq - (tab.entries[0]._seq ?? 0)] : undefined;
+    if (entry?._seq === seq)
+      return { requestId: entry.requestId, hop: entry, redirected: tab.byId.get(entry.requestId) !== entry };
+    const count = tab ? tab.seq - pageBase(tab) + 1 : 0;
+    if (index > count)
+      return { missing: `the page now shown has ${count === 1 ? '1 request' : `${Math.max(count, 0)} requests`}` };
+    return { missing: `it is no longer kept: only the last ${this._limit} requests of each tab are` };
+  }
+
+  /**
    * One kept request in full: its list fields, and what was kept of its headers and body.
+   * `hop`: that entry itself (a redirect's earlier hop shares its requestId with the next).
    *
    * @param {number} tabId
    * @param {string} requestId
+   * @param {RequestEntry} [hop]
    */
-  details(tabId, requestId) {
-    const entry = this._tabs.get(tabId)?.byId.get(requestId);
+  details(tabId, requestId, hop) {
+    const tab = this._tabs.get(tabId);
+    const entry = hop ?? tab?.byId.get(requestId);
     if (!entry)
       return null;
+    const request = publicFields(entry);
+    if (tab && entry._seq >= pageBase(tab))
+      request.index = entry._seq - pageBase(tab) + 1;
     return {
-      request: publicFields(entry),
+      request,
       requestHeaders: entry._requestHeaders ?? {},
       responseHeaders: entry._responseHeaders,
       postData: entry._postData,
@@ -338,7 +385,7 @@ export class NetworkLog {
   _tab(tabId) {
     let tab = this._tabs.get(tabId);
     if (!tab) {
-      tab = { entries: [], byId: new Map(), dropped: 0, inFlight: new Set(), lastActivity: 0, lastStart: 0, loadingFrames: new Set(), pageStart: null };
+      tab = { entries: [], byId: new Map(), seq: 0, dropped: 0, inFlight: new Set(), lastActivity: 0, lastStart: 0, loadingFrames: new Set(), pageStart: null };
       this._tabs.set(tabId, tab);
     }
     return tab;

@@ -51,7 +51,7 @@ export const PLAYWRIGHT_COMMANDS = {
     },
     run: drag,
   },
-  networkRequests: { params: { requestId: { type: 'string', nonEmpty: true }, sincePage: { type: 'boolean' }, tabId: TAB_ID }, run: networkRequests },
+  networkRequests: { params: { requestId: { type: 'string', nonEmpty: true }, index: { type: 'integer', min: 1 }, sincePage: { type: 'boolean' }, tabId: TAB_ID }, run: networkRequests },
   evaluateFunction: {
     // `each`: the function is called with every element the target names (a locator's or a
     // selector's matches), and its value is their list: how a script's page reads
@@ -194,11 +194,13 @@ async function drag(ctx, params) {
 }
 
 /** @param {import('./commands.js').CommandContext} ctx */
-async function networkRequests(ctx, { requestId, sincePage = false, tabId }) {
+async function networkRequests(ctx, { requestId, index, sincePage = false, tabId }) {
   const id = await targetTab(ctx, tabId);
   // Recording starts with the attachment; attach now so later requests are kept.
   await ctx.debuggers.attach(id);
-  if (requestId === undefined) {
+  if (requestId !== undefined && index !== undefined)
+    throw invalidParams('give requestId or index, not both');
+  if (requestId === undefined && index === undefined) {
     // sincePage: only the page now shown (as Playwright MCP lists them), earlier pages counted.
     const { requests, dropped, earlier } = ctx.debuggers.network.requests(id, { sincePage });
     return {
@@ -208,7 +210,17 @@ async function networkRequests(ctx, { requestId, sincePage = false, tabId }) {
       ...(dropped ? { dropped, note: `${dropped} older requests were dropped: only the last ${REQUEST_LIMIT} of each tab are kept` } : {}),
     };
   }
-  const details = ctx.debuggers.network.details(id, requestId);
+  // `index`: the request numbered so in the list of the page now shown (Playwright MCP's
+  // browser_network_request); a redirect's every hop has a number of its own.
+  let hop;
+  let redirected = false;
+  if (index !== undefined) {
+    const found = ctx.debuggers.network.byIndex(id, index);
+    if ('missing' in found)
+      throw serverError(`tab ${id} has no request ${index}: ${found.missing}; list them with browser_network_requests`);
+    ({ requestId, hop, redirected } = found);
+  }
+  const details = ctx.debuggers.network.details(id, requestId, hop);
   if (!details)
     throw serverError(`tab ${id} has no kept request "${requestId}"; list them without requestId`);
   // As Playwright MCP's browser_network_request: the request's headers and body, then the
@@ -228,6 +240,9 @@ async function networkRequests(ctx, { requestId, sincePage = false, tabId }) {
   };
   if (request.failure)
     return { ...answer, bodyUnavailable: 'the request failed' };
+  // An earlier hop of a redirect: Chrome keeps the body of the last hop only, under the same id.
+  if (redirected)
+    return { ...answer, bodyUnavailable: 'it was redirected' };
   if (!request.finished)
     return { ...answer, bodyUnavailable: 'the response has not finished loading' };
   let response;

@@ -13,7 +13,7 @@ test('a request is kept with its method, url, status, type and duration', () => 
   log.handle(tab, 'Network.loadingFinished', { requestId: '1', timestamp: 10.25, encodedDataLength: 9 });
   assert.deepEqual(log.requests(4).requests, [{
     requestId: '1', method: 'GET', url: 'https://a.test/x', type: 'Fetch', startedAt: 1_700_000_000_000,
-    status: 404, statusText: 'Not Found', mimeType: 'text/plain', encodedBytes: 9, finished: true, durationMs: 250,
+    status: 404, statusText: 'Not Found', mimeType: 'text/plain', encodedBytes: 9, finished: true, durationMs: 250, index: 1,
   }]);
 });
 
@@ -25,7 +25,7 @@ test("a request's headers and body are kept for its details, not listed", () => 
   log.handle(tab, ...sent('2', 'https://a.test/upload', { request: { method: 'POST', url: 'https://a.test/upload', hasPostData: true } }));
   log.handle(tab, 'Network.responseReceived', { requestId: '1', response: { status: 201, statusText: 'Created', headers: { 'x-id': 7 } } });
   assert.deepEqual(log.details(4, '1'), {
-    request: { requestId: '1', method: 'POST', url: 'https://a.test/api', type: 'Fetch', startedAt: 1_700_000_000_000, status: 201, statusText: 'Created', mimeType: undefined },
+    request: { requestId: '1', method: 'POST', url: 'https://a.test/api', type: 'Fetch', startedAt: 1_700_000_000_000, status: 201, statusText: 'Created', mimeType: undefined, index: 1 },
     requestHeaders: { 'Content-Type': 'application/json' },
     responseHeaders: { 'x-id': '7' },
     postData: '{"q":1}',
@@ -142,6 +142,39 @@ test('sincePage keeps only the page now shown, from its document request, and co
   // Without it, everything kept, as direct clients of the relay read it.
   assert.equal(log.requests(9).requests.length, 5);
   assert.equal(log.requests(9).earlier, 0);
+});
+
+test("requests are numbered from 1 on each page, as Playwright MCP numbers them, and a number stays its request's", () => {
+  const log = new NetworkLog({ limit: 5 });
+  const sent = (requestId, url, type, loaderId, extra = {}) =>
+    log.handle({ tabId: 9 }, 'Network.requestWillBeSent', { requestId, loaderId, type, request: { url, method: 'GET' }, timestamp: 1, ...extra });
+  sent('L1', 'https://a.test/', 'Document', 'L1');
+  log.handle({ tabId: 9 }, 'Page.frameNavigated', { frame: { id: 'F', loaderId: 'L1' } });
+  sent('1.1', 'https://a.test/data', 'Fetch', 'L1');
+  assert.deepEqual(log.requests(9, { sincePage: true }).requests.map(r => r.index), [1, 2]);
+  assert.equal(log.byIndex(9, 2).requestId, '1.1');
+  // The next page counts from 1 again; the earlier page's requests have no number.
+  sent('L2', 'https://b.test/', 'Document', 'L2');
+  log.handle({ tabId: 9 }, 'Page.frameNavigated', { frame: { id: 'F', loaderId: 'L2' } });
+  sent('2.1', 'https://b.test/old', 'Fetch', 'L2');
+  sent('2.1', 'https://b.test/new', 'Fetch', 'L2', { redirectResponse: { status: 302 } });
+  assert.deepEqual(log.requests(9).requests.map(r => r.index), [undefined, undefined, 1, 2, 3]);
+  // Each hop of a redirect has its own number; the earlier one says it was redirected.
+  const hop = log.byIndex(9, 2);
+  assert.equal(hop.redirected, true);
+  assert.equal(log.details(9, hop.requestId, hop.hop).request.url, 'https://b.test/old');
+  assert.equal(log.details(9, hop.requestId, hop.hop).request.index, 2);
+  assert.equal(log.byIndex(9, 3).redirected, false);
+  assert.equal(log.details(9, '2.1').request.url, 'https://b.test/new');
+  // A number past the page's requests, or of one the ring no longer holds, is said so; the
+  // numbers of those it holds do not move.
+  assert.match(log.byIndex(9, 4).missing, /the page now shown has 3 requests/);
+  for (const id of ['2.2', '2.3', '2.4'])
+    sent(id, `https://b.test/${id}`, 'Fetch', 'L2');
+  assert.match(log.byIndex(9, 1).missing, /no longer kept: only the last 5 requests/);
+  assert.equal(log.byIndex(9, 6).requestId, '2.4');
+  assert.deepEqual(log.requests(9, { sincePage: true }).requests.map(r => r.index), [2, 3, 4, 5, 6]);
+  assert.match(log.byIndex(7, 1).missing, /has 0 requests/);
 });
 
 test("the page's status is its document's last hop, once answered", () => {

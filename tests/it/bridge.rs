@@ -104,6 +104,7 @@ async fn tools_list_has_every_browser_tool_with_schema_title_and_honest_hints() 
         ("browser_navigate", (false, true, false, true)),
         ("browser_navigate_back", (false, true, false, true)),
         ("browser_navigate_forward", (false, true, false, true)),
+        ("browser_network_request", (true, false, true, true)),
         ("browser_network_requests", (true, false, true, true)),
         ("browser_page_tools", (true, false, true, true)),
         ("browser_pdf_save", (false, false, false, true)),
@@ -729,7 +730,7 @@ async fn browser_going_away_fails_fast_and_coming_back_works_without_restarting_
     assert_eq!(request["params"], json!({"expression": "2"}));
     assert_eq!(ok_json(&after), json!({"value": 2, "type": "number"}));
     // The tool list did not change across all this.
-    assert_eq!(bridge.list_all_tools().await.unwrap().len(), 34);
+    assert_eq!(bridge.list_all_tools().await.unwrap().len(), 35);
     bridge.cancel().await.unwrap();
 }
 
@@ -1008,7 +1009,7 @@ async fn stdout_carries_only_mcp_frames_and_closing_stdin_stops_the_bridge() {
         }
     }
     assert_eq!(answers[&1]["result"]["protocolVersion"], "2025-06-18");
-    assert_eq!(answers[&2]["result"]["tools"].as_array().unwrap().len(), 34);
+    assert_eq!(answers[&2]["result"]["tools"].as_array().unwrap().len(), 35);
     let listed = &answers[&3]["result"];
     assert_eq!(listed["isError"], true, "{listed}");
     assert!(
@@ -1044,7 +1045,7 @@ async fn official_typescript_sdk_client_initializes_lists_and_calls_a_tool() {
     let report = run_sdk_client(Path::new("node"), &client_dir.join("client.mjs"), &[], USER).await;
     assert_eq!(report["ok"], true);
     assert_eq!(report["server"], "mcp-relay");
-    assert_eq!(report["tools"], 34);
+    assert_eq!(report["tools"], 35);
     assert_eq!(
         report["answer"],
         json!({"echo": "evaluate", "params": {"expression": "document.title"}})

@@ -18,8 +18,8 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 const USER: &str = "alice";
-/// 34 browser tools and every command of the compiled-in CDP catalog.
-const BROWSER_TOOLS: usize = 34;
+/// 35 browser tools and every command of the compiled-in CDP catalog.
+const BROWSER_TOOLS: usize = 35;
 
 use common::bridge::{
     bridge_command, call, is_error, ok_json, python_sdk_client, run_sdk_client, start_bridge, text,

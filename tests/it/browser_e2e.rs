@@ -2942,13 +2942,13 @@ async fn network_requests_list_the_pages_fetches_with_status_and_a_body() {
                 tokio::time::sleep(POLL).await;
             }
             // Chrome reports a body's end (and so the duration) a moment after the page has it.
-            // The list is read as a model reads it: one line per request,
-            // `GET <url> → 200 OK (Fetch, 12 ms, requestId 9.1)`.
+            // The list is read as a model reads it: one line per request, numbered as
+            // Playwright MCP numbers the page's requests, `3. GET <url> → 200 OK (Fetch, 12 ms)`.
             let listed = loop {
                 let listed = text(&tool(&bridge, "browser_network_requests", json!({})).await);
                 let finished = listed
                     .lines()
-                    .filter(|l| l.contains(" (Fetch, ") && l.contains(" ms, requestId "));
+                    .filter(|l| l.contains(" (Fetch, ") && l.ends_with(" ms)"));
                 if finished.count() == 2 {
                     break listed;
                 }
@@ -2958,25 +2958,24 @@ async fn network_requests_list_the_pages_fetches_with_status_and_a_body() {
                 );
                 tokio::time::sleep(POLL).await;
             };
-            let find = |end: &str| {
+            let find = |listed: &str, end: &str| {
                 listed
                     .lines()
                     .find(|l| l.split(" → ").next().unwrap().ends_with(end))
                     .unwrap_or_else(|| panic!("no request for {end}: {listed}"))
                     .to_owned()
             };
-            let ok = find("page2.html?from=fetch");
+            let ok = find(&listed, "page2.html?from=fetch");
+            let (number, rest) = ok
+                .split_once(". ")
+                .unwrap_or_else(|| panic!("no number on {ok}"));
+            let number: u64 = number.parse().unwrap_or_else(|_| panic!("{ok}"));
             assert!(
-                ok.starts_with("GET ") && ok.contains(" → 200 OK (Fetch, "),
+                rest.starts_with("GET ") && rest.contains(" → 200 OK (Fetch, "),
                 "{ok}"
             );
-            let request_id = ok
-                .split("requestId ")
-                .nth(1)
-                .and_then(|rest| rest.strip_suffix(')'))
-                .unwrap_or_else(|| panic!("no requestId in {ok}"))
-                .to_owned();
-            assert!(find("missing.json").contains(" → 404"), "{listed}");
+            assert!(!ok.contains("requestId"), "{ok}");
+            assert!(find(&listed, "missing.json").contains(" → 404"), "{listed}");
             // As Playwright MCP lists them: the page's own files that loaded (the document
             // itself) are counted in a note, not listed, unless "static"; "filter" keeps URLs.
             assert!(
@@ -2989,11 +2988,15 @@ async fn network_requests_list_the_pages_fetches_with_status_and_a_body() {
             );
             let all =
                 text(&tool(&bridge, "browser_network_requests", json!({"static": true})).await);
+            // The page's document is its first request, and a request keeps its number
+            // whichever requests the list shows.
             assert!(
-                all.lines()
-                    .any(|l| l.contains("tools.html → 200 OK (Document")),
+                all.lines().any(
+                    |l| l.starts_with("1. GET ") && l.contains("tools.html → 200 OK (Document")
+                ),
                 "{all}"
             );
+            assert_eq!(find(&all, "page2.html?from=fetch"), ok, "{all}");
             let filtered = text(
                 &tool(
                     &bridge,
@@ -3005,19 +3008,15 @@ async fn network_requests_list_the_pages_fetches_with_status_and_a_body() {
             let rows: Vec<&str> = filtered.lines().filter(|l| l.contains(" → ")).collect();
             assert_eq!(rows.len(), 1, "{filtered}");
             assert!(rows[0].contains("missing.json → 404"), "{filtered}");
-            let body = tool(
-                &bridge,
-                "browser_network_requests",
-                json!({"requestId": request_id}),
-            )
-            .await;
-            // As Playwright MCP's browser_network_request shows one: the request's line, then
-            // its headers, the response's headers and its body, each under a heading.
-            let details = text(&body);
+            // Playwright MCP's browser_network_request: the request by its number, its line,
+            // then its headers, the response's headers and its body, each under a heading.
+            let details =
+                text(&tool(&bridge, "browser_network_request", json!({"index": number})).await);
             assert!(
-                details.lines().next().is_some_and(|first| first
-                    .contains("page2.html?from=fetch → 200 OK (Fetch, ")
-                    && first.ends_with(&format!("requestId {request_id})"))),
+                details
+                    .lines()
+                    .next()
+                    .is_some_and(|first| first.ends_with(&ok)),
                 "{details}"
             );
             let at = |heading: &str| {
@@ -3042,6 +3041,28 @@ async fn network_requests_list_the_pages_fetches_with_status_and_a_body() {
                     .to_ascii_lowercase()
                     .contains("content-type: text/html"),
                 "{details}"
+            );
+            // One part alone, as Playwright MCP's `part` asks.
+            let body = text(
+                &tool(
+                    &bridge,
+                    "browser_network_request",
+                    json!({"index": number, "part": "response-body"}),
+                )
+                .await,
+            );
+            assert!(
+                body.contains("Response body:\n") && body.contains("Page two"),
+                "{body}"
+            );
+            assert!(!body.contains("Request headers:"), "{body}");
+            // A number the page has not reached is refused, saying how many there are.
+            let past = tool(&bridge, "browser_network_request", json!({"index": 999})).await;
+            assert!(is_error(&past), "{past}");
+            assert!(
+                text(&past).contains("has no request 999: the page now shown has"),
+                "{}",
+                text(&past)
             );
             // A request's own body: a POST the page sent, whatever the server answered. A
             // string body comes in Chrome's own event; a Blob's does not (Chrome says only
@@ -3086,22 +3107,20 @@ async fn network_requests_list_the_pages_fetches_with_status_and_a_body() {
     );
 }
 
-/// `browser_network_requests {requestId}` for the first finished request whose line starts
-/// with `method` and holds `needle`, waiting (up to STEP) for it to finish.
+/// `browser_network_request {index}` for the first finished request whose line (after its
+/// number) starts with `method` and holds `needle`, waiting (up to STEP) for it to finish.
 async fn request_in_full(bridge: &impl Host, method: &str, needle: &str) -> String {
     let deadline = Instant::now() + STEP;
-    let request_id = loop {
+    let index: u64 = loop {
         let listed = text(&tool(bridge, "browser_network_requests", json!({})).await);
-        let row = listed
-            .lines()
-            .find(|l| l.starts_with(method) && l.contains(needle) && l.contains(" ms, requestId "));
-        if let Some(row) = row {
-            break row
-                .split("requestId ")
-                .nth(1)
-                .and_then(|rest| rest.strip_suffix(')'))
-                .unwrap()
-                .to_owned();
+        let row = listed.lines().find_map(|l| {
+            let (number, rest) = l.split_once(". ")?;
+            (rest.starts_with(method) && rest.contains(needle) && rest.ends_with(" ms)"))
+                .then(|| number.parse().ok())
+                .flatten()
+        });
+        if let Some(index) = row {
+            break index;
         }
         assert!(
             Instant::now() < deadline,
@@ -3109,14 +3128,7 @@ async fn request_in_full(bridge: &impl Host, method: &str, needle: &str) -> Stri
         );
         tokio::time::sleep(POLL).await;
     };
-    text(
-        &tool(
-            bridge,
-            "browser_network_requests",
-            json!({"requestId": request_id}),
-        )
-        .await,
-    )
+    text(&tool(bridge, "browser_network_request", json!({"index": index})).await)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

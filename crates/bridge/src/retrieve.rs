@@ -679,7 +679,7 @@ mod tests {
     #[test]
     fn the_index_holds_bridge_tools_and_cdp_commands() {
         let index = index();
-        assert_eq!(index.bridge_count, 34);
+        assert_eq!(index.bridge_count, 35);
         assert!(index.entries.len() > 600);
         assert!(index.get("cdp:Page.navigate").is_some());
         assert!(index.get("browser_click").is_some());

@@ -270,7 +270,7 @@ pub(crate) struct Tabs {
     /// For select and close.
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,
-    /// Instead of tabId: its place in the list, from 0.
+    /// Its place in the list, from 0.
     #[serde(default)]
     pub(crate) index: Option<u32>,
     /// For new: the page to open.
@@ -279,7 +279,7 @@ pub(crate) struct Tabs {
     /// For new: focus its window.
     #[serde(default)]
     pub(crate) active: Option<bool>,
-    /// Read on in a long result.
+    // Read on in a long result (each part's note says with which offset: no description).
     #[serde(default)]
     pub(crate) offset: Offset,
 }
@@ -427,7 +427,7 @@ pub(crate) struct Screenshot {
     #[serde(default)]
     #[schemars(range(max = 100))]
     pub(crate) quality: Option<u8>,
-    /// The whole page, not only the viewport.
+    /// The whole page.
     #[serde(default, rename = "fullPage")]
     pub(crate) full_page: Option<bool>,
     /// Longest side in pixels (default 1568).
@@ -450,7 +450,7 @@ pub(crate) struct Evaluate {
     pub(crate) on: Element,
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,
-    /// Read on in a long result.
+    // Read on in a long result (each part's note says with which offset: no description).
     #[serde(default)]
     pub(crate) offset: Offset,
     // Playwright MCP's "filename": the answer saved where the bridge runs instead of returned
@@ -497,7 +497,7 @@ pub(crate) struct Snapshot {
     pub(crate) boxes: Option<bool>,
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,
-    /// Read on in a long result.
+    // Read on in a long result (each part's note says with which offset: no description).
     #[serde(default)]
     pub(crate) offset: Offset,
     // Playwright MCP's "filename": the answer saved where the bridge runs instead of returned
@@ -536,7 +536,7 @@ pub(crate) struct Cdp {
     /// CDP session of a child target.
     #[serde(default, rename = "sessionId")]
     pub(crate) session_id: Option<String>,
-    /// Read on in a long result.
+    // Read on in a long result (each part's note says with which offset: no description).
     #[serde(default)]
     pub(crate) offset: Offset,
 }
@@ -600,7 +600,7 @@ pub(crate) struct WaitFor {
     #[serde(default)]
     #[schemars(range(min = 0.0, max = 30.0))]
     pub(crate) time: Option<f64>,
-    /// Give up on text after this many seconds (default 10).
+    /// Give up after this many seconds (default 10).
     #[serde(default)]
     #[schemars(range(min = 0.0, max = 30.0))]
     pub(crate) timeout: Option<f64>,
@@ -645,7 +645,7 @@ pub(crate) struct ConsoleMessages {
     pub(crate) only_errors: Option<bool>,
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,
-    /// Read on in a long result.
+    // Read on in a long result (each part's note says with which offset: no description).
     #[serde(default)]
     pub(crate) offset: Offset,
     // Playwright MCP's "filename": the answer saved where the bridge runs instead of returned
@@ -712,7 +712,7 @@ pub(crate) struct FillForm {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct FileUpload {
-    /// Absolute paths of the files, where the bridge runs.
+    /// Absolute paths, where the bridge runs.
     #[schemars(length(min = 1))]
     pub(crate) paths: Vec<String>,
     #[serde(flatten)]
@@ -726,7 +726,7 @@ pub(crate) struct Drop {
     /// The element to drop on: a ref (e5) or a selector.
     #[schemars(with = "String")]
     pub(crate) target: Name,
-    /// Absolute paths of files to drop, where the bridge runs.
+    /// Absolute paths, where the bridge runs.
     #[serde(default)]
     pub(crate) paths: Option<Vec<String>>,
     /// MIME type to string, e.g. {"text/plain": "hello"}.
@@ -738,10 +738,12 @@ pub(crate) struct Drop {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct NetworkRequests {
-    /// A request from the list: its headers and bodies.
+    // One request in full, as browser_network_request {index} shows it: today's name, kept
+    // working, out of the schema (the list numbers requests for browser_network_request).
     #[serde(default, rename = "requestId")]
+    #[schemars(skip)]
     pub(crate) request_id: Option<String>,
-    /// Also successful loads of the page's own files (document, scripts, styles, images).
+    /// Also the page's own files loaded (document, scripts, styles, images).
     #[serde(default, rename = "static")]
     pub(crate) include_static: Option<bool>,
     /// Only requests whose URL matches this regex.
@@ -749,7 +751,7 @@ pub(crate) struct NetworkRequests {
     pub(crate) filter: Option<String>,
     #[serde(default, rename = "tabId")]
     pub(crate) tab_id: Option<i64>,
-    /// Read on in a long result.
+    // Read on in a long result (each part's note says with which offset: no description).
     #[serde(default)]
     pub(crate) offset: Offset,
     // Playwright MCP's "filename": the answer saved where the bridge runs instead of returned
@@ -757,6 +759,37 @@ pub(crate) struct NetworkRequests {
     #[serde(default)]
     #[schemars(skip)]
     pub(crate) filename: Option<String>,
+}
+
+/// Playwright MCP's `browser_network_request`: one request of the list, by its number there.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct NetworkRequest {
+    // Its number in browser_network_requests (the tool's description says so).
+    #[schemars(range(min = 1))]
+    pub(crate) index: u64,
+    #[serde(default)]
+    pub(crate) part: Option<RequestPart>,
+    #[serde(default, rename = "tabId")]
+    pub(crate) tab_id: Option<i64>,
+    // Read on in a long result: the part's own note says with which offset, so the schema
+    // spends no room on it (`tools/list` stays under Playwright MCP's).
+    #[serde(default)]
+    #[schemars(skip)]
+    pub(crate) offset: Offset,
+    // Playwright MCP's "filename", as for browser_network_requests.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub(crate) filename: Option<String>,
+}
+
+/// The parts of a request Playwright MCP's `browser_network_request {part}` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum RequestPart {
+    RequestHeaders,
+    RequestBody,
+    ResponseHeaders,
+    ResponseBody,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -933,7 +966,7 @@ pub(crate) struct CodeExecution {
     /// returns is this tool's result (a string as-is, anything else as JSON).
     #[serde(default)]
     pub(crate) code: Option<String>,
-    /// Read on in a long result.
+    // Read on in a long result (each part's note says with which offset: no description).
     #[serde(default)]
     pub(crate) offset: Offset,
 }

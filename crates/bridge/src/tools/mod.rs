@@ -62,7 +62,7 @@ fn with_content(
 }
 
 /// Tools whose results can be long and that therefore take `offset`.
-const PAGED: [&str; 8] = [
+const PAGED: [&str; 9] = [
     code::NAME,
     code::RUN_CODE,
     "browser_snapshot",
@@ -71,6 +71,7 @@ const PAGED: [&str; 8] = [
     "browser_tabs",
     "browser_console_messages",
     "browser_network_requests",
+    "browser_network_request",
 ];
 
 /// What a tool call turns into.
@@ -113,6 +114,11 @@ pub(crate) enum Plan {
         params: Value,
         include_static: bool,
         filter: Option<String>,
+    },
+    /// `networkRequests {index}`: one request in full, or its one `part`.
+    Request {
+        params: Value,
+        part: Option<args::RequestPart>,
     },
     /// `consoleMessages`, narrowed here to a level as Playwright MCP narrows them (results.rs
     /// `select_console`).
@@ -417,6 +423,13 @@ impl Toolbox {
                 };
                 results::select_requests(&mut result, include_static, filter.as_ref());
                 Ok(text(&result))
+            }
+            Plan::Request { params, part } => {
+                let result = self.link.call("networkRequests", params).await?;
+                Ok(Answer::Text(
+                    results::request_details(&result, part),
+                    Vec::new(),
+                ))
             }
             Plan::Console { params, level } => {
                 let mut result = self.link.call("consoleMessages", params).await?;

@@ -5,8 +5,8 @@ use serde_json::{json, Map, Value};
 
 use super::args::{
     resolve, Cdp, Connect, ConsoleLevel, ConsoleMessages, Direction, Evaluate, Find, HandleDialog,
-    ImageFormat, Navigate, NetworkRequests, NoArgs, Offset, Screenshot, Snapshot, TabAction,
-    TabOnly, Tabs, TakeScreenshot, WaitFor,
+    ImageFormat, Navigate, NetworkRequest, NetworkRequests, NoArgs, Offset, Screenshot, Snapshot,
+    TabAction, TabOnly, Tabs, TakeScreenshot, WaitFor,
 };
 use super::Plan;
 
@@ -283,6 +283,23 @@ pub(super) fn network_requests(args: NetworkRequests) -> Result<Plan, String> {
         params: Value::Object(params),
         include_static: args.include_static.unwrap_or(false),
         filter: args.filter,
+    }
+    .saved_to(args.filename))
+}
+
+/// `browser_network_request`: the request numbered `index` in the list of the page now shown.
+pub(super) fn network_request(args: NetworkRequest) -> Result<Plan, String> {
+    if let Some(read_on) = read_on(args.offset, &args.filename)? {
+        return Ok(read_on);
+    }
+    if args.index == 0 {
+        return Err("\"index\" counts from 1, as browser_network_requests numbers requests".into());
+    }
+    let mut params = on_tab(args.tab_id);
+    params.insert("index".into(), json!(args.index));
+    Ok(Plan::Request {
+        params: Value::Object(params),
+        part: args.part,
     }
     .saved_to(args.filename))
 }

@@ -19,7 +19,7 @@
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{json, Map, Value};
 
-use super::args::ConsoleLevel;
+use super::args::{ConsoleLevel, RequestPart};
 
 /// A tool's answer before it is cut into parts: the text a model reads and the fields a
 /// client may want, without the page text already in `text`.
@@ -559,7 +559,7 @@ pub(crate) fn render(tool: &str, value: &Value) -> Rendered {
                 return requests(value, rows);
             }
             if map.get("request").is_some_and(Value::is_object) {
-                return request_details(value);
+                return request_details(value, None);
             }
             // An extension from before request details: the body alone.
             if let Some(body) = map.get("body").and_then(Value::as_str) {
@@ -736,7 +736,10 @@ fn requests(value: &Value, rows: &[Value]) -> Rendered {
     Rendered::page(lines.join("\n"), value.clone())
 }
 
-/// `GET https://… → 200 OK (Fetch, 12 ms, requestId 9.1)`: one request as the list shows it.
+/// `3. GET https://… → 200 OK (Fetch, 12 ms)`: one request as the list shows it, numbered as
+/// Playwright MCP numbers the page's requests for `browser_network_request {index}`; one of an
+/// earlier page (or from an extension that does not number them) names its `requestId`
+/// instead.
 fn request_line(row: &Value) -> String {
     let status = match (&row["status"], row["failure"].as_str()) {
         (_, Some(failure)) => format!("failed: {failure}"),
@@ -752,21 +755,23 @@ fn request_line(row: &Value) -> String {
     if let Some(ms) = row["durationMs"].as_f64() {
         details.push(format!("{} ms", ms.round()));
     }
-    if let Some(id) = row["requestId"].as_str() {
+    let number = row["index"].as_u64();
+    if let (Some(id), None) = (row["requestId"].as_str(), number) {
         details.push(format!("requestId {id}"));
     }
     format!(
-        "{} {} → {status} ({})",
+        "{}{} {} → {status} ({})",
+        number.map(|n| format!("{n}. ")).unwrap_or_default(),
         row["method"].as_str().unwrap_or("GET"),
         row["url"].as_str().unwrap_or_default(),
         details.join(", ")
     )
 }
 
-/// One request in full (`requestId`), as Playwright MCP's `browser_network_request` shows
-/// it: its line, then each part under a heading: request headers and body, response headers
-/// and body (or why there is none).
-fn request_details(value: &Value) -> Rendered {
+/// One request in full, as Playwright MCP's `browser_network_request` shows it: its line,
+/// then each part under a heading: request headers and body, response headers and body (or
+/// why there is none). With `part`, that part alone under the line.
+pub(crate) fn request_details(value: &Value, part: Option<RequestPart>) -> Rendered {
     let request = &value["request"];
     let mut head = header(&json!({"tabId": value["tabId"]}));
     if !head.is_empty() {
@@ -777,32 +782,60 @@ fn request_details(value: &Value) -> Rendered {
     if let Some(note) = value["note"].as_str() {
         lines.push(format!("Note: {note}"));
     }
-    let headers = |lines: &mut Vec<String>, title: &str, headers: &Value| {
-        if let Some(map) = headers.as_object().filter(|map| !map.is_empty()) {
+    let wanted = |this: RequestPart| part.is_none_or(|part| part == this);
+    // A part asked for alone is said even when empty, so the answer is never only the line.
+    let alone = part.is_some();
+    let headers = |lines: &mut Vec<String>, title: &str, headers: &Value| match headers
+        .as_object()
+        .filter(|map| !map.is_empty())
+    {
+        Some(map) => {
             lines.push(format!("{title}:"));
             lines.extend(
                 map.iter()
                     .map(|(name, v)| format!("  {name}: {}", plain(v))),
             );
         }
+        None if alone => lines.push(format!("{title}: none")),
+        None => {}
     };
-    headers(&mut lines, "Request headers", &request["headers"]);
-    if let Some(body) = request["body"].as_str() {
-        lines.push("Request body:".into());
-        lines.push(body.to_owned());
+    if wanted(RequestPart::RequestHeaders) {
+        headers(&mut lines, "Request headers", &request["headers"]);
     }
-    headers(&mut lines, "Response headers", &value["responseHeaders"]);
-    match (value["body"].as_str(), value["bodyUnavailable"].as_str()) {
-        (Some(body), _) if value["base64Encoded"] == true => {
-            lines.push("Response body (base64):".into());
-            lines.push(body.to_owned());
+    if wanted(RequestPart::RequestBody) {
+        match request["body"].as_str() {
+            Some(body) => {
+                lines.push("Request body:".into());
+                lines.push(body.to_owned());
+            }
+            None if alone => lines.push("Request body: none".into()),
+            None => {}
         }
-        (Some(body), _) => {
-            lines.push("Response body:".into());
-            lines.push(body.to_owned());
+    }
+    if wanted(RequestPart::ResponseHeaders) {
+        let why = if request["failure"].is_string() {
+            "none (the request failed)"
+        } else {
+            "none (no response yet)"
+        };
+        match &value["responseHeaders"] {
+            Value::Null if alone => lines.push(format!("Response headers: {why}")),
+            response => headers(&mut lines, "Response headers", response),
         }
-        (None, Some(why)) => lines.push(format!("Response body: none ({why})")),
-        (None, None) => {}
+    }
+    if wanted(RequestPart::ResponseBody) {
+        match (value["body"].as_str(), value["bodyUnavailable"].as_str()) {
+            (Some(body), _) if value["base64Encoded"] == true => {
+                lines.push("Response body (base64):".into());
+                lines.push(body.to_owned());
+            }
+            (Some(body), _) => {
+                lines.push("Response body:".into());
+                lines.push(body.to_owned());
+            }
+            (None, Some(why)) => lines.push(format!("Response body: none ({why})")),
+            (None, None) => {}
+        }
     }
     Rendered::page(lines.join("\n"), without(value, &["body"]))
 }
@@ -1229,6 +1262,49 @@ mod tests {
             failed.text,
             "Tab 1 · GET https://gone/ → failed: net::ERR_NAME_NOT_RESOLVED (Fetch, requestId 3)\n\
              Response body: none (the request failed)"
+        );
+    }
+
+    #[test]
+    fn a_numbered_request_reads_by_its_number_and_one_part_alone() {
+        let value = json!({"tabId": 1, "requestId": "9.1",
+                "request": {"requestId": "9.1", "index": 4, "method": "POST", "url": "https://e/api",
+                            "type": "Fetch", "status": 201, "statusText": "Created",
+                            "headers": {"content-type": "application/json"}},
+                "responseHeaders": {"x-id": "7"},
+                "body": "{\"id\":7}", "base64Encoded": false});
+        // The number the list gave it, as Playwright MCP's list numbers requests; no requestId.
+        let line = "Tab 1 · 4. POST https://e/api → 201 Created (Fetch)";
+        assert_eq!(
+            request_details(&value, Some(RequestPart::ResponseBody)).text,
+            format!("{line}\nResponse body:\n{{\"id\":7}}")
+        );
+        assert_eq!(
+            request_details(&value, Some(RequestPart::ResponseHeaders)).text,
+            format!("{line}\nResponse headers:\n  x-id: 7")
+        );
+        // A part that is empty is said to be, so the answer is never the line alone.
+        assert_eq!(
+            request_details(&value, Some(RequestPart::RequestBody)).text,
+            format!("{line}\nRequest body: none")
+        );
+        let pending = json!({"tabId": 1, "request": {"index": 2, "method": "GET", "url": "https://e/slow", "type": "XHR"},
+                             "bodyUnavailable": "the response has not finished loading"});
+        assert_eq!(
+            request_details(&pending, Some(RequestPart::ResponseHeaders)).text,
+            "Tab 1 · 2. GET https://e/slow → pending (XHR)\nResponse headers: none (no response yet)"
+        );
+        // The list numbers the page's requests and names an earlier page's by requestId.
+        let list = render(
+            "browser_network_requests",
+            &json!({"tabId": 1, "requests": [
+                {"requestId": "3.1", "method": "GET", "url": "https://e/old", "type": "Fetch", "status": 200, "statusText": "OK"},
+                {"requestId": "9.1", "index": 1, "method": "GET", "url": "https://e/a", "type": "Fetch", "status": 200, "statusText": "OK", "durationMs": 3}]}),
+        );
+        assert_eq!(
+            list.text,
+            "Tab 1 · 2 requests\nGET https://e/old → 200 OK (Fetch, requestId 3.1)\n\
+             1. GET https://e/a → 200 OK (Fetch, 3 ms)"
         );
     }
 

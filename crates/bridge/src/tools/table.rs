@@ -195,17 +195,17 @@ fn table() -> Vec<Entry> {
         entry(
             "browser_tabs",
             "Manage tabs",
-            "List tabs (which is current), open, select or close one. new opens a tab (at url) in its own window \
-             without taking the person's focus and makes it current; close defaults to the \
-             current tab.",
+            "List tabs (which is current), open, select or close one. new opens one (at url) \
+             in its own window, the person's focus kept, and makes it current; close defaults \
+             to the current one.",
             PAGE_ACTION,
             pages::tabs,
         ),
         entry(
             "browser_navigate",
             "Navigate",
-            "Go to a URL: load it in the current tab (opening one if needed), or go back or \
-             forward in history; waits for the page to load.",
+            "Load a URL in the current tab (opening one if needed), or go back or forward; \
+             waits for the page to load.",
             PAGE_ACTION,
             pages::navigate,
         ),
@@ -234,17 +234,16 @@ fn table() -> Vec<Entry> {
         entry(
             "browser_screenshot",
             "Screenshot",
-            "Screenshot of the current tab's viewport as an image, longest side at most 1568 \
-             px unless maxDimension says otherwise.",
+            "The viewport as an image, longest side 1568 px unless maxDimension.",
             PAGE_READ,
             pages::screenshot,
         ),
         entry(
             "browser_evaluate",
             "Run JavaScript",
-            "Evaluate JavaScript in the page and return its value (promises awaited): a \
-             function, called with the element when target names one, or an expression such as \
-             document.title. It can change the page.",
+            "Run JavaScript in the page and return its value (awaited): a function, called \
+             with the element target names, or an expression such as document.title. It can \
+             change the page.",
             PAGE_ACTION,
             pages::evaluate,
         ),
@@ -261,17 +260,17 @@ fn table() -> Vec<Entry> {
         entry(
             "browser_find",
             "Find in page",
-            "Search the page for a word, text or a regex: the matching lines of its outline \
-             with a few lines around, each under its path from the root, with refs. Cheaper \
-             than a whole snapshot to locate an element.",
+            "Search the page for text or a regex: the matching lines of its outline with a \
+             few around, each under its path from the root, with refs. Cheaper than a snapshot \
+             to locate an element.",
             PAGE_READ,
             pages::find,
         ),
         entry(
             "browser_cdp",
             "Chrome DevTools command",
-            "Send a raw Chrome DevTools Protocol command to the current tab and return its \
-             result. Can do anything DevTools can.",
+            "A raw Chrome DevTools Protocol command on the current tab; answers its result. \
+             Can do anything DevTools can.",
             PAGE_ACTION,
             pages::cdp,
         ),
@@ -349,8 +348,7 @@ fn table() -> Vec<Entry> {
         entry(
             "browser_drop",
             "Drop files or data",
-            "Drop files (read where the bridge runs) or MIME data onto an element, as if \
-             dragged from outside the page.",
+            "Drop files or MIME data onto an element, as if dragged from outside the page.",
             PAGE_ACTION,
             transfers::drop,
         ),
@@ -365,18 +363,25 @@ fn table() -> Vec<Entry> {
         entry(
             "browser_file_upload",
             "Upload files",
-            "Give files, read where the bridge runs, to the page's file input (target, or the \
-             only one).",
+            "Give files to the page's file input (target, or the only one).",
             PAGE_ACTION,
             transfers::file_upload,
         ),
         entry(
             "browser_network_requests",
             "Network requests",
-            "The current tab's network requests, oldest first: fetch/XHR and failures, all \
-             with static; with requestId, its headers and bodies.",
+            "The current page's network requests, numbered: fetch/XHR and failures, all with \
+             static. browser_network_request shows one.",
             PAGE_READ,
             pages::network_requests,
+        ),
+        entry(
+            "browser_network_request",
+            "Network request",
+            "One request from browser_network_requests, by its number there: headers and \
+             bodies, or one part.",
+            PAGE_READ,
+            pages::network_request,
         ),
         entry(
             "browser_take_screenshot",

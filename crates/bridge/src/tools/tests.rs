@@ -18,7 +18,7 @@ fn args(value: Value) -> JsonObject {
 #[test]
 fn every_tool_has_a_title_an_object_schema_and_every_hint_that_means_something() {
     let tools = definitions();
-    assert_eq!(tools.len(), 34);
+    assert_eq!(tools.len(), 35);
     for tool in &tools {
         assert!(tool.title.is_some(), "{}", tool.name);
         assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
@@ -2164,6 +2164,54 @@ fn network_requests_show_fetches_and_failures_unless_static_and_filter_by_url() 
             include_static: false,
             filter: None
         }
+    );
+}
+
+#[test]
+fn network_request_reads_one_request_by_its_number_and_part_as_playwright_mcp_names_them() {
+    use super::args::RequestPart;
+    assert_eq!(
+        plan(
+            "browser_network_request",
+            &args(json!({"index": 3, "part": "response-body"}))
+        )
+        .unwrap(),
+        Plan::Request {
+            params: json!({"index": 3}),
+            part: Some(RequestPart::ResponseBody)
+        }
+    );
+    assert_eq!(
+        plan(
+            "browser_network_request",
+            &args(json!({"index": 1, "tabId": 4}))
+        )
+        .unwrap(),
+        Plan::Request {
+            params: json!({"index": 1, "tabId": 4}),
+            part: None
+        }
+    );
+    // Numbers count from 1; a part Playwright MCP does not name is refused with those it does.
+    let zero = plan("browser_network_request", &args(json!({"index": 0}))).unwrap_err();
+    assert!(zero.contains("counts from 1"), "{zero}");
+    let part = plan(
+        "browser_network_request",
+        &args(json!({"index": 1, "part": "cookies"})),
+    )
+    .unwrap_err();
+    assert!(part.contains("response-body"), "{part}");
+    assert!(plan("browser_network_request", &args(json!({})))
+        .unwrap_err()
+        .contains("\"index\" is required"));
+    // A long body reads on where its part's note says.
+    assert_eq!(
+        plan(
+            "browser_network_request",
+            &args(json!({"index": 1, "offset": 40000}))
+        )
+        .unwrap(),
+        Plan::Continue(40_000)
     );
 }
 
