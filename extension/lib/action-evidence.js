@@ -11,8 +11,9 @@
  * are shipped as source (page-scripts.js `pageExpression`), so each is self-contained. What the
  * first keeps between the two sits on the page's global object under a symbol, as the ref
  * registry does; a navigation in between leaves nothing to report, and the page's URL then
- * says what happened. Only the top document is watched: a form inside a frame checks itself
- * where the top document cannot hear it.
+ * says what happened. Only the top document is watched (with, for what opens and closes, the
+ * open shadow roots of its components): a form inside a frame checks itself where the top
+ * document cannot hear it.
  */
 
 /**
@@ -43,7 +44,23 @@ export function watchAction(live, openable) {
       document.removeEventListener(type, listener, true);
   }
   const shown = el => (el.checkVisibility() ? el.innerText.trim() : '');
+  // The document and every open shadow root in it, components' inside components': a
+  // component's dialog or list box (Shoelace's, Material's) is drawn inside its own root.
+  // One pass over the page's elements: a few ms on a page of 16,000, as rustdoc's `Vec`.
+  const roots = [document];
+  for (let at = 0; at < roots.length; at++) {
+    for (const el of roots[at].querySelectorAll('*')) {
+      if (el.shadowRoot)
+        roots.push(el.shadowRoot);
+    }
+  }
+  // The page's DOM watcher (settle.js) hears the shadow roots too while the action settles,
+  // and settling waits for their animations (`roots`), as for the document's.
+  const domWatch = window[Symbol.for('mcp-relay.lastMutation')];
+  for (const root of roots.slice(1))
+    domWatch?.observer?.observe(root, domWatch.options);
   const watch = {
+    roots: roots.slice(1),
     failed: new Set(),
     submits: 0,
     // A page's own checkValidity() fires `invalid` too (to enable a button as fields fill),
@@ -51,7 +68,7 @@ export function watchAction(live, openable) {
     attempted: false,
     live: new Map(),
     invalid: new Set(document.querySelectorAll('[aria-invalid=true]')),
-    open: new Set([...document.querySelectorAll(openable)].filter(el => el.checkVisibility())),
+    open: new Set(roots.flatMap(root => [...root.querySelectorAll(openable)]).filter(el => el.checkVisibility())),
     listeners: [
       ['invalid', event => {
         if (watch.failed.size < 20)
@@ -119,7 +136,7 @@ export function actionEvidence(live, openable) {
   const refs = window[Symbol.for('mcp-relay.refs')];
   const field = el => {
     const labelled = el.getAttribute('aria-labelledby')?.split(/\s+/)
-      .map(id => document.getElementById(id)?.innerText || '').join(' ');
+      .map(id => (el.getRootNode().getElementById ? el.getRootNode() : document).getElementById(id)?.innerText || '').join(' ');
     const name = el.getAttribute('aria-label') || labelled
       || [...(el.labels || [])].map(label => label.innerText).join(' ')
       || el.getAttribute('placeholder') || el.getAttribute('name') || el.id || el.localName;
@@ -169,13 +186,31 @@ export function actionEvidence(live, openable) {
   }
   if (says.length)
     evidence.pageSays = says.map(({ role, whole }) => ({ role, text: clip(whole, 300) }));
-  // Dialogs, menus, lists and popovers shown since (`opened`) and gone since (`closed`).
+  // Dialogs, menus, lists and popovers shown since (`opened`) and gone since (`closed`), in
+  // the document and its components' shadow roots (found again: the action may have added
+  // a component).
+  const roots = [document];
+  for (let at = 0; at < roots.length; at++) {
+    for (const el of roots[at].querySelectorAll('*')) {
+      if (el.shadowRoot)
+        roots.push(el.shadowRoot);
+    }
+  }
+  // Inside, as the page is drawn (across shadow roots and through slots): a component's
+  // list inside a dialog is the dialog's.
+  const inside = (outer, el) => {
+    for (let node = el; node; node = node.assignedSlot || node.parentNode || node.host) {
+      if (node === outer)
+        return true;
+    }
+    return false;
+  };
   const outermost = (list, el) => {
-    if (list.length < 3 && !list.some(one => one.contains(el)))
+    if (list.length < 3 && !list.some(one => inside(one, el)))
       list.push(el);
   };
   const opened = [];
-  for (const el of document.querySelectorAll(openable)) {
+  for (const el of roots.flatMap(root => [...root.querySelectorAll(openable)])) {
     if (!watch.open.has(el) && el.checkVisibility())
       outermost(opened, el);
   }
@@ -184,19 +219,33 @@ export function actionEvidence(live, openable) {
     if (!el.isConnected || !el.checkVisibility())
       outermost(closed, el);
   }
-  const described = (el, shown) => {
+  const described = (outer, shown) => {
+    // A popover with no role of its own that holds a menu, list box or dialog, or is drawn
+    // for a component that is one (Material's menu, a list box, draws its items in one), is
+    // that.
+    const ROLES = '[role=menu],[role=listbox],[role=dialog],[role=alertdialog]';
+    const bare = !outer.getAttribute('role') && outer.localName !== 'dialog';
+    const drawnFor = outer.getRootNode().host;
+    const el = (bare && (outer.querySelector(ROLES) || (drawnFor?.matches(ROLES) && drawnFor))) || outer;
     const own = el.getAttribute('role');
     const role = own || (el.localName !== 'dialog' && el.hasAttribute('popover') ? 'popover' : 'dialog');
+    // Ids are looked up where the element is: its shadow root, for a component's.
+    const root = el.getRootNode();
+    const home = root.getElementById ? root : document;
     const labelled = el.getAttribute('aria-labelledby')?.split(/\s+/)
-      .map(id => document.getElementById(id)?.textContent || '').join(' ');
+      .map(id => home.getElementById(id)?.textContent || '').join(' ');
     // A dialog without a label of its own is known by its heading.
     const heading = /dialog/.test(role) ? el.querySelector('h1,h2,h3,h4,h5,h6,[role=heading]')?.textContent : '';
     // A list or menu without a name of its own is the one of the field or button it belongs
-    // to (react-select's listbox is the "Country" combobox's).
-    const owner = el.id ? document.querySelector(`[aria-controls~="${CSS.escape(el.id)}"],[aria-owns~="${CSS.escape(el.id)}"]`) : null;
+    // to (react-select's listbox is the "Country" combobox's), or, drawn inside a component
+    // (Material's menu), the one of the field that controls the component.
+    const controller = node => (node?.id && node.getRootNode().querySelector
+      ? node.getRootNode().querySelector(`[aria-controls~="${CSS.escape(node.id)}"],[aria-owns~="${CSS.escape(node.id)}"]`)
+      : null);
+    const owner = controller(el) || controller(root.host);
     const name = clip(el.getAttribute('aria-label') || labelled || heading || (owner ? field(owner).field : ''), 80);
-    const ref = refs?.refOf.get(el);
-    const modal = shown && (el.matches(':modal') || el.getAttribute('aria-modal') === 'true');
+    const ref = refs?.refOf.get(el) || refs?.refOf.get(outer);
+    const modal = shown && (outer.matches(':modal') || el.matches(':modal') || el.getAttribute('aria-modal') === 'true');
     return { role, ...(name ? { name } : {}), ...(modal ? { modal: true } : {}), ...(shown && ref ? { ref } : {}) };
   };
   // One the page drew again (removed, then put back as it was) neither opened nor closed.

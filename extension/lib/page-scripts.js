@@ -821,6 +821,13 @@ export function takeSnapshot(limits) {
  * @param {string[]} values
  */
 export function selectOptions(el, values) {
+  // A component that draws one drop-down in its shadow root (Shoelace's <sl-select>,
+  // Material's <md-outlined-select>) is chosen from through it, as a person sees one field.
+  const inner = el.shadowRoot?.querySelectorAll('select, [role=combobox]');
+  if (el.localName !== 'select' && inner?.length === 1) {
+    const answer = selectOptions(inner[0], values);
+    return answer.error === 'not-select' ? { ...answer, element: el.localName } : answer;
+  }
   if (el.localName !== 'select') {
     // A drop-down the page draws: a combobox, or a button that pops up a list.
     const popup = el.getAttribute('aria-haspopup');

@@ -62,16 +62,24 @@ const POLL_MS = 10;
 /** Where the page's DOM observer keeps the time of the last mutation (performance.now()). */
 const LAST_MUTATION_KEY = 'mcp-relay.lastMutation';
 
+/** What the DOM watcher observes, in the document and in components' shadow roots. */
+export const DOM_WATCH_OPTIONS = Object.freeze({ subtree: true, childList: true, attributes: true, characterData: true });
+
 /**
  * Records when the document last changed, from its start. Evaluated in agent tabs' new
  * documents (debugger-sessions.js); invisible to the page but for a non-enumerable Symbol.
+ * Its observer is kept beside the time: an observer of the document hears nothing inside a
+ * shadow root, so action-evidence.js `watchAction` has it observe the page's open shadow
+ * roots too, before each action (a component redraws inside its own).
  */
 export const DOM_WATCH_SCRIPT = `(() => {
   const key = Symbol.for(${JSON.stringify(LAST_MUTATION_KEY)});
   if (Object.prototype.hasOwnProperty.call(window, key)) return;
-  Object.defineProperty(window, key, { value: { at: performance.now() } });
-  new MutationObserver(() => { window[key].at = performance.now(); })
-    .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+  const watch = { at: performance.now() };
+  watch.observer = new MutationObserver(() => { watch.at = performance.now(); });
+  watch.options = ${JSON.stringify(DOM_WATCH_OPTIONS)};
+  Object.defineProperty(window, key, { value: watch });
+  watch.observer.observe(document, watch.options);
 })()`;
 
 /**
@@ -83,7 +91,10 @@ const DOM_QUIET_EXPRESSION = `(() => {
   if (!w) return null;
   let movingMs = 0;
   try {
-    for (const motion of document.getAnimations()) {
+    // The document's animations leave out those inside shadow roots: a component's dialog
+    // fading in or out is in the roots watchAction found before the action.
+    const roots = window[Symbol.for('mcp-relay.watch')]?.roots ?? [];
+    for (const motion of [document, ...roots].flatMap(root => root.getAnimations())) {
       if (motion.playState !== 'running' || !motion.effect) continue;
       const changes = motion.transitionProperty ? [motion.transitionProperty] : (motion.effect.getKeyframes?.() ?? [])
         .flatMap(frame => Object.keys(frame)).filter(key => !['offset', 'computedOffset', 'easing', 'composite'].includes(key))

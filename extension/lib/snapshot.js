@@ -444,9 +444,13 @@ export function captureTree(limits, rootElement) {
   const BLOCKS = new Set(['heading', 'paragraph', 'list', 'listitem', 'table', 'group', 'region', 'article', 'figure', 'code', 'blockquote']);
   // An element's children as they are rendered (the flat tree): a shadow host's shadow tree,
   // a <slot>'s assigned nodes (or its fallback content where nothing is assigned).
+  // The open shadow roots the walk went into, where a component's modal dialog is drawn.
+  const shadowRoots = new Set();
   function shownKids(el) {
     if (el.localName === 'slot')
       return el.assignedNodes({ flatten: true });
+    if (el.shadowRoot)
+      shadowRoots.add(el.shadowRoot);
     return el.shadowRoot ? el.shadowRoot.childNodes : el.childNodes;
   }
   // The element a node is rendered in, across shadow boundaries: what CSS inherits from.
@@ -880,9 +884,11 @@ export function captureTree(limits, rootElement) {
   tree = strip(tree);
   // An open modal dialog leaves the rest of the page inert: said first, a model reading a long
   // page in parts knows at once where it can act.
-  // A page's own modal (`aria-modal`, over a backdrop: Bootstrap's) counts as one too.
-  const modal = rootElement ? null : document.querySelector(':modal') ||
-    Array.from(document.querySelectorAll('[aria-modal=true]')).find(el => el.checkVisibility());
+  // A page's own modal (`aria-modal`, over a backdrop: Bootstrap's) counts as one too, and so
+  // does a component's, in its shadow root (Shoelace's dialog, Material's).
+  const roots = [document, ...shadowRoots];
+  const modal = rootElement ? null : roots.map(root => root.querySelector(':modal')).find(Boolean) ||
+    roots.flatMap(root => Array.from(root.querySelectorAll('[aria-modal=true]'))).find(el => el.checkVisibility());
   const modalRef = modal ? registry.refOf.get(modal) : undefined;
   return {
     url: location.href, title: document.title, tree,

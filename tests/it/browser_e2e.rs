@@ -4075,6 +4075,57 @@ async fn web_components(host: &impl Host, site: &FixtureSite) {
     // Every match of a selector, the shadow roots' in their place in the page.
     let ids = read("(e) => e.id || e.className", "p", true).await;
     assert!(ids.contains(r#"["intro","blurb","slotted"]"#), "{ids}");
+    // What a click opens or closes inside a component's shadow root is said, as in the page's
+    // own DOM: a list box named by the combobox that controls it, a modal dialog by its title.
+    let colour = tool(
+        host,
+        "browser_click",
+        json!({"target": "getByRole('combobox', { name: 'Colour' })"}),
+    )
+    .await;
+    assert!(
+        text(&colour).contains("\nOpened: listbox \"Colour\"\n"),
+        "{colour}"
+    );
+    let escaped = tool(host, "browser_press_key", json!({"key": "Escape"})).await;
+    assert!(
+        text(&escaped).contains("\nClosed: listbox \"Colour\"\n"),
+        "{escaped}"
+    );
+    // The component's host is chosen from as the drop-down it draws.
+    let chosen = tool(
+        host,
+        "browser_select_option",
+        json!({"target": "colour-picker", "values": ["Green"]}),
+    )
+    .await;
+    assert!(!is_error(&chosen), "{chosen}");
+    assert_eq!(page_value(host, "seen.colour").await, "Green");
+    let discard = tool(host, "browser_click", json!({"target": "#discard"})).await;
+    assert!(
+        text(&discard).contains(
+            "\nOpened: dialog \"Discard the draft?\" (modal: the page behind it takes no clicks \
+             until it closes)\n"
+        ),
+        "{discard}"
+    );
+    let shown = text(&tool(host, "browser_snapshot", json!({})).await);
+    assert!(
+        shown.contains("\nNote: A modal dialog is open, dialog \"Discard the draft?\" [ref="),
+        "{shown}"
+    );
+    // It fades out for 300 ms inside its shadow root before it is hidden: the click that
+    // closed it waits for that and says so, not the next action.
+    let kept = tool(host, "browser_click", json!({"target": "#keep"})).await;
+    assert!(
+        text(&kept).contains("\nClosed: dialog \"Discard the draft?\"\n"),
+        "{kept}"
+    );
+    assert!(
+        !text(&tool(host, "browser_snapshot", json!({})).await)
+            .contains("Note: A modal dialog is open"),
+        "the dialog is still open"
+    );
 }
 
 /// A click that opens a modal as Bootstrap opens one (a backdrop fades in for 250 ms; only
