@@ -442,6 +442,7 @@ export function captureTree(limits, rootElement) {
   // content holding one of them (a summary holding a heading, a link wrapping a card) is not
   // named by it; the blocks below say it, once.
   const BLOCKS = new Set(['heading', 'paragraph', 'list', 'listitem', 'table', 'group', 'region', 'article', 'figure', 'code', 'blockquote']);
+  const TABLE_CELLS = new Set(['cell', 'gridcell', 'columnheader', 'rowheader']);
   // An element's children as they are rendered (the flat tree): a shadow host's shadow tree,
   // a <slot>'s assigned nodes (or its fallback content where nothing is assigned).
   // The open shadow roots the walk went into, where a component's modal dialog is drawn.
@@ -834,7 +835,12 @@ export function captureTree(limits, rootElement) {
       return kids;
     // A plain box's name from content says again what the elements in it say (a component's
     // host around its combobox and its options: `generic "Shipping Standard Express"`).
-    if (nameFromContent && (kids.some(kid => BLOCKS.has(kid.role)) || (role === 'generic' && kids.some(kid => kid.role !== undefined)))) {
+    // So does a cell's or a header's whose content has a named line of its own (a link, a
+    // button): `cell "adduser"` over `link "adduser"` says the package's name twice, and
+    // Playwright's snapshot leaves the cell unnamed.
+    if (nameFromContent && (kids.some(kid => BLOCKS.has(kid.role)) ||
+        (role === 'generic' && kids.some(kid => kid.role !== undefined)) ||
+        (TABLE_CELLS.has(role) && kids.some(kid => kid.role !== undefined && kid.name)))) {
       delete item.name;
       // An open tree item's own label comes before its branch: that is its name, as
       // Playwright's snapshot reads it (`treeitem "src"`, not a nameless item).
