@@ -452,11 +452,23 @@ export function captureTree(limits, rootElement) {
       return el.assignedNodes({ flatten: true });
     if (el.shadowRoot)
       shadowRoots.add(el.shadowRoot);
+    // A closed <details> draws its <summary> alone: text written straight inside it (not in
+    // an element, whose own visibility says it is hidden) is not on the screen either.
+    if (el.localName === 'details' && !el.open && !el.shadowRoot) {
+      const summary = Array.from(el.children).find(kid => kid.localName === 'summary');
+      return summary ? [summary] : [];
+    }
     return el.shadowRoot ? el.shadowRoot.childNodes : el.childNodes;
   }
   // The element a node is rendered in, across shadow boundaries: what CSS inherits from.
   const flatParent = el => el.assignedSlot || el.parentElement || el.parentNode?.host || null;
   const rendered = el => (el.checkVisibility ? el.checkVisibility() : el.getClientRects().length > 0);
+  // A box more than a pixel each way: a control drawn smaller (zero-size, or a screen
+  // reader's 1 px square) is not what a person clicks.
+  const hasBox = el => {
+    const box = el.getBoundingClientRect();
+    return box.width > 1 && box.height > 1;
+  };
   // A pointer cursor an element sets for itself (not one it inherits from a link or button
   // around it) is how pages built on a framework's click listeners, which leave no attribute,
   // show a person that a plain element is clickable; Playwright MCP marks it [cursor=pointer].
@@ -593,8 +605,11 @@ export function captureTree(limits, rootElement) {
     // the control's own line says both: the label is not a line of its own (rustdoc's
     // settings read every choice twice, `generic "dark"` around `radio "dark"`). Its text is
     // left out where the control's name already says it. A label whose control is not
-    // rendered (a CSS-only toggle hides its box) is what a person clicks, and stays.
-    if (el.localName === 'label' && el.control && rendered(el.control) && !explicitRole && !labelled && !root)
+    // rendered (a CSS-only toggle hides its box), or is drawn elsewhere with no box to click
+    // (Material for MkDocs' palette switch: a zero-size radio, and an icon in a label for it
+    // further on), is what a person clicks, and stays.
+    if (el.localName === 'label' && el.control && rendered(el.control) && (hasBox(el.control) || el.contains(el.control)) &&
+        !explicitRole && !labelled && !root)
       return saidBy(el.control, implicitRole(el.control));
     // So is a fieldset's <legend>, a table's <caption> and a figure's <figcaption>: each names
     // the element around it, whose line says it (`group "Plan"`, `table "Prices"`).
@@ -639,8 +654,14 @@ export function captureTree(limits, rootElement) {
     if (role === 'none')
       role = 'generic';
     // Every element shown gets a ref, so whatever a model reads it can also name (a drop
-    // zone, a region to read, an image to screenshot).
-    const ref = refFor(el, frame);
+    // zone, a region to read, an image to screenshot). But a checkbox or radio drawn with no
+    // box (zero-size, a 1 px square) outside its labels cannot be clicked: what a person
+    // clicks is a label for it (a line of its own then, above) or the page's own box beside
+    // it, and its line says its state only, as in Playwright's snapshot. (One inside its
+    // label is clicked through the label, as a design system draws it: it keeps its ref.)
+    const boxless = el.localName === 'input' && ['checkbox', 'radio'].includes(el.type) && !hasBox(el) &&
+      !Array.from(el.labels || []).some(label => label.contains(el));
+    const ref = boxless && !root ? undefined : refFor(el, frame);
     const item = { role };
     const [name, nameFromContent, fromLabel] = nameOf(el, role);
     // Not printed: getByLabel finds any element a label names, as Playwright's does.
@@ -672,7 +693,8 @@ export function captureTree(limits, rootElement) {
     const placeholder = el.matches('input, textarea') ? flat(el.getAttribute('placeholder')) : '';
     if (placeholder)
       item.placeholder = clip(placeholder, 100);
-    item.ref = ref;
+    if (ref)
+      item.ref = ref;
     if (limits.boxes)
       item.box = boxOf(el);
     if (canAct)

@@ -1951,6 +1951,18 @@ async fn snapshot_refs(chromium: &Path) {
         );
     }
     assert!(prose.contains("- cell \"686\" [ref="), "{prose}");
+    // A closed <details> shows its summary alone: text written straight inside it is not on
+    // the screen (a README's raw table of contents read as if it were).
+    assert!(!prose.contains("written straight inside"), "{prose}");
+    // A checkbox drawn with no box has no ref (a click on it could only fail); its label,
+    // what a person clicks, is a line of its own with one, and a click on it checks the box.
+    assert!(prose.contains("\n- checkbox \"☐\"\n"), "{prose}");
+    let remember = ref_of(&prose, "generic \"Remember me\"");
+    tool_ok(&bridge, "browser_click", json!({"target": remember})).await;
+    assert_eq!(
+        page_value(&bridge, "document.getElementById('remember').checked").await,
+        true
+    );
     let one = prose.lines().find(|l| l.contains("tab \"One\"")).unwrap();
     let two = prose.lines().find(|l| l.contains("tab \"Two\"")).unwrap();
     assert!(
