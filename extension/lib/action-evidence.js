@@ -42,6 +42,7 @@ export function watchAction(live, openable) {
   if (earlier) {
     for (const [type, listener] of earlier.listeners)
       document.removeEventListener(type, listener, true);
+    earlier.added?.disconnect();
   }
   const shown = el => (el.checkVisibility() ? el.innerText.trim() : '');
   // The document and every open shadow root in it, components' inside components': a
@@ -61,6 +62,14 @@ export function watchAction(live, openable) {
     domWatch?.observer?.observe(root, domWatch.options);
   const watch = {
     roots: roots.slice(1),
+    // Whether the action adds elements anywhere (so perhaps a component with a shadow root
+    // of its own): only then are the roots looked for again afterwards, a pass over the
+    // whole page (a few ms on rustdoc's `Vec` page) that most actions do not need.
+    grew: false,
+    added: new MutationObserver(records => {
+      if (records.some(record => record.addedNodes.length))
+        watch.grew = true;
+    }),
     failed: new Set(),
     submits: 0,
     // A page's own checkValidity() fires `invalid` too (to enable a button as fields fill),
@@ -100,6 +109,8 @@ export function watchAction(live, openable) {
   // Capturing: `invalid` does not bubble, and a page may stop a submit's propagation.
   for (const [type, listener] of watch.listeners)
     document.addEventListener(type, listener, true);
+  for (const root of roots)
+    watch.added.observe(root, { childList: true, subtree: true });
   window[key] = watch;
   return { url: location.href, title: document.title, readyState: document.readyState };
 }
@@ -127,6 +138,10 @@ export function actionEvidence(live, openable) {
   delete window[key];
   for (const [type, listener] of watch.listeners)
     document.removeEventListener(type, listener, true);
+  // Records not yet handed to the observer's callback count too.
+  if (watch.added.takeRecords().some(record => record.addedNodes.length))
+    watch.grew = true;
+  watch.added.disconnect();
   const STRUCTURE = ['table', 'ul', 'ol', 'dl', 'section', 'article', 'main', 'nav', 'aside', 'form', 'header', 'footer'];
   const clip = (text, most) => {
     const flat = String(text || '').replace(/\s+/g, ' ').trim();
@@ -187,10 +202,10 @@ export function actionEvidence(live, openable) {
   if (says.length)
     evidence.pageSays = says.map(({ role, whole }) => ({ role, text: clip(whole, 300) }));
   // Dialogs, menus, lists and popovers shown since (`opened`) and gone since (`closed`), in
-  // the document and its components' shadow roots (found again: the action may have added
-  // a component).
-  const roots = [document];
-  for (let at = 0; at < roots.length; at++) {
+  // the document and its components' shadow roots (found again when the action added
+  // elements: it may have added a component).
+  const roots = [document, ...(watch.grew ? [] : watch.roots)];
+  for (let at = 0; watch.grew && at < roots.length; at++) {
     for (const el of roots[at].querySelectorAll('*')) {
       if (el.shadowRoot)
         roots.push(el.shadowRoot);
