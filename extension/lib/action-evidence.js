@@ -10,7 +10,7 @@
  * `watchAction` runs in the tab's page before the action and `actionEvidence` after it; both
  * are shipped as source (page-scripts.js `pageExpression`), so each is self-contained. What the
  * first keeps between the two sits on the page's global object under a symbol, as the ref
- * registry does; a navigation in between leaves nothing to report, and the page's URL then
+ * registry does, and so do the functions that name what was open, which the second calls; a navigation in between leaves nothing to report, and the page's URL then
  * says what happened. Only the top document is watched (with, for what opens and closes, the
  * open shadow roots of its components): a form inside a frame checks itself where the top
  * document cannot hear it.
@@ -60,6 +60,52 @@ export function watchAction(live, openable) {
   const domWatch = window[Symbol.for('mcp-relay.lastMutation')];
   for (const root of roots.slice(1))
     domWatch?.observer?.observe(root, domWatch.options);
+  // How a field, a dialog or a list is named, made here and kept on the watch for
+  // actionEvidence: what closed is named as it was while open (react-select takes its menu's
+  // controller away with the menu).
+  const clip = (text, most) => {
+    const flat = String(text || '').replace(/\s+/g, ' ').trim();
+    return flat.length > most ? `${flat.slice(0, most - 1)}…` : flat;
+  };
+  const refOf = el => window[Symbol.for('mcp-relay.refs')]?.refOf.get(el);
+  const field = el => {
+    const labelled = el.getAttribute('aria-labelledby')?.split(/\s+/)
+      .map(id => (el.getRootNode().getElementById ? el.getRootNode() : document).getElementById(id)?.innerText || '').join(' ');
+    const name = el.getAttribute('aria-label') || labelled
+      || [...(el.labels || [])].map(label => label.innerText).join(' ')
+      || el.getAttribute('placeholder') || el.getAttribute('name') || el.id || el.localName;
+    const ref = refOf(el);
+    return { field: clip(name, 80), ...(ref ? { ref } : {}) };
+  };
+  const described = (outer, shown) => {
+    // A popover with no role of its own that holds a menu, list box or dialog, or is drawn
+    // for a component that is one (Material's menu, a list box, draws its items in one), is
+    // that.
+    const ROLES = '[role=menu],[role=listbox],[role=dialog],[role=alertdialog]';
+    const bare = !outer.getAttribute('role') && outer.localName !== 'dialog';
+    const drawnFor = outer.getRootNode().host;
+    const el = (bare && (outer.querySelector(ROLES) || (drawnFor?.matches(ROLES) && drawnFor))) || outer;
+    const own = el.getAttribute('role');
+    const role = own || (el.localName !== 'dialog' && el.hasAttribute('popover') ? 'popover' : 'dialog');
+    // Ids are looked up where the element is: its shadow root, for a component's.
+    const root = el.getRootNode();
+    const home = root.getElementById ? root : document;
+    const labelled = el.getAttribute('aria-labelledby')?.split(/\s+/)
+      .map(id => home.getElementById(id)?.textContent || '').join(' ');
+    // A dialog without a label of its own is known by its heading.
+    const heading = /dialog/.test(role) ? el.querySelector('h1,h2,h3,h4,h5,h6,[role=heading]')?.textContent : '';
+    // A list or menu without a name of its own is the one of the field or button it belongs
+    // to (react-select's listbox is the "Country" combobox's), or, drawn inside a component
+    // (Material's menu), the one of the field that controls the component.
+    const controller = node => (node?.id && node.getRootNode().querySelector
+      ? node.getRootNode().querySelector(`[aria-controls~="${CSS.escape(node.id)}"],[aria-owns~="${CSS.escape(node.id)}"]`)
+      : null);
+    const owner = controller(el) || controller(root.host);
+    const name = clip(el.getAttribute('aria-label') || labelled || heading || (owner ? field(owner).field : ''), 80);
+    const ref = refOf(el) || refOf(outer);
+    const modal = shown && (outer.matches(':modal') || el.matches(':modal') || el.getAttribute('aria-modal') === 'true');
+    return { role, ...(name ? { name } : {}), ...(modal ? { modal: true } : {}), ...(shown && ref ? { ref } : {}) };
+  };
   const watch = {
     roots: roots.slice(1),
     // Whether the action adds elements anywhere (so perhaps a component with a shadow root
@@ -78,6 +124,8 @@ export function watchAction(live, openable) {
     live: new Map(),
     invalid: new Set(document.querySelectorAll('[aria-invalid=true]')),
     open: new Set(roots.flatMap(root => [...root.querySelectorAll(openable)]).filter(el => el.checkVisibility())),
+    namers: { clip, field, described },
+    named: new Map(),
     listeners: [
       ['invalid', event => {
         if (watch.failed.size < 20)
@@ -106,6 +154,8 @@ export function watchAction(live, openable) {
   };
   for (const el of document.querySelectorAll(live))
     watch.live.set(el, shown(el));
+  for (const el of watch.open)
+    watch.named.set(el, described(el, false));
   // Capturing: `invalid` does not bubble, and a page may stop a submit's propagation.
   for (const [type, listener] of watch.listeners)
     document.addEventListener(type, listener, true);
@@ -143,21 +193,9 @@ export function actionEvidence(live, openable) {
     watch.grew = true;
   watch.added.disconnect();
   const STRUCTURE = ['table', 'ul', 'ol', 'dl', 'section', 'article', 'main', 'nav', 'aside', 'form', 'header', 'footer'];
-  const clip = (text, most) => {
-    const flat = String(text || '').replace(/\s+/g, ' ').trim();
-    return flat.length > most ? `${flat.slice(0, most - 1)}…` : flat;
-  };
+  // The namers watchAction made, so a list or dialog that closed is named as it was.
+  const { clip, field, described } = watch.namers;
   const shown = el => (el.isConnected && el.checkVisibility() ? el.innerText.trim() : '');
-  const refs = window[Symbol.for('mcp-relay.refs')];
-  const field = el => {
-    const labelled = el.getAttribute('aria-labelledby')?.split(/\s+/)
-      .map(id => (el.getRootNode().getElementById ? el.getRootNode() : document).getElementById(id)?.innerText || '').join(' ');
-    const name = el.getAttribute('aria-label') || labelled
-      || [...(el.labels || [])].map(label => label.innerText).join(' ')
-      || el.getAttribute('placeholder') || el.getAttribute('name') || el.id || el.localName;
-    const ref = refs?.refOf.get(el);
-    return { field: clip(name, 80), ...(ref ? { ref } : {}) };
-  };
   const pointedTo = el => {
     const ids = `${el.getAttribute('aria-errormessage') || ''} ${el.getAttribute('aria-describedby') || ''}`;
     return clip(ids.split(/\s+/).filter(Boolean).map(id => {
@@ -234,39 +272,10 @@ export function actionEvidence(live, openable) {
     if (!el.isConnected || !el.checkVisibility())
       outermost(closed, el);
   }
-  const described = (outer, shown) => {
-    // A popover with no role of its own that holds a menu, list box or dialog, or is drawn
-    // for a component that is one (Material's menu, a list box, draws its items in one), is
-    // that.
-    const ROLES = '[role=menu],[role=listbox],[role=dialog],[role=alertdialog]';
-    const bare = !outer.getAttribute('role') && outer.localName !== 'dialog';
-    const drawnFor = outer.getRootNode().host;
-    const el = (bare && (outer.querySelector(ROLES) || (drawnFor?.matches(ROLES) && drawnFor))) || outer;
-    const own = el.getAttribute('role');
-    const role = own || (el.localName !== 'dialog' && el.hasAttribute('popover') ? 'popover' : 'dialog');
-    // Ids are looked up where the element is: its shadow root, for a component's.
-    const root = el.getRootNode();
-    const home = root.getElementById ? root : document;
-    const labelled = el.getAttribute('aria-labelledby')?.split(/\s+/)
-      .map(id => home.getElementById(id)?.textContent || '').join(' ');
-    // A dialog without a label of its own is known by its heading.
-    const heading = /dialog/.test(role) ? el.querySelector('h1,h2,h3,h4,h5,h6,[role=heading]')?.textContent : '';
-    // A list or menu without a name of its own is the one of the field or button it belongs
-    // to (react-select's listbox is the "Country" combobox's), or, drawn inside a component
-    // (Material's menu), the one of the field that controls the component.
-    const controller = node => (node?.id && node.getRootNode().querySelector
-      ? node.getRootNode().querySelector(`[aria-controls~="${CSS.escape(node.id)}"],[aria-owns~="${CSS.escape(node.id)}"]`)
-      : null);
-    const owner = controller(el) || controller(root.host);
-    const name = clip(el.getAttribute('aria-label') || labelled || heading || (owner ? field(owner).field : ''), 80);
-    const ref = refs?.refOf.get(el) || refs?.refOf.get(outer);
-    const modal = shown && (outer.matches(':modal') || el.matches(':modal') || el.getAttribute('aria-modal') === 'true');
-    return { role, ...(name ? { name } : {}), ...(modal ? { modal: true } : {}), ...(shown && ref ? { ref } : {}) };
-  };
   // One the page drew again (removed, then put back as it was) neither opened nor closed.
   const same = (a, b) => a.role === b.role && a.name === b.name;
   const shownNow = opened.map(el => described(el, true));
-  const goneNow = closed.map(el => described(el, false));
+  const goneNow = closed.map(el => watch.named.get(el) ?? described(el, false));
   const reallyOpened = shownNow.filter(one => !goneNow.some(gone => same(one, gone)));
   const reallyClosed = goneNow.filter(gone => !shownNow.some(one => same(one, gone)));
   if (reallyOpened.length)

@@ -2023,6 +2023,17 @@ async fn snapshot_refs(chromium: &Path) {
         text(&colour).contains("\nOpened: listbox \"Colour\"\n"),
         "{colour}"
     );
+    // Named as it was while open, though choosing took the controller's aria-controls away.
+    let red = tool(
+        &bridge,
+        "browser_click",
+        json!({"target": "getByRole('option', { name: 'Red' })"}),
+    )
+    .await;
+    assert!(
+        text(&red).contains("\nClosed: listbox \"Colour\"\n"),
+        "{red}"
+    );
     // An open modal dialog is said before the outline: the rest of the page is inert. The
     // click that opened it said so.
     assert!(!prose.contains("modal dialog"), "{prose}");
