@@ -200,9 +200,12 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                 .filter(|(key, _)| !WHAT_HAPPENED.contains(&key.as_str())),
         );
     for (key, value) in ordered {
+        // `submitted: false` is what typing without `submit` answers, and after an Enter the
+        // browser's check stopped, "Form not sent" says it: as a line it reads as a failure.
         if skip.contains(&key.as_str())
             || ["tabId", "url", "title"].contains(&key.as_str())
             || (clicked && ["x", "y"].contains(&key.as_str()))
+            || (key == "submitted" && *value == Value::Bool(false))
         {
             continue;
         }
@@ -1263,6 +1266,21 @@ mod tests {
             "Tab 1 · GET https://gone/ → failed: net::ERR_NAME_NOT_RESOLVED (Fetch, requestId 3)\n\
              Response body: none (the request failed)"
         );
+    }
+
+    #[test]
+    fn typing_without_submit_does_not_read_as_a_failed_submit() {
+        let typed = render(
+            "browser_type",
+            &json!({"tabId": 1, "typed": true, "value": "transport", "submitted": false}),
+        );
+        assert_eq!(typed.text, "Tab 1\ntyped: true\nvalue: transport");
+        assert_eq!(typed.structured.unwrap()["submitted"], false);
+        let sent = render(
+            "browser_type",
+            &json!({"tabId": 1, "typed": true, "value": "q", "submitted": true}),
+        );
+        assert!(sent.text.contains("\nsubmitted: true\n"), "{}", sent.text);
     }
 
     #[test]
