@@ -270,6 +270,8 @@ export function findElementsThen(fn, target, findOne) {
  * @param {Element} el
  */
 export async function locateElement(el, options = {}) {
+  // The element as CSS would name it, and the words it shows (or is labelled by), so an
+  // answer says which one it was: `a "installed_kb"`, not `a`.
   const describe = el => {
     let text = el.localName;
     if (el.id)
@@ -277,6 +279,10 @@ export async function locateElement(el, options = {}) {
     const cls = typeof el.className === 'string' ? el.className.trim().split(/\s+/).filter(Boolean).slice(0, 2) : [];
     if (cls.length)
       text += `.${cls.join('.')}`;
+    const words = String(el.getAttribute('aria-label') || el.innerText || el.getAttribute('placeholder') || '')
+      .replace(/\s+/g, ' ').trim();
+    if (words)
+      text += ` ${JSON.stringify(words.length > 40 ? `${words.slice(0, 39)}…` : words)}`;
     return text;
   };
   const view = el.ownerDocument.defaultView;
