@@ -279,7 +279,12 @@ export async function locateElement(el, options = {}) {
     const cls = typeof el.className === 'string' ? el.className.trim().split(/\s+/).filter(Boolean).slice(0, 2) : [];
     if (cls.length)
       text += `.${cls.join('.')}`;
-    const words = String(el.getAttribute('aria-label') || el.innerText || el.getAttribute('placeholder') || '')
+    // Its first words only, read node by node: a click on a page's <main> reads no more.
+    let shows = '';
+    const walker = el.ownerDocument.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    while (shows.length < 60 && walker.nextNode())
+      shows += walker.currentNode.data;
+    const words = String(el.getAttribute('aria-label') || shows.trim() || el.getAttribute('placeholder') || '')
       .replace(/\s+/g, ' ').trim();
     if (words)
       text += ` ${JSON.stringify(words.length > 40 ? `${words.slice(0, 39)}…` : words)}`;
