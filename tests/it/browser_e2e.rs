@@ -1958,7 +1958,9 @@ async fn snapshot_refs(chromium: &Path) {
     // what a person clicks, is a line of its own with one, and a click on it checks the box.
     assert!(prose.contains("\n- checkbox \"☐\"\n"), "{prose}");
     let remember = ref_of(&prose, "generic \"Remember me\"");
-    tool_ok(&bridge, "browser_click", json!({"target": remember})).await;
+    let clicked = tool_ok(&bridge, "browser_click", json!({"target": remember})).await;
+    // The answer says which element it clicked in the words it shows.
+    assert_eq!(clicked["element"], "label \"☐\"", "{clicked}");
     assert_eq!(
         page_value(&bridge, "document.getElementById('remember').checked").await,
         true
