@@ -284,7 +284,8 @@ export async function locateElement(el, options = {}) {
     const walker = el.ownerDocument.createTreeWalker(el, NodeFilter.SHOW_TEXT);
     while (shows.length < 60 && walker.nextNode())
       shows += walker.currentNode.data;
-    const words = String(el.getAttribute('aria-label') || shows.trim() || el.getAttribute('placeholder') || '')
+    const button = el.localName === 'input' && ['submit', 'button', 'reset'].includes(el.type) ? el.value : '';
+    const words = String(el.getAttribute('aria-label') || shows.trim() || button || el.getAttribute('placeholder') || '')
       .replace(/\s+/g, ' ').trim();
     if (words)
       text += ` ${JSON.stringify(words.length > 40 ? `${words.slice(0, 39)}…` : words)}`;
