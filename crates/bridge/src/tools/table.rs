@@ -204,8 +204,8 @@ fn table() -> Vec<Entry> {
         entry(
             "browser_navigate",
             "Navigate",
-            "Load a URL in the current tab (opening one if needed), or go back or forward; \
-             waits for the page to load.",
+            "Go to a URL: load it in the current tab (opening one if needed), or go back or \
+             forward in history; waits for the page to load.",
             PAGE_ACTION,
             pages::navigate,
         ),
