@@ -10,8 +10,8 @@
  * `watchAction` runs in the tab's page before the action and `actionEvidence` after it; both
  * are shipped as source (page-scripts.js `pageExpression`), so each is self-contained. What the
  * first keeps between the two sits on the page's global object under a symbol, as the ref
- * registry does, and so do the functions that name what was open, which the second calls; a navigation in between leaves nothing to report, and the page's URL then
- * says what happened. Only the top document is watched (with, for what opens and closes, the
+ * registry does, and so do the functions that name what was open, which the second calls; a
+ * navigation in between leaves nothing to report, and the page's URL then says what happened. Only the top document is watched (with, for what opens and closes, the
  * open shadow roots of its components): a form inside a frame checks itself where the top
  * document cannot hear it.
  */
