@@ -272,13 +272,16 @@ export function findElementsThen(fn, target, findOne) {
 export async function locateElement(el, options = {}) {
   // The element as CSS would name it, and the words it shows (or is labelled by), so an
   // answer says which one it was: `a "installed_kb"`, not `a`.
-  const describe = el => {
+  const describe = (el, withWords = true) => {
     let text = el.localName;
     if (el.id)
       text += `#${el.id}`;
     const cls = typeof el.className === 'string' ? el.className.trim().split(/\s+/).filter(Boolean).slice(0, 2) : [];
     if (cls.length)
       text += `.${cls.join('.')}`;
+    // A cover is said with its own label by the caller.
+    if (!withWords)
+      return text;
     // Its first words only, read node by node: a click on a page's <main> reads no more.
     let shows = '';
     const walker = el.ownerDocument.createTreeWalker(el, NodeFilter.SHOW_TEXT);
@@ -390,7 +393,7 @@ export async function locateElement(el, options = {}) {
     // The cover as a model can find it: what it says, and its ref when a snapshot gave it
     // one (its own or the nearest of its parents'), so the model can act on it.
     const label = (hit.getAttribute('aria-label') || hit.getAttribute('title') || hit.innerText || '').trim().replace(/\s+/g, ' ');
-    let cover = describe(hit) + (label ? ` ${JSON.stringify(label.length > 40 ? `${label.slice(0, 40)}…` : label)}` : '');
+    let cover = describe(hit, false) + (label ? ` ${JSON.stringify(label.length > 40 ? `${label.slice(0, 40)}…` : label)}` : '');
     const refs = window[Symbol.for('mcp-relay.refs')];
     const refFor = node => {
       const ref = refs?.refOf.get(node);
