@@ -48,13 +48,17 @@ export function watchAction(live, openable) {
   // The document and every open shadow root in it, components' inside components': a
   // component's dialog or list box (Shoelace's, Material's) is drawn inside its own root.
   // One pass over the page's elements: a few ms on a page of 16,000, as rustdoc's `Vec`.
-  const roots = [document];
-  for (let at = 0; at < roots.length; at++) {
-    for (const el of roots[at].querySelectorAll('*')) {
-      if (el.shadowRoot)
-        roots.push(el.shadowRoot);
+  const rootsNow = () => {
+    const found = [document];
+    for (let at = 0; at < found.length; at++) {
+      for (const el of found[at].querySelectorAll('*')) {
+        if (el.shadowRoot)
+          found.push(el.shadowRoot);
+      }
     }
-  }
+    return found;
+  };
+  const roots = rootsNow();
   // The page's DOM watcher (settle.js) hears the shadow roots too while the action settles,
   // and settling waits for their animations (`roots`), as for the document's.
   const domWatch = window[Symbol.for('mcp-relay.lastMutation')];
@@ -124,7 +128,7 @@ export function watchAction(live, openable) {
     live: new Map(),
     invalid: new Set(document.querySelectorAll('[aria-invalid=true]')),
     open: new Set(roots.flatMap(root => [...root.querySelectorAll(openable)]).filter(el => el.checkVisibility())),
-    namers: { clip, field, described },
+    namers: { clip, field, described, rootsNow },
     named: new Map(),
     listeners: [
       ['invalid', event => {
@@ -242,13 +246,7 @@ export function actionEvidence(live, openable) {
   // Dialogs, menus, lists and popovers shown since (`opened`) and gone since (`closed`), in
   // the document and its components' shadow roots (found again when the action added
   // elements: it may have added a component).
-  const roots = [document, ...(watch.grew ? [] : watch.roots)];
-  for (let at = 0; watch.grew && at < roots.length; at++) {
-    for (const el of roots[at].querySelectorAll('*')) {
-      if (el.shadowRoot)
-        roots.push(el.shadowRoot);
-    }
-  }
+  const roots = watch.grew ? watch.namers.rootsNow() : [document, ...watch.roots];
   // Inside, as the page is drawn (across shadow roots and through slots): a component's
   // list inside a dialog is the dialog's.
   const inside = (outer, el) => {
