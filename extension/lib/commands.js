@@ -57,16 +57,23 @@ const SETTLES = Object.freeze({ settle: true });
 const SETTLES_LOADED = Object.freeze({ settle: true, loaded: true });
 
 /**
+ * How long a navigation may take to commit and load (commands/tabs.js), for a bridge's
+ * `--navigation-timeout`: 1 s to 5 min, 30 s when absent.
+ * @type {import('./params.js').ParamSpec}
+ */
+const NAVIGATION_TIMEOUT = Object.freeze({ type: 'integer', min: 1_000, max: 300_000 });
+
+/**
  * @type {Record<string, {params: Record<string, import('./params.js').ParamSpec>, run: (ctx: CommandContext, params: any) => Promise<object>}>}
  */
 export const COMMANDS = {
   getTabs: { params: {}, run: getTabs },
-  createTab: { params: { url: { type: 'string' }, active: { type: 'boolean' } }, run: createTab },
+  createTab: { params: { url: { type: 'string' }, active: { type: 'boolean' }, timeoutMs: NAVIGATION_TIMEOUT }, run: createTab },
   selectTab: { params: { tabId: { ...TAB_ID, required: true } }, run: selectTab },
   activateTab: { params: { tabId: TAB_ID }, run: activateTab },
   closeTab: { params: { tabId: TAB_ID }, run: closeTab },
   browser_navigate: {
-    params: { url: { type: 'string', required: true, nonEmpty: true }, snapshot: { type: 'boolean' }, tabId: TAB_ID },
+    params: { url: { type: 'string', required: true, nonEmpty: true }, snapshot: { type: 'boolean' }, tabId: TAB_ID, timeoutMs: NAVIGATION_TIMEOUT },
     run: reportingChanges(navigate, SETTLES_LOADED),
   },
   goBack: { params: { tabId: TAB_ID }, run: (ctx, params) => goThroughHistory(ctx, params, -1) },

@@ -100,6 +100,8 @@ function pageBase(tab) {
 }
 
 /** The events of a request's life that count as network activity for settling. */
+/** Response types that stream for as long as the page keeps them open. */
+const STREAM_TYPES = new Set(['text/event-stream', 'multipart/x-mixed-replace']);
 const LIFECYCLE = new Set(['Network.requestWillBeSent', 'Network.responseReceived', 'Network.loadingFinished', 'Network.loadingFailed']);
 
 export class NetworkLog {
@@ -230,6 +232,12 @@ export class NetworkLog {
         // (Playwright MCP waits for its answer alone too).
         if (entry.type === 'EventSource')
           tab.inFlight.delete(id);
+        // A fetch answered as a stream (Gradio's heartbeat, a chat's streamed reply) or a
+        // camera's endless multipart image may stay open for the page's life. A navigation
+        // does not wait for one (see `quiet`'s `streams`); an action still waits for the
+        // stream it opened, which is often the answer the model is after.
+        else if (STREAM_TYPES.has(String(entry.mimeType ?? '').split(';')[0].trim().toLowerCase()))
+          entry._stream = true;
         return;
       }
       case 'Network.loadingFinished': {
@@ -293,6 +301,24 @@ export class NetworkLog {
   }
 
   /**
+   * The last document request the tab sent at or after `since` (a navigation's, or its last
+   * redirect hop), to say why a navigation that never committed did not: its `status` is
+   * undefined until an answer came, `failure` set when it failed.
+   *
+   * @param {number} tabId
+   * @param {number} since
+   * @returns {RequestEntry | undefined}
+   */
+  lastDocument(tabId, since) {
+    const entries = this._tabs.get(tabId)?.entries ?? [];
+    for (let i = entries.length - 1; i >= 0 && entries[i]._at >= since; i--) {
+      if (entries[i].type === 'Document')
+        return entries[i];
+    }
+    return undefined;
+  }
+
+  /**
    * The kept request numbered `index` on the page now shown (as `requests` numbers them), or
    * why there is none.
    *
@@ -344,18 +370,20 @@ export class NetworkLog {
    *
    * @param {number} tabId
    * @param {number} [now]
-   * @param {{since?: number}} [options] `since`: only requests started then or later count as
-   *   in flight (an action's own: a long poll the page had open before it is not its doing)
+   * @param {{since?: number, streams?: boolean}} [options] `since`: only requests started then
+   *   or later count as in flight (an action's own: a long poll the page had open before it is
+   *   not its doing); `streams: false`: a request already answered as a stream does not count
    */
-  quiet(tabId, now = Date.now(), { since } = {}) {
+  quiet(tabId, now = Date.now(), { since, streams = true } = {}) {
     const tab = this._tabs.get(tabId);
     if (!tab)
       return { inFlight: 0, quietForMs: Infinity, sinceStartMs: Infinity, loading: false };
     let inFlight = tab.inFlight.size;
-    if (since !== undefined) {
+    if (since !== undefined || !streams) {
       inFlight = 0;
       for (const id of tab.inFlight) {
-        if (!((tab.byId.get(id)?._at ?? now) < since))
+        const entry = tab.byId.get(id);
+        if (!((entry?._at ?? now) < (since ?? -Infinity)) && (streams || !entry?._stream))
           inFlight++;
       }
     }

@@ -14,8 +14,9 @@
  *   requests open since before the load count for LOAD_STRAGGLERS_MS only (a long poll or a
  *   stream the page opened while loading does not hold every navigation to the bound);
  * - an action waits for the requests it set off, not for those the page had open before it;
- *   an event source counts until it is answered (it is a stream by nature), and a stream's
- *   chunks are not activity;
+ *   an event source counts until it is answered (it is a stream by nature), so does, for a
+ *   navigation, a fetch answered as a stream (`text/event-stream`: Gradio's heartbeat held
+ *   each navigation to SETTLE_MAX_MS), and a stream's chunks are not activity;
  * - the DOM: no mutation for DOM_QUIET_MS (DOM_QUIET_LOADED_MS after a load event; an observer the extension adds to agent tabs'
  *   documents, DOM_WATCH_SCRIPT), waited for at most DOM_WAIT_MAX_MS, so a page that animates
  *   forever is not held;
@@ -142,7 +143,7 @@ export async function settleAfter(ctx, result, options = {}) {
   for (;;) {
     const now = Date.now();
     const since = options.loaded && now - ended >= LOAD_STRAGGLERS_MS ? ended : options.since;
-    const network = ctx.debuggers.network.quiet(tabId, now, { since });
+    const network = ctx.debuggers.network.quiet(tabId, now, { since, streams: !options.loaded });
     if (now - ended >= SETTLE_MAX_MS || ctx.debuggers.events?.dialog(tabId))
       return { ...result, settled: { waitedMs: now - ended, quiet: false, inFlight: network.inFlight } };
     if (isSettled(network, now - ended, options)) {

@@ -136,6 +136,45 @@ test('an event source stops counting once answered, and its messages are not act
   assert.deepEqual(network.quiet(1, 1_700), { inFlight: 0, quietForMs: 680, sinceStartMs: 700, loading: false });
 });
 
+test('a fetch answered as a stream holds no navigation, but the action that opened it waits for it', async () => {
+  const network = new NetworkLog();
+  const start = Date.now();
+  // Gradio's heartbeat: a fetch the page opens once loaded, answered as text/event-stream.
+  network.handle({ tabId: 1 }, 'Network.requestWillBeSent', { requestId: 'hb', type: 'Fetch', request: { url: 'https://a.test/heartbeat' } }, start);
+  network.handle({ tabId: 1 }, 'Network.responseReceived', { requestId: 'hb', type: 'Fetch', response: { status: 200, mimeType: 'text/event-stream' } }, start + 5);
+  assert.equal(network.quiet(1, start + 10).inFlight, 1);
+  assert.equal(network.quiet(1, start + 10, { streams: false }).inFlight, 0);
+  assert.equal(network.quiet(1, start + 10, { since: start - 1, streams: false }).inFlight, 0);
+  // Not yet answered, it is a request like any other.
+  network.handle({ tabId: 1 }, 'Network.requestWillBeSent', { requestId: 'late', type: 'Fetch', request: { url: 'https://a.test/stream' } }, start + 20);
+  assert.equal(network.quiet(1, start + 30, { streams: false }).inFlight, 1);
+  network.handle({ tabId: 1 }, 'Network.responseReceived', { requestId: 'late', type: 'Fetch', response: { status: 200, mimeType: 'multipart/x-mixed-replace' } }, start + 40);
+  assert.equal(network.quiet(1, start + 50, { streams: false }).inFlight, 0);
+
+  const ctx = { debuggers: { network, events: { dialog: () => undefined } } };
+  let started = Date.now();
+  const navigated = await settling({ params: {}, run: async () => ({ tabId: 1 }) }, { loaded: true }).run(ctx, {});
+  assert.ok(Date.now() - started < LOAD_STRAGGLERS_MS + 500, `navigation answered after ${Date.now() - started} ms`);
+  assert.equal(navigated.settled.quiet, true);
+
+  // A chat's streamed reply, opened by the action: the action waits for it to end.
+  const chat = settling({
+    params: {},
+    run: async () => {
+      const at = Date.now();
+      network.handle({ tabId: 1 }, 'Network.requestWillBeSent', { requestId: 'reply', type: 'Fetch', request: { url: 'https://a.test/chat' } }, at);
+      network.handle({ tabId: 1 }, 'Network.responseReceived', { requestId: 'reply', type: 'Fetch', response: { status: 200, mimeType: 'text/event-stream; charset=utf-8' } }, at + 1);
+      setTimeout(() => network.handle({ tabId: 1 }, 'Network.loadingFinished', { requestId: 'reply' }, Date.now()), 400);
+      return { tabId: 1, clicked: true };
+    },
+  });
+  started = Date.now();
+  const clicked = await chat.run(ctx, {});
+  const waited = Date.now() - started;
+  assert.ok(waited >= 400, `the click answered after ${waited} ms, before its reply ended`);
+  assert.equal(clicked.settled.quiet, true);
+});
+
 test('after a load, a request the page had open counts for LOAD_STRAGGLERS_MS only', async () => {
   const network = new NetworkLog();
   network.handle({ tabId: 1 }, 'Network.requestWillBeSent', { requestId: 'poll', type: 'Fetch', request: { url: 'https://a.test/poll' } }, Date.now() - 200);

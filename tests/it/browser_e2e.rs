@@ -4757,6 +4757,84 @@ async fn open_connections_of_a_live_page_do_not_hold_its_answers_to_the_bound() 
     );
 }
 
+/// A navigation whose page never opens (a server that does not answer; the browser waiting for
+/// a free connection to a host, which other tabs' streams hold) fails after the bridge's
+/// `--navigation-timeout`, saying that no answer came, and is stopped: before, the tab went on
+/// waiting for it and held its next navigations back by as long again. A page whose load event
+/// one image holds is answered once parsed and 5 s on, saying so, where before the navigation
+/// failed after 30 s with the page there to read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_navigation_that_cannot_open_its_page_is_stopped_and_says_why() {
+    on_tools_page!(
+        "a_navigation_that_cannot_open_its_page_is_stopped_and_says_why",
+        &["--navigation-timeout", "3s"],
+        |bridge, site| {
+            let held = site.url("hold");
+            let started = Instant::now();
+            let failed = tool(&bridge, "browser_navigate", json!({"url": held})).await;
+            assert!(is_error(&failed), "{failed}");
+            let message = text(&failed);
+            assert!(
+                message.contains(&format!("{held} did not load within 3 s"))
+                    && message.contains(&format!(
+                        "the browser asked {held} for the page and no answer came"
+                    ))
+                    && message.contains(&format!(
+                        "The navigation was stopped; the tab shows {}",
+                        site.url("tools.html")
+                    )),
+                "{message}"
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{:?}",
+                started.elapsed()
+            );
+
+            // The tab is free at once: the next navigation is not held behind the stopped one.
+            let started = Instant::now();
+            let next = tool_ok(
+                &bridge,
+                "browser_navigate",
+                json!({"url": site.url("page2.html")}),
+            )
+            .await;
+            assert_eq!(next["url"], site.url("page2.html"));
+            assert!(
+                started.elapsed() < Duration::from_secs(3),
+                "{:?}",
+                started.elapsed()
+            );
+
+            // One image holds the load event for 20 s: the page is answered as it is.
+            let started = Instant::now();
+            let slow = tool(
+                &bridge,
+                "browser_navigate",
+                json!({"url": site.url("held-image.html")}),
+            )
+            .await;
+            assert!(!is_error(&slow), "{slow}");
+            assert!(
+                text(&slow).contains("Not fully loaded: no load event ")
+                    && text(&slow)
+                        .contains(" ms after the page was parsed, 1 request still in flight"),
+                "{slow}"
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(12),
+                "{:?}",
+                started.elapsed()
+            );
+            let page = outline(&bridge, json!({})).await;
+            assert!(
+                page.contains("heading \"Held image\"") && page.contains("link \"Next page\""),
+                "{page}"
+            );
+        }
+    );
+}
+
 /// A page that embeds a frame of another site (a video, a map, a payment form): Chrome moves
 /// the frame to a process of its own, and the tab's own target never hears the end of the
 /// frame document's request. The navigation answers when the page has loaded, not at the 3 s

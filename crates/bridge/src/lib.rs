@@ -123,6 +123,13 @@ pub struct BridgeArgs {
     /// variable is not serve's MCP_RELAY_REQUEST_TIMEOUT, so one environment can hold both.)
     #[arg(long, env = "MCP_RELAY_BRIDGE_REQUEST_TIMEOUT", default_value = "75s", value_parser = parse_duration)]
     pub request_timeout: Duration,
+    /// How long `browser_navigate` waits for a page to open and be parsed (e.g. `60s`; 1s to
+    /// 5m) before it stops the navigation and says why (a server that did not answer, the
+    /// browser waiting for a free connection to the host). Keep it under the relay's
+    /// --request-timeout (60 s by default). A parsed page whose load event a slow image or
+    /// script holds is answered 5 s after it was parsed, whatever this is.
+    #[arg(long, env = "MCP_RELAY_BRIDGE_NAVIGATION_TIMEOUT", default_value = "30s", value_parser = parse_navigation_timeout)]
+    pub navigation_timeout: Duration,
     /// How long a tool call waits for the browser's owner to allow this assistant in the
     /// extension (it refuses with -32010 until then) before the model is told to ask them.
     #[arg(long, env = "MCP_RELAY_BRIDGE_APPROVAL_WAIT", default_value = "20s", value_parser = parse_duration)]
@@ -282,6 +289,7 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
         .with_max_message_bytes(args.max_message_bytes)
         .with_downloads_dir(args.downloads_dir.clone())
         .with_progress_interval(args.progress_interval)
+        .with_navigation_timeout(args.navigation_timeout)
         .with_code_execution(args.code_execution.then_some(tools::CodeLimits {
             wall_time: args.code_wall_time,
             cpu_time: args.code_cpu_time,
@@ -309,6 +317,15 @@ pub async fn run(args: BridgeArgs) -> anyhow::Result<()> {
 
 /// The token's claims, read without verification: the bridge only needs hints from it (where
 /// the relay is, whose token it is); the relay does the verifying.
+/// `--navigation-timeout`: a duration the extension accepts (1 s to 5 min).
+fn parse_navigation_timeout(text: &str) -> Result<Duration, String> {
+    let timeout = parse_duration(text)?;
+    if !(Duration::from_secs(1)..=Duration::from_secs(300)).contains(&timeout) {
+        return Err(format!("{text:?} is outside 1s to 5m"));
+    }
+    Ok(timeout)
+}
+
 fn token_claims(token: &str) -> serde_json::Map<String, serde_json::Value> {
     token
         .split('.')

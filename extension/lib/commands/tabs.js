@@ -11,13 +11,22 @@ import { POLL_INTERVAL_MS, checkUrl, evaluateFunction, getTab, messageOf, noCurr
 
 /** @typedef {import('../commands.js').CommandContext} CommandContext */
 
-/** How long a navigation may take before the client is told it timed out. */
+/** How long a navigation may take before the client is told it timed out, unless it names its own. */
 const NAVIGATION_TIMEOUT_MS = 30_000;
 
 /** A navigation waiting for its load event checks the document at least this often. */
 const LOAD_POLL_MS = 250;
 
 const LOAD_FALLBACK_POLL_MS = 25;
+
+/**
+ * Once the document is parsed (DOMContentLoaded), how long a navigation waits for its load
+ * event before answering with the page as it is. One image or script that never comes (a
+ * tracker that hangs, a slow CDN) held the load event, and with it the answer, until the
+ * navigation failed after 30 s although the page was there to read. Playwright MCP's
+ * navigation waits for the load event 5 s after DOMContentLoaded too.
+ */
+export const LOAD_AFTER_PARSE_MS = 5_000;
 
 /** @param {CommandContext} ctx */
 export async function getTabs(ctx) {
@@ -41,8 +50,8 @@ export async function getTabs(ctx) {
   };
 }
 
-/** @param {CommandContext} ctx @param {{url?: string, active?: boolean}} params */
-export async function createTab(ctx, { url, active = false }) {
+/** @param {CommandContext} ctx @param {{url?: string, active?: boolean, timeoutMs?: number}} params */
+export async function createTab(ctx, { url, active = false, timeoutMs }) {
   if (url !== undefined)
     checkUrl(url);
   // Open blank, then navigate through CDP: that reports load failures
@@ -54,7 +63,7 @@ export async function createTab(ctx, { url, active = false }) {
   if (url === undefined || url === 'about:blank')
     return { tabId: tab.id, url: 'about:blank', title: '' };
   try {
-    const page = await navigateTab(ctx, tab.id, url);
+    const page = await navigateTab(ctx, tab.id, url, timeoutMs);
     return { tabId: tab.id, ...page };
   } catch (error) {
     throw new RpcError(ErrorCode.SERVER_ERROR, `Opened tab ${tab.id} but ${messageOf(error)}`);
@@ -131,45 +140,49 @@ export async function closeTab(ctx, { tabId }) {
   return { tabId: id, closed: true };
 }
 
-/** @param {CommandContext} ctx @param {{url: string, tabId?: number}} params */
-export async function navigate(ctx, { url, tabId }) {
+/** @param {CommandContext} ctx @param {{url: string, tabId?: number, timeoutMs?: number}} params */
+export async function navigate(ctx, { url, tabId, timeoutMs }) {
   checkUrl(url);
   // First command of a fresh connection: give it a tab of its own (unfocused) rather than an error.
   if (tabId === undefined && ctx.tabs.currentTab(ctx.connectionId) === undefined)
-    return createTab(ctx, { url, active: false });
+    return createTab(ctx, { url, active: false, timeoutMs });
   const id = await targetTab(ctx, tabId);
-  return { tabId: id, ...(await navigateTab(ctx, id, url)) };
+  return { tabId: id, ...(await navigateTab(ctx, id, url, timeoutMs)) };
 }
 
 /**
  * @param {CommandContext} ctx
  * @param {number} tabId
  * @param {string} url
+ * @param {number} [timeoutMs] how long it may take to commit, and then to load
  * @returns {Promise<{url: string, title: string}>}
  */
-async function navigateTab(ctx, tabId, url) {
-  const deadline = Date.now() + NAVIGATION_TIMEOUT_MS;
+async function navigateTab(ctx, tabId, url, timeoutMs = NAVIGATION_TIMEOUT_MS) {
+  const started = Date.now();
+  const deadline = started + timeoutMs;
   let response;
   // Listening before navigating: a light page's load event can come right behind the commit.
   await ctx.debuggers.attach(tabId).catch(() => {});
   const loaded = ctx.debuggers.taps?.expect(tabId, 'Page.loadEventFired');
   try {
     // Page.navigate answers once the new document commits, or with errorText.
-    response = await ctx.debuggers.send(tabId, 'Page.navigate', { url }, { timeoutMs: NAVIGATION_TIMEOUT_MS });
+    response = await ctx.debuggers.send(tabId, 'Page.navigate', { url }, { timeoutMs });
   } catch (error) {
     loaded?.cancel();
+    if (/got no answer within/.test(messageOf(error)))
+      throw await navigationTimedOut(ctx, tabId, url, started, timeoutMs);
     if (!/does not let extensions debug/.test(messageOf(error)))
       throw error;
     // The tab shows a chrome:// page we may not attach to; leave it through the tabs API.
     await chrome.tabs.update(tabId, { url });
-    await waitForTabComplete(tabId, deadline, url);
+    await waitForTabComplete(tabId, deadline, url, timeoutMs);
     return pageInfo(ctx, tabId);
   }
   if (response?.errorText) {
     loaded?.cancel();
     // A URL that answers with a file is a download, not a page: the tab stays where it was,
     // and the download is captured (the result's `downloads`).
-    if (/ERR_ABORTED/.test(response.errorText) && await downloadStarted(ctx, tabId, deadline - NAVIGATION_TIMEOUT_MS))
+    if (/ERR_ABORTED/.test(response.errorText) && await downloadStarted(ctx, tabId, started))
       return { ...(await pageInfo(ctx, tabId)), note: `${url} is a file, not a page: it was downloaded (see "downloads"), and the tab stayed where it was` };
     // Chrome aborts a top-level data: URL an extension's debugger asks for, whatever it holds.
     if (/ERR_ABORTED/.test(response.errorText) && /^data:/i.test(url)) {
@@ -178,12 +191,42 @@ async function navigateTab(ctx, tabId, url) {
     }
     throw serverError(`${url} failed to load in tab ${tabId}: ${response.errorText}`);
   }
-  await waitForDocumentComplete(ctx, tabId, deadline, url, loaded);
-  const page = await pageInfo(ctx, tabId);
+  const stillLoading = await waitForDocumentComplete(ctx, tabId, deadline, url, loaded, timeoutMs);
+  const page = { ...(await pageInfo(ctx, tabId)), ...(stillLoading ? { stillLoading } : {}) };
   // A page the server answered with an error (404, 500) loads like any other; the model
   // should not read "Not Found" as the content it came for.
   const answered = ctx.debuggers.network?.pageStatus(tabId);
   return answered && answered.status >= 400 ? { ...page, httpError: answered } : page;
+}
+
+/**
+ * A navigation that did not commit in time is stopped, so the tab does
+ * not go on waiting for it: a pending Page.navigate held the tab's next CDP commands back by
+ * as long again (measured: the next navigation took 60 s, the one after 30 s). The error says
+ * what the network log knows: whether the request went out and was answered.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {string} url
+ * @param {number} started when the navigation was asked for
+ * @param {number} timeoutMs how long it had
+ */
+async function navigationTimedOut(ctx, tabId, url, started, timeoutMs) {
+  // Read before stopping: stopping marks the request canceled.
+  const request = ctx.debuggers.network?.lastDocument(tabId, started);
+  const unanswered = request && request.status === undefined && !request.failure;
+  await ctx.debuggers.send(tabId, 'Page.stopLoading', {}, { timeoutMs: 2_000 }).catch(() => {});
+  const seconds = Math.round(timeoutMs / 100) / 10;
+  const what = unanswered
+    ? `the browser asked ${request.url} for the page and no answer came: the server is slow or hung, or ` +
+      'the browser is waiting for a free connection to it (Chrome opens at most 6 at a time to one ' +
+      'host, and pages that keep a stream open, live updates or a chat, hold theirs in other tabs)'
+    : request?.status !== undefined
+      ? `the server answered ${request.status} and the page did not open`
+      : 'no request for it was seen';
+  const tab = await chrome.tabs.get(tabId).catch(() => undefined);
+  return serverError(`${url} did not load within ${seconds} s in tab ${tabId}: ${what}. The navigation was stopped; ` +
+      `the tab shows ${tab?.url || 'what it showed before'}`);
 }
 
 /**
@@ -204,30 +247,41 @@ export async function goThroughHistory(ctx, { tabId }, delta) {
     const history = await ctx.debuggers.send(id, 'Page.getNavigationHistory');
     return history.currentIndex === target;
   }, () => `tab ${id} did not go ${delta < 0 ? 'back' : 'forward'} within ${NAVIGATION_TIMEOUT_MS / 1000} s`);
-  await waitForDocumentComplete(ctx, id, deadline, entries[target].url);
-  return { tabId: id, ...(await pageInfo(ctx, id)) };
+  const stillLoading = await waitForDocumentComplete(ctx, id, deadline, entries[target].url);
+  return { tabId: id, ...(await pageInfo(ctx, id)), ...(stillLoading ? { stillLoading } : {}) };
 }
 
 
 /**
  * Polls document.readyState. Evaluations may fail while the old document is
- * torn down ("Execution context was destroyed"); those are retried.
+ * torn down ("Execution context was destroyed"); those are retried. A parsed document
+ * whose load event has not fired LOAD_AFTER_PARSE_MS later is answered as it is, with
+ * what holds it (`{waitedMs, inFlight}`: requests still open); undefined once loaded.
  *
  * @param {CommandContext} ctx
  * @param {number} tabId
  * @param {number} deadline epoch ms
  * @param {string} url for the timeout message
  * @param {{event: (ms: number) => Promise<any>, cancel: () => void}} [loaded] a tap on Page.loadEventFired set before navigating
+ * @param {number} [timeoutMs] what the deadline allowed, for the timeout message
+ * @returns {Promise<{waitedMs: number, inFlight: number} | undefined>}
  */
-async function waitForDocumentComplete(ctx, tabId, deadline, url, loaded) {
+async function waitForDocumentComplete(ctx, tabId, deadline, url, loaded, timeoutMs = NAVIGATION_TIMEOUT_MS) {
   let tap = loaded;
+  let parsedAt;
   try {
     for (;;) {
       const state = await evaluateFunction(ctx, tabId, pageState).catch(rethrowDialog);
       if (state?.readyState === 'complete')
-        return;
-      if (Date.now() >= deadline)
-        throw serverError(`${url} did not finish loading in tab ${tabId} within ${NAVIGATION_TIMEOUT_MS / 1000} s`);
+        return undefined;
+      const now = Date.now();
+      if (state?.readyState === 'interactive')
+        parsedAt ??= now;
+      if (parsedAt !== undefined && now - parsedAt >= LOAD_AFTER_PARSE_MS)
+        return { waitedMs: now - parsedAt, inFlight: ctx.debuggers.network?.quiet(tabId).inFlight ?? 0 };
+      // The deadline is for the page to open and be parsed; then LOAD_AFTER_PARSE_MS bounds the rest.
+      if (parsedAt === undefined && now >= deadline)
+        throw serverError(`${url} did not finish loading in tab ${tabId} within ${timeoutMs / 1000} s`);
       if (tap) {
         // The load event answers at once (one event: the tap is spent either way); polling
         // is the fallback (an event missed, a load event of the document before).
@@ -243,7 +297,7 @@ async function waitForDocumentComplete(ctx, tabId, deadline, url, loaded) {
 }
 
 /** The chrome.tabs fallback when the tab cannot be attached. */
-async function waitForTabComplete(tabId, deadline, url) {
+async function waitForTabComplete(tabId, deadline, url, timeoutMs) {
   await poll(deadline, async () => (await getTab(tabId)).status === 'complete',
-      () => `${url} did not finish loading in tab ${tabId} within ${NAVIGATION_TIMEOUT_MS / 1000} s`);
+      () => `${url} did not finish loading in tab ${tabId} within ${timeoutMs / 1000} s`);
 }

@@ -205,6 +205,9 @@ pub(crate) struct Toolbox {
     progress_interval: Duration,
     /// The files a model named that this session wrote (`filename`), which it may replace.
     written: crate::files::Written,
+    /// `--navigation-timeout`: sent with each navigation (`timeoutMs`); the extension's own
+    /// 30 s when absent.
+    navigation_timeout: Option<Duration>,
 }
 
 impl Toolbox {
@@ -221,6 +224,7 @@ impl Toolbox {
             page_listing: Mutex::new(None),
             progress_interval: person::DEFAULT_PROGRESS_INTERVAL,
             written: crate::files::Written::default(),
+            navigation_timeout: None,
         }
     }
 
@@ -237,6 +241,12 @@ impl Toolbox {
     /// How often a call that waits for the person sends the host a progress notification.
     pub(crate) fn with_progress_interval(mut self, interval: Duration) -> Toolbox {
         self.progress_interval = interval.max(Duration::from_millis(100));
+        self
+    }
+
+    /// How long each navigation may take to open its page (`--navigation-timeout`).
+    pub(crate) fn with_navigation_timeout(mut self, timeout: Duration) -> Toolbox {
+        self.navigation_timeout = Some(timeout);
         self
     }
 
@@ -360,9 +370,14 @@ impl Toolbox {
             }
             Plan::Forward {
                 method,
-                params,
+                mut params,
                 image,
             } => {
+                if let (Some(timeout), "browser_navigate" | "createTab") =
+                    (self.navigation_timeout, method)
+                {
+                    params["timeoutMs"] = json!(timeout.as_millis() as u64);
+                }
                 let mut result = self.link.call(method, params).await?;
                 if image {
                     return Ok(Answer::Image(result));

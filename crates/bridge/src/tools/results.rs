@@ -147,10 +147,11 @@ fn without(value: &Value, keys: &[&str]) -> Value {
 /// What an action's answer may say happened to the page, in the order its text says it.
 /// Each but `settled` (a page still loading, said only beside something else) makes the answer
 /// lines rather than JSON (`render`).
-const WHAT_HAPPENED: [&str; 12] = [
+const WHAT_HAPPENED: [&str; 13] = [
     "dialog",
     "pageChanged",
     "httpError",
+    "stillLoading",
     "formBlocked",
     "markedInvalid",
     "pageSays",
@@ -268,6 +269,14 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                     header(tab)
                 )
             })),
+            // A navigation answered before its load event (one image or script holding it).
+            "stillLoading" => lines.push(format!(
+                "Not fully loaded: no load event {} ms after the page was parsed, {} still \
+                 in flight; the page is shown as far as it came (browser_wait_for waits for \
+                 text that is still to come)",
+                value["waitedMs"],
+                counted(value["inFlight"].as_u64().unwrap_or(0), "request")
+            )),
             "httpError" => lines.push(format!(
                 "HTTP {} {}: the server answered with an error, so the page shows that error, \
                  not the content asked for",
@@ -1197,6 +1206,23 @@ mod tests {
 \
              HTTP 404 Not Found: the server answered with an error, so the page shows that \
              error, not the content asked for"
+        );
+    }
+
+    #[test]
+    fn a_navigation_answered_before_its_load_event_says_what_still_holds_it() {
+        let shown = render(
+            "browser_navigate",
+            &json!({"tabId": 7, "url": "https://e/slow", "title": "Slow",
+                    "stillLoading": {"waitedMs": 5004, "inFlight": 1}}),
+        );
+        assert_eq!(
+            shown.text,
+            "Tab 7 · https://e/slow · Slow
+\
+             Not fully loaded: no load event 5004 ms after the page was parsed, 1 request \
+             still in flight; the page is shown as far as it came (browser_wait_for waits \
+             for text that is still to come)"
         );
     }
 

@@ -931,6 +931,39 @@ async fn find_answers_matching_lines_under_their_path() {
 }
 
 #[tokio::test]
+async fn navigations_carry_the_bridges_navigation_timeout() {
+    let link = FakeLink::new(vec![
+        (
+            "browser_navigate",
+            Ok(json!({"tabId": 7, "url": "https://e/", "title": "E"})),
+        ),
+        (
+            "createTab",
+            Ok(json!({"tabId": 8, "url": "https://f/", "title": "F"})),
+        ),
+        ("click", Ok(json!({"tabId": 8, "clicked": true}))),
+    ]);
+    let toolbox = Toolbox::new(link.clone(), DEFAULT_MAX_RESULT_CHARS)
+        .with_navigation_timeout(Duration::from_secs(45));
+    toolbox
+        .call("browser_navigate", &args(json!({"url": "https://e/"})))
+        .await;
+    toolbox
+        .call(
+            "browser_tabs",
+            &args(json!({"action": "new", "url": "https://f/"})),
+        )
+        .await;
+    toolbox
+        .call("browser_click", &args(json!({"target": "e3"})))
+        .await;
+    let sent = link.sent();
+    assert_eq!(sent[0].1["timeoutMs"], 45_000);
+    assert_eq!(sent[1].1["timeoutMs"], 45_000);
+    assert!(sent[2].1.get("timeoutMs").is_none(), "{:?}", sent[2]);
+}
+
+#[tokio::test]
 async fn downloads_an_action_started_are_saved_and_named_in_its_result() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("report.csv"), b"older").unwrap();
