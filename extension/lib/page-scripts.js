@@ -288,7 +288,11 @@ export async function locateElement(el, options = {}) {
     while (shows.length < 60 && walker.nextNode())
       shows += walker.currentNode.data;
     const button = el.localName === 'input' && ['submit', 'button', 'reset'].includes(el.type) ? el.value : '';
-    const words = String(el.getAttribute('aria-label') || shows.trim() || button || el.getAttribute('placeholder') || '')
+    // A field shows no words of its own: its label's say which it was (`input "I agree"`).
+    const labelledBy = (el.getAttribute('aria-labelledby') || '').split(/\s+/).filter(Boolean)
+      .map(id => el.ownerDocument.getElementById(id)?.textContent ?? '').join(' ').trim();
+    const labels = labelledBy || Array.from(el.labels ?? [], label => label.textContent).join(' ').trim();
+    const words = String(el.getAttribute('aria-label') || shows.trim() || button || labels || el.getAttribute('placeholder') || '')
       .replace(/\s+/g, ' ').trim();
     if (words)
       text += ` ${JSON.stringify(words.length > 40 ? `${words.slice(0, 39)}…` : words)}`;

@@ -2875,6 +2875,9 @@ async fn fill_form_sets_every_field_type_and_reads_them_back() {
                     "name,bio,agree,size-l,country,volume"
                 ])
             );
+            // A click's answer names a field by its label's words, a field showing none.
+            let clicked = tool_ok(&bridge, "browser_click", json!({"target": agree})).await;
+            assert_eq!(clicked["element"], "input#agree \"Agree\"", "{clicked}");
             // The snapshot reads a text area's lines as lines, not run together.
             let bio = outline(&bridge, json!({"target": "#bio"})).await;
             assert!(bio.contains("]: |\n    two\n    lines"), "{bio}");
