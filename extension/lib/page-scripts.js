@@ -563,7 +563,12 @@ export function readValue(el) {
     if (hidden)
       return { value: String(el.value), hiddenInput: true };
   }
-  return { value: 'value' in el ? String(el.value) : el.textContent };
+  if ('value' in el)
+    return { value: String(el.value) };
+  // An editor's lines are its blocks (CodeMirror's line divs, a rich-text editor's
+  // paragraphs): their rendered text keeps them apart, where textContent ran them together
+  // ("import osfor i in range(3):").
+  return { value: (el.innerText ?? el.textContent).replace(/\u00a0/g, ' ').replace(/\n+$/, '') };
 }
 
 /**

@@ -836,6 +836,15 @@ export function captureTree(limits, rootElement) {
     // A block of code keeps its lines: flattened, a `// comment` swallows the code after it
     // and a model cannot tell where a statement ends (Playwright's snapshot flattens it).
     // Links in it (rustdoc's declarations link their types) follow its text, to be named.
+    // So does a code editor's text (CodeMirror's line divs): a textbox the page edits itself,
+    // whose lines its style keeps.
+    if (role === 'textbox' && el.isContentEditable && kids.length && kids.every(kid => kid.role === undefined)) {
+      const lines = codeLines(el, style);
+      if (lines) {
+        item.children = [{ text: lines }];
+        return [item];
+      }
+    }
     if (role === 'code') {
       const inner = kids.length === 1 && kids[0].role === 'code' ? kids[0].children || [] : kids;
       const lines = inner.every(kid => kid.role === undefined || kid.role === 'link') ? codeLines(el, style) : null;

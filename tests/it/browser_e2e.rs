@@ -1965,6 +1965,20 @@ async fn snapshot_refs(chromium: &Path) {
         page_value(&bridge, "document.getElementById('remember').checked").await,
         true
     );
+    // A code editor's lines stay lines, indentation and all (Python's is its syntax), in the
+    // outline and in what typing reads back; both ran them together before.
+    assert!(
+        prose.contains("textbox \"Script\" [ref=e")
+            && prose.contains("]: |\n    import os\n    for i in range(3):\n        print(i)"),
+        "{prose}"
+    );
+    let typed = tool_ok(
+        &bridge,
+        "browser_type",
+        json!({"target": "#editor", "text": "x = 1\nif x:\n    print(x)"}),
+    )
+    .await;
+    assert_eq!(typed["value"], "x = 1\nif x:\n    print(x)", "{typed}");
     let one = prose.lines().find(|l| l.contains("tab \"One\"")).unwrap();
     let two = prose.lines().find(|l| l.contains("tab \"Two\"")).unwrap();
     assert!(
