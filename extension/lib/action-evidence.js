@@ -72,6 +72,9 @@ export function watchAction(live, openable) {
     return flat.length > most ? `${flat.slice(0, most - 1)}…` : flat;
   };
   const refOf = el => window[Symbol.for('mcp-relay.refs')]?.refOf.get(el);
+  // Names given to popups by the element that opened them (see `opener`), kept while the
+  // document lives so that one closes under the name it opened with.
+  const openedBy = window[Symbol.for('mcp-relay.openedBy')] ??= new WeakMap();
   const field = el => {
     const labelled = el.getAttribute('aria-labelledby')?.split(/\s+/)
       .map(id => (el.getRootNode().getElementById ? el.getRootNode() : document).getElementById(id)?.innerText || '').join(' ');
@@ -105,11 +108,14 @@ export function watchAction(live, openable) {
       ? node.getRootNode().querySelector(`[aria-controls~="${CSS.escape(node.id)}"],[aria-owns~="${CSS.escape(node.id)}"]`)
       : null);
     const owner = controller(el) || controller(root.host);
-    const name = clip(el.getAttribute('aria-label') || labelled || heading || (owner ? field(owner).field : ''), 80);
+    const name = clip(el.getAttribute('aria-label') || labelled || heading || (owner ? field(owner).field : '') ||
+        openedBy.get(el) || openedBy.get(outer) || '', 80);
     const ref = refOf(el) || refOf(outer);
     const modal = shown && (outer.matches(':modal') || el.matches(':modal') || el.getAttribute('aria-modal') === 'true');
     return { role, ...(name ? { name } : {}), ...(modal ? { modal: true } : {}), ...(shown && ref ? { ref } : {}) };
   };
+  const openerOf = event => event.composedPath().find(node => node instanceof Element &&
+      ((node.hasAttribute('aria-haspopup') && node.getAttribute('aria-haspopup') !== 'false') || node.hasAttribute('aria-expanded'))) ?? null;
   const watch = {
     roots: roots.slice(1),
     // Whether the action adds elements anywhere (so perhaps a component with a shadow root
@@ -128,7 +134,12 @@ export function watchAction(live, openable) {
     live: new Map(),
     invalid: new Set(document.querySelectorAll('[aria-invalid=true]')),
     open: new Set(roots.flatMap(root => [...root.querySelectorAll(openable)]).filter(el => el.checkVisibility())),
-    namers: { clip, field, described, rootsNow },
+    namers: { clip, field, described, rootsNow, openedBy },
+    // The element the action pressed or clicked that says it opens a popup (a menu bar's
+    // "Kernel", a drop-down's button: `aria-haspopup`, `aria-expanded`): a menu or list with
+    // no name of its own, nor a controller naming it, is known by it (JupyterLab's menus read
+    // `Opened: menu` before).
+    opener: null,
     named: new Map(),
     listeners: [
       ['invalid', event => {
@@ -145,12 +156,17 @@ export function watchAction(live, openable) {
       ['submit', () => {
         watch.submits += 1;
       }],
+      ['mousedown', event => {
+        watch.opener ??= openerOf(event);
+      }],
       ['click', event => {
+        watch.opener ??= openerOf(event);
         const button = event.composedPath().find(node => node instanceof HTMLButtonElement || node instanceof HTMLInputElement);
         if (button?.form && ['submit', 'image'].includes(button.type))
           watch.attempted = true;
       }],
       ['keydown', event => {
+        watch.opener ??= openerOf(event);
         if (event.key === 'Enter' && event.target instanceof HTMLInputElement && event.target.form)
           watch.attempted = true;
       }],
@@ -198,7 +214,7 @@ export function actionEvidence(live, openable) {
   watch.added.disconnect();
   const STRUCTURE = ['table', 'ul', 'ol', 'dl', 'section', 'article', 'main', 'nav', 'aside', 'form', 'header', 'footer'];
   // The namers watchAction made, so a list or dialog that closed is named as it was.
-  const { clip, field, described } = watch.namers;
+  const { clip, field, described, openedBy } = watch.namers;
   const shown = el => (el.isConnected && el.checkVisibility() ? el.innerText.trim() : '');
   const pointedTo = el => {
     const ids = `${el.getAttribute('aria-errormessage') || ''} ${el.getAttribute('aria-describedby') || ''}`;
@@ -272,7 +288,18 @@ export function actionEvidence(live, openable) {
   }
   // One the page drew again (removed, then put back as it was) neither opened nor closed.
   const same = (a, b) => a.role === b.role && a.name === b.name;
-  const shownNow = opened.map(el => described(el, true));
+  const shownNow = opened.map(el => {
+    const one = described(el, true);
+    if (!one.name && watch.opener && ['menu', 'listbox', 'popover'].includes(one.role)) {
+      const by = watch.opener;
+      const name = clip(by.getAttribute('aria-label') || by.innerText, 80);
+      if (name) {
+        openedBy.set(el, name);
+        one.name = name;
+      }
+    }
+    return one;
+  });
   const goneNow = closed.map(el => watch.named.get(el) ?? described(el, false));
   const reallyOpened = shownNow.filter(one => !goneNow.some(gone => same(one, gone)));
   const reallyClosed = goneNow.filter(gone => !shownNow.some(one => same(one, gone)));

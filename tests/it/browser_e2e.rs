@@ -2050,6 +2050,24 @@ async fn snapshot_refs(chromium: &Path) {
         text(&red).contains("\nClosed: listbox \"Colour\"\n"),
         "{red}"
     );
+    // A menu with no name of its own nor a controller that names it is known by the menu bar
+    // item that opened it (it read `Opened: menu`), and closes under that name.
+    let kernel = tool(
+        &bridge,
+        "browser_click",
+        json!({"target": "getByRole('menuitem', { name: 'Kernel' })"}),
+    )
+    .await;
+    assert!(
+        text(&kernel).contains("\nOpened: menu \"Kernel\"\n"),
+        "{kernel}"
+    );
+    page_value(&bridge, "document.getElementById('kernel-menu').focus(); 1").await;
+    let escaped = tool(&bridge, "browser_press_key", json!({"key": "Escape"})).await;
+    assert!(
+        text(&escaped).contains("\nClosed: menu \"Kernel\"\n"),
+        "{escaped}"
+    );
     // An open modal dialog is said before the outline: the rest of the page is inert. The
     // click that opened it said so.
     assert!(!prose.contains("modal dialog"), "{prose}");
