@@ -23,7 +23,8 @@
  *   | {kind: 'placeholder', text: Matcher}
  *   | {kind: 'alt', text: Matcher}
  *   | {kind: 'title', text: Matcher}
- *   | {kind: 'pick', which: 'first' | 'last' | number}} Step
+ *   | {kind: 'pick', which: 'first' | 'last' | number}
+ *   | {kind: 'filter', hasText?: Matcher, hasNotText?: Matcher, has?: Step[], hasNot?: Step[]}} Step
  * @typedef {{exact: boolean, text?: string, regex?: {source: string, flags: string}}} Matcher
  */
 
@@ -160,6 +161,11 @@ function fromCalls(source) {
       return token;
     if (token.type === 'word' && (token.value === 'true' || token.value === 'false'))
       return { type: 'bool', value: token.value === 'true' };
+    // A locator inside the options (filter's `has: page.getByRole('button')`): its steps.
+    if (token.type === 'word') {
+      at--;
+      return { type: 'locator', value: innerLocator() };
+    }
     if (token.type === 'punct' && token.value === '{') {
       const object = {};
       while (peek() && !(peek().type === 'punct' && peek().value === '}')) {
@@ -176,6 +182,34 @@ function fromCalls(source) {
     }
     throw new LocatorError(`could not read the locator ${JSON.stringify(source)} near ${JSON.stringify(String(token.value))}`);
   };
+  /** A chain of getBy… calls inside another locator's options (`has:`), as its steps. */
+  function innerLocator() {
+    if (peek()?.type === 'word' && peek().value === 'page') {
+      next();
+      expect('punct', '.');
+    }
+    const inner = [];
+    for (;;) {
+      const method = expect('word').value;
+      expect('punct', '(');
+      const args = [];
+      while (peek() && !(peek().type === 'punct' && peek().value === ')')) {
+        args.push(value());
+        if (peek()?.type === 'punct' && peek().value === ',')
+          next();
+      }
+      expect('punct', ')');
+      const step = callStep(method, args, source);
+      if ('css' in step || step.kind === 'text')
+        throw new LocatorError(`inside filter(…), has: takes getByRole, getByLabel, getByPlaceholder, getByAltText or getByTitle (with .first(), .filter(…)), not ${method}(…)`);
+      if (inner.length === 0 && (step.kind === 'pick' || step.kind === 'filter'))
+        throw new LocatorError(`has: in ${JSON.stringify(source)} needs a locator before .${method}(…)`);
+      inner.push(step);
+      if (!(peek()?.type === 'punct' && peek().value === '.'))
+        return inner;
+      next();
+    }
+  }
   if (peek()?.type === 'word' && peek().value === 'page') {
     next();
     expect('punct', '.');
@@ -228,6 +262,10 @@ function fromCalls(source) {
       throw new LocatorError(`${JSON.stringify(source)} names a frame, not an element in it: add .locator(css) or a getBy… call`);
     return { steps, within: frame };
   }
+  // locator(css).filter(…): the selector's matches themselves, those the filter keeps, and
+  // what follows taken from them.
+  if (css !== undefined && steps[0]?.kind === 'filter')
+    return { frame: null, css, steps };
   // locator(css).first() (or .last(), .nth(i)): one of the selector's matches, by its place.
   if (css !== undefined && steps[0]?.kind === 'pick') {
     if (steps.length > 1)
@@ -237,8 +275,8 @@ function fromCalls(source) {
   // locator(css).getBy…(…): the steps are taken inside the elements the selector names.
   if (css !== undefined)
     return steps.length ? { steps, within: css } : { css };
-  if (steps[0]?.kind === 'pick')
-    throw new LocatorError(`${JSON.stringify(source)} needs a locator before .first(), .last() or .nth()`);
+  if (steps[0]?.kind === 'pick' || steps[0]?.kind === 'filter')
+    throw new LocatorError(`${JSON.stringify(source)} needs a locator before .first(), .last(), .nth() or .filter()`);
   return { steps };
 }
 
@@ -288,6 +326,32 @@ function callStep(method, args, source) {
       if (args[0]?.type !== 'string')
         throw new LocatorError('locator(…) needs a selector');
       return { css: args[0].value.replace(/^css=/, '') };
+    case 'filter': {
+      // Playwright's filter: the elements whose text has (or has not) these words, or that
+      // hold (or do not hold) an element a locator names. `visible` is what the outline shows.
+      const options = args[0]?.type === 'object' ? args[0].value : null;
+      if (!options)
+        throw new LocatorError(`filter(…) needs its options, such as filter({ hasText: 'Product 2' }), in ${JSON.stringify(source)}`);
+      const step = { kind: 'filter' };
+      for (const key of ['hasText', 'hasNotText']) {
+        const option = options[key];
+        if (option && !['string', 'regex'].includes(option.type))
+          throw new LocatorError(`filter({ ${key} }) takes a text or a regular expression in ${JSON.stringify(source)}`);
+        if (option)
+          step[key] = option.type === 'regex' ? { exact: false, regex: option.value } : { exact: false, text: option.value };
+      }
+      for (const key of ['has', 'hasNot']) {
+        const option = options[key];
+        if (option && option.type !== 'locator')
+          throw new LocatorError(`filter({ ${key} }) takes a locator, such as page.getByRole('button'), in ${JSON.stringify(source)}`);
+        if (option)
+          step[key] = option.value;
+      }
+      const unknown = Object.keys(options).filter(key => !['hasText', 'hasNotText', 'has', 'hasNot', 'visible'].includes(key));
+      if (unknown.length)
+        throw new LocatorError(`filter(…) takes hasText, hasNotText, has, hasNot and visible, not ${unknown.join(', ')}`);
+      return step;
+    }
     case 'first':
       return { kind: 'pick', which: 'first' };
     case 'last':
@@ -300,7 +364,7 @@ function callStep(method, args, source) {
     }
     default:
       throw new LocatorError(`${method}(…) is not supported here; use getByRole, getByText, getByLabel, ` +
-          'getByPlaceholder, getByAltText, getByTitle, getByTestId, locator, first, last or nth, or a ref from browser_snapshot');
+          'getByPlaceholder, getByAltText, getByTitle, getByTestId, locator, filter, first, last or nth, or a ref from browser_snapshot');
   }
 }
 
@@ -395,9 +459,11 @@ export function matchesText(matcher, text) {
  * @param {Step[]} steps from {@link parseLocator}, none of them `text`
  * @param {Set<string>} [scope] only nodes with these refs are found by the first step (the
  *   elements inside what `locator(css)` named)
+ * @param {object[]} [start] the nodes the steps start from, as if a step before had found
+ *   them (what `locator(css)` named, for its `.filter(…)`)
  * @returns {object[]}
  */
-export function applySteps(tree, steps, scope) {
+export function applySteps(tree, steps, scope, start) {
   /** Every node below `roots` (not the roots), in document order. */
   const below = roots => {
     const out = [];
@@ -413,10 +479,20 @@ export function applySteps(tree, steps, scope) {
       walk(root.children || []);
     return out;
   };
-  let found = null;
+  let found = start ?? null;
   for (const step of steps) {
     if (step.kind === 'pick') {
       found = pick(found ?? [], step);
+      continue;
+    }
+    if (step.kind === 'filter') {
+      found = (found ?? []).filter(node => {
+        const text = textOf(node);
+        return (!step.hasText || matchesText(step.hasText, text)) &&
+            (!step.hasNotText || !matchesText(step.hasNotText, text)) &&
+            (!step.has || applySteps(node.children || [], step.has).length > 0) &&
+            (!step.hasNot || applySteps(node.children || [], step.hasNot).length === 0);
+      });
       continue;
     }
     let pool = found === null ? below([{ children: tree }]) : below(found);
@@ -446,6 +522,24 @@ export function applySteps(tree, steps, scope) {
     });
   }
   return found ?? [];
+}
+
+/**
+ * What a node shows, for filter's `hasText`: its name, value and the text and names below it
+ * (Playwright matches the element's text content; the tree holds what a person reads of it).
+ */
+function textOf(node) {
+  const parts = [];
+  const walk = item => {
+    for (const part of [item.name, item.value, item.text]) {
+      if (part)
+        parts.push(part);
+    }
+    for (const kid of item.children || [])
+      walk(kid);
+  };
+  walk(node);
+  return parts.join(' ');
 }
 
 /** Whether the outline shows `state` on `node`: `[checked]` or `[expanded=true]`. */

@@ -283,10 +283,24 @@ export async function locateElement(el, options = {}) {
     if (!withWords)
       return text;
     // Its first words only, read node by node: a click on a page's <main> reads no more.
+    // Text of two blocks is two words ("Untitled.ipynb 3m ago", not "Untitled.ipynb3m ago");
+    // inside one block, as written (a menu's underlined mnemonic: "<u>R</u>ename" is "Rename").
     let shows = '';
+    let before = null;
+    const blockOf = node => {
+      let at = node.parentElement;
+      while (at && at !== el && el.ownerDocument.defaultView.getComputedStyle(at).display.startsWith('inline'))
+        at = at.parentElement;
+      return at;
+    };
     const walker = el.ownerDocument.createTreeWalker(el, NodeFilter.SHOW_TEXT);
-    while (shows.length < 60 && walker.nextNode())
+    while (shows.length < 60 && walker.nextNode()) {
+      const block = blockOf(walker.currentNode);
+      if (before && block !== before)
+        shows += ' ';
       shows += walker.currentNode.data;
+      before = block;
+    }
     const button = el.localName === 'input' && ['submit', 'button', 'reset'].includes(el.type) ? el.value : '';
     // A field shows no words of its own: its label's say which it was (`input "I agree"`).
     const labelledBy = (el.getAttribute('aria-labelledby') || '').split(/\s+/).filter(Boolean)

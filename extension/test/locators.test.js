@@ -131,6 +131,38 @@ test('a frame is gone into by frameLocator(css) or locator(css).contentFrame()',
   assert.throws(() => parseLocator("frameLocator('iframe').locator('form').getByRole('button')"), /can be followed by .first\(\), .last\(\) or .nth\(\) only/);
 });
 
+test('filter keeps the elements whose text, or whose elements, a locator asks for', () => {
+  // A shop's list, as Playwright's documentation filters one: by an item's text, then a
+  // button inside it.
+  const shop = [
+    {
+      role: 'list', ref: 'e1', children: [
+        { role: 'listitem', ref: 'e2', children: [{ role: 'heading', name: 'Product 1', ref: 'e3' }, { role: 'button', name: 'Add to cart', ref: 'e4' }] },
+        { role: 'listitem', ref: 'e5', children: [{ role: 'heading', name: 'Product 2', ref: 'e6' }, { role: 'button', name: 'Add to cart', ref: 'e7' }] },
+        { role: 'listitem', ref: 'e8', children: [{ text: 'Sold out: Product 3' }] },
+      ],
+    },
+  ];
+  const one = selector => theOne(applySteps(shop, parseLocator(selector).steps), selector).ref;
+  assert.equal(one("getByRole('listitem').filter({ hasText: 'Product 2' }).getByRole('button', { name: 'Add to cart' })"), 'e7');
+  assert.equal(one("page.getByRole('listitem').filter({ hasText: /sold out/i })"), 'e8');
+  assert.equal(one("getByRole('listitem').filter({ has: page.getByRole('heading', { name: 'Product 1' }) })"), 'e2');
+  assert.equal(one("getByRole('listitem').filter({ hasNot: getByRole('button') })"), 'e8');
+  assert.equal(one("getByRole('listitem').filter({ hasNotText: 'Product 1' }).filter({ has: getByRole('button') })"), 'e5');
+  assert.throws(() => one("getByRole('listitem').filter({ hasText: 'Product' })"), /matches 3 elements/);
+  // locator(css).filter(…) filters the selector's matches themselves (read on the page).
+  const parsed = parseLocator("locator('li.item').filter({ hasText: 'Product 2' }).getByRole('button')");
+  assert.equal(parsed.css, 'li.item');
+  assert.equal(parsed.frame, null);
+  const found = applySteps([], parsed.steps, undefined, shop[0].children);
+  assert.deepEqual(found.map(node => node.ref), ['e7']);
+  // What is not understood says so.
+  assert.throws(() => parseLocator("getByRole('listitem').filter({ hasText: 3 })"), /takes a text or a regular expression/);
+  assert.throws(() => parseLocator("getByRole('listitem').filter({ has: 'x' })"), /takes a locator/);
+  assert.throws(() => parseLocator("getByRole('listitem').filter({ near: 'x' })"), /not near/);
+  assert.throws(() => parseLocator("getByRole('listitem').filter({ has: getByText('x') })"), /not getByText/);
+});
+
 test('CSS with a pick names one of its matches by its place', () => {
   assert.deepEqual(parseLocator("locator('li').nth(2)"), { frame: null, css: 'li', pick: { kind: 'pick', which: 2 } });
   assert.deepEqual(parseLocator("page.locator('#products a').first()"), { frame: null, css: '#products a', pick: { kind: 'pick', which: 'first' } });

@@ -3939,6 +3939,38 @@ async fn locators_in_target(host: &impl Host) {
     )
     .await;
     assert_eq!(id_of("getByLabel(/ 15,/)").await, "day15");
+    // filter(…), as Playwright's documentation narrows a list: by an item's text, by what it
+    // holds or does not, and a selector's matches by their text.
+    page_value(
+        host,
+        "document.body.insertAdjacentHTML('beforeend', '<ul id=shop>\
+         <li class=item><h3>Product 1</h3><button id=add1>Add to cart</button></li>\
+         <li class=item><h3>Product 2</h3><button id=add2>Add to cart</button></li>\
+         <li class=item id=gone>Sold out: Product 3</li></ul>'); 1",
+    )
+    .await;
+    assert_eq!(
+        id_of("getByRole('listitem').filter({ hasText: 'Product 2' }).getByRole('button', { name: 'Add to cart' })").await,
+        "add2"
+    );
+    assert_eq!(
+        id_of("page.locator('#shop li').filter({ hasNot: page.getByRole('button') })").await,
+        "gone"
+    );
+    assert_eq!(
+        id_of("locator('li.item').filter({ has: getByRole('heading', { name: 'Product 1' }) }).getByRole('button')").await,
+        "add1"
+    );
+    let several = tool(
+        host,
+        "browser_click",
+        json!({"target": "getByRole('listitem').filter({ hasText: /product/i })"}),
+    )
+    .await;
+    assert!(
+        is_error(&several) && text(&several).contains("matches 3 elements"),
+        "{several}"
+    );
     // A code editor's hidden input (CodeMirror's: in a box no taller than 0) is typed into,
     // and its value, which may not be the editor's text, is read back marked as such.
     page_value(

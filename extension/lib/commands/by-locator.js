@@ -198,7 +198,7 @@ async function resolvedIn(ctx, tabId, named, wanted, page, at, every = false) {
       // as a snapshot would name them.
       await treeOf(ctx, tabId, page);
       const answer = await evaluateExpression(ctx, tabId, `(${cssInFrames.toString()})(${CAPTURE_TREE}, ` +
-          `${JSON.stringify(parsed.frame)}, ${JSON.stringify(parsed.css)}, ${every ? EACH_MAX : TEXT_MATCHES_NAMED})`);
+          `${JSON.stringify(parsed.frame)}, ${JSON.stringify(parsed.css)}, ${every || parsed.steps ? EACH_MAX : TEXT_MATCHES_NAMED})`);
       if (answer.error === 'invalid-selector')
         throw invalidParams(`parameter "${at}${selectorKey}": ${source}: ${JSON.stringify(answer.selector)} is not a valid CSS selector: ${answer.message}`);
       if (answer.error === 'no-frame')
@@ -207,11 +207,30 @@ async function resolvedIn(ctx, tabId, named, wanted, page, at, every = false) {
         throw serverError(`${source}: the frame ${JSON.stringify(parsed.frame)} shows a page of another origin, whose document this page cannot reach; use the refs browser_snapshot shows inside it (f1e3)`);
       found = parsed.pick ? pick(answer.matches, parsed.pick) : answer.matches;
       total = parsed.pick ? found.length : answer.total;
+      if (parsed.steps) {
+        // locator(css).filter(…): the matches as the outline holds them, with what is inside
+        // them, for the filter to read; then the steps after it.
+        if (answer.total > EACH_MAX)
+          throw serverError(`${source}: locator(${JSON.stringify(parsed.css)}) matches ${answer.total} elements, more than the ${EACH_MAX} a filter reads: narrow the selector`);
+        const refs = new Set(found.map(node => node.ref));
+        const nodes = [];
+        const walk = items => {
+          for (const item of items) {
+            if (item.ref && refs.has(item.ref))
+              nodes.push(item);
+            walk(item.children || []);
+          }
+        };
+        walk(await treeOf(ctx, tabId, page));
+        found = applySteps([], parsed.steps, undefined, nodes);
+        total = undefined;
+      }
     } else if ('css' in parsed) {
       out[selectorKey] = parsed.css;
       continue;
     }
-    const steps = parsed.steps ?? [];
+    // A selector's matches were filtered above, their steps taken there.
+    const steps = 'frame' in parsed ? [] : parsed.steps ?? [];
     const textAt = steps.findIndex(step => step.kind === 'text');
     if (textAt !== -1 && steps.slice(textAt + 1).some(step => step.kind !== 'pick'))
       throw invalidParams(`parameter "${at}${selectorKey}": ${source}: getByText(…) must come last (before .first(), .last() or .nth() only)`);
