@@ -127,7 +127,8 @@ export function isSettled(network, sinceActionMs, { loaded = false } = {}) {
 /**
  * Waits until the tab of an action's `result` has settled and returns the result with
  * `settled: {waitedMs, quiet, inFlight?}`. A result that reports a dialog, or names no tab,
- * is returned at once: the page waits for the model, not the other way round.
+ * is returned at once: the page waits for the model, not the other way round; so is a
+ * navigation's that already said the page is still loading.
  *
  * @param {any} ctx the command context (its `debuggers.network` is read)
  * @param {any} result what the action answered
@@ -136,7 +137,9 @@ export function isSettled(network, sinceActionMs, { loaded = false } = {}) {
  */
 export async function settleAfter(ctx, result, options = {}) {
   const tabId = result?.tabId;
-  if (result?.dialog || typeof tabId !== 'number' || !ctx.debuggers?.network)
+  // A navigation answered before its load event (commands/tabs.js, `stillLoading`) has waited
+  // its bound already: what holds the load holds the frame's loading too.
+  if (result?.dialog || result?.stillLoading || typeof tabId !== 'number' || !ctx.debuggers?.network)
     return result;
   const ended = Date.now();
   let domWaitStarted;
