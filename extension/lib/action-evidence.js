@@ -112,7 +112,25 @@ export function watchAction(live, openable) {
         openedBy.get(el) || openedBy.get(outer) || '', 80);
     const ref = refOf(el) || refOf(outer);
     const modal = shown && (outer.matches(':modal') || el.matches(':modal') || el.getAttribute('aria-modal') === 'true');
-    return { role, ...(name ? { name } : {}), ...(modal ? { modal: true } : {}), ...(shown && ref ? { ref } : {}) };
+    // A menu or list box just shown says what it offers, its first items by name, so a model
+    // can choose one (getByRole('menuitem', { name })) without reading the page again.
+    // Its own items, not a submenu's; at most 8 named (this runs in the page: no constants
+    // from outside).
+    const ITEMS = { menu: '[role=menuitem],[role=menuitemcheckbox],[role=menuitemradio]', listbox: '[role=option]' };
+    // A component's list box shows the options the page slotted into it (Shoelace's select).
+    const slotted = shown && ITEMS[role]
+      ? [...el.querySelectorAll('slot')].flatMap(slot => slot.assignedElements({ flatten: true }))
+          .flatMap(kid => [kid, ...kid.querySelectorAll(ITEMS[role])]).filter(kid => kid.matches(ITEMS[role]))
+      : [];
+    const offered = shown && ITEMS[role]
+      ? [...[...el.querySelectorAll(ITEMS[role])].filter(item => item.closest('[role=menu],[role=listbox]') === el), ...slotted]
+          .filter(item => item.checkVisibility() && item.getAttribute('aria-disabled') !== 'true')
+      : [];
+    const items = offered.slice(0, 8).map(item => clip(item.getAttribute('aria-label') || item.innerText || item.textContent, 40)).filter(Boolean);
+    return {
+      role, ...(name ? { name } : {}), ...(modal ? { modal: true } : {}), ...(shown && ref ? { ref } : {}),
+      ...(items.length ? { items, count: offered.length } : {}),
+    };
   };
   const openerOf = event => event.composedPath().find(node => node instanceof Element &&
       ((node.hasAttribute('aria-haspopup') && node.getAttribute('aria-haspopup') !== 'false') || node.hasAttribute('aria-expanded'))) ?? null;

@@ -2036,7 +2036,7 @@ async fn snapshot_refs(chromium: &Path) {
     )
     .await;
     assert!(
-        text(&colour).contains("\nOpened: listbox \"Colour\"\n"),
+        text(&colour).contains("\nOpened: listbox \"Colour\": \"Red\"\n"),
         "{colour}"
     );
     // Named as it was while open, though choosing took the controller's aria-controls away.
@@ -2059,7 +2059,7 @@ async fn snapshot_refs(chromium: &Path) {
     )
     .await;
     assert!(
-        text(&kernel).contains("\nOpened: menu \"Kernel\"\n"),
+        text(&kernel).contains("\nOpened: menu \"Kernel\": \"Restart Kernel\"\n"),
         "{kernel}"
     );
     page_value(&bridge, "document.getElementById('kernel-menu').focus(); 1").await;
@@ -4194,8 +4194,10 @@ async fn web_components(host: &impl Host, site: &FixtureSite) {
         json!({"target": "getByRole('combobox', { name: 'Colour' })"}),
     )
     .await;
+    // A list box just shown names what it offers, so a model can choose without reading
+    // the page again.
     assert!(
-        text(&colour).contains("\nOpened: listbox \"Colour\"\n"),
+        text(&colour).contains("\nOpened: listbox \"Colour\": \"Red\", \"Green\"\n"),
         "{colour}"
     );
     let escaped = tool(host, "browser_press_key", json!({"key": "Escape"})).await;

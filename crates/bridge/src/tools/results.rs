@@ -259,6 +259,20 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                             " (modal: the page behind it takes no clicks until it closes)",
                         );
                     }
+                    // What a menu or list box just shown offers, its first items by name.
+                    if let Some(items) = shown["items"].as_array().filter(|items| !items.is_empty())
+                    {
+                        let names: Vec<String> = items
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(|name| format!("{name:?}"))
+                            .collect();
+                        let count = shown["count"].as_u64().unwrap_or(items.len() as u64);
+                        line.push_str(&format!(": {}", names.join(", ")));
+                        if count > items.len() as u64 {
+                            line.push_str(&format!(", … ({count} items)"));
+                        }
+                    }
                     line
                 }))
             }
@@ -1515,6 +1529,27 @@ mod tests {
             shown.text,
             "Tab 7\nClosed: listbox \"Country\"\nOpened: dialog \"Remove the file\" (modal: the page behind it takes no \
              clicks until it closes)\nOpened: menu [ref=e4]\nclicked: true"
+        );
+        // A menu or list box just shown names its first items.
+        let menu = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true,
+                    "opened": [{"role": "menu", "name": "Kernel", "ref": "e101",
+                                "items": ["Interrupt Kernel", "Restart Kernel…"], "count": 14}]}),
+        );
+        assert_eq!(
+            menu.text,
+            "Tab 7\nOpened: menu \"Kernel\" [ref=e101]: \"Interrupt Kernel\", \"Restart Kernel…\", … \
+             (14 items)\nclicked: true"
+        );
+        let all = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true,
+                    "opened": [{"role": "listbox", "name": "Plan", "items": ["Basic", "Pro"], "count": 2}]}),
+        );
+        assert_eq!(
+            all.text,
+            "Tab 7\nOpened: listbox \"Plan\": \"Basic\", \"Pro\"\nclicked: true"
         );
         let opened = render(
             "browser_click",
