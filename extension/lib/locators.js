@@ -577,7 +577,10 @@ export function theOne(found, source, total) {
   if (named.length === 0)
     throw new NothingMatches(`No element matches ${source}; take a snapshot (browser_snapshot) to see the page's elements, or use browser_find`);
   if (count > 1) {
-    const listed = named.slice(0, LISTED).map(node => `- ${node.role}${node.name ? ` ${JSON.stringify(node.name)}` : ''} [ref=${node.ref}]`);
+    const listed = named.slice(0, LISTED).map(node => {
+      const name = node.name ?? node.altName;
+      return `- ${node.role}${name ? ` ${JSON.stringify(name)}` : ''} [ref=${node.ref}]`;
+    });
     throw new LocatorError(`${source} matches ${count} elements; name one (Playwright's locators are strict): ` +
         `use one's ref, or add .first(), .last() or .nth(i)\n${listed.join('\n')}` +
         `${count > LISTED ? `\n… and ${count - LISTED} more` : ''}`);

@@ -375,7 +375,12 @@ export function captureTree(limits, rootElement) {
       // an element of its shadow tree (Shoelace's `aria-labelledby="label"`).
       const tree = el.getRootNode();
       const byId = id => (tree.getElementById ? tree.getElementById(id) : null) || doc.getElementById(id);
-      const text = flat(labelledBy.split(/\s+/).map(id => { const target = byId(id); return target ? labelText(target) : ''; }).join(' '));
+      // Each element pointed to says its own aria-label first, as accessible names are
+      // computed, and the element itself its aria-label alone: react-aria's slider points to
+      // itself and to its group, and read "200100" (the digits drawn around it), not "Minimum
+      // amount Minimum amount".
+      const part = target => (target === el ? aria(el, 'aria-label') || '' : aria(target, 'aria-label') || labelText(target));
+      const text = flat(labelledBy.split(/\s+/).map(id => { const target = byId(id); return target ? part(target) : ''; }).join(' '));
       if (text)
         return [clip(text, 100), false, true];
     }
@@ -872,6 +877,9 @@ export function captureTree(limits, rootElement) {
     if (nameFromContent && (kids.some(kid => BLOCKS.has(kid.role)) ||
         (role === 'generic' && kids.some(kid => kid.role !== undefined)) ||
         (TABLE_CELLS.has(role) && kids.some(kid => kid.role !== undefined && kid.name)))) {
+      // Not printed, but still its accessible name: getByRole('button', { name: 'Place
+      // order' }) finds Streamlit's button, whose words are a paragraph inside it.
+      item.altName = item.name;
       delete item.name;
       // An open tree item's own label comes before its branch: that is its name, as
       // Playwright's snapshot reads it (`treeitem "src"`, not a nameless item).

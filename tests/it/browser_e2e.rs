@@ -3939,6 +3939,27 @@ async fn locators_in_target(host: &impl Host) {
     )
     .await;
     assert_eq!(id_of("getByLabel(/ 15,/)").await, "day15");
+    // A button whose words are a paragraph inside it (Streamlit's) is not printed with a name
+    // (the paragraph says it), and is still found by it, as Playwright finds it.
+    page_value(
+        host,
+        "document.body.insertAdjacentHTML('beforeend', '<button id=place><p>Place order</p></button>\
+         <div role=group aria-label=\"Minimum amount\" id=amount-group><input type=range id=amount \
+         aria-label=\"Minimum amount\" aria-labelledby=\"amount amount-group\" value=20>\
+         <span>20</span><span>0</span><span>100</span></div>'); 1",
+    )
+    .await;
+    assert_eq!(
+        id_of("getByRole('button', { name: 'Place order' })").await,
+        "place"
+    );
+    // aria-labelledby that points to the element itself and to its group names it by their
+    // labels, as Chrome names it (react-aria's slider read "200100", the digits around it).
+    let amount = outline(host, json!({"target": "#amount-group"})).await;
+    assert!(
+        amount.contains("- slider \"Minimum amount Minimum amount\" [ref="),
+        "{amount}"
+    );
     // filter(…), as Playwright's documentation narrows a list: by an item's text, by what it
     // holds or does not, and a selector's matches by their text.
     page_value(
