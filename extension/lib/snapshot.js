@@ -375,11 +375,12 @@ export function captureTree(limits, rootElement) {
       // an element of its shadow tree (Shoelace's `aria-labelledby="label"`).
       const tree = el.getRootNode();
       const byId = id => (tree.getElementById ? tree.getElementById(id) : null) || doc.getElementById(id);
-      // Each element pointed to says its own aria-label first, as accessible names are
-      // computed, and the element itself its aria-label alone: react-aria's slider points to
-      // itself and to its group, and read "200100" (the digits drawn around it), not "Minimum
-      // amount Minimum amount".
-      const part = target => (target === el ? aria(el, 'aria-label') || '' : aria(target, 'aria-label') || labelText(target));
+      // Each element pointed to, the element itself too, says its own aria-label first, else
+      // its text, as accessible names are computed: react-aria's slider points to itself and
+      // to its group, and read "200100" (the digits drawn around it), not "Minimum amount
+      // Minimum amount"; a button pointing to its list's label and itself reads "Box size
+      // Small".
+      const part = target => aria(target, 'aria-label') || labelText(target);
       const text = flat(labelledBy.split(/\s+/).map(id => { const target = byId(id); return target ? part(target) : ''; }).join(' '));
       if (text)
         return [clip(text, 100), false, true];

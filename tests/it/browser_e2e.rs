@@ -4457,6 +4457,28 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
         page_value(host, "seen.langs.join()").await,
         "German,Japanese"
     );
+    // Several values from a multi-select the page draws: each option clicked in turn, the
+    // list (still open after a pick) not opened again for the next.
+    let opened_before = page_value(host, "seen.open").await.as_u64().unwrap();
+    let several = tool(
+        host,
+        "browser_select_option",
+        json!({"target": "getByRole('combobox', { name: 'Languages' })", "values": ["English", "German"]}),
+    )
+    .await;
+    assert!(
+        !is_error(&several)
+            && text(&several).contains("clicked its options \"English\", \"German\""),
+        "{several}"
+    );
+    assert_eq!(
+        page_value(host, "seen.langs.join()").await,
+        "German,Japanese,English,German"
+    );
+    assert_eq!(
+        page_value(host, "seen.open").await.as_u64().unwrap(),
+        opened_before + 1
+    );
     let missing = tool(
         host,
         "browser_select_option",

@@ -134,10 +134,9 @@ export async function selectOption(ctx, params) {
       case 'not-select':
         // A drop-down the page draws (a combobox, a button that opens a list box) is chosen
         // from as a person does: opened, then its option clicked.
-        if (result.dropDown && values.length === 1)
-          return pickFromDropDown(ctx, id, params, named, values[0]);
-        throw serverError(`Element ${named} is a <${result.element}>, not a <select>; ` +
-            (result.dropDown ? 'a drop-down the page draws takes one value at a time: give one, or click each option' : 'click custom drop-downs instead'));
+        if (result.dropDown)
+          return pickFromDropDown(ctx, id, params, named, values);
+        throw serverError(`Element ${named} is a <${result.element}>, not a <select>; click custom drop-downs instead`);
       case 'no-option':
         throw serverError(`<select> ${named} has no option with value or label "${result.value}"; its options are: ${result.available.join(', ')}`);
       case 'option-disabled':
@@ -152,30 +151,43 @@ export async function selectOption(ctx, params) {
 }
 
 /**
- * One value chosen from a drop-down the page draws, as a person chooses it: a click opens it,
- * and a click on the option named `value` (exactly; waited for as a locator waits) picks it.
- * Playwright MCP refuses such an element; a model that takes it for a <select> gets it done.
+ * Values chosen from a drop-down the page draws, as a person chooses them: a click opens it,
+ * and a click on the option named each value (exactly; waited for as a locator waits) picks
+ * it, in turn. A multi-select (Streamlit's tags, react-select's `isMulti`) often stays open
+ * after a pick: after the first, an option already shown is clicked without opening the
+ * drop-down again, which would close it. Playwright MCP refuses such an element; a model that takes it for a <select>
+ * gets it done.
  *
  * @param {CommandContext} ctx
  * @param {number} id the tab
  * @param {object} params selectOption's (the drop-down's ref or selector)
  * @param {string} named the drop-down, as errors name it
- * @param {string} value the option's visible name
+ * @param {string[]} values the options' visible names
  */
-async function pickFromDropDown(ctx, id, params, named, value) {
+async function pickFromDropDown(ctx, id, params, named, values) {
   const { ref, selector } = params;
-  await click(ctx, { ref, selector, tabId: id });
-  const option = `getByRole('option', { name: ${JSON.stringify(value)}, exact: true })`;
-  let found;
-  try {
-    found = await resolveLocators(ctx, { selector: option, tabId: id });
-  } catch (error) {
-    const why = /^No element matches/.test(messageOf(error)) ? `it shows no option named "${value}"` : messageOf(error);
-    throw serverError(`${named} is a drop-down the page draws: it was opened, but ${why}. ` +
-        'Take a snapshot to see the options it shows, and click one (it is still open)');
+  const picked = [];
+  for (const value of values) {
+    const option = `getByRole('option', { name: ${JSON.stringify(value)}, exact: true })`;
+    // After a pick of ours only: an option of another list on the page is not taken for it.
+    const shown = picked.length ? await resolveLocators(ctx, { selector: option, tabId: id, each: true }).catch(() => null) : null;
+    let at = Array.isArray(shown?.refs) && shown.refs.length === 1 ? shown.refs[0] : undefined;
+    if (at === undefined) {
+      await click(ctx, { ref, selector, tabId: id });
+      try {
+        at = (await resolveLocators(ctx, { selector: option, tabId: id })).ref;
+      } catch (error) {
+        const why = /^No element matches/.test(messageOf(error)) ? `it shows no option named "${value}"` : messageOf(error);
+        const done = picked.length ? ` (${picked.map(one => `"${one}"`).join(', ')} chosen before it)` : '';
+        throw serverError(`${named} is a drop-down the page draws: it was opened, but ${why}${done}. ` +
+            'Take a snapshot to see the options it shows, and click one (it is still open)');
+      }
+    }
+    await click(ctx, { ref: at, tabId: id });
+    picked.push(value);
   }
-  await click(ctx, { ref: found.ref, tabId: id });
-  return { tabId: id, selected: [value], picked: `opened ${named} and clicked its option "${value}"` };
+  const said = picked.map(value => `"${value}"`).join(', ');
+  return { tabId: id, selected: picked, picked: `opened ${named} and clicked its option${picked.length > 1 ? 's' : ''} ${said}` };
 }
 
 /** @param {CommandContext} ctx */
