@@ -134,6 +134,15 @@ export function watchAction(live, openable) {
   };
   const openerOf = event => event.composedPath().find(node => node instanceof Element &&
       ((node.hasAttribute('aria-haspopup') && node.getAttribute('aria-haspopup') !== 'false') || node.hasAttribute('aria-expanded'))) ?? null;
+  // What the action pressed that shows or hides a part of the page (an accordion's header,
+  // a <details>' summary, a disclosure button), and whether it was expanded before the
+  // page's own handlers ran (these listeners capture, so they run first).
+  const expandedOf = el => (el.localName === 'summary' ? Boolean(el.parentElement?.open) : el.getAttribute('aria-expanded') === 'true');
+  const toggleOf = event => {
+    const el = event.composedPath().find(node => node instanceof Element &&
+        (node.hasAttribute('aria-expanded') || (node.localName === 'summary' && node.parentElement?.localName === 'details')));
+    return el ? { el, was: expandedOf(el) } : null;
+  };
   const watch = {
     roots: roots.slice(1),
     // Whether the action adds elements anywhere (so perhaps a component with a shadow root
@@ -158,6 +167,8 @@ export function watchAction(live, openable) {
     // no name of its own, nor a controller naming it, is known by it (JupyterLab's menus read
     // `Opened: menu` before).
     opener: null,
+    toggle: null,
+    expandedOf,
     named: new Map(),
     listeners: [
       ['invalid', event => {
@@ -179,12 +190,15 @@ export function watchAction(live, openable) {
       }],
       ['click', event => {
         watch.opener ??= openerOf(event);
+        watch.toggle ??= toggleOf(event);
         const button = event.composedPath().find(node => node instanceof HTMLButtonElement || node instanceof HTMLInputElement);
         if (button?.form && ['submit', 'image'].includes(button.type))
           watch.attempted = true;
       }],
       ['keydown', event => {
         watch.opener ??= openerOf(event);
+        if (event.key === 'Enter' || event.key === ' ')
+          watch.toggle ??= toggleOf(event);
         if (event.key === 'Enter' && event.target instanceof HTMLInputElement && event.target.form)
           watch.attempted = true;
       }],
@@ -325,5 +339,24 @@ export function actionEvidence(live, openable) {
     evidence.opened = reallyOpened;
   if (reallyClosed.length)
     evidence.closed = reallyClosed;
+  // A part of the page the action showed or hid by its header (an accordion, "Details"), said
+  // unless a dialog, menu or list it opened or closed says it already.
+  const toggle = watch.toggle;
+  if (toggle && toggle.el.isConnected && !reallyOpened.length && !reallyClosed.length) {
+    const now = watch.expandedOf(toggle.el);
+    if (now !== toggle.was) {
+      // Its words as a screen reader reads them: an icon font's ligature Streamlit hides
+      // (`keyboard_arrow_right`) is not one.
+      let words = '';
+      const walker = document.createTreeWalker(toggle.el, NodeFilter.SHOW_TEXT);
+      while (words.length < 200 && walker.nextNode()) {
+        if (!walker.currentNode.parentElement?.closest('[aria-hidden=true]'))
+          words += ` ${walker.currentNode.data}`;
+      }
+      const name = clip(toggle.el.getAttribute('aria-label') || words, 80);
+      const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(toggle.el);
+      evidence.toggled = { expanded: now, ...(name ? { name } : {}), ...(ref ? { ref } : {}) };
+    }
+  }
   return evidence;
 }

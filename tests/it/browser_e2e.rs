@@ -1954,6 +1954,33 @@ async fn snapshot_refs(chromium: &Path) {
     // A closed <details> shows its summary alone: text written straight inside it is not on
     // the screen (a README's raw table of contents read as if it were).
     assert!(!prose.contains("written straight inside"), "{prose}");
+    // A click on its summary says the part it showed, and the outline then shows it.
+    let contents = tool(
+        &bridge,
+        "browser_click",
+        json!({"target": "summary >> nth=1"}),
+    )
+    .await;
+    assert!(
+        text(&contents).contains("\nExpanded: \"Contents\""),
+        "{contents}"
+    );
+    assert!(
+        outline(&bridge, json!({}))
+            .await
+            .contains("written straight inside"),
+        "the opened <details> shows its text"
+    );
+    let folded = tool(
+        &bridge,
+        "browser_click",
+        json!({"target": "summary >> nth=1"}),
+    )
+    .await;
+    assert!(
+        text(&folded).contains("\nCollapsed: \"Contents\""),
+        "{folded}"
+    );
     // A checkbox drawn with no box has no ref (a click on it could only fail); its label,
     // what a person clicks, is a line of its own with one, and a click on it checks the box.
     assert!(prose.contains("\n- checkbox \"☐\"\n"), "{prose}");

@@ -127,9 +127,10 @@ pub struct BridgeArgs {
     /// 5m) before it stops the navigation and says why (a server that did not answer, the
     /// browser waiting for a free connection to the host). Keep it under the relay's
     /// --request-timeout (60 s by default). A parsed page whose load event a slow image or
-    /// script holds is answered 5 s after it was parsed, whatever this is.
-    #[arg(long, env = "MCP_RELAY_BRIDGE_NAVIGATION_TIMEOUT", default_value = "30s", value_parser = parse_navigation_timeout)]
-    pub navigation_timeout: Duration,
+    /// script holds is answered 5 s after it was parsed, whatever this is. Unset, the
+    /// extension's own 30 s applies (and navigations carry no timeout, as other clients' do).
+    #[arg(long, env = "MCP_RELAY_BRIDGE_NAVIGATION_TIMEOUT", value_parser = parse_navigation_timeout)]
+    pub navigation_timeout: Option<Duration>,
     /// How long a tool call waits for the browser's owner to allow this assistant in the
     /// extension (it refuses with -32010 until then) before the model is told to ask them.
     #[arg(long, env = "MCP_RELAY_BRIDGE_APPROVAL_WAIT", default_value = "20s", value_parser = parse_duration)]

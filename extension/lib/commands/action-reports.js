@@ -174,7 +174,7 @@ export async function addDownloads(ctx, result, started, tabId = result.tabId) {
 }
 
 /** What action-evidence.js reports, copied into the action's result when present. */
-const EVIDENCE = ['formBlocked', 'markedInvalid', 'pageSays', 'opened', 'closed'];
+const EVIDENCE = ['formBlocked', 'markedInvalid', 'pageSays', 'opened', 'closed', 'toggled'];
 
 /**
  * The page's URL and title once an action returned. A page that is being replaced

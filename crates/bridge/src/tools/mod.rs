@@ -245,8 +245,8 @@ impl Toolbox {
     }
 
     /// How long each navigation may take to open its page (`--navigation-timeout`).
-    pub(crate) fn with_navigation_timeout(mut self, timeout: Duration) -> Toolbox {
-        self.navigation_timeout = Some(timeout);
+    pub(crate) fn with_navigation_timeout(mut self, timeout: Option<Duration>) -> Toolbox {
+        self.navigation_timeout = timeout;
         self
     }
 

@@ -147,7 +147,7 @@ fn without(value: &Value, keys: &[&str]) -> Value {
 /// What an action's answer may say happened to the page, in the order its text says it.
 /// Each but `settled` (a page still loading, said only beside something else) makes the answer
 /// lines rather than JSON (`render`).
-const WHAT_HAPPENED: [&str; 13] = [
+const WHAT_HAPPENED: [&str; 14] = [
     "dialog",
     "pageChanged",
     "httpError",
@@ -157,6 +157,7 @@ const WHAT_HAPPENED: [&str; 13] = [
     "pageSays",
     "closed",
     "opened",
+    "toggled",
     "tabsOpened",
     "console",
     "settled",
@@ -275,6 +276,24 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                     }
                     line
                 }))
+            }
+            // A part of the page shown or hidden by its header (an accordion, a <details>).
+            "toggled" => {
+                let mut line = format!(
+                    "{}:",
+                    if value["expanded"] == true {
+                        "Expanded"
+                    } else {
+                        "Collapsed"
+                    }
+                );
+                if let Some(name) = value["name"].as_str() {
+                    line.push_str(&format!(" {name:?}"));
+                }
+                if let Some(at) = value["ref"].as_str() {
+                    line.push_str(&format!(" [ref={at}]"));
+                }
+                lines.push(line);
             }
             "tabsOpened" => lines.extend(value.as_array().into_iter().flatten().map(|tab| {
                 format!(
@@ -1530,6 +1549,21 @@ mod tests {
             "Tab 7\nClosed: listbox \"Country\"\nOpened: dialog \"Remove the file\" (modal: the page behind it takes no \
              clicks until it closes)\nOpened: menu [ref=e4]\nclicked: true"
         );
+        // A part of the page its header showed or hid.
+        let toggled = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true,
+                    "toggled": {"expanded": true, "name": "Details", "ref": "e43"}}),
+        );
+        assert_eq!(
+            toggled.text,
+            "Tab 7\nExpanded: \"Details\" [ref=e43]\nclicked: true"
+        );
+        let folded = render(
+            "browser_press_key",
+            &json!({"tabId": 7, "pressed": "Enter", "toggled": {"expanded": false, "name": "FAQ"}}),
+        );
+        assert_eq!(folded.text, "Tab 7\nCollapsed: \"FAQ\"\npressed: Enter");
         // A menu or list box just shown names its first items.
         let menu = render(
             "browser_click",

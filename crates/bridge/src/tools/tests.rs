@@ -944,7 +944,7 @@ async fn navigations_carry_the_bridges_navigation_timeout() {
         ("click", Ok(json!({"tabId": 8, "clicked": true}))),
     ]);
     let toolbox = Toolbox::new(link.clone(), DEFAULT_MAX_RESULT_CHARS)
-        .with_navigation_timeout(Duration::from_secs(45));
+        .with_navigation_timeout(Some(Duration::from_secs(45)));
     toolbox
         .call("browser_navigate", &args(json!({"url": "https://e/"})))
         .await;
