@@ -182,23 +182,32 @@ function fromCalls(source) {
     }
     throw new LocatorError(`could not read the locator ${JSON.stringify(source)} near ${JSON.stringify(String(token.value))}`);
   };
-  /** A chain of getBy… calls inside another locator's options (`has:`), as its steps. */
-  function innerLocator() {
+  /** `page.`, where a chain may start with it. */
+  const skipPage = () => {
     if (peek()?.type === 'word' && peek().value === 'page') {
       next();
       expect('punct', '.');
     }
+  };
+  /** One call of a chain: its method's name and its arguments. */
+  function call() {
+    const method = expect('word').value;
+    expect('punct', '(');
+    const args = [];
+    while (peek() && !(peek().type === 'punct' && peek().value === ')')) {
+      args.push(value());
+      if (peek()?.type === 'punct' && peek().value === ',')
+        next();
+    }
+    expect('punct', ')');
+    return { method, args };
+  }
+  /** A chain of getBy… calls inside another locator's options (`has:`), as its steps. */
+  function innerLocator() {
+    skipPage();
     const inner = [];
     for (;;) {
-      const method = expect('word').value;
-      expect('punct', '(');
-      const args = [];
-      while (peek() && !(peek().type === 'punct' && peek().value === ')')) {
-        args.push(value());
-        if (peek()?.type === 'punct' && peek().value === ',')
-          next();
-      }
-      expect('punct', ')');
+      const { method, args } = call();
       const step = callStep(method, args, source);
       if ('css' in step || step.kind === 'text')
         throw new LocatorError(`inside filter(…), has: takes getByRole, getByLabel, getByPlaceholder, getByAltText or getByTitle (with .first(), .filter(…)), not ${method}(…)`);
@@ -210,24 +219,13 @@ function fromCalls(source) {
       next();
     }
   }
-  if (peek()?.type === 'word' && peek().value === 'page') {
-    next();
-    expect('punct', '.');
-  }
+  skipPage();
   const steps = [];
   let css;
   /** The CSS of the frame the locator went into, if it did. */
   let frame;
   for (;;) {
-    const method = expect('word').value;
-    expect('punct', '(');
-    const args = [];
-    while (peek() && !(peek().type === 'punct' && peek().value === ')')) {
-      args.push(value());
-      if (peek()?.type === 'punct' && peek().value === ',')
-        next();
-    }
-    expect('punct', ')');
+    const { method, args } = call();
     if (method === 'frameLocator' || method === 'contentFrame') {
       // Into a frame: frameLocator(css) at the start, or locator(css).contentFrame().
       const starts = method === 'frameLocator' ? steps.length === 0 && css === undefined : steps.length === 0 && css !== undefined;
