@@ -4976,6 +4976,29 @@ async fn a_navigation_that_cannot_open_its_page_is_stopped_and_says_why() {
     );
 }
 
+/// A page that titles itself from script once loaded (Gradio's apps): the navigation answers
+/// with that title, not with the blank the page had at its load event and a "Page changed" to
+/// the same URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_navigation_answers_with_the_title_its_page_sets_once_loaded() {
+    on_tools_page!(
+        "a_navigation_answers_with_the_title_its_page_sets_once_loaded",
+        &[],
+        |bridge, site| {
+            let url = site.url("late-title.html");
+            let arrived = tool(&bridge, "browser_navigate", json!({"url": url})).await;
+            assert!(!is_error(&arrived), "{arrived}");
+            let said = text(&arrived);
+            assert!(
+                said.starts_with("Tab ")
+                    && said.contains(&format!(" · {url} · Titled by script"))
+                    && !said.contains("Page changed"),
+                "{said}"
+            );
+        }
+    );
+}
+
 /// A page that embeds a frame of another site (a video, a map, a payment form): Chrome moves
 /// the frame to a process of its own, and the tab's own target never hears the end of the
 /// frame document's request. The navigation answers when the page has loaded, not at the 3 s

@@ -45,6 +45,11 @@ export function reportingChanges(run, { settle = false, loaded = false } = {}) {
     await addDownloads(ctx, result, started);
     const watched = before !== null && result.tabId === tabBefore;
     const after = await stateAfterAction(ctx, result.tabId, watched ? actionEvidence : pageState, LIVE_REGIONS, OPENABLE);
+    // A navigation's page that titled itself once loaded (Gradio sets its title from script)
+    // answers with that title, not with the blank it had at its load event and a "Page
+    // changed" to the same URL.
+    if (loaded && after && typeof result.url === 'string' && after.url === result.url && after.title && after.title !== result.title)
+      result.title = after.title;
     if (before && after && (before.url !== after.url || before.title !== after.title))
       result.pageChanged = { url: after.url, title: after.title };
     for (const seen of EVIDENCE) {
