@@ -912,7 +912,8 @@ export function selectOptions(el, values) {
  * any run of white space as one space, so "Results" is found in rustdoc's "Search results".
  * The page's `innerText` first (hidden elements do not count); then what it leaves out and
  * getByText reads: the text of open shadow roots (web components) and the value of a button
- * or submit input, each shown element's on its own.
+ * or submit input, each shown element's on its own; and the value of a text field the person
+ * cannot edit, where a page writes its answer (Gradio's outputs), which getByText does not.
  *
  * @param {(matcher: object, text: string) => boolean} matchesText
  * @param {string} text
@@ -928,6 +929,12 @@ export function pageShowsText(matchesText, text) {
   const inside = tree => {
     for (const el of tree.querySelectorAll('*')) {
       if (el.localName === 'input' && (el.type === 'submit' || el.type === 'button') && shown(el) && matchesText(matcher, el.value))
+        return true;
+      // A field the page writes its answer into and the person cannot edit (Gradio's output
+      // boxes: disabled text areas) shows that answer; an editable field's value is what was
+      // typed, and waiting for it would find the typing.
+      if ((el.localName === 'textarea' || (el.localName === 'input' && ['text', 'search', 'url', 'email', 'tel', 'number'].includes(el.type))) &&
+          (el.disabled || el.readOnly) && shown(el) && matchesText(matcher, el.value))
         return true;
       if (el.shadowRoot) {
         // innerText does not reach into a shadow root: read each of its shown elements.

@@ -429,6 +429,35 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
             && text(&absent).contains("No element matches selector #absent (waited 3."),
         "{absent}"
     );
+    // An answer a page writes into a box the person cannot edit (Gradio's outputs: disabled
+    // text areas) is waited for; what was typed into an editable field is not taken for one.
+    page_value(
+        &bridge,
+        "document.body.insertAdjacentHTML('beforeend', '<input id=asked aria-label=Question>\
+         <textarea id=answer disabled aria-label=Answer></textarea>'); \
+         setTimeout(() => { document.getElementById('answer').value = 'Bonjour, Ada!!'; }, 600); 1",
+    )
+    .await;
+    tool_ok(
+        &bridge,
+        "browser_type",
+        json!({"target": "#asked", "text": "Typed question"}),
+    )
+    .await;
+    let answered = tool_ok(
+        &bridge,
+        "browser_wait_for",
+        json!({"text": "Bonjour, Ada", "timeout": 5}),
+    )
+    .await;
+    assert_eq!(answered["found"], true, "{answered}");
+    let typed = tool(
+        &bridge,
+        "browser_wait_for",
+        json!({"text": "Typed question", "timeout": 1}),
+    )
+    .await;
+    assert!(is_error(&typed), "{typed}");
     let gone = tool_ok(
         &bridge,
         "browser_wait_for",
