@@ -117,20 +117,33 @@ export function watchAction(live, openable) {
     // Its own items, not a submenu's; at most 8 named (this runs in the page: no constants
     // from outside).
     const ITEMS = { menu: '[role=menuitem],[role=menuitemcheckbox],[role=menuitemradio]', listbox: '[role=option]' };
+    const itemCss = shown ? ITEMS[role] : undefined;
     // A component's list box shows the options the page slotted into it (Shoelace's select).
-    const slotted = shown && ITEMS[role]
-      ? [...el.querySelectorAll('slot')].flatMap(slot => slot.assignedElements({ flatten: true }))
-          .flatMap(kid => [kid, ...kid.querySelectorAll(ITEMS[role])]).filter(kid => kid.matches(ITEMS[role]))
-      : [];
-    const offered = shown && ITEMS[role]
-      ? [...[...el.querySelectorAll(ITEMS[role])].filter(item => item.closest('[role=menu],[role=listbox]') === el), ...slotted]
-          .filter(item => item.checkVisibility() && item.getAttribute('aria-disabled') !== 'true')
+    const offered = itemCss
+      ? [
+          ...[...el.querySelectorAll(itemCss)].filter(item => item.closest('[role=menu],[role=listbox]') === el),
+          ...[...el.querySelectorAll('slot')].flatMap(slot => slot.assignedElements({ flatten: true }))
+            .flatMap(kid => [kid, ...kid.querySelectorAll(itemCss)]).filter(kid => kid.matches(itemCss)),
+        ].filter(item => item.checkVisibility() && item.getAttribute('aria-disabled') !== 'true')
       : [];
     const items = offered.slice(0, 8).map(item => clip(item.getAttribute('aria-label') || item.innerText || item.textContent, 40)).filter(Boolean);
     return {
       role, ...(name ? { name } : {}), ...(modal ? { modal: true } : {}), ...(shown && ref ? { ref } : {}),
       ...(items.length ? { items, count: offered.length } : {}),
     };
+  };
+  // What an element the action pressed says, as a screen reader reads it: its aria-label, else
+  // its shown text without what is hidden from screen readers (an icon font's ligature
+  // Streamlit hides, `keyboard_arrow_right`).
+  const spokenName = el => {
+    let words = '';
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    while (words.length < 200 && walker.nextNode()) {
+      const parent = walker.currentNode.parentElement;
+      if (parent?.checkVisibility() && !parent.closest('[aria-hidden=true]'))
+        words += ` ${walker.currentNode.data}`;
+    }
+    return clip(el.getAttribute('aria-label') || words, 80);
   };
   const openerOf = event => event.composedPath().find(node => node instanceof Element &&
       ((node.hasAttribute('aria-haspopup') && node.getAttribute('aria-haspopup') !== 'false') || node.hasAttribute('aria-expanded'))) ?? null;
@@ -161,7 +174,7 @@ export function watchAction(live, openable) {
     live: new Map(),
     invalid: new Set(document.querySelectorAll('[aria-invalid=true]')),
     open: new Set(roots.flatMap(root => [...root.querySelectorAll(openable)]).filter(el => el.checkVisibility())),
-    namers: { clip, field, described, rootsNow, openedBy },
+    namers: { clip, field, described, rootsNow, openedBy, spokenName },
     // The element the action pressed or clicked that says it opens a popup (a menu bar's
     // "Kernel", a drop-down's button: `aria-haspopup`, `aria-expanded`): a menu or list with
     // no name of its own, nor a controller naming it, is known by it (JupyterLab's menus read
@@ -246,7 +259,7 @@ export function actionEvidence(live, openable) {
   watch.added.disconnect();
   const STRUCTURE = ['table', 'ul', 'ol', 'dl', 'section', 'article', 'main', 'nav', 'aside', 'form', 'header', 'footer'];
   // The namers watchAction made, so a list or dialog that closed is named as it was.
-  const { clip, field, described, openedBy } = watch.namers;
+  const { clip, field, described, openedBy, spokenName } = watch.namers;
   const shown = el => (el.isConnected && el.checkVisibility() ? el.innerText.trim() : '');
   const pointedTo = el => {
     const ids = `${el.getAttribute('aria-errormessage') || ''} ${el.getAttribute('aria-describedby') || ''}`;
@@ -323,8 +336,7 @@ export function actionEvidence(live, openable) {
   const shownNow = opened.map(el => {
     const one = described(el, true);
     if (!one.name && watch.opener && ['menu', 'listbox', 'popover'].includes(one.role)) {
-      const by = watch.opener;
-      const name = clip(by.getAttribute('aria-label') || by.innerText, 80);
+      const name = spokenName(watch.opener);
       if (name) {
         openedBy.set(el, name);
         one.name = name;
@@ -345,15 +357,7 @@ export function actionEvidence(live, openable) {
   if (toggle && toggle.el.isConnected && !reallyOpened.length && !reallyClosed.length) {
     const now = watch.expandedOf(toggle.el);
     if (now !== toggle.was) {
-      // Its words as a screen reader reads them: an icon font's ligature Streamlit hides
-      // (`keyboard_arrow_right`) is not one.
-      let words = '';
-      const walker = document.createTreeWalker(toggle.el, NodeFilter.SHOW_TEXT);
-      while (words.length < 200 && walker.nextNode()) {
-        if (!walker.currentNode.parentElement?.closest('[aria-hidden=true]'))
-          words += ` ${walker.currentNode.data}`;
-      }
-      const name = clip(toggle.el.getAttribute('aria-label') || words, 80);
+      const name = spokenName(toggle.el);
       const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(toggle.el);
       evidence.toggled = { expanded: now, ...(name ? { name } : {}), ...(ref ? { ref } : {}) };
     }

@@ -99,9 +99,9 @@ function pageBase(tab) {
   return tab.pageStart?._seq ?? 1;
 }
 
-/** The events of a request's life that count as network activity for settling. */
 /** Response types that stream for as long as the page keeps them open. */
 const STREAM_TYPES = new Set(['text/event-stream', 'multipart/x-mixed-replace']);
+/** The events of a request's life that count as network activity for settling. */
 const LIFECYCLE = new Set(['Network.requestWillBeSent', 'Network.responseReceived', 'Network.loadingFinished', 'Network.loadingFailed']);
 
 export class NetworkLog {

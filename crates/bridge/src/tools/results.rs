@@ -183,6 +183,18 @@ const ACTIONS: [&str; 12] = [
     "browser_emulate_media",
 ];
 
+/// ` "Name" [ref=e4]`: how an answer's line names an element, each part when it is known.
+fn name_and_ref(element: &Value) -> String {
+    let mut said = String::new();
+    if let Some(name) = element["name"].as_str() {
+        said.push_str(&format!(" {name:?}"));
+    }
+    if let Some(at) = element["ref"].as_str() {
+        said.push_str(&format!(" [ref={at}]"));
+    }
+    said
+}
+
 /// The lines of an action's answer: a header, what changed, downloads, then each other field
 /// as `key: value`.
 fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
@@ -247,14 +259,11 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
             "opened" | "closed" => {
                 lines.extend(value.as_array().into_iter().flatten().map(|shown| {
                     let verb = if key == "opened" { "Opened" } else { "Closed" };
-                    let mut line =
-                        format!("{verb}: {}", shown["role"].as_str().unwrap_or("dialog"));
-                    if let Some(name) = shown["name"].as_str() {
-                        line.push_str(&format!(" {name:?}"));
-                    }
-                    if let Some(at) = shown["ref"].as_str() {
-                        line.push_str(&format!(" [ref={at}]"));
-                    }
+                    let mut line = format!(
+                        "{verb}: {}{}",
+                        shown["role"].as_str().unwrap_or("dialog"),
+                        name_and_ref(shown)
+                    );
                     if shown["modal"] == true {
                         line.push_str(
                             " (modal: the page behind it takes no clicks until it closes)",
@@ -279,20 +288,15 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
             }
             // A part of the page shown or hidden by its header (an accordion, a <details>).
             "toggled" => {
-                let mut line = format!(
-                    "{}:",
+                let line = format!(
+                    "{}:{}",
                     if value["expanded"] == true {
                         "Expanded"
                     } else {
                         "Collapsed"
-                    }
+                    },
+                    name_and_ref(value)
                 );
-                if let Some(name) = value["name"].as_str() {
-                    line.push_str(&format!(" {name:?}"));
-                }
-                if let Some(at) = value["ref"].as_str() {
-                    line.push_str(&format!(" [ref={at}]"));
-                }
                 lines.push(line);
             }
             "tabsOpened" => lines.extend(value.as_array().into_iter().flatten().map(|tab| {
