@@ -309,8 +309,12 @@ export async function locateElement(el, options = {}) {
     // A field shows no words of its own: its label's say which it was (`input "I agree"`).
     const labelledBy = (el.getAttribute('aria-labelledby') || '').split(/\s+/).filter(Boolean)
       .map(id => el.ownerDocument.getElementById(id)?.textContent ?? '').join(' ').trim();
-    const labels = labelledBy || Array.from(el.labels ?? [], label => label.textContent).join(' ').trim();
-    const words = String(el.getAttribute('aria-label') || shows.trim() || button || labels || el.getAttribute('placeholder') || '')
+    // An icon button or a logo link shows pictures, not words: their alt or label says it
+    // (`button "Delete row"`), as they name the element; so for a field labelled by a picture.
+    const pictures = node => Array.from(node.querySelectorAll('img[alt], [aria-label], svg title'), picture =>
+      picture.getAttribute('alt') ?? picture.getAttribute('aria-label') ?? picture.textContent).join(' ').trim();
+    const labels = labelledBy || Array.from(el.labels ?? [], label => label.textContent.trim() || pictures(label)).join(' ').trim();
+    const words = String(el.getAttribute('aria-label') || shows.trim() || button || labels || pictures(el) || el.getAttribute('placeholder') || '')
       .replace(/\s+/g, ' ').trim();
     if (words)
       text += ` ${JSON.stringify(words.length > 40 ? `${words.slice(0, 39)}…` : words)}`;

@@ -311,7 +311,10 @@ export function captureTree(limits, rootElement) {
   // innerText gives, less what is aria-hidden (mdbook's chapter numbers), and into shadow trees
   // as a person sees them: a <slot> shows what the page put in it (a web component's button
   // or radio reads the words its author slotted), else its own fallback content.
-  const renderedText = el => {
+  // Read as the text that names `named` (a label's, an aria-labelledby target's), a picture
+  // says its alt and an element its aria-label in place of its content, another field its
+  // value, and `named` itself nothing, as accessible names are computed.
+  const renderedText = (el, named) => {
     const view = el.ownerDocument.defaultView;
     const parts = [];
     const visit = node => {
@@ -328,6 +331,13 @@ export function captureTree(limits, rootElement) {
       const style = view.getComputedStyle(node);
       if (style.display === 'none' || style.visibility === 'hidden' || style.visibility === 'collapse')
         return;
+      if (named) {
+        const said = node === named ? '' : namingText(node);
+        if (said !== null) {
+          parts.push(' ', said, ' ');
+          return;
+        }
+      }
       const block = style.display !== 'inline' && style.display !== 'contents';
       if (block)
         parts.push(' ');
@@ -340,9 +350,37 @@ export function captureTree(limits, rootElement) {
       visit(kid);
     return parts.join('');
   };
-  // Text that names another element (a <label>, an aria-labelledby target): the page's own
-  // text, as before, unless a web component slots it in, which only renderedText follows.
-  const labelText = el => (el.localName === 'slot' || el.shadowRoot || el.querySelector('slot') ? renderedText(el) : el.textContent);
+  // What an element inside a label says in the label's text, where that is not its content:
+  // null where its content is read.
+  const namingText = node => {
+    const label = aria(node, 'aria-label');
+    if (flat(label))
+      return label;
+    if (node.localName === 'img' || node.localName === 'area' || (node.localName === 'input' && node.type === 'image'))
+      return node.getAttribute('alt') || '';
+    if (node.localName === 'svg')
+      return node.querySelector(':scope > title')?.textContent || '';
+    if (node.localName === 'select')
+      return Array.from(node.selectedOptions, option => option.textContent).join(' ');
+    if (node.localName === 'textarea')
+      return node.value;
+    if (node.localName === 'input')
+      return ['checkbox', 'radio', 'file', 'hidden', 'password'].includes(node.type) ? '' : node.value;
+    return null;
+  };
+  // Text that names `named` (a <label>'s, an aria-labelledby target's). Plain words are the
+  // page's own text; one holding more is read as accessible names are: Django's search box
+  // is labelled by a magnifier `<img alt="Search">` (its name was empty), a `<select>` inside
+  // its label is not part of its own name ("Show entries", not "Show 1025 entries"), and a
+  // hint the label hides (`display: none`) is left out. A label not rendered itself still
+  // names its field, whole.
+  const labelText = (el, named) => {
+    if (el.localName === 'slot' || el.shadowRoot || el.querySelector('slot'))
+      return renderedText(el, named);
+    if (!el.firstElementChild || (el.checkVisibility && !el.checkVisibility()))
+      return el.textContent;
+    return renderedText(el, named);
+  };
   // The shown element that `el` names by `aria-labelledby`, looked for in `el`'s own tree.
   // Each tree's labelled elements are listed once a capture, by the ids they point to: a
   // query per element with an id took the `Vec` page's snapshot from 390 to 600 ms.
@@ -364,7 +402,7 @@ export function captureTree(limits, rootElement) {
     return named && named !== el && !el.contains(named) && rendered(named) ? named : null;
   };
   // What a field's <label>s together say, as a name.
-  const labelsName = labels => clip(flat(labels.map(labelText).join(' ')), 100);
+  const labelsName = (labels, named) => clip(flat(labels.map(label => labelText(label, named)).join(' ')), 100);
   // The accessible name, whether it was read from the element's own content, and whether a
   // label gave it (aria-labelledby, aria-label, a <label>): what getByLabel finds an element by.
   const nameOf = (el, role) => {
@@ -380,7 +418,7 @@ export function captureTree(limits, rootElement) {
       // to its group, and read "200100" (the digits drawn around it), not "Minimum amount
       // Minimum amount"; a button pointing to its list's label and itself reads "Box size
       // Small".
-      const part = target => aria(target, 'aria-label') || labelText(target);
+      const part = target => aria(target, 'aria-label') || labelText(target, el);
       const text = flat(labelledBy.split(/\s+/).map(id => { const target = byId(id); return target ? part(target) : ''; }).join(' '));
       if (text)
         return [clip(text, 100), false, true];
@@ -389,7 +427,7 @@ export function captureTree(limits, rootElement) {
     const candidates = [
       aria(el, 'aria-label'),
       el.localName === 'svg' ? el.querySelector(':scope > title')?.textContent : '',
-      labelsOf(el).map(labelText).join(' '),
+      labelsOf(el).map(label => labelText(label, el)).join(' '),
       isInput && ['button', 'submit', 'reset'].includes(el.type) ? el.value || (el.type === 'submit' ? 'Submit' : '') : '',
       // A clickable box's title says what it does where its content is a mark (Sphinx's `>>>`
       // toggle: "Hide the prompts and output"), and Chrome names a generic by its title.
@@ -637,7 +675,7 @@ export function captureTree(limits, rootElement) {
       const labels = el.localName.includes('-') ? labelsOf(el) : [];
       const controls = labels.length ? out.filter(kid => kid.ref) : [];
       if (controls.length === 1 && !controls[0].name) {
-        controls[0].name = labelsName(labels);
+        controls[0].name = labelsName(labels, el);
         controls[0].labelled = true;
       }
       // A box of its own (a block, a flex or grid item) is apart from the text around it on
@@ -682,7 +720,7 @@ export function captureTree(limits, rootElement) {
       const replaced = el.querySelector('select[hidden], input[hidden]');
       const labels = replaced ? labelsOf(replaced) : [];
       if (labels.length) {
-        item.name = labelsName(labels);
+        item.name = labelsName(labels, replaced);
         item.labelled = true;
       }
     } else if (NAME_FROM_CONTENT.has(role) && !el.matches('input, select, textarea')) {

@@ -4016,6 +4016,30 @@ async fn locators_in_target(host: &impl Host) {
         amount.contains("- slider \"Minimum amount Minimum amount\" [ref="),
         "{amount}"
     );
+    // A label is read as Chrome names a field by it: a picture in it by its alt (Django
+    // admin's search box, labelled by a magnifier), a field inside a label not by its own
+    // options ("Show entries"), a hint the label hides not at all.
+    page_value(
+        host,
+        "document.body.insertAdjacentHTML('beforeend', '<div id=labelled>\
+         <label for=q2><img alt=Search src=\"data:image/gif;base64,R0lGODlhAQABAAAAACw=\"></label>\
+         <input id=q2><label>Show <select id=per><option>10</option><option>25</option></select> \
+         entries</label><label>Email <span style=\"display: none\">(we never share it)</span>\
+         <input id=mail type=email></label><button id=trash type=button><img alt=\"Remove row\" \
+         src=\"data:image/gif;base64,R0lGODlhAQABAAAAACw=\"></button></div>'); 1",
+    )
+    .await;
+    let labelled = outline(host, json!({"target": "#labelled"})).await;
+    assert!(
+        labelled.contains("- textbox \"Search\" [ref=")
+            && labelled.contains("- combobox \"Show entries\" [ref=")
+            && labelled.contains("- textbox \"Email\" [ref="),
+        "{labelled}"
+    );
+    assert_eq!(id_of("getByLabel('Search', { exact: true })").await, "q2");
+    // An icon button's click says which button by its picture's alt, as that names it.
+    let trash = tool_ok(host, "browser_click", json!({"target": "#trash"})).await;
+    assert_eq!(trash["element"], "button#trash \"Remove row\"", "{trash}");
     // filter(…), as Playwright's documentation narrows a list: by an item's text, by what it
     // holds or does not, and a selector's matches by their text.
     page_value(
