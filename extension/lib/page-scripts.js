@@ -311,8 +311,9 @@ export async function locateElement(el, options = {}) {
       .map(id => el.ownerDocument.getElementById(id)?.textContent ?? '').join(' ').trim();
     // An icon button or a logo link shows pictures, not words: their alt or label says it
     // (`button "Delete row"`), as they name the element; so for a field labelled by a picture.
-    const pictures = node => Array.from(node.querySelectorAll('img[alt], [aria-label], svg title'), picture =>
-      picture.getAttribute('alt') ?? picture.getAttribute('aria-label') ?? picture.textContent).join(' ').trim();
+    // An icon drawn by CSS says it by its title (Django admin's calendar link).
+    const pictures = node => Array.from(node.querySelectorAll('img[alt], [aria-label], svg title, [title]'), picture =>
+      picture.getAttribute('alt') ?? picture.getAttribute('aria-label') ?? picture.getAttribute('title') ?? picture.textContent).join(' ').trim();
     const labels = labelledBy || Array.from(el.labels ?? [], label => label.textContent.trim() || pictures(label)).join(' ').trim();
     const words = String(el.getAttribute('aria-label') || shows.trim() || button || labels || pictures(el) || el.getAttribute('placeholder') || '')
       .replace(/\s+/g, ' ').trim();

@@ -288,7 +288,7 @@ export function captureTree(limits, rootElement) {
   // reads "Collapse"). Icon-font glyphs (private use code points) say nothing.
   const shownText = el => {
     let text;
-    if (el.querySelector('[aria-hidden="true"], slot') || el.shadowRoot || el.localName === 'slot') {
+    if (el.querySelector('[aria-hidden="true"], slot, select') || el.shadowRoot || el.localName === 'slot') {
       text = renderedText(el);
     } else {
       // Chrome's own reading of what is rendered, far faster than renderedText; its one
@@ -331,6 +331,12 @@ export function captureTree(limits, rootElement) {
       const style = view.getComputedStyle(node);
       if (style.display === 'none' || style.visibility === 'hidden' || style.visibility === 'collapse')
         return;
+      // A drop-down says the option chosen, not all of them (a table cell holding one read
+      // `cell "--------- 1 2 3 4 5"`).
+      if (node.localName === 'select' && !named) {
+        parts.push(' ', Array.from(node.selectedOptions, option => option.textContent).join(' '), ' ');
+        return;
+      }
       if (named) {
         const said = node === named ? '' : namingText(node);
         if (said !== null) {
@@ -731,6 +737,14 @@ export function captureTree(limits, rootElement) {
         flat(picture.getAttribute('alt') ?? picture.getAttribute('aria-label') ?? picture.textContent)).filter(Boolean);
       if (pictures.length)
         item.altName = clip(pictures.slice(0, 5).join(' '), 100);
+      else {
+        // An icon drawn by CSS names the element by its title, as Chrome reads a name from
+        // content (Django admin's calendar link, `<span class="date-icon" title="Choose a
+        // Date">`, read as a bare `link`): printed, as no line of its own says it.
+        const titled = flat(Array.from(el.querySelectorAll('[title]'), icon => icon.getAttribute('title')).slice(0, 5).join(' '));
+        if (titled)
+          item.name = clip(titled, 100);
+      }
     }
     // What a field shows while empty: Playwright's snapshot prints it under the field when it
     // is not the field's name, and getByPlaceholder finds the field by it.
@@ -811,7 +825,9 @@ export function captureTree(limits, rootElement) {
       else if (Number.isFinite(now))
         item.value = String(now);
     }
-    if (role === 'link' && el.getAttribute('href'))
+    // A bare `#` goes nowhere (a script acts on the click: Django admin's calendar days, a
+    // menu's toggles): its line would say nothing the role does not.
+    if (role === 'link' && el.getAttribute('href') && el.getAttribute('href') !== '#')
       item.url = clip(el.getAttribute('href'), 200);
     if (role === 'iframe') {
       let inner = null;
@@ -915,7 +931,7 @@ export function captureTree(limits, rootElement) {
     // Playwright's snapshot leaves the cell unnamed.
     if (nameFromContent && (kids.some(kid => BLOCKS.has(kid.role)) ||
         (role === 'generic' && kids.some(kid => kid.role !== undefined)) ||
-        (TABLE_CELLS.has(role) && kids.some(kid => kid.role !== undefined && kid.name)))) {
+        (TABLE_CELLS.has(role) && kids.some(kid => kid.role !== undefined && (kid.name || kid.value !== undefined))))) {
       // Not printed, but still its accessible name: getByRole('button', { name: 'Place
       // order' }) finds Streamlit's button, whose words are a paragraph inside it.
       item.altName = item.name;

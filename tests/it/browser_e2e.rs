@@ -4026,7 +4026,10 @@ async fn locators_in_target(host: &impl Host) {
          <input id=q2><label>Show <select id=per><option>10</option><option>25</option></select> \
          entries</label><label>Email <span style=\"display: none\">(we never share it)</span>\
          <input id=mail type=email></label><button id=trash type=button><img alt=\"Remove row\" \
-         src=\"data:image/gif;base64,R0lGODlhAQABAAAAACw=\"></button></div>'); 1",
+         src=\"data:image/gif;base64,R0lGODlhAQABAAAAACw=\"></button><a href=\"#\" id=cal><span \
+         title=\"Choose a Date\" style=\"display: inline-block; width: 16px; height: 16px\"></span></a>\
+         <table><tr><td><select id=stars><option>---</option><option>1</option><option>2</option>\
+         </select></td></tr></table></div>'); 1",
     )
     .await;
     let labelled = outline(host, json!({"target": "#labelled"})).await;
@@ -4036,6 +4039,19 @@ async fn locators_in_target(host: &impl Host) {
             && labelled.contains("- textbox \"Email\" [ref="),
         "{labelled}"
     );
+    // An icon drawn by CSS names its link by its title, as Chrome names it (Django admin's
+    // calendar link); a bare `#` is not printed as where the link goes; a cell holding a
+    // drop-down is not named by all its options ("--- 1 2"), nor by the one chosen, which the
+    // drop-down's own line shows.
+    assert!(
+        labelled.contains("- link \"Choose a Date\" [ref=")
+            && !labelled.contains("/url: #")
+            && labelled.contains("- cell [ref=")
+            && labelled.contains("- combobox [ref="),
+        "{labelled}"
+    );
+    let calendar = tool_ok(host, "browser_click", json!({"target": "#cal"})).await;
+    assert_eq!(calendar["element"], "a#cal \"Choose a Date\"", "{calendar}");
     assert_eq!(id_of("getByLabel('Search', { exact: true })").await, "q2");
     // An icon button's click says which button by its picture's alt, as that names it.
     let trash = tool_ok(host, "browser_click", json!({"target": "#trash"})).await;
