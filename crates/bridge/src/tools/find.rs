@@ -63,12 +63,39 @@ impl Query {
         }
     }
 
+    /// Whether `line` says what is looked for. Its refs are left out: they are the outline's
+    /// own numbering, not the page's, and "15" matched every `[ref=e15]`, `[ref=e115]`,
+    /// `[ref=e152]`… on a calendar whose one "15" was wanted.
     fn matches(&self, line: &str) -> bool {
+        let line = without_refs(line);
         match self {
             Query::Text(needle) => line.to_lowercase().contains(needle.as_str()),
-            Query::Regex(regex) => regex.is_match(line),
+            Query::Regex(regex) => regex.is_match(&line),
         }
     }
+}
+
+/// `line` without its ` [ref=…]` marks.
+fn without_refs(line: &str) -> std::borrow::Cow<'_, str> {
+    const MARK: &str = " [ref=";
+    if !line.contains(MARK) {
+        return line.into();
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find(MARK) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + MARK.len()..];
+        match after.find(']') {
+            Some(end) => rest = &after[end + 1..],
+            None => {
+                out.push_str(&rest[at..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out.into()
 }
 
 fn indent(line: &str) -> usize {
@@ -223,6 +250,21 @@ mod tests {
         assert!(text.contains("- button \"Sign in\" [ref=e14]  ◀"), "{text}");
         // The two windows overlap: each line is printed once.
         assert_eq!(text.matches("[ref=e13]").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn a_number_matches_what_the_page_says_not_the_outline_refs() {
+        let outline = "- table \"Auth\" [ref=e15]:\n  - row [ref=e152]:\n    - cell [ref=e153]:\n      - link \"8\" [ref=e154]\n    - cell [ref=e155]:\n      - link \"15\" [ref=e156]";
+        let query = Query::new(Some("15"), None).unwrap();
+        let (text, count) = search(outline, &query);
+        assert_eq!(count, 1, "{text}");
+        assert!(text.contains("- link \"15\" [ref=e156]  ◀"), "{text}");
+        let query = Query::new(None, Some("^\\s*- link \"1\\d\"$")).unwrap();
+        assert_eq!(search(outline, &query).1, 1);
+        assert_eq!(
+            without_refs("- x [ref=e1] [checked] [ref=e2"),
+            "- x [checked] [ref=e2"
+        );
     }
 
     #[test]
