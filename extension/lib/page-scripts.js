@@ -315,7 +315,7 @@ export async function locateElement(el, options = {}) {
     const pictures = node => Array.from(node.querySelectorAll('img[alt], [aria-label], svg title, [title]'), picture =>
       picture.getAttribute('alt') ?? picture.getAttribute('aria-label') ?? picture.getAttribute('title') ?? picture.textContent).join(' ').trim();
     const labels = labelledBy || Array.from(el.labels ?? [], label => label.textContent.trim() || pictures(label)).join(' ').trim();
-    const words = String(el.getAttribute('aria-label') || shows.trim() || button || labels || pictures(el) || el.getAttribute('placeholder') || '')
+    const words = String(el.getAttribute('aria-label') || shows.trim() || button || labels || pictures(el) || el.getAttribute('title') || el.getAttribute('placeholder') || '')
       .replace(/\s+/g, ' ').trim();
     if (words)
       text += ` ${JSON.stringify(words.length > 40 ? `${words.slice(0, 39)}…` : words)}`;

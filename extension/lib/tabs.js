@@ -33,6 +33,18 @@ export class TabOwnership {
      * @type {Set<number>}
      */
     this._openedByAgent = new Set();
+    /**
+     * The tab whose page opened each tab an action opened (`window.open`, a `target=_blank`
+     * link): where the connection carries on when that page closes its own tab (Django
+     * admin's "add another" pop-up closes itself once saved).
+     * @type {Map<number, number>}
+     */
+    this._openerOf = new Map();
+  }
+
+  /** @param {number} tabId @param {number} openerTabId */
+  setOpener(tabId, openerTabId) {
+    this._openerOf.set(tabId, openerTabId);
   }
 
   /** @param {number} tabId */
@@ -117,8 +129,15 @@ export class TabOwnership {
     const owner = this._ownerByTab.get(tabId);
     this._ownerByTab.delete(tabId);
     this._openedByAgent.delete(tabId);
+    const opener = this._openerOf.get(tabId);
+    this._openerOf.delete(tabId);
     for (const [connectionId, current] of this._currentByConnection) {
-      if (current === tabId)
+      if (current !== tabId)
+        continue;
+      // Back to the page that opened it, where the work it was opened for goes on.
+      if (opener !== undefined && this._ownerByTab.get(opener) === connectionId)
+        this._currentByConnection.set(connectionId, opener);
+      else
         this._currentByConnection.delete(connectionId);
     }
     return owner;

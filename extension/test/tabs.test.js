@@ -69,6 +69,23 @@ test('a closed tab is dropped from ownership and from current', () => {
   assert.equal(tabs.dropTab(5), undefined);
 });
 
+test('a pop-up that closes leaves its connection in the tab that opened it, if still its own', () => {
+  const tabs = new TabOwnership();
+  tabs.select(A, 5);
+  tabs.claim(A, 6);
+  tabs.setOpener(6, 5);
+  tabs.select(A, 6);
+  tabs.dropTab(6);
+  assert.equal(tabs.currentTab(A), 5);
+  // An opener another connection holds now is not taken back.
+  tabs.claim(A, 7);
+  tabs.setOpener(7, 8);
+  tabs.select(B, 8);
+  tabs.select(A, 7);
+  tabs.dropTab(7);
+  assert.equal(tabs.currentTab(A), undefined);
+});
+
 test('retainOnly releases connections missing from status but keeps the listed and the kept', () => {
   const tabs = new TabOwnership();
   tabs.select(A, 1);

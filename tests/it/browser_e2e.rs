@@ -248,6 +248,45 @@ async fn shot_of_size(host: &impl Host, target: &str, size: &str) {
     assert!(!is_error(&shot) && text(&shot).contains(size), "{shot}");
 }
 
+/// A pop-up that closes itself once done (Django admin's "add another", saved) closes the tab
+/// the click ran in: the click is done, not failed ("tab … does not exist"), and the session
+/// goes on in `opener`, the page that opened it.
+async fn a_popup_that_closes_itself(bridge: &impl Host, opener: &Value) {
+    page_value(
+        bridge,
+        "document.body.insertAdjacentHTML('afterbegin', '<button id=\"pop\" onclick=\"window.open(\\'page2.html\\', \
+         \\'pop\\', \\'width=500,height=400\\')\">Add another</button><output id=\"back\"></output>'); 1",
+    )
+    .await;
+    let popped = tool(bridge, "browser_click", json!({"selector": "#pop"})).await;
+    let popup = popped["structuredContent"]["tabsOpened"][0]["tabId"].clone();
+    assert!(popup.is_u64(), "{popped}");
+    tool_ok(
+        bridge,
+        "browser_tabs",
+        json!({"action": "select", "tabId": popup}),
+    )
+    .await;
+    page_value(
+        bridge,
+        "document.body.insertAdjacentHTML('afterbegin', '<button id=\"save\" onclick=\"opener.document.\
+         getElementById(\\'back\\').textContent = \\'saved\\'; window.close()\">Save</button>'); 1",
+    )
+    .await;
+    let saved = tool(bridge, "browser_click", json!({"selector": "#save"})).await;
+    assert!(
+        !is_error(&saved)
+            && text(&saved).contains(&format!(
+                "The page closed its tab (Tab {popup}) when done; the current tab is now Tab {opener} · "
+            )),
+        "{saved}"
+    );
+    assert_eq!(
+        page_value(bridge, "document.getElementById('back').textContent").await,
+        "saved"
+    );
+}
+
 async fn playwright_tools(chromium: &Path, mode: Mode) {
     let relay = relay().await;
     let site = FixtureSite::start().await;
@@ -1001,6 +1040,8 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
         )),
         "{closed}"
     );
+    // Its own future: inline, it took this test's past the thread's stack in a debug build.
+    Box::pin(a_popup_that_closes_itself(&bridge, before)).await;
 
     // A page the server answered with an error loads, and the answer says it is an error.
     let gone = tool(

@@ -37,43 +37,93 @@ export function reportingChanges(run, { settle = false, loaded = false } = {}) {
     const openedBefore = tabBefore === null ? null : new Set((await tabsOpenedBy(tabBefore)).map(tab => tab.id));
     const started = Date.now();
     const acted = await run(ctx, params);
-    // An action waits for the requests it set off, not for those the page had open before it
-    // (a long poll, a stream), as Playwright MCP's do; a navigation waits for its whole page.
-    const result = settle ? await settleAfter(ctx, acted, { loaded, since: loaded ? undefined : started }) : acted;
-    if (typeof result?.tabId !== 'number' || result.dialog)
-      return result;
-    await addDownloads(ctx, result, started);
-    const watched = before !== null && result.tabId === tabBefore;
-    const after = await stateAfterAction(ctx, result.tabId, watched ? actionEvidence : pageState, LIVE_REGIONS, OPENABLE);
-    // A navigation's page that titled itself once loaded (Gradio sets its title from script)
-    // answers with that title, not with the blank it had at its load event and a "Page
-    // changed" to the same URL.
-    if (loaded && after && typeof result.url === 'string' && after.url === result.url && after.title && after.title !== result.title)
-      result.title = after.title;
-    if (before && after && (before.url !== after.url || before.title !== after.title))
-      result.pageChanged = { url: after.url, title: after.title };
-    for (const seen of EVIDENCE) {
-      if (after?.[seen])
-        result[seen] = after[seen];
+    try {
+      return await reportOn(ctx, params, acted, { settle, loaded, started, tabBefore, before, logged, openedBefore });
+    } catch (error) {
+      // A page may close its own tab once done (a pop-up that saved: `window.close()`): the
+      // action did what it was asked, so it answers as done, and says where things go on.
+      if (error instanceof DialogOpenError || typeof acted?.tabId !== 'number' || await tabExists(acted.tabId))
+        throw error;
+      return { ...acted, tabClosed: await closedTab(ctx, acted.tabId) };
     }
-    // An Enter the browser's check stopped did not submit anything.
-    if (result.formBlocked && result.submitted === true)
-      result.submitted = false;
-    if (openedBefore && result.tabId === tabBefore)
-      await addOpenedTabs(ctx, result, openedBefore);
-    // As Playwright MCP's answers say what the console gained: an error a click set off is
-    // often why nothing happened. Only when there is something to say.
-    const said = events?.newSince(result.tabId, result.tabId === tabBefore ? logged : 0);
-    if (said && (said.errors || said.warnings))
-      result.console = said;
-    if (params.snapshot) {
-      const outline = await outlineOf(ctx, result.tabId, {});
-      result.snapshot = outline.snapshot;
-      if (outline.note)
-        result.snapshotNote = outline.note;
-    }
-    return result;
   };
+}
+
+/**
+ * Whether a tab is still open.
+ *
+ * @param {number} tabId
+ */
+async function tabExists(tabId) {
+  try {
+    await chrome.tabs.get(tabId);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * What an action's answer says of its tab the page closed: its id, and the connection's
+ * current tab now (the page that opened it, when this connection's), if any.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ */
+async function closedTab(ctx, tabId) {
+  // Chrome's onRemoved may not have reached the ownership yet.
+  ctx.tabs.dropTab(tabId);
+  const current = ctx.tabs.currentTab(ctx.connectionId);
+  const tab = current === undefined ? null : await chrome.tabs.get(current).catch(() => null);
+  return { tabId, ...(tab ? { current: { tabId: tab.id, url: tab.url || '', title: tab.title || '' } } : {}) };
+}
+
+/**
+ * The rest of {@link reportingChanges}: once the action ran, what it changed.
+ *
+ * @param {CommandContext} ctx
+ * @param {any} params
+ * @param {any} acted the action's own result
+ * @param {{settle: boolean, loaded: boolean, started: number, tabBefore: number | null, before: any, logged: number, openedBefore: Set<number> | null}} watched
+ */
+async function reportOn(ctx, params, acted, { settle, loaded, started, tabBefore, before, logged, openedBefore }) {
+  const events = ctx.debuggers?.events;
+  // An action waits for the requests it set off, not for those the page had open before it
+  // (a long poll, a stream), as Playwright MCP's do; a navigation waits for its whole page.
+  const result = settle ? await settleAfter(ctx, acted, { loaded, since: loaded ? undefined : started }) : acted;
+  if (typeof result?.tabId !== 'number' || result.dialog)
+    return result;
+  await addDownloads(ctx, result, started);
+  const watched = before !== null && result.tabId === tabBefore;
+  const after = await stateAfterAction(ctx, result.tabId, watched ? actionEvidence : pageState, LIVE_REGIONS, OPENABLE);
+  // A navigation's page that titled itself once loaded (Gradio sets its title from script)
+  // answers with that title, not with the blank it had at its load event and a "Page
+  // changed" to the same URL.
+  if (loaded && after && typeof result.url === 'string' && after.url === result.url && after.title && after.title !== result.title)
+    result.title = after.title;
+  if (before && after && (before.url !== after.url || before.title !== after.title))
+    result.pageChanged = { url: after.url, title: after.title };
+  for (const seen of EVIDENCE) {
+    if (after?.[seen])
+      result[seen] = after[seen];
+  }
+  // An Enter the browser's check stopped did not submit anything.
+  if (result.formBlocked && result.submitted === true)
+    result.submitted = false;
+  if (openedBefore && result.tabId === tabBefore)
+    await addOpenedTabs(ctx, result, openedBefore);
+  // As Playwright MCP's answers say what the console gained: an error a click set off is
+  // often why nothing happened. Only when there is something to say.
+  const said = events?.newSince(result.tabId, result.tabId === tabBefore ? logged : 0);
+  if (said && (said.errors || said.warnings))
+    result.console = said;
+  if (params.snapshot) {
+    const outline = await outlineOf(ctx, result.tabId, {});
+    result.snapshot = outline.snapshot;
+    if (outline.note)
+      result.snapshotNote = outline.note;
+  }
+  return result;
 }
 
 /**
@@ -107,6 +157,7 @@ async function addOpenedTabs(ctx, result, openedBefore) {
     try {
       ctx.tabs.claim(ctx.connectionId, tab.id);
       ctx.tabs.markOpenedByAgent(tab.id);
+      ctx.tabs.setOpener(tab.id, result.tabId);
     } catch {
       // Another connection's already (it cannot be, fresh as it is): listed, not taken.
     }

@@ -147,8 +147,9 @@ fn without(value: &Value, keys: &[&str]) -> Value {
 /// What an action's answer may say happened to the page, in the order its text says it.
 /// Each but `settled` (a page still loading, said only beside something else) makes the answer
 /// lines rather than JSON (`render`).
-const WHAT_HAPPENED: [&str; 14] = [
+const WHAT_HAPPENED: [&str; 15] = [
     "dialog",
+    "tabClosed",
     "pageChanged",
     "httpError",
     "stillLoading",
@@ -299,6 +300,19 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                 );
                 lines.push(line);
             }
+            // The page closed its own tab once done (a pop-up that saved).
+            "tabClosed" => lines.push(match value.get("current") {
+                Some(current) => format!(
+                    "The page closed its tab (Tab {}) when done; the current tab is now {}",
+                    value["tabId"],
+                    header(current)
+                ),
+                None => format!(
+                    "The page closed its tab (Tab {}) when done; this session has no current \
+                     tab now (browser_tabs lists the open ones)",
+                    value["tabId"]
+                ),
+            }),
             "tabsOpened" => lines.extend(value.as_array().into_iter().flatten().map(|tab| {
                 format!(
                     "Opened a new tab: {} (the current tab stays this one; browser_tabs with \
@@ -326,11 +340,19 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                 let rows = value.as_array().map(Vec::as_slice).unwrap_or_default();
                 lines.push(format!("Filled {}:", counted(rows.len() as u64, "field")));
                 lines.extend(rows.iter().map(|row| {
+                    // A drop-down's option by the words a person chose, its value beside them
+                    // (`"Japan" (value "JP")`, as browser_select_option says it; `"JP"` alone
+                    // read as if the wrong option were chosen).
+                    let value = match row["label"].as_str() {
+                        Some(label) if row["value"].as_str() != Some(label) => {
+                            format!("{label:?} (value {})", row["value"])
+                        }
+                        _ => row["value"].to_string(),
+                    };
                     format!(
-                        "- {:?} ({}): {}",
+                        "- {:?} ({}): {value}",
                         row["name"].as_str().unwrap_or(""),
                         row["type"].as_str().unwrap_or("field"),
-                        row["value"]
                     )
                 }));
             }
@@ -1214,11 +1236,14 @@ mod tests {
             "browser_fill_form",
             &json!({"tabId": 7, "filled": [
                 {"name": "Bio", "type": "textbox", "value": "hi\nthere"},
-                {"name": "Agree", "type": "checkbox", "value": true}]}),
+                {"name": "Agree", "type": "checkbox", "value": true},
+                {"name": "Country", "type": "combobox", "value": "JP", "label": "Japan"},
+                {"name": "Size", "type": "combobox", "value": "M", "label": "M"}]}),
         );
         assert_eq!(
             filled.text,
-            "Tab 7\nFilled 2 fields:\n- \"Bio\" (textbox): \"hi\\nthere\"\n- \"Agree\" (checkbox): true"
+            "Tab 7\nFilled 4 fields:\n- \"Bio\" (textbox): \"hi\\nthere\"\n- \"Agree\" (checkbox): true\n\
+             - \"Country\" (combobox): \"Japan\" (value \"JP\")\n- \"Size\" (combobox): \"M\""
         );
         let chosen = render(
             "browser_select_option",
@@ -1589,6 +1614,23 @@ mod tests {
             all.text,
             "Tab 7\nOpened: listbox \"Plan\": \"Basic\", \"Pro\"\nclicked: true"
         );
+        // A pop-up that closed itself once saved: the click is done, and the model is told
+        // where it goes on.
+        let closed = render(
+            "browser_click",
+            &json!({"tabId": 9, "clicked": true,
+                    "tabClosed": {"tabId": 9, "current": {"tabId": 7, "url": "https://e/", "title": "Form"}}}),
+        );
+        assert_eq!(
+            closed.text,
+            "Tab 9\nThe page closed its tab (Tab 9) when done; the current tab is now Tab 7 · \
+             https://e/ · Form\nclicked: true"
+        );
+        let alone = render(
+            "browser_click",
+            &json!({"tabId": 9, "clicked": true, "tabClosed": {"tabId": 9}}),
+        );
+        assert!(alone.text.contains("no current tab now"), "{}", alone.text);
         let opened = render(
             "browser_click",
             &json!({"tabId": 7, "clicked": true,
