@@ -109,7 +109,7 @@ export function fillField(el, action) {
     }
     case 'select': {
       if (tag !== 'select')
-        return { error: 'wrong-kind', element: describe(), wanted: 'a <select>' };
+        return { error: 'wrong-kind', element: describe(), wanted: 'a <select>', drawn: true };
       const options = Array.from(el.options);
       const wanted = action.option;
       const option = options.find(o => o.value === wanted) || options.find(o => o.label.trim() === wanted.trim()) ||
@@ -125,7 +125,7 @@ export function fillField(el, action) {
     }
     case 'range': {
       if (tag !== 'input' || inputType !== 'range')
-        return { error: 'wrong-kind', element: describe(), wanted: 'an input type=range' };
+        return { error: 'wrong-kind', element: describe(), wanted: 'an input type=range', slider: el.getAttribute('role') === 'slider' };
       el.focus();
       setValue(String(action.number));
       fire();
@@ -176,4 +176,26 @@ export function documentBox(el) {
   if (rect.width === 0 || rect.height === 0)
     return { error: 'not-visible', element: el.localName };
   return { x: rect.left + window.scrollX, y: rect.top + window.scrollY, width: rect.width, height: rect.height };
+}
+
+/**
+ * A slider the page draws (`role=slider` on a `div`: Quasar's, MUI's, Radix's): where it
+ * stands, and the focus put on it, so that arrow keys move it as they move it for a person.
+ *
+ * Runs through elementExpression. @param {Element} el
+ */
+export function focusSlider(el) {
+  const number = name => {
+    const value = parseFloat(el.getAttribute(name) ?? '');
+    return Number.isFinite(value) ? value : null;
+  };
+  // Keys go where the focus is: the slider itself, or the thumb inside it that takes the
+  // focus for it (Quasar's slider has no tabindex; its thumb does).
+  const doc = el.ownerDocument;
+  if (!el.contains(doc.activeElement)) {
+    const focusable = el.tabIndex >= 0 ? el : el.querySelector('[tabindex]:not([tabindex="-1"])');
+    if (focusable instanceof HTMLElement || focusable instanceof SVGElement)
+      focusable.focus();
+  }
+  return { now: number('aria-valuenow'), min: number('aria-valuemin'), max: number('aria-valuemax') };
 }

@@ -607,7 +607,7 @@ export function readValue(el) {
  */
 export function suggestionsSettled(el, quietMs, capMs) {
   const combobox = el.getAttribute('role') === 'combobox' || ['list', 'both'].includes(el.getAttribute('aria-autocomplete')) ||
-    (el.localName === 'input' && el.hasAttribute('list'));
+    (el.localName === 'input' && Boolean(el.list));
   if (!combobox)
     return { waitedMs: 0 };
   const doc = el.ownerDocument;

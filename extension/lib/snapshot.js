@@ -269,8 +269,9 @@ export function captureTree(limits, rootElement) {
         if (type === 'file')
           return 'button';
         // As HTML-AAM maps them (and Playwright's snapshot shows them): a search field is a
-        // searchbox, and a text field with suggestions (list=) a combobox.
-        if (['text', 'search', 'email', 'tel', 'url'].includes(type) && el.hasAttribute('list'))
+        // searchbox, and a text field with suggestions (list= naming a <datalist>) a combobox.
+        // A list= naming nothing suggests nothing: NiceGUI's every input carries one.
+        if (['text', 'search', 'email', 'tel', 'url'].includes(type) && el.list)
           return 'combobox';
         if (type === 'search')
           return 'searchbox';
@@ -532,6 +533,26 @@ export function captureTree(limits, rootElement) {
     return rect.width > 0 && rect.height > 0 && style.visibility === 'visible' && style.pointerEvents !== 'none' && !el.closest('[inert]');
   };
 
+  // What an element hidden from screen readers (`aria-hidden`) contributes: nothing, unless it
+  // is an icon a person clicks with no control around it to click instead. Quasar draws a
+  // date field's calendar button so (`<i aria-hidden="true" class="cursor-pointer">
+  // edit_calendar</i>`, its click opening the date picker), and it had no line, so a model
+  // could not open the picker; it reads `generic "edit_calendar" [ref=e9]`, its icon font's
+  // word, as Playwright's snapshot lists it. Its contents stay out.
+  const hiddenIcon = (el, frame) => {
+    const style = el.ownerDocument.defaultView.getComputedStyle(el);
+    if (!ownPointer(el, style) || !actionable(el, style) || el.querySelector(ACTIONABLE))
+      return [];
+    const box = el.getBoundingClientRect();
+    if (box.width > ICON_MAX_PX || box.height > ICON_MAX_PX)
+      return [];
+    const name = flat(el.getAttribute('title') || el.textContent);
+    const item = { role: 'generic', ...(name ? { name: clip(name, 100) } : {}), ref: refFor(el, frame), actionable: true };
+    if (limits.boxes)
+      item.box = boxOf(el);
+    return [item];
+  };
+
   let nodes = 0;
   let truncated = false;
   /** @returns {object[]} the nodes `node` contributes to its parent's children */
@@ -551,8 +572,10 @@ export function captureTree(limits, rootElement) {
     if (node.nodeType !== Node.ELEMENT_NODE)
       return [];
     const el = node;
-    if (SKIP.has(el.localName) || aria(el, 'aria-hidden') === 'true')
+    if (SKIP.has(el.localName))
       return [];
+    if (aria(el, 'aria-hidden') === 'true')
+      return hiddenIcon(el, frame);
     // A line break parts the words on either side of it.
     if (el.localName === 'br')
       return [SPACE];
@@ -889,6 +912,10 @@ export function captureTree(limits, rootElement) {
         return kids;
       }
     }
+    // A slider's thumb (the knob inside it that takes the focus: Quasar's, MUI's) says nothing
+    // the slider's own line, with its value, does not.
+    if (role === 'slider')
+      kids = kids.filter(kid => !(kid.role === 'generic' && !kid.name && !kid.children));
     // A plain box inside a named element that only says the name again (the `<div>` that draws
     // a tab called "General" inside it) is left out, as Playwright leaves it out.
     if (item.name)

@@ -4010,17 +4010,20 @@ async fn locators_in_target(host: &impl Host) {
         "Ada"
     );
     // Roles as HTML-AAM maps them, as Playwright's snapshot shows them: a search field is a
-    // searchbox, a text field with suggestions a combobox.
+    // searchbox, a text field with suggestions a combobox; one whose `list` names no
+    // <datalist> suggests nothing and is a textbox (NiceGUI's every input carries one).
     page_value(
         host,
         "document.body.insertAdjacentHTML('beforeend', '<input id=find type=search \
          aria-label=Find placeholder=\"Type to search\"><input id=city list=cities aria-label=City>\
-         <datalist id=cities><option value=Paris></datalist>'); 1",
+         <datalist id=cities><option value=Paris></datalist><input list=nowhere aria-label=Note>'); 1",
     )
     .await;
     let shown = outline(host, json!({})).await;
     assert!(
-        shown.contains("- searchbox \"Find\" [ref=") && shown.contains("- combobox \"City\" [ref="),
+        shown.contains("- searchbox \"Find\" [ref=")
+            && shown.contains("- combobox \"City\" [ref=")
+            && shown.contains("- textbox \"Note\" [ref="),
         "{shown}"
     );
     // A placeholder that is not the field's name is printed under it, as Playwright prints it,
@@ -4070,7 +4073,9 @@ async fn locators_in_target(host: &impl Host) {
          src=\"data:image/gif;base64,R0lGODlhAQABAAAAACw=\"></button><a href=\"#\" id=cal><span \
          title=\"Choose a Date\" style=\"display: inline-block; width: 16px; height: 16px\"></span></a>\
          <table><tr><td><select id=stars><option>---</option><option>1</option><option>2</option>\
-         </select></td></tr></table></div>'); 1",
+         </select></td></tr></table><span aria-hidden=true id=pick onclick=\"this.dataset.clicked = 1\" \
+         style=\"cursor: pointer; display: inline-block; width: 24px; height: 24px; overflow: hidden\">edit_calendar</span><button style=\"cursor: pointer\">Go <i \
+         aria-hidden=true>arrow_forward</i></button></div>'); 1",
     )
     .await;
     let labelled = outline(host, json!({"target": "#labelled"})).await;
@@ -4090,6 +4095,16 @@ async fn locators_in_target(host: &impl Host) {
             && labelled.contains("- cell [ref=")
             && labelled.contains("- combobox [ref="),
         "{labelled}"
+    );
+    // An icon hidden from screen readers that a person clicks, with nothing around it to click
+    // instead (Quasar's date field's calendar), has a line, to be clicked by its ref; one inside
+    // a button says nothing the button does not.
+    let icon = ref_of(&labelled, "generic \"edit_calendar\"");
+    assert!(!labelled.contains("arrow_forward"), "{labelled}");
+    tool_ok(host, "browser_click", json!({"target": icon})).await;
+    assert_eq!(
+        page_value(host, "document.getElementById('pick').dataset.clicked").await,
+        "1"
     );
     let calendar = tool_ok(host, "browser_click", json!({"target": "#cal"})).await;
     assert_eq!(calendar["element"], "a#cal \"Choose a Date\"", "{calendar}");
@@ -4615,6 +4630,35 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
     assert_eq!(
         page_value(host, "seen.open").await.as_u64().unwrap(),
         opened_before + 1
+    );
+    // browser_fill_form sets a drop-down and a slider the page draws as a person does: the
+    // drop-down opened and its option clicked, the slider (a `div` whose thumb takes the
+    // focus) moved with the arrow keys; a number outside its range is refused.
+    let filled = tool(
+        host,
+        "browser_fill_form",
+        json!({"fields": [
+            {"name": "Languages", "type": "combobox", "target": "getByRole('combobox', { name: 'Languages' })", "value": "Japanese"},
+            {"name": "Volume", "type": "slider", "selector": "#volume", "value": "7"}]}),
+    )
+    .await;
+    assert!(
+        !is_error(&filled) && text(&filled).contains("- \"Volume\" (slider): 7"),
+        "{filled}"
+    );
+    assert_eq!(
+        page_value(host, "seen.langs.join()").await,
+        "German,Japanese,English,German,Japanese"
+    );
+    let far = tool(
+        host,
+        "browser_fill_form",
+        json!({"fields": [{"name": "Volume", "type": "slider", "selector": "#volume", "value": "20"}]}),
+    )
+    .await;
+    assert!(
+        is_error(&far) && text(&far).contains("20 is outside the slider's range, 0 to 10"),
+        "{far}"
     );
     let missing = tool(
         host,
