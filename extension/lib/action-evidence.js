@@ -44,7 +44,23 @@ export function watchAction(live, openable) {
       document.removeEventListener(type, listener, true);
     earlier.added?.disconnect();
   }
-  const shown = el => (el.checkVisibility() ? el.innerText.trim() : '');
+  // The text an announced element shows, as a screen reader reads it out: without what is
+  // hidden from it (Quasar's notification says `check_circle Ordered…`, its icon font's word
+  // before the message).
+  const shown = el => {
+    if (!el.isConnected || !el.checkVisibility())
+      return '';
+    if (!el.querySelector('[aria-hidden=true]'))
+      return el.innerText.trim();
+    const words = [];
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+      const parent = walker.currentNode.parentElement;
+      if (parent?.checkVisibility() && !parent.closest('[aria-hidden=true]'))
+        words.push(walker.currentNode.data);
+    }
+    return words.join(' ').replace(/\s+/g, ' ').trim();
+  };
   // The document and every open shadow root in it, components' inside components': a
   // component's dialog or list box (Shoelace's, Material's) is drawn inside its own root.
   // One pass over the page's elements: a few ms on a page of 16,000, as rustdoc's `Vec`.
@@ -174,7 +190,7 @@ export function watchAction(live, openable) {
     live: new Map(),
     invalid: new Set(document.querySelectorAll('[aria-invalid=true]')),
     open: new Set(roots.flatMap(root => [...root.querySelectorAll(openable)]).filter(el => el.checkVisibility())),
-    namers: { clip, field, described, rootsNow, openedBy, spokenName },
+    namers: { clip, field, described, rootsNow, openedBy, spokenName, shown },
     // The element the action pressed or clicked that says it opens a popup (a menu bar's
     // "Kernel", a drop-down's button: `aria-haspopup`, `aria-expanded`): a menu or list with
     // no name of its own, nor a controller naming it, is known by it (JupyterLab's menus read
@@ -259,8 +275,7 @@ export function actionEvidence(live, openable) {
   watch.added.disconnect();
   const STRUCTURE = ['table', 'ul', 'ol', 'dl', 'section', 'article', 'main', 'nav', 'aside', 'form', 'header', 'footer'];
   // The namers watchAction made, so a list or dialog that closed is named as it was.
-  const { clip, field, described, openedBy, spokenName } = watch.namers;
-  const shown = el => (el.isConnected && el.checkVisibility() ? el.innerText.trim() : '');
+  const { clip, field, described, openedBy, spokenName, shown } = watch.namers;
   const pointedTo = el => {
     const ids = `${el.getAttribute('aria-errormessage') || ''} ${el.getAttribute('aria-describedby') || ''}`;
     return clip(ids.split(/\s+/).filter(Boolean).map(id => {
