@@ -150,8 +150,10 @@ export function watchAction(live, openable) {
   };
   // What an element the action pressed says, as a screen reader reads it: its aria-label, else
   // its shown text without what is hidden from screen readers (an icon font's ligature
-  // Streamlit hides, `keyboard_arrow_right`).
-  const spokenName = el => {
+  // Streamlit hides, `keyboard_arrow_right`). `shownFirst`: its shown words before its
+  // aria-label, for a header that toggles a part, whose label says what a press does and
+  // changes with it (Quasar's expansion read `Expanded: "Collapse \"Advanced options\""`).
+  const spokenName = (el, shownFirst = false) => {
     let words = '';
     const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
     while (words.length < 200 && walker.nextNode()) {
@@ -159,7 +161,7 @@ export function watchAction(live, openable) {
       if (parent?.checkVisibility() && !parent.closest('[aria-hidden=true]'))
         words += ` ${walker.currentNode.data}`;
     }
-    return clip(el.getAttribute('aria-label') || words, 80);
+    return clip(shownFirst ? words.trim() || el.getAttribute('aria-label') : el.getAttribute('aria-label') || words, 80);
   };
   const openerOf = event => event.composedPath().find(node => node instanceof Element &&
       ((node.hasAttribute('aria-haspopup') && node.getAttribute('aria-haspopup') !== 'false') || node.hasAttribute('aria-expanded'))) ?? null;
@@ -372,7 +374,7 @@ export function actionEvidence(live, openable) {
   if (toggle && toggle.el.isConnected && !reallyOpened.length && !reallyClosed.length) {
     const now = watch.expandedOf(toggle.el);
     if (now !== toggle.was) {
-      const name = spokenName(toggle.el);
+      const name = spokenName(toggle.el, true);
       const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(toggle.el);
       evidence.toggled = { expanded: now, ...(name ? { name } : {}), ...(ref ? { ref } : {}) };
     }

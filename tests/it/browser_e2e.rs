@@ -2051,6 +2051,22 @@ async fn snapshot_refs(chromium: &Path) {
         text(&folded).contains("\nCollapsed: \"Contents\""),
         "{folded}"
     );
+    // A header whose label says what a press does, and changes with it (Quasar's expansion:
+    // "Expand …", then "Collapse …"), is said by its shown words.
+    page_value(
+        &bridge,
+        "document.body.insertAdjacentHTML('beforeend', '<div role=button tabindex=0 id=advanced \
+         aria-expanded=false aria-label=\"Expand Advanced options\" onclick=\"const open = \
+         this.getAttribute(\\'aria-expanded\\') === \\'true\\'; this.setAttribute(\\'aria-expanded\\', \
+         String(!open)); this.setAttribute(\\'aria-label\\', (open ? \\'Expand\\' : \\'Collapse\\') + \
+         \\' Advanced options\\')\">Advanced options</div>'); 1",
+    )
+    .await;
+    let advanced = tool(&bridge, "browser_click", json!({"target": "#advanced"})).await;
+    assert!(
+        text(&advanced).contains("\nExpanded: \"Advanced options\""),
+        "{advanced}"
+    );
     // A checkbox drawn with no box has no ref (a click on it could only fail); its label,
     // what a person clicks, is a line of its own with one, and a click on it checks the box.
     assert!(prose.contains("\n- checkbox \"☐\"\n"), "{prose}");
