@@ -487,6 +487,21 @@ export async function locateElement(el, options = {}) {
 export function prepareTyping(el, text, atCaret = false) {
   // An iframe's elements are instances of that frame's classes, not of this window's.
   const view = el.ownerDocument.defaultView;
+  // A box holding the one field a person types into takes the typing in that field, as a
+  // click in it and typing would: a data grid's cell draws its editor inside once clicked
+  // (Dash's DataTable), and the cell, named by its ref, was refused ("does not accept
+  // text"). readValue and suggestionsSettled read that field (`typesInto`).
+  const typesInto = Symbol.for('mcp-relay.typesInto');
+  delete el[typesInto];
+  if (!(el instanceof view.HTMLInputElement) && !(el instanceof view.HTMLTextAreaElement) && !el.isContentEditable) {
+    const NO_TEXT = ['checkbox', 'radio', 'button', 'submit', 'reset', 'file', 'hidden', 'image'];
+    const fields = Array.from(el.querySelectorAll('input, textarea, [contenteditable=""], [contenteditable=true]'))
+      .filter(field => field.checkVisibility() && !(field.localName === 'input' && NO_TEXT.includes(field.type)));
+    if (fields.length === 1) {
+      el[typesInto] = fields[0];
+      el = fields[0];
+    }
+  }
   const isInput = el instanceof view.HTMLInputElement;
   const isField = isInput || el instanceof view.HTMLTextAreaElement;
   if (!isField && !el.isContentEditable)
@@ -569,6 +584,8 @@ export function prepareTyping(el, text, atCaret = false) {
  * Runs through {@link elementExpression}. @param {Element} el
  */
 export function readValue(el) {
+  // The field inside that took the typing (prepareTyping).
+  el = el[Symbol.for('mcp-relay.typesInto')] ?? el;
   if (el.localName === 'input' && el.type === 'password')
     return { value: el.value ? '••••••' : '' };
   // A field shown a pixel or two across is a code editor's hidden input: Monaco's is 1×1,
@@ -606,6 +623,7 @@ export function readValue(el) {
  * Runs through {@link elementExpression}. @param {Element} el
  */
 export function suggestionsSettled(el, quietMs, capMs) {
+  el = el[Symbol.for('mcp-relay.typesInto')] ?? el;
   const combobox = el.getAttribute('role') === 'combobox' || ['list', 'both'].includes(el.getAttribute('aria-autocomplete')) ||
     (el.localName === 'input' && Boolean(el.list));
   if (!combobox)

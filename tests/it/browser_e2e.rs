@@ -4124,6 +4124,36 @@ async fn locators_in_target(host: &impl Host) {
     );
     let calendar = tool_ok(host, "browser_click", json!({"target": "#cal"})).await;
     assert_eq!(calendar["element"], "a#cal \"Choose a Date\"", "{calendar}");
+    // Typing into a box that holds one field (a data grid's cell with its editor drawn in it,
+    // as Dash's DataTable draws it once clicked) types into that field; a box with two says
+    // it takes no text.
+    page_value(
+        host,
+        "document.body.insertAdjacentHTML('beforeend', '<div id=cellbox>13.9 <input id=celledit \
+         value=13.9></div><div id=twofields><input><input></div>'); 1",
+    )
+    .await;
+    let typed = tool_ok(
+        host,
+        "browser_type",
+        json!({"target": "#cellbox", "text": "14.2"}),
+    )
+    .await;
+    assert_eq!(typed["value"], "14.2", "{typed}");
+    assert_eq!(
+        page_value(host, "document.getElementById('celledit').value").await,
+        "14.2"
+    );
+    let two = tool(
+        host,
+        "browser_type",
+        json!({"target": "#twofields", "text": "x"}),
+    )
+    .await;
+    assert!(
+        is_error(&two) && text(&two).contains("which does not accept text"),
+        "{two}"
+    );
     assert_eq!(id_of("getByLabel('Search', { exact: true })").await, "q2");
     // An icon button's click says which button by its picture's alt, as that names it.
     let trash = tool_ok(host, "browser_click", json!({"target": "#trash"})).await;
