@@ -166,7 +166,10 @@ async function slideTo(ctx, id, target, wanted) {
     const until = Date.now() + SLIDER_STUCK_WAIT_MS;
     do
       state = await read();
-    while (state.now === before && Date.now() < until);
+    while (!state?.error && state.now === before && Date.now() < until);
+    // The page took it away (a re-render replaced it).
+    if (state?.error)
+      return state;
     // It went past the number (its steps do not land on it).
     if (key === 'ArrowRight' ? state.now > wanted : state.now < wanted)
       break;
