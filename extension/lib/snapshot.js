@@ -541,7 +541,7 @@ export function captureTree(limits, rootElement) {
   // word, as Playwright's snapshot lists it. Its contents stay out.
   const hiddenIcon = (el, frame) => {
     const style = el.ownerDocument.defaultView.getComputedStyle(el);
-    if (!ownPointer(el, style) || !actionable(el, style) || el.querySelector(ACTIONABLE))
+    if (!ownPointer(el, style) || !actionable(el, style) || el.querySelector(ACTIONABLE) || el.parentElement?.closest(ACTIONABLE))
       return [];
     const box = el.getBoundingClientRect();
     if (box.width > ICON_MAX_PX || box.height > ICON_MAX_PX)

@@ -4090,8 +4090,9 @@ async fn locators_in_target(host: &impl Host) {
          title=\"Choose a Date\" style=\"display: inline-block; width: 16px; height: 16px\"></span></a>\
          <table><tr><td><select id=stars><option>---</option><option>1</option><option>2</option>\
          </select></td></tr></table><span aria-hidden=true id=pick onclick=\"this.dataset.clicked = 1\" \
-         style=\"cursor: pointer; display: inline-block; width: 24px; height: 24px; overflow: hidden\">edit_calendar</span><button style=\"cursor: pointer\">Go <i \
-         aria-hidden=true>arrow_forward</i></button></div>'); 1",
+         style=\"cursor: pointer; display: inline-block; width: 24px; height: 24px; overflow: hidden\">edit_calendar</span><button>Go <i aria-hidden=true \
+         style=\"cursor: pointer; display: inline-block; width: 24px; overflow: hidden\">arrow_forward</i>\
+         </button></div>'); 1",
     )
     .await;
     let labelled = outline(host, json!({"target": "#labelled"})).await;
