@@ -296,8 +296,10 @@ export async function locateElement(el, options = {}) {
     const walker = el.ownerDocument.createTreeWalker(el, NodeFilter.SHOW_TEXT);
     while (shows.length < 60 && walker.nextNode()) {
       // Text hidden from a screen reader (an icon font's ligature, `keyboard_arrow_right`) is
-      // not what the element says.
-      if (walker.currentNode.parentElement?.closest('[aria-hidden=true]'))
+      // not what the element says, unless the element is that icon (Quasar's calendar button,
+      // `edit_calendar`), or lies inside what is hidden.
+      const hidden = walker.currentNode.parentElement?.closest('[aria-hidden=true]');
+      if (hidden && hidden !== el && el.contains(hidden))
         continue;
       const block = blockOf(walker.currentNode);
       if (before && block !== before)

@@ -4118,7 +4118,15 @@ async fn locators_in_target(host: &impl Host) {
     // a button says nothing the button does not.
     let icon = ref_of(&labelled, "generic \"edit_calendar\"");
     assert!(!labelled.contains("arrow_forward"), "{labelled}");
-    tool_ok(host, "browser_click", json!({"target": icon})).await;
+    let picked = tool_ok(host, "browser_click", json!({"target": icon})).await;
+    assert_eq!(picked["element"], "span#pick \"edit_calendar\"", "{picked}");
+    let go = tool_ok(
+        host,
+        "browser_click",
+        json!({"target": "#labelled button >> nth=-1"}),
+    )
+    .await;
+    assert_eq!(go["element"], "button \"Go\"", "{go}");
     assert_eq!(
         page_value(host, "document.getElementById('pick').dataset.clicked").await,
         "1"
