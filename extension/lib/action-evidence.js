@@ -266,8 +266,30 @@ export function actionEvidence(live, openable) {
   const state = { url: location.href, title: document.title, readyState: document.readyState };
   const key = Symbol.for('mcp-relay.watch');
   const watch = window[key];
-  if (!watch)
-    return state;
+  if (!watch) {
+    // A new page (the action led to it): the fields it marks invalid as it arrives
+    // (`aria-invalid="true"`), with the message each points to, are what a form the server
+    // refused comes back saying. Django's admin answers a refused save with the same form,
+    // "Please correct the errors below.", and `Enter a valid time.` under the field; the
+    // answer said only that the page changed. The watch's namers went with the old page.
+    const words = (text, most) => {
+      const flat = String(text || '').replace(/\s+/g, ' ').trim();
+      return flat.length > most ? `${flat.slice(0, most - 1)}…` : flat;
+    };
+    const marked = [...document.querySelectorAll('[aria-invalid=true]')].filter(el => el.checkVisibility()).slice(0, 10);
+    if (!marked.length)
+      return state;
+    return {
+      ...state,
+      markedInvalid: marked.map(el => {
+        const name = el.getAttribute('aria-label') || [...(el.labels || [])].map(label => label.innerText).join(' ')
+          || el.getAttribute('placeholder') || el.getAttribute('name') || el.id || el.localName;
+        const ids = `${el.getAttribute('aria-errormessage') || ''} ${el.getAttribute('aria-describedby') || ''}`;
+        const message = words(ids.split(/\s+/).filter(Boolean).map(id => document.getElementById(id)?.innerText || '').join(' '), 300);
+        return { field: words(name, 80), ...(message ? { message } : {}) };
+      }),
+    };
+  }
   delete window[key];
   for (const [type, listener] of watch.listeners)
     document.removeEventListener(type, listener, true);

@@ -4896,6 +4896,27 @@ async fn form_answers(host: &impl Host, site: &FixtureSite) {
         "{joined}"
     );
     assert_eq!(page_value(host, "sent.join()").await, "account");
+    // A form the server refused comes back as a new page with the field marked invalid (as
+    // Django's admin answers a refused save): the answer says which field and why, not only
+    // that the page changed.
+    tool_ok(
+        host,
+        "browser_navigate",
+        json!({"url": site.url("refused.html")}),
+    )
+    .await;
+    let refused = tool(
+        host,
+        "browser_click",
+        json!({"target": "getByRole('button', { name: 'Sign up' })"}),
+    )
+    .await;
+    assert!(
+        text(&refused).contains(
+            "Fields the page now marks invalid:\n- \"Username\": This username is taken."
+        ),
+        "{refused}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
