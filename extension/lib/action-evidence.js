@@ -50,17 +50,20 @@ export function watchAction(live, openable) {
   const shown = el => {
     if (!el.isConnected || !el.checkVisibility())
       return '';
-    if (!el.querySelector('[aria-hidden=true]'))
-      return el.innerText.trim();
-    const words = [];
+    return el.querySelector('[aria-hidden=true]') ? shownWords(el).replace(/\s+/g, ' ').trim() : el.innerText.trim();
+  };
+  // The text of `el` a person sees and a screen reader says, a text node a word apart, up to
+  // about `most` characters.
+  function shownWords(el, most = Infinity) {
+    let words = '';
     const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
-    while (walker.nextNode()) {
+    while (words.length < most && walker.nextNode()) {
       const parent = walker.currentNode.parentElement;
       if (parent?.checkVisibility() && !parent.closest('[aria-hidden=true]'))
-        words.push(walker.currentNode.data);
+        words += ` ${walker.currentNode.data}`;
     }
-    return words.join(' ').replace(/\s+/g, ' ').trim();
-  };
+    return words;
+  }
   // The document and every open shadow root in it, components' inside components': a
   // component's dialog or list box (Shoelace's, Material's) is drawn inside its own root.
   // One pass over the page's elements: a few ms on a page of 16,000, as rustdoc's `Vec`.
@@ -154,13 +157,7 @@ export function watchAction(live, openable) {
   // aria-label, for a header that toggles a part, whose label says what a press does and
   // changes with it (Quasar's expansion read `Expanded: "Collapse \"Advanced options\""`).
   const spokenName = (el, shownFirst = false) => {
-    let words = '';
-    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
-    while (words.length < 200 && walker.nextNode()) {
-      const parent = walker.currentNode.parentElement;
-      if (parent?.checkVisibility() && !parent.closest('[aria-hidden=true]'))
-        words += ` ${walker.currentNode.data}`;
-    }
+    const words = shownWords(el, 200);
     return clip(shownFirst ? words.trim() || el.getAttribute('aria-label') : el.getAttribute('aria-label') || words, 80);
   };
   const openerOf = event => event.composedPath().find(node => node instanceof Element &&

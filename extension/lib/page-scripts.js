@@ -489,6 +489,17 @@ export async function locateElement(el, options = {}) {
 export function prepareTyping(el, text, atCaret = false) {
   // An iframe's elements are instances of that frame's classes, not of this window's.
   const view = el.ownerDocument.defaultView;
+  // The inputs that take no typed text, and the tool that acts on each.
+  const TAKES_NO_TEXT = {
+    checkbox: 'browser_click checks or unchecks it (browser_fill_form sets it)',
+    radio: 'browser_click selects it (browser_fill_form sets it)',
+    file: 'browser_file_upload gives it files',
+    button: 'browser_click presses it',
+    submit: 'browser_click presses it',
+    reset: 'browser_click presses it',
+    image: 'browser_click presses it',
+    hidden: 'a hidden input is not for a person to fill',
+  };
   // A box holding the one field a person types into takes the typing in that field, as a
   // click in it and typing would: a data grid's cell draws its editor inside once clicked
   // (Dash's DataTable), and the cell, named by its ref, was refused ("does not accept
@@ -496,9 +507,8 @@ export function prepareTyping(el, text, atCaret = false) {
   const typesInto = Symbol.for('mcp-relay.typesInto');
   delete el[typesInto];
   if (!(el instanceof view.HTMLInputElement) && !(el instanceof view.HTMLTextAreaElement) && !el.isContentEditable) {
-    const NO_TEXT = ['checkbox', 'radio', 'button', 'submit', 'reset', 'file', 'hidden', 'image'];
     const fields = Array.from(el.querySelectorAll('input, textarea, [contenteditable=""], [contenteditable=true]'))
-      .filter(field => field.checkVisibility() && !(field.localName === 'input' && NO_TEXT.includes(field.type)));
+      .filter(field => field.checkVisibility() && !(field.localName === 'input' && field.type in TAKES_NO_TEXT));
     if (fields.length === 1) {
       el[typesInto] = fields[0];
       el = fields[0];
@@ -510,16 +520,7 @@ export function prepareTyping(el, text, atCaret = false) {
     return { error: 'not-editable', element: el.localName };
   // `type` reads as "text" for a type the browser does not know, as the browser treats it.
   const inputType = isInput ? el.type : '';
-  const instead = {
-    checkbox: 'browser_click checks or unchecks it (browser_fill_form sets it)',
-    radio: 'browser_click selects it (browser_fill_form sets it)',
-    file: 'browser_file_upload gives it files',
-    button: 'browser_click presses it',
-    submit: 'browser_click presses it',
-    reset: 'browser_click presses it',
-    image: 'browser_click presses it',
-    hidden: 'a hidden input is not for a person to fill',
-  }[inputType];
+  const instead = TAKES_NO_TEXT[inputType];
   if (instead)
     return { error: 'takes-no-text', element: `input type=${inputType}`, instead };
   if (el.disabled || el.readOnly)

@@ -335,7 +335,7 @@ export function captureTree(limits, rootElement) {
       // A drop-down says the option chosen, not all of them (a table cell holding one read
       // `cell "--------- 1 2 3 4 5"`).
       if (node.localName === 'select' && !named) {
-        parts.push(' ', Array.from(node.selectedOptions, option => option.textContent).join(' '), ' ');
+        parts.push(' ', chosenText(node), ' ');
         return;
       }
       if (named) {
@@ -357,6 +357,8 @@ export function captureTree(limits, rootElement) {
       visit(kid);
     return parts.join('');
   };
+  // What a drop-down shows: the options chosen.
+  const chosenText = select => Array.from(select.selectedOptions, option => option.textContent).join(' ');
   // What an element inside a label says in the label's text, where that is not its content:
   // null where its content is read.
   const namingText = node => {
@@ -368,7 +370,7 @@ export function captureTree(limits, rootElement) {
     if (node.localName === 'svg')
       return node.querySelector(':scope > title')?.textContent || '';
     if (node.localName === 'select')
-      return Array.from(node.selectedOptions, option => option.textContent).join(' ');
+      return chosenText(node);
     if (node.localName === 'textarea')
       return node.value;
     if (node.localName === 'input')

@@ -42,25 +42,11 @@ export function reportingChanges(run, { settle = false, loaded = false } = {}) {
     } catch (error) {
       // A page may close its own tab once done (a pop-up that saved: `window.close()`): the
       // action did what it was asked, so it answers as done, and says where things go on.
-      if (error instanceof DialogOpenError || typeof acted?.tabId !== 'number' || await tabExists(acted.tabId))
+      if (error instanceof DialogOpenError || typeof acted?.tabId !== 'number' || await getTab(acted.tabId).then(() => true, () => false))
         throw error;
       return { ...acted, tabClosed: await closedTab(ctx, acted.tabId) };
     }
   };
-}
-
-/**
- * Whether a tab is still open.
- *
- * @param {number} tabId
- */
-async function tabExists(tabId) {
-  try {
-    await chrome.tabs.get(tabId);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**
