@@ -204,6 +204,32 @@ test("a click that fails after activating the agent's window still hands the foc
   assert.equal(browser.windows.get(1).focused, true);
 });
 
+test('a click whose page closes its tab while the release is answered is done, and says the tab closed', async () => {
+  const opened = await runCommand(ctx, 'createTab', {});
+  // window.close() in the click handler: Chrome fails the release's answer as the page goes,
+  // and drops the tab from its list a moment later.
+  const sent = ctx.debuggers.send;
+  ctx.debuggers.send = async (tabId, method, params) => {
+    if (method === 'Input.dispatchMouseEvent' && params.type === 'mouseReleased') {
+      setTimeout(() => browser.tabs.delete(tabId), 150);
+      throw new Error('Detached while handling command.');
+    }
+    return sent(tabId, method, params);
+  };
+  const clicked = await runCommand(ctx, 'click', { selector: '#go' });
+  assert.deepEqual(clicked.tabClosed, { tabId: opened.tabId });
+  // A failure that says nothing of a closing tab is the click's own, at once.
+  const other = await runCommand(ctx, 'createTab', {});
+  ctx.debuggers.send = async (tabId, method, params) => {
+    if (method === 'Input.dispatchMouseEvent')
+      throw new Error('Input dispatch refused');
+    return sent(tabId, method, params);
+  };
+  const started = Date.now();
+  await assert.rejects(runCommand(ctx, 'click', { selector: '#go', tabId: other.tabId }), /Input dispatch refused/);
+  assert.ok(Date.now() - started < 500);
+});
+
 test('a screenshot is sized for a model and names its format and pixel size', async () => {
   const opened = await runCommand(ctx, 'createTab', {});
   const shot = await runCommand(ctx, 'screenshot', {});

@@ -36,17 +36,48 @@ export function reportingChanges(run, { settle = false, loaded = false } = {}) {
     const logged = tabBefore === null ? 0 : events?.mark(tabBefore) ?? 0;
     const openedBefore = tabBefore === null ? null : new Set((await tabsOpenedBy(tabBefore)).map(tab => tab.id));
     const started = Date.now();
-    const acted = await run(ctx, params);
+    let acted;
     try {
+      acted = await run(ctx, params);
       return await reportOn(ctx, params, acted, { settle, loaded, started, tabBefore, before, logged, openedBefore });
     } catch (error) {
       // A page may close its own tab once done (a pop-up that saved: `window.close()`): the
       // action did what it was asked, so it answers as done, and says where things go on.
-      if (error instanceof DialogOpenError || typeof acted?.tabId !== 'number' || await getTab(acted.tabId).then(() => true, () => false))
+      // The close can land while the action's last input event is still being answered, so
+      // the action itself may fail with it.
+      const tabId = typeof acted?.tabId === 'number' ? acted.tabId : tabBefore;
+      if (error instanceof DialogOpenError || typeof tabId !== 'number' || !await tabWentAway(tabId, error))
         throw error;
-      return { ...acted, tabClosed: await closedTab(ctx, acted.tabId) };
+      return { ...(acted ?? { tabId }), tabClosed: await closedTab(ctx, tabId) };
     }
   };
+}
+
+/** How long an error that speaks of a closing tab waits for Chrome to remove it. */
+const TAB_REMOVAL_WAIT_MS = 1_000;
+
+/**
+ * Whether the tab is gone, or going: an error that says its page closed or its debugger
+ * detached comes a moment before Chrome's tab list drops the tab, so that one is waited for
+ * (TAB_REMOVAL_WAIT_MS); any other error with the tab still open is the action's own.
+ *
+ * @param {number} tabId
+ * @param {unknown} error
+ */
+async function tabWentAway(tabId, error) {
+  const gone = () => getTab(tabId).then(() => false, () => true);
+  if (await gone())
+    return true;
+  const message = error instanceof Error ? error.message : String(error);
+  if (!/detached|not attached|closed|no tab with/i.test(message))
+    return false;
+  const deadline = Date.now() + TAB_REMOVAL_WAIT_MS;
+  while (Date.now() < deadline) {
+    await new Promise(resolve => setTimeout(resolve, 50));
+    if (await gone())
+      return true;
+  }
+  return false;
 }
 
 /**
