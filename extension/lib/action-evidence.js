@@ -273,19 +273,47 @@ export function actionEvidence(live, openable) {
       const flat = String(text || '').replace(/\s+/g, ' ').trim();
       return flat.length > most ? `${flat.slice(0, most - 1)}…` : flat;
     };
+    const arrived = { ...state };
     const marked = [...document.querySelectorAll('[aria-invalid=true]')].filter(el => el.checkVisibility()).slice(0, 10);
-    if (!marked.length)
-      return state;
-    return {
-      ...state,
-      markedInvalid: marked.map(el => {
+    if (marked.length) {
+      arrived.markedInvalid = marked.map(el => {
         const name = el.getAttribute('aria-label') || [...(el.labels || [])].map(label => label.innerText).join(' ')
           || el.getAttribute('placeholder') || el.getAttribute('name') || el.id || el.localName;
         const ids = `${el.getAttribute('aria-errormessage') || ''} ${el.getAttribute('aria-describedby') || ''}`;
         const message = words(ids.split(/\s+/).filter(Boolean).map(id => document.getElementById(id)?.innerText || '').join(' '), 300);
         return { field: words(name, 80), ...(message ? { message } : {}) };
-      }),
+      });
+    }
+    // The message a page the action led to greets with: what a save answers ("Page 'Driving
+    // Wagtail' created.": Wagtail's role=status list; "The product … was changed
+    // successfully.": Django's admin's `ul.messagelist`, which has no role), shown at the top
+    // where a person looks first. Only an alert or a status, or Django's list: a region merely
+    // marked live holds a part of the page that keeps itself current, and one drawn for
+    // screen readers alone (a box a pixel wide: "Loading…") is not what a person sees there.
+    // Words hidden from a screen reader (an icon font's) are left out.
+    const said = el => {
+      const hidden = [...el.querySelectorAll('[aria-hidden=true]')];
+      const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+      const parts = [];
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        if (!hidden.some(one => one.contains(node)) && node.parentElement.checkVisibility())
+          parts.push(node.data);
+      }
+      return words(parts.join(' '), 300);
     };
+    const says = [];
+    for (const el of document.querySelectorAll('[role=alert],[role=status],ul.messagelist')) {
+      const box = el.getBoundingClientRect();
+      const text = el.checkVisibility() && box.width > 1 && box.height > 1 ? said(el) : '';
+      if (!text || says.some(row => row.text.includes(text)) || arrived.markedInvalid?.some(row => row.message === text))
+        continue;
+      says.push({ role: el.getAttribute('role') === 'alert' ? 'alert' : 'status', text });
+      if (says.length === 3)
+        break;
+    }
+    if (says.length)
+      arrived.pageSays = says;
+    return arrived;
   }
   delete window[key];
   for (const [type, listener] of watch.listeners)

@@ -192,14 +192,16 @@ export class DebuggerSessions {
    * @param {number} tabId
    * @param {string} method
    * @param {object} [params]
-   * @param {{timeoutMs?: number, sessionId?: string}} [options]
+   * @param {{timeoutMs?: number, sessionId?: string, behindDialog?: boolean}} [options]
+   *   `behindDialog`: sent even while the page shows a dialog, for Chrome to run once it is
+   *   answered (undoing what an action set up), rather than refused
    * @returns {Promise<any>}
    */
-  async send(tabId, method, params = {}, { timeoutMs = DEFAULT_CDP_TIMEOUT_MS, sessionId } = {}) {
+  async send(tabId, method, params = {}, { timeoutMs = DEFAULT_CDP_TIMEOUT_MS, sessionId, behindDialog = false } = {}) {
     for (let attempt = 0; ; attempt++) {
       await this.attach(tabId);
       const target = sessionId ? { tabId, sessionId } : { tabId };
-      const mayBlock = !sessionId && !WORK_DESPITE_DIALOG.has(method);
+      const mayBlock = !sessionId && !behindDialog && !WORK_DESPITE_DIALOG.has(method);
       const open = mayBlock ? this.events.dialog(tabId) : undefined;
       if (open)
         throw new DialogOpenError(tabId, open, false);

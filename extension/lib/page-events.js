@@ -27,6 +27,8 @@ export const MESSAGE_CLIP = 2_000;
 /**
  * @typedef {{type: string, message: string, defaultPrompt?: string, url?: string}} OpenDialog
  * @typedef {{type: string, text: string, url?: string, line?: number, time: number}} ConsoleEntry
+ * @typedef {{backendNodeId: number, multiple: boolean, at: number}} FileChooser the input a page's
+ *   file chooser was opened for, whether it takes several files, and when (`Date.now()`)
  */
 
 /** A browser log entry's level as a console type: `verbose` is what the console calls debug. */
@@ -59,6 +61,12 @@ export class PageEvents {
     this._console = new Map();
     /** @type {Map<number, Set<(dialog: OpenDialog) => void>>} */
     this._dialogWatchers = new Map();
+    /**
+     * Per tab: the file chooser an action opened and nothing has answered yet (action-reports.js
+     * intercepts it, so no dialog of the system's is shown; browser_file_upload answers it).
+     * @type {Map<number, FileChooser>}
+     */
+    this._choosers = new Map();
   }
 
   /**
@@ -89,11 +97,17 @@ export class PageEvents {
       case 'Page.javascriptDialogClosed':
         this._dialogs.delete(tabId);
         return;
+      case 'Page.fileChooserOpened':
+        if (typeof params?.backendNodeId === 'number')
+          this._choosers.set(tabId, { backendNodeId: params.backendNodeId, multiple: params.mode === 'selectMultiple', at: Date.now() });
+        return;
       case 'Page.frameNavigated':
-        // The main frame shows a new page: what it logs from now on is "since the page".
+        // The main frame shows a new page: what it logs from now on is "since the page", and
+        // a file chooser of the page before has no input left to answer.
         if (params?.frame && !params.frame.parentId) {
           const ring = this._ring(tabId);
           ring.pageStart = ring.pushed;
+          this._choosers.delete(tabId);
         }
         return;
       case 'Runtime.consoleAPICalled': {
@@ -233,6 +247,22 @@ export class PageEvents {
   forget(tabId) {
     this._dialogs.delete(tabId);
     this._console.delete(tabId);
+    this._choosers.delete(tabId);
+  }
+
+  /**
+   * The file chooser an action opened in the tab and no upload has answered, if any.
+   *
+   * @param {number} tabId
+   * @returns {FileChooser | undefined}
+   */
+  fileChooser(tabId) {
+    return this._choosers.get(tabId);
+  }
+
+  /** The tab's file chooser was given its files. @param {number} tabId */
+  fileChooserAnswered(tabId) {
+    this._choosers.delete(tabId);
   }
 
   /** @param {number} tabId @param {ConsoleEntry} entry */

@@ -365,6 +365,11 @@ export async function locateElement(el, options = {}) {
     // over its box (Playwright's hit check follows labels too).
     if (!reachable && hit?.closest?.('label')?.control === el)
       reachable = true;
+    // A page that draws its own "Choose files" button may lay its file input over it, unseen
+    // (opacity 0: Wagtail's image upload): a person's click there lands on that input and
+    // opens the file chooser, as the page means it to, and so does this one.
+    if (!reachable && hit?.localName === 'input' && hit.type === 'file' && view.getComputedStyle(hit).opacity === '0')
+      reachable = true;
     // An element drawn by its container rather than itself (opacity 0, under the box that
     // draws it: Shoelace's multiple select keeps its combobox input there) is clicked as a
     // person clicks what they see: on that container, a few levels up at most.

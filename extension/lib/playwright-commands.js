@@ -13,7 +13,7 @@ import { fillingWithAsking } from './commands/ask-before.js';
 import { frameOffset, sendIn } from './commands/other-frames.js';
 import { notePointer, pressing } from './commands/pointer.js';
 import { selectOption } from './commands/input.js';
-import { elementError, evaluateExpression, locate, messageOf, staleRefMessage, targetTab, worldOf } from './commands/shared.js';
+import { elementError, evaluateExpression, locate, messageOf, onChooserInput, staleRefMessage, targetTab, worldOf } from './commands/shared.js';
 import { fieldAction, fillField, documentBox, focusSlider, MAX_FIELDS, setInputFiles } from './form-fields.js';
 import { POST_DATA_CLIP, REQUEST_LIMIT, clipped } from './network.js';
 import { elementExpression, findElementThen, findElementsThen, readableValue } from './page-scripts.js';
@@ -205,7 +205,24 @@ async function fileUpload(ctx, { selector, ref, files, tabId }) {
       throw invalidParams(`files[${index}] must be {name, mimeType, data (base64)}`);
   }
   const id = await targetTab(ctx, tabId);
-  // Without an element: the page's only file input (a page with several must be told which).
+  const given = files.map(file => ({
+    name: file.name, mimeType: typeof file.mimeType === 'string' ? file.mimeType : 'application/octet-stream', data: file.data,
+  }));
+  // Without an element: the input of the file chooser an action opened (action-reports.js),
+  // as Playwright MCP answers its file chooser, else the page's only file input (a page with
+  // several must be told which).
+  const events = ctx.debuggers?.events;
+  const chooser = selector === undefined && ref === undefined ? events?.fileChooser(id) : undefined;
+  if (chooser) {
+    const result = await onChooserInput(ctx, id, chooser, `function (files) { return (${setInputFiles})(this, files); }`, given);
+    if (result) {
+      if (result.error)
+        throw uploadError(result, null);
+      events.fileChooserAnswered(id);
+      return { tabId: id, uploaded: result.files };
+    }
+    events.fileChooserAnswered(id);
+  }
   const target = selector === undefined && ref === undefined ? 'input[type=file]' : elementTarget({ selector, ref });
   if (selector === undefined && ref === undefined) {
     const count = await evaluateExpression(ctx, id, 'document.querySelectorAll("input[type=file]").length');
@@ -214,17 +231,28 @@ async function fileUpload(ctx, { selector, ref, files, tabId }) {
         ? 'The page has no file input (<input type=file>); click what opens the upload first, or name the input with "ref" or "selector"'
         : `The page has ${count} file inputs; name the one to use with "ref" or "selector"`);
   }
-  const result = await evaluateExpression(ctx, id, elementExpression(setInputFiles, target, files.map(file => ({
-    name: file.name, mimeType: typeof file.mimeType === 'string' ? file.mimeType : 'application/octet-stream', data: file.data,
-  }))), await worldOf(ctx, id, target));
-  if (result?.error) {
-    if (result.error === 'not-file-input')
-      throw serverError(`Element ${describeTarget(target)} is a <${result.element}>, not an <input type=file>`);
-    if (result.error === 'not-multiple')
-      throw serverError(`The file input ${describeTarget(target)} takes one file, not ${result.count}`);
-    throw elementError(result, target);
-  }
+  const result = await evaluateExpression(ctx, id, elementExpression(setInputFiles, target, given), await worldOf(ctx, id, target));
+  if (result?.error)
+    throw uploadError(result, target);
   return { tabId: id, uploaded: result.files };
+}
+
+/**
+ * Why files could not be given to an input.
+ *
+ * @param {{error: string, element?: string, count?: number}} failure from `setInputFiles`
+ * @param {import('./targets.js').ElementTarget | string | null} target null: the input of the
+ *   open file chooser
+ */
+function uploadError(failure, target) {
+  const input = target === null ? 'The file input of the open file chooser' : `The file input ${describeTarget(target)}`;
+  if (failure.error === 'not-file-input' && target !== null)
+    return serverError(`Element ${describeTarget(target)} is a <${failure.element}>, not an <input type=file>`);
+  if (failure.error === 'not-multiple')
+    return serverError(`${input} takes one file, not ${failure.count}`);
+  if (target === null)
+    return serverError(`${input} ${failure.error === 'disabled' ? 'is disabled' : `could not take the files (${failure.error})`}`);
+  return elementError(failure, target);
 }
 
 /**

@@ -45,8 +45,14 @@ const rpcError = (code, pattern) => error => error instanceof RpcError && error.
 
 test('pressKey sends the combination as key events, modifiers around the key', async () => {
   assert.deepEqual(await runCommand(ctx, 'pressKey', { key: 'Control+A' }), { tabId: TAB, pressed: 'Control+A' });
-  // The page's URL and title are read before and after (to report a change); the rest are keys.
-  const keys = sent.filter(s => s.method !== 'Runtime.evaluate');
+  // The page's URL and title are read before and after (to report a change); the rest are
+  // keys, with the page's file choosers intercepted while they are pressed (an Enter on a file
+  // input opens one) and not after.
+  const intercepting = sent.filter(s => s.method === 'Page.setInterceptFileChooserDialog');
+  assert.deepEqual(intercepting.map(s => s.params.enabled), [true, false]);
+  assert.ok(sent.indexOf(intercepting[0]) < sent.findIndex(s => s.method === 'Input.dispatchKeyEvent'));
+  assert.equal(sent.at(-1), intercepting[1]);
+  const keys = sent.filter(s => s.method !== 'Runtime.evaluate' && s !== intercepting[0] && s !== intercepting[1]);
   assert.deepEqual(keys.map(s => `${s.params.type} ${s.params.key}`),
       ['rawKeyDown Control', 'rawKeyDown a', 'keyUp a', 'keyUp Control']);
   assert.ok(keys.every(s => s.method === 'Input.dispatchKeyEvent' && s.tabId === TAB));

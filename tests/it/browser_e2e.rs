@@ -3095,6 +3095,76 @@ async fn file_upload_carries_the_bytes_from_the_bridge_to_the_page_exactly() {
     );
 }
 
+/// A click that opens the page's file chooser (on a file input, on a button whose script clicks
+/// a hidden one, on a button the page lays an unseen file input over) would show the system's
+/// file dialog on the person's screen, which only the person can close. The chooser is
+/// intercepted instead: the click's answer names its input, and browser_file_upload without a
+/// target answers it, on a page with several file inputs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_that_opens_a_file_chooser_says_so_and_the_upload_answers_it() {
+    on_tools_page!(
+        "a_click_that_opens_a_file_chooser_says_so_and_the_upload_answers_it",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<div id=choosers>\
+                 <button id=attach onclick=\"document.getElementById(\\'report\\').click()\">Attach a report</button>\
+                 <input type=file id=report hidden>\
+                 <span style=\"position: relative; display: inline-block\"><button id=drawn>Choose from \
+                 your computer</button><input type=file id=laid multiple accept=\"image/*\" \
+                 style=\"position: absolute; inset: 0; opacity: 0\"></span></div>'); \
+                 for (const input of document.querySelectorAll('#choosers input')) input.addEventListener('change', \
+                 () => { window.chosen = input.id + ':' + [...input.files].map(file => file.name).join(); }); 1",
+            )
+            .await;
+            let dir = TempDir::new().unwrap();
+            let [first, second] = ["a.txt", "b.txt"].map(|name| {
+                let path = dir.path().join(name);
+                fs::write(&path, name).unwrap();
+                path.to_string_lossy().into_owned()
+            });
+            let attach = tool(&bridge, "browser_click", json!({"target": "#attach"})).await;
+            assert!(
+                !is_error(&attach)
+                    && text(&attach).contains(
+                        "File chooser open for input#report (one file): browser_file_upload \
+                         with paths gives it its files"
+                    ),
+                "{attach}"
+            );
+            tool_ok(&bridge, "browser_file_upload", json!({"paths": [first]})).await;
+            assert_eq!(page_value(&bridge, "window.chosen").await, "report:a.txt");
+            // The button under an unseen file input is clicked where a person clicks it, which
+            // lands on that input, as the page means it to.
+            let drawn = tool(&bridge, "browser_click", json!({"target": "#drawn"})).await;
+            assert!(
+                !is_error(&drawn)
+                    && text(&drawn).contains(
+                        "File chooser open for input#laid (several files; accepts image/*)"
+                    ),
+                "{drawn}"
+            );
+            tool_ok(
+                &bridge,
+                "browser_file_upload",
+                json!({"paths": [first, second]}),
+            )
+            .await;
+            assert_eq!(
+                page_value(&bridge, "window.chosen").await,
+                "laid:a.txt,b.txt"
+            );
+            // Answered, the chooser is gone: with three inputs, the upload asks which.
+            let which = tool(&bridge, "browser_file_upload", json!({"paths": [first]})).await;
+            assert!(
+                is_error(&which) && text(&which).contains("The page has 3 file inputs"),
+                "{which}"
+            );
+        }
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_upload_above_the_message_limit_is_refused_clearly() {
     on_tools_page!(
@@ -4916,6 +4986,21 @@ async fn form_answers(host: &impl Host, site: &FixtureSite) {
             "Fields the page now marks invalid:\n- \"Username\": This username is taken."
         ),
         "{refused}"
+    );
+    // A save the server took comes back as a page that greets with what it did: the answer
+    // says it as a person reads it at the top, not only that the page changed.
+    let saved = tool(
+        host,
+        "browser_click",
+        json!({"target": "getByRole('button', { name: 'Save draft' })"}),
+    )
+    .await;
+    assert!(
+        text(&saved).contains(
+            "\nPage says (status): Page 'Kettle' created.\nPage says (status): The product \
+             “Kettle” was changed successfully.\n"
+        ) && !text(&saved).contains("Loading"),
+        "{saved}"
     );
 }
 

@@ -11,7 +11,7 @@ import { DialogOpenError } from '../debugger-sessions.js';
 import { pageState } from '../page-scripts.js';
 import { settleAfter } from '../settle.js';
 import { outlineOf } from './reading.js';
-import { evaluateFunction, getTab, targetTab } from './shared.js';
+import { evaluateFunction, getTab, onChooserInput, targetTab } from './shared.js';
 
 /** @typedef {import('../commands.js').CommandContext} CommandContext */
 
@@ -31,7 +31,11 @@ export function reportingChanges(run, { settle = false, loaded = false } = {}) {
   return async (ctx, params) => {
     // Only a tab this connection may use is read (targetTab checks), before the action runs.
     const tabBefore = await targetTab(ctx, params.tabId).catch(() => null);
-    const before = tabBefore === null ? null : await evaluateFunction(ctx, tabBefore, watchAction, LIVE_REGIONS, OPENABLE).catch(() => null);
+    const choosers = tabBefore !== null && !loaded;
+    const [before] = await Promise.all([
+      tabBefore === null ? null : evaluateFunction(ctx, tabBefore, watchAction, LIVE_REGIONS, OPENABLE).catch(() => null),
+      choosers ? interceptFileChoosers(ctx, tabBefore, true) : null,
+    ]);
     const events = ctx.debuggers?.events;
     const logged = tabBefore === null ? 0 : events?.mark(tabBefore) ?? 0;
     const openedBefore = tabBefore === null ? null : new Set((await tabsOpenedBy(tabBefore)).map(tab => tab.id));
@@ -49,9 +53,49 @@ export function reportingChanges(run, { settle = false, loaded = false } = {}) {
       if (error instanceof DialogOpenError || typeof tabId !== 'number' || !await tabWentAway(tabId, error))
         throw error;
       return { ...(acted ?? { tabId }), tabClosed: await closedTab(ctx, tabId) };
+    } finally {
+      if (choosers)
+        void interceptFileChoosers(ctx, tabBefore, false);
     }
   };
 }
+
+/**
+ * Chrome answers a page's file chooser (a click on "Choose file", or on a button whose script
+ * clicks a hidden file input) with the system's file dialog: on the person's screen, for an
+ * assistant's click, a window only the person can close, and one the assistant cannot answer.
+ * While an action runs, the tab's file choosers are intercepted instead: Chrome shows nothing
+ * and reports the input (`Page.fileChooserOpened`, kept by page-events.js), the action's
+ * answer says a file chooser is open (`fileChooser`), and browser_file_upload gives that input
+ * its files. Only while an action runs, so a person's own click in the tab opens the dialog
+ * as it always does.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {boolean} enabled
+ */
+async function interceptFileChoosers(ctx, tabId, enabled) {
+  // Chrome holds the command while the page shows a dialog (one the action opened): turning
+  // the interception on then fails, as the action does; turning it off waits for the answer.
+  await ctx.debuggers?.send(tabId, 'Page.setInterceptFileChooserDialog', { enabled }, { behindDialog: !enabled }).catch(() => {});
+}
+
+/**
+ * The input a file chooser was opened for, as an answer names it: the element, its label, its
+ * ref when a snapshot gave it one, what it accepts. Shipped as source to `onChooserInput`.
+ */
+const CHOOSER_INPUT = `function () {
+  const words = text => String(text || '').replace(/\\s+/g, ' ').trim().slice(0, 80);
+  const name = words(this.getAttribute('aria-label') || [...(this.labels || [])].map(label => label.innerText).join(' ') || this.title);
+  const registry = window[Symbol.for('mcp-relay.refs')];
+  const ref = registry?.refOf.get(this);
+  return {
+    element: this.localName + (this.id ? '#' + this.id : ''),
+    ...(name ? { name } : {}),
+    ...(ref && registry.byRef.get(ref)?.deref() === this ? { ref } : {}),
+    ...(this.accept ? { accept: this.accept } : {}),
+  };
+}`;
 
 /** How long an error that speaks of a closing tab waits for Chrome to remove it. */
 const TAB_REMOVAL_WAIT_MS = 1_000;
@@ -111,6 +155,11 @@ async function reportOn(ctx, params, acted, { settle, loaded, started, tabBefore
   if (typeof result?.tabId !== 'number' || result.dialog)
     return result;
   await addDownloads(ctx, result, started);
+  const chooser = events?.fileChooser(result.tabId);
+  if (chooser && chooser.at >= started) {
+    const input = await onChooserInput(ctx, result.tabId, chooser, CHOOSER_INPUT);
+    result.fileChooser = { ...input, multiple: chooser.multiple };
+  }
   const watched = before !== null && result.tabId === tabBefore;
   const after = await stateAfterAction(ctx, result.tabId, watched ? actionEvidence : pageState, LIVE_REGIONS, OPENABLE);
   // A navigation's page that titled itself once loaded (Gradio sets its title from script)

@@ -133,6 +133,34 @@ export async function evaluateExpression(ctx, tabId, expression, world = null) {
 }
 
 /**
+ * Runs `fn` (a function's source, its `this` the element) on the input a file chooser was
+ * opened for (page-events.js `FileChooser`), with `args`, and returns its JSON result; null
+ * when that input is gone (its page navigated, the page removed it).
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @param {import('../page-events.js').FileChooser} chooser
+ * @param {string} fn
+ * @param {...unknown} args
+ */
+export async function onChooserInput(ctx, tabId, chooser, fn, ...args) {
+  const group = 'mcp-relay-file-chooser';
+  try {
+    const { object } = await ctx.debuggers.send(tabId, 'DOM.resolveNode', { backendNodeId: chooser.backendNodeId, objectGroup: group });
+    if (!object?.objectId)
+      return null;
+    const { result, exceptionDetails } = await ctx.debuggers.send(tabId, 'Runtime.callFunctionOn', {
+      objectId: object.objectId, functionDeclaration: fn, arguments: args.map(value => ({ value })), returnByValue: true,
+    });
+    return exceptionDetails ? null : result?.value ?? null;
+  } catch {
+    return null;
+  } finally {
+    ctx.debuggers.send(tabId, 'Runtime.releaseObjectGroup', { objectGroup: group }).catch(() => {});
+  }
+}
+
+/**
  * Where a mouse would act on an element: see `locateElement`.
  *
  * @param {CommandContext} ctx

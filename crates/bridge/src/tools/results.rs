@@ -147,8 +147,9 @@ fn without(value: &Value, keys: &[&str]) -> Value {
 /// What an action's answer may say happened to the page, in the order its text says it.
 /// Each but `settled` (a page still loading, said only beside something else) makes the answer
 /// lines rather than JSON (`render`).
-const WHAT_HAPPENED: [&str; 15] = [
+const WHAT_HAPPENED: [&str; 16] = [
     "dialog",
+    "fileChooser",
     "tabClosed",
     "pageChanged",
     "httpError",
@@ -299,6 +300,28 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                     name_and_ref(value)
                 );
                 lines.push(line);
+            }
+            // The action opened the page's file chooser, which the browser did not show.
+            "fileChooser" => {
+                let mut input = value["element"]
+                    .as_str()
+                    .unwrap_or("its file input")
+                    .to_owned();
+                input.push_str(&name_and_ref(value));
+                let mut takes = vec![if value["multiple"] == true {
+                    "several files"
+                } else {
+                    "one file"
+                }
+                .to_owned()];
+                if let Some(accept) = value["accept"].as_str() {
+                    takes.push(format!("accepts {accept}"));
+                }
+                lines.push(format!(
+                    "File chooser open for {input} ({}): browser_file_upload with paths gives \
+                     it its files (the browser shows the person no dialog for it)",
+                    takes.join("; ")
+                ));
             }
             // The page closed its own tab once done (a pop-up that saved).
             "tabClosed" => lines.push(match value.get("current") {
@@ -1631,6 +1654,18 @@ mod tests {
             &json!({"tabId": 9, "clicked": true, "tabClosed": {"tabId": 9}}),
         );
         assert!(alone.text.contains("no current tab now"), "{}", alone.text);
+        // A click that opened the page's file chooser: which input, what it takes, what answers it.
+        let chooser = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true, "fileChooser": {"element": "input#photos",
+                    "name": "Photos", "ref": "e4", "accept": "image/*", "multiple": true}}),
+        );
+        assert_eq!(
+            chooser.text,
+            "Tab 7\nFile chooser open for input#photos \"Photos\" [ref=e4] (several files; \
+             accepts image/*): browser_file_upload with paths gives it its files (the browser \
+             shows the person no dialog for it)\nclicked: true"
+        );
         let opened = render(
             "browser_click",
             &json!({"tabId": 7, "clicked": true,

@@ -363,7 +363,7 @@ fn table() -> Vec<Entry> {
         entry(
             "browser_file_upload",
             "Upload files",
-            "Give files to the page's file input (target, or the only one).",
+            "Give files to a file input (target, an open file chooser's, or the only one).",
             PAGE_ACTION,
             transfers::file_upload,
         ),
