@@ -24,6 +24,28 @@ test('dialogs are tracked from their events, per tab, and watchers hear them ope
   assert.equal(events.dialog(7), undefined);
 });
 
+test("a file chooser a page opened is kept per tab until answered, its page left or its tab gone", () => {
+  const events = new PageEvents();
+  events.handle({ tabId: 7 }, 'Page.fileChooserOpened', { frameId: 'F', mode: 'selectMultiple', backendNodeId: 41 });
+  const chooser = events.fileChooser(7);
+  assert.equal(chooser.backendNodeId, 41);
+  assert.equal(chooser.multiple, true);
+  assert.ok(Math.abs(chooser.at - Date.now()) < 1_000);
+  assert.equal(events.fileChooser(8), undefined);
+  // A frame's navigation leaves it; the tab's page navigating drops it.
+  events.handle({ tabId: 7 }, 'Page.frameNavigated', { frame: { id: 'child', parentId: 'F' } });
+  assert.equal(events.fileChooser(7)?.backendNodeId, 41);
+  events.handle({ tabId: 7 }, 'Page.frameNavigated', { frame: { id: 'F' } });
+  assert.equal(events.fileChooser(7), undefined);
+  events.handle({ tabId: 7 }, 'Page.fileChooserOpened', { frameId: 'F', mode: 'selectSingle', backendNodeId: 42 });
+  assert.equal(events.fileChooser(7).multiple, false);
+  events.fileChooserAnswered(7);
+  assert.equal(events.fileChooser(7), undefined);
+  events.handle({ tabId: 7 }, 'Page.fileChooserOpened', { frameId: 'F', mode: 'selectSingle', backendNodeId: 43 });
+  events.forget(7);
+  assert.equal(events.fileChooser(7), undefined);
+});
+
 test('events of child sessions and of no tab are ignored', () => {
   const events = new PageEvents();
   events.handle({ tabId: 1, sessionId: 'iframe' }, 'Page.javascriptDialogOpening', { type: 'alert', message: 'x' });
