@@ -496,6 +496,38 @@ export function captureTree(limits, rootElement) {
   // named by it; the blocks below say it, once.
   const BLOCKS = new Set(['heading', 'paragraph', 'list', 'listitem', 'table', 'group', 'region', 'article', 'figure', 'code', 'blockquote']);
   const TABLE_CELLS = new Set(['cell', 'gridcell', 'columnheader', 'rowheader']);
+  const GRIDS = new Set(['grid', 'treegrid', 'table']);
+  /** A row's `aria-rowindex`, for {@link joinSplitRows}. @type {WeakMap<object, string>} */
+  const rowIndexOf = new WeakMap();
+  // A grid drawn in parts side by side (AG Grid's pinned columns beside its scrolling middle:
+  // MLflow's runs table; MUI's pinned columns) draws each row once in each part, every copy
+  // with the row's `aria-rowindex`. A person reads one row across the parts, and so does the
+  // outline: a row's later copies give their cells to its first, in the order the parts are
+  // drawn, and a row group the join left empty goes. A grid inside the grid is its own.
+  const joinSplitRows = kids => {
+    const first = new Map();
+    const visit = items => items.filter(item => {
+      const index = rowIndexOf.get(item);
+      if (index !== undefined) {
+        const head = first.get(index);
+        if (!head) {
+          first.set(index, item);
+          return true;
+        }
+        if (item.children)
+          head.children = [...(head.children || []), ...item.children];
+        return false;
+      }
+      if (!item.children || GRIDS.has(item.role))
+        return true;
+      item.children = visit(item.children);
+      if (item.children.length)
+        return true;
+      delete item.children;
+      return item.role !== 'rowgroup';
+    });
+    return visit(kids);
+  };
   // An element's children as they are rendered (the flat tree): a shadow host's shadow tree,
   // a <slot>'s assigned nodes (or its fallback content where nothing is assigned).
   // The open shadow roots the walk went into, where a component's modal dialog is drawn.
@@ -738,6 +770,8 @@ export function captureTree(limits, rootElement) {
       !Array.from(el.labels || []).some(label => label.contains(el));
     const ref = boxless && !root ? undefined : refFor(el, frame);
     const item = { role };
+    if (role === 'row' && el.hasAttribute('aria-rowindex'))
+      rowIndexOf.set(item, el.getAttribute('aria-rowindex'));
     const [name, nameFromContent, fromLabel] = nameOf(el, role);
     // Not printed: getByLabel finds any element a label names, as Playwright's does.
     if (fromLabel)
@@ -893,6 +927,8 @@ export function captureTree(limits, rootElement) {
     // A text area's text is its value; a player's content (sources, tracks, words for a
     // browser without one) is not shown.
     let kids = ['textarea', 'video', 'audio'].includes(el.localName) ? [] : children().filter(kid => kid !== SPACE);
+    if (GRIDS.has(role))
+      kids = joinSplitRows(kids);
     // An empty output box (a `<pre>` a page fills later, a live region with nothing to say yet)
     // says nothing; it has a line once it has content.
     if (EMPTY_SAYS_NOTHING.has(role) && !kids.length && !item.name && item.value === undefined && !canAct && !labelled && !root)

@@ -3095,6 +3095,50 @@ async fn file_upload_carries_the_bytes_from_the_bridge_to_the_page_exactly() {
     );
 }
 
+/// A grid drawn in parts side by side (AG Grid's pinned columns beside its scrolling middle, as
+/// MLflow's runs table is) draws each row once in each part, every copy with the row's
+/// `aria-rowindex`: the outline reads each row once, across the parts, as a person does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grid_drawn_in_parts_reads_each_row_once_across_them() {
+    on_tools_page!(
+        "a_grid_drawn_in_parts_reads_each_row_once_across_them",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<div id=runs role=grid aria-rowcount=3>\
+                 <div style=\"display: flex\"><div role=rowgroup>\
+                 <div role=row aria-rowindex=1><span role=columnheader>Run</span></div>\
+                 <div role=row aria-rowindex=2><span role=gridcell><a href=\"#a\">alpha</a></span></div>\
+                 <div role=row aria-rowindex=3><span role=gridcell><a href=\"#b\">beta</a></span></div>\
+                 </div><div role=rowgroup>\
+                 <div role=row aria-rowindex=1><span role=columnheader>Loss</span></div>\
+                 <div role=row aria-rowindex=2><span role=gridcell>0.25</span></div>\
+                 <div role=row aria-rowindex=3><span role=gridcell>0.5</span></div>\
+                 </div></div></div>'); 1",
+            )
+            .await;
+            let grid = outline(&bridge, json!({"target": "#runs"})).await;
+            let rows: Vec<&str> = grid
+                .lines()
+                .filter(|line| line.contains("- row "))
+                .collect();
+            assert_eq!(rows.len(), 3, "{grid}");
+            assert_eq!(grid.matches("- rowgroup").count(), 1, "{grid}");
+            let beta = grid.find("link \"beta\"").expect("beta's row");
+            let half = grid.find("gridcell \"0.5\"").expect("beta's loss");
+            let loss = grid.find("columnheader \"Loss\"").expect("the loss header");
+            // Each row's loss follows its own run's cell, in the row the run's cell is in.
+            assert!(
+                grid.find("gridcell \"0.25\"").unwrap() < beta
+                    && beta < half
+                    && loss < grid.find("alpha").unwrap(),
+                "{grid}"
+            );
+        }
+    );
+}
+
 /// A click that opens the page's file chooser (on a file input, on a button whose script clicks
 /// a hidden one, on a button the page lays an unseen file input over) would show the system's
 /// file dialog on the person's screen, which only the person can close. The chooser is
