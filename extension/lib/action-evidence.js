@@ -172,6 +172,7 @@ export function watchAction(live, openable) {
     return el ? { el, was: expandedOf(el) } : null;
   };
   const watch = {
+    href: location.href,
     roots: roots.slice(1),
     // Whether the action adds elements anywhere (so perhaps a component with a shadow root
     // of its own): only then are the roots looked for again afterwards, a pass over the
@@ -305,7 +306,9 @@ export function actionEvidence(live, openable) {
     for (const el of document.querySelectorAll('[role=alert],[role=status],ul.messagelist')) {
       const box = el.getBoundingClientRect();
       const text = el.checkVisibility() && box.width > 1 && box.height > 1 ? said(el) : '';
-      if (!text || says.some(row => row.text.includes(text)) || arrived.markedInvalid?.some(row => row.message === text))
+      // A message says something in words; a status of one or two is a badge on the page
+      // (MLflow marks a run's state, `Finished`, and each tag, `team : relay`, role=status).
+      if (text.split(' ').length < 3 || says.some(row => row.text.includes(text)) || arrived.markedInvalid?.some(row => row.message === text))
         continue;
       says.push({ role: el.getAttribute('role') === 'alert' ? 'alert' : 'status', text });
       if (says.length === 3)
@@ -346,6 +349,14 @@ export function actionEvidence(live, openable) {
       return { ...field(el), ...(message ? { message } : {}) };
     });
   const known = new Set((evidence.markedInvalid || []).map(row => row.message));
+  const routed = location.href !== watch.href;
+  const floats = el => {
+    for (let node = el; node && node !== document.body; node = node.parentElement) {
+      if (['fixed', 'sticky'].includes(getComputedStyle(node).position))
+        return true;
+    }
+    return false;
+  };
   const says = [];
   for (const el of document.querySelectorAll(live)) {
     const text = shown(el);
@@ -358,6 +369,12 @@ export function actionEvidence(live, openable) {
     // UI's responses table is a live region a click on an operation shows).
     const own = el.getAttribute('role');
     const message = own === 'alert' || own === 'status' || (!own && el.localName === 'output');
+    // An action that moved a single-page app to another view (its URL changed: MLflow's run
+    // page) drew that view's statuses with it, which are its content (a run's `Finished`
+    // badge); a status that came with it is news only when it floats over the page, as a
+    // toast does ("Saved").
+    if (routed && own !== 'alert' && !watch.live.has(el) && !floats(el))
+      continue;
     const structural = own ? !['none', 'presentation', 'generic'].includes(own) : STRUCTURE.includes(el.localName);
     if (!message && (structural || !watch.live.has(el)))
       continue;

@@ -5046,6 +5046,13 @@ async fn form_answers(host: &impl Host, site: &FixtureSite) {
         ) && !text(&saved).contains("Loading"),
         "{saved}"
     );
+    // A single-page app's move to another view: its badges are content, its toast is news.
+    let routed = tool(host, "browser_click", json!({"target": "#open-run"})).await;
+    assert!(
+        text(&routed).contains("\nPage says (status): Run 7 opened in the viewer\n")
+            && !text(&routed).contains("Finished"),
+        "{routed}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
