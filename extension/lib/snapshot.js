@@ -148,6 +148,10 @@ export function captureTree(limits, rootElement) {
   const ICON_MAX_PX = 48;
   const LEAD = 'lead';
   const TRAIL = 'trail';
+  // Where a text run's own box stands, when the page placed that box itself (`position:
+  // absolute`: a virtualized grid's cell). Runs of boxes at different heights are different
+  // lines on the screen, and are not read as one.
+  const TOP = 'top';
   const SPACE = { space: true };
   const flat = text => (text || '').replace(/\s+/g, ' ').trim();
   // ARIA a web component gives itself through ElementInternals (Material's radios and tabs set
@@ -659,7 +663,8 @@ export function captureTree(limits, rootElement) {
             spaced = true;
           continue;
         }
-        if (item.role === undefined && last && last.role === undefined) {
+        const apart = last?.[TOP] !== undefined && item[TOP] !== undefined && Math.abs(last[TOP] - item[TOP]) > 2;
+        if (item.role === undefined && last && last.role === undefined && !apart) {
           last.text += last[TRAIL] || item[LEAD] ? ` ${item.text}` : item.text;
           last[TRAIL] = item[TRAIL];
         } else {
@@ -750,6 +755,11 @@ export function captureTree(limits, rootElement) {
           first[LEAD] = true;
         if (last && last.role === undefined)
           last[TRAIL] = true;
+        // A cell a virtualized grid places itself (react-virtualized's, in MLflow's run
+        // comparison: `div`s with no role, each at its row's height) read all its rows as one
+        // line, "1.122 0.79 0.061 0.142"; each row's cells now make a line of their own.
+        if (style.position === 'absolute' && first === last && first && first.role === undefined)
+          first[TOP] = el.getBoundingClientRect().top;
       }
       return out;
     }
@@ -1041,6 +1051,7 @@ export function captureTree(limits, rootElement) {
     for (const item of kept) {
       delete item[LEAD];
       delete item[TRAIL];
+      delete item[TOP];
       if (item.children)
         item.children = strip(item.children);
     }

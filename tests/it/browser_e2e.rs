@@ -3135,6 +3135,23 @@ async fn a_grid_drawn_in_parts_reads_each_row_once_across_them() {
                     && loss < grid.find("alpha").unwrap(),
                 "{grid}"
             );
+            // A virtualized grid's cells with no role, each placed at its row's height (as
+            // react-virtualized places MLflow's compared metrics): a line per row, not one line.
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<div id=values role=grid>\
+                 <div role=rowgroup style=\"position: relative; height: 60px\">\
+                 <div style=\"position: absolute; top: 0; left: 0\">1.122</div>\
+                 <div style=\"position: absolute; top: 0; left: 80px\">0.79</div>\
+                 <div style=\"position: absolute; top: 30px; left: 0\">0.061</div>\
+                 <div style=\"position: absolute; top: 30px; left: 80px\">0.142</div></div></div>'); 1",
+            )
+            .await;
+            let values = outline(&bridge, json!({"target": "#values"})).await;
+            assert!(
+                values.contains("\n    - text: 1.122 0.79\n    - text: 0.061 0.142"),
+                "{values}"
+            );
         }
     );
 }
