@@ -77,6 +77,10 @@ export function reportingChanges(run, { settle = false, loaded = false } = {}) {
 async function interceptFileChoosers(ctx, tabId, enabled) {
   // Chrome holds the command while the page shows a dialog (one the action opened): turning
   // the interception on then fails, as the action does; turning it off waits for the answer.
+  // A tab let go of meanwhile (the owner stopped the assistant) is not attached again for it:
+  // letting go ends the interception too.
+  if (!enabled && ctx.debuggers?.isAttached && !ctx.debuggers.isAttached(tabId))
+    return;
   await ctx.debuggers?.send(tabId, 'Page.setInterceptFileChooserDialog', { enabled }, { behindDialog: !enabled }).catch(() => {});
 }
 
