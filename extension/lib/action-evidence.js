@@ -292,15 +292,17 @@ export function actionEvidence(live, openable) {
     // marked live holds a part of the page that keeps itself current, and one drawn for
     // screen readers alone (a box a pixel wide: "Loading…") is not what a person sees there.
     // Words hidden from a screen reader (an icon font's) are left out.
+    // (As the page lays it out: a link inside a message reads as part of its sentence, and
+    // Django's messages, `<li>`s with nothing between them, read apart.)
     const said = el => {
-      const hidden = [...el.querySelectorAll('[aria-hidden=true]')];
-      const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
-      const parts = [];
-      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-        if (!hidden.some(one => one.contains(node)) && node.parentElement.checkVisibility())
-          parts.push(node.data);
+      let text = el.innerText;
+      for (const hidden of el.querySelectorAll('[aria-hidden=true]')) {
+        // (An icon drawn as SVG has no innerText.)
+        const word = (hidden.innerText ?? '').trim();
+        if (word)
+          text = text.replace(word, ' ');
       }
-      return words(parts.join(' '), 300);
+      return words(text, 300);
     };
     const says = [];
     for (const el of document.querySelectorAll('[role=alert],[role=status],ul.messagelist')) {
