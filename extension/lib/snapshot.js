@@ -503,6 +503,8 @@ export function captureTree(limits, rootElement) {
   const GRIDS = new Set(['grid', 'treegrid', 'table']);
   /** A row's `aria-rowindex`, for {@link joinSplitRows}. @type {WeakMap<object, string>} */
   const rowIndexOf = new WeakMap();
+  // How many rows have one so far: a grid none of whose rows has one is not walked again.
+  let indexedRows = 0;
   // A grid drawn in parts side by side (AG Grid's pinned columns beside its scrolling middle:
   // MLflow's runs table; MUI's pinned columns) draws each row once in each part, every copy
   // with the row's `aria-rowindex`. A person reads one row across the parts, and so does the
@@ -780,8 +782,10 @@ export function captureTree(limits, rootElement) {
       !Array.from(el.labels || []).some(label => label.contains(el));
     const ref = boxless && !root ? undefined : refFor(el, frame);
     const item = { role };
-    if (role === 'row' && el.hasAttribute('aria-rowindex'))
+    if (role === 'row' && el.hasAttribute('aria-rowindex')) {
       rowIndexOf.set(item, el.getAttribute('aria-rowindex'));
+      indexedRows += 1;
+    }
     const [name, nameFromContent, fromLabel] = nameOf(el, role);
     // Not printed: getByLabel finds any element a label names, as Playwright's does.
     if (fromLabel)
@@ -936,8 +940,9 @@ export function captureTree(limits, rootElement) {
     }
     // A text area's text is its value; a player's content (sources, tracks, words for a
     // browser without one) is not shown.
+    const rowsBefore = indexedRows;
     let kids = ['textarea', 'video', 'audio'].includes(el.localName) ? [] : children().filter(kid => kid !== SPACE);
-    if (GRIDS.has(role))
+    if (GRIDS.has(role) && indexedRows - rowsBefore > 1)
       kids = joinSplitRows(kids);
     // An empty output box (a `<pre>` a page fills later, a live region with nothing to say yet)
     // says nothing; it has a line once it has content.
