@@ -215,13 +215,13 @@ async function fileUpload(ctx, { selector, ref, files, tabId }) {
   const chooser = selector === undefined && ref === undefined ? events?.fileChooser(id) : undefined;
   if (chooser) {
     const result = await onChooserInput(ctx, id, chooser, `function (files) { return (${setInputFiles})(this, files); }`, given);
-    if (result) {
-      if (result.error)
-        throw uploadError(result, null);
-      events.fileChooserAnswered(id);
-      return { tabId: id, uploaded: result.files };
-    }
+    // Refused (one file too many, a disabled input), the chooser stays open for another try;
+    // answered, or its input gone, it is closed.
+    if (result?.error)
+      throw uploadError(result, null);
     events.fileChooserAnswered(id);
+    if (result)
+      return { tabId: id, uploaded: result.files };
   }
   const target = selector === undefined && ref === undefined ? 'input[type=file]' : elementTarget({ selector, ref });
   if (selector === undefined && ref === undefined) {
