@@ -37,6 +37,11 @@ export const OPENABLE = 'dialog,[role=dialog],[role=alertdialog],[aria-modal=tru
  * @param {string} openable {@link OPENABLE}
  */
 export function watchAction(live, openable) {
+  // The controls whose state a person sees change (see actionEvidence's `changed`), and at
+  // most how many are kept (a page of a thousand checkboxes is read in well under a ms).
+  const CONTROLS = 'input, select, textarea, [role=checkbox], [role=switch], [role=radio], [role=menuitemcheckbox], ' +
+    '[role=menuitemradio], [role=spinbutton], [role=slider], [role=tab], [aria-pressed]';
+  const MOST_CONTROLS = 2000;
   const key = Symbol.for('mcp-relay.watch');
   const earlier = window[key];
   if (earlier) {
@@ -103,7 +108,20 @@ export function watchAction(live, openable) {
     const ref = refOf(el);
     return { field: clip(name, 80), ...(ref ? { ref } : {}) };
   };
-  const described = (outer, shown) => {
+  // The words of a message box without its buttons' ("Close", "×") or what is hidden from
+  // screen readers.
+  const messageOf = el => {
+    let words = '';
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    while (words.length < 200 && walker.nextNode()) {
+      const parent = walker.currentNode.parentElement;
+      const apart = parent?.closest('button, [role=button], [aria-hidden=true]');
+      if (parent?.checkVisibility() && !(apart && el.contains(apart)))
+        words += ` ${walker.currentNode.data}`;
+    }
+    return words;
+  };
+  const described = (outer, showing) => {
     // A popover with no role of its own that holds a menu, list box or dialog, or is drawn
     // for a component that is one (Material's menu, a list box, draws its items in one), is
     // that.
@@ -127,16 +145,21 @@ export function watchAction(live, openable) {
       ? node.getRootNode().querySelector(`[aria-controls~="${CSS.escape(node.id)}"],[aria-owns~="${CSS.escape(node.id)}"]`)
       : null);
     const owner = controller(el) || controller(root.host);
+    // An alert dialog with no name nor heading is its message (Streamlit's toast, "Order
+    // saved", read `Opened: alertdialog` before), or what it points to as its description.
+    const pointed = role === 'alertdialog' && el.getAttribute('aria-describedby')?.split(/\s+/)
+      .map(id => home.getElementById(id)?.textContent || '').join(' ');
+    const message = role === 'alertdialog' ? pointed || messageOf(el) : '';
     const name = clip(el.getAttribute('aria-label') || labelled || heading || (owner ? field(owner).field : '') ||
-        openedBy.get(el) || openedBy.get(outer) || '', 80);
+        openedBy.get(el) || openedBy.get(outer) || message || '', 80);
     const ref = refOf(el) || refOf(outer);
-    const modal = shown && (outer.matches(':modal') || el.matches(':modal') || el.getAttribute('aria-modal') === 'true');
+    const modal = showing && (outer.matches(':modal') || el.matches(':modal') || el.getAttribute('aria-modal') === 'true');
     // A menu or list box just shown says what it offers, its first items by name, so a model
     // can choose one (getByRole('menuitem', { name })) without reading the page again.
     // Its own items, not a submenu's; at most 8 named (this runs in the page: no constants
     // from outside).
     const ITEMS = { menu: '[role=menuitem],[role=menuitemcheckbox],[role=menuitemradio]', listbox: '[role=option]' };
-    const itemCss = shown ? ITEMS[role] : undefined;
+    const itemCss = showing ? ITEMS[role] : undefined;
     // A component's list box shows the options the page slotted into it (Shoelace's select).
     const offered = itemCss
       ? [
@@ -147,7 +170,7 @@ export function watchAction(live, openable) {
       : [];
     const items = offered.slice(0, 8).map(item => clip(item.getAttribute('aria-label') || item.innerText || item.textContent, 40)).filter(Boolean);
     return {
-      role, ...(name ? { name } : {}), ...(modal ? { modal: true } : {}), ...(shown && ref ? { ref } : {}),
+      role, ...(name ? { name } : {}), ...(modal ? { modal: true } : {}), ...(showing && ref ? { ref } : {}),
       ...(items.length ? { items, count: offered.length } : {}),
     };
   };
@@ -171,8 +194,38 @@ export function watchAction(live, openable) {
         (node.hasAttribute('aria-expanded') || (node.localName === 'summary' && node.parentElement?.localName === 'details')));
     return el ? { el, was: expandedOf(el) } : null;
   };
+  // What a control holds, as a person reads it off the page: checked or not, its value, its
+  // selected option. `null` for what is not said (a password's characters, a file input's
+  // files, which browser_file_upload answers for).
+  const holds = el => {
+    const role = el.getAttribute('role');
+    if (el.localName === 'input') {
+      if (el.type === 'checkbox' || el.type === 'radio')
+        return el.indeterminate ? 'mixed' : el.checked ? 'checked' : 'unchecked';
+      return ['password', 'file', 'hidden', 'submit', 'button', 'reset', 'image'].includes(el.type) ? null : el.value;
+    }
+    if (el.localName === 'select')
+      return [...el.selectedOptions].map(option => option.label).join(', ');
+    if (el.localName === 'textarea')
+      return el.value;
+    if (el.hasAttribute('aria-pressed'))
+      return { true: 'pressed', mixed: 'mixed' }[el.getAttribute('aria-pressed')] ?? 'not pressed';
+    if (role === 'tab')
+      return el.getAttribute('aria-selected') === 'true' ? 'selected' : 'not selected';
+    if (role === 'spinbutton' || role === 'slider')
+      return el.getAttribute('aria-valuetext') || el.getAttribute('aria-valuenow');
+    return { true: 'checked', mixed: 'mixed' }[el.getAttribute('aria-checked')] ?? 'unchecked';
+  };
+  const values = new Map();
+  for (const el of document.querySelectorAll(CONTROLS)) {
+    if (values.size === MOST_CONTROLS)
+      break;
+    values.set(el, holds(el));
+  }
   const watch = {
     href: location.href,
+    values,
+    holds,
     roots: roots.slice(1),
     // Whether the action adds elements anywhere (so perhaps a component with a shadow root
     // of its own): only then are the roots looked for again afterwards, a pass over the
@@ -328,6 +381,19 @@ export function actionEvidence(live, openable) {
     watch.grew = true;
   watch.added.disconnect();
   const STRUCTURE = ['table', 'ul', 'ol', 'dl', 'section', 'article', 'main', 'nav', 'aside', 'form', 'header', 'footer'];
+  // The role a changed control's line names it by, as the outline does.
+  const controlKind = el => {
+    const role = el.getAttribute('role');
+    if (role)
+      return el.hasAttribute('aria-pressed') && role !== 'switch' ? 'toggle button' : role;
+    if (el.hasAttribute('aria-pressed'))
+      return 'toggle button';
+    if (el.localName === 'select')
+      return el.multiple || el.size > 1 ? 'listbox' : 'combobox';
+    if (el.localName === 'textarea')
+      return 'textbox';
+    return { checkbox: 'checkbox', radio: 'radio', range: 'slider', number: 'spinbutton', search: 'searchbox' }[el.type] ?? 'textbox';
+  };
   // The namers watchAction made, so a list or dialog that closed is named as it was.
   const { clip, field, described, openedBy, spokenName, shown } = watch.namers;
   const pointedTo = el => {
@@ -387,6 +453,42 @@ export function actionEvidence(live, openable) {
   }
   if (says.length)
     evidence.pageSays = says.map(({ role, whole }) => ({ role, text: clip(whole, 300) }));
+  // Controls whose state the action changed, as a person sees them change: the checkbox a
+  // click checked (Streamlit's, under its label), the quantity a "+" raised, the field a
+  // "Copy address" filled, the tab now selected. A radio or tab that lost its selection is
+  // said by the one that gained it. Fields carry their ref; `focused` marks the
+  // one the action typed in, whose own answer says its value (action-reports.js drops it).
+  const changed = [];
+  let moreChanged = 0;
+  for (const [el, was] of watch.values) {
+    if (!el.isConnected)
+      continue;
+    const now = watch.holds(el);
+    if (now === was || now === null)
+      continue;
+    const seen = el.checkVisibility() || [...(el.labels || [])].some(label => label.checkVisibility());
+    if (!seen)
+      continue;
+    const kind = controlKind(el);
+    if ((kind === 'radio' || kind === 'tab' || kind === 'menuitemradio') && now !== 'checked' && now !== 'selected')
+      continue;
+    if (changed.length === 5) {
+      moreChanged += 1;
+      continue;
+    }
+    const native = ['input', 'select', 'textarea'].includes(el.localName);
+    const named = native ? field(el) : { ...field(el), field: spokenName(el) || field(el).field };
+    const toggles = ['checked', 'unchecked', 'mixed', 'pressed', 'not pressed', 'selected', 'not selected'].includes(now);
+    changed.push({
+      kind, ...named, to: clip(now, 100), ...(toggles ? {} : { from: clip(was ?? '', 100) }),
+      ...(el === document.activeElement ? { focused: true } : {}),
+    });
+  }
+  if (changed.length) {
+    evidence.changed = changed;
+    if (moreChanged)
+      evidence.changedMore = moreChanged;
+  }
   // Dialogs, menus, lists and popovers shown since (`opened`) and gone since (`closed`), in
   // the document and its components' shadow roots (found again when the action added
   // elements: it may have added a component).

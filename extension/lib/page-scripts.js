@@ -87,8 +87,18 @@ export function findElementThen(fn, target, ...args) {
     const registry = window[Symbol.for('mcp-relay.refs')];
     const found = registry && registry.byRef.get(wanted.ref);
     const el = found && found.deref();
-    if (!el || !el.isConnected || !el.ownerDocument.defaultView)
-      return { error: 'stale-ref', ref: wanted.ref, snapshotTaken: Boolean(registry) };
+    if (!el || !el.isConnected || !el.ownerDocument.defaultView) {
+      // A ref no snapshot of this page gave (a number past its last, another tab's, one from
+      // before the page loaded again) was never this page's: said apart from one whose
+      // element went away.
+      const [, frame, n] = /^(?:f(\d+))?e(\d+)$/.exec(wanted.ref) ?? [];
+      const last = registry?.counters.get(frame === undefined ? 0 : Number(frame)) ?? 0;
+      const never = !found && (!registry || n === undefined || Number(n) > last);
+      return {
+        error: 'stale-ref', ref: wanted.ref, snapshotTaken: Boolean(registry),
+        ...(never ? { never: true, ...(last ? { last: `${frame ? `f${frame}` : ''}e${last}` } : {}) } : {}),
+      };
+    }
     return fn(el, ...args);
   }
   // Every match in document order (`every`: findElementsThen's list), or the first.
@@ -327,6 +337,7 @@ export async function locateElement(el, options = {}) {
   // A checkbox or switch that a component draws itself keeps its real <input> out of the
   // mouse's way (no size, no pointer events: Shoelace's); a person clicks its label, which
   // draws the box, and so does this. A disabled one is refused as itself.
+  const asked = el;
   if (el.labels?.length && !(options.requireEnabled && el.disabled)) {
     const own = view.getComputedStyle(el);
     const box = el.getBoundingClientRect();
@@ -334,6 +345,27 @@ export async function locateElement(el, options = {}) {
       const label = Array.from(el.labels).find(label => label.checkVisibility() && label.getBoundingClientRect().width > 0);
       if (label)
         el = label;
+    }
+  }
+  // A control a page keeps in a box clipped to nothing (a "visually hidden" wrapper a pixel
+  // across: React Aria's slider keeps its range input so, inside the thumb it draws; Streamlit's
+  // "Max rows" was refused as covered by the thumb's value) is clicked where a person clicks:
+  // on the nearest box around it that is drawn, which takes the click for it.
+  if (el === asked && !(options.requireEnabled && el.disabled)) {
+    const clippedAway = node => {
+      const box = node.getBoundingClientRect();
+      const look = view.getComputedStyle(node);
+      return (box.width <= 2 || box.height <= 2) && (look.overflow !== 'visible' || look.clipPath !== 'none' || look.clip !== 'auto');
+    };
+    let hider = null;
+    for (let up = el.parentElement, level = 0; up && level < 3 && !hider; up = up.parentElement, level++)
+      hider = clippedAway(up) ? up : null;
+    for (let up = hider?.parentElement, level = 0; up && level < 3; up = up.parentElement, level++) {
+      const box = up.getBoundingClientRect();
+      if (box.width > 2 && box.height > 2 && up.checkVisibility()) {
+        el = up;
+        break;
+      }
     }
   }
   // What a mouse at (x, y) of the element's own viewport would hit, and whether that is the
@@ -604,7 +636,9 @@ export function readValue(el) {
     const box = node.getBoundingClientRect();
     return box.width <= 2 || box.height <= 2;
   };
-  if (el.localName === 'textarea' || el.localName === 'input') {
+  // (A slider's or a picker's hidden input, React Aria's under its thumb, holds just the value
+  // set: no editor's text to mistake.)
+  if (el.localName === 'textarea' || (el.localName === 'input' && ['text', 'search'].includes(el.type))) {
     let hidden = tiny(el);
     for (let up = el.parentElement, n = 0; !hidden && up && n < 3; up = up.parentElement, n++)
       hidden = up.ownerDocument.defaultView.getComputedStyle(up).overflow !== 'visible' && tiny(up);

@@ -13,7 +13,7 @@ import { fillingWithAsking } from './commands/ask-before.js';
 import { frameOffset, sendIn } from './commands/other-frames.js';
 import { notePointer, pressing } from './commands/pointer.js';
 import { selectOption } from './commands/input.js';
-import { elementError, evaluateExpression, locate, messageOf, onChooserInput, staleRefMessage, targetTab, worldOf } from './commands/shared.js';
+import { elementError, evaluateExpression, locate, messageOf, onChooserInput, staleRefMessage, targetTab, unknownRefMessage, worldOf } from './commands/shared.js';
 import { fieldAction, fillField, documentBox, focusSlider, MAX_FIELDS, setInputFiles } from './form-fields.js';
 import { POST_DATA_CLIP, REQUEST_LIMIT, clipped } from './network.js';
 import { elementExpression, findElementThen, findElementsThen, readableValue } from './page-scripts.js';
@@ -594,7 +594,7 @@ function failureText(failure) {
     case 'not-found':
       return 'no such element; take a snapshot to see the page\'s elements';
     case 'stale-ref':
-      return staleRefMessage(failure.ref);
+      return failure.never ? unknownRefMessage(failure) : staleRefMessage(failure.ref);
     case 'not-visible':
       return `the ${failure.element} is not visible`;
     case 'moving':

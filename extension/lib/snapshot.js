@@ -501,10 +501,18 @@ export function captureTree(limits, rootElement) {
   const BLOCKS = new Set(['heading', 'paragraph', 'list', 'listitem', 'table', 'group', 'region', 'article', 'figure', 'code', 'blockquote']);
   const TABLE_CELLS = new Set(['cell', 'gridcell', 'columnheader', 'rowheader']);
   const GRIDS = new Set(['grid', 'treegrid', 'table']);
+  const VALUED = new Set(['spinbutton', 'slider', 'progressbar', 'meter']);
+  // What makes a canvas's fallback content worth reading: see `fallbackDepth`.
+  const CANVAS_FALLBACK = '[role], table, a[href], button, input, select, textarea';
   /** A row's `aria-rowindex`, for {@link joinSplitRows}. @type {WeakMap<object, string>} */
   const rowIndexOf = new WeakMap();
   // How many rows have one so far: a grid none of whose rows has one is not walked again.
   let indexedRows = 0;
+  // Inside a <canvas> whose fallback content is built for assistive technology (Glide Data
+  // Grid's `<table role="grid">`, which Streamlit's st.dataframe draws on a canvas): that
+  // content has no boxes, by design, yet Chrome's accessibility tree reads it, and it is the
+  // only text of what the canvas shows. While above 0, elements are read without boxes.
+  let fallbackDepth = 0;
   // A grid drawn in parts side by side (AG Grid's pinned columns beside its scrolling middle:
   // MLflow's runs table; MUI's pinned columns) draws each row once in each part, every copy
   // with the row's `aria-rowindex`. A person reads one row across the parts, and so does the
@@ -625,7 +633,7 @@ export function captureTree(limits, rootElement) {
     }
     const view = el.ownerDocument.defaultView;
     const style = view.getComputedStyle(el);
-    if (!rendered(el) && style.display !== 'contents')
+    if (!rendered(el) && style.display !== 'contents' && !(fallbackDepth > 0 && style.display !== 'none'))
       return [];
     // An element its page marked `hidden` that CSS lays out all the same but draws transparent
     // is seen by nobody: Choices.js keeps the <select> it replaces so, under its own widget.
@@ -643,6 +651,22 @@ export function captureTree(limits, rootElement) {
       // the bar, and the value is on the element's line.
       if (el.localName === 'meter' || el.localName === 'progress')
         return [];
+      // A canvas's fallback content is read only when it is made for assistive technology
+      // (a role, a table, a control): "Your browser does not support canvas" is for browsers
+      // that draw nothing, and no person sees it.
+      if (el.localName === 'canvas') {
+        if (!el.querySelector(CANVAS_FALLBACK))
+          return [];
+        fallbackDepth += 1;
+        try {
+          return readKids(el);
+        } finally {
+          fallbackDepth -= 1;
+        }
+      }
+      return readKids(el);
+    };
+    const readKids = el => {
       const out = [];
       const kids = shownKids(el);
       // Text in an element that is `visibility: hidden` is not seen (CodeMirror's measuring
@@ -944,6 +968,12 @@ export function captureTree(limits, rootElement) {
     let kids = ['textarea', 'video', 'audio'].includes(el.localName) ? [] : children().filter(kid => kid !== SPACE);
     if (GRIDS.has(role) && indexedRows - rowsBefore > 1)
       kids = joinSplitRows(kids);
+    // A knob's or a date segment's text is the value its line already says (React Aria's date
+    // field: `spinbutton "month, Delivery date": 12 – December` above a line `text: 12`).
+    if (VALUED.has(role) && item.value !== undefined) {
+      const said = item.value.toLowerCase();
+      kids = kids.filter(kid => kid.role !== undefined || !said.includes(kid.text.toLowerCase()));
+    }
     // An empty output box (a `<pre>` a page fills later, a live region with nothing to say yet)
     // says nothing; it has a line once it has content.
     if (EMPTY_SAYS_NOTHING.has(role) && !kids.length && !item.name && item.value === undefined && !canAct && !labelled && !root)

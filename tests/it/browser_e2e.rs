@@ -3226,6 +3226,222 @@ async fn a_click_that_opens_a_file_chooser_says_so_and_the_upload_answers_it() {
     );
 }
 
+/// A click's answer says which controls it changed, as a person sees them change: the checkbox
+/// it checked, the number a "+" raised, the field a button filled, the tab and toggle it
+/// selected; a radio that lost its selection is said by the one that gained it, and typing
+/// does not say again the value its own answer reads back. A toast that is an alert dialog
+/// with no name is named by its message, without its close button's word.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_action_says_which_controls_it_changed() {
+    on_tools_page!(
+        "an_action_says_which_controls_it_changed",
+        &[],
+        |bridge, _site| {
+            page_value(
+            &bridge,
+            "document.body.insertAdjacentHTML('afterbegin', '<div id=knobs>\
+             <label>Quantity <input id=qty type=number value=1></label>\
+             <button id=more onclick=\"qty.value = Number(qty.value) + 1\">More</button>\
+             <label>Shipping <input id=ship></label>\
+             <button id=copy onclick=\"ship.value = \\'1 Main St\\'\">Same as billing</button>\
+             <div role=tablist><span role=tab id=t1 aria-selected=true tabindex=0>Items</span>\
+             <span role=tab id=t2 aria-selected=false tabindex=-1 onclick=\"t1.setAttribute(\\'aria-selected\\', \\'false\\'); \
+             this.setAttribute(\\'aria-selected\\', \\'true\\')\">Totals</span></div>\
+             <button id=bold aria-pressed=false onclick=\"this.setAttribute(\\'aria-pressed\\', \\'true\\')\">Bold</button>\
+             <button id=toast onclick=\"note.hidden = false\">Save</button>\
+             <div role=alertdialog id=note hidden style=\"position: fixed; top: 0; right: 0\">Order saved \
+             <button aria-label=Close>x</button></div></div>'); 1",
+        )
+        .await;
+            let said = |answer: &Value| text(answer);
+            let more = tool(&bridge, "browser_click", json!({"target": "#more"})).await;
+            assert!(
+                said(&more).contains("Changed: spinbutton \"Quantity\": \"1\" → \"2\""),
+                "{more}"
+            );
+            let agree = tool(&bridge, "browser_click", json!({"target": "#agree"})).await;
+            assert!(
+                said(&agree).contains("Changed: checkbox \"Agree\": now checked"),
+                "{agree}"
+            );
+            // Large gains the selection Small loses: one line, Large's.
+            let large = tool(&bridge, "browser_click", json!({"target": "#size-l"})).await;
+            assert!(
+                said(&large).contains("Changed: radio \"Large\": now checked")
+                    && !said(&large).contains("Small"),
+                "{large}"
+            );
+            let copy = tool(&bridge, "browser_click", json!({"target": "#copy"})).await;
+            assert!(
+                said(&copy).contains("Changed: textbox \"Shipping\": \"\" → \"1 Main St\""),
+                "{copy}"
+            );
+            let tab = tool(&bridge, "browser_click", json!({"target": "#t2"})).await;
+            assert!(
+                said(&tab).contains("Changed: tab \"Totals\": now selected")
+                    && !said(&tab).contains("Items"),
+                "{tab}"
+            );
+            let bold = tool(&bridge, "browser_click", json!({"target": "#bold"})).await;
+            assert!(
+                said(&bold).contains("Changed: toggle button \"Bold\": now pressed"),
+                "{bold}"
+            );
+            // Typing answers with the value it set, once.
+            let typed = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": "#name", "text": "Ada"}),
+            )
+            .await;
+            assert!(
+                said(&typed).contains("value: Ada") && !said(&typed).contains("Changed:"),
+                "{typed}"
+            );
+            // A click that changes nothing a person reads off a control says no such line.
+            let toast = tool(&bridge, "browser_click", json!({"target": "#toast"})).await;
+            assert!(
+                said(&toast).contains("Opened: alertdialog \"Order saved\"")
+                    && !said(&toast).contains("Changed:"),
+                "{toast}"
+            );
+        }
+    );
+}
+
+/// A control a page keeps in a box clipped to a pixel (React Aria's slider keeps its range
+/// input so, inside the thumb it draws, under the thumb's value label) is clicked where a
+/// person clicks it, on the thumb; keys then move it, and each press says the new value.
+/// Typing a number into it sets it, without the note meant for a code editor's hidden input.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slider_kept_in_a_clipped_box_is_clicked_on_its_thumb() {
+    on_tools_page!(
+        "a_slider_kept_in_a_clipped_box_is_clicked_on_its_thumb",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<div id=track style=\"position: relative; \
+                 height: 40px; width: 300px; margin: 30px\"><div id=thumb style=\"position: absolute; left: 50px; \
+                 top: 10px; width: 24px; height: 24px; border-radius: 12px; background: #c33\" \
+                 onpointerdown=\"rows.focus(); event.preventDefault()\">\
+                 <div style=\"position: absolute; width: 1px; height: 1px; overflow: hidden; \
+                 clip-path: inset(50%)\"><input id=rows type=range min=1 max=50 value=10 \
+                 aria-label=\"Max rows\"></div>\
+                 <div id=shows style=\"position: absolute; inset: 0; text-align: center\">10</div></div></div>'); \
+                 rows.addEventListener('input', () => { shows.textContent = rows.value; }); 1",
+            )
+            .await;
+            let clicked = tool(&bridge, "browser_click", json!({"target": "#rows"})).await;
+            assert!(!is_error(&clicked), "{clicked}");
+            assert_eq!(
+                page_value(&bridge, "document.activeElement.id").await,
+                "rows"
+            );
+            let right = tool(&bridge, "browser_press_key", json!({"key": "ArrowRight"})).await;
+            assert!(
+                text(&right).contains("Changed: slider \"Max rows\": \"10\" → \"11\""),
+                "{right}"
+            );
+            let typed = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": "#rows", "text": "30"}),
+            )
+            .await;
+            assert!(
+                text(&typed).contains("value: 30") && !text(&typed).contains("hidden input"),
+                "{typed}"
+            );
+            assert_eq!(page_value(&bridge, "shows.textContent").await, "30");
+        }
+    );
+}
+
+/// A grid a page draws on a canvas (Glide Data Grid, as Streamlit's st.dataframe) keeps its
+/// rows as the canvas's fallback content, a table with no boxes that Chrome's accessibility
+/// tree reads: the outline reads it too. A canvas whose fallback only says the browser draws
+/// no canvas shows no such words, and a date segment's text is not said again under the
+/// value its line gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grid_drawn_on_a_canvas_is_read_from_its_fallback_table() {
+    on_tools_page!(
+        "a_grid_drawn_on_a_canvas_is_read_from_its_fallback_table",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<div id=drawn>\
+                 <canvas width=400 height=120><table role=grid aria-rowcount=3><thead role=rowgroup>\
+                 <tr role=row><th role=columnheader>customer</th><th role=columnheader>total</th></tr></thead>\
+                 <tbody role=rowgroup><tr role=row><td role=gridcell>Cust 1</td><td role=gridcell>10.5</td></tr>\
+                 <tr role=row><td role=gridcell>Cust 2</td><td role=gridcell>21</td></tr></tbody></table></canvas>\
+                 <canvas width=200 height=100>Your browser does not support the canvas element</canvas>\
+                 <div role=group aria-label=Delivery><span role=spinbutton tabindex=0 aria-label=month \
+                 aria-valuenow=12 aria-valuetext=\"12 – December\">12</span></div></div>'); 1",
+            )
+            .await;
+            let drawn = outline(&bridge, json!({"target": "#drawn"})).await;
+            for line in [
+                "columnheader \"customer\"",
+                "gridcell \"Cust 2\"",
+                "gridcell \"21\"",
+                "[rowcount=3]",
+            ] {
+                assert!(drawn.contains(line), "{line} in {drawn}");
+            }
+            assert!(!drawn.contains("does not support"), "{drawn}");
+            assert!(
+                drawn.contains("spinbutton \"month\"") && drawn.contains(": 12 – December"),
+                "{drawn}"
+            );
+            assert!(!drawn.contains("text: 12"), "{drawn}");
+        }
+    );
+}
+
+/// A target that can name nothing says why: a ref no snapshot of the page gave (a number past
+/// the last, from before the page loaded again) is refused as never given, apart from one
+/// whose element went away; words meant as an element's name, which as CSS name elements HTML
+/// has not, are refused at once with the locators that name an element by its words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_that_can_name_nothing_is_refused_saying_why() {
+    on_tools_page!(
+        "a_target_that_can_name_nothing_is_refused_saying_why",
+        &[],
+        |bridge, _site| {
+            let page = outline(&bridge, json!({})).await;
+            let agree = ref_of(&page, "checkbox \"Agree\"");
+            let never = tool(&bridge, "browser_click", json!({"target": "e9999"})).await;
+            assert!(
+                is_error(&never)
+                    && text(&never).contains("Ref e9999 was never given on this page")
+                    && text(&never).contains("its snapshots gave refs up to e"),
+                "{never}"
+            );
+            page_value(&bridge, "document.getElementById('agree').remove(); 1").await;
+            let gone = tool(&bridge, "browser_click", json!({"target": agree})).await;
+            assert!(
+                is_error(&gone)
+                    && text(&gone).contains("does not name an element on the page any more"),
+                "{gone}"
+            );
+            let words = tool(&bridge, "browser_click", json!({"target": "Place order"})).await;
+            assert!(
+                is_error(&words)
+                    && text(&words)
+                        .contains("as CSS it names elements HTML has not (<order> inside <Place>)")
+                    && text(&words).contains("getByRole('button', { name: 'Place order' })")
+                    && !text(&words).contains("waited"),
+                "{words}"
+            );
+            // A word that is an element's name is CSS as ever: waited for, then refused.
+            let tag = tool(&bridge, "browser_click", json!({"target": "marquee"})).await;
+            assert!(is_error(&tag) && text(&tag).contains("waited"), "{tag}");
+        }
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_upload_above_the_message_limit_is_refused_clearly() {
     on_tools_page!(

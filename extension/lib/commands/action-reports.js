@@ -177,6 +177,8 @@ async function reportOn(ctx, params, acted, { settle, loaded, started, tabBefore
     if (after?.[seen])
       result[seen] = after[seen];
   }
+  if (result.changed)
+    dropOwnChanges(result, params);
   // An Enter the browser's check stopped did not submit anything.
   if (result.formBlocked && result.submitted === true)
     result.submitted = false;
@@ -300,7 +302,28 @@ export async function addDownloads(ctx, result, started, tabId = result.tabId) {
 }
 
 /** What action-evidence.js reports, copied into the action's result when present. */
-const EVIDENCE = ['formBlocked', 'markedInvalid', 'pageSays', 'opened', 'closed', 'toggled'];
+const EVIDENCE = ['formBlocked', 'markedInvalid', 'pageSays', 'changed', 'changedMore', 'opened', 'closed', 'toggled'];
+
+/**
+ * Leaves out of `changed` the fields an action that sets values set itself, which its own
+ * answer says (`value`, `filled`, `selected`): the field it named by ref, and the one it typed
+ * in. A click's own checkbox stays: its new state is what the click did.
+ *
+ * @param {any} result
+ * @param {any} params
+ */
+function dropOwnChanges(result, params) {
+  const named = new Set([params.ref, params.target, ...(Array.isArray(params.fields) ? params.fields.flatMap(f => [f?.ref, f?.target]) : [])]
+    .filter(at => typeof at === 'string'));
+  const setsValues = result.typed || result.filled || result.selected;
+  result.changed = result.changed
+    .filter(row => !(setsValues && (row.focused || (row.ref && named.has(row.ref)))))
+    .map(({ focused: _focused, ...row }) => row);
+  if (!result.changed.length) {
+    delete result.changed;
+    delete result.changedMore;
+  }
+}
 
 /**
  * The page's URL and title once an action returned. A page that is being replaced

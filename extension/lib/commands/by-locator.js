@@ -116,12 +116,35 @@ export async function awaitSelectors(ctx, params) {
     return;
   const tabId = await targetTab(ctx, params.tabId);
   for (const selector of selectors) {
+    // Words a model meant as an element's name ("Place order", "Customer name") read as CSS
+    // name elements HTML has not (<Place>, <order>): nothing will ever match, so that is said at
+    // once, with the ways to name an element by its words, rather than after the wait.
+    if (/^[A-Za-z][A-Za-z0-9 ]*$/.test(selector.trim()) &&
+        await evaluateExpression(ctx, tabId, `(${namesNoHtmlElement.toString()})(${JSON.stringify(selector)})`).catch(() => false)) {
+      const words = JSON.stringify(selector.trim()).replace(/^"|"$/g, "'");
+      throw serverError(`No element matches selector ${selector}: as CSS it names elements HTML has not ` +
+          `(${selector.trim().split(/\s+/).reverse().map(word => `<${word}>`).join(' inside ')}). To name an element by its words, ` +
+          `use a locator, getByRole('button', { name: ${words} }), getByLabel(${words}) or getByText(${words}), ` +
+          'or a ref from browser_snapshot or browser_find');
+    }
     await untilSomethingMatches(async () => {
       const found = await evaluateExpression(ctx, tabId, elementExpression(() => true, { selector }));
       if (found?.error === 'not-found')
         throw new NothingMatches(`No element matches selector ${selector}; take a snapshot (browser_snapshot) to see the page's elements, or use browser_find`);
     });
   }
+}
+
+/**
+ * Whether a selector of bare words names an element HTML does not have (one not known to the
+ * page, without the hyphen a custom element's name has), so that it can never match. Runs in
+ * the page.
+ *
+ * @param {string} selector
+ */
+function namesNoHtmlElement(selector) {
+  return selector.trim().split(/\s+/)
+    .some(word => !word.includes('-') && document.createElement(word) instanceof HTMLUnknownElement);
 }
 
 /** How long a locator that names nothing waits for its element to appear. */

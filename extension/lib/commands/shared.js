@@ -224,7 +224,7 @@ export function elementError(failure, target) {
     case 'not-found':
       return serverError(`No element matches ${named}; take a snapshot to see the page's elements`);
     case 'stale-ref':
-      return serverError(staleRefMessage(failure.ref));
+      return serverError(failure.never ? unknownRefMessage(failure) : staleRefMessage(failure.ref));
     case 'not-visible':
       return serverError(`Element ${named} (${failure.element}) is not visible (no size, hidden, or not taking pointer events)${waitedText(failure)}, ` +
           'so it cannot be clicked or hovered; take a snapshot to see what is shown');
@@ -271,6 +271,21 @@ export function staleRefMessage(ref) {
   return `Ref ${ref} does not name an element on the page any more (it was removed or replaced, ` +
       'or the page changed since the snapshot that listed it), so nothing was done; ' +
       'take a new snapshot (browser_snapshot) and use a ref from it';
+}
+
+/**
+ * The refusal of a ref no snapshot of the page gave: from another tab, from before the page
+ * loaded again, or one past the last the snapshots gave (a subtree or depth-limited snapshot
+ * gives refs only to what it shows).
+ *
+ * @param {{ref: string, snapshotTaken?: boolean, last?: string}} failure
+ */
+export function unknownRefMessage({ ref, snapshotTaken, last }) {
+  const given = !snapshotTaken
+    ? 'no snapshot was taken of this page since it loaded'
+    : last ? `its snapshots gave refs up to ${last}` : 'its snapshots gave no refs in that frame';
+  return `Ref ${ref} was never given on this page (${given}; a ref from another tab or from before the page ` +
+      'loaded again names nothing here), so nothing was done; take a snapshot (browser_snapshot) and use a ref from it';
 }
 
 /** @param {CommandContext} ctx @param {number} tabId */

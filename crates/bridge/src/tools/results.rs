@@ -147,7 +147,7 @@ fn without(value: &Value, keys: &[&str]) -> Value {
 /// What an action's answer may say happened to the page, in the order its text says it.
 /// Each but `settled` (a page still loading, said only beside something else) makes the answer
 /// lines rather than JSON (`render`).
-const WHAT_HAPPENED: [&str; 16] = [
+const WHAT_HAPPENED: [&str; 18] = [
     "dialog",
     "fileChooser",
     "tabClosed",
@@ -157,6 +157,8 @@ const WHAT_HAPPENED: [&str; 16] = [
     "formBlocked",
     "markedInvalid",
     "pageSays",
+    "changed",
+    "changedMore",
     "closed",
     "opened",
     "toggled",
@@ -256,6 +258,28 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                     row["text"].as_str().unwrap_or("")
                 )
             })),
+            // Controls whose state the action changed: a checkbox now checked, a quantity
+            // from 1 to 2, a field a script filled.
+            "changed" => lines.extend(value.as_array().into_iter().flatten().map(|row| {
+                let mut line = format!(
+                    "Changed: {}{}",
+                    row["kind"].as_str().unwrap_or("field"),
+                    name_and_ref(&json!({
+                        "name": row["field"].as_str().filter(|name| !name.is_empty()),
+                        "ref": row["ref"],
+                    }))
+                );
+                let to = row["to"].as_str().unwrap_or("");
+                match row["from"].as_str() {
+                    Some(from) => line.push_str(&format!(": {from:?} → {to:?}")),
+                    None => line.push_str(&format!(": now {to}")),
+                }
+                line
+            })),
+            "changedMore" => lines.push(format!(
+                "Changed: {}",
+                counted(value.as_u64().unwrap_or(0), "more control")
+            )),
             // A dialog, menu, list or popover the action showed (where the model acts next)
             // or hid (done with).
             "opened" | "closed" => {
@@ -1600,6 +1624,21 @@ mod tests {
             shown.text,
             "Tab 7\nClosed: listbox \"Country\"\nOpened: dialog \"Remove the file\" (modal: the page behind it takes no \
              clicks until it closes)\nOpened: menu [ref=e4]\nclicked: true"
+        );
+        // Controls the click changed: a state said as it is now, a value from and to.
+        let changed = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true,
+                    "changed": [{"kind": "checkbox", "field": "Rush delivery", "ref": "e41", "to": "checked"},
+                                {"kind": "spinbutton", "field": "Quantity", "from": "1", "to": "2"},
+                                {"kind": "textbox", "field": "", "from": "", "to": "1 Main St"}],
+                    "changedMore": 4}),
+        );
+        assert_eq!(
+            changed.text,
+            "Tab 7\nChanged: checkbox \"Rush delivery\" [ref=e41]: now checked\n\
+             Changed: spinbutton \"Quantity\": \"1\" → \"2\"\nChanged: textbox: \"\" → \"1 Main St\"\n\
+             Changed: 4 more controls\nclicked: true"
         );
         // A part of the page its header showed or hid.
         let toggled = render(
