@@ -220,6 +220,8 @@ export function watchAction(live, openable) {
   for (const el of document.querySelectorAll(CONTROLS)) {
     if (values.size === MOST_CONTROLS)
       break;
+    // A mark an earlier action left (its evidence never read: it led to another page) is old.
+    delete el[Symbol.for('mcp-relay.setByAction')];
     values.set(el, holds(el));
   }
   const watch = {
@@ -456,11 +458,19 @@ export function actionEvidence(live, openable) {
   // Controls whose state the action changed, as a person sees them change: the checkbox a
   // click checked (Streamlit's, under its label), the quantity a "+" raised, the field a
   // "Copy address" filled, the tab now selected. A radio or tab that lost its selection is
-  // said by the one that gained it. Fields carry their ref; `focused` marks the
-  // one the action typed in, whose own answer says its value (action-reports.js drops it).
+  // said by the one that gained it. Fields carry their ref. What the action set itself (typed
+  // into, filled, chosen: page-scripts.js and form-fields.js mark it) is left out, as its own
+  // answer says it; so is, after an action that sets values, the field focused (`focused`: one
+  // a drawn drop-down or a component led the typing to; action-reports.js drops it).
   const changed = [];
   let moreChanged = 0;
+  const setByAction = Symbol.for('mcp-relay.setByAction');
   for (const [el, was] of watch.values) {
+    // What the action set itself (typed into, filled, chosen), its own answer says.
+    if (el[setByAction]) {
+      delete el[setByAction];
+      continue;
+    }
     if (!el.isConnected)
       continue;
     const now = watch.holds(el);

@@ -69,6 +69,8 @@ export function fieldAction(field, index) {
  * @param {FieldAction} action
  */
 export function fillField(el, action) {
+  // Set by the action itself: its answer says the value (action-evidence.js leaves it out).
+  el[Symbol.for('mcp-relay.setByAction')] = true;
   const tag = el.localName;
   const inputType = tag === 'input' ? (el.getAttribute('type') || 'text').toLowerCase() : '';
   const describe = () => (inputType ? `input type=${inputType}` : tag);

@@ -434,6 +434,19 @@ export async function locateElement(el, options = {}) {
   const rect = el.getBoundingClientRect();
   if (['x', 'y', 'width', 'height'].some(side => Math.abs(rect[side] - before[side]) >= 1))
     return { error: 'moving', element: describe(el) };
+  // Part of what a canvas draws (its fallback content: Glide Data Grid's cells, in Streamlit's
+  // st.dataframe): it has no place on the screen of its own, and the canvas takes the mouse.
+  // The page acts on it through the focus (Glide selects the cell focused), so a click focuses
+  // it (`inCanvas`, for the click to do) and anything else is refused saying so.
+  const canvas = rect.width === 0 && rect.height === 0 ? el.parentElement?.closest('canvas') : null;
+  if (canvas) {
+    const refs = window[Symbol.for('mcp-relay.refs')];
+    const canvasRef = refs?.refOf.get(canvas);
+    return {
+      ...(options.focusInCanvas ? { inCanvas: true } : { error: 'in-canvas' }),
+      element: describe(el), ...(canvasRef && refs.byRef.get(canvasRef)?.deref() === canvas ? { canvas: canvasRef } : {}),
+    };
+  }
   if (rect.width === 0 || rect.height === 0)
     return { error: 'not-visible', element: describe(el) };
   const style = view.getComputedStyle(el);
@@ -551,6 +564,8 @@ export function prepareTyping(el, text, atCaret = false) {
       el = fields[0];
     }
   }
+  // Set by the action itself: its answer says the value (action-evidence.js leaves it out).
+  el[Symbol.for('mcp-relay.setByAction')] = true;
   const isInput = el instanceof view.HTMLInputElement;
   const isField = isInput || el instanceof view.HTMLTextAreaElement;
   if (!isField && !el.isContentEditable)
@@ -928,6 +943,8 @@ export function takeSnapshot(limits) {
  * @param {string[]} values
  */
 export function selectOptions(el, values) {
+  // Chosen by the action itself: its answer says what (action-evidence.js leaves it out).
+  el[Symbol.for('mcp-relay.setByAction')] = true;
   // A component that draws one drop-down in its shadow root (Shoelace's <sl-select>,
   // Material's <md-outlined-select>) is chosen from through it, as a person sees one field.
   const inner = el.shadowRoot?.querySelectorAll('select, [role=combobox]');

@@ -3298,6 +3298,30 @@ async fn an_action_says_which_controls_it_changed() {
                 said(&typed).contains("value: Ada") && !said(&typed).contains("Changed:"),
                 "{typed}"
             );
+            // Nor does a form filled, nor an option chosen, by selectors: their answers say the
+            // values they set.
+            let filled = tool(
+                &bridge,
+                "browser_fill_form",
+                json!({"fields": [
+                {"name": "Shipping", "type": "textbox", "target": "#ship", "value": "2 High St"},
+                {"name": "Agree", "type": "checkbox", "target": "#agree", "value": "false"}]}),
+            )
+            .await;
+            assert!(
+                !is_error(&filled) && !said(&filled).contains("Changed:"),
+                "{filled}"
+            );
+            let chosen = tool(
+                &bridge,
+                "browser_select_option",
+                json!({"target": "#country", "values": ["jp"]}),
+            )
+            .await;
+            assert!(
+                !is_error(&chosen) && !said(&chosen).contains("Changed:"),
+                "{chosen}"
+            );
             // A click that changes nothing a person reads off a control says no such line.
             let toast = tool(&bridge, "browser_click", json!({"target": "#toast"})).await;
             assert!(
@@ -3375,7 +3399,8 @@ async fn a_grid_drawn_on_a_canvas_is_read_from_its_fallback_table() {
                  <canvas width=400 height=120><table role=grid aria-rowcount=3><thead role=rowgroup>\
                  <tr role=row><th role=columnheader>customer</th><th role=columnheader>total</th></tr></thead>\
                  <tbody role=rowgroup><tr role=row><td role=gridcell>Cust 1</td><td role=gridcell>10.5</td></tr>\
-                 <tr role=row><td role=gridcell>Cust 2</td><td role=gridcell>21</td></tr></tbody></table></canvas>\
+                 <tr role=row><td role=gridcell>Cust 2</td><td role=gridcell id=drawn-21 tabindex=-1 \
+                 onfocus=\"window.chosen = this.textContent\">21</td></tr></tbody></table></canvas>\
                  <canvas width=200 height=100>Your browser does not support the canvas element</canvas>\
                  <div role=group aria-label=Delivery><span role=spinbutton tabindex=0 aria-label=month \
                  aria-valuenow=12 aria-valuetext=\"12 – December\">12</span></div></div>'); 1",
@@ -3396,6 +3421,28 @@ async fn a_grid_drawn_on_a_canvas_is_read_from_its_fallback_table() {
                 "{drawn}"
             );
             assert!(!drawn.contains("text: 12"), "{drawn}");
+            // A cell the canvas draws has no place on the screen to point a mouse at: a click
+            // focuses it, as the page's keyboard users reach it (Glide selects the cell focused),
+            // and says so; a hover is refused saying why.
+            let cell = ref_of(&drawn, "gridcell \"21\"");
+            let canvas = ref_of(&drawn, "canvas");
+            let clicked = tool(&bridge, "browser_click", json!({"target": cell})).await;
+            assert!(
+                !is_error(&clicked)
+                    && text(&clicked).contains("focused: true")
+                    && text(&clicked).contains(&format!(
+                        "drawn on a canvas [ref={canvas}], so focused rather than clicked"
+                    )),
+                "{clicked}"
+            );
+            assert_eq!(page_value(&bridge, "window.chosen").await, "21");
+            let hovered = tool(&bridge, "browser_hover", json!({"target": cell})).await;
+            assert!(
+                is_error(&hovered)
+                    && text(&hovered).contains("is part of what a canvas")
+                    && !text(&hovered).contains("waited"),
+                "{hovered}"
+            );
         }
     );
 }

@@ -44,7 +44,9 @@ export async function click(ctx, params) {
   let element;
   const target = ref !== undefined || selector !== undefined ? elementTarget(params) : null;
   if (target) {
-    const located = await locate(ctx, id, target, { requireEnabled: true });
+    const located = await locate(ctx, id, target, { requireEnabled: true, focusInCanvas: true });
+    if (located.inCanvas)
+      return focusInCanvas(ctx, id, target, located);
     point = { x: located.x, y: located.y };
     element = located.element;
   }
@@ -70,6 +72,31 @@ export async function click(ctx, params) {
     await mouse('mouseReleased', { button, buttons: 0, clickCount });
   });
   return { tabId: id, clicked: true, x: point.x, y: point.y, ...(element ? { element } : {}) };
+}
+
+/**
+ * A click on part of what a canvas draws (locateElement's `inCanvas`): the mouse would land on
+ * the canvas, wherever the page drew the part, so the part is focused instead, as a keyboard
+ * user reaches it; Glide Data Grid selects the cell focused, and Enter then opens its editor.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} id
+ * @param {import('../targets.js').ElementTarget} target
+ * @param {{element: string, canvas?: string}} located
+ */
+async function focusInCanvas(ctx, id, target, located) {
+  const focused = await evaluateExpression(ctx, id, elementExpression(el => {
+    el.focus();
+    return { focused: el.ownerDocument.activeElement === el };
+  }, target));
+  if (!focused?.focused)
+    throw serverError(`Element ${describeTarget(target)} (${located.element}) is part of what a canvas draws, ` +
+        'with no place on the screen of its own, and the page does not let it take the focus: click the canvas or use its keys');
+  return {
+    tabId: id, focused: true, element: located.element,
+    note: `drawn on a canvas${located.canvas ? ` [ref=${located.canvas}]` : ''}, so focused rather than clicked ` +
+      '(a click lands on the canvas); keys act on it now (Enter edits a grid\'s cell)',
+  };
 }
 
 /** @param {CommandContext} ctx */

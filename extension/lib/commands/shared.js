@@ -225,6 +225,10 @@ export function elementError(failure, target) {
       return serverError(`No element matches ${named}; take a snapshot to see the page's elements`);
     case 'stale-ref':
       return serverError(failure.never ? unknownRefMessage(failure) : staleRefMessage(failure.ref));
+    case 'in-canvas':
+      return serverError(`Element ${named} (${failure.element}) is part of what a canvas${failure.canvas ? ` [ref=${failure.canvas}]` : ''} ` +
+          'draws (its fallback content, with no place on the screen of its own), so a mouse cannot be pointed at it; ' +
+          'browser_click focuses it, as the page\'s own keyboard users reach it, and keys then act on it (Enter edits a grid\'s cell)');
     case 'not-visible':
       return serverError(`Element ${named} (${failure.element}) is not visible (no size, hidden, or not taking pointer events)${waitedText(failure)}, ` +
           'so it cannot be clicked or hovered; take a snapshot to see what is shown');
