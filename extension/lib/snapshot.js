@@ -571,8 +571,13 @@ export function captureTree(limits, rootElement) {
   // A pointer cursor an element sets for itself (not one it inherits from a link or button
   // around it) is how pages built on a framework's click listeners, which leave no attribute,
   // show a person that a plain element is clickable; Playwright MCP marks it [cursor=pointer].
-  const ownPointer = (el, style) => style.cursor === 'pointer' &&
-      !(flatParent(el) && el.ownerDocument.defaultView.getComputedStyle(flatParent(el)).cursor === 'pointer');
+  // A move or grab cursor shows one a person drags (Node-RED's palette nodes, made draggable by
+  // jQuery UI, with no `draggable` attribute): read as text before, "inject debug complete …",
+  // none of them could be named to drag onto the workspace. A crosshair shows where a person
+  // starts a line (Node-RED's node ports, dragged from one to another to wire two nodes).
+  const HAND = new Set(['pointer', 'move', 'grab', 'crosshair']);
+  const ownPointer = (el, style) => HAND.has(style.cursor) &&
+      !(flatParent(el) && el.ownerDocument.defaultView.getComputedStyle(flatParent(el)).cursor === style.cursor);
   const actionable = (el, style) => {
     if (!el.matches(ACTIONABLE) && !['button', 'link', 'checkbox', 'radio', 'textbox', 'searchbox', 'combobox'].includes(aria(el, 'role')) &&
         !ownPointer(el, style))

@@ -3447,6 +3447,57 @@ async fn a_grid_drawn_on_a_canvas_is_read_from_its_fallback_table() {
     );
 }
 
+/// What a page shows a person drags by its cursor alone (a move or grab cursor: Node-RED's
+/// palette, made draggable by jQuery UI's mouse handlers, no `draggable` attribute; a
+/// crosshair: a node's port a wire starts from) gets a ref, each its own line, so a model can
+/// name it and drag it onto the workspace; text beside them is not run into one line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_person_drags_by_its_cursor_can_be_named_and_dragged() {
+    on_tools_page!(
+        "what_a_person_drags_by_its_cursor_can_be_named_and_dragged",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<div id=editor style=\"display: flex\">\
+                 <div id=palette style=\"width: 120px\">\
+                 <div class=node style=\"cursor: move; height: 24px\"><div>inject</div></div>\
+                 <div class=node style=\"cursor: move; height: 24px\"><div>debug</div></div>\
+                 <div class=node style=\"cursor: grab; height: 24px\"><div>function</div></div></div>\
+                 <div id=workspace style=\"width: 300px; height: 200px; background: #eee\">\
+                 <svg width=200 height=60><rect id=port x=10 y=10 width=10 height=10 \
+                 style=\"cursor: crosshair\"></rect></svg></div></div>'); \
+                 let held = null; \
+                 for (const node of document.querySelectorAll('.node')) node.addEventListener('mousedown', \
+                 () => { held = node.textContent; }); \
+                 document.addEventListener('mouseup', event => { \
+                 if (held && workspace.contains(event.target)) window.dropped = held; held = null; }); 1",
+            )
+            .await;
+            let shown = outline(&bridge, json!({"target": "#editor"})).await;
+            let inject = ref_of(&shown, "\"inject\"");
+            ref_of(&shown, "\"debug\"");
+            ref_of(&shown, "\"function\"");
+            assert!(!shown.contains("inject debug"), "{shown}");
+            // The port, a plain SVG rect, is named by its ref too: the line under the picture.
+            let port = shown
+                .lines()
+                .skip_while(|line| !line.contains("- img [ref="))
+                .nth(1)
+                .unwrap_or_default();
+            assert!(port.trim_start().starts_with("- generic [ref="), "{shown}");
+            let dragged = tool(
+                &bridge,
+                "browser_drag",
+                json!({"startTarget": inject, "endTarget": "#workspace"}),
+            )
+            .await;
+            assert!(!is_error(&dragged), "{dragged}");
+            assert_eq!(page_value(&bridge, "window.dropped").await, "inject");
+        }
+    );
+}
+
 /// A target that can name nothing says why: a ref no snapshot of the page gave (a number past
 /// the last, from before the page loaded again) is refused as never given, apart from one
 /// whose element went away; words meant as an element's name, which as CSS name elements HTML
