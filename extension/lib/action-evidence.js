@@ -233,10 +233,27 @@ export function watchAction(live, openable) {
     // of its own): only then are the roots looked for again afterwards, a pass over the
     // whole page (a few ms on rustdoc's `Vec` page) that most actions do not need.
     grew: false,
-    added: new MutationObserver(records => {
-      if (records.some(record => record.addedNodes.length))
-        watch.grew = true;
-    }),
+    added: new MutationObserver(records => watch.heard(records)),
+    // Elements the action put on the page or showed (a `hidden` taken away, a `display: none`
+    // or `visibility: hidden` style replaced), at most 100: what `appeared` looks among.
+    appeared: new Set(),
+    heard: records => {
+      for (const record of records) {
+        if (record.addedNodes.length)
+          watch.grew = true;
+        if (watch.appeared.size >= 100)
+          continue;
+        if (record.type === 'childList') {
+          for (const node of record.addedNodes) {
+            if (node.nodeType === Node.ELEMENT_NODE && watch.appeared.size < 100)
+              watch.appeared.add(node);
+          }
+        } else if (record.attributeName === 'hidden' ? record.oldValue !== null
+          : /display:\s*none|visibility:\s*hidden/.test(record.oldValue ?? '')) {
+          watch.appeared.add(record.target);
+        }
+      }
+    },
     failed: new Set(),
     submits: 0,
     // A page's own checkValidity() fires `invalid` too (to enable a button as fields fill),
@@ -296,7 +313,7 @@ export function watchAction(live, openable) {
   for (const [type, listener] of watch.listeners)
     document.addEventListener(type, listener, true);
   for (const root of roots)
-    watch.added.observe(root, { childList: true, subtree: true });
+    watch.added.observe(root, { childList: true, subtree: true, attributeFilter: ['hidden', 'style'], attributeOldValue: true });
   window[key] = watch;
   return { url: location.href, title: document.title, readyState: document.readyState };
 }
@@ -379,8 +396,7 @@ export function actionEvidence(live, openable) {
   for (const [type, listener] of watch.listeners)
     document.removeEventListener(type, listener, true);
   // Records not yet handed to the observer's callback count too.
-  if (watch.added.takeRecords().some(record => record.addedNodes.length))
-    watch.grew = true;
+  watch.heard(watch.added.takeRecords());
   watch.added.disconnect();
   const STRUCTURE = ['table', 'ul', 'ol', 'dl', 'section', 'article', 'main', 'nav', 'aside', 'form', 'header', 'footer'];
   // The role a changed control's line names it by, as the outline does.
@@ -546,6 +562,42 @@ export function actionEvidence(live, openable) {
     evidence.opened = reallyOpened;
   if (reallyClosed.length)
     evidence.closed = reallyClosed;
+  // What the action put up over the page with no role to say what it is (Node-RED's
+  // "Successfully deployed" notification and its welcome tour, a site's own modal or toast):
+  // an element it added or showed that floats (itself or a box around it `position: fixed`, or
+  // absolute above the page, `z-index` 1 or more) in a box smaller than most of the window (an
+  // app drawn in one fixed full-window box floats all of it), with words, not inside what
+  // `opened` or `pageSays` already say. At most 2, the outermost, each cut at 200 characters.
+  // Playwright MCP's answers show it in the snapshot that follows every action.
+  const area = innerWidth * innerHeight;
+  const floatingBox = el => {
+    for (let node = el, level = 0; node && node !== document.body && level < 12; node = node.parentElement, level++) {
+      const look = getComputedStyle(node);
+      if (look.position === 'fixed' || (look.position === 'absolute' && parseInt(look.zIndex, 10) >= 1)) {
+        const box = node.getBoundingClientRect();
+        return box.width * box.height < area * 0.6 ? node : null;
+      }
+    }
+    return null;
+  };
+  const said = [...roots.flatMap(root => [...root.querySelectorAll(openable)]).filter(el => !watch.open.has(el) && el.checkVisibility()),
+    ...(evidence.pageSays ? [...document.querySelectorAll(live)] : [])];
+  const appeared = [];
+  const candidates = [...watch.appeared].filter(el => el.isConnected && el.checkVisibility());
+  for (const el of candidates) {
+    if (appeared.length === 2)
+      break;
+    if (candidates.some(other => other !== el && other.contains(el)) || said.some(one => one.contains(el) || el.contains(one)))
+      continue;
+    const box = el.getBoundingClientRect();
+    const text = box.width >= 20 && box.height >= 10 ? clip(shown(el), 200) : '';
+    if (text.length < 3 || !floatingBox(el))
+      continue;
+    const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(el);
+    appeared.push({ text, ...(ref ? { ref } : {}) });
+  }
+  if (appeared.length)
+    evidence.appeared = appeared;
   // A part of the page the action showed or hid by its header (an accordion, "Details"), said
   // unless a dialog, menu or list it opened or closed says it already.
   const toggle = watch.toggle;

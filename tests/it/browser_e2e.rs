@@ -3498,6 +3498,57 @@ async fn what_a_person_drags_by_its_cursor_can_be_named_and_dragged() {
     );
 }
 
+/// What an action puts up over the page with no role to say what it is (a toast a script
+/// adds, Node-RED's "Successfully deployed"; a tour box shown from `display: none`) is said,
+/// with its words; what it adds to the page's flow, or inside an app drawn in one fixed
+/// full-window box, is content, and is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_an_action_puts_up_over_the_page_is_said() {
+    on_tools_page!(
+        "what_an_action_puts_up_over_the_page_is_said",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<div id=overlays>\
+                 <button id=save onclick=\"document.body.insertAdjacentHTML(`beforeend`, \
+                 `<div style=&quot;position: fixed; top: 0; right: 0; width: 200px&quot;><div>Saved to drafts</div></div>`)\">Save</button>\
+                 <button id=tour onclick=\"welcome.style.display = `block`\">Help</button>\
+                 <div id=welcome style=\"display: none; position: absolute; z-index: 10; top: 40px; left: 40px; \
+                 width: 300px\"><h2>Welcome!</h2><p>Take the tour</p></div>\
+                 <button id=more onclick=\"list.insertAdjacentHTML(`beforeend`, `<p>Another row</p>`)\">More</button>\
+                 <div id=list></div></div>'); 1",
+            )
+            .await;
+            let saved = tool(&bridge, "browser_click", json!({"target": "#save"})).await;
+            assert!(
+                text(&saved).contains("Appeared over the page: \"Saved to drafts\""),
+                "{saved}"
+            );
+            let tour = tool(&bridge, "browser_click", json!({"target": "#tour"})).await;
+            assert!(
+                text(&tour).contains("Appeared over the page: \"Welcome! Take the tour\""),
+                "{tour}"
+            );
+            let more = tool(&bridge, "browser_click", json!({"target": "#more"})).await;
+            assert!(!text(&more).contains("Appeared"), "{more}");
+            // An app drawn in one box that fills the window: what it adds is its content.
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('beforeend', '<div id=shell style=\"position: fixed; \
+                 inset: 0; background: white; z-index: 5\"><button id=add onclick=\"shell.insertAdjacentHTML(\
+                 `beforeend`, `<p>A new card</p>`)\">Add</button></div>'); 1",
+            )
+            .await;
+            let added = tool(&bridge, "browser_click", json!({"target": "#add"})).await;
+            assert!(
+                !is_error(&added) && !text(&added).contains("Appeared"),
+                "{added}"
+            );
+        }
+    );
+}
+
 /// A target that can name nothing says why: a ref no snapshot of the page gave (a number past
 /// the last, from before the page loaded again) is refused as never given, apart from one
 /// whose element went away; words meant as an element's name, which as CSS name elements HTML

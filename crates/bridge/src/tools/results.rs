@@ -147,7 +147,7 @@ fn without(value: &Value, keys: &[&str]) -> Value {
 /// What an action's answer may say happened to the page, in the order its text says it.
 /// Each but `settled` (a page still loading, said only beside something else) makes the answer
 /// lines rather than JSON (`render`).
-const WHAT_HAPPENED: [&str; 18] = [
+const WHAT_HAPPENED: [&str; 19] = [
     "dialog",
     "fileChooser",
     "tabClosed",
@@ -161,6 +161,7 @@ const WHAT_HAPPENED: [&str; 18] = [
     "changedMore",
     "closed",
     "opened",
+    "appeared",
     "toggled",
     "tabsOpened",
     "console",
@@ -312,6 +313,15 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                     line
                 }))
             }
+            // What the action put up over the page with no role to say what it is (a toast,
+            // a tour, a site's own modal).
+            "appeared" => lines.extend(value.as_array().into_iter().flatten().map(|shown| {
+                format!(
+                    "Appeared over the page: {:?}{}",
+                    shown["text"].as_str().unwrap_or(""),
+                    name_and_ref(&json!({"ref": shown["ref"]}))
+                )
+            })),
             // A part of the page shown or hidden by its header (an accordion, a <details>).
             "toggled" => {
                 let line = format!(
@@ -1639,6 +1649,15 @@ mod tests {
             "Tab 7\nChanged: checkbox \"Rush delivery\" [ref=e41]: now checked\n\
              Changed: spinbutton \"Quantity\": \"1\" → \"2\"\nChanged: textbox: \"\" → \"1 Main St\"\n\
              Changed: 4 more controls\nclicked: true"
+        );
+        // What the action put up over the page with no role.
+        let appeared = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true, "appeared": [{"text": "Successfully deployed"}]}),
+        );
+        assert_eq!(
+            appeared.text,
+            "Tab 7\nAppeared over the page: \"Successfully deployed\"\nclicked: true"
         );
         // A part of the page its header showed or hid.
         let toggled = render(
