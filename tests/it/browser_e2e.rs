@@ -3343,8 +3343,25 @@ async fn a_slider_kept_in_a_clipped_box_is_clicked_on_its_thumb() {
         "a_slider_kept_in_a_clipped_box_is_clicked_on_its_thumb",
         &[],
         |bridge, _site| {
-            page_value(
-                &bridge,
+            slider_in_a_clipped_box(&bridge).await;
+        }
+    );
+}
+
+/// The same in a real window under Xvfb, where the click lands on the painted thumb.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_a_slider_kept_in_a_clipped_box_is_clicked_on_its_thumb_under_xvfb() {
+    on_tools_page!(
+        "headful_a_slider_kept_in_a_clipped_box_is_clicked_on_its_thumb_under_xvfb",
+        Mode::Headful,
+        &[],
+        |bridge, _site| { slider_in_a_clipped_box(&bridge).await }
+    );
+}
+
+async fn slider_in_a_clipped_box(bridge: &impl Host) {
+    page_value(
+                bridge,
                 "document.body.insertAdjacentHTML('afterbegin', '<div id=track style=\"position: relative; \
                  height: 40px; width: 300px; margin: 30px\"><div id=thumb style=\"position: absolute; left: 50px; \
                  top: 10px; width: 24px; height: 24px; border-radius: 12px; background: #c33\" \
@@ -3356,30 +3373,28 @@ async fn a_slider_kept_in_a_clipped_box_is_clicked_on_its_thumb() {
                  rows.addEventListener('input', () => { shows.textContent = rows.value; }); 1",
             )
             .await;
-            let clicked = tool(&bridge, "browser_click", json!({"target": "#rows"})).await;
-            assert!(!is_error(&clicked), "{clicked}");
-            assert_eq!(
-                page_value(&bridge, "document.activeElement.id").await,
-                "rows"
-            );
-            let right = tool(&bridge, "browser_press_key", json!({"key": "ArrowRight"})).await;
-            assert!(
-                text(&right).contains("Changed: slider \"Max rows\": \"10\" → \"11\""),
-                "{right}"
-            );
-            let typed = tool(
-                &bridge,
-                "browser_type",
-                json!({"target": "#rows", "text": "30"}),
-            )
-            .await;
-            assert!(
-                text(&typed).contains("value: 30") && !text(&typed).contains("hidden input"),
-                "{typed}"
-            );
-            assert_eq!(page_value(&bridge, "shows.textContent").await, "30");
-        }
+    let clicked = tool(bridge, "browser_click", json!({"target": "#rows"})).await;
+    assert!(!is_error(&clicked), "{clicked}");
+    assert_eq!(
+        page_value(bridge, "document.activeElement.id").await,
+        "rows"
     );
+    let right = tool(bridge, "browser_press_key", json!({"key": "ArrowRight"})).await;
+    assert!(
+        text(&right).contains("Changed: slider \"Max rows\": \"10\" → \"11\""),
+        "{right}"
+    );
+    let typed = tool(
+        bridge,
+        "browser_type",
+        json!({"target": "#rows", "text": "30"}),
+    )
+    .await;
+    assert!(
+        text(&typed).contains("value: 30") && !text(&typed).contains("hidden input"),
+        "{typed}"
+    );
+    assert_eq!(page_value(bridge, "shows.textContent").await, "30");
 }
 
 /// A grid a page draws on a canvas (Glide Data Grid, as Streamlit's st.dataframe) keeps its
@@ -3393,8 +3408,25 @@ async fn a_grid_drawn_on_a_canvas_is_read_from_its_fallback_table() {
         "a_grid_drawn_on_a_canvas_is_read_from_its_fallback_table",
         &[],
         |bridge, _site| {
-            page_value(
-                &bridge,
+            grid_on_a_canvas(&bridge).await;
+        }
+    );
+}
+
+/// The same in a real window under Xvfb, where the canvas is painted and its fallback content is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_a_grid_drawn_on_a_canvas_is_read_from_its_fallback_table_under_xvfb() {
+    on_tools_page!(
+        "headful_a_grid_drawn_on_a_canvas_is_read_from_its_fallback_table_under_xvfb",
+        Mode::Headful,
+        &[],
+        |bridge, _site| { grid_on_a_canvas(&bridge).await }
+    );
+}
+
+async fn grid_on_a_canvas(bridge: &impl Host) {
+    page_value(
+                bridge,
                 "document.body.insertAdjacentHTML('afterbegin', '<div id=drawn>\
                  <canvas width=400 height=120><table role=grid aria-rowcount=3><thead role=rowgroup>\
                  <tr role=row><th role=columnheader>customer</th><th role=columnheader>total</th></tr></thead>\
@@ -3406,44 +3438,42 @@ async fn a_grid_drawn_on_a_canvas_is_read_from_its_fallback_table() {
                  aria-valuenow=12 aria-valuetext=\"12 – December\">12</span></div></div>'); 1",
             )
             .await;
-            let drawn = outline(&bridge, json!({"target": "#drawn"})).await;
-            for line in [
-                "columnheader \"customer\"",
-                "gridcell \"Cust 2\"",
-                "gridcell \"21\"",
-                "[rowcount=3]",
-            ] {
-                assert!(drawn.contains(line), "{line} in {drawn}");
-            }
-            assert!(!drawn.contains("does not support"), "{drawn}");
-            assert!(
-                drawn.contains("spinbutton \"month\"") && drawn.contains(": 12 – December"),
-                "{drawn}"
-            );
-            assert!(!drawn.contains("text: 12"), "{drawn}");
-            // A cell the canvas draws has no place on the screen to point a mouse at: a click
-            // focuses it, as the page's keyboard users reach it (Glide selects the cell focused),
-            // and says so; a hover is refused saying why.
-            let cell = ref_of(&drawn, "gridcell \"21\"");
-            let canvas = ref_of(&drawn, "canvas");
-            let clicked = tool(&bridge, "browser_click", json!({"target": cell})).await;
-            assert!(
-                !is_error(&clicked)
-                    && text(&clicked).contains("focused: true")
-                    && text(&clicked).contains(&format!(
-                        "drawn on a canvas [ref={canvas}], so focused rather than clicked"
-                    )),
-                "{clicked}"
-            );
-            assert_eq!(page_value(&bridge, "window.chosen").await, "21");
-            let hovered = tool(&bridge, "browser_hover", json!({"target": cell})).await;
-            assert!(
-                is_error(&hovered)
-                    && text(&hovered).contains("is part of what a canvas")
-                    && !text(&hovered).contains("waited"),
-                "{hovered}"
-            );
-        }
+    let drawn = outline(bridge, json!({"target": "#drawn"})).await;
+    for line in [
+        "columnheader \"customer\"",
+        "gridcell \"Cust 2\"",
+        "gridcell \"21\"",
+        "[rowcount=3]",
+    ] {
+        assert!(drawn.contains(line), "{line} in {drawn}");
+    }
+    assert!(!drawn.contains("does not support"), "{drawn}");
+    assert!(
+        drawn.contains("spinbutton \"month\"") && drawn.contains(": 12 – December"),
+        "{drawn}"
+    );
+    assert!(!drawn.contains("text: 12"), "{drawn}");
+    // A cell the canvas draws has no place on the screen to point a mouse at: a click
+    // focuses it, as the page's keyboard users reach it (Glide selects the cell focused),
+    // and says so; a hover is refused saying why.
+    let cell = ref_of(&drawn, "gridcell \"21\"");
+    let canvas = ref_of(&drawn, "canvas");
+    let clicked = tool(bridge, "browser_click", json!({"target": cell})).await;
+    assert!(
+        !is_error(&clicked)
+            && text(&clicked).contains("focused: true")
+            && text(&clicked).contains(&format!(
+                "drawn on a canvas [ref={canvas}], so focused rather than clicked"
+            )),
+        "{clicked}"
+    );
+    assert_eq!(page_value(bridge, "window.chosen").await, "21");
+    let hovered = tool(bridge, "browser_hover", json!({"target": cell})).await;
+    assert!(
+        is_error(&hovered)
+            && text(&hovered).contains("is part of what a canvas")
+            && !text(&hovered).contains("waited"),
+        "{hovered}"
     );
 }
 
@@ -3457,8 +3487,25 @@ async fn what_a_person_drags_by_its_cursor_can_be_named_and_dragged() {
         "what_a_person_drags_by_its_cursor_can_be_named_and_dragged",
         &[],
         |bridge, _site| {
-            page_value(
-                &bridge,
+            dragged_by_cursor(&bridge).await;
+        }
+    );
+}
+
+/// The same in a real window under Xvfb, where the drag's mouse events go through a painted page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_what_a_person_drags_by_its_cursor_can_be_named_and_dragged_under_xvfb() {
+    on_tools_page!(
+        "headful_what_a_person_drags_by_its_cursor_can_be_named_and_dragged_under_xvfb",
+        Mode::Headful,
+        &[],
+        |bridge, _site| { dragged_by_cursor(&bridge).await }
+    );
+}
+
+async fn dragged_by_cursor(bridge: &impl Host) {
+    page_value(
+                bridge,
                 "document.body.insertAdjacentHTML('afterbegin', '<div id=editor style=\"display: flex\">\
                  <div id=palette style=\"width: 120px\">\
                  <div class=node style=\"cursor: move; height: 24px\"><div>inject</div></div>\
@@ -3474,28 +3521,26 @@ async fn what_a_person_drags_by_its_cursor_can_be_named_and_dragged() {
                  if (held && workspace.contains(event.target)) window.dropped = held; held = null; }); 1",
             )
             .await;
-            let shown = outline(&bridge, json!({"target": "#editor"})).await;
-            let inject = ref_of(&shown, "\"inject\"");
-            ref_of(&shown, "\"debug\"");
-            ref_of(&shown, "\"function\"");
-            assert!(!shown.contains("inject debug"), "{shown}");
-            // The port, a plain SVG rect, is named by its ref too: the line under the picture.
-            let port = shown
-                .lines()
-                .skip_while(|line| !line.contains("- img [ref="))
-                .nth(1)
-                .unwrap_or_default();
-            assert!(port.trim_start().starts_with("- generic [ref="), "{shown}");
-            let dragged = tool(
-                &bridge,
-                "browser_drag",
-                json!({"startTarget": inject, "endTarget": "#workspace"}),
-            )
-            .await;
-            assert!(!is_error(&dragged), "{dragged}");
-            assert_eq!(page_value(&bridge, "window.dropped").await, "inject");
-        }
-    );
+    let shown = outline(bridge, json!({"target": "#editor"})).await;
+    let inject = ref_of(&shown, "\"inject\"");
+    ref_of(&shown, "\"debug\"");
+    ref_of(&shown, "\"function\"");
+    assert!(!shown.contains("inject debug"), "{shown}");
+    // The port, a plain SVG rect, is named by its ref too: the line under the picture.
+    let port = shown
+        .lines()
+        .skip_while(|line| !line.contains("- img [ref="))
+        .nth(1)
+        .unwrap_or_default();
+    assert!(port.trim_start().starts_with("- generic [ref="), "{shown}");
+    let dragged = tool(
+        bridge,
+        "browser_drag",
+        json!({"startTarget": inject, "endTarget": "#workspace"}),
+    )
+    .await;
+    assert!(!is_error(&dragged), "{dragged}");
+    assert_eq!(page_value(bridge, "window.dropped").await, "inject");
 }
 
 /// What an action puts up over the page with no role to say what it is (a toast a script
