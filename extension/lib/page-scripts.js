@@ -605,8 +605,32 @@ export function prepareTyping(el, text, atCaret = false) {
     fire();
     return { ok: true, set: true };
   }
+  // A text field shown a pixel or two across is a code editor's hidden input: Monaco's is 1×1,
+  // CodeMirror 5's sits in a box 0 pixels tall that clips it (a slider's or a picker's hidden
+  // input, React Aria's, took its value whole above). It holds none of the editor's text, so
+  // selecting its content replaces nothing and the typing lands at the editor's caret:
+  // Datasette's "select * from customers" became "…group by productselect * from customers".
+  // The editor's own select-all (its Control+A, sent for `editorInput`) makes the typing
+  // replace its text, as a field's does; readValue reads the editor back (the mark).
+  const tiny = node => {
+    const box = node.getBoundingClientRect();
+    return box.width <= 2 || box.height <= 2;
+  };
+  let editorInput = false;
+  if (el.localName === 'textarea' || (isInput && ['text', 'search'].includes(el.type))) {
+    editorInput = tiny(el);
+    for (let up = el.parentElement, n = 0; !editorInput && up && n < 3; up = up.parentElement, n++)
+      editorInput = view.getComputedStyle(up).overflow !== 'visible' && tiny(up);
+  }
+  const mark = Symbol.for('mcp-relay.editorInput');
+  if (editorInput)
+    el[mark] = true;
+  else
+    delete el[mark];
   if (atCaret)
     return { ok: true };
+  if (editorInput)
+    return { ok: true, editorInput: true };
   if (isField) {
     try {
       el.select();
@@ -643,22 +667,15 @@ export function readValue(el) {
   el = el[Symbol.for('mcp-relay.typesInto')] ?? el;
   if (el.localName === 'input' && el.type === 'password')
     return { value: el.value ? '••••••' : '' };
-  // A field shown a pixel or two across is a code editor's hidden input: Monaco's is 1×1,
-  // CodeMirror's sits in a box 0 pixels tall that clips it. What it holds may not be the
+  // A code editor's hidden input (prepareTyping marks it): what it holds may not be the
   // editor's text (CodeMirror's holds just what was typed; Monaco's the lines around the
-  // caret), so its value is read back marked as such.
-  const tiny = node => {
-    const box = node.getBoundingClientRect();
-    return box.width <= 2 || box.height <= 2;
-  };
-  // (A slider's or a picker's hidden input, React Aria's under its thumb, holds just the value
-  // set: no editor's text to mistake.)
-  if (el.localName === 'textarea' || (el.localName === 'input' && ['text', 'search'].includes(el.type))) {
-    let hidden = tiny(el);
-    for (let up = el.parentElement, n = 0; !hidden && up && n < 3; up = up.parentElement, n++)
-      hidden = up.ownerDocument.defaultView.getComputedStyle(up).overflow !== 'visible' && tiny(up);
-    if (hidden)
-      return { value: String(el.value), hiddenInput: true };
+  // caret), so its value is read back marked as such, unless the editor says its text
+  // (CodeMirror 5 keeps itself on its box: `getValue()`).
+  if (el[Symbol.for('mcp-relay.editorInput')]) {
+    const editor = el.closest('.CodeMirror')?.CodeMirror;
+    if (typeof editor?.getValue === 'function')
+      return { value: String(editor.getValue()) };
+    return { value: String(el.value), hiddenInput: true };
   }
   if ('value' in el)
     return { value: String(el.value) };

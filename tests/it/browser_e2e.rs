@@ -3594,6 +3594,54 @@ async fn what_an_action_puts_up_over_the_page_is_said() {
     );
 }
 
+/// Typing into a code editor's hidden input (CodeMirror 5 keeps a textarea clipped to nothing
+/// and the text in its own document) replaces the editor's text, as typing into a field
+/// replaces the field's: the editor's own select-all goes first. Datasette's query editor read
+/// "…group by productselect * from customers" before. The answer reads the editor's text
+/// back where the editor says it (CodeMirror 5's `getValue()` on its box). The editor here
+/// does what CodeMirror 5 does with those keys and that input, no more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typing_into_a_code_editors_hidden_input_replaces_the_editors_text() {
+    on_tools_page!(
+        "typing_into_a_code_editors_hidden_input_replaces_the_editors_text",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<div class=CodeMirror id=sql>\
+                 <div style=\"overflow: hidden; position: relative; width: 3px; height: 0\">\
+                 <textarea id=hidden style=\"position: absolute; padding: 0; width: 1px; height: 1em\">\
+                 </textarea></div><pre id=shown>select * from customers</pre></div>'); \
+                 const doc = { text: 'select * from customers', from: 23, to: 23 }; \
+                 sql.CodeMirror = { getValue: () => doc.text }; \
+                 hidden.addEventListener('keydown', event => { \
+                 if ((event.ctrlKey || event.metaKey) && event.key === 'a') { doc.from = 0; doc.to = doc.text.length; \
+                 event.preventDefault(); } }); \
+                 hidden.addEventListener('input', () => { \
+                 doc.text = doc.text.slice(0, doc.from) + hidden.value + doc.text.slice(doc.to); \
+                 doc.from = doc.to = doc.from + hidden.value.length; hidden.value = ''; shown.textContent = doc.text; }); 1",
+            )
+            .await;
+            let typed = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": "#hidden", "text": "select product from orders"}),
+            )
+            .await;
+            assert!(
+                !is_error(&typed)
+                    && text(&typed).contains("value: select product from orders")
+                    && !text(&typed).contains("Note:"),
+                "{typed}"
+            );
+            assert_eq!(
+                page_value(&bridge, "shown.textContent").await,
+                "select product from orders"
+            );
+        }
+    );
+}
+
 /// A target that can name nothing says why: a ref no snapshot of the page gave (a number past
 /// the last, from before the page loaded again) is refused as never given, apart from one
 /// whose element went away; words meant as an element's name, which as CSS name elements HTML

@@ -123,8 +123,16 @@ export async function type(ctx, params) {
       for (const event of events)
         await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
     }
-  } else if (text !== '') {
-    await ctx.debuggers.send(id, 'Input.insertText', { text });
+  } else {
+    // A code editor's hidden input: the editor's own select-all first, so the text replaces
+    // the editor's (and nothing typed clears it).
+    if (prepared?.editorInput) {
+      const { events } = /** @type {{events: object[]}} */ (keyPressEvents('ControlOrMeta+A'));
+      for (const event of [...events, ...(text === '' ? /** @type {{events: object[]}} */ (keyPressEvents('Delete')).events : [])])
+        await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
+    }
+    if (text !== '')
+      await ctx.debuggers.send(id, 'Input.insertText', { text });
   }
   const read = await evaluateExpression(ctx, id, elementExpression(readValue, target), world);
   const value = read?.value ?? null;
