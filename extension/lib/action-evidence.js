@@ -444,7 +444,8 @@ export function actionEvidence(live, openable) {
     return false;
   };
   const says = [];
-  for (const el of document.querySelectorAll(live)) {
+  const liveNow = [...document.querySelectorAll(live)];
+  for (const el of liveNow) {
     const text = shown(el);
     // A region inside another that changed is already in that one's text.
     if (!text || watch.live.get(el) === text || known.has(clip(text, 300)) || says.some(row => row.whole.includes(text)))
@@ -532,11 +533,11 @@ export function actionEvidence(live, openable) {
     if (list.length < 3 && !list.some(one => inside(one, el)))
       list.push(el);
   };
+  // Each dialog, menu, list or popover shown now that was not before.
+  const newlyOpen = roots.flatMap(root => [...root.querySelectorAll(openable)]).filter(el => !watch.open.has(el) && el.checkVisibility());
   const opened = [];
-  for (const el of roots.flatMap(root => [...root.querySelectorAll(openable)])) {
-    if (!watch.open.has(el) && el.checkVisibility())
-      outermost(opened, el);
-  }
+  for (const el of newlyOpen)
+    outermost(opened, el);
   const closed = [];
   for (const el of watch.open) {
     if (!el.isConnected || !el.checkVisibility())
@@ -580,8 +581,7 @@ export function actionEvidence(live, openable) {
     }
     return null;
   };
-  const said = [...roots.flatMap(root => [...root.querySelectorAll(openable)]).filter(el => !watch.open.has(el) && el.checkVisibility()),
-    ...(evidence.pageSays ? [...document.querySelectorAll(live)] : [])];
+  const said = [...newlyOpen, ...(evidence.pageSays ? liveNow : [])];
   const appeared = [];
   const candidates = [...watch.appeared].filter(el => el.isConnected && el.checkVisibility());
   for (const el of candidates) {

@@ -664,14 +664,14 @@ export function captureTree(limits, rootElement) {
           return [];
         fallbackDepth += 1;
         try {
-          return readKids(el);
+          return readKids();
         } finally {
           fallbackDepth -= 1;
         }
       }
-      return readKids(el);
+      return readKids();
     };
-    const readKids = el => {
+    const readKids = () => {
       const out = [];
       const kids = shownKids(el);
       // Text in an element that is `visibility: hidden` is not seen (CodeMirror's measuring

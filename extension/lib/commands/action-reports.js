@@ -306,8 +306,10 @@ const EVIDENCE = ['formBlocked', 'markedInvalid', 'pageSays', 'changed', 'change
 
 /**
  * Leaves out of `changed` the fields an action that sets values set itself, which its own
- * answer says (`value`, `filled`, `selected`): the field it named by ref, and the one it typed
- * in. A click's own checkbox stays: its new state is what the click did.
+ * answer says (`value`, `filled`, `selected`). The page scripts that set a value mark their
+ * element, and the page leaves it out; this leaves out what they cannot mark, a field set by
+ * clicks and keys (a drop-down the page draws, a slider): the one the action named by ref, and
+ * the one focused. A click's own checkbox stays: its new state is what the click did.
  *
  * @param {any} result
  * @param {any} params

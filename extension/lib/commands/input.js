@@ -127,9 +127,10 @@ export async function type(ctx, params) {
     // A code editor's hidden input: the editor's own select-all first, so the text replaces
     // the editor's (and nothing typed clears it).
     if (prepared?.editorInput) {
-      const { events } = /** @type {{events: object[]}} */ (keyPressEvents('ControlOrMeta+A'));
-      for (const event of [...events, ...(text === '' ? /** @type {{events: object[]}} */ (keyPressEvents('Delete')).events : [])])
-        await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
+      for (const combo of text === '' ? ['ControlOrMeta+A', 'Delete'] : ['ControlOrMeta+A']) {
+        for (const event of keyPressEvents(combo).events)
+          await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
+      }
     }
     if (text !== '')
       await ctx.debuggers.send(id, 'Input.insertText', { text });
