@@ -556,7 +556,10 @@ export function prepareTyping(el, text, atCaret = false) {
   // text"). readValue and suggestionsSettled read that field (`typesInto`).
   const typesInto = Symbol.for('mcp-relay.typesInto');
   delete el[typesInto];
-  if (!(el instanceof view.HTMLInputElement) && !(el instanceof view.HTMLTextAreaElement) && !el.isContentEditable) {
+  // An element that takes typing through an EditContext (Chrome's API for editors that draw
+  // their own text: Monaco 0.5x's input is a `<div role="textbox">` with one) is a field.
+  const takesEdits = node => Boolean(node.editContext);
+  if (!(el instanceof view.HTMLInputElement) && !(el instanceof view.HTMLTextAreaElement) && !el.isContentEditable && !takesEdits(el)) {
     const fields = Array.from(el.querySelectorAll('input, textarea, [contenteditable=""], [contenteditable=true]'))
       .filter(field => field.checkVisibility() && !(field.localName === 'input' && field.type in TAKES_NO_TEXT));
     if (fields.length === 1) {
@@ -568,7 +571,7 @@ export function prepareTyping(el, text, atCaret = false) {
   el[Symbol.for('mcp-relay.setByAction')] = true;
   const isInput = el instanceof view.HTMLInputElement;
   const isField = isInput || el instanceof view.HTMLTextAreaElement;
-  if (!isField && !el.isContentEditable)
+  if (!isField && !el.isContentEditable && !takesEdits(el))
     return { error: 'not-editable', element: el.localName };
   // `type` reads as "text" for a type the browser does not know, as the browser treats it.
   const inputType = isInput ? el.type : '';
@@ -616,7 +619,9 @@ export function prepareTyping(el, text, atCaret = false) {
     const box = node.getBoundingClientRect();
     return box.width <= 2 || box.height <= 2;
   };
-  let editorInput = false;
+  // An EditContext's element holds no text of its own to select either: the editor's
+  // select-all goes first there too.
+  let editorInput = takesEdits(el);
   if (el.localName === 'textarea' || (isInput && ['text', 'search'].includes(el.type))) {
     editorInput = tiny(el);
     for (let up = el.parentElement, n = 0; !editorInput && up && n < 3; up = up.parentElement, n++)
@@ -630,7 +635,7 @@ export function prepareTyping(el, text, atCaret = false) {
   if (atCaret)
     return { ok: true };
   if (editorInput)
-    return { ok: true, editorInput: true };
+    return { ok: true, editorInput: true, ...(el.closest('.monaco-editor') ? { linewise: true } : {}) };
   if (isField) {
     try {
       el.select();
@@ -656,6 +661,29 @@ export function prepareTyping(el, text, atCaret = false) {
 }
 
 /**
+ * Sets a code editor's whole text through the editor's own edit call, where the page offers
+ * one: Monaco loaded as a global (its AMD loader, as playgrounds and consoles load it from a
+ * CDN). Its edit replaces the text as a paste does, undoable, where keys meet the editor's
+ * typing rules (closing brackets, indenting each new line again). A paste itself would not do:
+ * Monaco asks to read the clipboard on every paste, and the person would see the prompt.
+ * Answers `{ set: true }`, or `{ set: false }` for the keys to type it.
+ *
+ * Runs through {@link elementExpression}. @param {Element} el @param {string} text
+ */
+export function editorSetText(el, text) {
+  const monaco = el.ownerDocument.defaultView.monaco?.editor;
+  const held = monaco?.getEditors?.().find(one => one.getContainerDomNode?.().contains(el));
+  const model = held?.getModel?.();
+  if (!model || held.getOption(monaco.EditorOption.readOnly))
+    return { set: false };
+  held.pushUndoStop();
+  held.executeEdits('mcp-relay', [{ range: model.getFullModelRange(), text, forceMoveMarkers: true }]);
+  held.pushUndoStop();
+  held.focus();
+  return { set: true };
+}
+
+/**
  * The value a field holds after typing, as the answer reads it back. A password is never
  * read back: typing at the caret (`slowly`) adds to what is there, and what is there may be
  * the person's own, filled in by their browser.
@@ -675,6 +703,24 @@ export function readValue(el) {
     const editor = el.closest('.CodeMirror')?.CodeMirror;
     if (typeof editor?.getValue === 'function')
       return { value: String(editor.getValue()) };
+    // Monaco says its text where the page loads it as a global (its AMD loader); bundled in
+    // an app, it does not, and the lines it draws (hidden from assistive technology) are what
+    // a person reads: the whole text unless it scrolls.
+    const monaco = el.closest('.monaco-editor');
+    if (monaco) {
+      const held = el.ownerDocument.defaultView.monaco?.editor?.getEditors?.()
+        .find(one => one.getContainerDomNode?.().contains(el));
+      if (typeof held?.getValue === 'function')
+        return { value: String(held.getValue()) };
+      const lines = Array.from(monaco.querySelectorAll('.view-lines > .view-line'))
+        .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top))
+        .map(line => line.textContent.replace(/\u00a0/g, ' ').replace(/\s+$/, ''));
+      while (lines.length && !lines[lines.length - 1])
+        lines.pop();
+      return { value: lines.join('\n'), shownLines: true };
+    }
+    if (!('value' in el))
+      return { value: String(el.editContext?.text ?? ''), hiddenInput: true };
     return { value: String(el.value), hiddenInput: true };
   }
   if ('value' in el)

@@ -491,6 +491,31 @@ export function captureTree(limits, rootElement) {
     // Runs of blank lines read as one.
     return lines.map(line => line.slice(shared)).filter((line, i, all) => line || all[i - 1]).join('\n');
   };
+  // A Monaco editor's text, from the lines it draws (sorted by their place: it reuses line
+  // elements as it scrolls), for the element that takes its typing; null elsewhere.
+  const monacoLines = input => {
+    const editor = input.closest('.monaco-editor');
+    if (!editor)
+      return null;
+    const byTop = selector => Array.from(editor.querySelectorAll(selector))
+      .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top));
+    const lines = byTop('.view-lines > .view-line').map(line => line.textContent.replace(/\u00a0/g, ' ').replace(/\s+$/, ''));
+    while (lines.length && !lines[lines.length - 1])
+      lines.pop();
+    if (!lines.length)
+      return null;
+    // It draws only the lines in view: lines above (scrolled past) or one cut by the bottom
+    // edge say there is more. Its scroll bar does not (it scrolls past the last line).
+    const numbers = byTop('.margin-view-overlays .line-numbers').map(n => parseInt(n.textContent, 10)).filter(Number.isFinite);
+    const drawn = byTop('.view-lines > .view-line');
+    const box = editor.getBoundingClientRect();
+    const more = (numbers.length ? numbers[0] > 1 : drawn[0].getBoundingClientRect().top < box.top - 1) ||
+      drawn[drawn.length - 1].getBoundingClientRect().bottom > box.bottom + 1;
+    if (!more)
+      return lines.join('\n');
+    const which = numbers.length ? `lines ${numbers[0]}–${numbers[numbers.length - 1]}` : 'the lines';
+    return `[${which} of the editor shown; it scrolls for more]\n${lines.join('\n')}`;
+  };
   // Roles whose element, empty, is not shown: they only hold what a page writes into them.
   const EMPTY_SAYS_NOTHING = new Set(['code', 'alert', 'status', 'log', 'marquee', 'timer']);
   // Roles whose aria-selected a person sees: the tab shown, the chosen option, row or item.
@@ -1013,6 +1038,18 @@ export function captureTree(limits, rootElement) {
     // Links in it (rustdoc's declarations link their types) follow its text, to be named.
     // So does a code editor's text (CodeMirror's line divs): a textbox the page edits itself,
     // whose lines its style keeps.
+    // Monaco (VS Code's editor) draws its lines apart from the element that takes the typing
+    // (an EditContext's `<div>`, a 1×1 text area before) and hides them from assistive
+    // technology: its textbox read as empty. The lines it shows are the editor's text, said
+    // with the lines shown when it scrolls.
+    if (role === 'textbox' && (el.classList.contains('native-edit-context') || el.classList.contains('inputarea'))) {
+      const shown = monacoLines(el);
+      if (shown) {
+        delete item.value;
+        item.children = [{ text: shown }];
+        return [item];
+      }
+    }
     if (role === 'textbox' && el.isContentEditable && kids.length && kids.every(kid => kid.role === undefined)) {
       const lines = codeLines(el, style);
       if (lines) {

@@ -619,6 +619,11 @@ pub async fn serve_fixture(mut stream: TcpStream, root: PathBuf) {
         }
         _ => {}
     }
+    // Monaco, the editor VS Code is built on, as a page loads it from a CDN: its `min` build,
+    // installed with the SDK clients (tests/mcp-sdk-client/package.json).
+    if let Some(rest) = name.strip_prefix("monaco/") {
+        return serve_monaco(stream, rest).await;
+    }
     // Flat directory: no sub-paths, so nothing outside it can be named.
     let file = (!name.is_empty() && !name.contains(['/', '\\']) && name != "..")
         .then(|| fs::read(root.join(&name)).ok())
@@ -635,6 +640,37 @@ pub async fn serve_fixture(mut stream: TcpStream, root: PathBuf) {
         }
         None => not_found(stream).await,
     }
+}
+
+/// A file of Monaco's `min` build, with the type its loader needs (styles are refused as
+/// `text/html`). Only plain path segments: nothing outside the build can be named.
+async fn serve_monaco(stream: TcpStream, rest: &str) {
+    let build = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/mcp-sdk-client/node_modules/monaco-editor/min");
+    assert!(
+        build.exists(),
+        "{} is missing (run `npm ci` in tests/mcp-sdk-client)",
+        build.display()
+    );
+    let plain = rest
+        .split('/')
+        .all(|part| !part.is_empty() && part != ".." && part != "." && !part.contains('\\'));
+    let Some(body) = plain.then(|| fs::read(build.join(rest)).ok()).flatten() else {
+        return not_found(stream).await;
+    };
+    let kind = match rest.rsplit('.').next() {
+        Some("js") => "text/javascript",
+        Some("css") => "text/css",
+        Some("ttf") => "font/ttf",
+        _ => "application/octet-stream",
+    };
+    respond(
+        stream,
+        "200 OK",
+        &format!("Content-Type: {kind}\r\n"),
+        &body,
+    )
+    .await
 }
 
 /// The path of a GET request read from `stream`, without its leading `/`, query or fragment;

@@ -3598,8 +3598,9 @@ async fn what_an_action_puts_up_over_the_page_is_said() {
 /// and the text in its own document) replaces the editor's text, as typing into a field
 /// replaces the field's: the editor's own select-all goes first. Datasette's query editor read
 /// "…group by productselect * from customers" before. The answer reads the editor's text
-/// back where the editor says it (CodeMirror 5's `getValue()` on its box). The editor here
-/// does what CodeMirror 5 does with those keys and that input, no more.
+/// back where the editor says it (CodeMirror 5's `getValue()` on its box), and says when the
+/// editor's rules made it differ from what was typed (a bracket it closed). The editor here
+/// does what CodeMirror 5 does with those keys and that input (with its bracket addon), no more.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typing_into_a_code_editors_hidden_input_replaces_the_editors_text() {
     on_tools_page!(
@@ -3618,7 +3619,8 @@ async fn typing_into_a_code_editors_hidden_input_replaces_the_editors_text() {
                  if ((event.ctrlKey || event.metaKey) && event.key === 'a') { doc.from = 0; doc.to = doc.text.length; \
                  event.preventDefault(); } }); \
                  hidden.addEventListener('input', () => { \
-                 doc.text = doc.text.slice(0, doc.from) + hidden.value + doc.text.slice(doc.to); \
+                 const typed = hidden.value.endsWith('(') ? hidden.value + ')' : hidden.value; \
+                 doc.text = doc.text.slice(0, doc.from) + typed + doc.text.slice(doc.to); \
                  doc.from = doc.to = doc.from + hidden.value.length; hidden.value = ''; shown.textContent = doc.text; }); 1",
             )
             .await;
@@ -3638,8 +3640,99 @@ async fn typing_into_a_code_editors_hidden_input_replaces_the_editors_text() {
                 page_value(&bridge, "shown.textContent").await,
                 "select product from orders"
             );
+            // An editor that closes the bracket typed (as Monaco and CodeMirror's addon do):
+            // the answer says its text differs from what was typed.
+            let closed = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": "#hidden", "text": "select count("}),
+            )
+            .await;
+            assert!(
+                text(&closed).contains("value: select count()")
+                    && text(&closed).contains("typing rules")
+                    && text(&closed).contains("differ from what was typed"),
+                "{closed}"
+            );
         }
     );
+}
+
+/// Monaco (the editor VS Code is built on, the real one) draws its lines apart from the element
+/// that takes the typing and hides them from assistive technology: its textbox read as empty.
+/// The outline shows the lines it draws, saying so when it scrolls. Typed code lands as given:
+/// through the editor's own edit where the page has Monaco as a global, else key by key, line
+/// by line, past its typing rules (it closed the `[` that began "[1,2,3].join()" with a `]`
+/// after the text and indented every new line again). What its rules still change is said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_monaco_editor_shows_its_lines_and_takes_typed_code_as_given() {
+    on_tools_page!(
+        "a_monaco_editor_shows_its_lines_and_takes_typed_code_as_given",
+        &[],
+        |bridge, site| { monaco_editor(&bridge, &site).await }
+    );
+}
+
+/// The same in a real window under Xvfb.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_a_monaco_editor_takes_typed_code_as_given_under_xvfb() {
+    on_tools_page!(
+        "headful_a_monaco_editor_takes_typed_code_as_given_under_xvfb",
+        Mode::Headful,
+        &[],
+        |bridge, site| { monaco_editor(&bridge, &site).await }
+    );
+}
+
+async fn monaco_editor(host: &impl Host, site: &FixtureSite) {
+    let code = "function f() {\n  const s = \"a(b\";\n  return [4, 5].map((x) => {\n    \
+                return x + s.length;\n  });\n}\n\nf().join('|')";
+    for page in ["monaco.html", "monaco.html?bundled"] {
+        let page_outline = open_monaco(host, &site, page).await;
+        assert!(
+            page_outline.contains("textbox \"Editor content\"")
+                && page_outline.contains("function add(a, b) {\n")
+                && page_outline.contains("\n        return a + b;\n")
+                && !page_outline.contains("scrolls for more"),
+            "{page}: {page_outline}"
+        );
+        let editor = ref_of(&page_outline, "textbox \"Editor content\"");
+        let typed = tool(
+            host,
+            "browser_type",
+            json!({"target": editor, "text": code}),
+        )
+        .await;
+        assert!(
+            !is_error(&typed)
+                && text(&typed).contains(&format!("value: {code}"))
+                && !text(&typed).contains("Note:"),
+            "{page}: {typed}"
+        );
+        tool_ok(host, "browser_click", json!({"target": "#run"})).await;
+        assert_eq!(page_value(host, "out.textContent").await, "7|8", "{page}");
+    }
+    // A text taller than the editor: the lines drawn, said as such.
+    let long = open_monaco(host, &site, "monaco.html?long").await;
+    assert!(
+        long.contains("[lines 1–")
+            && long.contains("of the editor shown; it scrolls for more]")
+            && long.contains("const line1 = 1;")
+            && !long.contains("const line60 = 60;"),
+        "{long}"
+    );
+}
+
+/// Opens the Monaco fixture and waits for its editor; the page's outline.
+async fn open_monaco(host: &impl Host, site: &FixtureSite, page: &str) -> String {
+    tool_ok(host, "browser_navigate", json!({"url": site.url(page)})).await;
+    for _ in 0..100 {
+        if page_value(host, "document.title").await == "Script runner (ready)" {
+            return outline(host, json!({})).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("Monaco did not start on {page}");
 }
 
 /// A target that can name nothing says why: a ref no snapshot of the page gave (a number past

@@ -5,7 +5,7 @@
  */
 
 import { keyPressEvents, modifierBits, typingEvents } from '../keys.js';
-import { elementExpression, prepareTyping, readValue, selectOptions, suggestionsSettled } from '../page-scripts.js';
+import { editorSetText, elementExpression, prepareTyping, readValue, selectOptions, suggestionsSettled } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { describeTarget, elementTarget } from '../targets.js';
 import { resolveLocators } from './by-locator.js';
@@ -27,6 +27,9 @@ const SUGGESTIONS_CAP_MS = 1_500;
 /** What a typed answer adds when the field was a code editor's hidden input (readValue). */
 const HIDDEN_INPUT_NOTE = 'typed into the page\'s hidden input (a code editor\'s, a pixel or two across): its value may ' +
   'not be the editor\'s text (CodeMirror\'s holds only what was typed); browser_evaluate reads what the editor holds';
+
+const EDITOR_CHANGED_NOTE = 'the code editor\'s own typing rules (closing brackets and quotes, indenting lines) ' +
+  'made its text differ from what was typed; the value read back is what it holds now';
 
 /** How many times a click finds its element again after the pointer moved, before pressing. */
 const RELOCATE_TRIES = 3;
@@ -124,16 +127,28 @@ export async function type(ctx, params) {
         await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
     }
   } else {
-    // A code editor's hidden input: the editor's own select-all first, so the text replaces
-    // the editor's (and nothing typed clears it).
-    if (prepared?.editorInput) {
-      for (const combo of text === '' ? ['ControlOrMeta+A', 'Delete'] : ['ControlOrMeta+A']) {
+    // A code editor's input: the editor's own edit where the page offers it (editorSetText),
+    // else its select-all and Delete first, so the text replaces the editor's.
+    const press = async (...combos) => {
+      for (const combo of combos) {
         for (const event of keyPressEvents(combo).events)
           await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
       }
+    };
+    const insert = async piece => ctx.debuggers.send(id, 'Input.insertText', { text: piece });
+    let set = false;
+    if (prepared?.editorInput) {
+      set = Boolean((await evaluateExpression(ctx, id, elementExpression(editorSetText, target, text), world))?.set);
+      if (!set)
+        await press('ControlOrMeta+A', 'Delete');
     }
-    if (text !== '')
-      await ctx.debuggers.send(id, 'Input.insertText', { text });
+    if (set || text === '') {
+      // Set by the editor's own edit, or cleared.
+    } else if (prepared?.linewise) {
+      await typeLineByLine(text, press, insert);
+    } else {
+      await insert(text);
+    }
   }
   const read = await evaluateExpression(ctx, id, elementExpression(readValue, target), world);
   const value = read?.value ?? null;
@@ -145,7 +160,38 @@ export async function type(ctx, params) {
     await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', { type: 'keyDown', ...enter, text: '\r', unmodifiedText: '\r' });
     await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', { type: 'keyUp', ...enter });
   }
-  return { tabId: id, typed: true, value, submitted: submit, ...(read?.hiddenInput ? { note: HIDDEN_INPUT_NOTE } : {}) };
+  // An editor's typing rules may change keys' text (Monaco closes a bracket, indents a new
+  // line again): said when the text it holds is not what was typed.
+  const lines = held => String(held).replace(/[^\S\n]+$/gm, '').replace(/\n+$/, '');
+  const note = read?.hiddenInput ? HIDDEN_INPUT_NOTE
+    : prepared?.editorInput && value !== null && lines(value) !== lines(text) ? EDITOR_CHANGED_NOTE : null;
+  return { tabId: id, typed: true, value, submitted: submit, ...(note ? { note } : {}) };
+}
+
+/**
+ * Types a text into Monaco line by line, so that its typing rules leave the text as given.
+ * Monaco types text key by key: a bracket or a quote it closes stays after the caret (and an
+ * opening bracket with a selection surrounds it), and each new line is indented to its rules
+ * before the line's own indentation is typed. So what it closed after the caret is deleted
+ * before each line break, the indentation it gave a new line is deleted before the line is
+ * typed, and the line break is inserted as text: Enter would accept a suggestion it shows.
+ *
+ * @param {string} text
+ * @param {(...combos: string[]) => Promise<void>} press
+ * @param {(piece: string) => Promise<unknown>} insert
+ */
+async function typeLineByLine(text, press, insert) {
+  const lines = text.split('\n');
+  for (const [i, line] of lines.entries()) {
+    if (i > 0) {
+      await press('Shift+End', 'Delete');
+      await insert('\n');
+      await press('Shift+Home', 'Delete');
+    }
+    if (line)
+      await insert(line);
+  }
+  await press('Shift+End', 'Delete');
 }
 
 /** @param {CommandContext} ctx */
