@@ -712,12 +712,30 @@ export function readValue(el) {
         .find(one => one.getContainerDomNode?.().contains(el));
       if (typeof held?.getValue === 'function')
         return { value: String(held.getValue()) };
-      const lines = Array.from(monaco.querySelectorAll('.view-lines > .view-line'))
-        .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top))
-        .map(line => line.textContent.replace(/\u00a0/g, ' ').replace(/\s+$/, ''));
-      while (lines.length && !lines[lines.length - 1])
-        lines.pop();
-      return { value: lines.join('\n'), shownLines: true };
+      // It draws what was typed at the next frame: read after it (at most 200 ms, for a
+      // window that draws no frames).
+      const view = el.ownerDocument.defaultView;
+      return new Promise(resolve => {
+        const read = () => {
+          const drawn = Array.from(monaco.querySelectorAll('.view-lines > .view-line'))
+            .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top));
+          const lines = drawn.map(line => line.textContent.replace(/\u00a0/g, ' ').replace(/\s+$/, ''));
+          while (lines.length && !lines[lines.length - 1])
+            lines.pop();
+          // Lines above or below the view are not drawn: then the value is only part. The
+          // first line is drawn at the top of the editor's content (a line drawn lower means
+          // lines above it are not); a line cut by the bottom edge may have more below.
+          const box = monaco.getBoundingClientRect();
+          const part = drawn.length > 0 && (parseFloat(drawn[0].style.top) > 0 ||
+            drawn[drawn.length - 1].getBoundingClientRect().bottom > box.bottom + 1);
+          resolve({ value: lines.join('\n'), shownLines: true, ...(part ? { partOnly: true } : {}) });
+        };
+        const late = view.setTimeout(read, 200);
+        view.requestAnimationFrame(() => view.requestAnimationFrame(() => {
+          view.clearTimeout(late);
+          read();
+        }));
+      });
     }
     if (!('value' in el))
       return { value: String(el.editContext?.text ?? ''), hiddenInput: true };

@@ -31,6 +31,9 @@ const HIDDEN_INPUT_NOTE = 'typed into the page\'s hidden input (a code editor\'s
 const EDITOR_CHANGED_NOTE = 'the code editor\'s own typing rules (closing brackets and quotes, indenting lines) ' +
   'made its text differ from what was typed; the value read back is what it holds now';
 
+const PART_SHOWN_NOTE = 'the code editor draws only the lines in its view, and the value read back is those; ' +
+  'browser_snapshot shows which lines they are';
+
 /** How many times a click finds its element again after the pointer moved, before pressing. */
 const RELOCATE_TRIES = 3;
 
@@ -164,6 +167,7 @@ export async function type(ctx, params) {
   // line again): said when the text it holds is not what was typed.
   const lines = held => String(held).replace(/[^\S\n]+$/gm, '').replace(/\n+$/, '');
   const note = read?.hiddenInput ? HIDDEN_INPUT_NOTE
+    : read?.partOnly ? PART_SHOWN_NOTE
     : prepared?.editorInput && value !== null && lines(value) !== lines(text) ? EDITOR_CHANGED_NOTE : null;
   return { tabId: id, typed: true, value, submitted: submit, ...(note ? { note } : {}) };
 }
