@@ -305,13 +305,147 @@ export function captureTree(limits, rootElement) {
         text = own;
     }
     if (flat(text))
-      return text;
-    const view = el.ownerDocument.defaultView;
-    return ['::before', '::after'].map(pseudo => {
-      const quoted = /^"(.*)"$/s.exec(view.getComputedStyle(el, pseudo).content || '');
-      return quoted ? quoted[1].replace(/\\(.)/g, '$1').replace(/[\uE000-\uF8FF]/g, '') : '';
-    }).join(' ');
+      return besideText(el, text);
+    return [generated(el, '::before'), generated(el, '::after')].join(' ');
   };
+  // The words an element's ::before or ::after draws (`content: "Error: "`, Shiny's prefix to
+  // an error; a required field's "*"; a "NEW" badge), as Chrome's accessibility tree and
+  // Playwright's snapshot read them: quoted strings only (not counters or attr()), without
+  // icon-font glyphs (private use code points). Beside text of the element's own (`asWords`),
+  // only words (a letter or a digit) or a lone "*": a breadcrumb's "/" or a bullet is decoration.
+  // The elements a tree's style rules may give a ::before or ::after that draws text (a
+  // string that is not an icon font's glyph, or a value only the element's style resolves), as a set;
+  // null when that cannot be known (a style sheet of another origin, nested rules), and then
+  // every element is asked. Read once a capture per document or shadow root.
+  const drawersOf = new Map();
+  let lastTree = null;
+  let lastDrawers = null;
+  const drawsWords = tree => {
+    if (tree === lastTree)
+      return lastDrawers;
+    lastTree = tree;
+    lastDrawers = drawersOf.has(tree) ? drawersOf.get(tree) : readDrawers(tree);
+    return lastDrawers;
+  };
+  const readDrawers = tree => {
+    const found = [];
+    let known = true;
+    const unescape = value => value.replace(/\\([0-9a-fA-F]{1,6})\s?/g, (_, hex) => String.fromCodePoint(parseInt(hex, 16) || 0xfffd));
+    const visit = rules => {
+      for (const rule of rules) {
+        if (!known)
+          return;
+        if (rule.styleSheet) {
+          try {
+            visit(rule.styleSheet.cssRules);
+          } catch {
+            known = false;
+          }
+          continue;
+        }
+        const content = rule.selectorText && /:(?:before|after)\b/i.test(rule.selectorText) ? rule.style.getPropertyValue('content').trim() : '';
+        // A picture (`url(…)`) draws no words, nor does an icon font's glyph (private use).
+        const words = content && !['none', 'normal', '""', "''"].includes(content) && !/^url\(/i.test(content) &&
+          (!/^(?:"[^"]*"|'[^']*'|\s)+$/.test(content) || /[^"'\s\uE000-\uF8FF]/u.test(unescape(content)));
+        if (words) {
+          for (const one of splitSelectors(rule.selectorText)) {
+            if (one.includes('&'))
+              known = false;
+            else if (/:(?:before|after)\b/i.test(one))
+              found.push(one.replace(/::?(?:before|after)\b/gi, '').trim() || '*');
+          }
+        }
+        if (rule.cssRules)
+          visit(rule.cssRules);
+      }
+    };
+    for (const sheet of [...(tree.styleSheets || []), ...(tree.adoptedStyleSheets || [])]) {
+      try {
+        visit(sheet.cssRules);
+      } catch {
+        known = false;
+      }
+    }
+    let drawers = null;
+    try {
+      drawers = known ? new Set(found.length ? tree.querySelectorAll(found.join(', ')) : []) : null;
+    } catch {
+      // A selector this browser cannot match: every element is asked.
+    }
+    drawersOf.set(tree, drawers);
+    return drawers;
+  };
+  // A form field a widget replaced and keeps out of sight and out of the tab order (see the
+  // walk): Tom Select's clipped <select>, ion.rangeSlider's input with no room for text.
+  const replacedField = (el, style) => el.tabIndex === -1 && ['select', 'input', 'textarea'].includes(el.localName) &&
+    (style.clipPath === 'inset(50%)' || style.clip === 'rect(0px, 0px, 0px, 0px)' ||
+      ((el.localName === 'textarea' || (el.localName === 'input' && el.type in TEXT_TYPES)) &&
+        (el.clientWidth === 0 || el.clientHeight === 0 || style.fontSize === '0px')));
+  const TEXT_TYPES = { text: 1, search: 1, number: 1, email: 1, tel: 1, url: 1 };
+  // An element's text with the words its ::before and ::after draw around it; the text itself
+  // (not a copy: a large section's is long) when they draw none.
+  const besideText = (el, text) => {
+    const drawers = el.shadowRoot ? null : drawsWords(treeOf(el));
+    if (drawers && !drawers.has(el))
+      return text;
+    const before = generated(el, '::before', true);
+    const after = generated(el, '::after', true);
+    return before || after ? [before, text, after].filter(Boolean).join(' ') : text;
+  };
+  // The document or shadow root an element is in; its document until the walk met a shadow root.
+  const treeOf = el => (shadowRoots.size ? el.getRootNode() : el.ownerDocument);
+  // A selector list's selectors: split at the commas outside brackets (`:is(a, b)`).
+  const splitSelectors = list => {
+    const out = [];
+    let depth = 0;
+    let start = 0;
+    for (let i = 0; i < list.length; i++) {
+      const c = list[i];
+      if (c === '(' || c === '[')
+        depth++;
+      else if (c === ')' || c === ']')
+        depth--;
+      else if (c === ',' && depth === 0) {
+        out.push(list.slice(start, i).trim());
+        start = i + 1;
+      }
+    }
+    out.push(list.slice(start).trim());
+    return out;
+  };
+  // Beside text, words drawn where nobody sees them (rustdoc's "Collapse" on every toggle, in
+  // a box 0 px across that clips it, for screen readers) are left out, as text so hidden is.
+  const generated = (el, pseudo, asWords = false) => {
+    // Most elements draw no words: asking each for its ::before and ::after cost the `Vec`
+    // page 150 ms. Only elements the page's rules give such words are asked (`drawsWords`).
+    // A shadow host is drawn by its shadow tree's rules too (`:host::before`): always asked.
+    const drawers = el.shadowRoot ? null : drawsWords(treeOf(el));
+    if (drawers && !drawers.has(el))
+      return '';
+    let known = wordsDrawn.get(el);
+    if (asWords && known && pseudo in known)
+      return known[pseudo];
+    const drawn = el.ownerDocument.defaultView.getComputedStyle(el, pseudo);
+    const content = drawn.content;
+    if (!content || content === 'none' || content === 'normal' || content[0] !== '"')
+      return '';
+    const strings = content.match(/"(?:[^"\\]|\\.)*"/g) || [];
+    const text = strings.map(quoted => quoted.slice(1, -1).replace(/\\(.)/g, '$1')).join('').replace(/[\uE000-\uF8FF]/g, '');
+    if (!asWords)
+      return text;
+    if (!known)
+      wordsDrawn.set(el, known = {});
+    // The cheap reads first: a pseudo-element's width is laid out to be read.
+    const words = /[\p{L}\p{N}]/u.test(text) || text.trim() === '*';
+    const unseen = !words || drawn.display === 'none' || drawn.visibility !== 'visible' || drawn.opacity === '0' ||
+      drawn.fontSize === '0px' || drawn.clipPath === 'inset(50%)' || drawn.clip === 'rect(0px, 0px, 0px, 0px)' ||
+      (drawn.overflow !== 'visible' && (parseFloat(drawn.width) <= 1 || parseFloat(drawn.height) <= 1));
+    known[pseudo] = unseen ? '' : flat(text);
+    return known[pseudo];
+  };
+  // What `generated` found beside an element's text, for this capture: a name and the
+  // element's own line both ask. @type {WeakMap<Element, Record<string, string>>}
+  const wordsDrawn = new WeakMap();
   // The text nodes of `el` that are rendered and not aria-hidden, a block a word apart: what
   // innerText gives, less what is aria-hidden (mdbook's chapter numbers), and into shadow trees
   // as a person sees them: a <slot> shows what the page put in it (a web component's button
@@ -388,11 +522,11 @@ export function captureTree(limits, rootElement) {
   // hint the label hides (`display: none`) is left out. A label not rendered itself still
   // names its field, whole.
   const labelText = (el, named) => {
-    if (el.localName === 'slot' || el.shadowRoot || el.querySelector('slot'))
-      return renderedText(el, named);
-    if (!el.firstElementChild || (el.checkVisibility && !el.checkVisibility()))
-      return el.textContent;
-    return renderedText(el, named);
+    const text = el.localName === 'slot' || el.shadowRoot || el.querySelector('slot') ? renderedText(el, named)
+      : !el.firstElementChild || (el.checkVisibility && !el.checkVisibility()) ? el.textContent
+      : renderedText(el, named);
+    // A required field's "*" its label draws after it is part of the field's name.
+    return besideText(el, text);
   };
   // The shown element that `el` names by `aria-labelledby`, looked for in `el`'s own tree.
   // Each tree's labelled elements are listed once a capture, by the ids they point to: a
@@ -508,9 +642,10 @@ export function captureTree(limits, rootElement) {
     // edge say there is more. Its scroll bar does not (it scrolls past the last line).
     const numbers = byTop('.margin-view-overlays .line-numbers').map(n => parseInt(n.textContent, 10)).filter(Number.isFinite);
     const drawn = byTop('.view-lines > .view-line');
+    // The first line is drawn at the top of the editor's content: one drawn lower means lines
+    // above it are not (a line the view scrolled part way past is still drawn).
     const box = editor.getBoundingClientRect();
-    const more = (numbers.length ? numbers[0] > 1 : drawn[0].getBoundingClientRect().top < box.top - 1) ||
-      drawn[drawn.length - 1].getBoundingClientRect().bottom > box.bottom + 1;
+    const more = parseFloat(drawn[0].style.top) > 0 || drawn[drawn.length - 1].getBoundingClientRect().bottom > box.bottom + 1;
     if (!more)
       return lines.join('\n');
     const which = numbers.length ? `lines ${numbers[0]}–${numbers[numbers.length - 1]}` : 'the lines';
@@ -546,7 +681,10 @@ export function captureTree(limits, rootElement) {
   const joinSplitRows = kids => {
     const first = new Map();
     const visit = items => items.filter(item => {
-      const index = rowIndexOf.get(item);
+      // A header row and a data row are never parts of one row, whatever their indexes say
+      // (Shiny's data grid numbers its header row 1, and its first data row 1 too).
+      const header = item.children?.some(kid => kid.role === 'columnheader');
+      const index = rowIndexOf.has(item) ? `${rowIndexOf.get(item)}${header ? ' header' : ''}` : undefined;
       if (index !== undefined) {
         const head = first.get(index);
         if (!head) {
@@ -673,8 +811,10 @@ export function captureTree(limits, rootElement) {
     // So is a field clipped to nothing and taken out of the tab order: Tom Select keeps the
     // <select> it replaces so (`ts-hidden-accessible`, tabindex -1) and moves its label to its
     // own combobox. Listed, it read as a second, unnamed combobox with every option.
-    if (el.tabIndex === -1 && ['select', 'input', 'textarea'].includes(el.localName) && el !== rootElement &&
-        (style.clipPath === 'inset(50%)' || style.clip === 'rect(0px, 0px, 0px, 0px)'))
+    // So is one with no room inside for text (0 px across within its border, or a 0 px font),
+    // out of the tab order: ion.rangeSlider keeps the input it replaces so (Shiny's sliders),
+    // read-only, and it read as a text field to type the year in.
+    if (el !== rootElement && replacedField(el, style))
       return [];
     const children = () => {
       // A meter's or progress bar's content is what browsers without one show: Chrome draws
@@ -702,10 +842,19 @@ export function captureTree(limits, rootElement) {
       // Text in an element that is `visibility: hidden` is not seen (CodeMirror's measuring
       // "xxxxxxxxxx"); an element inside it may be visible again, so those are still walked.
       const unseen = style.visibility !== 'visible';
+      // What its ::before and ::after draw is read where it is drawn (`generated`).
+      const drawers = unseen || el.shadowRoot ? null : drawsWords(treeOf(el));
+      const draws = !unseen && (!drawers || drawers.has(el));
+      const before = draws ? generated(el, '::before', true) : '';
+      if (before)
+        out.push({ text: before, [LEAD]: true, [TRAIL]: true });
       for (const kid of kids) {
         if (!(unseen && kid.nodeType === Node.TEXT_NODE))
           out.push(...walk(kid, frame));
       }
+      const after = draws ? generated(el, '::after', true) : '';
+      if (after)
+        out.push({ text: after, [LEAD]: true, [TRAIL]: true });
       // Adjacent text runs (split by inline elements without a role, or inline code) read as
       // one; white space between them (a SPACE mark) becomes one space.
       const merged = [];
@@ -777,6 +926,7 @@ export function captureTree(limits, rootElement) {
     // (Material for MkDocs' palette switch: a zero-size radio, and an icon in a label for it
     // further on), is what a person clicks, and stays.
     if (el.localName === 'label' && el.control && rendered(el.control) && (hasBox(el.control) || el.contains(el.control)) &&
+        !replacedField(el.control, view.getComputedStyle(el.control)) &&
         !explicitRole && !labelled && !root)
       return saidBy(el.control, implicitRole(el.control));
     // So is a fieldset's <legend>, a table's <caption> and a figure's <figcaption>: each names

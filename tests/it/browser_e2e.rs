@@ -3658,6 +3658,114 @@ async fn typing_into_a_code_editors_hidden_input_replaces_the_editors_text() {
     );
 }
 
+/// Words a page draws with CSS (`::before`/`::after` content) are read where they are drawn,
+/// as Chrome's accessibility tree and Playwright's snapshot read them: Shiny prefixes its
+/// errors with an "Error: " so drawn, rustdoc its versions with "Since", a form marks a
+/// required field's label with "*" (part of the field's name), a link a "NEW" badge. Left
+/// out: decoration with no words (a breadcrumb's "/"), an icon font's glyph, and words drawn
+/// in a box nobody sees (rustdoc's "Collapse" on every toggle, 0 px across, for screen readers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn words_a_page_draws_with_css_are_read_where_they_are_drawn() {
+    on_tools_page!(
+        "words_a_page_draws_with_css_are_read_where_they_are_drawn",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.innerHTML = `<style>\
+                 .err::before { content: 'Error: '; font-weight: bold }\
+                 label.req::after { content: ' *'; color: red }\
+                 .new::after { content: 'NEW'; margin-left: 4px }\
+                 .crumbs li + li::before { content: '/'; padding: 0 4px }\
+                 .icon::before { content: '\\\\e001' }\
+                 .toggle::after { content: 'Collapse'; position: absolute; width: 0; height: 0; overflow: hidden }\
+                 </style>\
+                 <div class=err>No module named pandas</div>\
+                 <label class=req>Email <input></label>\
+                 <p><a href=#a class=new>Reports</a></p>\
+                 <ul class=crumbs><li><a href=#h>Home</a></li><li><a href=#d>Docs</a></li></ul>\
+                 <button class=icon>Save</button>\
+                 <details open><summary class=toggle>Details</summary>Body text</details>`; 1",
+            )
+            .await;
+            let page = outline(&bridge, json!({})).await;
+            for line in [
+                "- text: Error: No module named pandas",
+                "- textbox \"Email *\"",
+                "- link \"Reports NEW\"",
+                "- button \"Save\"",
+            ] {
+                assert!(page.contains(line), "{line} in\n{page}");
+            }
+            for absent in ["/\n", "Collapse", "text: *", "\u{e001}"] {
+                assert!(!page.contains(absent), "{absent:?} in\n{page}");
+            }
+        }
+    );
+}
+
+/// A header row and a data row that carry the same `aria-rowindex` (Shiny's data grid numbers
+/// both its header row and its first data row 1) stay two rows: joined as parts of one row,
+/// as AG Grid's pinned parts are, the first data row's cells read as the header's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_header_row_is_never_joined_with_a_data_row() {
+    on_tools_page!(
+        "a_header_row_is_never_joined_with_a_data_row",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.innerHTML = `<table aria-rowcount=2><thead>\
+                 <tr aria-rowindex=1><th scope=col>region</th><th scope=col>revenue</th></tr></thead>\
+                 <tbody><tr aria-rowindex=1><td>North</td><td>1000</td></tr>\
+                 <tr aria-rowindex=2><td>South</td><td>1250</td></tr></tbody></table>`; 1",
+            )
+            .await;
+            let page = outline(&bridge, json!({})).await;
+            let header = page
+                .split("- row ")
+                .nth(1)
+                .unwrap_or_else(|| panic!("no row in\n{page}"));
+            assert!(
+                header.contains("columnheader \"revenue\"") && !header.contains("North"),
+                "{page}"
+            );
+            assert!(page.matches("- row ").count() == 3, "{page}");
+        }
+    );
+}
+
+/// A text field a widget replaced and keeps with no room for text and out of the tab order
+/// (ion.rangeSlider's input under Shiny's sliders: 0 px inside its border, a 0 px font,
+/// read-only) is not listed: it read as `textbox "Year"`, and typing the year into it waited
+/// 3 s to be refused as read-only. Its label stays, to say what the widget is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_field_a_widget_keeps_out_of_sight_gives_way_to_its_label() {
+    on_tools_page!(
+        "a_text_field_a_widget_keeps_out_of_sight_gives_way_to_its_label",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.innerHTML = `<label for=year>Year</label>\
+                 <span class=irs><span class=line tabindex=0 style=\"display: inline-block; width: 200px; height: 6px; background: #ccc\"></span>\
+                 <span>2015</span> <span>2025</span></span>\
+                 <input id=year value=2020 tabindex=-1 readonly style=\"position: absolute; width: 0; height: 0; \
+                 padding: 0; font-size: 0; border: 2px solid transparent; z-index: -9999\">\
+                 <label>Note <input id=note tabindex=-1></label>`; 1",
+            )
+            .await;
+            let page = outline(&bridge, json!({})).await;
+            assert!(
+                page.contains("- text: Year") && !page.contains("textbox \"Year\""),
+                "{page}"
+            );
+            // A field out of the tab order with room for text is still a field.
+            assert!(page.contains("textbox \"Note\""), "{page}");
+        }
+    );
+}
+
 /// Monaco (the editor VS Code is built on, the real one) draws its lines apart from the element
 /// that takes the typing and hides them from assistive technology: its textbox read as empty.
 /// The outline shows the lines it draws, saying so when it scrolls. Typed code lands as given:
@@ -3712,6 +3820,25 @@ async fn monaco_editor(host: &impl Host, site: &FixtureSite) {
         tool_ok(host, "browser_click", json!({"target": "#run"})).await;
         assert_eq!(page_value(host, "out.textContent").await, "7|8", "{page}");
     }
+    // Bundled, a text taller than the editor is read back from the lines it draws: the
+    // answer says they are only part.
+    let tall = (1..=40)
+        .map(|n| format!("const n{n} = {n};"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let page_outline = outline(host, json!({})).await;
+    let editor = ref_of(&page_outline, "textbox \"Editor content\"");
+    let typed = tool(
+        host,
+        "browser_type",
+        json!({"target": editor, "text": tall}),
+    )
+    .await;
+    assert!(
+        text(&typed).contains("draws only the lines in its view")
+            && !text(&typed).contains("typing rules"),
+        "{typed}"
+    );
     // A text taller than the editor: the lines drawn, said as such.
     let long = open_monaco(host, &site, "monaco.html?long").await;
     assert!(
