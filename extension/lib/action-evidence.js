@@ -55,7 +55,8 @@ export function watchAction(live, openable) {
   const shown = el => {
     if (!el.isConnected || !el.checkVisibility())
       return '';
-    return el.querySelector('[aria-hidden=true]') ? shownWords(el).replace(/\s+/g, ' ').trim() : el.innerText.trim();
+    // An SVG element has no innerText (Swagger UI's live region is one): its text is read.
+    return el.querySelector('[aria-hidden=true]') || el.innerText === undefined ? shownWords(el).replace(/\s+/g, ' ').trim() : el.innerText.trim();
   };
   // The text of `el` a person sees and a screen reader says, a text node a word apart, up to
   // about `most` characters.

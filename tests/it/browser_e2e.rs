@@ -3766,6 +3766,32 @@ async fn a_text_field_a_widget_keeps_out_of_sight_gives_way_to_its_label() {
     );
 }
 
+/// An action's evidence is read on a page with an SVG element marked live (Swagger UI draws
+/// one when an operation opens): such an element has no `innerText`, reading it threw, and
+/// every line of the action's evidence was lost (a click on Swagger UI's "GET /pets" said
+/// nothing of the part it expanded).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_svg_marked_live_does_not_cost_an_action_its_evidence() {
+    on_tools_page!(
+        "an_svg_marked_live_does_not_cost_an_action_its_evidence",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.innerHTML = `<button id=op aria-expanded=false>GET /pets</button><div id=body></div>`; \
+                 op.onclick = () => { op.setAttribute('aria-expanded', 'true'); \
+                 body.innerHTML = '<p>Parameters</p><svg aria-live=polite width=20 height=20><text y=15>ok</text></svg>'; }; 1",
+            )
+            .await;
+            let clicked = tool(&bridge, "browser_click", json!({"target": "#op"})).await;
+            assert!(
+                !is_error(&clicked) && text(&clicked).contains("Expanded: \"GET /pets\""),
+                "{clicked}"
+            );
+        }
+    );
+}
+
 /// Monaco (the editor VS Code is built on, the real one) draws its lines apart from the element
 /// that takes the typing and hides them from assistive technology: its textbox read as empty.
 /// The outline shows the lines it draws, saying so when it scrolls. Typed code lands as given:
