@@ -684,6 +684,29 @@ export function editorSetText(el, text) {
 }
 
 /**
+ * Whether the Monaco editor `el` types into shows its suggestions: typed key by key, a word
+ * opens them, and the Enter a model presses next (or `submit`'s) would take one in place of a
+ * line break. A fill leaves nothing pending, so the typing closes them (Escape).
+ *
+ * Runs through {@link elementExpression}. @param {Element} el @param {number} waitMs how long
+ *   to wait for them to show
+ */
+export function editorSuggesting(el, waitMs) {
+  const shown = () => Boolean(el.closest('.monaco-editor')?.querySelector('.suggest-widget.visible'));
+  // They come a moment after the last key (its language's service answers first).
+  const started = performance.now();
+  return new Promise(resolve => {
+    const check = () => {
+      if (shown() || performance.now() - started >= waitMs)
+        resolve({ open: shown() });
+      else
+        setTimeout(check, 25);
+    };
+    check();
+  });
+}
+
+/**
  * The value a field holds after typing, as the answer reads it back. A password is never
  * read back: typing at the caret (`slowly`) adds to what is there, and what is there may be
  * the person's own, filled in by their browser.

@@ -3846,6 +3846,28 @@ async fn monaco_editor(host: &impl Host, site: &FixtureSite) {
         tool_ok(host, "browser_click", json!({"target": "#run"})).await;
         assert_eq!(page_value(host, "out.textContent").await, "7|8", "{page}");
     }
+    // Typed key by key, a word typed last opens the editor's suggestions, which the next
+    // Enter would take: the typing closes them, as a fill leaves nothing pending.
+    let page_outline = outline(host, json!({})).await;
+    let editor = ref_of(&page_outline, "textbox \"Editor content\"");
+    let word = tool(
+        host,
+        "browser_type",
+        json!({"target": editor, "text": "const x = 1;\nx.to"}),
+    )
+    .await;
+    assert!(
+        text(&word).contains("value: const x = 1;\nx.to") && !text(&word).contains("Suggest"),
+        "{word}"
+    );
+    assert_eq!(
+        page_value(
+            host,
+            "document.querySelector('.suggest-widget.visible') === null"
+        )
+        .await,
+        true
+    );
     // Bundled, a text taller than the editor is read back from the lines it draws: the
     // answer says they are only part.
     let tall = (1..=40)

@@ -5,7 +5,7 @@
  */
 
 import { keyPressEvents, modifierBits, typingEvents } from '../keys.js';
-import { editorSetText, elementExpression, prepareTyping, readValue, selectOptions, suggestionsSettled } from '../page-scripts.js';
+import { editorSetText, editorSuggesting, elementExpression, prepareTyping, readValue, selectOptions, suggestionsSettled } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { describeTarget, elementTarget } from '../targets.js';
 import { resolveLocators } from './by-locator.js';
@@ -30,6 +30,9 @@ const HIDDEN_INPUT_NOTE = 'typed into the page\'s hidden input (a code editor\'s
 
 const EDITOR_CHANGED_NOTE = 'the code editor\'s own typing rules (closing brackets and quotes, indenting lines) ' +
   'made its text differ from what was typed; the value read back is what it holds now';
+
+/** How long a code editor's suggestions are waited for after text ending in a word. */
+const SUGGESTIONS_SHOW_MS = 400;
 
 const PART_SHOWN_NOTE = 'the code editor draws only the lines in its view, and the value read back is those; ' +
   'browser_snapshot shows which lines they are';
@@ -149,6 +152,10 @@ export async function type(ctx, params) {
       // Set by the editor's own edit, or cleared.
     } else if (prepared?.linewise) {
       await typeLineByLine(text, press, insert);
+      // Suggestions come after a word or a `.` typed last, a moment later: waited for then.
+      const waitMs = /[\p{L}\p{N}_$.]$/u.test(text) ? SUGGESTIONS_SHOW_MS : 0;
+      if ((await evaluateExpression(ctx, id, elementExpression(editorSuggesting, target, waitMs), world))?.open)
+        await press('Escape');
     } else {
       await insert(text);
     }
