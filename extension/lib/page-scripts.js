@@ -684,6 +684,42 @@ export function editorSetText(el, text) {
 }
 
 /**
+ * The option of a drop-down the page draws with no roles (selectize's, Chosen's) that reads
+ * `value` exactly, found as a person finds it: shown, in a box that floats (absolute or fixed)
+ * apart from the field `el` that opened it, so the same words elsewhere on the page (a table's
+ * cell) are not taken for it. Marked (`data-mcp-relay-option`) for the click that picks it;
+ * the click's answer says the element.
+ *
+ * Runs through {@link elementExpression}. @param {Element} el @param {string} value
+ */
+export function markDrawnOption(el, value) {
+  const MARK = 'data-mcp-relay-option';
+  for (const old of document.querySelectorAll(`[${MARK}]`))
+    old.removeAttribute(MARK);
+  const wanted = value.trim();
+  const floatsApart = node => {
+    for (let up = node, n = 0; up && up !== document.body && n < 8; up = up.parentElement, n++) {
+      if (['absolute', 'fixed'].includes(getComputedStyle(up).position))
+        return !up.contains(el);
+    }
+    return false;
+  };
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    if (walker.currentNode.data.trim() !== wanted)
+      continue;
+    let option = walker.currentNode.parentElement;
+    while (option?.parentElement && option.parentElement !== document.body && option.parentElement.innerText?.trim() === wanted)
+      option = option.parentElement;
+    if (option?.checkVisibility() && floatsApart(option)) {
+      option.setAttribute(MARK, '');
+      return { found: true };
+    }
+  }
+  return { found: false };
+}
+
+/**
  * Whether the Monaco editor `el` types into shows its suggestions: typed key by key, a word
  * opens them, and the Enter a model presses next (or `submit`'s) would take one in place of a
  * line break. A fill leaves nothing pending, so the typing closes them (Escape).
@@ -1060,7 +1096,16 @@ export function selectOptions(el, values) {
     // A drop-down the page draws: a combobox, or a button that pops up a list.
     const popup = el.getAttribute('aria-haspopup');
     const dropDown = el.getAttribute('role') === 'combobox' || (popup !== null && !['false', 'dialog'].includes(popup));
-    return { error: 'not-select', element: el.localName, dropDown };
+    // Or a text field a widget put in place of a <select> it hides, with no roles at all
+    // (selectize, under Shiny's inputs; Chosen): the hidden <select> beside a box around it.
+    let replaces = false;
+    if (!dropDown && el.localName === 'input') {
+      for (let up = el, n = 0; up && n < 3 && !replaces; up = up.parentElement, n++) {
+        const before = up.previousElementSibling;
+        replaces = before?.localName === 'select' && !before.checkVisibility();
+      }
+    }
+    return { error: 'not-select', element: el.localName, dropDown: dropDown || replaces, ...(replaces ? { drawnOptions: true } : {}) };
   }
   if (el.disabled)
     return { error: 'disabled', element: el.localName };

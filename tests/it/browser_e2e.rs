@@ -3792,6 +3792,78 @@ async fn an_svg_marked_live_does_not_cost_an_action_its_evidence() {
     );
 }
 
+/// A multi-select drawn by a widget with no roles at all (selectize, under Shiny's inputs: a
+/// text field in place of the `<select>` it hides, options as plain `div`s in a floating list)
+/// is chosen from by `browser_select_option` as a person chooses: opened, then the option
+/// with exactly those words in the list that opened clicked, not the same words elsewhere on
+/// the page (a table's cell). It was refused as "not a <select>". The widget here does what
+/// selectize does with those clicks, no more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drop_down_drawn_with_no_roles_is_chosen_from_by_its_options_words() {
+    on_tools_page!(
+        "a_drop_down_drawn_with_no_roles_is_chosen_from_by_its_options_words",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.innerHTML = `<table><tr><td id=cell>East</td></tr></table>\
+                 <label for=region-sel>Region</label>\
+                 <select id=region multiple tabindex=-1 style=\"display: none\">\
+                 <option>North</option><option>South</option><option>East</option></select>\
+                 <div style=\"position: relative; width: 240px\"><div style=\"border: 1px solid #999; padding: 4px\">\
+                 <span id=chips></span><input id=region-sel autocomplete=off></div>\
+                 <div id=drop style=\"position: absolute; top: 100%; left: 0; right: 0; display: none; background: white; border: 1px solid #999\"></div></div>`; \
+                 window.log = []; cell.onclick = () => log.push('cell'); \
+                 const list = () => { drop.innerHTML = [...region.options].filter(o => !o.selected) \
+                 .map(o => `<div class=option data-value=${o.value} style=\"padding: 4px; cursor: pointer\">${o.value}</div>`).join(''); }; \
+                 document.getElementById('region-sel').onclick = () => { list(); drop.style.display = 'block'; }; \
+                 drop.onclick = event => { const value = event.target.dataset.value; if (!value) return; \
+                 [...region.options].find(o => o.value === value).selected = true; \
+                 chips.insertAdjacentHTML('beforeend', `<b>${value}</b> `); log.push(value); list(); }; 1",
+            )
+            .await;
+            let chosen = tool(
+                &bridge,
+                "browser_select_option",
+                json!({"target": "#region-sel", "values": ["East", "South"]}),
+            )
+            .await;
+            assert!(
+                !is_error(&chosen)
+                    && text(&chosen).contains("clicked its options \"East\", \"South\""),
+                "{chosen}"
+            );
+            assert_eq!(page_value(&bridge, "log.join()").await, "East,South");
+            assert_eq!(
+                page_value(
+                    &bridge,
+                    "[...region.selectedOptions].map(o => o.value).join()"
+                )
+                .await,
+                "South,East"
+            );
+            assert_eq!(
+                page_value(
+                    &bridge,
+                    "document.querySelectorAll('[data-mcp-relay-option]').length"
+                )
+                .await,
+                0
+            );
+            let missing = tool(
+                &bridge,
+                "browser_select_option",
+                json!({"target": "#region-sel", "values": ["Atlantis"]}),
+            )
+            .await;
+            assert!(
+                is_error(&missing) && text(&missing).contains("shows no option named \"Atlantis\""),
+                "{missing}"
+            );
+        }
+    );
+}
+
 /// Monaco (the editor VS Code is built on, the real one) draws its lines apart from the element
 /// that takes the typing and hides them from assistive technology: its textbox read as empty.
 /// The outline shows the lines it draws, saying so when it scrolls. Typed code lands as given:

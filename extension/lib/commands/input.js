@@ -5,7 +5,7 @@
  */
 
 import { keyPressEvents, modifierBits, typingEvents } from '../keys.js';
-import { editorSetText, editorSuggesting, elementExpression, prepareTyping, readValue, selectOptions, suggestionsSettled } from '../page-scripts.js';
+import { editorSetText, editorSuggesting, elementExpression, markDrawnOption, prepareTyping, readValue, selectOptions, suggestionsSettled } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { describeTarget, elementTarget } from '../targets.js';
 import { resolveLocators } from './by-locator.js';
@@ -30,6 +30,9 @@ const HIDDEN_INPUT_NOTE = 'typed into the page\'s hidden input (a code editor\'s
 
 const EDITOR_CHANGED_NOTE = 'the code editor\'s own typing rules (closing brackets and quotes, indenting lines) ' +
   'made its text differ from what was typed; the value read back is what it holds now';
+
+/** The attribute markDrawnOption leaves on the option it found, for the click. */
+const DRAWN_OPTION_MARK = 'data-mcp-relay-option';
 
 /** How long a code editor's suggestions are waited for after text ending in a word. */
 const SUGGESTIONS_SHOW_MS = 400;
@@ -228,7 +231,7 @@ export async function selectOption(ctx, params) {
         // A drop-down the page draws (a combobox, a button that opens a list box) is chosen
         // from as a person does: opened, then its option clicked.
         if (result.dropDown)
-          return pickFromDropDown(ctx, id, params, named, values);
+          return pickFromDropDown(ctx, id, params, named, values, Boolean(result.drawnOptions));
         throw serverError(`Element ${named} is a <${result.element}>, not a <select>; click custom drop-downs instead`);
       case 'no-option':
         throw serverError(`<select> ${named} has no option with value or label "${result.value}"; its options are: ${result.available.join(', ')}`);
@@ -257,18 +260,26 @@ export async function selectOption(ctx, params) {
  * @param {string} named the drop-down, as errors name it
  * @param {string[]} values the options' visible names
  */
-async function pickFromDropDown(ctx, id, params, named, values) {
+async function pickFromDropDown(ctx, id, params, named, values, drawnOptions = false) {
   const { ref, selector } = params;
+  const target = elementTarget(params);
+  const world = await worldOf(ctx, id, target);
+  // A drop-down with no roles (selectize's): its option is the one shown in its floating list
+  // with exactly those words (markDrawnOption), clicked by the mark it leaves.
+  const markDrawn = async value => Boolean((await evaluateExpression(ctx, id, elementExpression(markDrawnOption, target, value), world))?.found);
   const picked = [];
   for (const value of values) {
     const option = `getByRole('option', { name: ${JSON.stringify(value)}, exact: true })`;
     // After a pick of ours only: an option of another list on the page is not taken for it.
-    const shown = picked.length ? await resolveLocators(ctx, { selector: option, tabId: id, each: true }).catch(() => null) : null;
+    let drawn = drawnOptions && picked.length > 0 && await markDrawn(value);
+    const shown = picked.length && !drawnOptions ? await resolveLocators(ctx, { selector: option, tabId: id, each: true }).catch(() => null) : null;
     let at = Array.isArray(shown?.refs) && shown.refs.length === 1 ? shown.refs[0] : undefined;
-    if (at === undefined) {
+    if (at === undefined && !drawn) {
       await click(ctx, { ref, selector, tabId: id });
+      drawn = drawnOptions && await markDrawn(value);
       try {
-        at = (await resolveLocators(ctx, { selector: option, tabId: id })).ref;
+        if (!drawn)
+          at = (await resolveLocators(ctx, { selector: option, tabId: id })).ref;
       } catch (error) {
         const why = /^No element matches/.test(messageOf(error)) ? `it shows no option named "${value}"` : messageOf(error);
         const done = picked.length ? ` (${picked.map(one => `"${one}"`).join(', ')} chosen before it)` : '';
@@ -276,7 +287,11 @@ async function pickFromDropDown(ctx, id, params, named, values) {
             'Take a snapshot to see the options it shows, and click one (it is still open)');
       }
     }
-    await click(ctx, { ref: at, tabId: id });
+    await click(ctx, drawn ? { selector: `[${DRAWN_OPTION_MARK}]`, tabId: id } : { ref: at, tabId: id });
+    if (drawn) {
+      await evaluateExpression(ctx, id, `document.querySelectorAll('[${DRAWN_OPTION_MARK}]').forEach(el => el.removeAttribute('${DRAWN_OPTION_MARK}'))`, world)
+        .catch(() => null);
+    }
     picked.push(value);
   }
   const said = picked.map(value => `"${value}"`).join(', ');
