@@ -217,8 +217,10 @@ export function watchAction(live, openable) {
       return el.getAttribute('aria-valuetext') || el.getAttribute('aria-valuenow');
     return { true: 'checked', mixed: 'mixed' }[el.getAttribute('aria-checked')] ?? 'unchecked';
   };
+  // In the document and its components' shadow roots: Panel's (Bokeh's) checkbox is drawn
+  // inside one, and its click said nothing of what it checked.
   const values = new Map();
-  for (const el of document.querySelectorAll(CONTROLS)) {
+  for (const el of roots.flatMap(root => [...root.querySelectorAll(CONTROLS)])) {
     if (values.size === MOST_CONTROLS)
       break;
     // A mark an earlier action left (its evidence never read: it led to another page) is old.

@@ -172,8 +172,10 @@ export function captureTree(limits, rootElement) {
   };
   const aria = (el, name) => {
     const own = el.getAttribute(name);
+    // A label a script set from nothing (`setAttribute('aria-label', null)`: Bokeh's multi-
+    // choice field read `textbox "null"`) names nothing.
     if (own !== null)
-      return own;
+      return name === 'aria-label' && (own === 'null' || own === 'undefined') ? null : own;
     const value = internalsOf(el)?.[INTERNALS_PROPS[name]];
     return value === null || value === undefined ? null : String(value);
   };
@@ -181,6 +183,15 @@ export function captureTree(limits, rootElement) {
   const labelsOf = el => {
     if (el.labels?.length)
       return Array.from(el.labels);
+    // A field a date picker shows in place of the hidden input it fills (flatpickr's alternate
+    // input, under Panel's and many forms' date fields) is labelled by that input's labels: a
+    // hidden input takes no label, so the field read as an unnamed textbox below "Delivery date".
+    const hidden = el.localName === 'input' ? el.previousElementSibling : null;
+    if (hidden?.localName === 'input' && hidden.type === 'hidden' && hidden.id) {
+      const labels = el.getRootNode().querySelectorAll?.(`label[for="${CSS.escape(hidden.id)}"]`);
+      if (labels?.length)
+        return Array.from(labels);
+    }
     try {
       return Array.from(internalsOf(el)?.labels ?? []);
     } catch {

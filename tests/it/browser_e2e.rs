@@ -3864,6 +3864,75 @@ async fn a_drop_down_drawn_with_no_roles_is_chosen_from_by_its_options_words() {
     );
 }
 
+/// A date picker's field that stands for the hidden input it fills (flatpickr's alternate
+/// input, under Panel's date fields: the `<label>` names the hidden input, which takes no
+/// label) is named by that input's label; typing into it, read-only as a picker keeps it, is
+/// refused saying to pick from its calendar. A label a script set from nothing
+/// (`aria-label="null"`, as Bokeh's multi-choice field has it) names nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pickers_field_is_named_by_the_label_of_the_input_it_stands_for() {
+    on_tools_page!(
+        "a_pickers_field_is_named_by_the_label_of_the_input_it_stands_for",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.innerHTML = `<label for=when>Delivery date</label>\
+                 <input type=hidden id=when><input class=alt readonly placeholder=\"\">\
+                 <p><input id=tags aria-label=null placeholder=\"Add a tag\"></p>`; 1",
+            )
+            .await;
+            let page = outline(&bridge, json!({})).await;
+            assert!(
+                page.contains("textbox \"Delivery date\"")
+                    && page.contains("textbox \"Add a tag\"")
+                    && !page.contains("\"null\""),
+                "{page}"
+            );
+            let typed = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": ref_of(&page, "textbox \"Delivery date\""), "text": "2026-12-24"}),
+            )
+            .await;
+            assert!(
+                is_error(&typed)
+                    && text(&typed).contains("read-only")
+                    && text(&typed).contains("pick from the calendar it shows"),
+                "{typed}"
+            );
+        }
+    );
+}
+
+/// A click on a checkbox a component draws inside its shadow root (Panel's, Bokeh's) says it
+/// checked it, as one in the document does: the controls an action watches are read in the
+/// components' shadow roots too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_on_a_checkbox_in_a_components_shadow_root_says_what_it_changed() {
+    on_tools_page!(
+        "a_click_on_a_checkbox_in_a_components_shadow_root_says_what_it_changed",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.innerHTML = '<div id=host></div>'; \
+                 host.attachShadow({ mode: 'open' }).innerHTML = \
+                 '<label><input type=checkbox id=agree> I agree to the terms</label>'; 1",
+            )
+            .await;
+            let page = outline(&bridge, json!({})).await;
+            let agree = ref_of(&page, "checkbox \"I agree to the terms\"");
+            let clicked = tool(&bridge, "browser_click", json!({"target": agree})).await;
+            assert!(
+                text(&clicked).contains("Changed: checkbox \"I agree to the terms\"")
+                    && text(&clicked).contains("now checked"),
+                "{clicked}"
+            );
+        }
+    );
+}
+
 /// Monaco (the editor VS Code is built on, the real one) draws its lines apart from the element
 /// that takes the typing and hides them from assistive technology: its textbox read as empty.
 /// The outline shows the lines it draws, saying so when it scrolls. Typed code lands as given:

@@ -254,7 +254,10 @@ export function elementError(failure, target) {
     case 'disabled':
       return serverError(`Element ${named}${failure.element ? ` (${failure.element})` : ''} is ${failure.readOnly ? 'read-only' : 'disabled'}` +
           `${failure.waitedMs !== undefined ? ` and stayed so for ${(failure.waitedMs / 1000).toFixed(1)} s` : ''}; ` +
-          'the page enables it once something else is done first (a required field, a checkbox): take a snapshot to see what');
+          (failure.readOnly
+            ? 'the page fills it itself (a date picker keeps its field read-only: click it and pick from the calendar it shows), ' +
+              'or enables it once something else is done first: take a snapshot to see what'
+            : 'the page enables it once something else is done first (a required field, a checkbox): take a snapshot to see what'));
     default:
       return serverError(`Element ${named}: ${failure.error}`);
   }
