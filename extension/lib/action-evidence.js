@@ -100,12 +100,20 @@ export function watchAction(live, openable) {
   // Names given to popups by the element that opened them (see `opener`), kept while the
   // document lives so that one closes under the name it opened with.
   const openedBy = window[Symbol.for('mcp-relay.openedBy')] ??= new WeakMap();
-  const field = el => {
+  // `bare`: no stand-in for a field with no name (its id, its tag), as a line saying what
+  // changed names it: Bokeh gives every field the id "input".
+  const field = (el, bare = false) => {
+    const tree = el.getRootNode();
     const labelled = el.getAttribute('aria-labelledby')?.split(/\s+/)
-      .map(id => (el.getRootNode().getElementById ? el.getRootNode() : document).getElementById(id)?.innerText || '').join(' ');
-    const name = el.getAttribute('aria-label') || labelled
-      || [...(el.labels || [])].map(label => label.innerText).join(' ')
-      || el.getAttribute('placeholder') || el.getAttribute('name') || el.id || el.localName;
+      .map(id => (tree.getElementById ? tree : document).getElementById(id)?.innerText || '').join(' ');
+    // A picker's field is labelled by the labels of the hidden input it stands for (snapshot.js).
+    const hidden = el.labels?.length ? null : el.previousElementSibling;
+    const standsFor = hidden?.localName === 'input' && hidden.type === 'hidden' && hidden.id
+      ? [...(tree.querySelectorAll?.(`label[for="${CSS.escape(hidden.id)}"]`) ?? [])] : [];
+    const ownLabel = el.getAttribute('aria-label');
+    const name = (ownLabel === 'null' || ownLabel === 'undefined' ? '' : ownLabel) || labelled
+      || [...(el.labels?.length ? el.labels : standsFor)].map(label => label.innerText).join(' ')
+      || el.getAttribute('placeholder') || el.getAttribute('name') || (bare ? '' : el.id || el.localName);
     const ref = refOf(el);
     return { field: clip(name, 80), ...(ref ? { ref } : {}) };
   };
@@ -507,7 +515,7 @@ export function actionEvidence(live, openable) {
       continue;
     }
     const native = ['input', 'select', 'textarea'].includes(el.localName);
-    const named = native ? field(el) : { ...field(el), field: spokenName(el) || field(el).field };
+    const named = native ? field(el, true) : { ...field(el, true), field: spokenName(el) || field(el, true).field };
     const toggles = ['checked', 'unchecked', 'mixed', 'pressed', 'not pressed', 'selected', 'not selected'].includes(now);
     changed.push({
       kind, ...named, to: clip(now, 100), ...(toggles ? {} : { from: clip(was ?? '', 100) }),

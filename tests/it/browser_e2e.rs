@@ -3879,7 +3879,9 @@ async fn a_pickers_field_is_named_by_the_label_of_the_input_it_stands_for() {
                 &bridge,
                 "document.body.innerHTML = `<label for=when>Delivery date</label>\
                  <input type=hidden id=when><input class=alt readonly placeholder=\"\">\
-                 <p><input id=tags aria-label=null placeholder=\"Add a tag\"></p>`; 1",
+                 <button id=pick>24</button> <input type=checkbox id=input>\
+                 <p><input id=tags aria-label=null placeholder=\"Add a tag\"></p>`; \
+                 pick.onclick = () => { document.querySelector('.alt').value = '2026-12-24'; }; 1",
             )
             .await;
             let page = outline(&bridge, json!({})).await;
@@ -3900,6 +3902,21 @@ async fn a_pickers_field_is_named_by_the_label_of_the_input_it_stands_for() {
                     && text(&typed).contains("read-only")
                     && text(&typed).contains("pick from the calendar it shows"),
                 "{typed}"
+            );
+            // What a pick changed names the field so too; a field with no name is said
+            // without one, not by its id or its tag.
+            let picked = tool(&bridge, "browser_click", json!({"target": "#pick"})).await;
+            assert!(
+                text(&picked).contains("Changed: textbox \"Delivery date\"")
+                    && text(&picked).contains("\"\" → \"2026-12-24\""),
+                "{picked}"
+            );
+            let checked = tool(&bridge, "browser_click", json!({"target": "#input"})).await;
+            assert!(
+                text(&checked).contains("Changed: checkbox [ref=")
+                    && text(&checked).contains("]: now checked")
+                    && !text(&checked).contains("\"input\""),
+                "{checked}"
             );
         }
     );
