@@ -3980,7 +3980,7 @@ async fn monaco_editor(host: &impl Host, site: &FixtureSite) {
     let code = "function f() {\n  const s = \"a(b\";\n  return [4, 5].map((x) => {\n    \
                 return x + s.length;\n  });\n}\n\nf().join('|')";
     for page in ["monaco.html", "monaco.html?bundled"] {
-        let page_outline = open_monaco(host, &site, page).await;
+        let page_outline = open_monaco(host, site, page).await;
         assert!(
             page_outline.contains("textbox \"Editor content\"")
                 && page_outline.contains("function add(a, b) {\n")
@@ -4046,7 +4046,7 @@ async fn monaco_editor(host: &impl Host, site: &FixtureSite) {
         "{typed}"
     );
     // A text taller than the editor: the lines drawn, said as such.
-    let long = open_monaco(host, &site, "monaco.html?long").await;
+    let long = open_monaco(host, site, "monaco.html?long").await;
     assert!(
         long.contains("[lines 1–")
             && long.contains("of the editor shown; it scrolls for more]")
