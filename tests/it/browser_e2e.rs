@@ -4026,6 +4026,17 @@ async fn monaco_editor(host: &impl Host, site: &FixtureSite) {
         .await,
         true
     );
+    // Line breaks written "\r\n" (a text from Windows) are one break each.
+    let crlf = tool(
+        host,
+        "browser_type",
+        json!({"target": editor, "text": "const a = 1;\r\nconst b = 2;"}),
+    )
+    .await;
+    assert!(
+        text(&crlf).contains("value: const a = 1;\nconst b = 2;") && !text(&crlf).contains("Note:"),
+        "{crlf}"
+    );
     // Bundled, a text taller than the editor is read back from the lines it draws: the
     // answer says they are only part.
     let tall = (1..=40)

@@ -175,7 +175,7 @@ export async function type(ctx, params) {
   }
   // An editor's typing rules may change keys' text (Monaco closes a bracket, indents a new
   // line again): said when the text it holds is not what was typed.
-  const lines = held => String(held).replace(/[^\S\n]+$/gm, '').replace(/\n+$/, '');
+  const lines = held => String(held).replace(/\r\n?/g, '\n').replace(/[^\S\n]+$/gm, '').replace(/\n+$/, '');
   const note = read?.hiddenInput ? HIDDEN_INPUT_NOTE
     : read?.partOnly ? PART_SHOWN_NOTE
     : prepared?.editorInput && value !== null && lines(value) !== lines(text) ? EDITOR_CHANGED_NOTE : null;
@@ -195,7 +195,8 @@ export async function type(ctx, params) {
  * @param {(piece: string) => Promise<unknown>} insert
  */
 async function typeLineByLine(text, press, insert) {
-  const lines = text.split('\n');
+  // A line break written "\r\n" (a text from Windows) is one break, not two.
+  const lines = text.split(/\r\n?|\n/);
   for (const [i, line] of lines.entries()) {
     if (i > 0) {
       await press('Shift+End', 'Delete');
