@@ -687,13 +687,13 @@ export function editorSetText(el, text) {
  * The option of a drop-down the page draws with no roles (selectize's, Chosen's) that reads
  * `value` exactly, found as a person finds it: shown, in a box that floats (absolute or fixed)
  * apart from the field `el` that opened it, so the same words elsewhere on the page (a table's
- * cell) are not taken for it. Marked (`data-mcp-relay-option`) for the click that picks it;
+ * cell) are not taken for it. Marked (`MARK`) for the click that picks it;
  * the click's answer says the element.
  *
  * Runs through {@link elementExpression}. @param {Element} el @param {string} value
+ * @param {string} MARK the attribute that marks it
  */
-export function markDrawnOption(el, value) {
-  const MARK = 'data-mcp-relay-option';
+export function markDrawnOption(el, value, MARK) {
   for (const old of document.querySelectorAll(`[${MARK}]`))
     old.removeAttribute(MARK);
   const wanted = value.trim();

@@ -319,11 +319,6 @@ export function captureTree(limits, rootElement) {
       return besideText(el, text);
     return [generated(el, '::before'), generated(el, '::after')].join(' ');
   };
-  // The words an element's ::before or ::after draws (`content: "Error: "`, Shiny's prefix to
-  // an error; a required field's "*"; a "NEW" badge), as Chrome's accessibility tree and
-  // Playwright's snapshot read them: quoted strings only (not counters or attr()), without
-  // icon-font glyphs (private use code points). Beside text of the element's own (`asWords`),
-  // only words (a letter or a digit) or a lone "*": a breadcrumb's "/" or a bullet is decoration.
   // The elements a tree's style rules may give a ::before or ::after that draws text (a
   // string that is not an icon font's glyph, or a value only the element's style resolves), as a set;
   // null when that cannot be known (a style sheet of another origin, nested rules), and then
@@ -396,9 +391,6 @@ export function captureTree(limits, rootElement) {
   // An element's text with the words its ::before and ::after draw around it; the text itself
   // (not a copy: a large section's is long) when they draw none.
   const besideText = (el, text) => {
-    const drawers = el.shadowRoot ? null : drawsWords(treeOf(el));
-    if (drawers && !drawers.has(el))
-      return text;
     const before = generated(el, '::before', true);
     const after = generated(el, '::after', true);
     return before || after ? [before, text, after].filter(Boolean).join(' ') : text;
@@ -424,6 +416,11 @@ export function captureTree(limits, rootElement) {
     out.push(list.slice(start).trim());
     return out;
   };
+  // The words an element's ::before or ::after draws (`content: "Error: "`, Shiny's prefix to
+  // an error; a required field's "*"; a "NEW" badge), as Chrome's accessibility tree and
+  // Playwright's snapshot read them: quoted strings only (not counters or attr()), without
+  // icon-font glyphs (private use code points). Beside text of the element's own (`asWords`),
+  // only words (a letter or a digit) or a lone "*": a breadcrumb's "/" or a bullet is decoration.
   // Beside text, words drawn where nobody sees them (rustdoc's "Collapse" on every toggle, in
   // a box 0 px across that clips it, for screen readers) are left out, as text so hidden is.
   const generated = (el, pseudo, asWords = false) => {
@@ -644,7 +641,8 @@ export function captureTree(limits, rootElement) {
       return null;
     const byTop = selector => Array.from(editor.querySelectorAll(selector))
       .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top));
-    const lines = byTop('.view-lines > .view-line').map(line => line.textContent.replace(/\u00a0/g, ' ').replace(/\s+$/, ''));
+    const drawn = byTop('.view-lines > .view-line');
+    const lines = drawn.map(line => line.textContent.replace(/\u00a0/g, ' ').replace(/\s+$/, ''));
     while (lines.length && !lines[lines.length - 1])
       lines.pop();
     if (!lines.length)
@@ -652,7 +650,6 @@ export function captureTree(limits, rootElement) {
     // It draws only the lines in view: lines above (scrolled past) or one cut by the bottom
     // edge say there is more. Its scroll bar does not (it scrolls past the last line).
     const numbers = byTop('.margin-view-overlays .line-numbers').map(n => parseInt(n.textContent, 10)).filter(Number.isFinite);
-    const drawn = byTop('.view-lines > .view-line');
     // The first line is drawn at the top of the editor's content: one drawn lower means lines
     // above it are not (a line the view scrolled part way past is still drawn).
     const box = editor.getBoundingClientRect();
@@ -854,16 +851,14 @@ export function captureTree(limits, rootElement) {
       // "xxxxxxxxxx"); an element inside it may be visible again, so those are still walked.
       const unseen = style.visibility !== 'visible';
       // What its ::before and ::after draw is read where it is drawn (`generated`).
-      const drawers = unseen || el.shadowRoot ? null : drawsWords(treeOf(el));
-      const draws = !unseen && (!drawers || drawers.has(el));
-      const before = draws ? generated(el, '::before', true) : '';
+      const before = unseen ? '' : generated(el, '::before', true);
       if (before)
         out.push({ text: before, [LEAD]: true, [TRAIL]: true });
       for (const kid of kids) {
         if (!(unseen && kid.nodeType === Node.TEXT_NODE))
           out.push(...walk(kid, frame));
       }
-      const after = draws ? generated(el, '::after', true) : '';
+      const after = unseen ? '' : generated(el, '::after', true);
       if (after)
         out.push({ text: after, [LEAD]: true, [TRAIL]: true });
       // Adjacent text runs (split by inline elements without a role, or inline code) read as

@@ -267,7 +267,7 @@ async function pickFromDropDown(ctx, id, params, named, values, drawnOptions = f
   const world = await worldOf(ctx, id, target);
   // A drop-down with no roles (selectize's): its option is the one shown in its floating list
   // with exactly those words (markDrawnOption), clicked by the mark it leaves.
-  const markDrawn = async value => Boolean((await evaluateExpression(ctx, id, elementExpression(markDrawnOption, target, value), world))?.found);
+  const markDrawn = async value => Boolean((await evaluateExpression(ctx, id, elementExpression(markDrawnOption, target, value, DRAWN_OPTION_MARK), world))?.found);
   const picked = [];
   for (const value of values) {
     const option = `getByRole('option', { name: ${JSON.stringify(value)}, exact: true })`;
