@@ -227,15 +227,28 @@ export function watchAction(live, openable) {
   };
   // In the document and its components' shadow roots: Panel's (Bokeh's) checkbox is drawn
   // inside one, and its click said nothing of what it checked.
+  // Each part is read on its own (see actionEvidence's `part`): what a part could not read
+  // before the action, the answer names as not read.
+  const unread = [];
+  const part = (what, read) => {
+    try {
+      read();
+    } catch (error) {
+      unread.push({ what, error: clip(error?.message ?? error, 120) });
+    }
+  };
   const values = new Map();
-  for (const el of roots.flatMap(root => [...root.querySelectorAll(CONTROLS)])) {
-    if (values.size === MOST_CONTROLS)
-      break;
-    // A mark an earlier action left (its evidence never read: it led to another page) is old.
-    delete el[Symbol.for('mcp-relay.setByAction')];
-    values.set(el, holds(el));
-  }
+  part('controls the action changed', () => {
+    for (const el of roots.flatMap(root => [...root.querySelectorAll(CONTROLS)])) {
+      if (values.size === MOST_CONTROLS)
+        break;
+      // A mark an earlier action left (its evidence never read: it led to another page) is old.
+      delete el[Symbol.for('mcp-relay.setByAction')];
+      values.set(el, holds(el));
+    }
+  });
   const watch = {
+    unread,
     href: location.href,
     values,
     holds,
@@ -272,7 +285,7 @@ export function watchAction(live, openable) {
     attempted: false,
     live: new Map(),
     invalid: new Set(document.querySelectorAll('[aria-invalid=true]')),
-    open: new Set(roots.flatMap(root => [...root.querySelectorAll(openable)]).filter(el => el.checkVisibility())),
+    open: new Set(),
     namers: { clip, field, described, rootsNow, openedBy, spokenName, shown },
     // The element the action pressed or clicked that says it opens a popup (a menu bar's
     // "Kernel", a drop-down's button: `aria-haspopup`, `aria-expanded`): a menu or list with
@@ -316,10 +329,16 @@ export function watchAction(live, openable) {
       }],
     ],
   };
-  for (const el of document.querySelectorAll(live))
-    watch.live.set(el, shown(el));
-  for (const el of watch.open)
-    watch.named.set(el, described(el, false));
+  part('what the page announced', () => {
+    for (const el of document.querySelectorAll(live))
+      watch.live.set(el, shown(el));
+  });
+  part('dialogs, menus and lists opened or closed', () => {
+    for (const el of roots.flatMap(root => [...root.querySelectorAll(openable)]).filter(one => one.checkVisibility()))
+      watch.open.add(el);
+    for (const el of watch.open)
+      watch.named.set(el, described(el, false));
+  });
   // Capturing: `invalid` does not bubble, and a page may stop a submit's propagation.
   for (const [type, listener] of watch.listeners)
     document.addEventListener(type, listener, true);
@@ -347,27 +366,43 @@ export function actionEvidence(live, openable) {
   const state = { url: location.href, title: document.title, readyState: document.readyState };
   const key = Symbol.for('mcp-relay.watch');
   const watch = window[key];
+  const words = (text, most) => {
+    const flat = String(text || '').replace(/\s+/g, ' ').trim();
+    return flat.length > most ? `${flat.slice(0, most - 1)}…` : flat;
+  };
+  // Each part of the answer is read on its own. A page that makes one throw (a prototype it
+  // patched, an element nothing here foresaw: Swagger UI's live region, an SVG with no
+  // innerText, threw, and every line of the answer went with it) costs the answer that part,
+  // which it names as not read, and no other. What watchAction could not read before the
+  // action is named too.
+  const unread = [...(watch?.unread ?? [])];
+  const part = (what, read) => {
+    try {
+      read();
+    } catch (error) {
+      if (!unread.some(one => one.what === what))
+        unread.push({ what, error: words(error?.message ?? error, 120) });
+    }
+  };
   if (!watch) {
     // A new page (the action led to it): the fields it marks invalid as it arrives
     // (`aria-invalid="true"`), with the message each points to, are what a form the server
     // refused comes back saying. Django's admin answers a refused save with the same form,
     // "Please correct the errors below.", and `Enter a valid time.` under the field; the
     // answer said only that the page changed. The watch's namers went with the old page.
-    const words = (text, most) => {
-      const flat = String(text || '').replace(/\s+/g, ' ').trim();
-      return flat.length > most ? `${flat.slice(0, most - 1)}…` : flat;
-    };
     const arrived = { ...state };
-    const marked = [...document.querySelectorAll('[aria-invalid=true]')].filter(el => el.checkVisibility()).slice(0, 10);
-    if (marked.length) {
-      arrived.markedInvalid = marked.map(el => {
-        const name = el.getAttribute('aria-label') || [...(el.labels || [])].map(label => label.innerText).join(' ')
-          || el.getAttribute('placeholder') || el.getAttribute('name') || el.id || el.localName;
-        const ids = `${el.getAttribute('aria-errormessage') || ''} ${el.getAttribute('aria-describedby') || ''}`;
-        const message = words(ids.split(/\s+/).filter(Boolean).map(id => document.getElementById(id)?.innerText || '').join(' '), 300);
-        return { field: words(name, 80), ...(message ? { message } : {}) };
-      });
-    }
+    part('fields the page marked invalid', () => {
+      const marked = [...document.querySelectorAll('[aria-invalid=true]')].filter(el => el.checkVisibility()).slice(0, 10);
+      if (marked.length) {
+        arrived.markedInvalid = marked.map(el => {
+          const name = el.getAttribute('aria-label') || [...(el.labels || [])].map(label => label.innerText).join(' ')
+            || el.getAttribute('placeholder') || el.getAttribute('name') || el.id || el.localName;
+          const ids = `${el.getAttribute('aria-errormessage') || ''} ${el.getAttribute('aria-describedby') || ''}`;
+          const message = words(ids.split(/\s+/).filter(Boolean).map(id => document.getElementById(id)?.innerText || '').join(' '), 300);
+          return { field: words(name, 80), ...(message ? { message } : {}) };
+        });
+      }
+    });
     // The message a page the action led to greets with: what a save answers ("Page 'Driving
     // Wagtail' created.": Wagtail's role=status list; "The product … was changed
     // successfully.": Django's admin's `ul.messagelist`, which has no role), shown at the top
@@ -387,20 +422,24 @@ export function actionEvidence(live, openable) {
       }
       return words(text, 300);
     };
-    const says = [];
-    for (const el of document.querySelectorAll('[role=alert],[role=status],ul.messagelist')) {
-      const box = el.getBoundingClientRect();
-      const text = el.checkVisibility() && box.width > 1 && box.height > 1 ? said(el) : '';
-      // A message says something in words; a status of one or two is a badge on the page
-      // (MLflow marks a run's state, `Finished`, and each tag, `team : relay`, role=status).
-      if (text.split(' ').length < 3 || says.some(row => row.text.includes(text)) || arrived.markedInvalid?.some(row => row.message === text))
-        continue;
-      says.push({ role: el.getAttribute('role') === 'alert' ? 'alert' : 'status', text });
-      if (says.length === 3)
-        break;
-    }
-    if (says.length)
-      arrived.pageSays = says;
+    part('what the page announced', () => {
+      const says = [];
+      for (const el of document.querySelectorAll('[role=alert],[role=status],ul.messagelist')) {
+        const box = el.getBoundingClientRect();
+        const text = el.checkVisibility() && box.width > 1 && box.height > 1 ? said(el) : '';
+        // A message says something in words; a status of one or two is a badge on the page
+        // (MLflow marks a run's state, `Finished`, and each tag, `team : relay`, role=status).
+        if (text.split(' ').length < 3 || says.some(row => row.text.includes(text)) || arrived.markedInvalid?.some(row => row.message === text))
+          continue;
+        says.push({ role: el.getAttribute('role') === 'alert' ? 'alert' : 'status', text });
+        if (says.length === 3)
+          break;
+      }
+      if (says.length)
+        arrived.pageSays = says;
+    });
+    if (unread.length)
+      arrived.unread = unread;
     return arrived;
   }
   delete window[key];
@@ -433,18 +472,22 @@ export function actionEvidence(live, openable) {
     }).filter(Boolean).join(' '), 300);
   };
   const evidence = { ...state };
-  if (watch.attempted && !watch.submits) {
+  part("whether the browser's own check stopped a form", () => {
+    if (!watch.attempted || watch.submits)
+      return;
     const fields = [...watch.failed].filter(el => el.isConnected && !el.validity?.valid).slice(0, 10);
     if (fields.length)
       evidence.formBlocked = fields.map(el => ({ ...field(el), message: clip(el.validationMessage, 300) }));
-  }
-  const marked = [...document.querySelectorAll('[aria-invalid=true]')]
-    .filter(el => !watch.invalid.has(el) && el.checkVisibility()).slice(0, 10);
-  if (marked.length)
-    evidence.markedInvalid = marked.map(el => {
-      const message = pointedTo(el);
-      return { ...field(el), ...(message ? { message } : {}) };
-    });
+  });
+  part('fields the page marked invalid', () => {
+    const marked = [...document.querySelectorAll('[aria-invalid=true]')]
+      .filter(el => !watch.invalid.has(el) && el.checkVisibility()).slice(0, 10);
+    if (marked.length)
+      evidence.markedInvalid = marked.map(el => {
+        const message = pointedTo(el);
+        return { ...field(el), ...(message ? { message } : {}) };
+      });
+  });
   const known = new Set((evidence.markedInvalid || []).map(row => row.message));
   const routed = location.href !== watch.href;
   const floats = el => {
@@ -454,35 +497,38 @@ export function actionEvidence(live, openable) {
     }
     return false;
   };
-  const says = [];
-  const liveNow = [...document.querySelectorAll(live)];
-  for (const el of liveNow) {
-    const text = shown(el);
-    // A region inside another that changed is already in that one's text.
-    if (!text || watch.live.get(el) === text || known.has(clip(text, 300)) || says.some(row => row.whole.includes(text)))
-      continue;
-    // A message is an alert or a status (a toast is often one put on the page just now); any
-    // other element marked live is a part of the page that keeps itself current, whose text
-    // is news only when it changes, and not when it is a region, a table or a log (Swagger
-    // UI's responses table is a live region a click on an operation shows).
-    const own = el.getAttribute('role');
-    const message = own === 'alert' || own === 'status' || (!own && el.localName === 'output');
-    // An action that moved a single-page app to another view (its URL changed: MLflow's run
-    // page) drew that view's statuses with it, which are its content (a run's `Finished`
-    // badge); a status that came with it is news only when it floats over the page, as a
-    // toast does ("Saved").
-    if (routed && own !== 'alert' && !watch.live.has(el) && !floats(el))
-      continue;
-    const structural = own ? !['none', 'presentation', 'generic'].includes(own) : STRUCTURE.includes(el.localName);
-    if (!message && (structural || !watch.live.has(el)))
-      continue;
-    const role = message && own ? own : el.getAttribute('aria-live') === 'assertive' ? 'alert' : 'status';
-    says.push({ role, whole: text });
-    if (says.length === 5)
-      break;
-  }
-  if (says.length)
-    evidence.pageSays = says.map(({ role, whole }) => ({ role, text: clip(whole, 300) }));
+  let liveNow = [];
+  part('what the page announced', () => {
+    const says = [];
+    liveNow = [...document.querySelectorAll(live)];
+    for (const el of liveNow) {
+      const text = shown(el);
+      // A region inside another that changed is already in that one's text.
+      if (!text || watch.live.get(el) === text || known.has(clip(text, 300)) || says.some(row => row.whole.includes(text)))
+        continue;
+      // A message is an alert or a status (a toast is often one put on the page just now); any
+      // other element marked live is a part of the page that keeps itself current, whose text
+      // is news only when it changes, and not when it is a region, a table or a log (Swagger
+      // UI's responses table is a live region a click on an operation shows).
+      const own = el.getAttribute('role');
+      const message = own === 'alert' || own === 'status' || (!own && el.localName === 'output');
+      // An action that moved a single-page app to another view (its URL changed: MLflow's run
+      // page) drew that view's statuses with it, which are its content (a run's `Finished`
+      // badge); a status that came with it is news only when it floats over the page, as a
+      // toast does ("Saved").
+      if (routed && own !== 'alert' && !watch.live.has(el) && !floats(el))
+        continue;
+      const structural = own ? !['none', 'presentation', 'generic'].includes(own) : STRUCTURE.includes(el.localName);
+      if (!message && (structural || !watch.live.has(el)))
+        continue;
+      const role = message && own ? own : el.getAttribute('aria-live') === 'assertive' ? 'alert' : 'status';
+      says.push({ role, whole: text });
+      if (says.length === 5)
+        break;
+    }
+    if (says.length)
+      evidence.pageSays = says.map(({ role, whole }) => ({ role, text: clip(whole, 300) }));
+  });
   // Controls whose state the action changed, as a person sees them change: the checkbox a
   // click checked (Streamlit's, under its label), the quantity a "+" raised, the field a
   // "Copy address" filled, the tab now selected. A radio or tab that lost its selection is
@@ -490,82 +536,86 @@ export function actionEvidence(live, openable) {
   // into, filled, chosen: page-scripts.js and form-fields.js mark it) is left out, as its own
   // answer says it; so is, after an action that sets values, the field focused (`focused`: one
   // a drawn drop-down or a component led the typing to; action-reports.js drops it).
-  const changed = [];
-  let moreChanged = 0;
-  const setByAction = Symbol.for('mcp-relay.setByAction');
-  for (const [el, was] of watch.values) {
-    // What the action set itself (typed into, filled, chosen), its own answer says.
-    if (el[setByAction]) {
-      delete el[setByAction];
-      continue;
-    }
-    if (!el.isConnected)
-      continue;
-    const now = watch.holds(el);
-    if (now === was || now === null)
-      continue;
-    const seen = el.checkVisibility() || [...(el.labels || [])].some(label => label.checkVisibility());
-    if (!seen)
-      continue;
-    const kind = controlKind(el);
-    if ((kind === 'radio' || kind === 'tab' || kind === 'menuitemradio') && now !== 'checked' && now !== 'selected')
-      continue;
-    if (changed.length === 5) {
-      moreChanged += 1;
-      continue;
-    }
-    const native = ['input', 'select', 'textarea'].includes(el.localName);
-    const named = native ? field(el, true) : { ...field(el, true), field: spokenName(el) || field(el, true).field };
-    const toggles = ['checked', 'unchecked', 'mixed', 'pressed', 'not pressed', 'selected', 'not selected'].includes(now);
-    changed.push({
-      kind, ...named, to: clip(now, 100), ...(toggles ? {} : { from: clip(was ?? '', 100) }),
-      ...(el === document.activeElement ? { focused: true } : {}),
-    });
-  }
-  if (changed.length) {
-    evidence.changed = changed;
-    if (moreChanged)
-      evidence.changedMore = moreChanged;
-  }
-  // Dialogs, menus, lists and popovers shown since (`opened`) and gone since (`closed`), in
-  // the document and its components' shadow roots (found again when the action added
-  // elements: it may have added a component).
-  const roots = watch.grew ? watch.namers.rootsNow() : [document, ...watch.roots];
-  // Inside, as the page is drawn (across shadow roots and through slots): a component's
-  // list inside a dialog is the dialog's.
-  const inside = (outer, el) => {
-    for (let node = el; node; node = node.assignedSlot || node.parentNode || node.host) {
-      if (node === outer)
-        return true;
-    }
-    return false;
-  };
-  const outermost = (list, el) => {
-    if (list.length < 3 && !list.some(one => inside(one, el)))
-      list.push(el);
-  };
-  // Each dialog, menu, list or popover shown now that was not before.
-  const newlyOpen = roots.flatMap(root => [...root.querySelectorAll(openable)]).filter(el => !watch.open.has(el) && el.checkVisibility());
-  const opened = [];
-  for (const el of newlyOpen)
-    outermost(opened, el);
-  const closed = [];
-  for (const el of watch.open) {
-    if (!el.isConnected || !el.checkVisibility())
-      outermost(closed, el);
-  }
-  // One the page drew again (removed, then put back as it was) neither opened nor closed.
-  const same = (a, b) => a.role === b.role && a.name === b.name;
-  const shownNow = opened.map(el => {
-    const one = described(el, true);
-    if (!one.name && watch.opener && ['menu', 'listbox', 'popover'].includes(one.role)) {
-      const name = spokenName(watch.opener);
-      if (name) {
-        openedBy.set(el, name);
-        one.name = name;
+  part('controls the action changed', () => {
+    const changed = [];
+    let moreChanged = 0;
+    const setByAction = Symbol.for('mcp-relay.setByAction');
+    for (const [el, was] of watch.values) {
+      // What the action set itself (typed into, filled, chosen), its own answer says.
+      if (el[setByAction]) {
+        delete el[setByAction];
+        continue;
       }
+      if (!el.isConnected)
+        continue;
+      const now = watch.holds(el);
+      if (now === was || now === null)
+        continue;
+      const seen = el.checkVisibility() || [...(el.labels || [])].some(label => label.checkVisibility());
+      if (!seen)
+        continue;
+      const kind = controlKind(el);
+      if ((kind === 'radio' || kind === 'tab' || kind === 'menuitemradio') && now !== 'checked' && now !== 'selected')
+        continue;
+      if (changed.length === 5) {
+        moreChanged += 1;
+        continue;
+      }
+      const native = ['input', 'select', 'textarea'].includes(el.localName);
+      const named = native ? field(el, true) : { ...field(el, true), field: spokenName(el) || field(el, true).field };
+      const toggles = ['checked', 'unchecked', 'mixed', 'pressed', 'not pressed', 'selected', 'not selected'].includes(now);
+      changed.push({
+        kind, ...named, to: clip(now, 100), ...(toggles ? {} : { from: clip(was ?? '', 100) }),
+        ...(el === document.activeElement ? { focused: true } : {}),
+      });
     }
-    return one;
+    if (changed.length) {
+      evidence.changed = changed;
+      if (moreChanged)
+        evidence.changedMore = moreChanged;
+    }
+  });
+  let newlyOpen = [];
+  part('dialogs, menus and lists opened or closed', () => {
+    // Dialogs, menus, lists and popovers shown since (`opened`) and gone since (`closed`), in
+    // the document and its components' shadow roots (found again when the action added
+    // elements: it may have added a component).
+    const roots = watch.grew ? watch.namers.rootsNow() : [document, ...watch.roots];
+    // Inside, as the page is drawn (across shadow roots and through slots): a component's
+    // list inside a dialog is the dialog's.
+    const inside = (outer, el) => {
+      for (let node = el; node; node = node.assignedSlot || node.parentNode || node.host) {
+        if (node === outer)
+          return true;
+      }
+      return false;
+    };
+    const outermost = (list, el) => {
+      if (list.length < 3 && !list.some(one => inside(one, el)))
+        list.push(el);
+    };
+    // Each dialog, menu, list or popover shown now that was not before.
+    newlyOpen = roots.flatMap(root => [...root.querySelectorAll(openable)]).filter(el => !watch.open.has(el) && el.checkVisibility());
+    const opened = [];
+    for (const el of newlyOpen)
+      outermost(opened, el);
+    const closed = [];
+    for (const el of watch.open) {
+      if (!el.isConnected || !el.checkVisibility())
+        outermost(closed, el);
+    }
+    // One the page drew again (removed, then put back as it was) neither opened nor closed.
+    const same = (a, b) => a.role === b.role && a.name === b.name;
+    const shownNow = opened.map(el => {
+      const one = described(el, true);
+      if (!one.name && watch.opener && ['menu', 'listbox', 'popover'].includes(one.role)) {
+        const name = spokenName(watch.opener);
+        if (name) {
+          openedBy.set(el, name);
+          one.name = name;
+        }
+      }
+      return one;
   });
   const goneNow = closed.map(el => watch.named.get(el) ?? described(el, false));
   const reallyOpened = shownNow.filter(one => !goneNow.some(gone => same(one, gone)));
@@ -574,6 +624,7 @@ export function actionEvidence(live, openable) {
     evidence.opened = reallyOpened;
   if (reallyClosed.length)
     evidence.closed = reallyClosed;
+  });
   // What the action put up over the page with no role to say what it is (Node-RED's
   // "Successfully deployed" notification and its welcome tour, a site's own modal or toast):
   // an element it added or showed that floats (itself or a box around it `position: fixed`, or
@@ -581,44 +632,50 @@ export function actionEvidence(live, openable) {
   // app drawn in one fixed full-window box floats all of it), with words, not inside what
   // `opened` or `pageSays` already say. At most 2, the outermost, each cut at 200 characters.
   // Playwright MCP's answers show it in the snapshot that follows every action.
-  const area = innerWidth * innerHeight;
-  const floatingBox = el => {
-    for (let node = el, level = 0; node && node !== document.body && level < 12; node = node.parentElement, level++) {
-      const look = getComputedStyle(node);
-      if (look.position === 'fixed' || (look.position === 'absolute' && parseInt(look.zIndex, 10) >= 1)) {
-        const box = node.getBoundingClientRect();
-        return box.width * box.height < area * 0.6 ? node : null;
+  part('what appeared over the page', () => {
+    const area = innerWidth * innerHeight;
+    const floatingBox = el => {
+      for (let node = el, level = 0; node && node !== document.body && level < 12; node = node.parentElement, level++) {
+        const look = getComputedStyle(node);
+        if (look.position === 'fixed' || (look.position === 'absolute' && parseInt(look.zIndex, 10) >= 1)) {
+          const box = node.getBoundingClientRect();
+          return box.width * box.height < area * 0.6 ? node : null;
+        }
       }
+      return null;
+    };
+    const said = [...newlyOpen, ...(evidence.pageSays ? liveNow : [])];
+    const appeared = [];
+    const candidates = [...watch.appeared].filter(el => el.isConnected && el.checkVisibility());
+    for (const el of candidates) {
+      if (appeared.length === 2)
+        break;
+      if (candidates.some(other => other !== el && other.contains(el)) || said.some(one => one.contains(el) || el.contains(one)))
+        continue;
+      const box = el.getBoundingClientRect();
+      const text = box.width >= 20 && box.height >= 10 ? clip(shown(el), 200) : '';
+      if (text.length < 3 || !floatingBox(el))
+        continue;
+      const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(el);
+      appeared.push({ text, ...(ref ? { ref } : {}) });
     }
-    return null;
-  };
-  const said = [...newlyOpen, ...(evidence.pageSays ? liveNow : [])];
-  const appeared = [];
-  const candidates = [...watch.appeared].filter(el => el.isConnected && el.checkVisibility());
-  for (const el of candidates) {
-    if (appeared.length === 2)
-      break;
-    if (candidates.some(other => other !== el && other.contains(el)) || said.some(one => one.contains(el) || el.contains(one)))
-      continue;
-    const box = el.getBoundingClientRect();
-    const text = box.width >= 20 && box.height >= 10 ? clip(shown(el), 200) : '';
-    if (text.length < 3 || !floatingBox(el))
-      continue;
-    const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(el);
-    appeared.push({ text, ...(ref ? { ref } : {}) });
-  }
-  if (appeared.length)
-    evidence.appeared = appeared;
+    if (appeared.length)
+      evidence.appeared = appeared;
+  });
   // A part of the page the action showed or hid by its header (an accordion, "Details"), said
   // unless a dialog, menu or list it opened or closed says it already.
-  const toggle = watch.toggle;
-  if (toggle && toggle.el.isConnected && !reallyOpened.length && !reallyClosed.length) {
-    const now = watch.expandedOf(toggle.el);
-    if (now !== toggle.was) {
-      const name = spokenName(toggle.el, true);
-      const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(toggle.el);
-      evidence.toggled = { expanded: now, ...(name ? { name } : {}), ...(ref ? { ref } : {}) };
+  part('parts shown or hidden', () => {
+    const toggle = watch.toggle;
+    if (toggle && toggle.el.isConnected && !evidence.opened && !evidence.closed) {
+      const now = watch.expandedOf(toggle.el);
+      if (now !== toggle.was) {
+        const name = spokenName(toggle.el, true);
+        const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(toggle.el);
+        evidence.toggled = { expanded: now, ...(name ? { name } : {}), ...(ref ? { ref } : {}) };
+      }
     }
-  }
+  });
+  if (unread.length)
+    evidence.unread = unread;
   return evidence;
 }

@@ -3792,6 +3792,44 @@ async fn an_svg_marked_live_does_not_cost_an_action_its_evidence() {
     );
 }
 
+/// A page that makes one part of an action's evidence throw as it is read (here a live region
+/// whose text cannot be read; before, Swagger UI's SVG one) costs the answer that part, which
+/// it names as not read, and not the rest: the checkbox the click checked is still said. Before,
+/// the whole watch threw and the answer said nothing of what the click did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_part_of_the_evidence_the_page_throws_on_costs_only_that_part() {
+    on_tools_page!(
+        "a_part_of_the_evidence_the_page_throws_on_costs_only_that_part",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.innerHTML = `<label><input type=checkbox id=rush> Rush delivery</label>\
+                 <div role=status id=news>Ready</div>`; \
+                 Object.defineProperty(news, 'innerText', { configurable: true, get() { throw new Error('no text here'); } }); 1",
+            )
+            .await;
+            let clicked = tool(&bridge, "browser_click", json!({"target": "#rush"})).await;
+            let said = text(&clicked);
+            assert!(
+                !is_error(&clicked)
+                    && said.contains("Changed: checkbox \"Rush delivery\"")
+                    && said.contains("Not read, the page threw while it was read: what the page announced (no text here)"),
+                "{clicked}"
+            );
+            // The page's own code is left as it was, and the next action reads as usual.
+            page_value(&bridge, "delete news.innerText; 1").await;
+            let again = tool(&bridge, "browser_click", json!({"target": "#rush"})).await;
+            assert!(
+                !is_error(&again)
+                    && text(&again).contains("Changed: checkbox \"Rush delivery\"")
+                    && !text(&again).contains("Not read"),
+                "{again}"
+            );
+        }
+    );
+}
+
 /// A multi-select drawn by a widget with no roles at all (selectize, under Shiny's inputs: a
 /// text field in place of the `<select>` it hides, options as plain `div`s in a floating list)
 /// is chosen from by `browser_select_option` as a person chooses: opened, then the option

@@ -147,7 +147,7 @@ fn without(value: &Value, keys: &[&str]) -> Value {
 /// What an action's answer may say happened to the page, in the order its text says it.
 /// Each but `settled` (a page still loading, said only beside something else) makes the answer
 /// lines rather than JSON (`render`).
-const WHAT_HAPPENED: [&str; 19] = [
+const WHAT_HAPPENED: [&str; 20] = [
     "dialog",
     "fileChooser",
     "tabClosed",
@@ -163,6 +163,7 @@ const WHAT_HAPPENED: [&str; 19] = [
     "opened",
     "appeared",
     "toggled",
+    "unread",
     "tabsOpened",
     "console",
     "settled",
@@ -322,6 +323,30 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                     name_and_ref(&json!({"ref": shown["ref"]}))
                 )
             })),
+            // A part of what the action did that the page threw on while it was read (its
+            // other parts are said): the model is told to look rather than to believe that
+            // nothing of the kind happened.
+            "unread" => {
+                let parts: Vec<String> = value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|part| {
+                        format!(
+                            "{} ({})",
+                            part["what"].as_str().unwrap_or("a part"),
+                            part["error"].as_str().unwrap_or("an error")
+                        )
+                    })
+                    .collect();
+                if !parts.is_empty() {
+                    lines.push(format!(
+                        "Not read, the page threw while it was read: {}; a snapshot shows the \
+                         page as it is",
+                        parts.join("; ")
+                    ));
+                }
+            }
             // A part of the page shown or hidden by its header (an accordion, a <details>).
             "toggled" => {
                 let line = format!(
@@ -1634,6 +1659,19 @@ mod tests {
             shown.text,
             "Tab 7\nClosed: listbox \"Country\"\nOpened: dialog \"Remove the file\" (modal: the page behind it takes no \
              clicks until it closes)\nOpened: menu [ref=e4]\nclicked: true"
+        );
+        // A part the page threw on is named as not read, beside the parts that were read.
+        let partly = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true,
+                    "changed": [{"kind": "checkbox", "field": "Rush", "to": "checked"}],
+                    "unread": [{"what": "what the page announced", "error": "boom"}]}),
+        );
+        assert_eq!(
+            partly.text,
+            "Tab 7\nChanged: checkbox \"Rush\": now checked\nNot read, the page threw while it \
+             was read: what the page announced (boom); a snapshot shows the page as it is\n\
+             clicked: true"
         );
         // Controls the click changed: a state said as it is now, a value from and to.
         let changed = render(
