@@ -93,7 +93,7 @@ export function watchAction(live, openable) {
   // actionEvidence: what closed is named as it was while open (react-select takes its menu's
   // controller away with the menu).
   const clip = (text, most) => {
-    const flat = String(text || '').replace(/\s+/g, ' ').trim();
+    const flat = String(text || '').replace(/[\u200b\u2060\ufeff]/g, '').replace(/\s+/g, ' ').trim();
     return flat.length > most ? `${flat.slice(0, most - 1)}…` : flat;
   };
   const refOf = el => window[Symbol.for('mcp-relay.refs')]?.refOf.get(el);
@@ -367,7 +367,7 @@ export function actionEvidence(live, openable) {
   const key = Symbol.for('mcp-relay.watch');
   const watch = window[key];
   const words = (text, most) => {
-    const flat = String(text || '').replace(/\s+/g, ' ').trim();
+    const flat = String(text || '').replace(/[\u200b\u2060\ufeff]/g, '').replace(/\s+/g, ' ').trim();
     return flat.length > most ? `${flat.slice(0, most - 1)}…` : flat;
   };
   // Each part of the answer is read on its own. A page that makes one throw (a prototype it

@@ -440,7 +440,9 @@ function tokenize(source) {
 export function matchesText(matcher, text) {
   if (text === undefined)
     return false;
-  const normal = value => String(value ?? '').replace(/\s+/g, ' ').trim();
+  // Without the characters the outline leaves out (snapshot.js `UNSEEN`), so a name read there
+  // finds its element.
+  const normal = value => String(value ?? '').replace(/[\u200b\u2060\ufeff]/g, '').replace(/\s+/g, ' ').trim();
   const plain = normal(text);
   if (matcher.regex)
     return new RegExp(matcher.regex.source, matcher.regex.flags.replace(/[gy]/g, '')).test(plain);

@@ -803,9 +803,61 @@ export function readValue(el) {
   if ('value' in el)
     return { value: String(el.value) };
   // An editor's lines are its blocks (CodeMirror's line divs, a rich-text editor's
-  // paragraphs): their rendered text keeps them apart, where textContent ran them together
-  // ("import osfor i in range(3):").
-  return { value: (el.innerText ?? el.textContent).replace(/\u00a0/g, ' ').replace(/\n+$/, '') };
+  // paragraphs), each one line and an empty one an empty line, as the text typed into it had
+  // them. textContent ran them together ("import osfor i in range(3):"), and innerText sets a
+  // paragraph apart by a blank line: "a\nb" typed into Quill, ProseMirror or CKEditor, which
+  // hold two paragraphs, read back "a\n\nb", and a model could not tell what the editor did.
+  const view = el.ownerDocument.defaultView;
+  const lines = [];
+  let run = null;
+  let runKeeps = false;
+  const end = () => {
+    if (run === null)
+      return;
+    // A block's last <br> holds an empty line open (Quill's `<p><br></p>`), no line of its own.
+    for (const line of run.replace(/\n$/, '').split('\n'))
+      lines.push(runKeeps ? line : line.trim());
+    run = null;
+  };
+  const visit = (node, keeps) => {
+    for (const kid of node.childNodes) {
+      if (kid.nodeType === Node.TEXT_NODE) {
+        const words = keeps ? kid.data : kid.data.replace(/\s+/g, ' ');
+        // Spaces between a page's blocks in its source are no text.
+        if (keeps || run !== null || words.trim()) {
+          runKeeps = run === null ? keeps : runKeeps;
+          run = (run ?? '') + words;
+        }
+        continue;
+      }
+      if (kid.nodeType !== Node.ELEMENT_NODE)
+        continue;
+      if (kid.localName === 'br') {
+        run = (run ?? '') + '\n';
+        continue;
+      }
+      const look = view.getComputedStyle(kid);
+      if (look.display === 'none')
+        continue;
+      const keepsSpaces = /^pre/.test(look.whiteSpace) || look.whiteSpace === 'break-spaces';
+      if (look.display.startsWith('inline') || look.display === 'contents') {
+        visit(kid, keepsSpaces);
+        continue;
+      }
+      end();
+      const before = lines.length;
+      visit(kid, keepsSpaces);
+      if (run === null && lines.length === before)
+        lines.push('');
+      end();
+    }
+  };
+  visit(el, /^pre/.test(view.getComputedStyle(el).whiteSpace));
+  end();
+  while (lines.length && !lines[lines.length - 1])
+    lines.pop();
+  // Without what takes no room (snapshot.js `UNSEEN`: CKEditor's word joiners).
+  return { value: lines.join('\n').replace(/\u00a0/g, ' ').replace(/[\u200b\u2060\ufeff]/g, ''), editable: true };
 }
 
 /**

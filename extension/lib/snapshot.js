@@ -153,7 +153,12 @@ export function captureTree(limits, rootElement) {
   // lines on the screen, and are not read as one.
   const TOP = 'top';
   const SPACE = { space: true };
-  const flat = text => (text || '').replace(/\s+/g, ' ').trim();
+  // Characters that take no room and say nothing: a zero-width space (Swagger UI's path
+  // buttons read `get \u200b/pets`), a word joiner (CKEditor puts seven where a bold caret
+  // waits, and the paragraph read `Steps to reproduce:⁠⁠⁠⁠⁠⁠⁠ now`), a byte-order mark. Left
+  // out of what the outline says (a zero-width joiner, which joins an emoji, stays).
+  const UNSEEN = /[\u200b\u2060\ufeff]/g;
+  const flat = text => (text || '').replace(UNSEEN, '').replace(/\s+/g, ' ').trim();
   // ARIA a web component gives itself through ElementInternals (Material's radios and tabs set
   // their role and checked state there, in no attribute): recorded as each component attaches
   // its internals (INTERNALS_SCRIPT, run in agent tabs' documents). An attribute the page sets
@@ -622,7 +627,7 @@ export function captureTree(limits, rootElement) {
       ['preserve', 'preserve-breaks', 'break-spaces'].includes(style.whiteSpaceCollapse);
     if (!keeps)
       return null;
-    const lines = (el.innerText || '').replace(/\u00a0/g, ' ').split('\n').map(line => line.replace(/\s+$/, ''));
+    const lines = (el.innerText || '').replace(/\u00a0/g, ' ').replace(UNSEEN, '').split('\n').map(line => line.replace(/\s+$/, ''));
     while (lines.length && !lines[0])
       lines.shift();
     while (lines.length && !lines[lines.length - 1])
@@ -784,7 +789,7 @@ export function captureTree(limits, rootElement) {
     if (truncated)
       return [];
     if (node.nodeType === Node.TEXT_NODE) {
-      const raw = node.textContent;
+      const raw = node.textContent.replace(UNSEEN, '');
       const text = flat(raw);
       // Whether the run touches its neighbours decides, when runs are merged, whether a space
       // goes between. A run of only white space is kept as a mark for that: the space between

@@ -619,10 +619,13 @@ pub async fn serve_fixture(mut stream: TcpStream, root: PathBuf) {
         }
         _ => {}
     }
-    // Monaco, the editor VS Code is built on, as a page loads it from a CDN: its `min` build,
-    // installed with the SDK clients (tests/mcp-sdk-client/package.json).
-    if let Some(rest) = name.strip_prefix("monaco/") {
-        return serve_monaco(stream, rest).await;
+    // Real editors as a page loads them from a CDN, installed with the SDK clients
+    // (tests/mcp-sdk-client/package.json): Monaco, the editor VS Code is built on (its `min`
+    // build), and Quill, a rich-text editor (its `dist` build).
+    for (prefix, build) in [("monaco/", "monaco-editor/min"), ("quill/", "quill/dist")] {
+        if let Some(rest) = name.strip_prefix(prefix) {
+            return serve_package(stream, build, rest).await;
+        }
     }
     // Flat directory: no sub-paths, so nothing outside it can be named.
     let file = (!name.is_empty() && !name.contains(['/', '\\']) && name != "..")
@@ -642,11 +645,13 @@ pub async fn serve_fixture(mut stream: TcpStream, root: PathBuf) {
     }
 }
 
-/// A file of Monaco's `min` build, with the type its loader needs (styles are refused as
-/// `text/html`). Only plain path segments: nothing outside the build can be named.
-async fn serve_monaco(stream: TcpStream, rest: &str) {
+/// A file of an npm package's build (`build`, under tests/mcp-sdk-client/node_modules), with
+/// the type its loader needs (styles are refused as `text/html`). Only plain path segments:
+/// nothing outside the build can be named.
+async fn serve_package(stream: TcpStream, build: &str, rest: &str) {
     let build = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/mcp-sdk-client/node_modules/monaco-editor/min");
+        .join("tests/mcp-sdk-client/node_modules")
+        .join(build);
     assert!(
         build.exists(),
         "{} is missing (run `npm ci` in tests/mcp-sdk-client)",

@@ -4117,6 +4117,89 @@ async fn open_monaco(host: &impl Host, site: &FixtureSite, page: &str) -> String
     panic!("Monaco did not start on {page}");
 }
 
+/// A rich-text editor's text reads back a line for each of its paragraphs, as it was typed.
+/// Quill (the real one) holds "a\nb" as two paragraphs, and an empty line as `<p><br></p>`;
+/// read as the page lays it out, a paragraph is set apart by a blank line, and the text read
+/// back `Steps:\n\n1. Open…` with four line breaks for the empty line, so a model could not
+/// tell what the editor did. An editor that drops the empty line (as CKEditor 5 does) is said
+/// to hold other text than was typed. Characters that take no room (a word joiner CKEditor
+/// leaves at a bold caret, a zero-width space in Swagger UI's path buttons) are left out of the
+/// outline and the value, and a name read without them finds its element.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rich_text_editors_text_reads_back_a_line_for_each_paragraph() {
+    on_tools_page!(
+        "a_rich_text_editors_text_reads_back_a_line_for_each_paragraph",
+        &[],
+        |bridge, site| {
+            tool_ok(
+                &bridge,
+                "browser_navigate",
+                json!({"url": site.url("quill.html")}),
+            )
+            .await;
+            let given = "Steps:\n1. Open the dashboard\n2. Click \"Export\"\n\nExpected: a CSV file (with [headers]).";
+            let typed = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": ".ql-editor", "text": given}),
+            )
+            .await;
+            assert!(
+                !is_error(&typed)
+                    && typed["structuredContent"]["value"] == given
+                    && !text(&typed).contains("Note:"),
+                "{typed}"
+            );
+            tool_ok(&bridge, "browser_click", json!({"target": "#save"})).await;
+            assert_eq!(
+                page_value(
+                    &bridge,
+                    "JSON.parse(document.getElementById('out').textContent)"
+                )
+                .await,
+                format!("{given}\n")
+            );
+            let dropped = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": "#squash", "text": "one\n\ntwo"}),
+            )
+            .await;
+            assert!(
+                !is_error(&dropped)
+                    && dropped["structuredContent"]["value"] == "one\ntwo"
+                    && text(&dropped)
+                        .contains("Note: the text the editor holds differs from what was typed"),
+                "{dropped}"
+            );
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('beforeend', \
+                 '<button id=op onclick=\"this.dataset.hit=1\">get \\u200b/pets</button><p>Bold\\u2060\\u2060 now</p>'); 1",
+            )
+            .await;
+            let page = outline(&bridge, json!({})).await;
+            assert!(
+                page.contains("button \"get /pets\"")
+                    && page.contains("]: Bold now")
+                    && !page.contains('\u{200b}')
+                    && !page.contains('\u{2060}'),
+                "{page}"
+            );
+            tool_ok(
+                &bridge,
+                "browser_click",
+                json!({"target": "getByRole('button', { name: 'get /pets', exact: true })"}),
+            )
+            .await;
+            assert_eq!(
+                page_value(&bridge, "document.getElementById('op').dataset.hit").await,
+                "1"
+            );
+        }
+    );
+}
+
 /// A target that can name nothing says why: a ref no snapshot of the page gave (a number past
 /// the last, from before the page loaded again) is refused as never given, apart from one
 /// whose element went away; words meant as an element's name, which as CSS name elements HTML

@@ -37,6 +37,14 @@ const DRAWN_OPTION_MARK = 'data-mcp-relay-option';
 /** How long a code editor's suggestions are waited for after text ending in a word. */
 const SUGGESTIONS_SHOW_MS = 400;
 
+/**
+ * What a typed answer adds when a rich-text editor (an element that is its own editor, as
+ * CKEditor's, Quill's and ProseMirror's are) holds a text that differs from what was typed:
+ * CKEditor drops an empty line. Its text is read back a line for each of its paragraphs.
+ */
+const RICH_CHANGED_NOTE = 'the text the editor holds differs from what was typed (a rich-text editor may drop empty ' +
+  'lines or change words as it formats them); the value read back is what it holds now, a line for each paragraph';
+
 const PART_SHOWN_NOTE = 'the code editor draws only the lines in its view, and the value read back is those; ' +
   'browser_snapshot shows which lines they are';
 
@@ -178,7 +186,8 @@ export async function type(ctx, params) {
   const lines = held => String(held).replace(/\r\n?/g, '\n').replace(/[^\S\n]+$/gm, '').replace(/\n+$/, '');
   const note = read?.hiddenInput ? HIDDEN_INPUT_NOTE
     : read?.partOnly ? PART_SHOWN_NOTE
-    : prepared?.editorInput && value !== null && lines(value) !== lines(text) ? EDITOR_CHANGED_NOTE : null;
+    : prepared?.editorInput && value !== null && lines(value) !== lines(text) ? EDITOR_CHANGED_NOTE
+    : read?.editable && !slowly && !prepared?.set && value !== null && lines(value) !== lines(text) ? RICH_CHANGED_NOTE : null;
   return { tabId: id, typed: true, value, submitted: submit, ...(note ? { note } : {}) };
 }
 
