@@ -393,6 +393,26 @@ export function captureTree(limits, rootElement) {
       ((el.localName === 'textarea' || (el.localName === 'input' && el.type in TEXT_TYPES)) &&
         (el.clientWidth === 0 || el.clientHeight === 0 || style.fontSize === '0px')));
   const TEXT_TYPES = { text: 1, search: 1, number: 1, email: 1, tel: 1, url: 1 };
+  // Words an empty rich-text editor draws with CSS are its placeholder, not text it holds
+  // (Quill's `.ql-blank::before`, TipTap's and CKEditor's paragraph `::before`, each `content:
+  // attr(data-placeholder)`): Quill's editor read `textbox: - text: What changed in this
+  // release?`, as if it held those words. Said as an input's placeholder is (`/placeholder:`).
+  const blankEditor = el => {
+    if (!el.isContentEditable)
+      return false;
+    let root = el;
+    while (root.parentElement?.isContentEditable)
+      root = root.parentElement;
+    return !flat(root.textContent);
+  };
+  const drawnPlaceholder = el => {
+    for (let at = el, depth = 0; at && depth < 3; at = at.firstElementChild, depth++) {
+      const words = generated(at, '::before', true) || generated(at, '::after', true);
+      if (words)
+        return words;
+    }
+    return '';
+  };
   // An element's text with the words its ::before and ::after draw around it; the text itself
   // (not a copy: a large section's is long) when they draw none.
   const besideText = (el, text) => {
@@ -855,16 +875,18 @@ export function captureTree(limits, rootElement) {
       // Text in an element that is `visibility: hidden` is not seen (CodeMirror's measuring
       // "xxxxxxxxxx"); an element inside it may be visible again, so those are still walked.
       const unseen = style.visibility !== 'visible';
-      // What its ::before and ::after draw is read where it is drawn (`generated`).
+      // What its ::before and ::after draw is read where it is drawn (`generated`), but for
+      // an empty editor's placeholder.
       const before = unseen ? '' : generated(el, '::before', true);
-      if (before)
+      const placeholder = before && blankEditor(el);
+      if (before && !placeholder)
         out.push({ text: before, [LEAD]: true, [TRAIL]: true });
       for (const kid of kids) {
         if (!(unseen && kid.nodeType === Node.TEXT_NODE))
           out.push(...walk(kid, frame));
       }
       const after = unseen ? '' : generated(el, '::after', true);
-      if (after)
+      if (after && !blankEditor(el))
         out.push({ text: after, [LEAD]: true, [TRAIL]: true });
       // Adjacent text runs (split by inline elements without a role, or inline code) read as
       // one; white space between them (a SPACE mark) becomes one space.
@@ -1036,7 +1058,8 @@ export function captureTree(limits, rootElement) {
     }
     // What a field shows while empty: Playwright's snapshot prints it under the field when it
     // is not the field's name, and getByPlaceholder finds the field by it.
-    const placeholder = el.matches('input, textarea') ? flat(el.getAttribute('placeholder')) : '';
+    const placeholder = el.matches('input, textarea') ? flat(el.getAttribute('placeholder'))
+      : el.hasAttribute('contenteditable') && blankEditor(el) ? drawnPlaceholder(el) : '';
     if (placeholder)
       item.placeholder = clip(placeholder, 100);
     if (ref)

@@ -4124,7 +4124,9 @@ async fn open_monaco(host: &impl Host, site: &FixtureSite, page: &str) -> String
 /// tell what the editor did. An editor that drops the empty line (as CKEditor 5 does) is said
 /// to hold other text than was typed. Characters that take no room (a word joiner CKEditor
 /// leaves at a bold caret, a zero-width space in Swagger UI's path buttons) are left out of the
-/// outline and the value, and a name read without them finds its element.
+/// outline and the value, and a name read without them finds its element. The words an empty
+/// editor draws with CSS (Quill's `::before { content: attr(data-placeholder) }`) are its
+/// placeholder, not text it holds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rich_text_editors_text_reads_back_a_line_for_each_paragraph() {
     on_tools_page!(
@@ -4137,6 +4139,13 @@ async fn a_rich_text_editors_text_reads_back_a_line_for_each_paragraph() {
                 json!({"url": site.url("quill.html")}),
             )
             .await;
+            // The words it draws while empty are its placeholder, not text it holds.
+            let empty = outline(&bridge, json!({"target": ".ql-editor"})).await;
+            assert!(
+                empty.contains("/placeholder: What changed in this release?")
+                    && !empty.contains("text: What changed"),
+                "{empty}"
+            );
             let given = "Steps:\n1. Open the dashboard\n2. Click \"Export\"\n\nExpected: a CSV file (with [headers]).";
             let typed = tool(
                 &bridge,
