@@ -687,31 +687,38 @@ export function editorSetText(el, text) {
  * The option of a drop-down the page draws with no roles (selectize's, Chosen's) that reads
  * `value` exactly, found as a person finds it: shown, in a box that floats (absolute or fixed)
  * apart from the field `el` that opened it, so the same words elsewhere on the page (a table's
- * cell) are not taken for it. Marked (`MARK`) for the click that picks it;
- * the click's answer says the element.
+ * cell) are not taken for it. Marked (`MARK`) for the click that picks it, or, in a frame of
+ * the page's origin, given a ref; the click's answer says the element.
  *
  * Runs through {@link elementExpression}. @param {Element} el @param {string} value
  * @param {string} MARK the attribute that marks it
  */
 export function markDrawnOption(el, value, MARK) {
-  for (const old of document.querySelectorAll(`[${MARK}]`))
+  // The field's own document: a widget in a frame of the page's origin draws its list there.
+  const doc = el.ownerDocument;
+  for (const old of doc.querySelectorAll(`[${MARK}]`))
     old.removeAttribute(MARK);
   const wanted = value.trim();
   const floatsApart = node => {
-    for (let up = node, n = 0; up && up !== document.body && n < 8; up = up.parentElement, n++) {
-      if (['absolute', 'fixed'].includes(getComputedStyle(up).position))
+    for (let up = node, n = 0; up && up !== doc.body && n < 8; up = up.parentElement, n++) {
+      if (['absolute', 'fixed'].includes(doc.defaultView.getComputedStyle(up).position))
         return !up.contains(el);
     }
     return false;
   };
-  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const walker = doc.createTreeWalker(doc.body, NodeFilter.SHOW_TEXT);
   while (walker.nextNode()) {
     if (walker.currentNode.data.trim() !== wanted)
       continue;
     let option = walker.currentNode.parentElement;
-    while (option?.parentElement && option.parentElement !== document.body && option.parentElement.innerText?.trim() === wanted)
+    while (option?.parentElement && option.parentElement !== doc.body && option.parentElement.innerText?.trim() === wanted)
       option = option.parentElement;
     if (option?.checkVisibility() && floatsApart(option)) {
+      // In a frame, which a selector of the page's does not reach, the option is given a ref
+      // as a snapshot would give it (snapshot.js `give`), and clicked by that.
+      const ref = doc === document ? null : window[Symbol.for('mcp-relay.refs')]?.give?.(option);
+      if (ref)
+        return { found: true, ref };
       option.setAttribute(MARK, '');
       return { found: true };
     }

@@ -115,6 +115,14 @@ export function captureTree(limits, rootElement) {
     registry.byRef.set(ref, new WeakRef(el));
     return ref;
   };
+  // A ref for an element no snapshot named yet, given as this one would give it, for another
+  // page function (page-scripts.js markDrawnOption: an option a drawn drop-down shows in a
+  // frame, found by its words). None for a frame no snapshot went into.
+  registry.give = el => {
+    const host = el.ownerDocument === document ? null : el.ownerDocument.defaultView?.frameElement;
+    const frame = host ? registry.frameOf.get(host) : 0;
+    return frame === undefined ? null : refFor(el, frame);
+  };
   const frameNumber = iframe => {
     let n = registry.frameOf.get(iframe);
     if (!n) {

@@ -3990,6 +3990,61 @@ async fn a_click_on_a_checkbox_in_a_components_shadow_root_says_what_it_changed(
 
 /// Monaco (the editor VS Code is built on, the real one) draws its lines apart from the element
 /// that takes the typing and hides them from assistive technology: its textbox read as empty.
+/// The same drop-down drawn inside a frame of the page's own origin (a dashboard embedded in a
+/// page) is chosen from the same way: its options are looked for in the frame's document,
+/// where the widget draws them, not in the page's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drop_down_drawn_with_no_roles_in_a_frame_is_chosen_from_by_its_options_words() {
+    on_tools_page!(
+        "a_drop_down_drawn_with_no_roles_in_a_frame_is_chosen_from_by_its_options_words",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.innerHTML = '<iframe id=dash style=\"width: 400px; height: 300px\"></iframe>'; \
+                 dash.srcdoc = `<label for=region-sel>Region</label>\
+                 <select id=region multiple tabindex=-1 style=\"display: none\">\
+                 <option>North</option><option>South</option><option>East</option></select>\
+                 <div style=\"position: relative; width: 240px\"><div style=\"border: 1px solid #999; padding: 4px\">\
+                 <span id=chips></span><input id=region-sel autocomplete=off></div>\
+                 <div id=drop style=\"position: absolute; top: 100%; left: 0; right: 0; display: none; background: white\"></div></div>\
+                 <scr` + `ipt>window.log = []; const list = () => { drop.innerHTML = [...region.options].filter(o => !o.selected)\
+                 .map(o => '<div data-value=' + o.value + ' style=\"padding: 4px\">' + o.value + '</div>').join(''); };\
+                 document.getElementById('region-sel').onclick = () => { list(); drop.style.display = 'block'; };\
+                 drop.onclick = event => { const value = event.target.dataset.value; if (!value) return;\
+                 [...region.options].find(o => o.value === value).selected = true; log.push(value); list(); };</scr` + `ipt>`; \
+                 new Promise(done => dash.onload = () => done(1))",
+            )
+            .await;
+            let found = tool(&bridge, "browser_find", json!({"text": "Region"})).await;
+            let field = ref_of(&text(&found), "textbox \"Region\"");
+            let chosen = tool(
+                &bridge,
+                "browser_select_option",
+                json!({"target": field, "values": ["East", "South"]}),
+            )
+            .await;
+            assert!(
+                !is_error(&chosen)
+                    && text(&chosen).contains("clicked its options \"East\", \"South\""),
+                "{chosen}"
+            );
+            assert_eq!(
+                page_value(&bridge, "dash.contentWindow.log.join()").await,
+                "East,South"
+            );
+            assert_eq!(
+                page_value(
+                    &bridge,
+                    "dash.contentDocument.querySelectorAll('[data-mcp-relay-option]').length"
+                )
+                .await,
+                0
+            );
+        }
+    );
+}
+
 /// The outline shows the lines it draws, saying so when it scrolls. Typed code lands as given:
 /// through the editor's own edit where the page has Monaco as a global, else key by key, line
 /// by line, past its typing rules (it closed the `[` that began "[1,2,3].join()" with a `]`

@@ -276,7 +276,11 @@ async function pickFromDropDown(ctx, id, params, named, values, drawnOptions = f
   const world = await worldOf(ctx, id, target);
   // A drop-down with no roles (selectize's): its option is the one shown in its floating list
   // with exactly those words (markDrawnOption), clicked by the mark it leaves.
-  const markDrawn = async value => Boolean((await evaluateExpression(ctx, id, elementExpression(markDrawnOption, target, value, DRAWN_OPTION_MARK), world))?.found);
+  // Its ref when it is in a frame (markDrawnOption gives it one), else true: clicked by its mark.
+  const markDrawn = async value => {
+    const found = await evaluateExpression(ctx, id, elementExpression(markDrawnOption, target, value, DRAWN_OPTION_MARK), world);
+    return found?.found ? found.ref ?? true : false;
+  };
   const picked = [];
   for (const value of values) {
     const option = `getByRole('option', { name: ${JSON.stringify(value)}, exact: true })`;
@@ -297,8 +301,9 @@ async function pickFromDropDown(ctx, id, params, named, values, drawnOptions = f
             'Take a snapshot to see the options it shows, and click one (it is still open)');
       }
     }
-    await click(ctx, drawn ? { selector: `[${DRAWN_OPTION_MARK}]`, tabId: id } : { ref: at, tabId: id });
-    if (drawn) {
+    const byMark = drawn === true;
+    await click(ctx, byMark ? { selector: `[${DRAWN_OPTION_MARK}]`, tabId: id } : { ref: drawn || at, tabId: id });
+    if (byMark) {
       await evaluateExpression(ctx, id, `document.querySelectorAll('[${DRAWN_OPTION_MARK}]').forEach(el => el.removeAttribute('${DRAWN_OPTION_MARK}'))`, world)
         .catch(() => null);
     }
