@@ -292,6 +292,8 @@ export function watchAction(live, openable) {
     // no name of its own, nor a controller naming it, is known by it (JupyterLab's menus read
     // `Opened: menu` before).
     opener: null,
+    // What the action's click landed on.
+    pressed: null,
     toggle: null,
     expandedOf,
     named: new Map(),
@@ -314,6 +316,7 @@ export function watchAction(live, openable) {
         watch.opener ??= openerOf(event);
       }],
       ['click', event => {
+        watch.pressed ??= event.target;
         watch.opener ??= openerOf(event);
         watch.toggle ??= toggleOf(event);
         const button = event.composedPath().find(node => node instanceof HTMLButtonElement || node instanceof HTMLInputElement);
@@ -546,7 +549,9 @@ export function actionEvidence(live, openable) {
         delete el[setByAction];
         continue;
       }
-      if (!el.isConnected)
+      // One hidden from screen readers is the page's own copy of a value it draws elsewhere
+      // (MUI's select keeps its value in an aria-hidden input: `Changed: textbox: "" → "pro"`).
+      if (!el.isConnected || el.closest('[aria-hidden=true]'))
         continue;
       const now = watch.holds(el);
       if (now === was || now === null)
@@ -645,6 +650,8 @@ export function actionEvidence(live, openable) {
       return null;
     };
     const said = [...newlyOpen, ...(evidence.pageSays ? liveNow : [])];
+    const pressed = watch.pressed?.closest?.('button,a,[role],[aria-label]');
+    const pressedName = pressed ? spokenName(pressed) : '';
     const appeared = [];
     const candidates = [...watch.appeared].filter(el => el.isConnected && el.checkVisibility());
     for (const el of candidates) {
@@ -655,6 +662,11 @@ export function actionEvidence(live, openable) {
       const box = el.getBoundingClientRect();
       const text = box.width >= 20 && box.height >= 10 ? clip(shown(el), 200) : '';
       if (text.length < 3 || !floatingBox(el))
+        continue;
+      // A tooltip that says the name of what the action pressed, which the answer's `element`
+      // says (MUI's icon button showed `Appeared over the page: "Refund A-1002"` on a click);
+      // one a hover shows is what the hover was for.
+      if (pressedName && text === pressedName && (el.closest('[role=tooltip]') || el.querySelector('[role=tooltip]')))
         continue;
       const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(el);
       appeared.push({ text, ...(ref ? { ref } : {}) });

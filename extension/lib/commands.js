@@ -102,7 +102,9 @@ export const COMMANDS = {
     },
     run: reportingChanges(type, SETTLES),
   },
-  hover: { params: { ...TARGET_PARAMS, snapshot: { type: 'boolean' }, tabId: TAB_ID }, run: reportingChanges(hover) },
+  // A hover settles too: what it shows (a tooltip, a menu) often comes after a delay (MUI's
+  // tooltip, 100 ms), and the answer says it.
+  hover: { params: { ...TARGET_PARAMS, snapshot: { type: 'boolean' }, tabId: TAB_ID }, run: reportingChanges(hover, SETTLES) },
   selectOption: {
     params: {
       ...TARGET_PARAMS,

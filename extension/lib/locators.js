@@ -503,7 +503,7 @@ export function applySteps(tree, steps, scope, start) {
       const name = node.name ?? node.altName;
       switch (step.kind) {
         case 'role':
-          return node.role === step.role && (!step.name || matchesText(step.name, name)) &&
+          return node.role === step.role && (!step.name || matchesText(step.name, name ?? contentName(node))) &&
               (step.level === undefined || (node.states || []).includes(`level=${step.level}`)) &&
               Object.entries(step.states ?? {}).every(([state, wanted]) => hasState(node, state) === wanted);
         // A form control by its name; any other element only by a label its author gave it
@@ -522,6 +522,16 @@ export function applySteps(tree, steps, scope, start) {
     });
   }
   return found ?? [];
+}
+
+/** Roles whose name is their content when nothing else names them, where the outline prints
+ * none: a row (`getByRole('row', { name: /A-1002/ })`, as Playwright matches it; its cells
+ * say the words, and its line would only repeat them). */
+const NAMED_BY_CONTENT = new Set(['row', 'rowgroup']);
+
+/** @param {any} node */
+function contentName(node) {
+  return NAMED_BY_CONTENT.has(node.role) ? textOf(node) : undefined;
 }
 
 /**
@@ -565,15 +575,22 @@ export function pick(list, step) {
  * The one element a locator named, as `{ref}`; none, or several (as Playwright's strict
  * locators), is refused, the several listed with their refs.
  *
- * @param {{ref?: string, role?: string, name?: string}[]} found
+ * @param {{ref?: string, byLabel?: string, role?: string, name?: string, altName?: string}[]} found
  * @param {string} source the locator as given
  * @param {number} [total] how many matched, when `found` holds only the first of them
  * @returns {{ref: string}}
  * @throws {LocatorError}
  */
 export function theOne(found, source, total) {
-  const named = found.filter(node => node.ref);
+  // A checkbox or radio with no box of its own is clicked by the label that draws it.
+  const named = found.filter(node => node.ref || node.byLabel).map(node => (node.ref ? node : { ...node, ref: node.byLabel }));
   const count = Math.max(total ?? 0, named.length);
+  const boxless = found.find(node => !node.ref && ['checkbox', 'radio'].includes(node.role));
+  if (named.length === 0 && boxless) {
+    const name = boxless.name ?? boxless.altName;
+    throw new LocatorError(`${source} names ${boxless.role}${name ? ` ${JSON.stringify(name)}` : ''}, which the page draws ` +
+        'with no box of its own to click; click what the page draws for it (a label, an icon beside it: browser_snapshot shows it)');
+  }
   if (named.length === 0)
     throw new NothingMatches(`No element matches ${source}; take a snapshot (browser_snapshot) to see the page's elements, or use browser_find`);
   if (count > 1) {

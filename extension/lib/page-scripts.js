@@ -341,7 +341,10 @@ export async function locateElement(el, options = {}) {
   if (el.labels?.length && !(options.requireEnabled && el.disabled)) {
     const own = view.getComputedStyle(el);
     const box = el.getBoundingClientRect();
-    if (box.width === 0 || box.height === 0 || own.pointerEvents === 'none' || own.visibility !== 'visible') {
+    // (A checkbox or radio kept in a "visually hidden" 1 px square counts: MUI's Rating keeps
+    // each star's radio so, and a click at its place lands on another star's label.)
+    const hidden = ['checkbox', 'radio'].includes(el.type) && box.width <= 2 && box.height <= 2;
+    if (box.width === 0 || box.height === 0 || hidden || own.pointerEvents === 'none' || own.visibility !== 'visible') {
       const label = Array.from(el.labels).find(label => label.checkVisibility() && label.getBoundingClientRect().width > 0);
       if (label)
         el = label;
@@ -636,6 +639,9 @@ export function prepareTyping(el, text, atCaret = false) {
     return { ok: true };
   if (editorInput)
     return { ok: true, editorInput: true, ...(el.closest('.monaco-editor') ? { linewise: true } : {}) };
+  // What it held, so the typing can tell a field that took none of the text at once (one
+  // that reads keys one by one: MUI's date field's parts) and type it key by key instead.
+  const before = isField ? (el.type === 'password' ? null : el.value) : el.textContent;
   if (isField) {
     try {
       el.select();
@@ -657,7 +663,7 @@ export function prepareTyping(el, text, atCaret = false) {
       el.dispatchEvent(new Event('input', { bubbles: true }));
     }
   }
-  return { ok: true };
+  return { ok: true, ...(before === null ? {} : { before }) };
 }
 
 /**
@@ -864,7 +870,10 @@ export function readValue(el) {
   while (lines.length && !lines[lines.length - 1])
     lines.pop();
   // Without what takes no room (snapshot.js `UNSEEN`: CKEditor's word joiners).
-  return { value: lines.join('\n').replace(/\u00a0/g, ' ').replace(/[\u200b\u2060\ufeff]/g, ''), editable: true };
+  // (`editable`: an editor of lines, which its answer compares with the text typed; not a
+  // date field's part, a spinbutton, whose text is its own.)
+  const editable = !['spinbutton', 'slider'].includes(el.getAttribute('role'));
+  return { value: lines.join('\n').replace(/\u00a0/g, ' ').replace(/[\u200b\u2060\ufeff]/g, ''), editable };
 }
 
 /**
@@ -1164,7 +1173,13 @@ export function selectOptions(el, values) {
         replaces = before?.localName === 'select' && !before.checkVisibility();
       }
     }
-    return { error: 'not-select', element: el.localName, dropDown: dropDown || replaces, ...(replaces ? { drawnOptions: true } : {}) };
+    // How the answer names the drop-down it opened, as the outline does (`combobox "Plan"`).
+    const labelledBy = el.getAttribute('aria-labelledby')?.split(/\s+/)
+      .map(id => el.ownerDocument.getElementById(id)?.innerText ?? '').join(' ');
+    const name = (labelledBy || el.getAttribute('aria-label') || Array.from(el.labels ?? [], label => label.innerText).join(' '))
+      .replace(/[\u200b\u2060\ufeff]/g, '').replace(/\s+/g, ' ').trim().slice(0, 60);
+    const said = `${el.getAttribute('role') || (el.localName === 'input' ? 'textbox' : el.localName)}${name ? ` ${JSON.stringify(name)}` : ''}`;
+    return { error: 'not-select', element: el.localName, said, dropDown: dropDown || replaces, ...(replaces ? { drawnOptions: true } : {}) };
   }
   if (el.disabled)
     return { error: 'disabled', element: el.localName };

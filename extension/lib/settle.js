@@ -26,7 +26,9 @@
  *   network settled. Before, a click on Bootstrap's "Refund order" answered during the
  *   backdrop's 150 ms fade and the next snapshot showed no dialog. A transition or animation
  *   of colours or shadows only (a button's hover, rustdoc's highlight of the section a link
- *   leads to) moves and shows nothing and is not waited for, nor is an animation that never
+ *   leads to) moves and shows nothing and is not waited for, nor is a ripple (a wordless
+ *   element that takes no pointer events: MUI's runs 550 ms on every button pressed, and held
+ *   each click that long), nor is an animation that never
  *   ends (a spinner) or ends later than the bound (a long progress bar).
  *
  * Bounded by SETTLE_MAX_MS: a page that keeps polling or streaming gets its answer then,
@@ -101,6 +103,11 @@ const DOM_QUIET_EXPRESSION = `(() => {
         .flatMap(frame => Object.keys(frame)).filter(key => !['offset', 'computedOffset', 'easing', 'composite'].includes(key))
         .map(key => key.replace(/[A-Z]/g, letter => '-' + letter.toLowerCase()));
       if (changes.length && changes.every(name => /color$|shadow$|^outline|^fill$|^stroke$|^text-decoration/.test(name))) continue;
+      // A ripple (MUI's and Material's, 550 ms on every button pressed) is an element with no
+      // words that takes no pointer events: it shows nothing the next look needs. A backdrop
+      // takes them.
+      const moved = motion.effect.target;
+      if (moved && !moved.textContent.trim() && getComputedStyle(moved).pointerEvents === 'none') continue;
       const timing = motion.effect.getComputedTiming();
       const left = (timing.endTime - (timing.localTime ?? 0)) / Math.abs(motion.playbackRate || 1);
       if (Number.isFinite(left) && left > 0 && left <= ${ANIMATION_END_MAX_MS}) movingMs = Math.max(movingMs, left);

@@ -782,9 +782,14 @@ export function captureTree(limits, rootElement) {
   const HAND = new Set(['pointer', 'move', 'grab', 'crosshair']);
   const ownPointer = (el, style) => HAND.has(style.cursor) &&
       !(flatParent(el) && el.ownerDocument.defaultView.getComputedStyle(flatParent(el)).cursor === style.cursor);
+  // A checkbox or radio drawn with no box (zero-size, or a "visually hidden" 1 px square)
+  // outside its labels: a person clicks a label for it, which draws it (MUI's Rating draws each
+  // star as a label for a hidden radio).
+  const boxlessControl = el => el.localName === 'input' && ['checkbox', 'radio'].includes(el.type) && !hasBox(el) &&
+    !Array.from(el.labels || []).some(label => label.contains(el));
   const actionable = (el, style) => {
     if (!el.matches(ACTIONABLE) && !['button', 'link', 'checkbox', 'radio', 'textbox', 'searchbox', 'combobox'].includes(aria(el, 'role')) &&
-        !ownPointer(el, style))
+        !ownPointer(el, style) && !(el.localName === 'label' && el.control && boxlessControl(el.control)))
       return false;
     const rect = el.getBoundingClientRect();
     return rect.width > 0 && rect.height > 0 && style.visibility === 'visible' && style.pointerEvents !== 'none' && !el.closest('[inert]');
@@ -1023,10 +1028,16 @@ export function captureTree(limits, rootElement) {
     // clicks is a label for it (a line of its own then, above) or the page's own box beside
     // it, and its line says its state only, as in Playwright's snapshot. (One inside its
     // label is clicked through the label, as a design system draws it: it keeps its ref.)
-    const boxless = el.localName === 'input' && ['checkbox', 'radio'].includes(el.type) && !hasBox(el) &&
-      !Array.from(el.labels || []).some(label => label.contains(el));
+    // A locator that names it (getByRole('radio', { name: '4 Stars' })) names the label a
+    // snapshot gave a ref (`byLabel`).
+    const boxless = boxlessControl(el);
     const ref = boxless && !root ? undefined : refFor(el, frame);
     const item = { role };
+    if (boxless && !root) {
+      const label = Array.from(el.labels || []).map(one => registry.refOf.get(one)).find(one => one && registry.byRef.get(one)?.deref());
+      if (label)
+        item.byLabel = label;
+    }
     if (role === 'row' && el.hasAttribute('aria-rowindex')) {
       rowIndexOf.set(item, el.getAttribute('aria-rowindex'));
       indexedRows += 1;

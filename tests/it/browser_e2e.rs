@@ -4045,6 +4045,158 @@ async fn a_drop_down_drawn_with_no_roles_in_a_frame_is_chosen_from_by_its_option
     );
 }
 
+/// What MUI (React's most used component library) draws, as a model names it with
+/// Playwright's locators. A star of its Rating is a `<label>` drawn for a radio kept in a
+/// "visually hidden" 1 px square: `getByRole('radio', { name: '4 Stars' })` matched nothing
+/// (the radio had no ref, as it has no box to click), and a click on the radio by CSS landed on
+/// another star's label; both click the star a person clicks now. A table's row is named by its
+/// cells, as Playwright names it: `getByRole('row', { name: /A-1002/ }).getByRole('button')`
+/// matched nothing (the outline prints no row names). A value the page keeps in an
+/// `aria-hidden` input beside the drop-down it draws (MUI's select) is no change of its own,
+/// and the drop-down opened is named by its label.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controls_a_component_library_draws_are_named_as_playwright_names_them() {
+    on_tools_page!(
+        "controls_a_component_library_draws_are_named_as_playwright_names_them",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "const hidden = 'position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); margin: -1px'; \
+                 document.body.innerHTML = '<p>Rate it</p><span id=stars style=\"position: relative\">' + [1, 2, 3, 4, 5].map(n => \
+                 `<label for=star${n} style=\"display: inline-block; width: 24px; height: 24px; background: gold\">\
+                 <span style=\"${hidden}\">${n} Star${n > 1 ? 's' : ''}</span></label>\
+                 <input type=radio name=rate value=${n} id=star${n} style=\"${hidden}; left: 0; top: 0\">`).join('') + '</span>\
+                 <table><tr><th>Order</th><th>Customer</th><th></th></tr>' + ['A-1001', 'A-1002', 'A-1003'].map(id => \
+                 `<tr><td>${id}</td><td>Someone</td><td><button aria-label=\"Refund ${id}\" onclick=\"log.push('${id}')\">↺</button></td></tr>`).join('') + '</table>\
+                 <span id=plan-label>Plan</span><div role=combobox tabindex=0 id=plan aria-labelledby=plan-label aria-haspopup=listbox \
+                 aria-expanded=false>Choose</div><input aria-hidden=true tabindex=-1 id=copy style=\"opacity: 0\" value=\"\">\
+                 <ul role=listbox id=plans hidden><li role=option>Free</li><li role=option>Pro</li></ul>'; \
+                 window.log = []; \
+                 plan.onclick = () => { plans.hidden = false; plan.setAttribute('aria-expanded', 'true'); }; \
+                 plans.onclick = event => { copy.value = event.target.textContent.toLowerCase(); plan.textContent = event.target.textContent; \
+                 plans.hidden = true; plan.setAttribute('aria-expanded', 'false'); }; 1",
+            )
+            .await;
+            let rated = tool(
+                &bridge,
+                "browser_click",
+                json!({"target": "getByRole('radio', { name: '4 Stars' })"}),
+            )
+            .await;
+            assert!(!is_error(&rated), "{rated}");
+            assert_eq!(
+                page_value(
+                    &bridge,
+                    "document.querySelector('[name=rate]:checked').value"
+                )
+                .await,
+                "4"
+            );
+            tool_ok(&bridge, "browser_click", json!({"target": "#star2"})).await;
+            assert_eq!(
+                page_value(
+                    &bridge,
+                    "document.querySelector('[name=rate]:checked').value"
+                )
+                .await,
+                "2"
+            );
+            tool_ok(
+                &bridge,
+                "browser_click",
+                json!({"target": "getByRole('row', { name: /A-1002/ }).getByRole('button')"}),
+            )
+            .await;
+            assert_eq!(page_value(&bridge, "log.join()").await, "A-1002");
+            let chosen = tool(
+                &bridge,
+                "browser_select_option",
+                json!({"target": "#plan", "values": ["Pro"]}),
+            )
+            .await;
+            assert!(
+                !is_error(&chosen)
+                    && text(&chosen).contains("opened combobox \"Plan\"")
+                    && !text(&chosen).contains("Changed: textbox"),
+                "{chosen}"
+            );
+            assert_eq!(page_value(&bridge, "copy.value").await, "pro");
+        }
+    );
+}
+
+/// A hover answers once what it shows has come (a tooltip that a component library shows
+/// 100 ms after the pointer arrives, as MUI's does), and says it; the hover answered at once
+/// before and said nothing. A click does not repeat, as something that appeared, the tooltip
+/// that says the name of what it pressed. A ripple (a wordless element that takes no pointer
+/// events, animated for 550 ms on every button MUI draws) is not waited for: the
+/// click answers while it still runs. A field that takes none of a text at once (a date field's
+/// part that reads keys one by one, as MUI's does) is typed key by key, and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hover_says_the_tooltip_it_shows_and_a_field_that_reads_keys_is_typed_key_by_key() {
+    on_tools_page!(
+        "a_hover_says_the_tooltip_it_shows_and_a_field_that_reads_keys_is_typed_key_by_key",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.innerHTML = `<style>@keyframes ripple { from { transform: scale(0) } to { transform: scale(1) } }</style>\
+                 <button id=refund aria-label=\"Refund A-1\" style=\"position: relative; margin: 60px\">↺\
+                 <span id=ripple style=\"position: absolute; inset: 0; pointer-events: none\"></span></button>\
+                 <div role=group aria-label=\"Start date\"><span role=spinbutton aria-label=Month contenteditable=true id=month>MM</span>\
+                 /<span role=spinbutton aria-label=Day contenteditable=true id=day>DD</span></div>`; \
+                 let tip = null; \
+                 refund.onmouseenter = () => setTimeout(() => { if (tip) return; tip = document.createElement('div'); tip.setAttribute('role', 'tooltip'); \
+                 tip.textContent = 'Refund A-1'; tip.style.cssText = 'position: fixed; top: 10px; left: 10px; background: #333; color: white; padding: 4px'; \
+                 document.body.append(tip); }, 100); \
+                 refund.onmousedown = () => ripple.animate([{ transform: 'scale(0)' }, { transform: 'scale(1)' }], 550); \
+                 const part = (el, next) => { el.addEventListener('beforeinput', e => e.preventDefault()); \
+                 el.addEventListener('keydown', e => { if (!/^[0-9]$/.test(e.key)) { e.preventDefault(); return; } e.preventDefault(); \
+                 const digits = (/^[0-9]+$/.test(el.textContent) ? el.textContent : '') + e.key; el.textContent = digits.slice(-2); \
+                 if (digits.length >= 2 && next) next.focus(); }); }; \
+                 part(month, day); part(day, null); 1",
+            )
+            .await;
+            let hovered = tool(&bridge, "browser_hover", json!({"target": "#refund"})).await;
+            assert!(
+                !is_error(&hovered)
+                    && text(&hovered).contains("Appeared over the page: \"Refund A-1\""),
+                "{hovered}"
+            );
+            let clicked = tool(&bridge, "browser_click", json!({"target": "#refund"})).await;
+            assert!(
+                !is_error(&clicked) && !text(&clicked).contains("Appeared over the page"),
+                "{clicked}"
+            );
+            assert_eq!(
+                page_value(
+                    &bridge,
+                    "ripple.getAnimations().some(a => a.playState === 'running')"
+                )
+                .await,
+                true,
+                "the click waited for the ripple to end"
+            );
+            let typed = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": "#month", "text": "12/24"}),
+            )
+            .await;
+            assert!(
+                !is_error(&typed)
+                    && text(&typed).contains("Note: the field took none of the text at once"),
+                "{typed}"
+            );
+            assert_eq!(
+                page_value(&bridge, "month.textContent + '/' + day.textContent").await,
+                "12/24"
+            );
+        }
+    );
+}
+
 /// The outline shows the lines it draws, saying so when it scrolls. Typed code lands as given:
 /// through the editor's own edit where the page has Monaco as a global, else key by key, line
 /// by line, past its typing rules (it closed the `[` that began "[1,2,3].join()" with a `]`

@@ -45,6 +45,10 @@ const SUGGESTIONS_SHOW_MS = 400;
 const RICH_CHANGED_NOTE = 'the text the editor holds differs from what was typed (a rich-text editor may drop empty ' +
   'lines or change words as it formats them); the value read back is what it holds now, a line for each paragraph';
 
+/** What a typed answer adds when the field took none of the text at once and was typed key by key. */
+const KEY_BY_KEY_NOTE = 'the field took none of the text at once (it reads keys one by one, as a date field\'s parts ' +
+  'do), so it was typed key by key; the value read back is what it holds now';
+
 const PART_SHOWN_NOTE = 'the code editor draws only the lines in its view, and the value read back is those; ' +
   'browser_snapshot shows which lines they are';
 
@@ -171,7 +175,21 @@ export async function type(ctx, params) {
       await insert(text);
     }
   }
-  const read = await evaluateExpression(ctx, id, elementExpression(readValue, target), world);
+  let read = await evaluateExpression(ctx, id, elementExpression(readValue, target), world);
+  // A field that took none of the text at once reads keys one by one (MUI's date field: each
+  // part takes its digits as keys and moves on): typed key by key, as a person types it. Not
+  // a text of several lines, whose Enter keys could send a form.
+  let keyByKey = false;
+  const flat = held => String(held ?? '').replace(/\s+/g, '');
+  if (!slowly && !prepared?.set && !prepared?.editorInput && typeof prepared?.before === 'string' && text !== '' && !/[\r\n]/.test(text) &&
+      flat(read?.value) === flat(prepared.before) && flat(text) !== flat(prepared.before)) {
+    for (const events of typingEvents(text)) {
+      for (const event of events)
+        await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
+    }
+    keyByKey = true;
+    read = await evaluateExpression(ctx, id, elementExpression(readValue, target), world);
+  }
   const value = read?.value ?? null;
   if (submit) {
     // Enter picks what a list of suggestions shows then: let it catch up with the text first.
@@ -184,7 +202,8 @@ export async function type(ctx, params) {
   // An editor's typing rules may change keys' text (Monaco closes a bracket, indents a new
   // line again): said when the text it holds is not what was typed.
   const lines = held => String(held).replace(/\r\n?/g, '\n').replace(/[^\S\n]+$/gm, '').replace(/\n+$/, '');
-  const note = read?.hiddenInput ? HIDDEN_INPUT_NOTE
+  const note = keyByKey ? KEY_BY_KEY_NOTE
+    : read?.hiddenInput ? HIDDEN_INPUT_NOTE
     : read?.partOnly ? PART_SHOWN_NOTE
     : prepared?.editorInput && value !== null && lines(value) !== lines(text) ? EDITOR_CHANGED_NOTE
     : read?.editable && !slowly && !prepared?.set && value !== null && lines(value) !== lines(text) ? RICH_CHANGED_NOTE : null;
@@ -241,7 +260,7 @@ export async function selectOption(ctx, params) {
         // A drop-down the page draws (a combobox, a button that opens a list box) is chosen
         // from as a person does: opened, then its option clicked.
         if (result.dropDown)
-          return pickFromDropDown(ctx, id, params, named, values, Boolean(result.drawnOptions));
+          return pickFromDropDown(ctx, id, params, result.said ? `${result.said} (${named})` : named, values, Boolean(result.drawnOptions));
         throw serverError(`Element ${named} is a <${result.element}>, not a <select>; click custom drop-downs instead`);
       case 'no-option':
         throw serverError(`<select> ${named} has no option with value or label "${result.value}"; its options are: ${result.available.join(', ')}`);
