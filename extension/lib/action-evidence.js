@@ -162,7 +162,11 @@ export function watchAction(live, openable) {
     const name = clip(el.getAttribute('aria-label') || labelled || heading || (owner ? field(owner).field : '') ||
         openedBy.get(el) || openedBy.get(outer) || message || '', 80);
     const ref = refOf(el) || refOf(outer);
-    const modal = showing && (outer.matches(':modal') || el.matches(':modal') || el.getAttribute('aria-modal') === 'true');
+    // Modal too: one over a page that hid the rest of itself while it is open (Radix's dialog
+    // and menu set `aria-hidden` on the other children of <body>, and no aria-modal).
+    const hidesRest = () => Array.from(document.body?.children ?? []).some(kid => kid.getAttribute('aria-hidden') === 'true' &&
+      !kid.contains(outer) && kid.checkVisibility() && kid.getBoundingClientRect().height > 2);
+    const modal = showing && (outer.matches(':modal') || el.matches(':modal') || el.getAttribute('aria-modal') === 'true' || hidesRest());
     // A menu or list box just shown says what it offers, its first items by name, so a model
     // can choose one (getByRole('menuitem', { name })) without reading the page again.
     // Its own items, not a submenu's; at most 8 named (this runs in the page: no constants

@@ -4126,6 +4126,62 @@ async fn controls_a_component_library_draws_are_named_as_playwright_names_them()
     );
 }
 
+/// A dialog opened over a page that hides the rest of itself from assistive technology while
+/// it is open (Radix's and Headless UI's set `aria-hidden` on the other children of `<body>`,
+/// and no `aria-modal`) is said to be modal, and a locator for something behind it, which
+/// finds nothing there (as Playwright's finds nothing), says why rather than only that it
+/// waited: close the dialog first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialog_that_hides_the_page_behind_it_is_modal_and_says_why_nothing_there_is_found() {
+    on_tools_page!(
+        "a_dialog_that_hides_the_page_behind_it_is_modal_and_says_why_nothing_there_is_found",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.innerHTML = '<div id=app><h1>Team</h1><button id=del>Delete team</button>\
+                 <button id=other>Actions</button></div>'; \
+                 del.onclick = () => { app.setAttribute('aria-hidden', 'true'); \
+                 document.body.insertAdjacentHTML('beforeend', '<div role=dialog id=box aria-labelledby=title>\
+                 <h2 id=title>Delete this team?</h2><button id=cancel>Cancel</button></div>'); \
+                 cancel.onclick = () => { box.remove(); app.removeAttribute('aria-hidden'); }; }; 1",
+            )
+            .await;
+            let opened = tool(&bridge, "browser_click", json!({"target": "#del"})).await;
+            assert!(
+                !is_error(&opened)
+                    && text(&opened).contains("Opened: dialog \"Delete this team?\" (modal:"),
+                "{opened}"
+            );
+            let behind = tool(
+                &bridge,
+                "browser_click",
+                json!({"target": "getByRole('button', { name: 'Actions' })"}),
+            )
+            .await;
+            assert!(
+                is_error(&behind)
+                    && text(&behind).contains(
+                        "the page behind the open dialog \"Delete this team?\" is hidden while it is open"
+                    ),
+                "{behind}"
+            );
+            tool_ok(
+                &bridge,
+                "browser_click",
+                json!({"target": "getByRole('button', { name: 'Cancel' })"}),
+            )
+            .await;
+            tool_ok(
+                &bridge,
+                "browser_click",
+                json!({"target": "getByRole('button', { name: 'Actions' })"}),
+            )
+            .await;
+        }
+    );
+}
+
 /// A hover answers once what it shows has come (a tooltip that a component library shows
 /// 100 ms after the pointer arrives, as MUI's does), and says it; the hover answered at once
 /// before and said nothing. A click does not repeat, as something that appeared, the tooltip

@@ -47,7 +47,7 @@ export async function resolveLocators(ctx, params) {
       throw error instanceof NothingMatches ? serverError(error.message) : error;
     }
   }
-  return untilSomethingMatches(() => resolvedAll(ctx, tabId, params, own, fields, wanted));
+  return untilSomethingMatches(() => resolvedAll(ctx, tabId, params, own, fields, wanted), () => hiddenBehind(ctx, tabId));
 }
 
 /**
@@ -74,9 +74,10 @@ export function lostLocatorElement(error, given, resolved) {
  *
  * @template T
  * @param {() => Promise<T>} attempt
+ * @param {() => Promise<string | null>} [why] said in place of the advice when nothing came
  * @returns {Promise<T>}
  */
-async function untilSomethingMatches(attempt) {
+async function untilSomethingMatches(attempt, why = async () => null) {
   const started = Date.now();
   for (;;) {
     try {
@@ -87,7 +88,9 @@ async function untilSomethingMatches(attempt) {
         throw error;
       if (waited >= LOCATOR_WAIT_MS) {
         const [what, advice] = error.message.split(/;(.*)/s);
-        throw serverError(`${what} (waited ${(waited / 1000).toFixed(1)} s for one to appear)${advice === undefined ? '' : `;${advice}`}`);
+        const because = await why().catch(() => null);
+        throw serverError(`${what} (waited ${(waited / 1000).toFixed(1)} s for one to appear)` +
+            `${because ? `; ${because}` : advice === undefined ? '' : `;${advice}`}`);
       }
       await new Promise(resolve => setTimeout(resolve, LOCATOR_POLL_MS));
     }
@@ -131,8 +134,47 @@ export async function awaitSelectors(ctx, params) {
       const found = await evaluateExpression(ctx, tabId, elementExpression(() => true, { selector }));
       if (found?.error === 'not-found')
         throw new NothingMatches(`No element matches selector ${selector}; take a snapshot (browser_snapshot) to see the page's elements, or use browser_find`);
-    });
+    }, () => hiddenBehind(ctx, tabId));
   }
+}
+
+/**
+ * Why nothing behind an open dialog or menu can be named, when that is so: a page that hides
+ * the rest of itself from assistive technology while one is open (Radix's and Headless UI's
+ * dialogs and menus set `aria-hidden` on the other children of `<body>`), so a locator by role
+ * or name finds nothing there, as Playwright's finds nothing. Said in place of "take a
+ * snapshot", which shows the open one alone.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} tabId
+ * @returns {Promise<string | null>}
+ */
+async function hiddenBehind(ctx, tabId) {
+  const open = await evaluateExpression(ctx, tabId, `(${openOverHiddenPage.toString()})()`);
+  if (!open?.role)
+    return null;
+  return `the page behind the open ${open.role}${open.name ? ` ${JSON.stringify(open.name)}` : ''} is hidden while it ` +
+    'is open (the page hides the rest of itself from assistive technology), so nothing there can be named: close it ' +
+    'first (a button of its own, or Escape)';
+}
+
+/**
+ * The dialog or menu open over a page that hid the rest of itself (`aria-hidden` on a shown
+ * child of `<body>`), with its name; none otherwise. Runs in the page.
+ */
+function openOverHiddenPage() {
+  const hidden = Array.from(document.body?.children ?? []).some(el => el.getAttribute('aria-hidden') === 'true' &&
+    el.checkVisibility() && el.getBoundingClientRect().height > 2);
+  if (!hidden)
+    return null;
+  const open = Array.from(document.querySelectorAll('[role=dialog],[role=alertdialog],dialog[open],[role=menu],[role=listbox]'))
+    .find(el => el.checkVisibility() && !el.closest('[aria-hidden=true]'));
+  if (!open)
+    return null;
+  const by = open.getAttribute('aria-labelledby')?.split(/\s+/).map(id => document.getElementById(id)?.innerText ?? '').join(' ');
+  const name = (open.getAttribute('aria-label') || by || open.querySelector('h1,h2,h3,h4,h5,h6,[role=heading]')?.innerText || '')
+    .replace(/\s+/g, ' ').trim().slice(0, 60);
+  return { role: open.getAttribute('role') || 'dialog', name };
 }
 
 /**
