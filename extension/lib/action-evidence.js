@@ -40,7 +40,7 @@ export function watchAction(live, openable) {
   // The controls whose state a person sees change (see actionEvidence's `changed`), and at
   // most how many are kept (a page of a thousand checkboxes is read in well under a ms).
   const CONTROLS = 'input, select, textarea, [role=checkbox], [role=switch], [role=radio], [role=menuitemcheckbox], ' +
-    '[role=menuitemradio], [role=spinbutton], [role=slider], [role=tab], [aria-pressed]';
+    '[role=menuitemradio], [role=spinbutton], [role=slider], [role=tab], [aria-pressed], th, [role=columnheader]';
   const MOST_CONTROLS = 2000;
   const key = Symbol.for('mcp-relay.watch');
   const earlier = window[key];
@@ -227,6 +227,11 @@ export function watchAction(live, openable) {
       return el.getAttribute('aria-selected') === 'true' ? 'selected' : 'not selected';
     if (role === 'spinbutton' || role === 'slider')
       return el.getAttribute('aria-valuetext') || el.getAttribute('aria-valuenow');
+    // A column's header says how the table is sorted by it (a click on antd's "Stock" sorts).
+    if (el.localName === 'th' || role === 'columnheader') {
+      const how = el.getAttribute('aria-sort');
+      return how && how !== 'none' ? `sorted ${how}` : 'not sorted';
+    }
     return { true: 'checked', mixed: 'mixed' }[el.getAttribute('aria-checked')] ?? 'unchecked';
   };
   // In the document and its components' shadow roots: Panel's (Bokeh's) checkbox is drawn
@@ -459,6 +464,8 @@ export function actionEvidence(live, openable) {
   // The role a changed control's line names it by, as the outline does.
   const controlKind = el => {
     const role = el.getAttribute('role');
+    if (el.localName === 'th' && !role)
+      return 'columnheader';
     if (role)
       return el.hasAttribute('aria-pressed') && role !== 'switch' ? 'toggle button' : role;
     if (el.hasAttribute('aria-pressed'))
@@ -488,7 +495,9 @@ export function actionEvidence(live, openable) {
   });
   part('fields the page marked invalid', () => {
     const marked = [...document.querySelectorAll('[aria-invalid=true]')]
-      .filter(el => !watch.invalid.has(el) && el.checkVisibility()).slice(0, 10);
+      // After a submit the page refused, fields it marked before too: antd keeps "Please choose a
+      // category" under its field, and a second Save said nothing, as if it had gone.
+      .filter(el => (watch.attempted || !watch.invalid.has(el)) && el.checkVisibility()).slice(0, 10);
     if (marked.length)
       evidence.markedInvalid = marked.map(el => {
         const message = pointedTo(el);
@@ -525,7 +534,10 @@ export function actionEvidence(live, openable) {
       // toast does ("Saved").
       if (routed && own !== 'alert' && !watch.live.has(el) && !floats(el))
         continue;
-      const structural = own ? !['none', 'presentation', 'generic'].includes(own) : STRUCTURE.includes(el.localName);
+      // (So is one that holds a table: antd's table wrapper, live, said the whole table again
+      // on each sort.)
+      const structural = (own ? !['none', 'presentation', 'generic'].includes(own) : STRUCTURE.includes(el.localName)) ||
+        Boolean(el.querySelector('table,[role=table],[role=grid],[role=treegrid]'));
       if (!message && (structural || !watch.live.has(el)))
         continue;
       const role = message && own ? own : el.getAttribute('aria-live') === 'assertive' ? 'alert' : 'status';
@@ -564,7 +576,9 @@ export function actionEvidence(live, openable) {
       if (!seen)
         continue;
       const kind = controlKind(el);
-      if ((kind === 'radio' || kind === 'tab' || kind === 'menuitemradio') && now !== 'checked' && now !== 'selected')
+      // (A column no longer sorted by is said by the one now sorted by.)
+      if (((kind === 'radio' || kind === 'tab' || kind === 'menuitemradio') && now !== 'checked' && now !== 'selected') ||
+          (kind === 'columnheader' && now === 'not sorted'))
         continue;
       if (changed.length === 5) {
         moreChanged += 1;
@@ -572,7 +586,8 @@ export function actionEvidence(live, openable) {
       }
       const native = ['input', 'select', 'textarea'].includes(el.localName);
       const named = native ? field(el, true) : { ...field(el, true), field: spokenName(el) || field(el, true).field };
-      const toggles = ['checked', 'unchecked', 'mixed', 'pressed', 'not pressed', 'selected', 'not selected'].includes(now);
+      const toggles = ['checked', 'unchecked', 'mixed', 'pressed', 'not pressed', 'selected', 'not selected'].includes(now) ||
+        /sorted/.test(now);
       changed.push({
         kind, ...named, to: clip(now, 100), ...(toggles ? {} : { from: clip(was ?? '', 100) }),
         ...(el === document.activeElement ? { focused: true } : {}),

@@ -4182,6 +4182,69 @@ async fn a_dialog_that_hides_the_page_behind_it_is_modal_and_says_why_nothing_th
     );
 }
 
+/// What Ant Design (antd) draws, as a model drives it. Its select's options are plain `div`s in
+/// a floating list (only a hidden copy of one has `role=option`): `browser_select_option`
+/// opened it and was refused, "it shows no option named"; it now clicks the option its words
+/// name in the list that opened, and the drop-down's own opening and closing is not said
+/// again. A second Save on a form whose field the page still marks invalid said nothing, as if
+/// it had gone: it says the field again. A click on a column's header says how the table is now
+/// sorted (`aria-sort`), and a table inside a live wrapper is not announced whole on each sort.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controls_ant_design_draws_are_chosen_and_their_answers_say_what_changed() {
+    on_tools_page!(
+        "controls_ant_design_draws_are_chosen_and_their_answers_say_what_changed",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.innerHTML = `<form id=f><label for=cat>Category</label>\
+                 <input id=cat role=combobox aria-expanded=false aria-invalid=true aria-describedby=cat-err readonly>\
+                 <div id=cat-err>Please choose a category</div><button id=save>Save product</button></form>\
+                 <div aria-live=polite><table><tr><th id=stock>Stock</th></tr><tr><td>12</td></tr><tr><td>0</td></tr></table></div>`; \
+                 window.log = []; \
+                 f.onsubmit = e => { e.preventDefault(); log.push(cat.value ? 'saved' : 'refused'); }; \
+                 cat.onmousedown = () => { cat.setAttribute('aria-expanded', 'true'); \
+                 document.body.insertAdjacentHTML('beforeend', '<div id=drop style=\"position: absolute; top: 40px; left: 8px; background: white\">\
+                 <div role=listbox style=\"height: 0; width: 0; overflow: hidden\"><div role=option aria-label=Tools>tools</div></div>\
+                 <div class=item>Tools</div><div class=item>Toys</div><div class=item>Garden</div></div>'); \
+                 drop.onclick = e => { if (!e.target.classList.contains('item')) return; cat.value = e.target.textContent; \
+                 cat.setAttribute('aria-expanded', 'false'); cat.removeAttribute('aria-invalid'); drop.remove(); }; }; \
+                 stock.onclick = () => { stock.setAttribute('aria-sort', 'ascending'); \
+                 const rows = [...document.querySelectorAll('tr')].slice(1); rows.reverse().forEach(r => r.parentNode.append(r)); }; 1",
+            )
+            .await;
+            let refused = tool(&bridge, "browser_click", json!({"target": "#save"})).await;
+            assert!(
+                !is_error(&refused)
+                    && text(&refused).contains("\"Category\"")
+                    && text(&refused).contains("Please choose a category"),
+                "{refused}"
+            );
+            let picked = tool(
+                &bridge,
+                "browser_select_option",
+                json!({"target": "#cat", "values": ["Garden"]}),
+            )
+            .await;
+            assert!(
+                !is_error(&picked)
+                    && text(&picked).contains("clicked its option \"Garden\"")
+                    && !text(&picked).contains("Collapsed"),
+                "{picked}"
+            );
+            assert_eq!(page_value(&bridge, "cat.value").await, "Garden");
+            let sorted = tool(&bridge, "browser_click", json!({"target": "#stock"})).await;
+            assert!(
+                !is_error(&sorted)
+                    && text(&sorted).contains("Changed: columnheader \"Stock\"")
+                    && text(&sorted).contains("now sorted ascending")
+                    && !text(&sorted).contains("Page says"),
+                "{sorted}"
+            );
+        }
+    );
+}
+
 /// A hover answers once what it shows has come (a tooltip that a component library shows
 /// 100 ms after the pointer arrives, as MUI's does), and says it; the hover answered at once
 /// before and said nothing. A click does not repeat, as something that appeared, the tooltip

@@ -179,6 +179,10 @@ async function reportOn(ctx, params, acted, { settle, loaded, started, tabBefore
   }
   if (result.changed)
     dropOwnChanges(result, params);
+  // A drop-down opened and closed to pick from it: its answer says so (antd opens on the
+  // press, so the click read as `Collapsed: [ref=e10]`).
+  if (result.picked)
+    delete result.toggled;
   // An Enter the browser's check stopped did not submit anything.
   if (result.formBlocked && result.submitted === true)
     result.submitted = false;

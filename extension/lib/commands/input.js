@@ -5,6 +5,7 @@
  */
 
 import { keyPressEvents, modifierBits, typingEvents } from '../keys.js';
+import { NothingMatches } from '../locators.js';
 import { editorSetText, editorSuggesting, elementExpression, markDrawnOption, prepareTyping, readValue, selectOptions, suggestionsSettled } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { describeTarget, elementTarget } from '../targets.js';
@@ -51,6 +52,10 @@ const KEY_BY_KEY_NOTE = 'the field took none of the text at once (it reads keys 
 
 const PART_SHOWN_NOTE = 'the code editor draws only the lines in its view, and the value read back is those; ' +
   'browser_snapshot shows which lines they are';
+
+/** How long a drop-down's option is looked for after it was opened, and how often. */
+const OPTION_WAIT_MS = 3_000;
+const OPTION_POLL_MS = 150;
 
 /** How many times a click finds its element again after the pointer moved, before pressing. */
 const RELOCATE_TRIES = 3;
@@ -211,6 +216,38 @@ export async function type(ctx, params) {
 }
 
 /**
+ * The option a drop-down just opened shows: by its role and name (`option`, a locator), or,
+ * where its list has no roles (antd's options are plain `div`s in a floating list: only a
+ * hidden copy of one or two has role=option), by its words in the list that opened
+ * (`drawnOne`: markDrawnOption). Either is looked for every OPTION_POLL_MS, up to
+ * OPTION_WAIT_MS, as the list may come a moment after the click; then NothingMatches.
+ *
+ * @param {CommandContext} ctx
+ * @param {number} id the tab
+ * @param {string} option the locator of the option by role and name
+ * @param {() => Promise<string | boolean>} drawnOne marks the option drawn with no role
+ * @returns {Promise<{ref?: string, drawn?: string | boolean}>}
+ */
+async function optionShown(ctx, id, option, drawnOne) {
+  const started = Date.now();
+  for (;;) {
+    const shown = await resolveLocators(ctx, { selector: option, tabId: id, each: true }).catch(() => null);
+    const refs = Array.isArray(shown?.refs) ? shown.refs : [];
+    if (refs.length === 1)
+      return { ref: refs[0] };
+    // Several: the strict lookup names them in its refusal.
+    if (refs.length > 1)
+      return { ref: (await resolveLocators(ctx, { selector: option, tabId: id })).ref };
+    const drawn = await drawnOne();
+    if (drawn)
+      return { drawn };
+    if (Date.now() - started >= OPTION_WAIT_MS)
+      throw new NothingMatches(`No element matches ${option}`);
+    await new Promise(resolve => setTimeout(resolve, OPTION_POLL_MS));
+  }
+}
+
+/**
  * Types a text into Monaco line by line, so that its typing rules leave the text as given.
  * Monaco types text key by key: a bracket or a quote it closes stays after the caret (and an
  * opening bracket with a selection surrounds it), and each new line is indented to its rules
@@ -312,7 +349,10 @@ async function pickFromDropDown(ctx, id, params, named, values, drawnOptions = f
       drawn = drawnOptions && await markDrawn(value);
       try {
         if (!drawn)
-          at = (await resolveLocators(ctx, { selector: option, tabId: id })).ref;
+          at = await optionShown(ctx, id, option, () => markDrawn(value)).then(found => {
+            drawn = found.drawn ?? false;
+            return found.ref;
+          });
       } catch (error) {
         const why = /^No element matches/.test(messageOf(error)) ? `it shows no option named "${value}"` : messageOf(error);
         const done = picked.length ? ` (${picked.map(one => `"${one}"`).join(', ')} chosen before it)` : '';
