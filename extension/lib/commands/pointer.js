@@ -9,10 +9,8 @@
  * click was meant for, and the release lands elsewhere: in a headful Chrome, a menu opened by
  * `browser_hover` and its link clicked fired the click on `<html>`, and the answer said
  * `clicked: true`. So when another of the person's windows has the focus, the tab's window is
- * activated first, with the page taking no input from the browser meanwhile (the move to the
- * person's pointer is dropped), the page's pointer put back where the agent left it (a hover
- * menu the move closed all the same opens again), and only then is the mouse pressed; the
- * focus is handed back after, as before.
+ * activated first, the page's pointer put back where the agent left it (a hover menu opens
+ * again), and only then is the mouse pressed; the focus is handed back after, as before.
  */
 
 /** @typedef {import('../commands.js').CommandContext} CommandContext */
@@ -66,16 +64,7 @@ export async function pressing(ctx, tabId, action) {
   const giveBack = () => chrome.windows.update(focused.id, { focused: true }).catch(() => {});
   // Whatever fails from here on (the tab closed under the move), the person gets the focus back.
   try {
-    // While the window is activated the page takes no input from the browser: the move to the
-    // person's pointer is dropped. Putting the pointer back reopened a menu that the move
-    // closed, but one a component library draws anew (Radix's submenu) came back as other
-    // elements, which the click's ref did not name.
-    await ctx.debuggers.send(tabId, 'Input.setIgnoreInputEvents', { ignore: true }).catch(() => {});
-    try {
-      await activated(tab.windowId);
-    } finally {
-      await ctx.debuggers.send(tabId, 'Input.setIgnoreInputEvents', { ignore: false }).catch(() => {});
-    }
+    await activated(tab.windowId);
     // Only a hover leaves something open under the pointer that the activation's move closed.
     const back = lastPointer.get(tabId);
     if (back?.hover) {
