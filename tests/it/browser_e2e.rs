@@ -6352,14 +6352,16 @@ async fn form_answers(host: &impl Host, site: &FixtureSite) {
             && !said.contains("Account created"),
         "{said}"
     );
-    // Nothing new to say: nothing said.
+    // Saved again, still refused: the field still marked invalid is said again (a second Save
+    // that said nothing read as gone); the alert, unchanged, is not.
     let again = tool_ok(
         host,
         "browser_click",
         json!({"target": "getByText('Save')"}),
     )
     .await;
-    for quiet in ["formBlocked", "markedInvalid", "pageSays"] {
+    assert_eq!(again["markedInvalid"][0]["field"], "Username", "{again}");
+    for quiet in ["formBlocked", "pageSays"] {
         assert!(again.get(quiet).is_none(), "{again}");
     }
     // The page's own check on every key stops nothing, and is not reported as a stopped submit.
