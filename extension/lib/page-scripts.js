@@ -869,10 +869,10 @@ export function readValue(el) {
   end();
   while (lines.length && !lines[lines.length - 1])
     lines.pop();
-  // Without what takes no room (snapshot.js `UNSEEN`: CKEditor's word joiners).
   // (`editable`: an editor of lines, which its answer compares with the text typed; not a
   // date field's part, a spinbutton, whose text is its own.)
   const editable = !['spinbutton', 'slider'].includes(el.getAttribute('role'));
+  // Without what takes no room (snapshot.js `UNSEEN`: CKEditor's word joiners).
   return { value: lines.join('\n').replace(/\u00a0/g, ' ').replace(/[\u200b\u2060\ufeff]/g, ''), editable };
 }
 
