@@ -77,7 +77,7 @@ export function lostLocatorElement(error, given, resolved) {
  * @param {() => Promise<string | null>} [why] said in place of the advice when nothing came
  * @returns {Promise<T>}
  */
-async function untilSomethingMatches(attempt, why = async () => null) {
+export async function untilSomethingMatches(attempt, why = async () => null) {
   const started = Date.now();
   for (;;) {
     try {

@@ -9,7 +9,7 @@ import { NothingMatches } from '../locators.js';
 import { editorSetText, editorSuggesting, elementExpression, markDrawnOption, prepareTyping, readValue, selectOptions, suggestionsSettled } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { describeTarget, elementTarget } from '../targets.js';
-import { resolveLocators } from './by-locator.js';
+import { resolveLocators, untilSomethingMatches } from './by-locator.js';
 import { notePointer, pressing } from './pointer.js';
 import { ACTIONABLE_POLL_MS, ACTIONABLE_WAIT_MS, elementError, evaluateExpression, locate, messageOf, targetTab, worldOf } from './shared.js';
 
@@ -52,10 +52,6 @@ const KEY_BY_KEY_NOTE = 'the field took none of the text at once (it reads keys 
 
 const PART_SHOWN_NOTE = 'the code editor draws only the lines in its view, and the value read back is those; ' +
   'browser_snapshot shows which lines they are';
-
-/** How long a drop-down's option is looked for after it was opened, and how often. */
-const OPTION_WAIT_MS = 3_000;
-const OPTION_POLL_MS = 150;
 
 /** How many times a click finds its element again after the pointer moved, before pressing. */
 const RELOCATE_TRIES = 3;
@@ -136,6 +132,14 @@ export async function type(ctx, params) {
   const started = Date.now();
   // A field of a frame of another origin is prepared and read in that frame's world.
   const world = await worldOf(ctx, id, target);
+  // The text key by key, each character with its keyDown and keyUp (`slowly`, and a field
+  // that took none of it at once).
+  const typeKeys = async () => {
+    for (const events of typingEvents(text)) {
+      for (const event of events)
+        await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
+    }
+  };
   let prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text, slowly), world);
   // A field the page enables a moment later (after another field is filled) is waited for.
   while (prepared?.error === 'disabled' && Date.now() - started < ACTIONABLE_WAIT_MS) {
@@ -148,10 +152,7 @@ export async function type(ctx, params) {
     // A date, time, colour or range took its value whole (prepareTyping): nothing to type.
   } else if (slowly) {
     // Key by key: pages that act on keydown or keyup (suggestions, shortcuts) see each key.
-    for (const events of typingEvents(text)) {
-      for (const event of events)
-        await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
-    }
+    await typeKeys();
   } else {
     // A code editor's input: the editor's own edit where the page offers it (editorSetText),
     // else its select-all and Delete first, so the text replaces the editor's.
@@ -188,10 +189,7 @@ export async function type(ctx, params) {
   const flat = held => String(held ?? '').replace(/\s+/g, '');
   if (!slowly && !prepared?.set && !prepared?.editorInput && typeof prepared?.before === 'string' && text !== '' && !/[\r\n]/.test(text) &&
       flat(read?.value) === flat(prepared.before) && flat(text) !== flat(prepared.before)) {
-    for (const events of typingEvents(text)) {
-      for (const event of events)
-        await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
-    }
+    await typeKeys();
     keyByKey = true;
     read = await evaluateExpression(ctx, id, elementExpression(readValue, target), world);
   }
@@ -219,8 +217,8 @@ export async function type(ctx, params) {
  * The option a drop-down just opened shows: by its role and name (`option`, a locator), or,
  * where its list has no roles (antd's options are plain `div`s in a floating list: only a
  * hidden copy of one or two has role=option), by its words in the list that opened
- * (`drawnOne`: markDrawnOption). Either is looked for every OPTION_POLL_MS, up to
- * OPTION_WAIT_MS, as the list may come a moment after the click; then NothingMatches.
+ * (`drawnOne`: markDrawnOption). Either is looked for as a locator waits for its element
+ * (by-locator.js `untilSomethingMatches`), as the list may come a moment after the click.
  *
  * @param {CommandContext} ctx
  * @param {number} id the tab
@@ -228,9 +226,8 @@ export async function type(ctx, params) {
  * @param {() => Promise<string | boolean>} drawnOne marks the option drawn with no role
  * @returns {Promise<{ref?: string, drawn?: string | boolean}>}
  */
-async function optionShown(ctx, id, option, drawnOne) {
-  const started = Date.now();
-  for (;;) {
+function optionShown(ctx, id, option, drawnOne) {
+  return untilSomethingMatches(async () => {
     const shown = await resolveLocators(ctx, { selector: option, tabId: id, each: true }).catch(() => null);
     const refs = Array.isArray(shown?.refs) ? shown.refs : [];
     if (refs.length === 1)
@@ -241,10 +238,8 @@ async function optionShown(ctx, id, option, drawnOne) {
     const drawn = await drawnOne();
     if (drawn)
       return { drawn };
-    if (Date.now() - started >= OPTION_WAIT_MS)
-      throw new NothingMatches(`No element matches ${option}`);
-    await new Promise(resolve => setTimeout(resolve, OPTION_POLL_MS));
-  }
+    throw new NothingMatches(`No element matches ${option}`);
+  });
 }
 
 /**
