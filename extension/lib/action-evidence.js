@@ -270,10 +270,23 @@ export function watchAction(live, openable) {
     // Elements the action put on the page or showed (a `hidden` taken away, a `display: none`
     // or `visibility: hidden` style replaced), at most 100: what `appeared` looks among.
     appeared: new Set(),
+    // What the action took off the page (at most 2,000 nodes), so that what it puts back as it
+    // was (a framework drawing a list again, a row moved by a sort) is not news.
+    removed: [],
+    // Elements whose text the action replaced (`status.textContent = 'Saved'`), at most 100.
+    retexted: new Set(),
     heard: records => {
       for (const record of records) {
         if (record.addedNodes.length)
           watch.grew = true;
+        if (record.type === 'childList') {
+          for (const node of record.removedNodes) {
+            if (watch.removed.length < 2000)
+              watch.removed.push(node);
+          }
+          if (watch.retexted.size < 100 && [...record.addedNodes].some(node => node.nodeType === Node.TEXT_NODE && node.data.trim()))
+            watch.retexted.add(record.target);
+        }
         if (watch.appeared.size >= 100)
           continue;
         if (record.type === 'childList') {
@@ -656,21 +669,21 @@ export function actionEvidence(live, openable) {
   // app drawn in one fixed full-window box floats all of it), with words, not inside what
   // `opened` or `pageSays` already say. At most 2, the outermost, each cut at 200 characters.
   // Playwright MCP's answers show it in the snapshot that follows every action.
-  part('what appeared over the page', () => {
-    const area = innerWidth * innerHeight;
-    const floatingBox = el => {
-      for (let node = el, level = 0; node && node !== document.body && level < 12; node = node.parentElement, level++) {
-        const look = getComputedStyle(node);
-        if (look.position === 'fixed' || (look.position === 'absolute' && parseInt(look.zIndex, 10) >= 1)) {
-          const box = node.getBoundingClientRect();
-          return box.width * box.height < area * 0.6 ? node : null;
-        }
+  const area = innerWidth * innerHeight;
+  const floatingBox = el => {
+    for (let node = el, level = 0; node && node !== document.body && level < 12; node = node.parentElement, level++) {
+      const look = getComputedStyle(node);
+      if (look.position === 'fixed' || (look.position === 'absolute' && parseInt(look.zIndex, 10) >= 1)) {
+        const box = node.getBoundingClientRect();
+        return box.width * box.height < area * 0.6 ? node : null;
       }
-      return null;
-    };
-    const said = [...newlyOpen, ...(evidence.pageSays ? liveNow : [])];
-    const pressed = watch.pressed?.closest?.('button,a,[role],[aria-label]');
-    const pressedName = pressed ? spokenName(pressed) : '';
+    }
+    return null;
+  };
+  const said = [...newlyOpen, ...(evidence.pageSays ? liveNow : [])];
+  const pressed = watch.pressed?.closest?.('button,a,[role],[aria-label]');
+  const pressedName = pressed ? spokenName(pressed) : '';
+  part('what appeared over the page', () => {
     const appeared = [];
     const candidates = [...watch.appeared].filter(el => el.isConnected && el.checkVisibility());
     for (const el of candidates) {
@@ -705,6 +718,56 @@ export function actionEvidence(live, openable) {
         evidence.toggled = { expanded: now, ...(name ? { name } : {}), ...(ref ? { ref } : {}) };
       }
     }
+  });
+  // What the action put in the page's flow, or wrote there, that a person sees appear where
+  // they look: "Ordered 1 large pizza" under the button (Mesop's answer said only `clicked:
+  // true`), a row a "More" added, a hint under a field. Not what the page drew again as it was
+  // (its words were among what the action took away: a framework's re-render, rows a sort
+  // moved), nor what another line says (a dialog or menu opened, a message announced,
+  // something over the page, the part a header or a tab shows, which its own line names), nor
+  // what the action typed or chose itself, nor a new view (the URL says it). At most 2, the
+  // outermost, each cut at 150 characters.
+  part('what the page now shows', () => {
+    if (routed)
+      return;
+    const flat = text => String(text || '').replace(/\s+/g, '').toLowerCase();
+    let gone = null;
+    const wasThere = text => {
+      gone ??= flat(watch.removed.map(node => node.textContent).join(''));
+      return gone.includes(flat(text));
+    };
+    // The part a pressed header or tab controls, and what the snapshot's last lines named.
+    const controlled = [watch.toggle?.el, pressed].flatMap(el => (el?.getAttribute?.('aria-controls') ?? '').split(/\s+/))
+      .filter(Boolean).map(id => document.getElementById(id)).filter(Boolean);
+    const details = watch.toggle?.el?.localName === 'summary' ? [watch.toggle.el.parentElement] : [];
+    const apart = [...said, ...controlled, ...details];
+    // A word inline in a sentence is read with its sentence: "Total: $5", not "$5".
+    const block = el => {
+      let at = el;
+      for (let level = 0; level < 3 && at.parentElement && at.parentElement !== document.body &&
+          getComputedStyle(at).display === 'inline'; level++)
+        at = at.parentElement;
+      return at;
+    };
+    const candidates = [...new Set([...watch.appeared, ...watch.retexted].filter(el => el instanceof Element).map(block))]
+      .filter(el => el.isConnected && el.checkVisibility() && !el.isContentEditable && !el.closest('[aria-hidden=true],input,textarea,select') &&
+        !apart.some(one => one.contains(el) || el.contains(one)) && !floatingBox(el));
+    const shows = [];
+    for (const el of candidates) {
+      if (shows.length === 2)
+        break;
+      if (candidates.some(other => other !== el && other.contains(el)))
+        continue;
+      const box = el.getBoundingClientRect();
+      const whole = box.width >= 4 && box.height >= 4 ? shown(el) : '';
+      const text = clip(whole, 150);
+      if (text.length < 3 || wasThere(whole) || evidence.appeared?.some(one => one.text === text))
+        continue;
+      const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(el);
+      shows.push({ text, ...(ref ? { ref } : {}) });
+    }
+    if (shows.length)
+      evidence.shows = shows;
   });
   if (unread.length)
     evidence.unread = unread;

@@ -3576,7 +3576,11 @@ async fn what_an_action_puts_up_over_the_page_is_said() {
                 "{tour}"
             );
             let more = tool(&bridge, "browser_click", json!({"target": "#more"})).await;
-            assert!(!text(&more).contains("Appeared"), "{more}");
+            assert!(
+                !text(&more).contains("Appeared")
+                    && text(&more).contains("Page now shows: \"Another row\""),
+                "{more}"
+            );
             // An app drawn in one box that fills the window: what it adds is its content.
             page_value(
                 &bridge,
@@ -3589,6 +3593,62 @@ async fn what_an_action_puts_up_over_the_page_is_said() {
             assert!(
                 !is_error(&added) && !text(&added).contains("Appeared"),
                 "{added}"
+            );
+        }
+    );
+}
+
+/// What an action puts in the page's flow or writes there is said, as a person sees it appear
+/// (Mesop's "Ordered 1 large pizza" under its button; a total a script rewrote, read with its
+/// sentence): what the page draws again as it was (a framework's re-render, rows a sort moved)
+/// is not, nor the panel a tab shows, which the tab's own line names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_is_not() {
+    on_tools_page!(
+        "what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_is_not",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<div id=flow>\
+                 <button id=order onclick=\"done.insertAdjacentHTML(`beforeend`, `<p>Ordered 1 large pizza</p>`)\">Order</button>\
+                 <div id=done></div>\
+                 <p>Total: <span id=total>$3</span></p>\
+                 <button id=add onclick=\"total.textContent = `$5`\">Add a drink</button>\
+                 <ul id=rows><li>Banana</li><li>Apple</li><li>Cherry</li></ul>\
+                 <button id=sort onclick=\"rows.append(...[...rows.children].sort((a, b) => a.textContent.localeCompare(b.textContent)))\">Sort</button>\
+                 <button id=redraw onclick=\"rows.innerHTML = rows.innerHTML\">Refresh</button>\
+                 <div role=tablist><button role=tab id=tab aria-selected=false aria-controls=panel \
+                 onclick=\"this.setAttribute(`aria-selected`, `true`); panel.hidden = false\">Details</button></div>\
+                 <div role=tabpanel id=panel hidden>Weight 2 kg, made in Lisbon</div></div>'); 1",
+            )
+            .await;
+            let order = tool(&bridge, "browser_click", json!({"target": "#order"})).await;
+            assert!(
+                text(&order).contains("Page now shows: \"Ordered 1 large pizza\""),
+                "{order}"
+            );
+            let add = tool(&bridge, "browser_click", json!({"target": "#add"})).await;
+            assert!(
+                text(&add).contains("Page now shows: \"Total: $5\""),
+                "{add}"
+            );
+            for again in ["#sort", "#redraw"] {
+                let drawn = tool(&bridge, "browser_click", json!({"target": again})).await;
+                assert!(
+                    !is_error(&drawn) && !text(&drawn).contains("Page now shows"),
+                    "{again}: {drawn}"
+                );
+            }
+            assert_eq!(
+                page_value(&bridge, "rows.innerText.replace(/\\s+/g, ' ')").await,
+                "Apple Banana Cherry"
+            );
+            let tab = tool(&bridge, "browser_click", json!({"target": "#tab"})).await;
+            assert!(
+                text(&tab).contains("Changed: tab \"Details\"")
+                    && !text(&tab).contains("Page now shows"),
+                "{tab}"
             );
         }
     );

@@ -306,7 +306,7 @@ export async function addDownloads(ctx, result, started, tabId = result.tabId) {
 }
 
 /** What action-evidence.js reports, copied into the action's result when present. */
-const EVIDENCE = ['formBlocked', 'markedInvalid', 'pageSays', 'changed', 'changedMore', 'opened', 'closed', 'appeared', 'toggled', 'unread'];
+const EVIDENCE = ['formBlocked', 'markedInvalid', 'pageSays', 'changed', 'changedMore', 'opened', 'closed', 'appeared', 'toggled', 'shows', 'unread'];
 
 /**
  * Leaves out of `changed` the fields an action that sets values set itself, which its own

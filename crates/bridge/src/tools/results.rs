@@ -147,7 +147,7 @@ fn without(value: &Value, keys: &[&str]) -> Value {
 /// What an action's answer may say happened to the page, in the order its text says it.
 /// Each but `settled` (a page still loading, said only beside something else) makes the answer
 /// lines rather than JSON (`render`).
-const WHAT_HAPPENED: [&str; 20] = [
+const WHAT_HAPPENED: [&str; 21] = [
     "dialog",
     "fileChooser",
     "tabClosed",
@@ -163,6 +163,7 @@ const WHAT_HAPPENED: [&str; 20] = [
     "opened",
     "appeared",
     "toggled",
+    "shows",
     "unread",
     "tabsOpened",
     "console",
@@ -319,6 +320,15 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
             "appeared" => lines.extend(value.as_array().into_iter().flatten().map(|shown| {
                 format!(
                     "Appeared over the page: {:?}{}",
+                    shown["text"].as_str().unwrap_or(""),
+                    name_and_ref(&json!({"ref": shown["ref"]}))
+                )
+            })),
+            // What the action put in the page's flow or wrote there ("Ordered 1 large pizza"
+            // under the button): what a person sees the click do, which `clicked: true` is not.
+            "shows" => lines.extend(value.as_array().into_iter().flatten().map(|shown| {
+                format!(
+                    "Page now shows: {:?}{}",
                     shown["text"].as_str().unwrap_or(""),
                     name_and_ref(&json!({"ref": shown["ref"]}))
                 )
@@ -1687,6 +1697,17 @@ mod tests {
             "Tab 7\nChanged: checkbox \"Rush delivery\" [ref=e41]: now checked\n\
              Changed: spinbutton \"Quantity\": \"1\" → \"2\"\nChanged: textbox: \"\" → \"1 Main St\"\n\
              Changed: 4 more controls\nclicked: true"
+        );
+        // What the action put in the page's flow, with its ref when it has one.
+        let shows = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true,
+                    "shows": [{"text": "Ordered 1 large pizza"}, {"text": "Total: $5", "ref": "e9"}]}),
+        );
+        assert_eq!(
+            shows.text,
+            "Tab 7\nPage now shows: \"Ordered 1 large pizza\"\n\
+             Page now shows: \"Total: $5\" [ref=e9]\nclicked: true"
         );
         // What the action put up over the page with no role.
         let appeared = render(
