@@ -273,8 +273,11 @@ export function watchAction(live, openable) {
     // What the action took off the page (at most 2,000 nodes), so that what it puts back as it
     // was (a framework drawing a list again, a row moved by a sort) is not news.
     removed: [],
-    // Elements whose text the action replaced (`status.textContent = 'Saved'`), at most 100.
+    // Elements whose text the action replaced (`status.textContent = 'Saved'`: words, not a
+    // separator's " | "), at most 100, and the text nodes it rewrote, with what they said.
     retexted: new Set(),
+    rewrote: new Map(),
+    since: performance.now(),
     heard: records => {
       for (const record of records) {
         if (record.addedNodes.length)
@@ -284,8 +287,18 @@ export function watchAction(live, openable) {
             if (watch.removed.length < 2000)
               watch.removed.push(node);
           }
-          if (watch.retexted.size < 100 && [...record.addedNodes].some(node => node.nodeType === Node.TEXT_NODE && node.data.trim()))
+          if (watch.retexted.size < 100 && [...record.addedNodes].some(node => node.nodeType === Node.TEXT_NODE && /[\p{L}\p{N}]/u.test(node.data)))
             watch.retexted.add(record.target);
+        } else if (record.type === 'characterData' && !watch.rewrote.has(record.target)) {
+          // A text node the action rewrote in place (React's `{status}`, "Idle" → "Saved"),
+          // unless it rewrote itself in the 2 s before the action too (a clock ticking): the
+          // page's DOM watcher (settle.js) keeps when it last changed before this.
+          const seen = domWatch?.texts?.get(record.target);
+          const before = seen && (seen.at < watch.since ? seen.at : seen.prior);
+          watch.rewrote.set(record.target, record.oldValue ?? '');
+          const parent = record.target.parentElement;
+          if (parent && !(before > watch.since - 2000) && watch.retexted.size < 100 && /[\p{L}\p{N}]/u.test(record.target.data))
+            watch.retexted.add(parent);
         }
         if (watch.appeared.size >= 100)
           continue;
@@ -368,7 +381,9 @@ export function watchAction(live, openable) {
   for (const [type, listener] of watch.listeners)
     document.addEventListener(type, listener, true);
   for (const root of roots)
-    watch.added.observe(root, { childList: true, subtree: true, attributeFilter: ['hidden', 'style'], attributeOldValue: true });
+    watch.added.observe(root, {
+      childList: true, subtree: true, attributeFilter: ['hidden', 'style'], attributeOldValue: true, characterData: true, characterDataOldValue: true,
+    });
   window[key] = watch;
   return { url: location.href, title: document.title, readyState: document.readyState };
 }
@@ -728,12 +743,13 @@ export function actionEvidence(live, openable) {
   // what the action typed or chose itself, nor a new view (the URL says it). At most 2, the
   // outermost, each cut at 150 characters.
   part('what the page now shows', () => {
-    if (routed)
+    // A new view, or the part a header or a tab showed, which its own line names.
+    if (routed || evidence.toggled || evidence.changed?.some(row => row.kind === 'tab' && row.to === 'selected'))
       return;
     const flat = text => String(text || '').replace(/\s+/g, '').toLowerCase();
     let gone = null;
     const wasThere = text => {
-      gone ??= flat(watch.removed.map(node => node.textContent).join(''));
+      gone ??= flat([...watch.removed.map(node => node.textContent), ...watch.rewrote.values()].join(''));
       return gone.includes(flat(text));
     };
     // The part a pressed header or tab controls, and what the snapshot's last lines named.
@@ -741,17 +757,27 @@ export function actionEvidence(live, openable) {
       .filter(Boolean).map(id => document.getElementById(id)).filter(Boolean);
     const details = watch.toggle?.el?.localName === 'summary' ? [watch.toggle.el.parentElement] : [];
     const apart = [...said, ...controlled, ...details];
-    // A word inline in a sentence is read with its sentence: "Total: $5", not "$5".
+    // A few words a script wrote inline in a sentence are read with their sentence: "Total:
+    // $5", not "$5" (not an element put in the page: a component's is inline too, and holds
+    // its own words, Mesop's; Django's date shortcuts, put back as they were, are not news).
     const block = el => {
       let at = el;
+      if (!watch.retexted.has(el) || [...watch.appeared].some(added => added.contains(el)))
+        return el;
       for (let level = 0; level < 3 && at.parentElement && at.parentElement !== document.body &&
-          getComputedStyle(at).display === 'inline'; level++)
+          getComputedStyle(at).display === 'inline' && at.textContent.trim().length < 20 &&
+          at.parentElement.textContent.trim().length <= 150; level++)
         at = at.parentElement;
       return at;
     };
     const candidates = [...new Set([...watch.appeared, ...watch.retexted].filter(el => el instanceof Element).map(block))]
       .filter(el => el.isConnected && el.checkVisibility() && !el.isContentEditable && !el.closest('[aria-hidden=true],input,textarea,select') &&
         !apart.some(one => one.contains(el) || el.contains(one)) && !floatingBox(el));
+    // What another line says in words already: the message under a field marked invalid.
+    const told = [
+      ...(evidence.appeared ?? []).map(one => one.text), ...(evidence.pageSays ?? []).map(one => one.text),
+      ...[...(evidence.markedInvalid ?? []), ...(evidence.formBlocked ?? [])].map(one => one.message ?? ''),
+    ].filter(Boolean);
     const shows = [];
     for (const el of candidates) {
       if (shows.length === 2)
@@ -759,9 +785,13 @@ export function actionEvidence(live, openable) {
       if (candidates.some(other => other !== el && other.contains(el)))
         continue;
       const box = el.getBoundingClientRect();
-      const whole = box.width >= 4 && box.height >= 4 ? shown(el) : '';
+      // (A drop-down's options are not what it shows: Django's new inline row read
+      // "--------- 1 2 3 4 5 Remove".)
+      let whole = box.width >= 4 && box.height >= 4 ? shown(el) : '';
+      for (const select of el.querySelectorAll('select'))
+        whole = whole.replace(select.innerText, ' ');
       const text = clip(whole, 150);
-      if (text.length < 3 || wasThere(whole) || evidence.appeared?.some(one => one.text === text))
+      if (text.length < 3 || wasThere(whole) || told.some(one => one.includes(text)))
         continue;
       const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(el);
       shows.push({ text, ...(ref ? { ref } : {}) });

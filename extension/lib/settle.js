@@ -73,13 +73,20 @@ export const DOM_WATCH_OPTIONS = Object.freeze({ subtree: true, childList: true,
  * documents (debugger-sessions.js); invisible to the page but for a non-enumerable Symbol.
  * Its observer is kept beside the time: an observer of the document hears nothing inside a
  * shadow root, so action-evidence.js `watchAction` has it observe the page's open shadow
- * roots too, before each action (a component redraws inside its own).
+ * roots too, before each action (a component redraws inside its own). It also keeps when each
+ * text node last changed, and when before that (`texts`): a text that rewrites itself on its
+ * own (a clock, "updated 3 s ago") is not what an action made the page show.
  */
 export const DOM_WATCH_SCRIPT = `(() => {
   const key = Symbol.for(${JSON.stringify(LAST_MUTATION_KEY)});
   if (Object.prototype.hasOwnProperty.call(window, key)) return;
-  const watch = { at: performance.now() };
-  watch.observer = new MutationObserver(() => { watch.at = performance.now(); });
+  const watch = { at: performance.now(), texts: new WeakMap() };
+  watch.observer = new MutationObserver(records => {
+    watch.at = performance.now();
+    for (const record of records) {
+      if (record.type === 'characterData') watch.texts.set(record.target, { at: watch.at, prior: watch.texts.get(record.target)?.at });
+    }
+  });
   watch.options = ${JSON.stringify(DOM_WATCH_OPTIONS)};
   Object.defineProperty(window, key, { value: watch });
   watch.observer.observe(document, watch.options);

@@ -3600,8 +3600,9 @@ async fn what_an_action_puts_up_over_the_page_is_said() {
 
 /// What an action puts in the page's flow or writes there is said, as a person sees it appear
 /// (Mesop's "Ordered 1 large pizza" under its button; a total a script rewrote, read with its
-/// sentence): what the page draws again as it was (a framework's re-render, rows a sort moved)
-/// is not, nor the panel a tab shows, which the tab's own line names.
+/// sentence; a status rewritten in place): what the page draws again as it was (a framework's
+/// re-render, rows a sort moved) is not, nor a clock that ticks on its own, nor the panel a tab
+/// shows, which the tab's own line names.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_is_not() {
     on_tools_page!(
@@ -3615,12 +3616,16 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
                  <div id=done></div>\
                  <p>Total: <span id=total>$3</span></p>\
                  <button id=add onclick=\"total.textContent = `$5`\">Add a drink</button>\
+                 <p id=state>Status: idle</p>\
+                 <button id=save onclick=\"state.firstChild.data = `Status: saved`\">Save</button>\
+                 <p>Updated <span id=clock>0</span> ms ago</p>\
                  <ul id=rows><li>Banana</li><li>Apple</li><li>Cherry</li></ul>\
                  <button id=sort onclick=\"rows.append(...[...rows.children].sort((a, b) => a.textContent.localeCompare(b.textContent)))\">Sort</button>\
                  <button id=redraw onclick=\"rows.innerHTML = rows.innerHTML\">Refresh</button>\
                  <div role=tablist><button role=tab id=tab aria-selected=false aria-controls=panel \
                  onclick=\"this.setAttribute(`aria-selected`, `true`); panel.hidden = false\">Details</button></div>\
-                 <div role=tabpanel id=panel hidden>Weight 2 kg, made in Lisbon</div></div>'); 1",
+                 <div role=tabpanel id=panel hidden>Weight 2 kg, made in Lisbon</div></div>'); \
+                 setInterval(() => { clock.firstChild.data = String(Math.round(performance.now())); }, 250); 1",
             )
             .await;
             let order = tool(&bridge, "browser_click", json!({"target": "#order"})).await;
@@ -3632,6 +3637,14 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
             assert!(
                 text(&add).contains("Page now shows: \"Total: $5\""),
                 "{add}"
+            );
+            // A text rewritten in place (React's `{status}`) is said; a clock that ticks on
+            // its own, in every answer above and below, is not.
+            let save = tool(&bridge, "browser_click", json!({"target": "#save"})).await;
+            assert!(
+                text(&save).contains("Page now shows: \"Status: saved\"")
+                    && !text(&save).contains("ms ago"),
+                "{save}"
             );
             for again in ["#sort", "#redraw"] {
                 let drawn = tool(&bridge, "browser_click", json!({"target": again})).await;

@@ -179,6 +179,8 @@ async function reportOn(ctx, params, acted, { settle, loaded, started, tabBefore
   }
   if (result.changed)
     dropOwnChanges(result, params);
+  if (result.shows)
+    dropOwnShows(result, params);
   // A drop-down opened and closed to pick from it: its answer says so (antd opens on the
   // press, so the click read as `Collapsed: [ref=e10]`).
   if (result.picked)
@@ -329,6 +331,25 @@ function dropOwnChanges(result, params) {
     delete result.changed;
     delete result.changedMore;
   }
+}
+
+/**
+ * Leaves out of `shows` the words the action put there itself, which its own answer says: the
+ * option a drop-down now shows as chosen (antd draws "Garden" in its select, which read
+ * `Page now shows: "Garden"` under `selected: ["Garden"]`), the text typed or filled.
+ *
+ * @param {any} result
+ * @param {any} params
+ */
+function dropOwnShows(result, params) {
+  const own = [params.text, params.value, result.value, ...(Array.isArray(params.values) ? params.values : []),
+    ...(Array.isArray(result.selected) ? result.selected : []),
+    ...(Array.isArray(params.fields) ? params.fields.map(f => f?.value) : [])]
+    .filter(one => typeof one === 'string' && one.trim()).map(one => one.trim());
+  const sets = new Set([...own, own.join(', '), own.join(' ')]);
+  result.shows = result.shows.filter(row => !sets.has(row.text));
+  if (!result.shows.length)
+    delete result.shows;
 }
 
 /**
