@@ -756,6 +756,36 @@ export function editorSuggesting(el, waitMs) {
 }
 
 /**
+ * What a field made of parts holds, read whole, when the part typed into is one of several
+ * spinbuttons in one group (MUI's date field: month, day and year, each taking its digits as
+ * keys and moving the focus on). Typed key by key into "Month", `12/24/2026` read back `12`,
+ * the month alone, and the day's change was said as another control's. The parts are marked
+ * as set by the action (action-evidence.js leaves them out of what changed). Null for any
+ * other field.
+ *
+ * Runs through {@link elementExpression}. @param {Element} el the element typed into
+ */
+export function readParts(el) {
+  el = el[Symbol.for('mcp-relay.typesInto')] ?? el;
+  const group = el.closest('[role=group]');
+  const parts = group ? [...group.querySelectorAll('[role=spinbutton]')] : [];
+  if (parts.length < 2 || !(parts.includes(el) || el === group))
+    return null;
+  for (const part of parts)
+    part[Symbol.for('mcp-relay.setByAction')] = true;
+  // The parts and what stands between them (the smallest element holding them all: MUI's
+  // group holds its label too, drawn unseen in its outline's gap), as a person reads them:
+  // without the marks that keep their order (MUI's U+2066–2069) or space around a separator
+  // ("12 / 24 / 2026").
+  let holder = parts[0].parentElement;
+  while (holder !== group && !parts.every(part => holder.contains(part)))
+    holder = holder.parentElement;
+  const text = holder.innerText.replace(/[\u200b\u200e\u200f\u2060\u2066-\u2069\ufeff]/g, '').replace(/\s+/g, ' ')
+    .replace(/\s*([^\p{L}\p{N}\s])\s*/gu, '$1').trim();
+  return { value: text };
+}
+
+/**
  * The value a field holds after typing, as the answer reads it back. A password is never
  * read back: typing at the caret (`slowly`) adds to what is there, and what is there may be
  * the person's own, filled in by their browser.

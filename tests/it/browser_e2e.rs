@@ -4324,7 +4324,8 @@ async fn controls_ant_design_draws_are_chosen_and_their_answers_say_what_changed
 /// that says the name of what it pressed. A ripple (a wordless element that takes no pointer
 /// events, animated for 550 ms on every button MUI draws) is not waited for: the
 /// click answers while it still runs. A field that takes none of a text at once (a date field's
-/// part that reads keys one by one, as MUI's does) is typed key by key, and says so.
+/// part that reads keys one by one, as MUI's does) is typed key by key, says so, and reads back
+/// all its parts (`12/24`, not the month alone).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hover_says_the_tooltip_it_shows_and_a_field_that_reads_keys_is_typed_key_by_key() {
     on_tools_page!(
@@ -4336,8 +4337,9 @@ async fn a_hover_says_the_tooltip_it_shows_and_a_field_that_reads_keys_is_typed_
                 "document.body.innerHTML = `<style>@keyframes ripple { from { transform: scale(0) } to { transform: scale(1) } }</style>\
                  <button id=refund aria-label=\"Refund A-1\" style=\"position: relative; margin: 60px\">↺\
                  <span id=ripple style=\"position: absolute; inset: 0; pointer-events: none\"></span></button>\
-                 <div role=group aria-label=\"Start date\"><span role=spinbutton aria-label=Month contenteditable=true id=month>MM</span>\
-                 /<span role=spinbutton aria-label=Day contenteditable=true id=day>DD</span></div>`; \
+                 <div role=group aria-label=\"Start date\"><span style=\"opacity: 0\">Start date</span><div>\
+                 <span role=spinbutton aria-label=Month contenteditable=true id=month>MM</span>\
+                 /<span role=spinbutton aria-label=Day contenteditable=true id=day>DD</span></div></div>`; \
                  let tip = null; \
                  refund.onmouseenter = () => setTimeout(() => { if (tip) return; tip = document.createElement('div'); tip.setAttribute('role', 'tooltip'); \
                  tip.textContent = 'Refund A-1'; tip.style.cssText = 'position: fixed; top: 10px; left: 10px; background: #333; color: white; padding: 4px'; \
@@ -4346,6 +4348,7 @@ async fn a_hover_says_the_tooltip_it_shows_and_a_field_that_reads_keys_is_typed_
                  const part = (el, next) => { el.addEventListener('beforeinput', e => e.preventDefault()); \
                  el.addEventListener('keydown', e => { if (!/^[0-9]$/.test(e.key)) { e.preventDefault(); return; } e.preventDefault(); \
                  const digits = (/^[0-9]+$/.test(el.textContent) ? el.textContent : '') + e.key; el.textContent = digits.slice(-2); \
+                 el.setAttribute('aria-valuenow', digits.slice(-2)); \
                  if (digits.length >= 2 && next) next.focus(); }); }; \
                  part(month, day); part(day, null); 1",
             )
@@ -4376,9 +4379,13 @@ async fn a_hover_says_the_tooltip_it_shows_and_a_field_that_reads_keys_is_typed_
                 json!({"target": "#month", "text": "12/24"}),
             )
             .await;
+            // It reads back whole, all its parts, and none of them is said as another
+            // control the typing changed.
             assert!(
                 !is_error(&typed)
-                    && text(&typed).contains("Note: the field took none of the text at once"),
+                    && text(&typed).contains("Note: the field took none of the text at once")
+                    && text(&typed).ends_with("value: 12/24")
+                    && !text(&typed).contains("Changed:"),
                 "{typed}"
             );
             assert_eq!(

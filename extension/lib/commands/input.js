@@ -6,7 +6,7 @@
 
 import { keyPressEvents, modifierBits, typingEvents } from '../keys.js';
 import { NothingMatches } from '../locators.js';
-import { editorSetText, editorSuggesting, elementExpression, markDrawnOption, prepareTyping, readValue, selectOptions, suggestionsSettled } from '../page-scripts.js';
+import { editorSetText, editorSuggesting, elementExpression, markDrawnOption, prepareTyping, readParts, readValue, selectOptions, suggestionsSettled } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { describeTarget, elementTarget } from '../targets.js';
 import { resolveLocators, untilSomethingMatches } from './by-locator.js';
@@ -48,7 +48,7 @@ const RICH_CHANGED_NOTE = 'the text the editor holds differs from what was typed
 
 /** What a typed answer adds when the field took none of the text at once and was typed key by key. */
 const KEY_BY_KEY_NOTE = 'the field took none of the text at once (it reads keys one by one, as a date field\'s parts ' +
-  'do), so it was typed key by key; the value read back is what it holds now';
+  'do), so it was typed key by key; the value read back is what it holds now (all its parts, for a date field\'s)';
 
 const PART_SHOWN_NOTE = 'the code editor draws only the lines in its view, and the value read back is those; ' +
   'browser_snapshot shows which lines they are';
@@ -191,7 +191,8 @@ export async function type(ctx, params) {
       flat(read?.value) === flat(prepared.before) && flat(text) !== flat(prepared.before)) {
     await typeKeys();
     keyByKey = true;
-    read = await evaluateExpression(ctx, id, elementExpression(readValue, target), world);
+    read = (await evaluateExpression(ctx, id, elementExpression(readParts, target), world)) ??
+      await evaluateExpression(ctx, id, elementExpression(readValue, target), world);
   }
   const value = read?.value ?? null;
   if (submit) {
