@@ -658,10 +658,17 @@ export function actionEvidence(live, openable) {
     }
     // One the page drew again (removed, then put back as it was) neither opened nor closed.
     const same = (a, b) => a.role === b.role && a.name === b.name;
+    // One with no name of its own is named by what says it opens one (`opener`), else by the
+    // button or menu item the click pressed, when that is not inside it: a
+    // submenu's label says nothing of what it opens (ProseMirror's "Heading" read `Opened:
+    // menu: "Level 1", …`).
+    const button = watch.pressed?.closest?.('button,[role=button],[role=menuitem]');
+    const openedWith = el => watch.opener ?? (button && !el.contains(button) ? button : null);
     const shownNow = opened.map(el => {
       const one = described(el, true);
-      if (!one.name && watch.opener && ['menu', 'listbox', 'popover'].includes(one.role)) {
-        const name = spokenName(watch.opener);
+      const by = openedWith(el);
+      if (!one.name && by && ['menu', 'listbox', 'popover'].includes(one.role)) {
+        const name = spokenName(by);
         if (name) {
           openedBy.set(el, name);
           one.name = name;

@@ -2126,14 +2126,19 @@ async fn snapshot_refs(chromium: &Path) {
             && prose.matches("- banner").count() == 1,
         "{prose}"
     );
-    // A button that opens a popover says whether it is open; the popover shows once it is.
+    // A button that opens a popover says whether it is open; the popover shows once it is,
+    // named by the button pressed (a submenu's label, ProseMirror's "Heading", says nothing of
+    // what it opens either; it read `Opened: popover`).
     let more = ref_of(&prose, "button \"More options\"");
     assert!(
         prose.contains(&format!("[ref={more}] [expanded=false]")) && !prose.contains("Rename"),
         "{prose}"
     );
     let clicked = tool(&bridge, "browser_click", json!({"target": more})).await;
-    assert!(text(&clicked).contains("\nOpened: popover\n"), "{clicked}");
+    assert!(
+        text(&clicked).contains("\nOpened: popover \"More options\"\n"),
+        "{clicked}"
+    );
     let opened = outline(&bridge, json!({})).await;
     assert!(
         opened.contains(&format!("[ref={more}] [expanded=true]"))
