@@ -759,7 +759,7 @@ export function actionEvidence(live, openable) {
       gone ??= flat([...watch.removed.map(node => node.textContent), ...watch.rewrote.values()].join(''));
       return gone.includes(flat(text));
     };
-    // The part a pressed header or tab controls, and what the snapshot's last lines named.
+    // The part a pressed header or tab controls (`aria-controls`), or a <details>' content.
     const controlled = [watch.toggle?.el, pressed].flatMap(el => (el?.getAttribute?.('aria-controls') ?? '').split(/\s+/))
       .filter(Boolean).map(id => document.getElementById(id)).filter(Boolean);
     const details = watch.toggle?.el?.localName === 'summary' ? [watch.toggle.el.parentElement] : [];

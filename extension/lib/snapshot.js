@@ -1385,7 +1385,12 @@ export function formatOutline(tree, options = {}) {
         continue;
       }
       let line = `${indent}- ${item.role}`;
-      if (item.name)
+      const kids = item.children || [];
+      // A name its one child says on the next line is not said twice: rustdoc's headings are
+      // each a link of the same words (`- heading [ref=e7] [level=2]:` over `- link "Vec"`),
+      // as Playwright MCP prints them; unless the child is past the depth shown.
+      const saidBelow = kids.length === 1 && kids[0].role !== undefined && kids[0].name === item.name && level + 1 < depth;
+      if (item.name && !saidBelow)
         line += ` ${JSON.stringify(item.name)}`;
       if (item.ref)
         line += ` [ref=${item.ref}]`;
@@ -1393,7 +1398,6 @@ export function formatOutline(tree, options = {}) {
         line += ` [${state}]`;
       if (item.box)
         line += ` [box=${item.box.join(',')}]`;
-      const kids = item.children || [];
       // Properties of the element's own line, printed below it: a link's URL, a field's
       // placeholder (where it is not the field's name), a note.
       const props = [

@@ -109,6 +109,22 @@ test('names with quotes stay one unambiguous string', () => {
   assert.equal(formatOutline([{ role: 'button', name: 'Say "hi"', ref: 'e9' }]), '- button "Say \\"hi\\"" [ref=e9]');
 });
 
+test("a name its one child says on the next line is not said twice, unless the child is past the depth", () => {
+  const heading = [{
+    role: 'heading', name: 'Methods', ref: 'e22', states: ['level=3'],
+    children: [{ role: 'link', name: 'Methods', ref: 'e23', url: '#implementations' }],
+  }];
+  assert.equal(formatOutline(heading), [
+    '- heading [ref=e22] [level=3]:',
+    '  - link "Methods" [ref=e23]:',
+    '    - /url: #implementations',
+  ].join('\n'));
+  assert.equal(formatOutline(heading, { depth: 1 }), '- heading "Methods" [ref=e22] [level=3] [1 more below: raise depth to see them]');
+  // Another name, or more than one child, keeps its own.
+  const other = [{ role: 'heading', name: 'std 1.95.0', ref: 'e5', children: [{ role: 'link', name: 'std', ref: 'e6' }, { text: '1.95.0' }] }];
+  assert.ok(formatOutline(other).startsWith('- heading "std 1.95.0" [ref=e5]:'));
+});
+
 test('depth keeps the top levels and says how much it left out below', () => {
   assert.equal(formatOutline(TREE, { depth: 1 }).split('\n').filter(line => line.includes('iframe [ref=e4]'))[0],
       '- iframe [ref=e4] [3 more below: raise depth to see them]');
