@@ -705,6 +705,8 @@ export function actionEvidence(live, openable) {
   const said = [...newlyOpen, ...(evidence.pageSays ? liveNow : [])];
   const pressed = watch.pressed?.closest?.('button,a,[role],[aria-label]');
   const pressedName = pressed ? spokenName(pressed) : '';
+  // What `appeared` said, so that `shows` does not say it again.
+  const overPage = [];
   part('what appeared over the page', () => {
     const appeared = [];
     const candidates = [...watch.appeared].filter(el => el.isConnected && el.checkVisibility());
@@ -724,6 +726,7 @@ export function actionEvidence(live, openable) {
         continue;
       const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(el);
       appeared.push({ text, ...(ref ? { ref } : {}) });
+      overPage.push(el);
     }
     if (appeared.length)
       evidence.appeared = appeared;
@@ -763,7 +766,7 @@ export function actionEvidence(live, openable) {
     const controlled = [watch.toggle?.el, pressed].flatMap(el => (el?.getAttribute?.('aria-controls') ?? '').split(/\s+/))
       .filter(Boolean).map(id => document.getElementById(id)).filter(Boolean);
     const details = watch.toggle?.el?.localName === 'summary' ? [watch.toggle.el.parentElement] : [];
-    const apart = [...said, ...controlled, ...details];
+    const apart = [...said, ...controlled, ...details, ...overPage];
     // A few words a script wrote inline in a sentence are read with their sentence: "Total:
     // $5", not "$5" (not an element put in the page: a component's is inline too, and holds
     // its own words, Mesop's; Django's date shortcuts, put back as they were, are not news).
