@@ -280,35 +280,34 @@ export function watchAction(live, openable) {
     since: performance.now(),
     heard: records => {
       for (const record of records) {
-        if (record.addedNodes.length)
-          watch.grew = true;
         if (record.type === 'childList') {
+          if (record.addedNodes.length)
+            watch.grew = true;
           for (const node of record.removedNodes) {
             if (watch.removed.length < 2000)
               watch.removed.push(node);
           }
           if (watch.retexted.size < 100 && [...record.addedNodes].some(node => node.nodeType === Node.TEXT_NODE && /[\p{L}\p{N}]/u.test(node.data)))
             watch.retexted.add(record.target);
-        } else if (record.type === 'characterData' && !watch.rewrote.has(record.target)) {
+          for (const node of record.addedNodes) {
+            if (node.nodeType === Node.ELEMENT_NODE && watch.appeared.size < 100)
+              watch.appeared.add(node);
+          }
+        } else if (record.type === 'characterData') {
           // A text node the action rewrote in place (React's `{status}`, "Idle" → "Saved"),
           // unless it rewrote itself in the 2 s before the action too (a clock ticking): the
           // page's DOM watcher (settle.js) keeps when it last changed before this.
+          if (watch.rewrote.has(record.target))
+            continue;
           const seen = domWatch?.texts?.get(record.target);
           const before = seen && (seen.at < watch.since ? seen.at : seen.prior);
           watch.rewrote.set(record.target, record.oldValue ?? '');
           const parent = record.target.parentElement;
           if (parent && !(before > watch.since - 2000) && watch.retexted.size < 100 && /[\p{L}\p{N}]/u.test(record.target.data))
             watch.retexted.add(parent);
-        }
-        if (watch.appeared.size >= 100)
-          continue;
-        if (record.type === 'childList') {
-          for (const node of record.addedNodes) {
-            if (node.nodeType === Node.ELEMENT_NODE && watch.appeared.size < 100)
-              watch.appeared.add(node);
-          }
-        } else if (record.attributeName === 'hidden' ? record.oldValue !== null
-          : /display:\s*none|visibility:\s*hidden/.test(record.oldValue ?? '')) {
+        } else if (watch.appeared.size < 100 && (record.attributeName === 'hidden' ? record.oldValue !== null
+          : /display:\s*none|visibility:\s*hidden/.test(record.oldValue ?? ''))) {
+          // (An attribute's record: what a `hidden` or a style hid is shown.)
           watch.appeared.add(record.target);
         }
       }
