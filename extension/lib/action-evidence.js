@@ -55,9 +55,37 @@ export function watchAction(live, openable) {
   const shown = el => {
     if (!el.isConnected || !el.checkVisibility())
       return '';
+    // A component's part shows what the page slotted into it, which its innerText leaves out
+    // (Shoelace's alert read "l for Ada", not "Ordered l for Ada").
+    if (el.shadowRoot || el.querySelector('slot'))
+      return drawnText(el);
     // An SVG element has no innerText (Swagger UI's live region is one): its text is read.
     return el.querySelector('[aria-hidden=true]') || el.innerText === undefined ? shownWords(el).replace(/\s+/g, ' ').trim() : el.innerText.trim();
   };
+  // The words of `el` as they are drawn (the flat tree: a component's shadow root, what the
+  // page slotted into it), shown ones only, not what is hidden from screen readers, a word
+  // apart, up to about 400 characters.
+  function drawnText(el) {
+    let words = '';
+    const visit = node => {
+      if (words.length > 400)
+        return;
+      if (node.nodeType === Node.TEXT_NODE) {
+        if (node.parentElement?.checkVisibility())
+          words += ` ${node.data}`;
+        return;
+      }
+      if (node.nodeType !== Node.ELEMENT_NODE && node.nodeType !== Node.DOCUMENT_FRAGMENT_NODE)
+        return;
+      if (node.nodeType === Node.ELEMENT_NODE && (node.getAttribute('aria-hidden') === 'true' || ['style', 'script', 'template'].includes(node.localName)))
+        return;
+      const slotted = node.localName === 'slot' ? node.assignedNodes({ flatten: true }) : [];
+      for (const kid of slotted.length ? slotted : node.shadowRoot ? node.shadowRoot.childNodes : node.childNodes)
+        visit(kid);
+    };
+    visit(el);
+    return words.replace(/\s+/g, ' ').trim();
+  }
   // The text of `el` a person sees and a screen reader says, a text node a word apart, up to
   // about `most` characters.
   function shownWords(el, most = Infinity) {
@@ -112,7 +140,7 @@ export function watchAction(live, openable) {
       ? [...(tree.querySelectorAll?.(`label[for="${CSS.escape(hidden.id)}"]`) ?? [])] : [];
     const ownLabel = el.getAttribute('aria-label');
     const name = (ownLabel === 'null' || ownLabel === 'undefined' ? '' : ownLabel) || labelled
-      || [...(el.labels?.length ? el.labels : standsFor)].map(label => label.innerText).join(' ')
+      || [...(el.labels?.length ? el.labels : standsFor)].map(label => label.innerText.trim() || drawnText(label)).join(' ').trim()
       || el.getAttribute('placeholder') || el.getAttribute('name') || (bare ? '' : el.id || el.localName);
     const ref = refOf(el);
     return { field: clip(name, 80), ...(ref ? { ref } : {}) };
@@ -193,7 +221,8 @@ export function watchAction(live, openable) {
   // aria-label, for a header that toggles a part, whose label says what a press does and
   // changes with it (Quasar's expansion read `Expanded: "Collapse \"Advanced options\""`).
   const spokenName = (el, shownFirst = false) => {
-    const words = shownWords(el, 200);
+    // A component's button shows the words the page slotted into it (Shoelace's "Account").
+    const words = el.shadowRoot || el.querySelector('slot') ? drawnText(el) : shownWords(el, 200);
     return clip(shownFirst ? words.trim() || el.getAttribute('aria-label') : el.getAttribute('aria-label') || words, 80);
   };
   const openerOf = event => event.composedPath().find(node => node instanceof Element &&
@@ -326,7 +355,9 @@ export function watchAction(live, openable) {
     // no name of its own, nor a controller naming it, is known by it (JupyterLab's menus read
     // `Opened: menu` before).
     opener: null,
-    // What the action's click landed on.
+    // What the action's click landed on and what holds it, as drawn (its composed path): a
+    // component's button is in its own shadow root, and the click's target at the document
+    // is the component (Shoelace's `sl-button`).
     pressed: null,
     toggle: null,
     expandedOf,
@@ -350,7 +381,7 @@ export function watchAction(live, openable) {
         watch.opener ??= openerOf(event);
       }],
       ['click', event => {
-        watch.pressed ??= event.target;
+        watch.pressed ??= event.composedPath().filter(node => node instanceof Element);
         watch.opener ??= openerOf(event);
         watch.toggle ??= toggleOf(event);
         const button = event.composedPath().find(node => node instanceof HTMLButtonElement || node instanceof HTMLInputElement);
@@ -405,6 +436,8 @@ export function actionEvidence(live, openable) {
   const state = { url: location.href, title: document.title, readyState: document.readyState };
   const key = Symbol.for('mcp-relay.watch');
   const watch = window[key];
+  // The nearest element the click landed on, or one around it as drawn, that is `css`.
+  const pressedIn = css => watch?.pressed?.find(el => el.matches(css)) ?? null;
   const words = (text, most) => {
     const flat = String(text || '').replace(/[\u200b\u2060\ufeff]/g, '').replace(/\s+/g, ' ').trim();
     return flat.length > most ? `${flat.slice(0, most - 1)}…` : flat;
@@ -661,7 +694,7 @@ export function actionEvidence(live, openable) {
     // button or menu item the click pressed, when that is not inside it: a
     // submenu's label says nothing of what it opens (ProseMirror's "Heading" read `Opened:
     // menu: "Level 1", …`).
-    const button = watch.pressed?.closest?.('button,[role=button],[role=menuitem]');
+    const button = pressedIn('button,[role=button],[role=menuitem]');
     const openedWith = el => watch.opener ?? (button && !el.contains(button) ? button : null);
     const shownNow = opened.map(el => {
       const one = described(el, true);
@@ -691,8 +724,19 @@ export function actionEvidence(live, openable) {
   // `opened` or `pageSays` already say. At most 2, the outermost, each cut at 200 characters.
   // Playwright MCP's answers show it in the snapshot that follows every action.
   const area = innerWidth * innerHeight;
+  // Whether `outer` holds `el` as it is drawn: a slotted element is inside the component's
+  // part that shows it (Shoelace's alert and the message the page wrote into it).
+  const drawnIn = (outer, el) => {
+    for (let node = el; node; node = node.assignedSlot ?? node.parentElement ?? node.getRootNode().host) {
+      if (node === outer)
+        return true;
+    }
+    return false;
+  };
   const floatingBox = el => {
-    for (let node = el, level = 0; node && node !== document.body && level < 12; node = node.parentElement, level++) {
+    // Up the tree as it is drawn: a slotted element into its slot, a shadow root's into its
+    // host (Shoelace's tooltip floats in a box of its component's own root).
+    for (let node = el, level = 0; node && node !== document.body && level < 12; node = node.assignedSlot ?? node.parentElement ?? node.getRootNode().host, level++) {
       const look = getComputedStyle(node);
       if (look.position === 'fixed' || (look.position === 'absolute' && parseInt(look.zIndex, 10) >= 1)) {
         const box = node.getBoundingClientRect();
@@ -702,7 +746,7 @@ export function actionEvidence(live, openable) {
     return null;
   };
   const said = [...newlyOpen, ...(evidence.pageSays ? liveNow : [])];
-  const pressed = watch.pressed?.closest?.('button,a,[role],[aria-label]');
+  const pressed = pressedIn('button,a,[role],[aria-label]');
   const pressedName = pressed ? spokenName(pressed) : '';
   // What `appeared` said, so that `shows` does not say it again.
   const overPage = [];
@@ -712,7 +756,7 @@ export function actionEvidence(live, openable) {
     for (const el of candidates) {
       if (appeared.length === 2)
         break;
-      if (candidates.some(other => other !== el && other.contains(el)) || said.some(one => one.contains(el) || el.contains(one)))
+      if (candidates.some(other => other !== el && drawnIn(other, el)) || said.some(one => drawnIn(one, el) || drawnIn(el, one)))
         continue;
       const box = el.getBoundingClientRect();
       const text = box.width >= 20 && box.height >= 10 ? clip(shown(el), 200) : '';
@@ -765,13 +809,20 @@ export function actionEvidence(live, openable) {
     const controlled = [watch.toggle?.el, pressed].flatMap(el => (el?.getAttribute?.('aria-controls') ?? '').split(/\s+/))
       .filter(Boolean).map(id => document.getElementById(id)).filter(Boolean);
     const details = watch.toggle?.el?.localName === 'summary' ? [watch.toggle.el.parentElement] : [];
-    const apart = [...said, ...controlled, ...details, ...overPage];
+    // A drop-down's own box, pressed to choose from it: the chips of what it holds now are
+    // its value, which `selected` says (the nearest box around what was pressed holding a
+    // combobox, a line or two high; the chips are beside the combobox's own input, Quasar's
+    // and react-select's, or inside it, Shoelace's).
+    const FIELD = '[role=combobox], select';
+    const holder = (watch.pressed ?? []).find(el => el.matches(FIELD) || el.querySelector(FIELD) || el.shadowRoot?.querySelector(FIELD));
+    const ownBox = holder?.matches(FIELD) ? holder.parentElement ?? holder.getRootNode().host : holder;
+    const apart = [...said, ...controlled, ...details, ...overPage, ...(ownBox && ownBox.getBoundingClientRect().height <= 120 ? [ownBox] : [])];
     // A few words a script wrote inline in a sentence are read with their sentence: "Total:
     // $5", not "$5" (not an element put in the page: a component's is inline too, and holds
     // its own words, Mesop's; Django's date shortcuts, put back as they were, are not news).
     const block = el => {
       let at = el;
-      if (!watch.retexted.has(el) || [...watch.appeared].some(added => added.contains(el)))
+      if (!watch.retexted.has(el) || [...watch.appeared].some(added => drawnIn(added, el)))
         return el;
       for (let level = 0; level < 3 && at.parentElement && at.parentElement !== document.body &&
           getComputedStyle(at).display === 'inline' && at.textContent.trim().length < 20 &&
@@ -781,7 +832,7 @@ export function actionEvidence(live, openable) {
     };
     const candidates = [...new Set([...watch.appeared, ...watch.retexted].filter(el => el instanceof Element).map(block))]
       .filter(el => el.isConnected && el.checkVisibility() && !el.isContentEditable && !el.closest('[aria-hidden=true],input,textarea,select') &&
-        !apart.some(one => one.contains(el) || el.contains(one)) && !floatingBox(el));
+        !apart.some(one => drawnIn(one, el) || drawnIn(el, one)) && !floatingBox(el));
     // What another line says in words already: the message under a field marked invalid.
     const told = [
       ...(evidence.appeared ?? []).map(one => one.text), ...(evidence.pageSays ?? []).map(one => one.text),
@@ -791,7 +842,7 @@ export function actionEvidence(live, openable) {
     for (const el of candidates) {
       if (shows.length === 2)
         break;
-      if (candidates.some(other => other !== el && other.contains(el)))
+      if (candidates.some(other => other !== el && drawnIn(other, el)))
         continue;
       const box = el.getBoundingClientRect();
       // (A drop-down's options are not what it shows: Django's new inline row read

@@ -326,8 +326,12 @@ export async function locateElement(el, options = {}) {
     // An icon drawn by CSS says it by its title (Django admin's calendar link).
     const pictures = node => Array.from(node.querySelectorAll('img[alt], [aria-label], svg title, [title]'), picture =>
       picture.getAttribute('alt') ?? picture.getAttribute('aria-label') ?? picture.getAttribute('title') ?? picture.textContent).join(' ').trim();
-    const labels = labelledBy || Array.from(el.labels ?? [], label => label.textContent.trim() || pictures(label)).join(' ').trim();
-    const words = String(el.getAttribute('aria-label') || shows.trim() || button || labels || pictures(el) || el.getAttribute('title') || el.getAttribute('placeholder') || '')
+    // A component's part shows the words the page slotted into it (Shoelace's button: `button
+    // "Account"`, not `button`).
+    const slotted = node => Array.from(node.querySelectorAll('slot'), slot =>
+      slot.assignedNodes({ flatten: true }).map(one => one.textContent).join(' ')).join(' ').trim();
+    const labels = labelledBy || Array.from(el.labels ?? [], label => label.textContent.trim() || slotted(label) || pictures(label)).join(' ').trim();
+    const words = String(el.getAttribute('aria-label') || shows.trim() || slotted(el) || button || labels || pictures(el) || el.getAttribute('title') || el.getAttribute('placeholder') || '')
       .replace(/\s+/g, ' ').trim();
     if (words)
       text += ` ${JSON.stringify(words.length > 40 ? `${words.slice(0, 39)}…` : words)}`;
@@ -730,6 +734,40 @@ export function markDrawnOption(el, value, MARK) {
     }
   }
   return { found: false };
+}
+
+/**
+ * Whether a drop-down the page draws is still open after its options were picked: a
+ * multi-select stays open for more (Shoelace's, MUI's, react-select's `isMulti`), and its
+ * list then covers what the model clicks next (Shoelace's "Toppings" list made the next two
+ * clicks wait 3 s and fail as covered). Called with the option about to be clicked
+ * (`phase` "note"), it keeps the list the option is in: its nearest list, menu, grid or tree,
+ * or else its nearest box that floats. Called with the drop-down (`phase` "check"), it answers
+ * from the drop-down's `aria-expanded` (its own, its field's or its button's), else from
+ * whether the kept list is still shown.
+ *
+ * Runs through {@link elementExpression}. @param {Element} el @param {'note' | 'check'} phase
+ */
+export function dropDownOpen(el, phase) {
+  const key = Symbol.for('mcp-relay.optionList');
+  // Up the tree a person sees: out of a shadow root to its host.
+  const up = node => node.assignedSlot ?? node.parentElement ?? node.getRootNode()?.host ?? null;
+  if (phase === 'note') {
+    let list = null;
+    for (let at = up(el), n = 0; at && at !== el.ownerDocument.body && n < 12 && !list; at = up(at), n++) {
+      if (/^(listbox|menu|grid|tree|treegrid)$/.test(at.getAttribute('role') ?? '') ||
+          ['absolute', 'fixed'].includes(getComputedStyle(at).position))
+        list = at;
+    }
+    window[key] = list ? new WeakRef(list) : null;
+    return { noted: Boolean(list) };
+  }
+  const expanded = [el, el.querySelector('[aria-expanded]'), el.closest('[aria-expanded]')]
+    .map(one => one?.getAttribute('aria-expanded')).find(value => value === 'true' || value === 'false');
+  if (expanded)
+    return { open: expanded === 'true' };
+  const list = window[key]?.deref();
+  return { open: Boolean(list?.isConnected && list.checkVisibility()) };
 }
 
 /**

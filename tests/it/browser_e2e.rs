@@ -6188,7 +6188,19 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
         "getByRole('menuitem', { name: 'Archive' })",
         "getByRole('combobox', { name: 'Assignee' })",
     ] {
-        tool_ok(host, "browser_click", json!({"target": target})).await;
+        let clicked = tool(host, "browser_click", json!({"target": target})).await;
+        assert!(!is_error(&clicked), "{target}: {clicked}");
+        // A control is said by the words the page slotted into its label, as the outline
+        // names it, not by its `name` or its tag; a component's button by its slotted words.
+        if target.contains("newsletter") {
+            assert!(
+                text(&clicked).contains("Changed: checkbox \"Send me the newsletter\""),
+                "{clicked}"
+            );
+        }
+        if target.contains("'Save'") {
+            assert!(text(&clicked).contains("button \"Save\""), "{clicked}");
+        }
     }
     assert_eq!(
         page_value(host, "JSON.stringify(seen)").await,
@@ -6232,7 +6244,8 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
         "German,Japanese"
     );
     // Several values from a multi-select the page draws: each option clicked in turn, the
-    // list (still open after a pick) not opened again for the next.
+    // list (still open after a pick) not opened again for the next, and closed with Escape
+    // after the last, as a person closes it: left open, it covers what is clicked next.
     let opened_before = page_value(host, "seen.open").await.as_u64().unwrap();
     let several = tool(
         host,
@@ -6242,8 +6255,18 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
     .await;
     assert!(
         !is_error(&several)
-            && text(&several).contains("clicked its options \"English\", \"German\""),
+            && text(&several)
+                .contains("clicked its options \"English\", \"German\", then closed it (Escape)")
+            && !text(&several).contains("Page now shows"),
         "{several}"
+    );
+    assert_eq!(
+        page_value(
+            host,
+            "document.querySelector('ds-multi').shadowRoot.querySelector('[role=listbox]').hidden"
+        )
+        .await,
+        true
     );
     assert_eq!(
         page_value(host, "seen.langs.join()").await,
@@ -6291,6 +6314,27 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
     assert!(
         is_error(&missing) && text(&missing).contains("it shows no option named \"Klingon\""),
         "{missing}"
+    );
+    // What a component shows is read as it is drawn: a menu with no name is named by the words
+    // slotted into the component's button that opened it; an alert's words slotted into its
+    // shadow part are said once, with what the page wrote into them; a toast floating in its
+    // component's shadow root is over the page, not in its flow.
+    let account = tool(host, "browser_click", json!({"target": "#account"})).await;
+    assert!(
+        text(&account).contains("Opened: menu \"Account\": \"Profile\", \"Log out\""),
+        "{account}"
+    );
+    let ordered = tool(host, "browser_click", json!({"target": "#order"})).await;
+    assert!(
+        text(&ordered).contains("Page now shows: \"Ordered one large pizza for Ada\"")
+            && text(&ordered).matches("pizza").count() == 1,
+        "{ordered}"
+    );
+    let copied = tool(host, "browser_click", json!({"target": "#copy"})).await;
+    assert!(
+        text(&copied).contains("Appeared over the page: \"Link copied\"")
+            && !text(&copied).contains("Page now shows"),
+        "{copied}"
     );
 }
 

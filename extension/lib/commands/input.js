@@ -6,7 +6,7 @@
 
 import { keyPressEvents, modifierBits, typingEvents } from '../keys.js';
 import { NothingMatches } from '../locators.js';
-import { editorSetText, editorSuggesting, elementExpression, markDrawnOption, prepareTyping, readParts, readValue, selectOptions, suggestionsSettled } from '../page-scripts.js';
+import { dropDownOpen, editorSetText, editorSuggesting, elementExpression, markDrawnOption, prepareTyping, readParts, readValue, selectOptions, suggestionsSettled } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { describeTarget, elementTarget } from '../targets.js';
 import { resolveLocators, untilSomethingMatches } from './by-locator.js';
@@ -34,6 +34,9 @@ const EDITOR_CHANGED_NOTE = 'the code editor\'s own typing rules (closing bracke
 
 /** The attribute markDrawnOption leaves on the option it found, for the click. */
 const DRAWN_OPTION_MARK = 'data-mcp-relay-option';
+
+/** How many times a drop-down closed with Escape is looked at again (ACTIONABLE_POLL_MS apart) before it is said to be still open. */
+const CLOSE_CHECKS = 5;
 
 /** How long a code editor's suggestions are waited for after text ending in a word. */
 const SUGGESTIONS_SHOW_MS = 400;
@@ -357,15 +360,33 @@ async function pickFromDropDown(ctx, id, params, named, values, drawnOptions = f
       }
     }
     const byMark = drawn === true;
-    await click(ctx, byMark ? { selector: `[${DRAWN_OPTION_MARK}]`, tabId: id } : { ref: drawn || at, tabId: id });
+    const optionTarget = byMark ? { selector: `[${DRAWN_OPTION_MARK}]` } : { ref: drawn || at };
+    if (picked.length === values.length - 1)
+      await evaluateExpression(ctx, id, elementExpression(dropDownOpen, optionTarget, 'note'), world).catch(() => null);
+    await click(ctx, { ...optionTarget, tabId: id });
     if (byMark) {
       await evaluateExpression(ctx, id, `document.querySelectorAll('[${DRAWN_OPTION_MARK}]').forEach(el => el.removeAttribute('${DRAWN_OPTION_MARK}'))`, world)
         .catch(() => null);
     }
     picked.push(value);
   }
+  // Still open after the last pick (a multi-select stays open for more): closed with Escape,
+  // as a person closes it, so that its list covers nothing the model clicks next.
+  const open = async () => Boolean((await evaluateExpression(ctx, id, elementExpression(dropDownOpen, target, 'check'), world)
+    .catch(() => null))?.open);
+  let closed = '';
+  if (await open()) {
+    await pressKey(ctx, { key: 'Escape', tabId: id });
+    // A list that fades out is shown a moment more.
+    let still = await open();
+    for (let tries = 0; still && tries < CLOSE_CHECKS; tries++) {
+      await new Promise(resolve => setTimeout(resolve, ACTIONABLE_POLL_MS));
+      still = await open();
+    }
+    closed = still ? '; it is still open' : ', then closed it (Escape)';
+  }
   const said = picked.map(value => `"${value}"`).join(', ');
-  return { tabId: id, selected: picked, picked: `opened ${named} and clicked its option${picked.length > 1 ? 's' : ''} ${said}` };
+  return { tabId: id, selected: picked, picked: `opened ${named} and clicked its option${picked.length > 1 ? 's' : ''} ${said}${closed}` };
 }
 
 /** @param {CommandContext} ctx */
