@@ -63,8 +63,8 @@ export function watchAction(live, openable) {
     return el.querySelector('[aria-hidden=true]') || el.innerText === undefined ? shownWords(el).replace(/\s+/g, ' ').trim() : el.innerText.trim();
   };
   // The words of `el` as they are drawn (the flat tree: a component's shadow root, what the
-  // page slotted into it), shown ones only, not what is hidden from screen readers, a word
-  // apart, up to about 400 characters.
+  // page slotted into it), shown ones only, not what is hidden from screen readers, a block's
+  // apart from the next (as innerText reads them), up to about 400 characters.
   function drawnText(el) {
     let words = '';
     const visit = node => {
@@ -72,16 +72,22 @@ export function watchAction(live, openable) {
         return;
       if (node.nodeType === Node.TEXT_NODE) {
         if (node.parentElement?.checkVisibility())
-          words += ` ${node.data}`;
+          words += node.data;
         return;
       }
       if (node.nodeType !== Node.ELEMENT_NODE && node.nodeType !== Node.DOCUMENT_FRAGMENT_NODE)
         return;
       if (node.nodeType === Node.ELEMENT_NODE && (node.getAttribute('aria-hidden') === 'true' || ['style', 'script', 'template'].includes(node.localName)))
         return;
+      const block = node.nodeType === Node.ELEMENT_NODE && node.localName !== 'slot' &&
+        (node.localName === 'br' || !getComputedStyle(node).display.startsWith('inline'));
+      if (block)
+        words += ' ';
       const slotted = node.localName === 'slot' ? node.assignedNodes({ flatten: true }) : [];
       for (const kid of slotted.length ? slotted : node.shadowRoot ? node.shadowRoot.childNodes : node.childNodes)
         visit(kid);
+      if (block)
+        words += ' ';
     };
     visit(el);
     return words.replace(/\s+/g, ' ').trim();
@@ -398,7 +404,7 @@ export function watchAction(live, openable) {
     ],
   };
   part('what the page announced', () => {
-    for (const el of document.querySelectorAll(live))
+    for (const el of roots.flatMap(root => [...root.querySelectorAll(live)]))
       watch.live.set(el, shown(el));
   });
   part('dialogs, menus and lists opened or closed', () => {
@@ -573,10 +579,15 @@ export function actionEvidence(live, openable) {
     }
     return false;
   };
+  // The document and its components' shadow roots (found again when the action added
+  // elements: it may have added a component).
+  let rootsFound = null;
+  const rootsAfter = () => rootsFound ??= watch.grew ? watch.namers.rootsNow() : [document, ...watch.roots];
   let liveNow = [];
   part('what the page announced', () => {
     const says = [];
-    liveNow = [...document.querySelectorAll(live)];
+    // A component's alert is in its shadow root (Shoelace's).
+    liveNow = rootsAfter().flatMap(root => [...root.querySelectorAll(live)]);
     for (const el of liveNow) {
       const text = shown(el);
       // A region inside another that changed is already in that one's text.
@@ -662,9 +673,8 @@ export function actionEvidence(live, openable) {
   let newlyOpen = [];
   part('dialogs, menus and lists opened or closed', () => {
     // Dialogs, menus, lists and popovers shown since (`opened`) and gone since (`closed`), in
-    // the document and its components' shadow roots (found again when the action added
-    // elements: it may have added a component).
-    const roots = watch.grew ? watch.namers.rootsNow() : [document, ...watch.roots];
+    // the document and its components' shadow roots.
+    const roots = rootsAfter();
     // Inside, as the page is drawn (across shadow roots and through slots): a component's
     // list inside a dialog is the dialog's.
     const inside = (outer, el) => {

@@ -6316,7 +6316,7 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
         "{missing}"
     );
     // What a component shows is read as it is drawn: a menu with no name is named by the words
-    // slotted into the component's button that opened it; an alert's words slotted into its
+    // slotted into the component's button that opened it; a panel's words slotted into its
     // shadow part are said once, with what the page wrote into them; a toast floating in its
     // component's shadow root is over the page, not in its flow.
     let account = tool(host, "browser_click", json!({"target": "#account"})).await;
@@ -6335,6 +6335,14 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
         text(&copied).contains("Appeared over the page: \"Link copied\"")
             && !text(&copied).contains("Page now shows"),
         "{copied}"
+    );
+    // An alert whose role is in its component's shadow root is announced, as a screen reader
+    // announces it.
+    let paid = tool(host, "browser_click", json!({"target": "#pay"})).await;
+    assert!(
+        text(&paid).contains("Page says (alert): Payment declined: the card has expired")
+            && !text(&paid).contains("Page now shows"),
+        "{paid}"
     );
 }
 
