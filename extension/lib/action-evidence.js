@@ -734,6 +734,13 @@ export function actionEvidence(live, openable) {
   // `opened` or `pageSays` already say. At most 2, the outermost, each cut at 200 characters.
   // Playwright MCP's answers show it in the snapshot that follows every action.
   const area = innerWidth * innerHeight;
+  // A ref for what an answer says appeared or shows, the one a snapshot gave it or a new one
+  // as a snapshot would give it (snapshot.js `give`), so that a model can name it next: a
+  // snapshot of it alone (`browser_snapshot {target}`), Datasette's column menu's links.
+  const handle = el => {
+    const registry = window[Symbol.for('mcp-relay.refs')];
+    return registry?.refOf.get(el) ?? registry?.give?.(el) ?? null;
+  };
   // Whether `outer` holds `el` as it is drawn: a slotted element is inside the component's
   // part that shows it (Shoelace's alert and the message the page wrote into it).
   const drawnIn = (outer, el) => {
@@ -777,7 +784,7 @@ export function actionEvidence(live, openable) {
       // one a hover shows is what the hover was for.
       if (pressedName && text === pressedName && (el.closest('[role=tooltip]') || el.querySelector('[role=tooltip]')))
         continue;
-      const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(el);
+      const ref = handle(el);
       appeared.push({ text, ...(ref ? { ref } : {}) });
       overPage.push(el);
     }
@@ -863,7 +870,7 @@ export function actionEvidence(live, openable) {
       const text = clip(whole, 150);
       if (text.length < 3 || wasThere(whole) || told.some(one => one.includes(text)))
         continue;
-      const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(el);
+      const ref = handle(el);
       shows.push({ text, ...(ref ? { ref } : {}) });
     }
     if (shows.length)

@@ -3575,10 +3575,20 @@ async fn what_an_action_puts_up_over_the_page_is_said() {
                 text(&saved).contains("Appeared over the page: \"Saved to drafts\""),
                 "{saved}"
             );
+            // Once the page has had a snapshot, what appeared carries a ref, a new one as a
+            // snapshot would give it (the box was hidden then), which names it next: a
+            // snapshot of it alone.
+            outline(&bridge, json!({"depth": 1})).await;
             let tour = tool(&bridge, "browser_click", json!({"target": "#tour"})).await;
             assert!(
-                text(&tour).contains("Appeared over the page: \"Welcome! Take the tour\""),
+                text(&tour).contains("Appeared over the page: \"Welcome! Take the tour\" [ref=e"),
                 "{tour}"
+            );
+            let welcome = ref_of(&text(&tour), "Appeared over the page: \"Welcome!");
+            let alone = outline(&bridge, json!({"target": welcome})).await;
+            assert!(
+                alone.contains("heading \"Welcome!\"") && !alone.contains("button"),
+                "{alone}"
             );
             let more = tool(&bridge, "browser_click", json!({"target": "#more"})).await;
             assert!(

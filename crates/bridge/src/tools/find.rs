@@ -9,6 +9,10 @@ use regex::{Regex, RegexBuilder};
 
 /// Lines of context shown before and after each match.
 const CONTEXT: usize = 2;
+/// A match inside a table's row shows the whole row when it has at most this many lines: a
+/// cell's neighbours say which record it is (Datasette's "refunded" showed the price and date
+/// around it, not the order's id and customer two cells before).
+const ROW_LINES: usize = 24;
 /// Matches shown at most; the rest are counted.
 const MAX_MATCHES: usize = 30;
 /// Characters of one shown line at most (a long text node is clipped with "…").
@@ -121,6 +125,19 @@ fn ancestors(lines: &[&str], line: usize) -> Vec<usize> {
     path
 }
 
+/// The lines of the table row `line` is in (the row's own line excluded, up to the line
+/// after its last), when the row has at most [`ROW_LINES`] of them.
+fn row_of(lines: &[&str], line: usize) -> Option<(usize, usize)> {
+    let row = *ancestors(lines, line).iter().rev().find(|&&a| {
+        lines[a].trim_start().starts_with("- row ") || lines[a].trim_start() == "- row:"
+    })?;
+    let level = indent(lines[row]);
+    let end = (row + 1..lines.len())
+        .find(|&i| !lines[i].trim().is_empty() && indent(lines[i]) <= level)
+        .unwrap_or(lines.len());
+    (end - row - 1 <= ROW_LINES).then_some((row + 1, end))
+}
+
 fn clip(line: &str) -> String {
     if line.chars().count() <= MAX_LINE_CHARS {
         return line.to_owned();
@@ -143,39 +160,60 @@ pub(crate) fn search(outline: &str, query: &Query) -> (String, usize) {
     let mut out = String::new();
     // The end of the last context shown, so overlapping windows are not printed twice.
     let mut shown_until = 0usize;
-    let mut shown_ancestors: Vec<usize> = Vec::new();
+    let mut printed = vec![false; lines.len()];
     let mut shown = 0;
     for (n, &line) in matched.iter().take(MAX_MATCHES).enumerate() {
         if out.len() > MAX_OUTPUT_CHARS {
             break;
         }
         shown += 1;
-        let mut from = line.saturating_sub(CONTEXT).max(shown_until);
+        let (window_from, to) = row_of(&lines, line).unwrap_or((
+            line.saturating_sub(CONTEXT),
+            (line + CONTEXT + 1).min(lines.len()),
+        ));
+        // A match in a row already shown whole was marked there.
+        if to <= shown_until {
+            continue;
+        }
+        let mut from = window_from.max(shown_until);
         // A window does not open on a blank line (one in a code block): its path from the
         // root goes by indentation, which a blank line does not have.
         while from < line && lines[from].trim().is_empty() {
             from += 1;
         }
-        let to = (line + CONTEXT + 1).min(lines.len());
         if from > shown_until || n == 0 {
-            if n > 0 {
-                out.push('\n');
-            }
-            // A new snippet: its path from the root, then the window.
+            // A new snippet: the part of its path from the root not shown above it, then the
+            // window. A later match in the same table or list goes on under the lines already
+            // shown, after a "…" for what is skipped (Datasette's 30 matching rows read their
+            // table's line once, not 30 times); one elsewhere starts a tree of its own.
+            // (An ancestor printed already, as a path or as context, was printed with its own
+            // ancestors; the lines come in order, so all printed since is inside it.)
             let path = ancestors(&lines, from);
-            if from > 0 && !path.is_empty() && path != shown_ancestors {
-                for &a in &path {
-                    out.push_str(&clip(lines[a]));
+            let shared = path.iter().take_while(|&&a| printed[a]).count();
+            let first = path.get(shared).copied().unwrap_or(from);
+            let mut elided = false;
+            if n > 0 {
+                if shared == 0 {
                     out.push('\n');
+                } else if first > shown_until {
+                    let pad = " ".repeat(indent(lines[first]));
+                    out.push_str(&format!("{pad}…\n"));
+                    elided = true;
                 }
             }
-            shown_ancestors = path;
-            if from > 0 && ancestors(&lines, from).last().map(|a| a + 1) != Some(from) {
+            for &a in &path[shared..] {
+                out.push_str(&clip(lines[a]));
+                out.push('\n');
+                printed[a] = true;
+            }
+            let opens_mid = from > 0 && path.last().map(|a| a + 1) != Some(from);
+            if opens_mid && !(elided && shared == path.len()) {
                 let pad = " ".repeat(indent(lines[from]));
                 out.push_str(&format!("{pad}…\n"));
             }
         }
         for (i, text) in lines.iter().enumerate().take(to).skip(from) {
+            printed[i] = true;
             out.push_str(&clip(text));
             if matched.binary_search(&i).is_ok() {
                 out.push_str("  ◀");
@@ -264,6 +302,58 @@ mod tests {
         assert_eq!(
             without_refs("- x [ref=e1] [checked] [ref=e2"),
             "- x [checked] [ref=e2"
+        );
+    }
+
+    #[test]
+    fn a_match_in_a_table_row_shows_the_whole_row_and_not_the_next() {
+        let outline = "- table [ref=e1]:\n  - row [ref=e2]:\n    - cell [ref=e3]:\n      - link \"1\" [ref=e4]:\n        - /url: /orders/1\n    - cell \"Ada\" [ref=e5]\n    - cell \"Honey\" [ref=e6]\n    - cell \"4\" [ref=e7]\n    - cell \"refunded\" [ref=e8]\n    - cell \"2026-05-28\" [ref=e9]\n  - row [ref=e10]:\n    - cell \"2\" [ref=e11]\n    - cell \"Grace\" [ref=e12]\n    - cell \"refunded\" [ref=e13]\n- paragraph [ref=e14]: refunded orders";
+        let (text, count) = search(outline, &Query::new(Some("refunded"), None).unwrap());
+        assert_eq!(count, 3, "{text}");
+        // The order's id and customer, cells before the match, are shown; the next row's line
+        // is not context of the first.
+        assert!(
+            text.starts_with("- table [ref=e1]:\n  - row [ref=e2]:\n    - cell [ref=e3]:\n      - link \"1\" [ref=e4]:\n"),
+            "{text}"
+        );
+        assert!(text.contains("    - cell \"Ada\" [ref=e5]\n"), "{text}");
+        // The next row's match goes on under the same table, its line not repeated.
+        assert!(
+            text.contains("    - cell \"2026-05-28\" [ref=e9]\n  - row [ref=e10]:\n    - cell \"2\" [ref=e11]\n"),
+            "{text}"
+        );
+        assert_eq!(text.matches("- table").count(), 1, "{text}");
+        assert!(
+            text.contains("- paragraph [ref=e14]: refunded orders  ◀"),
+            "{text}"
+        );
+        // A second match in a row already shown is marked there, not shown again.
+        let (text, count) = search(outline, &Query::new(None, Some("Ada|Honey")).unwrap());
+        assert_eq!(count, 2);
+        assert_eq!(text.matches("[ref=e5]").count(), 1, "{text}");
+        assert!(text.contains("- cell \"Honey\" [ref=e6]  ◀"), "{text}");
+    }
+
+    #[test]
+    fn later_matches_go_on_under_the_lines_already_shown() {
+        let row = |n: usize, status: &str| {
+            format!("  - row [ref=r{n}]:\n    - cell \"{n}\" [ref=c{n}]\n    - cell \"{status}\" [ref=s{n}]\n")
+        };
+        let outline = format!(
+            "- list [ref=l1]:\n  - listitem [ref=l2]: refunded 360\n- table [ref=t1]:\n{}{}{}",
+            row(1, "refunded"),
+            row(2, "paid"),
+            row(3, "refunded")
+        );
+        let (text, count) = search(&outline, &Query::new(Some("refunded"), None).unwrap());
+        assert_eq!(count, 3, "{text}");
+        // The table's line, shown as the list's context, is the rows' path too; a row between
+        // two matching ones is skipped with a "…" at its indent.
+        assert_eq!(
+            text,
+            "- list [ref=l1]:\n  - listitem [ref=l2]: refunded 360  ◀\n- table [ref=t1]:\n\
+             \x20 - row [ref=r1]:\n    - cell \"1\" [ref=c1]\n    - cell \"refunded\" [ref=s1]  ◀\n\
+             \x20 …\n  - row [ref=r3]:\n    - cell \"3\" [ref=c3]\n    - cell \"refunded\" [ref=s3]  ◀\n"
         );
     }
 
