@@ -847,9 +847,43 @@ export function actionEvidence(live, openable) {
         at = at.parentElement;
       return at;
     };
+    // The field focused, when it was there before the action: what holds it is not news of
+    // the action (a field that came with what the action added, a new form section, is).
+    let typedIn = document.activeElement;
+    while (typedIn?.shadowRoot?.activeElement)
+      typedIn = typedIn.shadowRoot.activeElement;
+    if (!typedIn?.matches?.('input,textarea,[contenteditable]:not([contenteditable=false])') ||
+        [...watch.appeared].some(added => drawnIn(added, typedIn)))
+      typedIn = null;
+    // A code editor typed into (a text area a few pixels across or clipped to that, or an
+    // element that is its own editor) draws the text typed around it, its lines and their numbers: its box is the
+    // editor's own drawing (Datasette's SQL editor, CodeMirror, read `Page now shows: "1 select
+    // status, …"`). Up to the first box of some size, then on while a box around it is not
+    // much bigger. A plain field's neighbours ("Username available") are news.
+    let editor = null;
+    if (typedIn) {
+      const size = el => el.getBoundingClientRect();
+      const tiny = box => box.width <= 4 || box.height <= 4;
+      const up = el => el.assignedSlot ?? el.parentElement ?? el.getRootNode().host ?? null;
+      // (CodeMirror 5's text area is as wide as the editor, in a box 3 px by 0 that clips it.)
+      const clipped = tiny(size(typedIn)) || (up(typedIn) && tiny(size(up(typedIn))));
+      if (typedIn.isContentEditable || clipped) {
+        editor = clipped ? up(typedIn) : typedIn;
+        while (editor && tiny(size(editor)))
+          editor = up(editor);
+        for (let around = editor && up(editor); around && around !== document.body; around = up(around)) {
+          const inner = size(editor);
+          const outer = size(around);
+          if (outer.width > inner.width * 1.5 || outer.height > inner.height * 1.5)
+            break;
+          editor = around;
+        }
+      }
+    }
     const candidates = [...new Set([...watch.appeared, ...watch.retexted].filter(el => el instanceof Element).map(block))]
       .filter(el => el.isConnected && el.checkVisibility() && !el.isContentEditable && !el.closest('[aria-hidden=true],input,textarea,select') &&
-        !apart.some(one => drawnIn(one, el) || drawnIn(el, one)) && !floatingBox(el));
+        !apart.some(one => drawnIn(one, el) || drawnIn(el, one)) && !floatingBox(el) &&
+        !(typedIn && drawnIn(el, typedIn)) && !(editor && drawnIn(editor, el)));
     // What another line says in words already: the message under a field marked invalid.
     const told = [
       ...(evidence.appeared ?? []).map(one => one.text), ...(evidence.pageSays ?? []).map(one => one.text),

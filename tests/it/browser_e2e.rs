@@ -3678,6 +3678,47 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
                     && !text(&tab).contains("Page now shows"),
                 "{tab}"
             );
+            // A code editor draws the text typed into its hidden text area (clipped to 3 px by
+            // 0, as CodeMirror 5's) as its own lines and their numbers: not news. A plain
+            // field's hint beside it is.
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<div id=editors>\
+                 <div style=\"position: relative; width: 400px; border: 1px solid #999\">\
+                 <div style=\"position: absolute; overflow: hidden; width: 3px; height: 0; top: 0\">\
+                 <textarea id=code style=\"width: 400px; height: 20px\"></textarea></div><div id=lines></div></div>\
+                 <input id=user aria-label=Username><div id=hint></div></div>'); \
+                 code.oninput = () => code.value.split(`\\n`).forEach((line, i) => { \
+                 const at = lines.children[i] ?? lines.appendChild(Object.assign(document.createElement(`div`), \
+                 { innerHTML: `<span>${i + 1}</span> <span></span>` })); \
+                 if (at.lastChild.textContent !== line) at.lastChild.textContent = line; }); \
+                 user.oninput = () => { hint.textContent = `Username ${user.value} is available`; }; 1",
+            )
+            .await;
+            let coded = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": "#code", "text": "select status\nfrom orders"}),
+            )
+            .await;
+            assert!(
+                !is_error(&coded) && !text(&coded).contains("Page now shows"),
+                "{coded}"
+            );
+            assert_eq!(
+                page_value(&bridge, "lines.innerText.replace(/\\s+/g, ' ')").await,
+                "1 select status 2 from orders"
+            );
+            let named = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": "#user", "text": "ada"}),
+            )
+            .await;
+            assert!(
+                text(&named).contains("Page now shows: \"Username ada is available\""),
+                "{named}"
+            );
         }
     );
 }
