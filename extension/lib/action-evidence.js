@@ -651,12 +651,18 @@ export function actionEvidence(live, openable) {
       if (((kind === 'radio' || kind === 'tab' || kind === 'menuitemradio') && now !== 'checked' && now !== 'selected') ||
           (kind === 'columnheader' && now === 'not sorted'))
         continue;
+      const native = ['input', 'select', 'textarea'].includes(el.localName);
+      const named = native ? field(el, true) : { ...field(el, true), field: spokenName(el) || field(el, true).field };
+      // A hidden checkbox with no name, shown only by an icon's label, is a style sheet's
+      // switch for a panel or an overlay (MkDocs Material opens its search so: `Changed:
+      // checkbox: now checked` on a click in the search box), which is no control a person
+      // reads.
+      if (!named.field && !el.checkVisibility())
+        continue;
       if (changed.length === 5) {
         moreChanged += 1;
         continue;
       }
-      const native = ['input', 'select', 'textarea'].includes(el.localName);
-      const named = native ? field(el, true) : { ...field(el, true), field: spokenName(el) || field(el, true).field };
       const toggles = ['checked', 'unchecked', 'mixed', 'pressed', 'not pressed', 'selected', 'not selected'].includes(now) ||
         /sorted/.test(now);
       changed.push({
@@ -804,7 +810,9 @@ export function actionEvidence(live, openable) {
       }
     }
   });
-  // What the action put in the page's flow, or wrote there, that a person sees appear where
+  // What the action put in the page's flow, or wrote there (in the flow, or in a box that
+  // floats and was there: a toast shown by a class, its words written then, MkDocs
+  // Material's "Copied to clipboard"; a sticky cart's count), that a person sees appear where
   // they look: "Ordered 1 large pizza" under the button (Mesop's answer said only `clicked:
   // true`), a row a "More" added, a hint under a field. Not what the page drew again as it was
   // (its words were among what the action took away: a framework's re-render, rows a sort
@@ -882,7 +890,7 @@ export function actionEvidence(live, openable) {
     }
     const candidates = [...new Set([...watch.appeared, ...watch.retexted].filter(el => el instanceof Element).map(block))]
       .filter(el => el.isConnected && el.checkVisibility() && !el.isContentEditable && !el.closest('[aria-hidden=true],input,textarea,select') &&
-        !apart.some(one => drawnIn(one, el) || drawnIn(el, one)) && !floatingBox(el) &&
+        !apart.some(one => drawnIn(one, el) || drawnIn(el, one)) && (!floatingBox(el) || !watch.appeared.has(el)) &&
         !(typedIn && drawnIn(el, typedIn)) && !(editor && drawnIn(editor, el)));
     // What another line says in words already: the message under a field marked invalid.
     const told = [

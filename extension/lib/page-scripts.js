@@ -667,7 +667,9 @@ export function prepareTyping(el, text, atCaret = false) {
       el.dispatchEvent(new Event('input', { bubbles: true }));
     }
   }
-  return { ok: true, ...(before === null ? {} : { before }) };
+  // A one-line field's last character is pressed as a key (input.js): a page may search as
+  // keys come up.
+  return { ok: true, ...(before === null ? {} : { before }), ...(el.localName === 'input' ? { lastKey: true } : {}) };
 }
 
 /**

@@ -3719,6 +3719,44 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
                 text(&named).contains("Page now shows: \"Username ada is available\""),
                 "{named}"
             );
+            // A one-line field's last character is pressed as a key: a search box that searches
+            // as keys come up (MkDocs Material's) finds what was typed. A toast shown by its
+            // style's opacity, its words written then, is said; a hidden checkbox with no name,
+            // a style sheet's switch for a panel, is no control a person reads.
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<div id=extras>\
+                 <input id=q aria-label=Search><p id=found></p>\
+                 <button id=copy>Copy</button><div style=\"position: fixed; top: 0; right: 0; opacity: 0\" id=toast>\
+                 <div id=toastText></div></div>\
+                 <input type=checkbox id=drawer style=\"display: none\">\
+                 <label for=drawer id=burger style=\"display: inline-block; width: 20px; height: 20px; background: #333\"></label></div>'); \
+                 q.addEventListener(`keyup`, () => { found.textContent = `Results for ${q.value}`; }); \
+                 copy.onclick = () => { toastText.textContent = `Copied to clipboard`; toast.style.opacity = 1; }; 1",
+            )
+            .await;
+            let searched = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": "#q", "text": "tokens"}),
+            )
+            .await;
+            assert!(
+                text(&searched).contains("Page now shows: \"Results for tokens\"")
+                    && text(&searched).contains("value: tokens"),
+                "{searched}"
+            );
+            let copied = tool(&bridge, "browser_click", json!({"target": "#copy"})).await;
+            assert!(
+                text(&copied).contains("Page now shows: \"Copied to clipboard\""),
+                "{copied}"
+            );
+            let opened = tool(&bridge, "browser_click", json!({"target": "#burger"})).await;
+            assert!(
+                !is_error(&opened) && !text(&opened).contains("Changed"),
+                "{opened}"
+            );
+            assert_eq!(page_value(&bridge, "drawer.checked").await, true);
         }
     );
 }

@@ -133,6 +133,8 @@ export async function type(ctx, params) {
   const target = elementTarget(params);
   const id = await targetTab(ctx, tabId);
   const started = Date.now();
+  // A field's text without its spaces, to tell whether it took what was typed.
+  const flat = held => String(held ?? '').replace(/\s+/g, '');
   // A field of a frame of another origin is prepared and read in that frame's world.
   const world = await worldOf(ctx, id, target);
   // The text key by key, each character with its keyDown and keyUp (`slowly`, and a field
@@ -180,6 +182,23 @@ export async function type(ctx, params) {
       const waitMs = /[\p{L}\p{N}_$.]$/u.test(text) ? SUGGESTIONS_SHOW_MS : 0;
       if ((await evaluateExpression(ctx, id, elementExpression(editorSuggesting, target, waitMs), world))?.open)
         await press('Escape');
+    } else if (prepared?.lastKey && !/[\r\n]$/.test(text)) {
+      // A one-line field gets its last character as a key a person presses: a page that
+      // searches on `keyup` (MkDocs Material's search box answered "Type to start searching"
+      // to a text inserted whole) sees the key, and the text it holds then is the whole text.
+      // A field that took none of what was inserted reads keys one by one: left to the
+      // key-by-key typing below, all of it.
+      const chars = Array.from(text);
+      const last = chars.pop();
+      if (chars.length)
+        await insert(chars.join(''));
+      const held = chars.length ? (await evaluateExpression(ctx, id, elementExpression(readValue, target), world))?.value : null;
+      if (!chars.length || typeof prepared.before !== 'string' || flat(held) !== flat(prepared.before) || flat(chars.join('')) === flat(prepared.before)) {
+        for (const events of typingEvents(last)) {
+          for (const event of events)
+            await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
+        }
+      }
     } else {
       await insert(text);
     }
@@ -189,7 +208,6 @@ export async function type(ctx, params) {
   // part takes its digits as keys and moves on): typed key by key, as a person types it. Not
   // a text of several lines, whose Enter keys could send a form.
   let keyByKey = false;
-  const flat = held => String(held ?? '').replace(/\s+/g, '');
   if (!slowly && !prepared?.set && !prepared?.editorInput && typeof prepared?.before === 'string' && text !== '' && !/[\r\n]/.test(text) &&
       flat(read?.value) === flat(prepared.before) && flat(text) !== flat(prepared.before)) {
     await typeKeys();
