@@ -747,10 +747,13 @@ export function actionEvidence(live, openable) {
     const registry = window[Symbol.for('mcp-relay.refs')];
     return registry?.refOf.get(el) ?? registry?.give?.(el) ?? null;
   };
+  // The element `node` is drawn in: a slotted element's slot, a shadow root's top element's
+  // host (a component's parts float, hold and are held as drawn).
+  const drawnParent = node => node.assignedSlot ?? node.parentElement ?? node.getRootNode().host ?? null;
   // Whether `outer` holds `el` as it is drawn: a slotted element is inside the component's
   // part that shows it (Shoelace's alert and the message the page wrote into it).
   const drawnIn = (outer, el) => {
-    for (let node = el; node; node = node.assignedSlot ?? node.parentElement ?? node.getRootNode().host) {
+    for (let node = el; node; node = drawnParent(node)) {
       if (node === outer)
         return true;
     }
@@ -759,7 +762,7 @@ export function actionEvidence(live, openable) {
   const floatingBox = el => {
     // Up the tree as it is drawn: a slotted element into its slot, a shadow root's into its
     // host (Shoelace's tooltip floats in a box of its component's own root).
-    for (let node = el, level = 0; node && node !== document.body && level < 12; node = node.assignedSlot ?? node.parentElement ?? node.getRootNode().host, level++) {
+    for (let node = el, level = 0; node && node !== document.body && level < 12; node = drawnParent(node), level++) {
       const look = getComputedStyle(node);
       if (look.position === 'fixed' || (look.position === 'absolute' && parseInt(look.zIndex, 10) >= 1)) {
         const box = node.getBoundingClientRect();
@@ -840,7 +843,7 @@ export function actionEvidence(live, openable) {
     // and react-select's, or inside it, Shoelace's).
     const FIELD = '[role=combobox], select';
     const holder = (watch.pressed ?? []).find(el => el.matches(FIELD) || el.querySelector(FIELD) || el.shadowRoot?.querySelector(FIELD));
-    const ownBox = holder?.matches(FIELD) ? holder.parentElement ?? holder.getRootNode().host : holder;
+    const ownBox = holder?.matches(FIELD) ? drawnParent(holder) : holder;
     const apart = [...said, ...controlled, ...details, ...overPage, ...(ownBox && ownBox.getBoundingClientRect().height <= 120 ? [ownBox] : [])];
     // A few words a script wrote inline in a sentence are read with their sentence: "Total:
     // $5", not "$5" (not an element put in the page: a component's is inline too, and holds
@@ -855,8 +858,8 @@ export function actionEvidence(live, openable) {
         at = at.parentElement;
       return at;
     };
-    // The field focused, when it was there before the action: what holds it is not news of
-    // the action (a field that came with what the action added, a new form section, is).
+    // The field focused, when it was there before the action (one that came with what the
+    // action added, a new form section, is news).
     let typedIn = document.activeElement;
     while (typedIn?.shadowRoot?.activeElement)
       typedIn = typedIn.shadowRoot.activeElement;
@@ -864,22 +867,21 @@ export function actionEvidence(live, openable) {
         [...watch.appeared].some(added => drawnIn(added, typedIn)))
       typedIn = null;
     // A code editor typed into (a text area a few pixels across or clipped to that, or an
-    // element that is its own editor) draws the text typed around it, its lines and their numbers: its box is the
-    // editor's own drawing (Datasette's SQL editor, CodeMirror, read `Page now shows: "1 select
+    // element that is its own editor) draws the text typed around it, its lines and their
+    // numbers: its box is the editor's own drawing (Datasette's SQL editor, CodeMirror, read `Page now shows: "1 select
     // status, …"`). Up to the first box of some size, then on while a box around it is not
     // much bigger. A plain field's neighbours ("Username available") are news.
     let editor = null;
     if (typedIn) {
       const size = el => el.getBoundingClientRect();
       const tiny = box => box.width <= 4 || box.height <= 4;
-      const up = el => el.assignedSlot ?? el.parentElement ?? el.getRootNode().host ?? null;
       // (CodeMirror 5's text area is as wide as the editor, in a box 3 px by 0 that clips it.)
-      const clipped = tiny(size(typedIn)) || (up(typedIn) && tiny(size(up(typedIn))));
+      const clipped = tiny(size(typedIn)) || (drawnParent(typedIn) && tiny(size(drawnParent(typedIn))));
       if (typedIn.isContentEditable || clipped) {
-        editor = clipped ? up(typedIn) : typedIn;
+        editor = clipped ? drawnParent(typedIn) : typedIn;
         while (editor && tiny(size(editor)))
-          editor = up(editor);
-        for (let around = editor && up(editor); around && around !== document.body; around = up(around)) {
+          editor = drawnParent(editor);
+        for (let around = editor && drawnParent(editor); around && around !== document.body; around = drawnParent(around)) {
           const inner = size(editor);
           const outer = size(around);
           if (outer.width > inner.width * 1.5 || outer.height > inner.height * 1.5)
@@ -891,7 +893,7 @@ export function actionEvidence(live, openable) {
     const candidates = [...new Set([...watch.appeared, ...watch.retexted].filter(el => el instanceof Element).map(block))]
       .filter(el => el.isConnected && el.checkVisibility() && !el.isContentEditable && !el.closest('[aria-hidden=true],input,textarea,select') &&
         !apart.some(one => drawnIn(one, el) || drawnIn(el, one)) && (!floatingBox(el) || !watch.appeared.has(el)) &&
-        !(typedIn && drawnIn(el, typedIn)) && !(editor && drawnIn(editor, el)));
+        !(editor && drawnIn(editor, el)));
     // What another line says in words already: the message under a field marked invalid.
     const told = [
       ...(evidence.appeared ?? []).map(one => one.text), ...(evidence.pageSays ?? []).map(one => one.text),

@@ -715,7 +715,8 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
     assert!(is_error(&bad) && text(&bad).contains("modifiers"), "{bad}");
 
     // Playwright MCP's "slowly": key by key, so a page that counts keys sees each one; without
-    // it the text arrives at once, with no key events (as Playwright MCP's fill).
+    // it the text arrives at once (as Playwright MCP's fill), but for a one-line field's last
+    // character, pressed as a key (a page that searches on keyup sees it).
     page_value(
         &bridge,
         "document.body.insertAdjacentHTML('beforeend', '<input id=slow>'); window.keys = 0; \
@@ -748,7 +749,7 @@ async fn playwright_tools(chromium: &Path, mode: Mode) {
             "document.getElementById('slow').value + '|' + window.keys"
         )
         .await,
-        "at once|4"
+        "at once|5"
     );
     // Slow typing goes where the caret is, as Playwright's pressSequentially: after End, at the
     // end, and a key named by its code ("KeyA") is that key.
@@ -3687,7 +3688,9 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
                  <div style=\"position: relative; width: 400px; border: 1px solid #999\">\
                  <div style=\"position: absolute; overflow: hidden; width: 3px; height: 0; top: 0\">\
                  <textarea id=code style=\"width: 400px; height: 20px\"></textarea></div><div id=lines></div></div>\
-                 <input id=user aria-label=Username><div id=hint></div></div>'); \
+                 <input id=user aria-label=Username><div id=hint></div>\
+                 <div><input id=zip aria-label=Zip> <span id=zipOk></span></div></div>'); \
+                 zip.oninput = () => { zipOk.textContent = `Zip ${zip.value} found`; }; \
                  code.oninput = () => code.value.split(`\\n`).forEach((line, i) => { \
                  const at = lines.children[i] ?? lines.appendChild(Object.assign(document.createElement(`div`), \
                  { innerHTML: `<span>${i + 1}</span> <span></span>` })); \
@@ -3718,6 +3721,17 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
             assert!(
                 text(&named).contains("Page now shows: \"Username ada is available\""),
                 "{named}"
+            );
+            // (So is a few words beside the field, read with the line that holds the field.)
+            let zipped = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": "#zip", "text": "1000"}),
+            )
+            .await;
+            assert!(
+                text(&zipped).contains("Page now shows: \"Zip 1000 found\""),
+                "{zipped}"
             );
             // A one-line field's last character is pressed as a key: a search box that searches
             // as keys come up (MkDocs Material's) finds what was typed. A toast shown by its
