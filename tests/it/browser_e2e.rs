@@ -3771,6 +3771,41 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
                 "{opened}"
             );
             assert_eq!(page_value(&bridge, "drawer.checked").await, true);
+            // A form filled is not told back what it set: a slider's value its own <output>
+            // announces, a drop-down the page draws opened (on the press, as Shoelace's) and
+            // closed to pick from.
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<div id=order>\
+                 <input type=range id=tip aria-label=Tip min=0 max=30 step=5 value=10><output id=tipOut>10</output>\
+                 <div role=combobox id=size aria-label=Size aria-expanded=false tabindex=0>Small</div>\
+                 <div role=listbox id=sizes hidden><div role=option>Small</div><div role=option>Large</div></div></div>'); \
+                 tip.oninput = () => { tipOut.value = tip.value; }; \
+                 size.onmousedown = () => { sizes.hidden = false; size.setAttribute(`aria-expanded`, `true`); }; \
+                 sizes.onclick = event => { size.textContent = event.target.textContent; sizes.hidden = true; \
+                 size.setAttribute(`aria-expanded`, `false`); }; 1",
+            )
+            .await;
+            let form = outline(&bridge, json!({"target": "#order"})).await;
+            let filled = tool(
+                &bridge,
+                "browser_fill_form",
+                json!({"fields": [
+                    {"name": "Tip", "type": "slider", "target": "#tip", "value": "20"},
+                    {"name": "Size", "type": "combobox", "target": ref_of(&form, "combobox \"Size\""), "value": "Large"}]}),
+            )
+            .await;
+            assert!(
+                !is_error(&filled)
+                    && text(&filled).contains("- \"Size\" (combobox): \"Large\"")
+                    && !text(&filled).contains("Page says")
+                    && !text(&filled).contains("Collapsed"),
+                "{filled}"
+            );
+            assert_eq!(
+                page_value(&bridge, "tipOut.value + '|' + size.textContent").await,
+                "20|Large"
+            );
         }
     );
 }

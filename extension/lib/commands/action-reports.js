@@ -179,11 +179,14 @@ async function reportOn(ctx, params, acted, { settle, loaded, started, tabBefore
   }
   if (result.changed)
     dropOwnChanges(result, params);
-  if (result.shows)
+  if (result.shows || result.pageSays)
     dropOwnShows(result, params);
   // A drop-down opened and closed to pick from it: its answer says so (antd opens on the
-  // press, so the click read as `Collapsed: [ref=e10]`).
-  if (result.picked)
+  // press, so the click read as `Collapsed: [ref=e10]`; a form filled read so for Shoelace's
+  // select among its fields).
+  const filled = Array.isArray(params.fields) ? params.fields : [];
+  if (result.picked || (result.toggled && filled.some(one => [one?.ref, one?.target].includes(result.toggled.ref) ||
+      (result.toggled.name && one?.name === result.toggled.name))))
     delete result.toggled;
   // An Enter the browser's check stopped did not submit anything.
   if (result.formBlocked && result.submitted === true)
@@ -334,9 +337,11 @@ function dropOwnChanges(result, params) {
 }
 
 /**
- * Leaves out of `shows` the words the action put there itself, which its own answer says: the
- * option a drop-down now shows as chosen (antd draws "Garden" in its select, which read
- * `Page now shows: "Garden"` under `selected: ["Garden"]`), the text typed or filled.
+ * Leaves out of `shows` and `pageSays` the words the action put there itself, which its own
+ * answer says: the option a drop-down now shows as chosen (antd draws "Garden" in its select,
+ * which read `Page now shows: "Garden"` under `selected: ["Garden"]`), the text typed or
+ * filled, a slider's value its own `<output>` announces (Shoelace's range read `Page says
+ * (status): 20` after a form filled its tip with 20).
  *
  * @param {any} result
  * @param {any} params
@@ -344,12 +349,16 @@ function dropOwnChanges(result, params) {
 function dropOwnShows(result, params) {
   const own = [params.text, params.value, result.value, ...(Array.isArray(params.values) ? params.values : []),
     ...(Array.isArray(result.selected) ? result.selected : []),
-    ...(Array.isArray(params.fields) ? params.fields.map(f => f?.value) : [])]
+    ...(Array.isArray(params.fields) ? params.fields.map(f => (typeof f?.value === 'number' ? String(f.value) : f?.value)) : [])]
     .filter(one => typeof one === 'string' && one.trim()).map(one => one.trim());
   const sets = new Set([...own, own.join(', '), own.join(' ')]);
-  result.shows = result.shows.filter(row => !sets.has(row.text));
-  if (!result.shows.length)
-    delete result.shows;
+  for (const key of ['shows', 'pageSays']) {
+    if (!result[key])
+      continue;
+    result[key] = result[key].filter(row => !sets.has(row.text));
+    if (!result[key].length)
+      delete result[key];
+  }
 }
 
 /**
