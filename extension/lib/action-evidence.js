@@ -57,11 +57,13 @@ export function watchAction(live, openable) {
       return '';
     // A component's part shows what the page slotted into it, which its innerText leaves out
     // (Shoelace's alert read "l for Ada", not "Ordered l for Ada").
-    if (el.shadowRoot || el.querySelector('slot'))
+    if (drawsSlotted(el))
       return drawnText(el);
     // An SVG element has no innerText (Swagger UI's live region is one): its text is read.
     return el.querySelector('[aria-hidden=true]') || el.innerText === undefined ? shownWords(el).replace(/\s+/g, ' ').trim() : el.innerText.trim();
   };
+  // Whether `el` draws words that are not its own children: a shadow root's, a slot's.
+  const drawsSlotted = el => Boolean(el.shadowRoot || el.querySelector('slot'));
   // The words of `el` as they are drawn (the flat tree: a component's shadow root, what the
   // page slotted into it), shown ones only, not what is hidden from screen readers, a block's
   // apart from the next (as innerText reads them), up to about 400 characters.
@@ -228,7 +230,7 @@ export function watchAction(live, openable) {
   // changes with it (Quasar's expansion read `Expanded: "Collapse \"Advanced options\""`).
   const spokenName = (el, shownFirst = false) => {
     // A component's button shows the words the page slotted into it (Shoelace's "Account").
-    const words = el.shadowRoot || el.querySelector('slot') ? drawnText(el) : shownWords(el, 200);
+    const words = drawsSlotted(el) ? drawnText(el) : shownWords(el, 200);
     return clip(shownFirst ? words.trim() || el.getAttribute('aria-label') : el.getAttribute('aria-label') || words, 80);
   };
   const openerOf = event => event.composedPath().find(node => node instanceof Element &&

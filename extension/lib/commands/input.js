@@ -137,10 +137,10 @@ export async function type(ctx, params) {
   const flat = held => String(held ?? '').replace(/\s+/g, '');
   // A field of a frame of another origin is prepared and read in that frame's world.
   const world = await worldOf(ctx, id, target);
-  // The text key by key, each character with its keyDown and keyUp (`slowly`, and a field
-  // that took none of it at once).
-  const typeKeys = async () => {
-    for (const events of typingEvents(text)) {
+  // The text (or `keys` of it) key by key, each character with its keyDown and keyUp
+  // (`slowly`, a field that took none of it at once, a one-line field's last character).
+  const typeKeys = async (keys = text) => {
+    for (const events of typingEvents(keys)) {
       for (const event of events)
         await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
     }
@@ -190,15 +190,16 @@ export async function type(ctx, params) {
       // key-by-key typing below, all of it.
       const chars = Array.from(text);
       const last = chars.pop();
-      if (chars.length)
-        await insert(chars.join(''));
-      const held = chars.length ? (await evaluateExpression(ctx, id, elementExpression(readValue, target), world))?.value : null;
-      if (!chars.length || typeof prepared.before !== 'string' || flat(held) !== flat(prepared.before) || flat(chars.join('')) === flat(prepared.before)) {
-        for (const events of typingEvents(last)) {
-          for (const event of events)
-            await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
-        }
+      const rest = chars.join('');
+      let tookRest = true;
+      if (rest) {
+        await insert(rest);
+        const held = (await evaluateExpression(ctx, id, elementExpression(readValue, target), world))?.value;
+        // (A field that held those very words before took them, changed or not.)
+        tookRest = typeof prepared.before !== 'string' || flat(held) !== flat(prepared.before) || flat(rest) === flat(prepared.before);
       }
+      if (tookRest)
+        await typeKeys(last);
     } else {
       await insert(text);
     }
