@@ -94,10 +94,13 @@ export function findElementThen(fn, target, ...args) {
       const [, frame, n] = /^(?:f(\d+))?e(\d+)$/.exec(wanted.ref) ?? [];
       const last = registry?.counters.get(frame === undefined ? 0 : Number(frame)) ?? 0;
       const never = !found && (!registry || n === undefined || Number(n) > last);
-      return {
-        error: 'stale-ref', ref: wanted.ref, snapshotTaken: Boolean(registry),
-        ...(never ? { never: true, ...(last ? { last: `${frame ? `f${frame}` : ''}e${last}` } : {}) } : {}),
-      };
+      if (never) {
+        return {
+          error: 'stale-ref', ref: wanted.ref, snapshotTaken: Boolean(registry), never: true,
+          ...(last ? { last: `${frame ? `f${frame}` : ''}e${last}` } : {}),
+        };
+      }
+      return { error: 'stale-ref', ref: wanted.ref, snapshotTaken: true, ...successorOf(registry, wanted.ref) };
     }
     return fn(el, ...args);
   }
@@ -150,6 +153,48 @@ export function findElementThen(fn, target, ...args) {
   if (every)
     return fn(found, ...args);
   return found.length > 0 ? fn(found[0], ...args) : { error: 'not-found' };
+
+  // What a gone ref was (`was`: its role and name), and the element of that role and name
+  // now where it was (`successor`), as a snapshot names it: the one inside the nearest
+  // element around it that is still on the page, or, when that is the very element that held
+  // it, the one at its place among those (TiddlyWiki's editor holds two "add" buttons).
+  // Pages that draw a part again as they update (React, TiddlyWiki's tag field and its "add"
+  // button, on each key) replace the very element a ref named; the model is told which ref
+  // stands in its place rather than to read the whole page again. Nothing is done on it:
+  // which element to act on stays the model's choice.
+  function successorOf(registry, ref) {
+    const about = registry.about?.get(ref);
+    if (!about || !registry.capture)
+      return {};
+    const [role, name, holder, place] = about;
+    const was = { role, ...(name ? { name } : {}) };
+    let scope = null;
+    let up = holder;
+    for (let hops = 0; up && !scope && hops < 100; hops++) {
+      const el = registry.byRef.get(up)?.deref();
+      if (el?.isConnected && el.ownerDocument.defaultView)
+        scope = el;
+      else
+        up = registry.about.get(up)?.[2];
+    }
+    const sameHolder = scope !== null && up === holder;
+    scope ??= document.body;
+    if (!scope)
+      return { was };
+    const alike = [];
+    const look = items => {
+      for (const item of items) {
+        if (item.ref && item.ref !== ref && item.role === role && (item.name ?? item.altName ?? '') === name)
+          alike.push(item.ref);
+        if (item.children)
+          look(item.children);
+      }
+    };
+    // The holder's own line is its first item, not one of what it holds.
+    look(registry.capture({ maxNodes: 20_000 }, scope).tree[0]?.children ?? []);
+    const successor = alike.length === 1 ? alike[0] : sameHolder ? alike[place] : undefined;
+    return { was, ...(successor ? { successor } : alike.length > 1 ? { alike: alike.length } : {}) };
+  }
 }
 
 /**

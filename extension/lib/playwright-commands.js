@@ -594,7 +594,7 @@ function failureText(failure) {
     case 'not-found':
       return 'no such element; take a snapshot to see the page\'s elements';
     case 'stale-ref':
-      return failure.never ? unknownRefMessage(failure) : staleRefMessage(failure.ref);
+      return failure.never ? unknownRefMessage(failure) : staleRefMessage(failure);
     case 'not-visible':
       return `the ${failure.element} is not visible`;
     case 'moving':

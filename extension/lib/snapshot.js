@@ -104,6 +104,22 @@ export function captureTree(limits, rootElement) {
     if (!alive(weak.deref()))
       registry.byRef.delete(ref);
   }
+  // What each ref named, `[role, name, the ref of the nearest element around it that has one,
+  // how many elements of that role and name come before it there]`:
+  // a ref whose element the page replaced as it drew again (TiddlyWiki's tag field and its
+  // "add" button, on each key) is refused saying what it was and what stands in its place
+  // now (findElementThen in page-scripts.js). Kept past its element, for that; dropped with
+  // the rest of the gone once there are many more of them than live refs.
+  registry.about ??= new Map();
+  if (registry.about.size > 4 * registry.byRef.size + 5_000) {
+    for (const ref of registry.about.keys()) {
+      if (!registry.byRef.has(ref))
+        registry.about.delete(ref);
+    }
+  }
+  // This function itself, for findElementThen to look for a gone ref's successor as a
+  // snapshot would name it.
+  registry.capture = captureTree;
   const refFor = (el, frame) => {
     const known = registry.refOf.get(el);
     if (known && registry.byRef.has(known))
@@ -1325,15 +1341,26 @@ export function captureTree(limits, rootElement) {
     const top = document.body || document.documentElement;
     tree = top ? walk(top, own) : [];
   }
-  // The whitespace marks served the merging of text runs only.
-  const strip = items => {
+  // The whitespace marks served the merging of text runs only. Each ref's role, name, holder
+  // and place among its holder's elements of that role and name are noted on the way
+  // (`registry.about`); a subtree's root keeps the holder and place it had.
+  const nth = new Map();
+  const strip = (items, holder) => {
     const kept = items.filter(item => item !== SPACE);
     for (const item of kept) {
       delete item[LEAD];
       delete item[TRAIL];
       delete item[TOP];
+      if (item.ref) {
+        const name = item.name ?? item.altName ?? '';
+        const before = registry.about.get(item.ref);
+        const key = `${holder}\n${item.role}\n${name}`;
+        const place = holder === undefined && rootElement && before ? before[3] : nth.get(key) ?? 0;
+        nth.set(key, place + 1);
+        registry.about.set(item.ref, [item.role, name, holder ?? before?.[2], place]);
+      }
       if (item.children)
-        item.children = strip(item.children);
+        item.children = strip(item.children, item.ref ?? holder);
     }
     return kept;
   };

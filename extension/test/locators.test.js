@@ -176,12 +176,27 @@ test('a command whose locator\'s element was replaced meanwhile is told apart fr
   const { staleRefMessage } = await import('../lib/commands/shared.js');
   const given = { selector: "getByRole('row').nth(1)" };
   const resolved = { ...given, ref: 'e23' };
-  assert.equal(lostLocatorElement(new Error(staleRefMessage('e23')), given, resolved), true);
+  assert.equal(lostLocatorElement(new Error(staleRefMessage({ ref: 'e23' })), given, resolved), true);
   // Another failure of the same command is not retried.
   assert.equal(lostLocatorElement(new Error('Element ref e23 (div) is covered by another element'), given, resolved), false);
   // The model's own ref, gone: the model must look again, so it is not found again.
-  assert.equal(lostLocatorElement(new Error(staleRefMessage('e23')), { ref: 'e23' }, { ref: 'e23' }), false);
+  assert.equal(lostLocatorElement(new Error(staleRefMessage({ ref: 'e23' })), { ref: 'e23' }, { ref: 'e23' }), false);
   // A drag's end, found by a locator, replaced meanwhile.
-  assert.equal(lostLocatorElement(new Error(staleRefMessage('e9')), { startRef: 'e1', endSelector: 'text=Done' },
+  assert.equal(lostLocatorElement(new Error(staleRefMessage({ ref: 'e9' })), { startRef: 'e1', endSelector: 'text=Done' },
     { startRef: 'e1', endSelector: 'text=Done', endRef: 'e9' }), true);
+  // Told what it was and what is in its place, it is still the refusal of that ref.
+  const told = staleRefMessage({ ref: 'e23', was: { role: 'row', name: 'Ada' }, successor: 'e40' });
+  assert.equal(lostLocatorElement(new Error(told), given, resolved), true);
+});
+
+test('a gone ref\'s refusal says what it named and the ref of the look-alike in its place, or how many there are', async () => {
+  const { staleRefMessage } = await import('../lib/commands/shared.js');
+  const one = staleRefMessage({ ref: 'e56', was: { role: 'button', name: 'add' }, successor: 'e93' });
+  assert.match(one, /^Ref e56 does not name an element on the page any more \(it was button "add"; /);
+  assert.match(one, /nothing was done; the page now shows button "add" \[ref=e93\] in its place .*act on that ref .*or take a new snapshot/);
+  const two = staleRefMessage({ ref: 'e56', was: { role: 'textbox' }, alike: 2 });
+  assert.match(two, /\(it was textbox; .*the page now shows 2 elements like it \(textbox\); take a new snapshot/);
+  assert.doesNotMatch(two, /\[ref=/);
+  // With nothing known of it (a snapshot of an older extension gave it), as before.
+  assert.match(staleRefMessage({ ref: 'e3' }), /^Ref e3 does not name an element on the page any more \(it was removed or replaced, .*take a new snapshot/);
 });

@@ -1831,6 +1831,7 @@ async fn snapshot_refs(chromium: &Path) {
     assert!(is_error(&refused), "{refused}");
     assert!(
         text(&refused).contains(&format!("Ref {old} does not name an element"))
+            && text(&refused).contains("it was button \"Replace me\"")
             && text(&refused).contains("take a new snapshot"),
         "{refused}"
     );
@@ -1838,14 +1839,33 @@ async fn snapshot_refs(chromium: &Path) {
         page_value(&bridge, "[seen.old, seen.new]").await,
         json!([0, 0])
     );
+    // The refusal names the look-alike now in its place, the ref a new snapshot gives it:
+    // the model can go on without reading the page again.
+    let successor = ref_of(&text(&refused), "the page now shows button \"Replace me\"");
     let third = outline(&bridge, json!({})).await;
     let fresh = ref_of(&third, "button \"Replace me\"");
     assert_ne!(fresh, old);
+    assert_eq!(successor, fresh, "{refused}");
     tool_ok(&bridge, "browser_click", json!({"ref": fresh})).await;
     assert_eq!(
         page_value(&bridge, "[seen.old, seen.new]").await,
         json!([0, 1])
     );
+
+    // Two look-alikes drawn again in the one element that holds them: each stale ref is told
+    // the one at its own place (the second "add", not the first).
+    let second_add = third
+        .lines()
+        .filter(|line| line.contains("button \"add\" [ref="))
+        .nth(1)
+        .map(|line| ref_of(line, "button \"add\""))
+        .unwrap_or_else(|| panic!("two add buttons: {third}"));
+    tool_ok(&bridge, "browser_click", json!({"selector": "#redraw"})).await;
+    let redrawn = tool(&bridge, "browser_click", json!({"ref": second_add})).await;
+    assert!(is_error(&redrawn), "{redrawn}");
+    let in_place = ref_of(&text(&redrawn), "the page now shows button \"add\"");
+    tool_ok(&bridge, "browser_click", json!({"ref": in_place})).await;
+    assert_eq!(page_value(&bridge, "seen.adds").await, json!(["field"]));
 
     // A removed element: refused by every element tool.
     let doomed = ref_of(&third, "button \"Doomed\"");
@@ -1861,7 +1881,10 @@ async fn snapshot_refs(chromium: &Path) {
     ] {
         let refused = tool(&bridge, name, args).await;
         assert!(
-            is_error(&refused) && text(&refused).contains("take a new snapshot"),
+            is_error(&refused)
+                && text(&refused).contains("it was button \"Doomed\"")
+                && !text(&refused).contains("in its place")
+                && text(&refused).contains("take a new snapshot"),
             "{name}: {refused}"
         );
     }

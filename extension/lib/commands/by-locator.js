@@ -9,7 +9,7 @@ import { LocatorError, NothingMatches, applySteps, isLocator, matchesText, parse
 import { cssInFrames, elementExpression, refsWithin, textMatches } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { CAPTURE_TREE, OUTLINE_MAX_NODES, capturePage } from './reading.js';
-import { evaluateExpression, staleRefMessage, targetTab } from './shared.js';
+import { evaluateExpression, staleRefStart, targetTab } from './shared.js';
 
 /** @typedef {import('../commands.js').CommandContext} CommandContext */
 
@@ -63,7 +63,7 @@ export async function resolveLocators(ctx, params) {
 export function lostLocatorElement(error, given, resolved) {
   const message = error instanceof Error ? error.message : '';
   return TARGETS.some(([, refKey]) => given[refKey] === undefined && typeof resolved[refKey] === 'string' &&
-    message.startsWith(staleRefMessage(resolved[refKey])));
+    message.startsWith(staleRefStart(resolved[refKey])));
 }
 
 /**

@@ -224,7 +224,7 @@ export function elementError(failure, target) {
     case 'not-found':
       return serverError(`No element matches ${named}; take a snapshot to see the page's elements`);
     case 'stale-ref':
-      return serverError(failure.never ? unknownRefMessage(failure) : staleRefMessage(failure.ref));
+      return serverError(failure.never ? unknownRefMessage(failure) : staleRefMessage(failure));
     case 'in-canvas':
       return serverError(`Element ${named} (${failure.element}) is part of what a canvas${failure.canvas ? ` [ref=${failure.canvas}]` : ''} ` +
           'draws (its fallback content, with no place on the screen of its own), so a mouse cannot be pointed at it; ' +
@@ -268,15 +268,27 @@ function waitedText(failure) {
   return failure.waitedMs ? ` (waited ${(failure.waitedMs / 1000).toFixed(1)} s for that to change)` : '';
 }
 
+/** How every refusal of a gone ref begins (by-locator.js tells a locator's lost element by it). */
+export function staleRefStart(ref) {
+  return `Ref ${ref} does not name an element on the page any more`;
+}
+
 /**
- * The refusal of a ref that no longer names a live element. Nothing was done:
- * the model must look again rather than guess which element took its place.
+ * The refusal of a ref that no longer names a live element. Nothing was done: the model
+ * decides what to act on. It is told what the ref named (`was`) and, when the page drew one
+ * element of that role and name in its place (`successor`, page-scripts.js), that one's ref,
+ * so it need not read the whole page again to go on.
  *
- * @param {string} ref
+ * @param {{ref: string, was?: {role: string, name?: string}, successor?: string, alike?: number}} failure
  */
-export function staleRefMessage(ref) {
-  return `Ref ${ref} does not name an element on the page any more (it was removed or replaced, ` +
-      'or the page changed since the snapshot that listed it), so nothing was done; ' +
+export function staleRefMessage({ ref, was, successor, alike }) {
+  const what = was ? `${was.role}${was.name ? ` ${JSON.stringify(was.name)}` : ''}` : '';
+  const start = `${staleRefStart(ref)} (${what ? `it was ${what}; ` : ''}it was removed or replaced, ` +
+      'or the page changed since the snapshot that listed it), so nothing was done; ';
+  if (successor)
+    return `${start}the page now shows ${what} [ref=${successor}] in its place (pages draw parts again as they update): ` +
+        'act on that ref if it is the one meant, or take a new snapshot (browser_snapshot)';
+  return `${start}${alike ? `the page now shows ${alike} elements like it (${what}); ` : ''}` +
       'take a new snapshot (browser_snapshot) and use a ref from it';
 }
 
