@@ -749,6 +749,38 @@ export function actionEvidence(live, openable) {
     const registry = window[Symbol.for('mcp-relay.refs')];
     return registry?.refOf.get(el) ?? registry?.give?.(el) ?? null;
   };
+  // The fields a part the action put up holds, as a person sees them (what each is, its
+  // name, what it holds, which has the focus), each with a ref to type into next: TiddlyWiki's
+  // "new tiddler" put up its editor, read `Page now shows: "Draft of 'New Tiddler' add Type:
+  // Add a new field:add"`, nothing of its title field, focused, nor of its text and tags. At
+  // most 6 named, `count` counts them all; a password's value is not said.
+  const FIELDS = 'input:not([type=hidden],[type=submit],[type=button],[type=reset],[type=image]), textarea, select, ' +
+    '[contenteditable]:not([contenteditable=false]), [role=textbox], [role=searchbox], [role=combobox], [role=spinbutton], [role=slider]';
+  const KINDS = { checkbox: 'checkbox', radio: 'radio', number: 'spinbutton', range: 'slider', search: 'searchbox' };
+  const fieldsIn = el => {
+    let focused = document.activeElement;
+    while (focused?.shadowRoot?.activeElement)
+      focused = focused.shadowRoot.activeElement;
+    const found = [...el.querySelectorAll(FIELDS)].filter(one => one.checkVisibility() &&
+      !one.parentElement?.closest(FIELDS) && one.getBoundingClientRect().width > 4 && one.getBoundingClientRect().height > 4);
+    const fields = found.slice(0, 6).map(one => {
+      const kind = one.getAttribute('role') || (one.localName === 'select' ? (one.multiple ? 'listbox' : 'combobox')
+        : one.localName === 'input' ? KINDS[one.type] ?? 'textbox' : 'textbox');
+      // What a text field, a drop-down or a knob holds (a box the page edits itself shows its
+      // words in the part's own text).
+      const valued = one.matches('input, textarea, select') || ['spinbutton', 'slider'].includes(kind);
+      const holding = one.type === 'password' || !valued ? null : watch.holds(one);
+      const value = typeof holding === 'string' && !['checkbox', 'radio'].includes(kind) ? clip(holding, 60) : '';
+      const name = field(one, true).field;
+      const ref = handle(one);
+      return {
+        kind, ...(name && name !== value ? { name } : {}), ...(ref ? { ref } : {}), ...(value ? { value } : {}),
+        ...(['checkbox', 'radio'].includes(kind) && holding === 'checked' ? { checked: true } : {}),
+        ...(one === focused ? { focused: true } : {}),
+      };
+    });
+    return fields.length ? { fields, ...(found.length > fields.length ? { fieldCount: found.length } : {}) } : {};
+  };
   // The element `node` is drawn in: a slotted element's slot, a shadow root's top element's
   // host (a component's parts float, hold and are held as drawn).
   const drawnParent = node => node.assignedSlot ?? node.parentElement ?? node.getRootNode().host ?? null;
@@ -796,7 +828,7 @@ export function actionEvidence(live, openable) {
       if (pressedName && text === pressedName && (el.closest('[role=tooltip]') || el.querySelector('[role=tooltip]')))
         continue;
       const ref = handle(el);
-      appeared.push({ text, ...(ref ? { ref } : {}) });
+      appeared.push({ text, ...(ref ? { ref } : {}), ...fieldsIn(el) });
       overPage.push(el);
     }
     if (appeared.length)
@@ -901,6 +933,13 @@ export function actionEvidence(live, openable) {
       ...(evidence.appeared ?? []).map(one => one.text), ...(evidence.pageSays ?? []).map(one => one.text),
       ...[...(evidence.markedInvalid ?? []), ...(evidence.formBlocked ?? [])].map(one => one.message ?? ''),
     ].filter(Boolean);
+    // The largest first: what a person's eye goes to (TiddlyWiki's new editor, before the
+    // line its sidebar added for it).
+    const sizeOf = el => {
+      const box = el.getBoundingClientRect();
+      return box.width * box.height;
+    };
+    candidates.sort((one, other) => sizeOf(other) - sizeOf(one));
     const shows = [];
     for (const el of candidates) {
       if (shows.length === 2)
@@ -917,7 +956,7 @@ export function actionEvidence(live, openable) {
       if (text.length < 3 || wasThere(whole) || told.some(one => one.includes(text)))
         continue;
       const ref = handle(el);
-      shows.push({ text, ...(ref ? { ref } : {}) });
+      shows.push({ text, ...(ref ? { ref } : {}), ...(watch.appeared.has(el) ? fieldsIn(el) : {}) });
     }
     if (shows.length)
       evidence.shows = shows;

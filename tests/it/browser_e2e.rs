@@ -3829,6 +3829,43 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
                 page_value(&bridge, "tipOut.value + '|' + size.textContent").await,
                 "20|Large"
             );
+            // An editor the click puts in the flow names its fields with refs, the one it
+            // focused marked, a password's value unsaid, as TiddlyWiki's "new tiddler" does:
+            // the model types into them next without reading the page again.
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<div id=notes>\
+                 <button id=newNote>New note</button><div id=drafts></div></div>'); \
+                 newNote.onclick = () => { drafts.insertAdjacentHTML(`beforeend`, `<section>\
+                 <p>Draft of a note</p><input id=title value=\"New note\"> \
+                 <input id=tags placeholder=\"tag name\"> <button>add</button> \
+                 <textarea id=body aria-label=Text></textarea> <input type=password id=secret aria-label=Secret value=hunter2> \
+                 <label><input type=checkbox id=pin checked> Pinned</label></section>`); title.focus(); title.select(); }; 1",
+            )
+            .await;
+            let drafted = tool(&bridge, "browser_click", json!({"target": "#newNote"})).await;
+            let line = text(&drafted)
+                .lines()
+                .find(|line| line.starts_with("Page now shows: \"Draft of a note"))
+                .unwrap_or_else(|| panic!("no line for the editor: {drafted}"))
+                .to_owned();
+            assert!(
+                line.contains(" with fields: textbox [ref=")
+                    && line.contains("[active]: \"New note\"; textbox \"tag name\" [ref=")
+                    && line.contains("; textbox \"Text\" [ref=")
+                    && line.contains("; textbox \"Secret\" [ref=")
+                    && !line.contains("hunter2")
+                    && line.contains("; checkbox \"Pinned\" [ref="),
+                "{drafted}"
+            );
+            let title = ref_of(line.split_once(" with fields: ").unwrap().1, "textbox");
+            tool_ok(
+                &bridge,
+                "browser_type",
+                json!({"target": title, "text": "Shopping list"}),
+            )
+            .await;
+            assert_eq!(page_value(&bridge, "title.value").await, "Shopping list");
         }
     );
 }

@@ -202,6 +202,44 @@ fn name_and_ref(element: &Value) -> String {
     said
 }
 
+/// The fields a part the action put up holds (`fields`, `fieldCount`), as its line goes on:
+/// ` with fields: textbox [ref=e50] [active]: "New Tiddler"; textbox "tag name" [ref=e51]`, as
+/// a snapshot's lines name them, so the model types into them next without reading the page
+/// again (TiddlyWiki's editor said only its buttons' words).
+fn fields_held(shown: &Value) -> String {
+    let Some(fields) = shown["fields"]
+        .as_array()
+        .filter(|fields| !fields.is_empty())
+    else {
+        return String::new();
+    };
+    let said: Vec<String> = fields
+        .iter()
+        .map(|field| {
+            let mut line = format!(
+                "{}{}",
+                field["kind"].as_str().unwrap_or("textbox"),
+                name_and_ref(field)
+            );
+            if field["checked"] == true {
+                line.push_str(" [checked]");
+            }
+            if field["focused"] == true {
+                line.push_str(" [active]");
+            }
+            if let Some(value) = field["value"].as_str() {
+                line.push_str(&format!(": {value:?}"));
+            }
+            line
+        })
+        .collect();
+    let mut text = format!(" with fields: {}", said.join("; "));
+    if let Some(count) = shown["fieldCount"].as_u64() {
+        text.push_str(&format!("; … ({count} fields)"));
+    }
+    text
+}
+
 /// The lines of an action's answer: a header, what changed, downloads, then each other field
 /// as `key: value`.
 fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
@@ -319,18 +357,20 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
             // a tour, a site's own modal).
             "appeared" => lines.extend(value.as_array().into_iter().flatten().map(|shown| {
                 format!(
-                    "Appeared over the page: {:?}{}",
+                    "Appeared over the page: {:?}{}{}",
                     shown["text"].as_str().unwrap_or(""),
-                    name_and_ref(&json!({"ref": shown["ref"]}))
+                    name_and_ref(&json!({"ref": shown["ref"]})),
+                    fields_held(shown)
                 )
             })),
             // What the action put in the page's flow or wrote there ("Ordered 1 large pizza"
             // under the button): what a person sees the click do, which `clicked: true` is not.
             "shows" => lines.extend(value.as_array().into_iter().flatten().map(|shown| {
                 format!(
-                    "Page now shows: {:?}{}",
+                    "Page now shows: {:?}{}{}",
                     shown["text"].as_str().unwrap_or(""),
-                    name_and_ref(&json!({"ref": shown["ref"]}))
+                    name_and_ref(&json!({"ref": shown["ref"]})),
+                    fields_held(shown)
                 )
             })),
             // A part of what the action did that the page threw on while it was read (its
@@ -1717,6 +1757,25 @@ mod tests {
         assert_eq!(
             appeared.text,
             "Tab 7\nAppeared over the page: \"Successfully deployed\"\nclicked: true"
+        );
+        // A part holding fields names them as a snapshot would, the focused one marked.
+        let editor = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true, "shows": [{
+                "text": "Draft of 'New Tiddler' add", "ref": "e46",
+                "fields": [
+                    {"kind": "textbox", "ref": "e50", "value": "New Tiddler", "focused": true},
+                    {"kind": "textbox", "name": "tag name", "ref": "e51"},
+                    {"kind": "checkbox", "name": "Private", "ref": "e52", "checked": true},
+                ],
+                "fieldCount": 9,
+            }]}),
+        );
+        assert_eq!(
+            editor.text,
+            "Tab 7\nPage now shows: \"Draft of 'New Tiddler' add\" [ref=e46] with fields: \
+             textbox [ref=e50] [active]: \"New Tiddler\"; textbox \"tag name\" [ref=e51]; \
+             checkbox \"Private\" [ref=e52] [checked]; … (9 fields)\nclicked: true"
         );
         // A part of the page its header showed or hid.
         let toggled = render(
