@@ -351,6 +351,7 @@ export function watchAction(live, openable) {
     },
     failed: new Set(),
     submits: 0,
+    typed: false,
     // A page's own checkValidity() fires `invalid` too (to enable a button as fields fill),
     // and stops nothing: only a submit the action attempted counts.
     attempted: false,
@@ -384,6 +385,11 @@ export function watchAction(live, openable) {
       }],
       ['submit', () => {
         watch.submits += 1;
+      }],
+      // Text typed or deleted in a field (not a checkbox's click): what it takes off the page
+      // is a list of suggestions redrawn as the words change, not news.
+      ['beforeinput', () => {
+        watch.typed = true;
       }],
       ['mousedown', event => {
         watch.opener ??= openerOf(event);
@@ -960,6 +966,38 @@ export function actionEvidence(live, openable) {
     }
     if (shows.length)
       evidence.shows = shows;
+  });
+  // What a click or key took off the page for good, as a person sees it go: the row a
+  // "Delete" removed, the editor "Cancel" closed (TiddlyWiki's deleted draft answered only
+  // `clicked: true`, and whether it went could not be told without reading the page again).
+  // The largest part taken away whose words are nowhere on the page now (not drawn again:
+  // a framework's re-render, a list sorted), with words, cut at 150 characters; not when
+  // another line says what went (a dialog, menu or list closed, a part collapsed, a tab's
+  // panel left), nor with a new view, nor what typing took away (suggestions replaced as the
+  // words change).
+  part('what the page no longer shows', () => {
+    if (routed || watch.typed || evidence.closed || evidence.opened || evidence.toggled ||
+        evidence.changed?.some(row => row.kind === 'tab' && row.to === 'selected'))
+      return;
+    const gone = watch.removed.filter(node => node.nodeType === Node.ELEMENT_NODE && !node.isConnected &&
+      !node.matches(`${openable},[role=tooltip],script,style,template`) && /[\p{L}\p{N}]/u.test(node.textContent));
+    if (!gone.length)
+      return;
+    const flat = text => String(text || '').replace(/\s+/g, ' ').trim();
+    const largest = gone.reduce((most, node) => (flat(node.textContent).length > flat(most.textContent).length ? node : most));
+    // (Its words: a detached element has no layout to read them as drawn, so its text nodes,
+    // each apart from the next, but a script's or a style's.)
+    const texts = [];
+    const walker = document.createTreeWalker(largest, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode() && texts.length < 200) {
+      if (!walker.currentNode.parentElement?.closest('script, style, template'))
+        texts.push(walker.currentNode.data);
+    }
+    const words = flat(texts.join(' '));
+    const now = rootsAfter().map(root => (root === document ? document.body?.textContent : root.textContent) ?? '').join(' ').replace(/\s+/g, '');
+    if (words.length < 3 || now.includes(words.replace(/\s+/g, '')))
+      return;
+    evidence.gone = [{ text: clip(words, 150) }];
   });
   if (unread.length)
     evidence.unread = unread;

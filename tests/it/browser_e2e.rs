@@ -3688,13 +3688,28 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
             for again in ["#sort", "#redraw"] {
                 let drawn = tool(&bridge, "browser_click", json!({"target": again})).await;
                 assert!(
-                    !is_error(&drawn) && !text(&drawn).contains("Page now shows"),
+                    !is_error(&drawn)
+                        && !text(&drawn).contains("Page now shows")
+                        && !text(&drawn).contains("Page no longer shows"),
                     "{again}: {drawn}"
                 );
             }
             assert_eq!(
                 page_value(&bridge, "rows.innerText.replace(/\\s+/g, ' ')").await,
                 "Apple Banana Cherry"
+            );
+            // What a click took off the page for good is said as gone: the row a "Delete"
+            // removed.
+            page_value(
+                &bridge,
+                "rows.insertAdjacentHTML('afterend', '<ul id=invoices><li>Invoice 1041 Grace Hopper                  <button>Delete</button></li><li>Invoice 1042 Ada Lovelace <button id=drop>Delete</button></li></ul>');                  drop.onclick = () => drop.parentElement.remove(); 1",
+            )
+            .await;
+            let dropped = tool(&bridge, "browser_click", json!({"target": "#drop"})).await;
+            assert!(
+                text(&dropped)
+                    .contains("Page no longer shows: \"Invoice 1042 Ada Lovelace Delete\""),
+                "{dropped}"
             );
             let tab = tool(&bridge, "browser_click", json!({"target": "#tab"})).await;
             assert!(

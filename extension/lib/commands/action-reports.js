@@ -181,6 +181,9 @@ async function reportOn(ctx, params, acted, { settle, loaded, started, tabBefore
     dropOwnChanges(result, params);
   if (result.shows || result.pageSays)
     dropOwnShows(result, params);
+  // What typing or filling took off the page is suggestions redrawn as the words change.
+  if (typeof params.text === 'string' || Array.isArray(params.fields))
+    delete result.gone;
   // A drop-down opened and closed to pick from it: its answer says so (antd opens on the
   // press, so the click read as `Collapsed: [ref=e10]`; a form filled read so for Shoelace's
   // select among its fields).
@@ -311,7 +314,7 @@ export async function addDownloads(ctx, result, started, tabId = result.tabId) {
 }
 
 /** What action-evidence.js reports, copied into the action's result when present. */
-const EVIDENCE = ['formBlocked', 'markedInvalid', 'pageSays', 'changed', 'changedMore', 'opened', 'closed', 'appeared', 'toggled', 'shows', 'unread'];
+const EVIDENCE = ['formBlocked', 'markedInvalid', 'pageSays', 'changed', 'changedMore', 'opened', 'closed', 'appeared', 'toggled', 'shows', 'gone', 'unread'];
 
 /**
  * Leaves out of `changed` the fields an action that sets values set itself, which its own

@@ -147,7 +147,7 @@ fn without(value: &Value, keys: &[&str]) -> Value {
 /// What an action's answer may say happened to the page, in the order its text says it.
 /// Each but `settled` (a page still loading, said only beside something else) makes the answer
 /// lines rather than JSON (`render`).
-const WHAT_HAPPENED: [&str; 21] = [
+const WHAT_HAPPENED: [&str; 22] = [
     "dialog",
     "fileChooser",
     "tabClosed",
@@ -164,6 +164,7 @@ const WHAT_HAPPENED: [&str; 21] = [
     "appeared",
     "toggled",
     "shows",
+    "gone",
     "unread",
     "tabsOpened",
     "console",
@@ -371,6 +372,14 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                     shown["text"].as_str().unwrap_or(""),
                     name_and_ref(&json!({"ref": shown["ref"]})),
                     fields_held(shown)
+                )
+            })),
+            // What the action took off the page for good (the row a "Delete" removed): that
+            // it went, which `clicked: true` does not say.
+            "gone" => lines.extend(value.as_array().into_iter().flatten().map(|went| {
+                format!(
+                    "Page no longer shows: {:?}",
+                    went["text"].as_str().unwrap_or("")
                 )
             })),
             // A part of what the action did that the page threw on while it was read (its
@@ -1757,6 +1766,15 @@ mod tests {
         assert_eq!(
             appeared.text,
             "Tab 7\nAppeared over the page: \"Successfully deployed\"\nclicked: true"
+        );
+        // What the action took off the page.
+        let deleted = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true, "gone": [{"text": "Invoice 1042 Ada Lovelace $120"}]}),
+        );
+        assert_eq!(
+            deleted.text,
+            "Tab 7\nPage no longer shows: \"Invoice 1042 Ada Lovelace $120\"\nclicked: true"
         );
         // A part holding fields names them as a snapshot would, the focused one marked.
         let editor = render(
