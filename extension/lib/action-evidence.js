@@ -59,6 +59,10 @@ export function watchAction(live, openable) {
     // (Shoelace's alert read "l for Ada", not "Ordered l for Ada").
     if (drawsSlotted(el))
       return drawnText(el);
+    // Buttons and tabs side by side are boxes apart, which innerText runs together
+    // (TiddlyWiki's control panel read "InfoAppearanceSettingsSaving").
+    if (el.querySelector('button, [role=tab], [role=button]'))
+      return drawnText(el);
     // An SVG element has no innerText (Swagger UI's live region is one): its text is read.
     return el.querySelector('[aria-hidden=true]') || el.innerText === undefined ? shownWords(el).replace(/\s+/g, ' ').trim() : el.innerText.trim();
   };
@@ -79,10 +83,16 @@ export function watchAction(live, openable) {
       }
       if (node.nodeType !== Node.ELEMENT_NODE && node.nodeType !== Node.DOCUMENT_FRAGMENT_NODE)
         return;
-      if (node.nodeType === Node.ELEMENT_NODE && (node.getAttribute('aria-hidden') === 'true' || ['style', 'script', 'template'].includes(node.localName)))
+      if (node.nodeType === Node.ELEMENT_NODE && (node.getAttribute('aria-hidden') === 'true' || ['style', 'script', 'template', 'textarea', 'datalist'].includes(node.localName)))
         return;
-      const block = node.nodeType === Node.ELEMENT_NODE && node.localName !== 'slot' &&
-        (node.localName === 'br' || !getComputedStyle(node).display.startsWith('inline'));
+      // A drop-down draws the option chosen, not its list.
+      if (node.localName === 'select') {
+        words += ` ${[...node.selectedOptions].map(option => option.label).join(', ')} `;
+        return;
+      }
+      // (An inline box, a button, is apart from its neighbours as a block is.)
+      const display = node.nodeType === Node.ELEMENT_NODE && node.localName !== 'slot' ? getComputedStyle(node).display : 'inline';
+      const block = node.localName === 'br' || !display.startsWith('inline') || /^inline-(block|flex|grid|table)$/.test(display);
       if (block)
         words += ' ';
       const slotted = node.localName === 'slot' ? node.assignedNodes({ flatten: true }) : [];
@@ -310,6 +320,10 @@ export function watchAction(live, openable) {
     // What the action took off the page (at most 2,000 nodes), so that what it puts back as it
     // was (a framework drawing a list again, a row moved by a sort) is not news.
     removed: [],
+    // What the action itself put on the page, to tell what it took away of that (a search's
+    // results after the first keys, drawn again after the last) from what was there before.
+    born: new WeakSet(),
+    tookOff: new WeakSet(),
     // Elements whose text the action replaced (`status.textContent = 'Saved'`: words, not a
     // separator's " | "), at most 100, and the text nodes it rewrote, with what they said.
     retexted: new Set(),
@@ -321,12 +335,16 @@ export function watchAction(live, openable) {
           if (record.addedNodes.length)
             watch.grew = true;
           for (const node of record.removedNodes) {
+            watch.tookOff.add(node);
             if (watch.removed.length < 2000)
               watch.removed.push(node);
           }
           if (watch.retexted.size < 100 && [...record.addedNodes].some(node => node.nodeType === Node.TEXT_NODE && /[\p{L}\p{N}]/u.test(node.data)))
             watch.retexted.add(record.target);
           for (const node of record.addedNodes) {
+            // (One taken off and put back is moved: a list sorted.)
+            if (!watch.tookOff.has(node))
+              watch.born.add(node);
             if (node.nodeType === Node.ELEMENT_NODE && watch.appeared.size < 100)
               watch.appeared.add(node);
           }
@@ -814,11 +832,31 @@ export function actionEvidence(live, openable) {
   const said = [...newlyOpen, ...(evidence.pageSays ? liveNow : [])];
   const pressed = pressedIn('button,a,[role],[aria-label]');
   const pressedName = pressed ? spokenName(pressed) : '';
+  // Whether `text` is among what the action took off the page or rewrote: drawn again as it
+  // was (a framework's re-render), not news.
+  const squeezed = text => String(text || '').replace(/\s+/g, '').toLowerCase();
+  let took = null;
+  const wasThere = text => {
+    took ??= squeezed([...watch.removed.filter(node => !watch.born.has(node)).map(node => node.textContent), ...watch.rewrote.values()].join(''));
+    return took.includes(squeezed(text));
+  };
   // What `appeared` said, so that `shows` does not say it again.
   const overPage = [];
   part('what appeared over the page', () => {
     const appeared = [];
-    const candidates = [...watch.appeared].filter(el => el.isConnected && el.checkVisibility());
+    // A box with no size of its own stands for what floats inside it: TiddlyWiki's search
+    // results drop down from a wrapper 0 px high, and were not said (the first few hundred
+    // elements inside it looked at).
+    const floatsIn = el => {
+      const box = el.getBoundingClientRect();
+      if (box.width >= 20 && box.height >= 10)
+        return [el];
+      return [...el.querySelectorAll('*')].slice(0, 300).filter(kid => {
+        const inner = kid.getBoundingClientRect();
+        return inner.width >= 20 && inner.height >= 10 && ['absolute', 'fixed'].includes(getComputedStyle(kid).position);
+      });
+    };
+    const candidates = [...new Set([...watch.appeared].filter(el => el.isConnected && el.checkVisibility()).flatMap(floatsIn))];
     for (const el of candidates) {
       if (appeared.length === 2)
         break;
@@ -826,7 +864,9 @@ export function actionEvidence(live, openable) {
         continue;
       const box = el.getBoundingClientRect();
       const text = box.width >= 20 && box.height >= 10 ? clip(shown(el), 200) : '';
-      if (text.length < 3 || !floatingBox(el))
+      // (Drawn again as it was, TiddlyWiki's match count on each redraw of its sidebar, is
+      // not news.)
+      if (text.length < 3 || !floatingBox(el) || wasThere(shown(el)))
         continue;
       // A tooltip that says the name of what the action pressed, which the answer's `element`
       // says (MUI's icon button showed `Appeared over the page: "Refund A-1002"` on a click);
@@ -867,12 +907,6 @@ export function actionEvidence(live, openable) {
     // A new view, or the part a header or a tab showed, which its own line names.
     if (routed || evidence.toggled || evidence.changed?.some(row => row.kind === 'tab' && row.to === 'selected'))
       return;
-    const flat = text => String(text || '').replace(/\s+/g, '').toLowerCase();
-    let gone = null;
-    const wasThere = text => {
-      gone ??= flat([...watch.removed.map(node => node.textContent), ...watch.rewrote.values()].join(''));
-      return gone.includes(flat(text));
-    };
     // The part a pressed header or tab controls (`aria-controls`), or a <details>' content.
     const controlled = [watch.toggle?.el, pressed].flatMap(el => (el?.getAttribute?.('aria-controls') ?? '').split(/\s+/))
       .filter(Boolean).map(id => document.getElementById(id)).filter(Boolean);

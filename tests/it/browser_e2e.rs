@@ -3620,6 +3620,39 @@ async fn what_an_action_puts_up_over_the_page_is_said() {
                     && text(&more).contains("Page now shows: \"Another row\""),
                 "{more}"
             );
+            // A search's results drop down from a wrapper with no height of its own, drawn
+            // anew on each key (TiddlyWiki's): they are said, though the first keys' results
+            // went; buttons side by side read apart. Its count, drawn again as it was by a
+            // click elsewhere, is not news.
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<div id=searching>\
+                 <button id=again>Again</button><input id=lookup aria-label=Find><span id=count></span>\
+                 <div id=drop></div></div>'); \
+                 lookup.oninput = () => { \
+                 count.innerHTML = `<b style=\"position: fixed; bottom: 0; left: 0; z-index: 3\">1 matches</b>`; \
+                 drop.innerHTML = `<div style=\"position: relative; height: 0\"><div style=\"position: absolute; z-index: 1000; \
+                 top: 0; left: 0; width: 260px; background: white\"><p>Title matches: ${lookup.value.length > 3 ? `Shopping` : `none`} \
+                 list</p><button>Open</button><button>Pin</button></div></div>`; }; \
+                 again.onclick = () => { count.innerHTML = count.innerHTML; }; 1",
+            )
+            .await;
+            let found = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": "#lookup", "text": "Shopping"}),
+            )
+            .await;
+            assert!(
+                text(&found)
+                    .contains("Appeared over the page: \"Title matches: Shopping list Open Pin\""),
+                "{found}"
+            );
+            let again = tool(&bridge, "browser_click", json!({"target": "#again"})).await;
+            assert!(
+                !is_error(&again) && !text(&again).contains("Appeared"),
+                "{again}"
+            );
             // An app drawn in one box that fills the window: what it adds is its content.
             page_value(
                 &bridge,
