@@ -386,6 +386,7 @@ export function watchAction(live, openable) {
     // component's button is in its own shadow root, and the click's target at the document
     // is the component (Shoelace's `sl-button`).
     pressed: null,
+    around: null,
     toggle: null,
     expandedOf,
     named: new Map(),
@@ -414,6 +415,12 @@ export function watchAction(live, openable) {
       }],
       ['click', event => {
         watch.pressed ??= event.composedPath().filter(node => node instanceof Element);
+        // What the few elements around the one clicked showed before the page's handlers ran
+        // (these listeners capture): a part a click shows or hides by a class, with no
+        // `aria-expanded` to say so (Trac's "Modify Ticket", a jQuery fold), is told by what
+        // they show after it. Up to 5 levels, none of more than 20,000 characters.
+        watch.around ??= watch.pressed.filter(el => el !== document.body && el !== document.documentElement).slice(0, 5)
+          .filter(el => el.textContent.length <= 20_000 && el.innerText !== undefined).map(el => ({ el, text: el.innerText }));
         watch.opener ??= openerOf(event);
         watch.toggle ??= toggleOf(event);
         const button = event.composedPath().find(node => node instanceof HTMLButtonElement || node instanceof HTMLInputElement);
@@ -597,7 +604,11 @@ export function actionEvidence(live, openable) {
       });
   });
   const known = new Set((evidence.markedInvalid || []).map(row => row.message));
-  const routed = location.href !== watch.href;
+  // A new view: another URL, but for a link to an anchor on the page (Trac's "#no3", which
+  // unfolds the part it heads): the page is the same one, and what it shows is news.
+  const anchor = location.href.split('#')[0] === watch.href.split('#')[0] && location.hash.length > 1 &&
+    document.getElementById(decodeURIComponent(location.hash.slice(1)));
+  const routed = location.href !== watch.href && !anchor;
   const floats = el => {
     for (let node = el; node && node !== document.body; node = node.parentElement) {
       if (['fixed', 'sticky'].includes(getComputedStyle(node).position))
@@ -840,6 +851,32 @@ export function actionEvidence(live, openable) {
     took ??= squeezed([...watch.removed.filter(node => !watch.born.has(node)).map(node => node.textContent), ...watch.rewrote.values()].join(''));
     return took.includes(squeezed(text));
   };
+  // What the elements around the one clicked show now against before (`watch.around`): the
+  // innermost whose shown lines changed by 15 characters or more, with the lines it added
+  // and those it lost (a part a class unfolded or folded). Once per answer.
+  let folds;
+  const unfolding = () => {
+    if (folds !== undefined)
+      return folds;
+    folds = null;
+    for (const { el, text } of watch.around ?? []) {
+      if (!el.isConnected)
+        continue;
+      const now = el.innerText;
+      if (Math.abs(now.length - text.length) < 15)
+        continue;
+      // (Lines and table cells; a drop-down's options, which innerText lists, are not what
+      // it shows: its fields say that.)
+      const options = new Set([...el.querySelectorAll('option')].map(option => option.label.trim()));
+      const lines = value => value.split(/[\n\t]/).map(line => line.trim()).filter(line => line && !options.has(line));
+      const [was, is] = [new Set(lines(text)), new Set(lines(now))];
+      const added = [...is].filter(line => !was.has(line)).join(' ');
+      const lost = [...was].filter(line => !is.has(line)).join(' ');
+      folds = { el, ...(added.length >= 15 ? { added } : {}), ...(lost.length >= 15 ? { lost } : {}) };
+      break;
+    }
+    return folds;
+  };
   // What `appeared` said, so that `shows` does not say it again.
   const overPage = [];
   part('what appeared over the page', () => {
@@ -996,8 +1033,17 @@ export function actionEvidence(live, openable) {
       if (text.length < 3 || wasThere(whole) || told.some(one => one.includes(text)))
         continue;
       const ref = handle(el);
-      shows.push({ text, ...(ref ? { ref } : {}), ...(watch.appeared.has(el) ? fieldsIn(el) : {}) });
+      shows.push({ el, text, ...(ref ? { ref } : {}), ...(watch.appeared.has(el) ? fieldsIn(el) : {}) });
     }
+    // A part the click showed by a class (its words added to what the elements around it
+    // show): the innermost of those whose shown lines grew, by the lines it added.
+    const unfolded = unfolding();
+    if (shows.length < 2 && unfolded?.added && !shows.some(one => one.el && (drawnIn(one.el, unfolded.el) || drawnIn(unfolded.el, one.el)))) {
+      const ref = handle(unfolded.el);
+      shows.push({ text: clip(unfolded.added, 150), ...(ref ? { ref } : {}), ...fieldsIn(unfolded.el) });
+    }
+    for (const one of shows)
+      delete one.el;
     if (shows.length)
       evidence.shows = shows;
   });
@@ -1015,8 +1061,14 @@ export function actionEvidence(live, openable) {
       return;
     const gone = watch.removed.filter(node => node.nodeType === Node.ELEMENT_NODE && !node.isConnected &&
       !node.matches(`${openable},[role=tooltip],script,style,template`) && /[\p{L}\p{N}]/u.test(node.textContent));
-    if (!gone.length)
+    // (A part a class folded away, still on the page but no longer shown, by the lines the
+    // elements around the one clicked no longer show.)
+    const folded = unfolding()?.lost;
+    if (!gone.length) {
+      if (folded)
+        evidence.gone = [{ text: clip(folded, 150) }];
       return;
+    }
     const flat = text => String(text || '').replace(/\s+/g, ' ').trim();
     const largest = gone.reduce((most, node) => (flat(node.textContent).length > flat(most.textContent).length ? node : most));
     // (Its words: a detached element has no layout to read them as drawn, so its text nodes,

@@ -3744,6 +3744,33 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
                     .contains("Page no longer shows: \"Invoice 1042 Ada Lovelace Delete\""),
                 "{dropped}"
             );
+            // A part a click unfolds or folds by a class, with no aria-expanded (Trac's "Modify
+            // Ticket", a jQuery fold, its link to an anchor on the page): what it shows is
+            // said with its fields, then that it went.
+            page_value(
+                &bridge,
+                "rows.insertAdjacentHTML('afterend', '<style>.folded .body { display: none }</style>\
+                 <div id=fold class=folded><h3><a id=modify href=\"#modify\">Modify order</a></h3>\
+                 <div class=body><label>Note <input id=note value=rush></label><p>Shipping and billing details</p></div></div>'); \
+                 modify.onclick = () => fold.classList.toggle(`folded`); 1",
+            )
+            .await;
+            // (Refs are given once the page has had a snapshot.)
+            outline(&bridge, json!({"depth": 1})).await;
+            let unfolded = tool(&bridge, "browser_click", json!({"target": "#modify"})).await;
+            assert!(
+                text(&unfolded)
+                    .contains("Page now shows: \"Note Shipping and billing details\" [ref=")
+                    && text(&unfolded).contains("with fields: textbox \"Note\" [ref=")
+                    && text(&unfolded).contains(": \"rush\""),
+                "{unfolded}"
+            );
+            let folded = tool(&bridge, "browser_click", json!({"target": "#modify"})).await;
+            assert!(
+                text(&folded)
+                    .contains("Page no longer shows: \"Note Shipping and billing details\""),
+                "{folded}"
+            );
             let tab = tool(&bridge, "browser_click", json!({"target": "#tab"})).await;
             assert!(
                 text(&tab).contains("Changed: tab \"Details\"")
