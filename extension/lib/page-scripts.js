@@ -1322,8 +1322,12 @@ export function selectOptions(el, values) {
     option.selected = chosen.includes(option);
   el.dispatchEvent(new Event('input', { bubbles: true, composed: true }));
   el.dispatchEvent(new Event('change', { bubbles: true }));
+  // What was chosen, and what the page's own handlers, which ran in those events, left the
+  // drop-down showing, when that is not it: Trac's "And" filter adds the field chosen as a
+  // row and sets itself back to "field…", which answered `selected: "field…"`.
   const selected = options.filter(o => o.selected);
-  return { values: selected.map(o => o.value), labels: selected.map(label) };
+  const kept = selected.length === chosen.length && chosen.every(o => selected.includes(o));
+  return { values: chosen.map(o => o.value), labels: chosen.map(label), ...(kept ? {} : { setBack: selected.map(label) }) };
 }
 
 /**

@@ -3771,6 +3771,31 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
                     .contains("Page no longer shows: \"Note Shipping and billing details\""),
                 "{folded}"
             );
+            // A drop-down whose own handler adds a row for the field chosen and sets itself
+            // back (Trac's "And" filter): the answer says both, and the row with its fields,
+            // though its words are the ones chosen.
+            page_value(
+                &bridge,
+                "rows.insertAdjacentHTML('afterend', '<table><tbody id=filters></tbody></table>\
+                 <label>And <select id=addFilter><option value=\"\">field…</option>\
+                 <option value=priority>Priority</option></select></label>'); \
+                 addFilter.onchange = () => { filters.insertAdjacentHTML(`beforeend`, \
+                 `<tr><th>Priority</th><td><select name=mode><option>is</option><option>is not</option></select></td></tr>`); \
+                 addFilter.value = ``; }; 1",
+            )
+            .await;
+            let filtered = tool(
+                &bridge,
+                "browser_select_option",
+                json!({"target": "#addFilter", "values": ["Priority"]}),
+            )
+            .await;
+            assert!(
+                text(&filtered).contains("selected: \"Priority\" (value \"priority\")\nthen the page set it to \"field…\"")
+                    && text(&filtered).contains("Page now shows: \"Priority\" [ref=")
+                    && text(&filtered).contains("with fields: combobox \"mode\" [ref="),
+                "{filtered}"
+            );
             let tab = tool(&bridge, "browser_click", json!({"target": "#tab"})).await;
             assert!(
                 text(&tab).contains("Changed: tab \"Details\"")

@@ -358,7 +358,9 @@ function dropOwnShows(result, params) {
   for (const key of ['shows', 'pageSays']) {
     if (!result[key])
       continue;
-    result[key] = result[key].filter(row => !sets.has(row.text));
+    // (A part that holds fields is more than the words chosen: Trac's filter row for the
+    // field chosen, "Priority", with its own drop-downs to set.)
+    result[key] = result[key].filter(row => row.fields || !sets.has(row.text));
     if (!result[key].length)
       delete result[key];
   }

@@ -327,7 +327,7 @@ export async function selectOption(ctx, params) {
         throw elementError(result, target);
     }
   }
-  return { tabId: id, selected: result.values, labels: result.labels };
+  return { tabId: id, selected: result.values, labels: result.labels, ...(result.setBack ? { pageSetItTo: result.setBack } : {}) };
 }
 
 /**

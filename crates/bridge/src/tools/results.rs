@@ -567,8 +567,12 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                 } else {
                     format!("selected: {}", chosen.join(", "))
                 });
+                lines.extend(set_back_line(map));
             }
             "labels" if map.get("selected").is_some_and(Value::is_array) => {}
+            // The page's own handlers set the drop-down to something else once it was chosen
+            // (Trac's "And" filter adds a row for the field and shows "field…" again).
+            "pageSetItTo" => {}
             // The extension's note on an open dialog names its own method (handleDialog) for
             // every client; the dialog's line above says what to call here.
             "note" if map.contains_key("dialog") => {}
@@ -577,6 +581,27 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
         }
     }
     lines
+}
+
+/// The line saying what a page's own handlers set a drop-down to once it was chosen
+/// (`pageSetItTo`), said after the `selected` line.
+fn set_back_line(map: &Map<String, Value>) -> Option<String> {
+    let shown: Vec<String> = map
+        .get("pageSetItTo")?
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|label| format!("{label:?}"))
+        .collect();
+    Some(format!(
+        "then the page set it to {}",
+        if shown.is_empty() {
+            "nothing".to_owned()
+        } else {
+            shown.join(", ")
+        }
+    ))
 }
 
 /// A JavaScript dialog the action opened, which holds the page until it is answered.
@@ -1393,6 +1418,15 @@ mod tests {
         assert_eq!(
             chosen.text,
             "Tab 7\nselected: \"Japan\" (value \"jp\"), \"fr\""
+        );
+        // The page set the drop-down to something else once it was chosen.
+        let set_back = render(
+            "browser_select_option",
+            &json!({"tabId": 7, "selected": ["priority"], "labels": ["Priority"], "pageSetItTo": ["field…"]}),
+        );
+        assert_eq!(
+            set_back.text,
+            "Tab 7\nselected: \"Priority\" (value \"priority\")\nthen the page set it to \"field…\""
         );
     }
 
