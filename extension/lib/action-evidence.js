@@ -501,7 +501,9 @@ export function actionEvidence(live, openable) {
     // refused comes back saying. Django's admin answers a refused save with the same form,
     // "Please correct the errors below.", and `Enter a valid time.` under the field; the
     // answer said only that the page changed. The watch's namers went with the old page.
-    const arrived = { ...state };
+    // (Said so: a form sent to the page's own URL comes back as a new page at the same
+    // address, Trac's "Remove selected items", which read as if nothing had happened.)
+    const arrived = { ...state, newDocument: true };
     part('fields the page marked invalid', () => {
       const marked = [...document.querySelectorAll('[aria-invalid=true]')].filter(el => el.checkVisibility()).slice(0, 10);
       if (marked.length) {

@@ -3966,6 +3966,19 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
             )
             .await;
             assert_eq!(page_value(&bridge, "title.value").await, "Shopping list");
+            // A click that loads the same address again (a form sent to the page's own URL,
+            // Trac's "Remove selected items") says so, though the URL and title are the same.
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<button id=resend onclick=\"location.reload()\">Remove</button>'); 1",
+            )
+            .await;
+            let resent = tool(&bridge, "browser_click", json!({"target": "#resend"})).await;
+            assert!(
+                text(&resent).contains("Page loaded again (same address): ")
+                    && !text(&resent).contains("Page changed"),
+                "{resent}"
+            );
         }
     );
 }

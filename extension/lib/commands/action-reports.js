@@ -173,6 +173,9 @@ async function reportOn(ctx, params, acted, { settle, loaded, started, tabBefore
     result.title = after.title;
   if (before && after && (before.url !== after.url || before.title !== after.title))
     result.pageChanged = { url: after.url, title: after.title };
+  // The same address loaded again (a form sent to it, the server answering with the page).
+  else if (before && after?.newDocument)
+    result.loadedAgain = { url: after.url, title: after.title };
   for (const seen of EVIDENCE) {
     if (after?.[seen])
       result[seen] = after[seen];

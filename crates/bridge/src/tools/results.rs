@@ -147,11 +147,12 @@ fn without(value: &Value, keys: &[&str]) -> Value {
 /// What an action's answer may say happened to the page, in the order its text says it.
 /// Each but `settled` (a page still loading, said only beside something else) makes the answer
 /// lines rather than JSON (`render`).
-const WHAT_HAPPENED: [&str; 22] = [
+const WHAT_HAPPENED: [&str; 23] = [
     "dialog",
     "fileChooser",
     "tabClosed",
     "pageChanged",
+    "loadedAgain",
     "httpError",
     "stillLoading",
     "formBlocked",
@@ -272,6 +273,13 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
         match key.as_str() {
             "pageChanged" => {
                 lines.push(format!("Page changed: {}", header(value)));
+            }
+            // A new page at the same address: what it shows now is the server's answer.
+            "loadedAgain" => {
+                lines.push(format!(
+                    "Page loaded again (same address): {}",
+                    header(value)
+                ));
             }
             "console" => lines.push(console_gained(value)),
             // A page still busy is worth a line (one that settled is left out, `render`).
@@ -1800,6 +1808,16 @@ mod tests {
         assert_eq!(
             appeared.text,
             "Tab 7\nAppeared over the page: \"Successfully deployed\"\nclicked: true"
+        );
+        // A form sent to the page's own address: the page loaded again.
+        let again = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true,
+                    "loadedAgain": {"url": "http://x/admin", "title": "Components"}}),
+        );
+        assert_eq!(
+            again.text,
+            "Tab 7\nPage loaded again (same address): http://x/admin · Components\nclicked: true"
         );
         // What the action took off the page.
         let deleted = render(
