@@ -159,7 +159,9 @@ export function watchAction(live, openable) {
     const ownLabel = el.getAttribute('aria-label');
     const name = (ownLabel === 'null' || ownLabel === 'undefined' ? '' : ownLabel) || labelled
       || [...(el.labels?.length ? el.labels : standsFor)].map(label => label.innerText.trim() || drawnText(label)).join(' ').trim()
-      || el.getAttribute('placeholder') || el.getAttribute('name') || (bare ? '' : el.id || el.localName);
+      // (Its title before its placeholder, as the snapshot names it: Trac's select-all box,
+      // `title="Toggle group"`, read as its name attribute, "toggle_group".)
+      || el.getAttribute('title') || el.getAttribute('placeholder') || el.getAttribute('name') || (bare ? '' : el.id || el.localName);
     const ref = refOf(el);
     return { field: clip(name, 80), ...(ref ? { ref } : {}) };
   };

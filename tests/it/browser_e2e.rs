@@ -3796,6 +3796,18 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
                     && text(&filtered).contains("with fields: combobox \"mode\" [ref="),
                 "{filtered}"
             );
+            // A control is named as the snapshot names it: by its title before its name
+            // attribute (Trac's select-all box).
+            page_value(
+                &bridge,
+                "rows.insertAdjacentHTML('afterend', '<input type=checkbox id=all name=toggle_group title=\"Toggle group\">'); 1",
+            )
+            .await;
+            let all = tool(&bridge, "browser_click", json!({"target": "#all"})).await;
+            assert!(
+                text(&all).contains("Changed: checkbox \"Toggle group\""),
+                "{all}"
+            );
             let tab = tool(&bridge, "browser_click", json!({"target": "#tab"})).await;
             assert!(
                 text(&tab).contains("Changed: tab \"Details\"")
