@@ -39,6 +39,9 @@ export const OPENABLE = 'dialog,[role=dialog],[role=alertdialog],[aria-modal=tru
 export function watchAction(live, openable) {
   // The controls whose state a person sees change (see actionEvidence's `changed`), and at
   // most how many are kept (a page of a thousand checkboxes is read in well under a ms).
+  // What a person types into or sets: the fields an answer names (actionEvidence's `fields`).
+  const FIELDS = 'input:not([type=hidden],[type=submit],[type=button],[type=reset],[type=image]), textarea, select, ' +
+    '[contenteditable]:not([contenteditable=false]), [role=textbox], [role=searchbox], [role=combobox], [role=spinbutton], [role=slider]';
   const CONTROLS = 'input, select, textarea, [role=checkbox], [role=switch], [role=radio], [role=menuitemcheckbox], ' +
     '[role=menuitemradio], [role=spinbutton], [role=slider], [role=tab], [aria-pressed], th, [role=columnheader]';
   const MOST_CONTROLS = 2000;
@@ -389,6 +392,8 @@ export function watchAction(live, openable) {
     // is the component (Shoelace's `sl-button`).
     pressed: null,
     around: null,
+    hiddenFields: null,
+    fieldsCss: FIELDS,
     toggle: null,
     expandedOf,
     named: new Map(),
@@ -423,6 +428,9 @@ export function watchAction(live, openable) {
         // they show after it. Up to 5 levels, none of more than 20,000 characters.
         watch.around ??= watch.pressed.filter(el => el !== document.body && el !== document.documentElement).slice(0, 5)
           .filter(el => el.textContent.length <= 20_000 && el.innerText !== undefined).map(el => ({ el, text: el.innerText }));
+        // And the fields around it not shown yet (at most 200): a drop-down's form a click
+        // opens (sqlite-web's "+ Table", a Bootstrap drop-down holding a field) says them.
+        watch.hiddenFields ??= [...(watch.around.at(-1)?.el.querySelectorAll(FIELDS) ?? [])].filter(el => !el.checkVisibility()).slice(0, 200);
         watch.opener ??= openerOf(event);
         watch.toggle ??= toggleOf(event);
         const button = event.composedPath().find(node => node instanceof HTMLButtonElement || node instanceof HTMLInputElement);
@@ -793,14 +801,14 @@ export function actionEvidence(live, openable) {
   // "new tiddler" put up its editor, read `Page now shows: "Draft of 'New Tiddler' add Type:
   // Add a new field:add"`, nothing of its title field, focused, nor of its text and tags. At
   // most 6 named, `count` counts them all; a password's value is not said.
-  const FIELDS = 'input:not([type=hidden],[type=submit],[type=button],[type=reset],[type=image]), textarea, select, ' +
-    '[contenteditable]:not([contenteditable=false]), [role=textbox], [role=searchbox], [role=combobox], [role=spinbutton], [role=slider]';
+  const FIELDS = watch.fieldsCss;
   const KINDS = { checkbox: 'checkbox', radio: 'radio', number: 'spinbutton', range: 'slider', search: 'searchbox' };
-  const fieldsIn = el => {
+  const fieldsIn = el => fieldsOf([...el.querySelectorAll(FIELDS)]);
+  const fieldsOf = list => {
     let focused = document.activeElement;
     while (focused?.shadowRoot?.activeElement)
       focused = focused.shadowRoot.activeElement;
-    const found = [...el.querySelectorAll(FIELDS)].filter(one => one.checkVisibility() &&
+    const found = list.filter(one => one.isConnected && one.checkVisibility() &&
       !one.parentElement?.closest(FIELDS) && one.getBoundingClientRect().width > 4 && one.getBoundingClientRect().height > 4);
     const fields = found.slice(0, 6).map(one => {
       const kind = one.getAttribute('role') || (one.localName === 'select' ? (one.multiple ? 'listbox' : 'combobox')
@@ -930,7 +938,9 @@ export function actionEvidence(live, openable) {
       if (now !== toggle.was) {
         const name = spokenName(toggle.el, true);
         const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(toggle.el);
-        evidence.toggled = { expanded: now, ...(name ? { name } : {}), ...(ref ? { ref } : {}) };
+        // The fields the part it showed holds (around what was pressed, not shown before).
+        const shownFields = now ? fieldsOf(watch.hiddenFields ?? []) : {};
+        evidence.toggled = { expanded: now, ...(name ? { name } : {}), ...(ref ? { ref } : {}), ...shownFields };
       }
     }
   });

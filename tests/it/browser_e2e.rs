@@ -3808,6 +3808,22 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
                 text(&all).contains("Changed: checkbox \"Toggle group\""),
                 "{all}"
             );
+            // A drop-down button that shows a small form (sqlite-web's "+ Table", Bootstrap's):
+            // its line names the fields it showed, to type into next.
+            page_value(
+                &bridge,
+                "rows.insertAdjacentHTML('afterend', '<div><button id=newTable aria-expanded=false>+ Table</button>\
+                 <div id=tableMenu hidden><input aria-label=\"New table name\"><button>Create</button></div></div>'); \
+                 newTable.onclick = () => { tableMenu.hidden = !tableMenu.hidden; \
+                 newTable.setAttribute(`aria-expanded`, String(!tableMenu.hidden)); }; 1",
+            )
+            .await;
+            let menu = tool(&bridge, "browser_click", json!({"target": "#newTable"})).await;
+            assert!(
+                text(&menu).contains("Expanded: \"+ Table\"")
+                    && text(&menu).contains(" with fields: textbox \"New table name\" [ref="),
+                "{menu}"
+            );
             let tab = tool(&bridge, "browser_click", json!({"target": "#tab"})).await;
             assert!(
                 text(&tab).contains("Changed: tab \"Details\"")

@@ -417,13 +417,14 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
             // A part of the page shown or hidden by its header (an accordion, a <details>).
             "toggled" => {
                 let line = format!(
-                    "{}:{}",
+                    "{}:{}{}",
                     if value["expanded"] == true {
                         "Expanded"
                     } else {
                         "Collapsed"
                     },
-                    name_and_ref(value)
+                    name_and_ref(value),
+                    fields_held(value)
                 );
                 lines.push(line);
             }
@@ -1856,6 +1857,16 @@ mod tests {
         assert_eq!(
             toggled.text,
             "Tab 7\nExpanded: \"Details\" [ref=e43]\nclicked: true"
+        );
+        // With the fields the part it showed holds.
+        let form = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true, "toggled": {"expanded": true, "name": "+ Table", "ref": "e6",
+                    "fields": [{"kind": "textbox", "name": "new_table_name", "ref": "e50"}]}}),
+        );
+        assert_eq!(
+            form.text,
+            "Tab 7\nExpanded: \"+ Table\" [ref=e6] with fields: textbox \"new_table_name\" [ref=e50]\nclicked: true"
         );
         let folded = render(
             "browser_press_key",
