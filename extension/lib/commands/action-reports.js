@@ -173,8 +173,9 @@ async function reportOn(ctx, params, acted, { settle, loaded, started, tabBefore
     result.title = after.title;
   if (before && after && (before.url !== after.url || before.title !== after.title))
     result.pageChanged = { url: after.url, title: after.title };
-  // The same address loaded again (a form sent to it, the server answering with the page).
-  else if (before && after?.newDocument)
+  // The same address loaded again (a form sent to it, the server answering with the page);
+  // a navigation's own header says where it went.
+  else if (before && after?.newDocument && !loaded)
     result.loadedAgain = { url: after.url, title: after.title };
   for (const seen of EVIDENCE) {
     if (after?.[seen])
