@@ -4007,6 +4007,14 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
                     && !text(&resent).contains("Page changed"),
                 "{resent}"
             );
+            // A navigation to the address the tab is on: its own header says so, once.
+            let here = page_value(&bridge, "location.href.split('#')[0]").await;
+            tool_ok(&bridge, "browser_navigate", json!({"url": here})).await;
+            let again = tool(&bridge, "browser_navigate", json!({"url": here})).await;
+            assert!(
+                !is_error(&again) && !text(&again).contains("loaded again"),
+                "{again}"
+            );
         }
     );
 }
