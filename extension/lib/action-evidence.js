@@ -1051,8 +1051,13 @@ export function actionEvidence(live, openable) {
     }
     // A part the click showed by a class (its words added to what the elements around it
     // show): the innermost of those whose shown lines grew, by the lines it added.
-    const unfolded = unfolding();
-    if (shows.length < 2 && unfolded?.added && !shows.some(one => one.el && (drawnIn(one.el, unfolded.el) || drawnIn(unfolded.el, one.el)))) {
+    // (Not a drop-down's own box, its chips grown by a pick, nor what holds it or another part
+    // said apart, nor what typing drew: Quasar's multi-select read `Page now shows: "Backup
+    // cancel SSO"`.)
+    const unfolded = watch.typed ? null : unfolding();
+    const near = el => one => drawnIn(one, el) || drawnIn(el, one);
+    if (shows.length < 2 && unfolded?.added && !shows.some(one => one.el && near(unfolded.el)(one.el)) &&
+        !apart.some(near(unfolded.el)) && !(editor && near(unfolded.el)(editor))) {
       const ref = handle(unfolded.el);
       shows.push({ text: clip(unfolded.added, 150), ...(ref ? { ref } : {}), ...fieldsIn(unfolded.el) });
     }

@@ -3824,6 +3824,35 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
                     && text(&menu).contains(" with fields: textbox \"New table name\" [ref="),
                 "{menu}"
             );
+            // A multi-select's chips, drawn in its own box as each option is picked, are its
+            // value (`selected` says it), not a part the click unfolded (Quasar's read `Page
+            // now shows: "Backup cancel SSO"`).
+            page_value(
+                &bridge,
+                "rows.insertAdjacentHTML('afterend', '<div id=extrasBox><span id=chips></span>\
+                 <div role=combobox id=extras aria-label=Extras aria-expanded=false tabindex=0>Extras</div></div>\
+                 <div role=listbox id=extraList hidden style=\"position: absolute; z-index: 5; background: white\">\
+                 <div role=option>Backup plan</div><div role=option>Single sign-on</div></div>'); \
+                 extras.onclick = () => { extraList.hidden = false; extras.setAttribute(`aria-expanded`, `true`); }; \
+                 extraList.onclick = event => chips.insertAdjacentHTML(`beforeend`, \
+                 `<span>${event.target.textContent} <i>cancel</i></span>`); \
+                 document.addEventListener(`keydown`, event => { if (event.key === `Escape`) { \
+                 extraList.hidden = true; extras.setAttribute(`aria-expanded`, `false`); } }); 1",
+            )
+            .await;
+            let picked = tool(
+                &bridge,
+                "browser_select_option",
+                json!({"target": "#extras", "values": ["Backup plan", "Single sign-on"]}),
+            )
+            .await;
+            assert!(
+                !is_error(&picked)
+                    && text(&picked)
+                        .contains("clicked its options \"Backup plan\", \"Single sign-on\"")
+                    && !text(&picked).contains("Page now shows"),
+                "{picked}"
+            );
             let tab = tool(&bridge, "browser_click", json!({"target": "#tab"})).await;
             assert!(
                 text(&tab).contains("Changed: tab \"Details\"")
