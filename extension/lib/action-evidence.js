@@ -877,14 +877,49 @@ export function actionEvidence(live, openable) {
       const now = el.innerText;
       if (Math.abs(now.length - text.length) < 15)
         continue;
-      // (Lines and table cells; a drop-down's options, which innerText lists, are not what
-      // it shows: its fields say that.)
+      // Word by word: a block shown between two inline ones moves them to lines of their
+      // own, so lines do not compare ("Product name Save product", then "Product name",
+      // "Please enter a product name", "Save product"). Walked side by side; where they part,
+      // the nearer of the next match either way (within 400 words) says what was added or
+      // lost. A drop-down's options, which innerText lists, are not what it shows (its
+      // fields say that).
       const options = new Set([...el.querySelectorAll('option')].map(option => option.label.trim()));
-      const lines = value => value.split(/[\n\t]/).map(line => line.trim()).filter(line => line && !options.has(line));
-      const [was, is] = [new Set(lines(text)), new Set(lines(now))];
-      const added = [...is].filter(line => !was.has(line)).join(' ');
-      const lost = [...was].filter(line => !is.has(line)).join(' ');
-      folds = { el, ...(added.length >= 15 ? { added } : {}), ...(lost.length >= 15 ? { lost } : {}) };
+      const words = value => value.split('\n').filter(line => !options.has(line.trim())).join(' ').split(/\s+/).filter(Boolean);
+      const [was, is] = [words(text), words(now)];
+      const [added, lost] = [[], []];
+      const ahead = (list, word, from) => {
+        const at = list.indexOf(word, from);
+        return at >= 0 && at - from <= 400 ? at : -1;
+      };
+      for (let i = 0, j = 0; i < was.length || j < is.length;) {
+        if (i === was.length) {
+          added.push(...is.slice(j));
+          break;
+        }
+        if (j === is.length) {
+          lost.push(...was.slice(i));
+          break;
+        }
+        if (was[i] === is[j]) {
+          i++;
+          j++;
+          continue;
+        }
+        const inNow = ahead(is, was[i], j);
+        const inWas = ahead(was, is[j], i);
+        if (inNow >= 0 && (inWas < 0 || inNow - j <= inWas - i)) {
+          added.push(...is.slice(j, inNow));
+          j = inNow;
+        } else if (inWas >= 0) {
+          lost.push(...was.slice(i, inWas));
+          i = inWas;
+        } else {
+          lost.push(was[i++]);
+          added.push(is[j++]);
+        }
+      }
+      const [gained, went] = [added.join(' '), lost.join(' ')];
+      folds = { el, ...(gained.length >= 15 ? { added: gained } : {}), ...(went.length >= 15 ? { lost: went } : {}) };
       break;
     }
     return folds;
@@ -1058,8 +1093,12 @@ export function actionEvidence(live, openable) {
     const near = el => one => drawnIn(one, el) || drawnIn(el, one);
     if (shows.length < 2 && unfolded?.added && !shows.some(one => one.el && near(unfolded.el)(one.el)) &&
         !apart.some(near(unfolded.el)) && !(editor && near(unfolded.el)(editor))) {
+      // (Its fields that were not shown before: the form it unfolded, Trac's; not every field
+      // of a form whose messages a click on its button showed, antd's "Please enter a
+      // product name".)
       const ref = handle(unfolded.el);
-      shows.push({ text: clip(unfolded.added, 150), ...(ref ? { ref } : {}), ...fieldsIn(unfolded.el) });
+      const unveiled = (watch.hiddenFields ?? []).filter(one => drawnIn(unfolded.el, one));
+      shows.push({ text: clip(unfolded.added, 150), ...(ref ? { ref } : {}), ...fieldsOf(unveiled) });
     }
     for (const one of shows)
       delete one.el;
@@ -1075,11 +1114,17 @@ export function actionEvidence(live, openable) {
   // panel left), nor with a new view, nor what typing took away (suggestions replaced as the
   // words change).
   part('what the page no longer shows', () => {
-    if (routed || watch.typed || evidence.closed || evidence.opened || evidence.toggled ||
+    if (routed || watch.typed || evidence.closed || evidence.opened || evidence.toggled || evidence.appeared ||
         evidence.changed?.some(row => row.kind === 'tab' && row.to === 'selected'))
       return;
+    // (Nor a list, menu or dialog taken away with the box around it: MUI's and Radix's
+    // selects take their list away in a popover that has no role, `Page no longer shows:
+    // "Free Pro — $12/month …"` after a pick. What the action put up over the page instead,
+    // `appeared`, says what replaced what went: CKEditor's link balloon, "Edit link Unlink",
+    // gave way to its form.)
     const gone = watch.removed.filter(node => node.nodeType === Node.ELEMENT_NODE && !node.isConnected &&
-      !node.matches(`${openable},[role=tooltip],script,style,template`) && /[\p{L}\p{N}]/u.test(node.textContent));
+      !node.matches(`${openable},[role=tooltip],script,style,template`) && !node.querySelector(`${openable},[role=option],[role=menuitem]`) &&
+      /[\p{L}\p{N}]/u.test(node.textContent));
     // (A part a class folded away, still on the page but no longer shown, by the lines the
     // elements around the one clicked no longer show.)
     const folded = unfolding()?.lost;

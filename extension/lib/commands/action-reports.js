@@ -185,8 +185,9 @@ async function reportOn(ctx, params, acted, { settle, loaded, started, tabBefore
     dropOwnChanges(result, params);
   if (result.shows || result.pageSays)
     dropOwnShows(result, params);
-  // What typing or filling took off the page is suggestions redrawn as the words change.
-  if (typeof params.text === 'string' || Array.isArray(params.fields))
+  // What typing or filling took off the page is suggestions redrawn as the words change;
+  // what a pick took away is the list it picked from.
+  if (typeof params.text === 'string' || Array.isArray(params.fields) || params.values !== undefined)
     delete result.gone;
   // A drop-down opened and closed to pick from it: its answer says so (antd opens on the
   // press, so the click read as `Collapsed: [ref=e10]`; a form filled read so for Shoelace's
