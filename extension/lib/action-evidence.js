@@ -800,7 +800,7 @@ export function actionEvidence(live, openable) {
   // name, what it holds, which has the focus), each with a ref to type into next: TiddlyWiki's
   // "new tiddler" put up its editor, read `Page now shows: "Draft of 'New Tiddler' add Type:
   // Add a new field:add"`, nothing of its title field, focused, nor of its text and tags. At
-  // most 6 named, `count` counts them all; a password's value is not said.
+  // most 6 named, `fieldCount` counts them all; a password's value is not said.
   const FIELDS = watch.fieldsCss;
   const KINDS = { checkbox: 'checkbox', radio: 'radio', number: 'spinbutton', range: 'slider', search: 'searchbox' };
   const fieldsIn = el => fieldsOf([...el.querySelectorAll(FIELDS)]);
@@ -864,7 +864,7 @@ export function actionEvidence(live, openable) {
     return took.includes(squeezed(text));
   };
   // What the elements around the one clicked show now against before (`watch.around`): the
-  // innermost whose shown lines changed by 15 characters or more, with the lines it added
+  // innermost whose shown text changed by 15 characters or more, with the words it added
   // and those it lost (a part a class unfolded or folded). Once per answer.
   let folds;
   const unfolding = () => {
@@ -1085,7 +1085,7 @@ export function actionEvidence(live, openable) {
       shows.push({ el, text, ...(ref ? { ref } : {}), ...(watch.appeared.has(el) ? fieldsIn(el) : {}) });
     }
     // A part the click showed by a class (its words added to what the elements around it
-    // show): the innermost of those whose shown lines grew, by the lines it added.
+    // show): the innermost of those whose shown text changed, by the words it added.
     // (Not a drop-down's own box, its chips grown by a pick, nor what holds it or another part
     // said apart, nor what typing drew: Quasar's multi-select read `Page now shows: "Backup
     // cancel SSO"`.)
@@ -1125,7 +1125,7 @@ export function actionEvidence(live, openable) {
     const gone = watch.removed.filter(node => node.nodeType === Node.ELEMENT_NODE && !node.isConnected &&
       !node.matches(`${openable},[role=tooltip],script,style,template`) && !node.querySelector(`${openable},[role=option],[role=menuitem]`) &&
       /[\p{L}\p{N}]/u.test(node.textContent));
-    // (A part a class folded away, still on the page but no longer shown, by the lines the
+    // (A part a class folded away, still on the page but no longer shown, by the words the
     // elements around the one clicked no longer show.)
     const folded = unfolding()?.lost;
     if (!gone.length) {
