@@ -618,8 +618,16 @@ export function actionEvidence(live, openable) {
   const known = new Set((evidence.markedInvalid || []).map(row => row.message));
   // A new view: another URL, but for a link to an anchor on the page (Trac's "#no3", which
   // unfolds the part it heads): the page is the same one, and what it shows is news.
+  // (A hash that is not valid percent-encoding, `#100%`, is looked up as written.)
+  const idOf = hash => {
+    try {
+      return decodeURIComponent(hash);
+    } catch {
+      return hash;
+    }
+  };
   const anchor = location.href.split('#')[0] === watch.href.split('#')[0] && location.hash.length > 1 &&
-    document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    document.getElementById(idOf(location.hash.slice(1)));
   const routed = location.href !== watch.href && !anchor;
   const floats = el => {
     for (let node = el; node && node !== document.body; node = node.parentElement) {

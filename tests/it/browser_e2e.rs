@@ -3755,6 +3755,19 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
                  modify.onclick = () => fold.classList.toggle(`folded`); 1",
             )
             .await;
+            // A link to a hash that is no valid percent-encoding answers as any click does.
+            page_value(
+                &bridge,
+                "rows.insertAdjacentHTML('afterend', '<a id=percent href=\"#100%\">Full</a>'); 1",
+            )
+            .await;
+            let percent = tool(&bridge, "browser_click", json!({"target": "#percent"})).await;
+            assert!(
+                !is_error(&percent)
+                    && text(&percent).contains("clicked: true")
+                    && !text(&percent).contains("Not read"),
+                "{percent}"
+            );
             // (Refs are given once the page has had a snapshot.)
             outline(&bridge, json!({"depth": 1})).await;
             let unfolded = tool(&bridge, "browser_click", json!({"target": "#modify"})).await;
