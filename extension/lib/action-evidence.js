@@ -1142,7 +1142,9 @@ export function actionEvidence(live, openable) {
       return;
     }
     const flat = text => String(text || '').replace(/\s+/g, ' ').trim();
-    const largest = gone.reduce((most, node) => (flat(node.textContent).length > flat(most.textContent).length ? node : most));
+    // (Each one's length read once: the one kept so far was read again at every step.)
+    const [largest] = gone.map(node => [node, flat(node.textContent).length])
+      .reduce((most, one) => (one[1] > most[1] ? one : most));
     // (Its words: a detached element has no layout to read them as drawn, so its text nodes,
     // each apart from the next, but a script's or a style's.)
     const texts = [];
