@@ -45,6 +45,13 @@ export function watchAction(live, openable) {
   const CONTROLS = 'input, select, textarea, [role=checkbox], [role=switch], [role=radio], [role=menuitemcheckbox], ' +
     '[role=menuitemradio], [role=spinbutton], [role=slider], [role=tab], [aria-pressed], th, [role=columnheader]';
   const MOST_CONTROLS = 2000;
+  // The controls a person can find greyed out: whether each takes input is watched too, so
+  // that a click or a key that lets one be used (Trac's "resolve as" radio enables the
+  // resolution drop-down beside it; a form's Submit waits for a required field) or stops one
+  // being used is said (actionEvidence's `changed`, `now enabled`).
+  const ABLE = 'button, input:not([type=hidden]), select, textarea, [role=button], [role=checkbox], [role=radio], ' +
+    '[role=switch], [role=combobox], [role=textbox], [role=menuitem], [role=tab], [role=option], [role=slider], ' +
+    '[role=spinbutton], [role=link]';
   const key = Symbol.for('mcp-relay.watch');
   const earlier = window[key];
   if (earlier) {
@@ -308,11 +315,23 @@ export function watchAction(live, openable) {
       values.set(el, holds(el));
     }
   });
+  // Whether a control takes no input: disabled (itself or by its fieldset) or marked so.
+  const offLimits = el => el.matches(':disabled') || el.getAttribute('aria-disabled') === 'true';
+  const able = new Map();
+  part('controls the action enabled or disabled', () => {
+    for (const el of roots.flatMap(root => [...root.querySelectorAll(ABLE)])) {
+      if (able.size === MOST_CONTROLS)
+        break;
+      able.set(el, offLimits(el));
+    }
+  });
   const watch = {
     unread,
     href: location.href,
     values,
     holds,
+    able,
+    offLimits,
     roots: roots.slice(1),
     // Whether the action adds elements anywhere (so perhaps a component with a shadow root
     // of its own): only then are the roots looked for again afterwards, a pass over the
@@ -727,6 +746,28 @@ export function actionEvidence(live, openable) {
         ...(el === document.activeElement ? { focused: true } : {}),
       });
     }
+    // Controls the action let a person use, or stopped them using, named as the outline names
+    // them: a button by its words.
+    for (const [el, was] of watch.able) {
+      if (!el.isConnected || el.closest('[aria-hidden=true]'))
+        continue;
+      const now = watch.offLimits(el);
+      if (now === was || !el.checkVisibility())
+        continue;
+      if (changed.length === 5) {
+        moreChanged += 1;
+        continue;
+      }
+      const role = el.getAttribute('role');
+      const pressed = el.localName === 'button' || (el.localName === 'input' && ['submit', 'button', 'reset', 'image'].includes(el.type));
+      const kind = role || (pressed ? 'button' : controlKind(el));
+      const own = pressed || (role && !['combobox', 'textbox', 'spinbutton', 'slider'].includes(role));
+      const named = field(el, true);
+      changed.push({
+        kind, ...named, ...(own ? { field: (el.localName === 'input' ? el.value : spokenName(el)) || named.field } : {}),
+        to: now ? 'disabled' : 'enabled',
+      });
+    }
     if (changed.length) {
       evidence.changed = changed;
       if (moreChanged)
@@ -816,8 +857,23 @@ export function actionEvidence(live, openable) {
     let focused = document.activeElement;
     while (focused?.shadowRoot?.activeElement)
       focused = focused.shadowRoot.activeElement;
+    // Not a field put where no scrolling reaches (above or left of the page's start): Node-RED
+    // keeps a user name and a password field 1,800 px above its edit tray, a trap for the
+    // browser's autofill, and its tray's first fields read `textbox; textbox; textbox`.
+    // (What the page and the boxes around the field are scrolled by brings it back.)
+    const reachable = one => {
+      const box = one.getBoundingClientRect();
+      if (box.width <= 4 || box.height <= 4)
+        return false;
+      let [down, across] = [scrollY, scrollX];
+      for (let holder = one.parentElement; holder; holder = holder.parentElement) {
+        down += holder.scrollTop;
+        across += holder.scrollLeft;
+      }
+      return box.bottom + down > 0 && box.right + across > 0;
+    };
     const found = list.filter(one => one.isConnected && one.checkVisibility() &&
-      !one.parentElement?.closest(FIELDS) && one.getBoundingClientRect().width > 4 && one.getBoundingClientRect().height > 4);
+      !one.parentElement?.closest(FIELDS) && reachable(one));
     const fields = found.slice(0, 6).map(one => {
       const kind = one.getAttribute('role') || (one.localName === 'select' ? (one.multiple ? 'listbox' : 'combobox')
         : one.localName === 'input' ? KINDS[one.type] ?? 'textbox' : 'textbox');

@@ -43,8 +43,15 @@ const LISTED = 5;
 export function isLocator(selector) {
   const s = selector.trim();
   return /^(?:page\.)?(?:getBy(?:Role|Text|Label|Placeholder|AltText|Title|TestId)|locator|frameLocator)\s*\(/.test(s) ||
-      /^(?:internal:)?(?:role|text|label)=/.test(s) || /^css=/.test(s) || /\s>>\s/.test(s);
+      /^(?:internal:)?(?:role|text|label)=/.test(s) || /^css=/.test(s) || /\s>>\s/.test(s) || OUTLINE_LINE.test(s.split(/\s+>>\s+/)[0]);
 }
+
+/**
+ * An element as the outline prints it, role and quoted name (`button "Save"`, `- link "Docs"`),
+ * copied by a model from a snapshot's line: the element of that role with exactly that name.
+ * (A type selector followed by a string is no CSS, so no selector is taken for one.)
+ */
+const OUTLINE_LINE = /^(?:-\s+)?([a-z]+)\s+("(?:[^"\\]|\\.)*")$/;
 
 /** An error a model can act on: `message` says what was wrong with the locator. */
 export class LocatorError extends Error {}
@@ -88,6 +95,9 @@ export function parseLocator(selector) {
 
 /** One `>>` part: `role=…`, `text=…`, `label=…`, `nth=…`, `css=…` (with or without `internal:`). */
 function engineStep(part) {
+  const line = OUTLINE_LINE.exec(part);
+  if (line)
+    return { kind: 'role', role: line[1], name: { exact: true, text: JSON.parse(line[2]) } };
   const engine = /^(?:internal:)?(role|text|label|nth|css|attr|testid)=([\s\S]*)$/.exec(part);
   if (!engine)
     return { css: part };

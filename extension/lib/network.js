@@ -36,6 +36,7 @@ export const POST_DATA_CLIP = 20_000;
  * @property {number} [encodedBytes]
  * @property {string} [failure] net::ERR_… or "canceled"
  * @property {boolean} [preflight] a CORS preflight Chrome sent before the page's own request
+ * @property {boolean} [worker] a worker's own script, whose answer only the worker hears
  * @property {boolean} [finished]
  * @property {number} [_ts] CDP monotonic seconds, for durations
  * @property {number} [_seq] the tab's count of requests when this one was sent, from 1: what
@@ -204,8 +205,18 @@ export class NetworkLog {
             : params.request?.hasPostData ? { _hasPostData: true } : {}),
           ...(params.initiator?.type === 'preflight' ? { preflight: true } : {}),
         };
+        // A worker's own script: the browser fetches it for the worker (an id of the browser's,
+        // not the page's `pid.n`, and no initiator on the page), and tells its answer and end
+        // to the worker alone. The page never hears it finish, so it is not in flight: Node-RED's
+        // editor starts Monaco's worker when a node opens, and the double click that opened one
+        // waited out the 3 s bound ("Still loading … 1 request in flight"), the list saying
+        // "pending" for good.
+        const forWorker = entry.type === 'Script' && params.initiator?.type === 'other' && !/^\d+\.\d+$/.test(id);
+        if (forWorker)
+          entry.worker = true;
         tab.byId.set(id, entry);
-        tab.inFlight.add(id);
+        if (!forWorker)
+          tab.inFlight.add(id);
         tab.lastStart = now;
         tab.entries.push(entry);
         const excess = tab.entries.length - this._limit;

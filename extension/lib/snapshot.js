@@ -183,6 +183,29 @@ export function captureTree(limits, rootElement) {
   // out of what the outline says (a zero-width joiner, which joins an emoji, stays).
   const UNSEEN = /[\u200b\u2060\ufeff]/g;
   const flat = text => (text || '').replace(UNSEEN, '').replace(/\s+/g, ' ').trim();
+  // A button or link that shows only an icon font's glyph or a sprite, with no name at all
+  // (Node-RED's toolbar: 40 of them, `<a><i class="fa fa-bars"></i></a>`, each read as a bare
+  // `link [ref=e6]`; its tooltips are its own popovers, shown on hover), is told by the icon it
+  // draws: `button [ref=e16] [icon=bars]`. Not a name (no accessible name has these words,
+  // and no locator finds the element by them): what a person sees on it.
+  const ICON_CLASS = /^(?:fa[srbl]?|bi|glyphicon|icon|mdi|ti|la[srb]?|codicon|octicon|feather|lucide|ri|ion|pi|bx[sl]?|zmdi|uil|oi|gg)-([a-z][a-z0-9-]*)$/;
+  const NOT_AN_ICON = /^(?:fw|xs|sm|lg|xl|2xs|2xl|\d+x|spin|pulse|solid|regular|light|thin|duotone|brands|sharp|inverse|border|li|stack(?:-.+)?|pull-.+|rotate-.+|flip(?:-.+)?|beat|fade|bounce|shake|button|btn|only|left|right|text|wrapper|container|small|medium|large|white|black|primary|secondary|default|active|disabled)$/;
+  const ICON_ROLES = new Set(['button', 'link', 'menuitem', 'menuitemcheckbox', 'menuitemradio', 'tab', 'option', 'treeitem', 'checkbox', 'radio', 'switch']);
+  const iconOf = el => {
+    const names = [];
+    for (const part of [el, ...el.querySelectorAll('i, span, svg, use, em')].slice(0, 12)) {
+      if (part !== el && !part.checkVisibility?.())
+        continue;
+      const own = [...part.classList].map(name => ICON_CLASS.exec(name)?.[1]).filter(name => name && !NOT_AN_ICON.test(name));
+      const sprite = part.localName === 'use' ? (part.getAttribute('href') || part.getAttribute('xlink:href') || '').split('#')[1] : '';
+      const data = part.getAttribute('data-icon') || part.getAttribute('data-lucide');
+      for (const name of [...own, sprite?.replace(/^(?:icon|i)-/, ''), data]) {
+        if (name && !names.includes(name) && names.length < 2)
+          names.push(name);
+      }
+    }
+    return clip(names.join(' '), 40);
+  };
   // ARIA a web component gives itself through ElementInternals (Material's radios and tabs set
   // their role and checked state there, in no attribute): recorded as each component attaches
   // its internals (INTERNALS_SCRIPT, run in agent tabs' documents). An attribute the page sets
@@ -1089,6 +1112,11 @@ export function captureTree(limits, rootElement) {
         const titled = flat(Array.from(el.querySelectorAll('[title]'), icon => icon.getAttribute('title')).slice(0, 5).join(' '));
         if (titled)
           item.name = clip(titled, 100);
+        else if (ICON_ROLES.has(role)) {
+          const icon = iconOf(el);
+          if (icon)
+            item.icon = icon;
+        }
       }
     }
     // What a field shows while empty: Playwright's snapshot prints it under the field when it
@@ -1104,6 +1132,8 @@ export function captureTree(limits, rootElement) {
     if (canAct)
       item.actionable = true;
     const states = [];
+    if (item.icon)
+      states.push(`icon=${item.icon}`);
     if (el.disabled || aria(el, 'aria-disabled') === 'true')
       states.push('disabled');
     if (el.checked === true || aria(el, 'aria-checked') === 'true')

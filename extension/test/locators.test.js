@@ -60,6 +60,19 @@ test('getByRole names an element by its role and name, as the outline shows them
   assert.equal(resolve("getByRole('link', { name: 'Home' })"), 'e13');
 });
 
+test('an outline line copied into a target names its element', () => {
+  assert.equal(isLocator('button "Save"'), true);
+  assert.equal(resolve('button "Save"'), 'e8');
+  assert.equal(resolve('- heading "The Stack and the Heap"'), 'e5');
+  assert.equal(resolve('generic "November 15, 2026"'), 'e15');
+  // Exactly the name printed: "Save" is not "Save draft".
+  assert.equal(resolve('button "Save draft"'), 'e9');
+  assert.throws(() => resolve('button "Sav"'), /No element matches/);
+  // Chained as any step is.
+  assert.equal(resolve('role=main >> button "Save"'), 'e8');
+  assert.equal(resolve('navigation "Table of contents" >> role=link >> nth=1'), 'e3');
+});
+
 test('the selector engines read the same', () => {
   assert.equal(resolve('role=button[name="Save"s]'), 'e8');
   assert.equal(resolve('internal:role=link[name="ownership"i]'), 'e2');

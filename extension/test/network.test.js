@@ -124,6 +124,22 @@ test('a frame moved to a process of its own (another site) no longer keeps its r
   assert.equal(log.requests(6).requests.find(entry => entry.requestId === 'embed').status, 200);
 });
 
+test("a worker's own script, whose end only the worker hears, is never in flight", () => {
+  const log = new NetworkLog();
+  const at = { tabId: 7 };
+  log.handle(at, 'Network.requestWillBeSent', { requestId: '3F2A9C', frameId: 'main', loaderId: 'L1', type: 'Script',
+    initiator: { type: 'other', url: 'http://a.test/' }, request: { url: 'http://a.test/editor.worker.js' } }, 1_000);
+  // The page's own script, by its parser: in flight until it ends.
+  log.handle(at, 'Network.requestWillBeSent', { requestId: '812.4', frameId: 'main', loaderId: 'L1', type: 'Script',
+    initiator: { type: 'parser' }, request: { url: 'http://a.test/app.js' } }, 1_000);
+  assert.equal(log.quiet(7, 1_010).inFlight, 1);
+  log.handle(at, 'Network.loadingFinished', { requestId: '812.4' }, 1_020);
+  assert.equal(log.quiet(7, 1_030).inFlight, 0);
+  const listed = log.requests(7).requests;
+  assert.equal(listed[0].worker, true);
+  assert.equal(listed[1].worker, undefined);
+});
+
 test('sincePage keeps only the page now shown, from its document request, and counts the earlier ones', () => {
   const log = new NetworkLog();
   const sent = (requestId, url, type, loaderId, extra = {}) =>

@@ -3255,9 +3255,91 @@ async fn a_click_that_opens_a_file_chooser_says_so_and_the_upload_answers_it() {
     );
 }
 
+/// What a model reads off a page of icon buttons, and does there, as a person would:
+/// - a button or link that shows only an icon font's glyph or a sprite, with no name, is told by
+///   its icon (`[icon=bars]`); an outline line copied whole into `target` names its element;
+/// - a double click is two clicks a moment apart, so a page that times its own mousedowns (as
+///   Node-RED's editor does) opens what it opens;
+/// - a worker the click starts keeps the answer waiting for nothing (its script's answer goes to
+///   the worker, never to the page), and the network list says so rather than "pending";
+/// - a field put where no scrolling reaches (an autofill trap above the page) is not among the
+///   fields a shown part names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn icon_buttons_are_told_by_their_icons_and_a_double_click_is_two_clicks() {
+    on_tools_page!(
+        "icon_buttons_are_told_by_their_icons_and_a_double_click_is_two_clicks",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<div id=editor>\
+                 <button id=menu><i class=\"fa fa-bars fa-fw\"></i></button>\
+                 <a href=#bin id=bin><svg width=16 height=16><use href=#icon-trash></use></svg></a>\
+                 <div id=node style=\"width: 80px; height: 30px; background: #9bd\">inject</div>\
+                 <button id=work onclick=\"new Worker(`monaco/vs/editor/editor.worker.js`, {type: `module`}); \
+                 tray.hidden = false\">Start worker</button>\
+                 <div id=tray hidden><input id=trap style=\"position: absolute; top: -1800px\">\
+                 <label>Name <input id=label></label></div></div>'); \
+                 window.downs = []; window.opened = false; let last = 0; \
+                 node.addEventListener('mousedown', e => { const now = Date.now(); downs.push(e.detail); \
+                 if (now - last > 0 && now - last < 650) opened = true; last = now; }); 1",
+            )
+            .await;
+            let page = outline(&bridge, json!({})).await;
+            assert!(page.contains("[icon=bars]"), "{page}");
+            assert!(page.contains("[icon=trash]"), "{page}");
+            // The outline line as the model read it, copied whole, names its element.
+            let menu = page
+                .lines()
+                .find(|line| line.contains("[icon=bars]"))
+                .unwrap()
+                .trim();
+            let clicked = tool(&bridge, "browser_click", json!({"target": menu})).await;
+            assert!(!is_error(&clicked), "{clicked}");
+            assert_eq!(
+                page_value(&bridge, "document.activeElement.id").await,
+                "menu"
+            );
+            let double = tool(
+                &bridge,
+                "browser_click",
+                json!({"target": "#node", "doubleClick": true}),
+            )
+            .await;
+            assert!(!is_error(&double), "{double}");
+            assert_eq!(
+                page_value(&bridge, "JSON.stringify([downs, opened])").await,
+                "[[1,2],true]"
+            );
+            // Role and name as the outline prints them.
+            let work = tool(
+                &bridge,
+                "browser_click",
+                json!({"target": "button \"Start worker\""}),
+            )
+            .await;
+            assert!(
+                !is_error(&work)
+                    && !text(&work).contains("Still loading")
+                    && text(&work).contains("textbox \"Name\"")
+                    && !text(&work).contains("textbox [ref"),
+                "{work}"
+            );
+            let listed = tool(&bridge, "browser_network_requests", json!({})).await;
+            assert!(
+                text(&listed).contains(
+                    "editor.worker.js → fetched for a worker, which alone gets its answer"
+                ),
+                "{listed}"
+            );
+        }
+    );
+}
+
 /// A click's answer says which controls it changed, as a person sees them change: the checkbox
 /// it checked, the number a "+" raised, the field a button filled, the tab and toggle it
-/// selected; a radio that lost its selection is said by the one that gained it, and typing
+/// selected, the button or drop-down it enabled or disabled (a box ticked, a radio chosen, a
+/// field typed into); a radio that lost its selection is said by the one that gained it, and typing
 /// does not say again the value its own answer reads back. A toast that is an alert dialog
 /// with no name is named by its message, without its close button's word.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -3279,10 +3361,44 @@ async fn an_action_says_which_controls_it_changed() {
              <button id=bold aria-pressed=false onclick=\"this.setAttribute(\\'aria-pressed\\', \\'true\\')\">Bold</button>\
              <button id=toast onclick=\"note.hidden = false\">Save</button>\
              <div role=alertdialog id=note hidden style=\"position: fixed; top: 0; right: 0\">Order saved \
-             <button aria-label=Close>x</button></div></div>'); 1",
+             <button aria-label=Close>x</button></div>\
+             <label><input type=checkbox id=terms onclick=\"go.disabled = !this.checked\"> I accept</label>\
+             <button id=go disabled>Continue</button>\
+             <label><input type=radio name=act id=resolve onclick=\"how.disabled = false\"> resolve as</label>\
+             <select id=how disabled aria-label=Resolution><option>fixed</option></select>\
+             <label>Coupon <input id=coupon oninput=\"apply.disabled = !this.value\"></label>\
+             <button id=apply disabled>Apply</button></div>'); 1",
         )
         .await;
             let said = |answer: &Value| text(answer);
+            // A control the action lets a person use, or stops them using, is said.
+            let terms = tool(&bridge, "browser_click", json!({"target": "#terms"})).await;
+            assert!(
+                said(&terms).contains("Changed: checkbox \"I accept\": now checked")
+                    && said(&terms).contains("Changed: button \"Continue\": now enabled"),
+                "{terms}"
+            );
+            let resolve = tool(&bridge, "browser_click", json!({"target": "#resolve"})).await;
+            assert!(
+                said(&resolve).contains("Changed: combobox \"Resolution\": now enabled"),
+                "{resolve}"
+            );
+            let coupon = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": "#coupon", "text": "SAVE5"}),
+            )
+            .await;
+            assert!(
+                said(&coupon).contains("Changed: button \"Apply\": now enabled")
+                    && !said(&coupon).contains("Changed: textbox"),
+                "{coupon}"
+            );
+            let unticked = tool(&bridge, "browser_click", json!({"target": "#terms"})).await;
+            assert!(
+                said(&unticked).contains("Changed: button \"Continue\": now disabled"),
+                "{unticked}"
+            );
             let more = tool(&bridge, "browser_click", json!({"target": "#more"})).await;
             assert!(
                 said(&more).contains("Changed: spinbutton \"Quantity\": \"1\" → \"2\""),

@@ -91,6 +91,23 @@ pub(crate) fn is_ref(text: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
 }
 
+/// The ref of an outline line a model copied whole into `target` (`- button "Save" [ref=e5]`,
+/// `[ref=e5]`, `ref=e5`): the element that line shows, rather than a selector that cannot
+/// parse. Only one ref, in the outline's own `[ref=…]` form or alone after `ref=`.
+fn ref_in_outline_line(text: &str) -> Option<&str> {
+    if let Some(bare) = text.strip_prefix("ref=") {
+        return is_ref(bare).then_some(bare);
+    }
+    let mut refs = text.match_indices("[ref=").filter_map(|(at, _)| {
+        let rest = &text[at + "[ref=".len()..];
+        rest.split_once(']')
+            .map(|(inside, _)| inside)
+            .filter(|inside| is_ref(inside))
+    });
+    let first = refs.next()?;
+    refs.next().is_none().then_some(first)
+}
+
 fn non_empty(value: &Option<String>) -> Option<&str> {
     value.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
@@ -104,6 +121,8 @@ pub(crate) fn resolve(
     if let Some(target) = non_empty(target) {
         return Some(if is_ref(target) {
             Named::Ref(target.to_owned())
+        } else if let Some(reference) = ref_in_outline_line(target) {
+            Named::Ref(reference.to_owned())
         } else {
             Named::Selector(target.to_owned())
         });
@@ -936,6 +955,36 @@ mod tests {
             Some(Named::Ref("e1".into()))
         );
         assert_eq!(resolve(&some(" "), &None, &None), None);
+    }
+
+    #[test]
+    fn an_outline_line_copied_into_target_names_its_ref() {
+        let some = |s: &str| Some(s.to_owned());
+        for (line, reference) in [
+            ("- button \"Save\" [ref=e5]", "e5"),
+            ("button \"Save\" [ref=f1e12] [active]", "f1e12"),
+            ("[ref=e7]", "e7"),
+            ("ref=e9", "e9"),
+        ] {
+            assert_eq!(
+                resolve(&some(line), &None, &None),
+                Some(Named::Ref(reference.into())),
+                "{line}"
+            );
+        }
+        // Two refs, or a ref-like word in a real selector, stay a selector.
+        for selector in [
+            "[ref=e1] [ref=e2]",
+            "[data-ref=e5]",
+            "a[ref=x]",
+            "ref=button",
+        ] {
+            assert_eq!(
+                resolve(&some(selector), &None, &None),
+                Some(Named::Selector(selector.into())),
+                "{selector}"
+            );
+        }
     }
 }
 

@@ -989,6 +989,10 @@ fn requests(value: &Value, rows: &[Value]) -> Rendered {
 fn request_line(row: &Value) -> String {
     let status = match (&row["status"], row["failure"].as_str()) {
         (_, Some(failure)) => format!("failed: {failure}"),
+        // A worker's own script: its answer goes to the worker, never to the page.
+        (Value::Null, None) if row["worker"] == true => {
+            "fetched for a worker, which alone gets its answer".to_owned()
+        }
         (Value::Null, None) => "pending".to_owned(),
         (status, None) => format!(
             "{status} {}",
@@ -1583,6 +1587,13 @@ mod tests {
         assert_eq!(
             request_details(&pending, Some(RequestPart::ResponseHeaders)).text,
             "Tab 1 · 2. GET https://e/slow → pending (XHR)\nResponse headers: none (no response yet)"
+        );
+        // A worker's own script is not pending for ever: the worker got its answer.
+        assert_eq!(
+            request_line(
+                &json!({"index": 3, "method": "GET", "url": "https://e/w.js", "type": "Script", "worker": true})
+            ),
+            "3. GET https://e/w.js → fetched for a worker, which alone gets its answer (Script)"
         );
         // The list numbers the page's requests and names an earlier page's by requestId.
         let list = render(
