@@ -398,7 +398,7 @@ export function watchAction(live, openable) {
     live: new Map(),
     invalid: new Set(document.querySelectorAll('[aria-invalid=true]')),
     open: new Set(),
-    namers: { clip, field, described, rootsNow, openedBy, spokenName, shown },
+    namers: { clip, field, described, rootsNow, openedBy, spokenName, shown, messageOf },
     // The element the action pressed or clicked that says it opens a popup (a menu bar's
     // "Kernel", a drop-down's button: `aria-haspopup`, `aria-expanded`): a menu or list with
     // no name of its own, nor a controller naming it, is known by it (JupyterLab's menus read
@@ -605,7 +605,7 @@ export function actionEvidence(live, openable) {
     return { checkbox: 'checkbox', radio: 'radio', range: 'slider', number: 'spinbutton', search: 'searchbox' }[el.type] ?? 'textbox';
   };
   // The namers watchAction made, so a list or dialog that closed is named as it was.
-  const { clip, field, described, openedBy, spokenName, shown } = watch.namers;
+  const { clip, field, described, openedBy, spokenName, shown, messageOf } = watch.namers;
   const pointedTo = el => {
     const ids = `${el.getAttribute('aria-errormessage') || ''} ${el.getAttribute('aria-describedby') || ''}`;
     return clip(ids.split(/\s+/).filter(Boolean).map(id => {
@@ -717,6 +717,12 @@ export function actionEvidence(live, openable) {
       const now = watch.holds(el);
       if (now === was || now === null)
         continue;
+      // A drop-down's search field emptied as the focus left it, while the drop-down shows the
+      // pick beside it (Vuetify's autocomplete: its input holds "Japan" while it is searched,
+      // then the pick is drawn apart from it), still holds the pick: `Changed: combobox
+      // "Country": "Japan" → ""` read as if it had been cleared.
+      if (now === '' && was && el.getAttribute('role') === 'combobox' && el.parentElement?.innerText.includes(was))
+        continue;
       const seen = el.checkVisibility() || [...(el.labels || [])].some(label => label.checkVisibility());
       if (!seen)
         continue;
@@ -773,6 +779,8 @@ export function actionEvidence(live, openable) {
     }
   });
   let newlyOpen = [];
+  // Each element `opened` says, by its line: a dialog's words, fields and buttons are added.
+  const openedAs = new Map();
   part('dialogs, menus and lists opened or closed', () => {
     // Dialogs, menus, lists and popovers shown since (`opened`) and gone since (`closed`), in
     // the document and its components' shadow roots.
@@ -810,6 +818,7 @@ export function actionEvidence(live, openable) {
     const openedWith = el => watch.opener ?? (button && !el.contains(button) ? button : null);
     const shownNow = opened.map(el => {
       const one = described(el, true);
+      openedAs.set(one, el);
       const by = openedWith(el);
       if (!one.name && by && ['menu', 'listbox', 'popover'].includes(one.role)) {
         const name = spokenName(by);
@@ -986,6 +995,33 @@ export function actionEvidence(live, openable) {
     }
     return folds;
   };
+  // What a dialog the action opened says and offers, as a person reads it before choosing:
+  // its words (without its buttons'), its fields and its buttons, each with a ref to act on
+  // next. Vuetify's "Delete order?" dialog (a card with no heading nor label) read `Opened:
+  // dialog (modal …)` and nothing of what it asked, nor of its "Cancel" and "Delete".
+  part('what an opened dialog holds', () => {
+    for (const one of evidence.opened ?? []) {
+      const el = openedAs.get(one);
+      if (!el || !/dialog/.test(one.role))
+        continue;
+      const text = clip(messageOf(el).replace(/\s+/g, ' ').trim(), 200);
+      if (text && text !== one.name)
+        one.text = text;
+      // (A ref for the dialog too, for a snapshot of it alone.)
+      one.ref ??= handle(el) ?? undefined;
+      Object.assign(one, fieldsIn(el));
+      const buttons = [...el.querySelectorAll('button, [role=button], input[type=submit], input[type=button]')]
+        .filter(button => button.checkVisibility() && !button.closest('[aria-hidden=true]'))
+        .map(button => ({ name: button.localName === 'input' ? button.value : spokenName(button), button }))
+        .filter(({ name }) => name).slice(0, 5)
+        .map(({ name, button }) => {
+          const ref = handle(button);
+          return { name, ...(ref ? { ref } : {}) };
+        });
+      if (buttons.length)
+        one.buttons = buttons;
+    }
+  });
   // What `appeared` said, so that `shows` does not say it again.
   const overPage = [];
   part('what appeared over the page', () => {
@@ -1002,7 +1038,11 @@ export function actionEvidence(live, openable) {
         return inner.width >= 20 && inner.height >= 10 && ['absolute', 'fixed'].includes(getComputedStyle(kid).position);
       });
     };
-    const candidates = [...new Set([...watch.appeared].filter(el => el.isConnected && el.checkVisibility()).flatMap(floatsIn))];
+    // (Not a field's label, nor what is hidden from screen readers: Vuetify shows a second,
+    // floating copy of a field's label above it, `aria-hidden`, once it is focused or filled,
+    // and typing a name read `Appeared over the page: "Customer"`.)
+    const candidates = [...new Set([...watch.appeared].filter(el => el.isConnected && el.checkVisibility()).flatMap(floatsIn))]
+      .filter(el => el.localName !== 'label' && !el.closest('[aria-hidden=true]'));
     for (const el of candidates) {
       if (appeared.length === 2)
         break;
@@ -1033,11 +1073,23 @@ export function actionEvidence(live, openable) {
     if (toggle && toggle.el.isConnected && !evidence.opened && !evidence.closed) {
       const now = watch.expandedOf(toggle.el);
       if (now !== toggle.was) {
-        const name = spokenName(toggle.el, true);
+        // A field that opens a picker is named as a field is (Vuetify's "Delivery date" read
+        // `Expanded: [ref=e81]`).
+        const name = toggle.el.matches('input, textarea, select') ? field(toggle.el, true).field : spokenName(toggle.el, true);
         const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(toggle.el);
         // The fields the part it showed holds (around what was pressed, not shown before).
         const shownFields = now ? fieldsOf(watch.hiddenFields ?? []) : {};
-        evidence.toggled = { expanded: now, ...(name ? { name } : {}), ...(ref ? { ref } : {}), ...shownFields };
+        // What the part it controls (`aria-controls`) now shows, with a ref to read or act in
+        // it: the picker a date field opened (Vuetify's calendar) was said by nothing.
+        const opensPart = now ? (toggle.el.getAttribute('aria-controls') ?? '').split(/\s+/).filter(Boolean)
+          .map(id => toggle.el.getRootNode().getElementById?.(id) ?? document.getElementById(id)).find(el => el?.checkVisibility()) : null;
+        const partText = opensPart ? clip(shown(opensPart).replace(/\s+/g, ' '), 150) : '';
+        const partRef = partText ? handle(opensPart) : null;
+        evidence.toggled = {
+          expanded: now, ...(name ? { name } : {}), ...(ref ? { ref } : {}),
+          ...(partText ? { part: { text: partText, ...(partRef ? { ref: partRef } : {}) } } : {}),
+          ...(shownFields.fields || !opensPart ? shownFields : fieldsIn(opensPart)),
+        };
       }
     }
   });

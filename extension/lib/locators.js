@@ -17,7 +17,7 @@
 
 /** A step of a locator: what it keeps of the nodes the step before kept (or of the page). */
 /**
- * @typedef {{kind: 'role', role: string, name?: Matcher, level?: number, states?: Record<string, boolean>}
+ * @typedef {{kind: 'role', role: string, name?: Matcher, icon?: string, level?: number, states?: Record<string, boolean>}
  *   | {kind: 'text', text: Matcher}
  *   | {kind: 'label', text: Matcher}
  *   | {kind: 'placeholder', text: Matcher}
@@ -43,7 +43,7 @@ const LISTED = 5;
 export function isLocator(selector) {
   const s = selector.trim();
   return /^(?:page\.)?(?:getBy(?:Role|Text|Label|Placeholder|AltText|Title|TestId)|locator|frameLocator)\s*\(/.test(s) ||
-      /^(?:internal:)?(?:role|text|label)=/.test(s) || /^css=/.test(s) || /\s>>\s/.test(s) || OUTLINE_LINE.test(s.split(/\s+>>\s+/)[0]);
+      /^(?:internal:)?(?:role|text|label)=/.test(s) || /^css=/.test(s) || /\s>>\s/.test(s) || outlineStep(s.split(/\s+>>\s+/)[0]) !== null;
 }
 
 /**
@@ -52,6 +52,23 @@ export function isLocator(selector) {
  * (A type selector followed by a string is no CSS, so no selector is taken for one.)
  */
 const OUTLINE_LINE = /^(?:-\s+)?([a-z]+)\s+("(?:[^"\\]|\\.)*")$/;
+
+/**
+ * A nameless control as the outline tells it by its icon, `button [icon=delete]` (snapshot.js
+ * `iconOf`): the element of that role showing that icon. (Read as CSS, it asked for an element
+ * with an `icon` attribute inside a button, which no page has: Vuetify's row of delete buttons
+ * named so matched nothing.)
+ */
+const ICON_LINE = /^(?:-\s+)?([a-z]+)\s+\[icon=([^\]\s][^\]]*)\]$/;
+
+/** The step an outline line stands for, or null. */
+function outlineStep(part) {
+  const line = OUTLINE_LINE.exec(part);
+  if (line)
+    return { kind: 'role', role: line[1], name: { exact: true, text: JSON.parse(line[2]) } };
+  const icon = ICON_LINE.exec(part);
+  return icon ? { kind: 'role', role: icon[1], icon: icon[2] } : null;
+}
 
 /** An error a model can act on: `message` says what was wrong with the locator. */
 export class LocatorError extends Error {}
@@ -95,9 +112,9 @@ export function parseLocator(selector) {
 
 /** One `>>` part: `role=…`, `text=…`, `label=…`, `nth=…`, `css=…` (with or without `internal:`). */
 function engineStep(part) {
-  const line = OUTLINE_LINE.exec(part);
-  if (line)
-    return { kind: 'role', role: line[1], name: { exact: true, text: JSON.parse(line[2]) } };
+  const outlined = outlineStep(part);
+  if (outlined)
+    return outlined;
   const engine = /^(?:internal:)?(role|text|label|nth|css|attr|testid)=([\s\S]*)$/.exec(part);
   if (!engine)
     return { css: part };
@@ -514,6 +531,7 @@ export function applySteps(tree, steps, scope, start) {
       switch (step.kind) {
         case 'role':
           return node.role === step.role && (!step.name || matchesText(step.name, name ?? contentName(node))) &&
+              (!step.icon || node.icon === step.icon) &&
               (step.level === undefined || (node.states || []).includes(`level=${step.level}`)) &&
               Object.entries(step.states ?? {}).every(([state, wanted]) => hasState(node, state) === wanted);
         // A form control by its name; any other element only by a label its author gave it

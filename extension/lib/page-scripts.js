@@ -399,6 +399,18 @@ export async function locateElement(el, options = {}) {
         el = label;
     }
   }
+  // A field a component draws around an input that takes no pointer events (Vuetify's select
+  // keeps its combobox input so, its label too, inside the field it draws as a combobox that
+  // opens the list) is clicked where a person clicks it: on that field, the nearest drop-down
+  // or button around the input, a few levels up at most. (It was refused as not taking pointer
+  // events; so does Playwright, which waits for the input to take them.)
+  if (!(options.requireEnabled && asked.disabled) && view.getComputedStyle(el).pointerEvents === 'none') {
+    let around = null;
+    for (let up = asked.parentElement, level = 0; up && level < 5 && !around; up = up.parentElement, level++)
+      around = up.matches('[role=combobox], [role=button], button, [aria-haspopup]:not([aria-haspopup=false])') ? up : null;
+    if (around && around.checkVisibility() && view.getComputedStyle(around).pointerEvents !== 'none')
+      el = around;
+  }
   // A control a page keeps in a box clipped to nothing (a "visually hidden" wrapper a pixel
   // across: React Aria's slider keeps its range input so, inside the thumb it draws; Streamlit's
   // "Max rows" was refused as covered by the thumb's value) is clicked where a person clicks:

@@ -26,6 +26,10 @@ const TREE = [
       // A date picker's day, and an icon button, each named by its aria-label.
       { role: 'generic', name: 'November 15, 2026', labelled: true, ref: 'e15', children: [{ text: '15' }] },
       { role: 'button', name: 'Close dialog', labelled: true, ref: 'e16' },
+      // Icon buttons with no name, told by their icons.
+      { role: 'button', icon: 'pencil', ref: 'e17', states: ['icon=pencil'] },
+      { role: 'button', icon: 'delete', ref: 'e18', states: ['icon=delete'] },
+      { role: 'button', icon: 'delete', ref: 'e19', states: ['icon=delete'] },
     ],
   },
 ];
@@ -68,6 +72,11 @@ test('an outline line copied into a target names its element', () => {
   // Exactly the name printed: "Save" is not "Save draft".
   assert.equal(resolve('button "Save draft"'), 'e9');
   assert.throws(() => resolve('button "Sav"'), /No element matches/);
+  // A nameless control told by its icon, as the outline tells it.
+  assert.equal(isLocator('button [icon=delete]'), true);
+  assert.equal(resolve('button [icon=pencil]'), 'e17');
+  assert.equal(resolve('button [icon=delete] >> nth=1'), 'e19');
+  assert.throws(() => resolve('button [icon=delete]'), /e18.*e19|2 elements/s);
   // Chained as any step is.
   assert.equal(resolve('role=main >> button "Save"'), 'e8');
   assert.equal(resolve('navigation "Table of contents" >> role=link >> nth=1'), 'e3');

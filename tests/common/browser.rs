@@ -619,10 +619,16 @@ pub async fn serve_fixture(mut stream: TcpStream, root: PathBuf) {
         }
         _ => {}
     }
-    // Real editors as a page loads them from a CDN, installed with the SDK clients
-    // (tests/mcp-sdk-client/package.json): Monaco, the editor VS Code is built on (its `min`
-    // build), and Quill, a rich-text editor (its `dist` build).
-    for (prefix, build) in [("monaco/", "monaco-editor/min"), ("quill/", "quill/dist")] {
+    // Real editors and components as a page loads them from a CDN, installed with the SDK
+    // clients (tests/mcp-sdk-client/package.json): Monaco, the editor VS Code is built on (its
+    // `min` build), Quill, a rich-text editor, and Vue with Vuetify, its Material components
+    // (their `dist` builds).
+    for (prefix, build) in [
+        ("monaco/", "monaco-editor/min"),
+        ("quill/", "quill/dist"),
+        ("vue/", "vue/dist"),
+        ("vuetify/", "vuetify/dist"),
+    ] {
         if let Some(rest) = name.strip_prefix(prefix) {
             return serve_package(stream, build, rest).await;
         }

@@ -3336,6 +3336,112 @@ async fn icon_buttons_are_told_by_their_icons_and_a_double_click_is_two_clicks()
     );
 }
 
+/// On an admin page built with Vuetify (Vue's Material components, the real npm build), a model
+/// reads what a person sees and acts as a person does:
+/// - a row's nameless delete button is named by its icon, `button [icon=delete]`, in a target;
+/// - the confirm dialog it opens (a card with no heading nor label) says what it asks and offers
+///   its buttons with refs;
+/// - a drawn select whose input takes no pointer events is opened by a click on the field
+///   around it, as a person clicks it;
+/// - typing shows no "Appeared" for the field's floating label, and a search field emptied as
+///   the focus leaves, while its pick is drawn beside it, is no change;
+/// - a ticked box that enables "Place order" says so, and the date field's picker says what it
+///   shows, with a ref.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vuetify_admin_page_says_its_dialog_picker_and_buttons_as_a_person_sees_them() {
+    on_tools_page!(
+        "a_vuetify_admin_page_says_its_dialog_picker_and_buttons_as_a_person_sees_them",
+        &[],
+        |bridge, site| {
+            tool_ok(
+                &bridge,
+                "browser_navigate",
+                json!({"url": site.url("vuetify.html")}),
+            )
+            .await;
+            let page = outline(&bridge, json!({})).await;
+            assert!(page.contains("[icon=delete]"), "{page}");
+            let asked = tool(
+                &bridge,
+                "browser_click",
+                json!({"target": "button [icon=delete] >> nth=1"}),
+            )
+            .await;
+            let said = text(&asked);
+            assert!(
+                said.contains("Opened: dialog")
+                    && said.contains("\"Delete order? Order A-1002 will be deleted.\"")
+                    && said.contains("with buttons: \"Cancel\" [ref=")
+                    && said.contains("\"Delete\" [ref="),
+                "{asked}"
+            );
+            let deleted = tool(
+                &bridge,
+                "browser_click",
+                json!({"target": "button \"Delete\""}),
+            )
+            .await;
+            assert!(text(&deleted).contains("Order A-1002 deleted"), "{deleted}");
+            tool_ok(
+                &bridge,
+                "browser_click",
+                json!({"target": "tab \"New order\""}),
+            )
+            .await;
+            let typed = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": "textbox \"Customer\"", "text": "Ada"}),
+            )
+            .await;
+            assert!(
+                !is_error(&typed) && !text(&typed).contains("Appeared"),
+                "{typed}"
+            );
+            let product = tool(
+                &bridge,
+                "browser_select_option",
+                json!({"target": "combobox \"Product\"", "values": ["Teapot"]}),
+            )
+            .await;
+            assert!(
+                !is_error(&product) && text(&product).contains("\"Teapot\""),
+                "{product}"
+            );
+            let country = tool(
+                &bridge,
+                "browser_select_option",
+                json!({"target": "combobox \"Country\"", "values": ["Japan"]}),
+            )
+            .await;
+            assert!(!is_error(&country), "{country}");
+            let agreed = tool(
+                &bridge,
+                "browser_click",
+                json!({"target": "checkbox \"I accept the terms\""}),
+            )
+            .await;
+            assert!(
+                text(&agreed).contains("Changed: button \"Place order\"")
+                    && text(&agreed).contains("now enabled")
+                    && !text(&agreed).contains("Country"),
+                "{agreed}"
+            );
+            let picker = tool(
+                &bridge,
+                "browser_click",
+                json!({"target": "textbox \"Delivery date\""}),
+            )
+            .await;
+            assert!(
+                text(&picker).contains("Expanded: \"Delivery date\"")
+                    && text(&picker).contains(", showing \"Select date"),
+                "{picker}"
+            );
+        }
+    );
+}
+
 /// A click's answer says which controls it changed, as a person sees them change: the checkbox
 /// it checked, the number a "+" raised, the field a button filled, the tab and toggle it
 /// selected, the button or drop-down it enabled or disabled (a box ticked, a radio chosen, a

@@ -359,6 +359,26 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                             line.push_str(&format!(", … ({count} items)"));
                         }
                     }
+                    // What a dialog just shown says and offers: its words, fields and buttons.
+                    if let Some(text) = shown["text"].as_str() {
+                        line.push_str(&format!(": {text:?}"));
+                    }
+                    line.push_str(&fields_held(shown));
+                    if let Some(buttons) = shown["buttons"]
+                        .as_array()
+                        .filter(|buttons| !buttons.is_empty())
+                    {
+                        let said: Vec<String> = buttons
+                            .iter()
+                            .map(|button| name_and_ref(button).trim_start().to_owned())
+                            .collect();
+                        let joint = if shown["fields"].is_array() {
+                            "; buttons"
+                        } else {
+                            " with buttons"
+                        };
+                        line.push_str(&format!("{joint}: {}", said.join(", ")));
+                    }
                     line
                 }))
             }
@@ -416,8 +436,16 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
             }
             // A part of the page shown or hidden by its header (an accordion, a <details>).
             "toggled" => {
+                // What the part it opened shows (a picker, a panel), when it controls one.
+                let part = match value["part"]["text"].as_str() {
+                    Some(text) => format!(
+                        ", showing {text:?}{}",
+                        name_and_ref(&json!({"ref": value["part"]["ref"]}))
+                    ),
+                    None => String::new(),
+                };
                 let line = format!(
-                    "{}:{}{}",
+                    "{}:{}{part}{}",
                     if value["expanded"] == true {
                         "Expanded"
                     } else {
@@ -1773,6 +1801,24 @@ mod tests {
             "Tab 7\nClosed: listbox \"Country\"\nOpened: dialog \"Remove the file\" (modal: the page behind it takes no \
              clicks until it closes)\nOpened: menu [ref=e4]\nclicked: true"
         );
+        // A dialog shown says what it asks and offers: its words, fields and buttons.
+        let asked = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true,
+                    "opened": [{"role": "dialog", "ref": "e60", "modal": true,
+                                "text": "Delete order? Order A-1002 will be deleted.",
+                                "buttons": [{"name": "Cancel", "ref": "e61"}, {"name": "Delete", "ref": "e62"}]},
+                               {"role": "dialog", "name": "Rename", "text": "New name",
+                                "fields": [{"kind": "textbox", "name": "New name", "ref": "e70"}],
+                                "buttons": [{"name": "Save", "ref": "e71"}]}]}),
+        );
+        assert_eq!(
+            asked.text,
+            "Tab 7\nOpened: dialog [ref=e60] (modal: the page behind it takes no clicks until it \
+             closes): \"Delete order? Order A-1002 will be deleted.\" with buttons: \"Cancel\" \
+             [ref=e61], \"Delete\" [ref=e62]\nOpened: dialog \"Rename\": \"New name\" with fields: \
+             textbox \"New name\" [ref=e70]; buttons: \"Save\" [ref=e71]\nclicked: true"
+        );
         // A part the page threw on is named as not read, beside the parts that were read.
         let partly = render(
             "browser_click",
@@ -1884,6 +1930,17 @@ mod tests {
             &json!({"tabId": 7, "pressed": "Enter", "toggled": {"expanded": false, "name": "FAQ"}}),
         );
         assert_eq!(folded.text, "Tab 7\nCollapsed: \"FAQ\"\npressed: Enter");
+        // With what the part it controls now shows: a date field's picker.
+        let picker = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true, "toggled": {"expanded": true, "name": "Delivery date", "ref": "e81",
+                    "part": {"text": "Select date Enter date November 2026", "ref": "e95"}}}),
+        );
+        assert_eq!(
+            picker.text,
+            "Tab 7\nExpanded: \"Delivery date\" [ref=e81], showing \"Select date Enter date November 2026\" \
+             [ref=e95]\nclicked: true"
+        );
         // A menu or list box just shown names its first items.
         let menu = render(
             "browser_click",
