@@ -1516,12 +1516,35 @@ export function onlyInteractive(items) {
     const kids = onlyInteractive(item.children || []);
     if (item.actionable || item.role === 'iframe') {
       const { children, ...rest } = item;
+      // A control with no name that holds one of its own role that has one, and that this
+      // view leaves out (it takes no clicks itself), is known by that name: Vuetify's select
+      // is a nameless combobox around its input, the combobox its label names, and read
+      // `combobox [ref=e74]` here.
+      if (!rest.name && !rest.altName && !rest.icon) {
+        const inner = namedBelow(children || [], rest.role);
+        if (inner && !kids.some(kid => kid.ref === inner.ref))
+          rest.name = inner.name;
+      }
       out.push(kids.length ? { ...rest, children: kids } : rest);
     } else {
       out.push(...kids);
     }
   }
   return out;
+}
+
+/** The one element of `role` with a name below `items`, if exactly one has one. */
+function namedBelow(items, role) {
+  const found = [];
+  const walk = nodes => {
+    for (const node of nodes) {
+      if (node.role === role && node.name)
+        found.push(node);
+      walk(node.children || []);
+    }
+  };
+  walk(items);
+  return found.length === 1 ? found[0] : null;
 }
 
 /**

@@ -145,6 +145,12 @@ test('interactive keeps only elements with refs and the frames around them, drop
     '  - note: cross-origin frame: its content is not in this snapshot',
   ].join('\n'));
   assert.deepEqual(onlyInteractive([{ text: 'x' }, { role: 'list', children: [{ role: 'listitem', children: [{ text: 'y' }] }] }]), []);
+  // A nameless drop-down around a named one of its role that takes no clicks (Vuetify's select)
+  // is known by that one's name; one around a named one still shown keeps none.
+  const drawn = [{ role: 'combobox', ref: 'e74', actionable: true, children: [{ role: 'combobox', name: 'Product', ref: 'e75' }] }];
+  assert.equal(formatOutline(drawn, { interactive: true }), '- combobox "Product" [ref=e74]');
+  const both = [{ role: 'combobox', ref: 'e77', actionable: true, children: [{ role: 'combobox', name: 'Country', ref: 'e78', actionable: true }] }];
+  assert.equal(formatOutline(both, { interactive: true }), '- combobox [ref=e77]:\n  - combobox "Country" [ref=e78]');
 });
 
 test('lists, items, images, tables, rows and cells carry refs in the same line format', () => {

@@ -2220,10 +2220,11 @@ async fn snapshot_refs(chromium: &Path) {
     )
     .await;
     assert!(
-        text(&remove).contains(
-            "\nOpened: dialog \"Remove the file\" (modal: the page behind it takes no clicks \
-             until it closes)\n"
-        ),
+        text(&remove).contains("\nOpened: dialog \"Remove the file\" [ref=")
+            && text(&remove).contains(
+                "(modal: the page behind it takes no clicks until it closes) with buttons: \
+                 \"Keep it\" [ref="
+            ),
         "{remove}"
     );
     let modal = text(&tool(&bridge, "browser_snapshot", json!({})).await);
@@ -6640,10 +6641,11 @@ async fn web_components(host: &impl Host, site: &FixtureSite) {
     assert_eq!(page_value(host, "seen.colour").await, "Green");
     let discard = tool(host, "browser_click", json!({"target": "#discard"})).await;
     assert!(
-        text(&discard).contains(
-            "\nOpened: dialog \"Discard the draft?\" (modal: the page behind it takes no clicks \
-             until it closes)\n"
-        ),
+        text(&discard).contains("\nOpened: dialog \"Discard the draft?\" [ref=")
+            && text(&discard).contains(
+                "(modal: the page behind it takes no clicks until it closes) with buttons: \
+                 \"Keep it\" [ref="
+            ),
         "{discard}"
     );
     let shown = text(&tool(host, "browser_snapshot", json!({})).await);
@@ -6687,7 +6689,10 @@ async fn motion_after_a_click(host: &impl Host, site: &FixtureSite) {
     // snapshot; the highlight's opened nothing.
     let refund = tool(host, "browser_click", json!({"target": "#refund"})).await;
     assert!(
-        text(&refund).contains("\nOpened: dialog \"Refund this order?\"\n"),
+        text(&refund).contains(
+            "\nOpened: dialog \"Refund this order?\": \"The customer gets their money back.\" \
+             with buttons: \"Refund\"\n"
+        ),
         "{refund}"
     );
     let shown = outline(host, json!({})).await;
