@@ -186,8 +186,9 @@ export function captureTree(limits, rootElement) {
   // A button or link that shows only an icon font's glyph or a sprite, with no name at all
   // (Node-RED's toolbar: 40 of them, `<a><i class="fa fa-bars"></i></a>`, each read as a bare
   // `link [ref=e6]`; its tooltips are its own popovers, shown on hover), is told by the icon it
-  // draws: `button [ref=e16] [icon=bars]`. Not a name (no accessible name has these words,
-  // and no locator finds the element by them): what a person sees on it.
+  // draws: `button [ref=e16] [icon=bars]`. Not a name (no accessible name has these words, and
+  // getByRole does not match them): what a person sees on it, which a target copied from the
+  // line names (`button [icon=bars]`, locators.js).
   const ICON_CLASS = /^(?:fa[srbl]?|bi|glyphicon|icon|mdi|ti|la[srb]?|codicon|octicon|feather|lucide|ri|ion|pi|bx[sl]?|zmdi|uil|oi|gg)-([a-z][a-z0-9-]*)$/;
   const NOT_AN_ICON = /^(?:fw|xs|sm|lg|xl|2xs|2xl|\d+x|spin|pulse|solid|regular|light|thin|duotone|brands|sharp|inverse|border|li|stack(?:-.+)?|pull-.+|rotate-.+|flip(?:-.+)?|beat|fade|bounce|shake|button|btn|only|left|right|text|wrapper|container|small|medium|large|white|black|primary|secondary|default|active|disabled)$/;
   const ICON_ROLES = new Set(['button', 'link', 'menuitem', 'menuitemcheckbox', 'menuitemradio', 'tab', 'option', 'treeitem', 'checkbox', 'radio', 'switch']);
