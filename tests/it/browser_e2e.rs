@@ -3423,8 +3423,7 @@ async fn a_vuetify_admin_page_says_its_dialog_picker_and_buttons_as_a_person_see
             )
             .await;
             assert!(
-                text(&agreed).contains("Changed: button \"Place order\"")
-                    && text(&agreed).contains("now enabled")
+                text(&agreed).contains("Now enabled: button \"Place order\"")
                     && !text(&agreed).contains("Country"),
                 "{agreed}"
             );
@@ -3482,12 +3481,12 @@ async fn an_action_says_which_controls_it_changed() {
             let terms = tool(&bridge, "browser_click", json!({"target": "#terms"})).await;
             assert!(
                 said(&terms).contains("Changed: checkbox \"I accept\": now checked")
-                    && said(&terms).contains("Changed: button \"Continue\": now enabled"),
+                    && said(&terms).contains("Now enabled: button \"Continue\""),
                 "{terms}"
             );
             let resolve = tool(&bridge, "browser_click", json!({"target": "#resolve"})).await;
             assert!(
-                said(&resolve).contains("Changed: combobox \"Resolution\": now enabled"),
+                said(&resolve).contains("Now enabled: combobox \"Resolution\""),
                 "{resolve}"
             );
             let coupon = tool(
@@ -3497,13 +3496,13 @@ async fn an_action_says_which_controls_it_changed() {
             )
             .await;
             assert!(
-                said(&coupon).contains("Changed: button \"Apply\": now enabled")
+                said(&coupon).contains("Now enabled: button \"Apply\"")
                     && !said(&coupon).contains("Changed: textbox"),
                 "{coupon}"
             );
             let unticked = tool(&bridge, "browser_click", json!({"target": "#terms"})).await;
             assert!(
-                said(&unticked).contains("Changed: button \"Continue\": now disabled"),
+                said(&unticked).contains("Now disabled: button \"Continue\""),
                 "{unticked}"
             );
             let more = tool(&bridge, "browser_click", json!({"target": "#more"})).await;

@@ -310,22 +310,43 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
             })),
             // Controls whose state the action changed: a checkbox now checked, a quantity
             // from 1 to 2, a field a script filled.
-            "changed" => lines.extend(value.as_array().into_iter().flatten().map(|row| {
-                let mut line = format!(
-                    "Changed: {}{}",
-                    row["kind"].as_str().unwrap_or("field"),
-                    name_and_ref(&json!({
-                        "name": row["field"].as_str().filter(|name| !name.is_empty()),
-                        "ref": row["ref"],
-                    }))
-                );
-                let to = row["to"].as_str().unwrap_or("");
-                match row["from"].as_str() {
-                    Some(from) => line.push_str(&format!(": {from:?} → {to:?}")),
-                    None => line.push_str(&format!(": now {to}")),
+            "changed" => {
+                let rows: Vec<&Value> = value.as_array().into_iter().flatten().collect();
+                let control = |row: &Value| {
+                    format!(
+                        "{}{}",
+                        row["kind"].as_str().unwrap_or("field"),
+                        name_and_ref(&json!({
+                            "name": row["field"].as_str().filter(|name| !name.is_empty()),
+                            "ref": row["ref"],
+                        }))
+                    )
+                };
+                // Controls the action let a person use or stopped them using, one line for
+                // each: a page turn enables "Previous" and "First" and disables "Next" and
+                // "Last" at once, four lines that said one thing.
+                let usable = |row: &&Value| {
+                    row["from"].is_null()
+                        && matches!(row["to"].as_str(), Some("enabled" | "disabled"))
+                };
+                for row in rows.iter().filter(|row| !usable(row)) {
+                    let to = row["to"].as_str().unwrap_or("");
+                    lines.push(match row["from"].as_str() {
+                        Some(from) => format!("Changed: {}: {from:?} → {to:?}", control(row)),
+                        None => format!("Changed: {}: now {to}", control(row)),
+                    });
                 }
-                line
-            })),
+                for state in ["enabled", "disabled"] {
+                    let named: Vec<String> = rows
+                        .iter()
+                        .filter(|row| usable(row) && row["to"] == state)
+                        .map(|row| control(row))
+                        .collect();
+                    if !named.is_empty() {
+                        lines.push(format!("Now {state}: {}", named.join(", ")));
+                    }
+                }
+            }
             "changedMore" => lines.push(format!(
                 "Changed: {}",
                 counted(value.as_u64().unwrap_or(0), "more control")
@@ -1846,6 +1867,21 @@ mod tests {
             "Tab 7\nChanged: checkbox \"Rush delivery\" [ref=e41]: now checked\n\
              Changed: spinbutton \"Quantity\": \"1\" → \"2\"\nChanged: textbox: \"\" → \"1 Main St\"\n\
              Changed: 4 more controls\nclicked: true"
+        );
+        // Controls it let a person use, or stopped them using: a line for each.
+        let turned = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true,
+                    "changed": [{"kind": "button", "field": "First page", "ref": "e53", "to": "enabled"},
+                                {"kind": "button", "field": "Next page", "ref": "e57", "to": "disabled"},
+                                {"kind": "button", "field": "Previous page", "ref": "e55", "to": "enabled"},
+                                {"kind": "checkbox", "field": "All", "to": "checked"}]}),
+        );
+        assert_eq!(
+            turned.text,
+            "Tab 7\nChanged: checkbox \"All\": now checked\n\
+             Now enabled: button \"First page\" [ref=e53], button \"Previous page\" [ref=e55]\n\
+             Now disabled: button \"Next page\" [ref=e57]\nclicked: true"
         );
         // What the action put in the page's flow, with its ref when it has one.
         let shows = render(
