@@ -397,6 +397,9 @@ export function watchAction(live, openable) {
     attempted: false,
     live: new Map(),
     invalid: new Set(document.querySelectorAll('[aria-invalid=true]')),
+    // What said it had a part open (a menu's button, a date field with its picker): one that
+    // no longer does closed that part, which is no news of its own (actionEvidence's `gone`).
+    expanded: new Set(document.querySelectorAll('[aria-expanded=true]')),
     open: new Set(),
     namers: { clip, field, described, rootsNow, openedBy, spokenName, shown, messageOf },
     // The element the action pressed or clicked that says it opens a popup (a menu bar's
@@ -1231,6 +1234,19 @@ export function actionEvidence(live, openable) {
     if (routed || watch.typed || evidence.closed || evidence.opened || evidence.toggled || evidence.appeared ||
         evidence.changed?.some(row => row.kind === 'tab' && row.to === 'selected'))
       return;
+    // (Nor a part that closed as what opened it says it did: Vuetify's menu and date picker,
+    // boxes with no role, read `Page no longer shows: "Export CSV Settings"` after a pick or
+    // an Escape, their buttons' `aria-expanded` false again.)
+    // It is said so instead: `Collapsed: [ref=e4]`.
+    const closer = [...watch.expanded].find(el => el.isConnected && el.getAttribute('aria-expanded') !== 'true');
+    if (closer) {
+      if (closer.checkVisibility()) {
+        const name = closer.matches('input, textarea, select') ? field(closer, true).field : spokenName(closer, true);
+        const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(closer);
+        evidence.toggled = { expanded: false, ...(name ? { name } : {}), ...(ref ? { ref } : {}) };
+      }
+      return;
+    }
     // (Nor a list, menu or dialog taken away with the box around it: MUI's and Radix's
     // selects take their list away in a popover that has no role, `Page no longer shows:
     // "Free Pro — $12/month …"` after a pick. What the action put up over the page instead,

@@ -3438,6 +3438,19 @@ async fn a_vuetify_admin_page_says_its_dialog_picker_and_buttons_as_a_person_see
                     && text(&picker).contains(", showing \"Select date"),
                 "{picker}"
             );
+            // The pick closes the picker: said as its field says it, not as a part gone.
+            let day = tool(
+                &bridge,
+                "browser_click",
+                json!({"target": "getByRole('button', { name: / 1, \\d{4}$/ })"}),
+            )
+            .await;
+            assert!(
+                text(&day).contains("Changed: textbox \"Delivery date\"")
+                    && text(&day).contains("Collapsed: \"Delivery date\"")
+                    && !text(&day).contains("no longer shows"),
+                "{day}"
+            );
         }
     );
 }
