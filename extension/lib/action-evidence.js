@@ -306,6 +306,22 @@ export function watchAction(live, openable) {
     }
   };
   const values = new Map();
+  // Which item a control in a table's row stands for: the row's first cell with words. A
+  // framework that draws a list again into the rows it has (Element Plus's table, after a row
+  // was deleted) puts the next item's switch where the deleted one's was, which read as
+  // `Changed: switch: now checked`: a control whose row now stands for another item is not said.
+  const rowKeys = new Map();
+  const rowKey = el => {
+    const row = el.closest('tr, [role=row]');
+    if (!row)
+      return null;
+    for (const cell of row.querySelectorAll('td, th, [role=cell], [role=gridcell], [role=rowheader]')) {
+      const words = (cell.textContent || '').replace(/\s+/g, ' ').trim();
+      if (words)
+        return words.slice(0, 80);
+    }
+    return '';
+  };
   // Whether a control takes no input: disabled (itself or by its fieldset) or marked so.
   const offLimits = el => el.matches(':disabled') || el.getAttribute('aria-disabled') === 'true';
   const able = new Map();
@@ -318,6 +334,9 @@ export function watchAction(live, openable) {
         // A mark an earlier action left (its evidence never read: it led to another page) is old.
         delete el[Symbol.for('mcp-relay.setByAction')];
         values.set(el, holds(el));
+        const key = rowKey(el);
+        if (key !== null)
+          rowKeys.set(el, key);
       }
       if (able.size < MOST_CONTROLS && el.matches(ABLE))
         able.set(el, offLimits(el));
@@ -328,6 +347,8 @@ export function watchAction(live, openable) {
     href: location.href,
     values,
     holds,
+    rowKeys,
+    rowKey,
     able,
     offLimits,
     roots: roots.slice(1),
@@ -720,6 +741,8 @@ export function actionEvidence(live, openable) {
       const now = watch.holds(el);
       if (now === was || now === null)
         continue;
+      if (watch.rowKeys.has(el) && watch.rowKey(el) !== watch.rowKeys.get(el))
+        continue;
       // A drop-down's search field emptied as the focus left it, while the drop-down shows the
       // pick beside it (Vuetify's autocomplete: its input holds "Japan" while it is searched,
       // then the pick is drawn apart from it), still holds the pick: `Changed: combobox
@@ -1007,8 +1030,13 @@ export function actionEvidence(live, openable) {
       const el = openedAs.get(one);
       if (!el || !/dialog/.test(one.role))
         continue;
-      const text = clip(messageOf(el).replace(/\s+/g, ' ').trim(), 200);
-      if (text && text !== one.name)
+      // (Without its name, which its line says before: Element Plus's message box read
+      // `dialog "Warning" …: "Warning Delete Alan Turing? …"`.)
+      let words = messageOf(el).replace(/\s+/g, ' ').trim();
+      if (one.name && words.startsWith(one.name))
+        words = words.slice(one.name.length).trim();
+      const text = clip(words, 200);
+      if (text)
         one.text = text;
       // (A ref for the dialog too, for a snapshot of it alone.)
       one.ref ??= handle(el) ?? undefined;

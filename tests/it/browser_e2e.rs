@@ -3280,7 +3280,10 @@ async fn icon_buttons_are_told_by_their_icons_and_a_double_click_is_two_clicks()
                  <button id=work onclick=\"new Worker(`monaco/vs/editor/editor.worker.js`, {type: `module`}); \
                  tray.hidden = false\">Start worker</button>\
                  <div id=tray hidden><input id=trap style=\"position: absolute; top: -1800px\">\
-                 <label>Name <input id=label></label></div></div>'); \
+                 <label>Name <input id=label></label></div>\
+                 <button id=ask onclick=\"warn.hidden = false\">Ask</button>\
+                 <div role=dialog id=warn aria-labelledby=warn-title hidden><h2 id=warn-title>Warning</h2>\
+                 <p>Delete Alan Turing?</p><button>Delete</button></div></div>'); \
                  window.downs = []; window.opened = false; let last = 0; \
                  node.addEventListener('mousedown', e => { const now = Date.now(); downs.push(e.detail); \
                  if (now - last > 0 && now - last < 650) opened = true; last = now; }); 1",
@@ -3325,6 +3328,13 @@ async fn icon_buttons_are_told_by_their_icons_and_a_double_click_is_two_clicks()
                     && text(&work).contains("textbox \"Name\"")
                     && !text(&work).contains("textbox [ref"),
                 "{work}"
+            );
+            // A dialog's words, without its title, which its name says.
+            let ask = tool(&bridge, "browser_click", json!({"target": "#ask"})).await;
+            assert!(
+                text(&ask).contains("Opened: dialog \"Warning\"")
+                    && text(&ask).contains(": \"Delete Alan Turing?\" with buttons: \"Delete\""),
+                "{ask}"
             );
             let listed = tool(&bridge, "browser_network_requests", json!({})).await;
             assert!(
@@ -3518,6 +3528,7 @@ async fn an_action_says_which_controls_it_changed() {
                 said(&unticked).contains("Now disabled: button \"Continue\""),
                 "{unticked}"
             );
+
             let more = tool(&bridge, "browser_click", json!({"target": "#more"})).await;
             assert!(
                 said(&more).contains("Changed: spinbutton \"Quantity\": \"1\" → \"2\""),
@@ -3592,6 +3603,40 @@ async fn an_action_says_which_controls_it_changed() {
                 said(&toast).contains("Opened: alertdialog \"Order saved\"")
                     && !said(&toast).contains("Changed:"),
                 "{toast}"
+            );
+            // A list drawn again into the rows it has (as Element Plus's table is, after a
+            // delete) puts the next person's box where the deleted one's was: no change of a
+            // control, since the row now stands for another person.
+            page_value(
+                &bridge,
+                "const people = [['Ada', true], ['Alan', false], ['Grace', true]]; \
+                 const table = document.createElement('table'); table.id = 'staff'; \
+                 const draw = () => [...table.rows].forEach((row, i) => { if (!people[i]) return row.remove(); \
+                   row.cells[0].textContent = people[i][0]; row.querySelector('input').checked = people[i][1]; }); \
+                 for (const [name] of people) { const row = table.insertRow(); row.insertCell().textContent = name; \
+                   const box = document.createElement('input'); box.type = 'checkbox'; box.ariaLabel = 'Active'; \
+                   row.insertCell().append(box); const del = document.createElement('button'); del.textContent = 'Delete'; \
+                   del.onclick = () => { people.splice(row.rowIndex, 1); draw(); }; row.insertCell().append(del); } \
+                 document.body.prepend(table); draw(); 1",
+            )
+            .await;
+            let deleted = tool(
+                &bridge,
+                "browser_click",
+                json!({"target": "getByRole('row', { name: /Alan/ }).getByRole('button')"}),
+            )
+            .await;
+            assert!(
+                !is_error(&deleted) && !said(&deleted).contains("Changed:"),
+                "{deleted}"
+            );
+            assert_eq!(
+                page_value(
+                    &bridge,
+                    "[...staff.rows].map(row => row.cells[0].textContent).join()"
+                )
+                .await,
+                "Ada,Grace"
             );
         }
     );
