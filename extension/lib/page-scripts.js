@@ -474,6 +474,21 @@ export async function locateElement(el, options = {}) {
       for (let node = up(el), level = 0; node && level < 3 && !reachable; node = up(node), level++)
         reachable = node === hit;
     }
+    // A field's own decoration laid over its input (Element Plus's select draws its chosen
+    // value or placeholder, "Choose", over the combobox input; a person clicks on those words,
+    // and the select opens) is the field: a part without a role of its own, inside the box
+    // around the input a few levels up, takes the click for it.
+    if (!reachable && hit && el.matches('input, textarea, [role=combobox], [role=textbox], [role=searchbox]')) {
+      const ACTS = 'a, button, input, select, textarea, [role], [tabindex], [contenteditable]';
+      for (let node = el.parentElement, level = 0; node && level < 3 && !reachable; node = node.parentElement, level++) {
+        if (!node.contains(hit) || node.querySelectorAll('input, textarea, select, [role=combobox]').length !== 1)
+          continue;
+        let plain = true;
+        for (let part = hit; part && part !== node && plain; part = part.parentElement)
+          plain = !part.matches(ACTS);
+        reachable = plain;
+      }
+    }
     return { hit, reachable };
   };
   // An element a mouse already reaches, in the top document, is not scrolled, as Playwright

@@ -3283,7 +3283,12 @@ async fn icon_buttons_are_told_by_their_icons_and_a_double_click_is_two_clicks()
                  <label>Name <input id=label></label></div>\
                  <button id=ask onclick=\"warn.hidden = false\">Ask</button>\
                  <div role=dialog id=warn aria-labelledby=warn-title hidden><h2 id=warn-title>Warning</h2>\
-                 <p>Delete Alan Turing?</p><button>Delete</button></div></div>'); \
+                 <p>Delete Alan Turing?</p><button>Delete</button></div>\
+                 <div tabindex=-1 style=\"position: relative; width: 200px\" onclick=\"depts.hidden = false\">\
+                 <div><input id=dept role=combobox aria-label=Department aria-controls=depts style=\"width: 180px\"></div>\
+                 <div style=\"position: absolute; inset: 0; background: white\">Choose</div></div>\
+                 <ul role=listbox id=depts hidden onclick=\"dept.value = event.target.textContent; this.hidden = true\">\
+                 <li role=option>Research</li><li role=option>Sales</li></ul></div>'); \
                  window.downs = []; window.opened = false; let last = 0; \
                  node.addEventListener('mousedown', e => { const now = Date.now(); downs.push(e.detail); \
                  if (now - last > 0 && now - last < 650) opened = true; last = now; }); 1",
@@ -3329,6 +3334,16 @@ async fn icon_buttons_are_told_by_their_icons_and_a_double_click_is_two_clicks()
                     && !text(&work).contains("textbox [ref"),
                 "{work}"
             );
+            // A drop-down whose input is covered by its own placeholder ("Choose", as Element
+            // Plus draws it) is opened by a click on those words, as a person opens it.
+            let department = tool(
+                &bridge,
+                "browser_select_option",
+                json!({"target": "combobox \"Department\"", "values": ["Sales"]}),
+            )
+            .await;
+            assert!(!is_error(&department), "{department}");
+            assert_eq!(page_value(&bridge, "dept.value").await, "Sales");
             // A dialog's words, without its title, which its name says.
             let ask = tool(&bridge, "browser_click", json!({"target": "#ask"})).await;
             assert!(
