@@ -168,7 +168,9 @@ export function watchAction(live, openable) {
       ? [...(tree.querySelectorAll?.(`label[for="${CSS.escape(hidden.id)}"]`) ?? [])] : [];
     const ownLabel = el.getAttribute('aria-label');
     const name = (ownLabel === 'null' || ownLabel === 'undefined' ? '' : ownLabel) || labelled
-      || [...(el.labels?.length ? el.labels : standsFor)].map(label => label.innerText.trim() || drawnText(label)).join(' ').trim()
+      // (A label's own `aria-label` is what it says, as Chrome reads it: Element Plus's table
+      // labels each row's box so, with no words, and its boxes read `Changed: checkbox`.)
+      || [...(el.labels?.length ? el.labels : standsFor)].map(label => label.getAttribute('aria-label') || label.innerText.trim() || drawnText(label)).join(' ').trim()
       // (Its title before its placeholder, as the snapshot names it: Trac's select-all box,
       // `title="Toggle group"`, read as its name attribute, "toggle_group".)
       || el.getAttribute('title') || el.getAttribute('placeholder') || el.getAttribute('name') || (bare ? '' : el.id || el.localName);

@@ -3653,6 +3653,25 @@ async fn an_action_says_which_controls_it_changed() {
                 .await,
                 "Ada,Grace"
             );
+            // A select-all box: the boxes it checked said in one line, each named by its
+            // label's own aria-label (a label with no words, as Element Plus's table has).
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<div>\
+                 <label aria-label=\"Select all rows\"><input type=checkbox id=all \
+                 onclick=\"document.querySelectorAll(`.row-box`).forEach(box => box.checked = this.checked)\"></label>\
+                 <label aria-label=\"Select this row\"><input type=checkbox class=row-box></label>\
+                 <label aria-label=\"Select that row\"><input type=checkbox class=row-box></label></div>'); 1",
+            )
+            .await;
+            let all = tool(&bridge, "browser_click", json!({"target": "#all"})).await;
+            assert!(
+                said(&all).contains(
+                    "Now checked: checkbox \"Select all rows\", checkbox \"Select this row\", \
+                     checkbox \"Select that row\""
+                ),
+                "{all}"
+            );
         }
     );
 }

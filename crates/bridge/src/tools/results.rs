@@ -322,29 +322,44 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                         }))
                     )
                 };
-                // Controls the action let a person use or stopped them using, one line for
-                // each: a page turn enables "Previous" and "First" and disables "Next" and
-                // "Last" at once, four lines that said one thing.
-                let usable = |row: &&Value| {
-                    row["from"].is_null()
-                        && matches!(row["to"].as_str(), Some("enabled" | "disabled"))
+                // Controls that came to the same state, one line for each state: a page turn
+                // enables "Previous" and "First" and disables "Next" and "Last" at once, and a
+                // select-all box checks every row's, lines that said one thing each. Enabled
+                // and disabled always read so; another state when two or more share it.
+                let state = |row: &Value| -> Option<String> {
+                    row["from"]
+                        .is_null()
+                        .then(|| row["to"].as_str().map(str::to_owned))
+                        .flatten()
                 };
-                for row in rows.iter().filter(|row| !usable(row)) {
-                    let to = row["to"].as_str().unwrap_or("");
-                    lines.push(match row["from"].as_str() {
-                        Some(from) => format!("Changed: {}: {from:?} → {to:?}", control(row)),
-                        None => format!("Changed: {}: now {to}", control(row)),
-                    });
-                }
-                for state in ["enabled", "disabled"] {
-                    let named: Vec<String> = rows
-                        .iter()
-                        .filter(|row| usable(row) && row["to"] == state)
-                        .map(|row| control(row))
-                        .collect();
-                    if !named.is_empty() {
-                        lines.push(format!("Now {state}: {}", named.join(", ")));
+                let shared = |to: &str| {
+                    matches!(to, "enabled" | "disabled")
+                        || rows
+                            .iter()
+                            .filter(|row| state(row).as_deref() == Some(to))
+                            .count()
+                            > 1
+                };
+                let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+                for row in &rows {
+                    match state(row) {
+                        Some(to) if shared(&to) => {
+                            match groups.iter_mut().find(|(state, _)| *state == to) {
+                                Some((_, named)) => named.push(control(row)),
+                                None => groups.push((to, vec![control(row)])),
+                            }
+                        }
+                        Some(to) => lines.push(format!("Changed: {}: now {to}", control(row))),
+                        None => lines.push(format!(
+                            "Changed: {}: {:?} → {:?}",
+                            control(row),
+                            row["from"].as_str().unwrap_or(""),
+                            row["to"].as_str().unwrap_or("")
+                        )),
                     }
+                }
+                for (to, named) in groups {
+                    lines.push(format!("Now {to}: {}", named.join(", ")));
                 }
             }
             "changedMore" => lines.push(format!(
@@ -1882,6 +1897,21 @@ mod tests {
             "Tab 7\nChanged: checkbox \"All\": now checked\n\
              Now enabled: button \"First page\" [ref=e53], button \"Previous page\" [ref=e55]\n\
              Now disabled: button \"Next page\" [ref=e57]\nclicked: true"
+        );
+        // A select-all box: the boxes it checked in one line, the rest counted.
+        let all = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true,
+                    "changed": [{"kind": "checkbox", "field": "Select all rows", "ref": "e15", "to": "checked"},
+                                {"kind": "checkbox", "field": "Select this row", "ref": "e25", "to": "checked"},
+                                {"kind": "spinbutton", "field": "Total", "from": "0", "to": "3"}],
+                    "changedMore": 2}),
+        );
+        assert_eq!(
+            all.text,
+            "Tab 7\nChanged: spinbutton \"Total\": \"0\" → \"3\"\n\
+             Now checked: checkbox \"Select all rows\" [ref=e15], checkbox \"Select this row\" [ref=e25]\n\
+             Changed: 2 more controls\nclicked: true"
         );
         // What the action put in the page's flow, with its ref when it has one.
         let shows = render(
