@@ -219,7 +219,7 @@ export function watchAction(live, openable) {
     const pointed = role === 'alertdialog' && el.getAttribute('aria-describedby')?.split(/\s+/)
       .map(id => home.getElementById(id)?.textContent || '').join(' ');
     const message = role === 'alertdialog' ? pointed || messageOf(el) : '';
-    const name = clip(el.getAttribute('aria-label') || labelled || heading || (owner ? field(owner).field : '') ||
+    const name = clip(el.getAttribute('aria-label') || labelled || heading || (owner ? field(owner, true).field : '') ||
         openedBy.get(el) || openedBy.get(outer) || message || '', 80);
     const ref = refOf(el) || refOf(outer);
     // Modal too: one over a page that hid the rest of itself while it is open (Radix's dialog
@@ -843,7 +843,10 @@ export function actionEvidence(live, openable) {
     // submenu's label says nothing of what it opens (ProseMirror's "Heading" read `Opened:
     // menu: "Level 1", …`).
     const button = pressedIn('button,[role=button],[role=menuitem]');
-    const openedWith = el => watch.opener ?? (button && !el.contains(button) ? button : null);
+    // (Neither is an element around it: VitePress's whole search box is a `role=button` with
+    // `aria-haspopup`, and its results read `Opened: listbox "# Protocol # Protocol Handshake
+    // …"`, all its words.)
+    const openedWith = el => [watch.opener, button].find(by => by && !el.contains(by) && !by.contains(el)) ?? null;
     const shownNow = opened.map(el => {
       const one = described(el, true);
       openedAs.set(one, el);

@@ -1025,11 +1025,12 @@ export function readValue(el) {
  * a list refreshed 300 ms after the last key (Tom Select's, jQuery UI's) still showed the
  * options for the text before: Tom Select picked "Red" for "Gre". Waits until nothing in the
  * list it controls (without one, the page) changed for `quietMs`, at most `capMs`; any other
- * field answers at once.
+ * field answers at once. With `firstMs` (typing without Enter), until the list begins to change,
+ * at most `firstMs`, and then until it has been still for `quietMs`.
  *
  * Runs through {@link elementExpression}. @param {Element} el
  */
-export function suggestionsSettled(el, quietMs, capMs) {
+export function suggestionsSettled(el, quietMs, capMs, firstMs = 0) {
   el = el[Symbol.for('mcp-relay.typesInto')] ?? el;
   const combobox = el.getAttribute('role') === 'combobox' || ['list', 'both'].includes(el.getAttribute('aria-autocomplete')) ||
     (el.localName === 'input' && Boolean(el.list));
@@ -1040,22 +1041,27 @@ export function suggestionsSettled(el, quietMs, capMs) {
     .filter(Boolean).map(id => doc.getElementById(id)).filter(Boolean);
   const started = performance.now();
   let last = started;
+  let changed = false;
   const observer = new MutationObserver(() => {
     last = performance.now();
+    changed = true;
   });
   for (const node of lists.length ? lists : [doc.body || doc.documentElement])
     observer.observe(node, { subtree: true, childList: true, attributes: true, characterData: true });
   return new Promise(resolve => {
     const check = () => {
       const now = performance.now();
-      if (now - last >= quietMs || now - started >= capMs) {
+      // (With `firstMs`: the list is waited for until it begins to change, that long at most,
+      // and then until it is still.)
+      const still = firstMs && !changed ? now - started >= firstMs : now - last >= quietMs;
+      if (still || now - started >= capMs) {
         observer.disconnect();
         resolve({ waitedMs: Math.round(now - started) });
       } else {
-        setTimeout(check, Math.max(10, quietMs - (now - last)));
+        setTimeout(check, 25);
       }
     };
-    setTimeout(check, quietMs);
+    setTimeout(check, 25);
   });
 }
 

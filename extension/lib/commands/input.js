@@ -24,6 +24,9 @@ const DIALOG_GRACE_MS = 2_000;
  */
 const SUGGESTIONS_QUIET_MS = 400;
 const SUGGESTIONS_CAP_MS = 1_500;
+/** Typing without Enter: how long suggestions are waited for to begin, and then to be still. */
+const SUGGESTIONS_FIRST_MS = 500;
+const SUGGESTIONS_STILL_MS = 150;
 
 /** What a typed answer adds when the field was a code editor's hidden input (readValue). */
 const HIDDEN_INPUT_NOTE = 'typed into the page\'s hidden input (a code editor\'s, a pixel or two across): its value may ' +
@@ -229,7 +232,16 @@ export async function type(ctx, params) {
       await evaluateExpression(ctx, id, elementExpression(readValue, target), world);
   }
   const value = read?.value ?? null;
-  if (submit) {
+  if (!submit) {
+    // A field with suggestions (a combobox, an `aria-autocomplete` list) shows them a moment
+    // after the keys, as a person sees them come: VitePress's search shows its results 100–
+    // 200 ms after the last key, without a request, so the answer said nothing of them, and a
+    // browser_find right after it found none. They are waited for (until the list begins to
+    // change, SUGGESTIONS_FIRST_MS at most, then until it is still for SUGGESTIONS_STILL_MS),
+    // so that the answer says what they show.
+    await evaluateExpression(ctx, id,
+        elementExpression(suggestionsSettled, target, SUGGESTIONS_STILL_MS, SUGGESTIONS_CAP_MS, SUGGESTIONS_FIRST_MS), world);
+  } else {
     // Enter picks what a list of suggestions shows then: let it catch up with the text first.
     await evaluateExpression(ctx, id, elementExpression(suggestionsSettled, target, SUGGESTIONS_QUIET_MS, SUGGESTIONS_CAP_MS), world);
     // keyDown carrying "\r" is what makes Chrome fire keypress and submit the form.
