@@ -1102,6 +1102,14 @@ export function actionEvidence(live, openable) {
     if (appeared.length)
       evidence.appeared = appeared;
   });
+  // How `toggled` names what shows or hides a part: by its shown words, a field (a date field
+  // that opens its picker) by its label, as a field is named (Vuetify's "Delivery date" read
+  // `Expanded: [ref=e81]`); with the ref a snapshot gave it.
+  const headerNamed = el => {
+    const name = el.matches('input, textarea, select') ? field(el, true).field : spokenName(el, true);
+    const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(el);
+    return { ...(name ? { name } : {}), ...(ref ? { ref } : {}) };
+  };
   // A part of the page the action showed or hid by its header (an accordion, "Details"), said
   // unless a dialog, menu or list it opened or closed says it already.
   part('parts shown or hidden', () => {
@@ -1109,10 +1117,6 @@ export function actionEvidence(live, openable) {
     if (toggle && toggle.el.isConnected && !evidence.opened && !evidence.closed) {
       const now = watch.expandedOf(toggle.el);
       if (now !== toggle.was) {
-        // A field that opens a picker is named as a field is (Vuetify's "Delivery date" read
-        // `Expanded: [ref=e81]`).
-        const name = toggle.el.matches('input, textarea, select') ? field(toggle.el, true).field : spokenName(toggle.el, true);
-        const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(toggle.el);
         // The fields the part it showed holds (around what was pressed, not shown before).
         const shownFields = now ? fieldsOf(watch.hiddenFields ?? []) : {};
         // What the part it controls (`aria-controls`) now shows, with a ref to read or act in
@@ -1122,7 +1126,7 @@ export function actionEvidence(live, openable) {
         const partText = opensPart ? clip(shown(opensPart).replace(/\s+/g, ' '), 150) : '';
         const partRef = partText ? handle(opensPart) : null;
         evidence.toggled = {
-          expanded: now, ...(name ? { name } : {}), ...(ref ? { ref } : {}),
+          expanded: now, ...headerNamed(toggle.el),
           ...(partText ? { part: { text: partText, ...(partRef ? { ref: partRef } : {}) } } : {}),
           ...(shownFields.fields || !opensPart ? shownFields : fieldsIn(opensPart)),
         };
@@ -1273,11 +1277,8 @@ export function actionEvidence(live, openable) {
     // It is said so instead: `Collapsed: [ref=e4]`.
     const closer = [...watch.expanded].find(el => el.isConnected && el.getAttribute('aria-expanded') !== 'true');
     if (closer) {
-      if (closer.checkVisibility()) {
-        const name = closer.matches('input, textarea, select') ? field(closer, true).field : spokenName(closer, true);
-        const ref = window[Symbol.for('mcp-relay.refs')]?.refOf.get(closer);
-        evidence.toggled = { expanded: false, ...(name ? { name } : {}), ...(ref ? { ref } : {}) };
-      }
+      if (closer.checkVisibility())
+        evidence.toggled = { expanded: false, ...headerNamed(closer) };
       return;
     }
     // (Nor a list, menu or dialog taken away with the box around it: MUI's and Radix's
