@@ -156,6 +156,21 @@ export function watchAction(live, openable) {
   // Names given to popups by the element that opened them (see `opener`), kept while the
   // document lives so that one closes under the name it opened with.
   const openedBy = window[Symbol.for('mcp-relay.openedBy')] ??= new WeakMap();
+  // What a label says of the field it labels: its shown words less the field's own, as
+  // Chrome names a field its label wraps (Datasette's `<label>X column <select>…` read
+  // `combobox "X column product count(*)"`, every option's words in the name).
+  const labelSays = (label, el) => {
+    if (!label.contains(el))
+      return label.innerText.trim();
+    let words = '';
+    const walker = document.createTreeWalker(label, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+      const parent = walker.currentNode.parentElement;
+      if (!el.contains(parent) && parent?.checkVisibility())
+        words += ` ${walker.currentNode.data}`;
+    }
+    return words.replace(/\s+/g, ' ').trim();
+  };
   // `bare`: no stand-in for a field with no name (its id, its tag), as a line saying what
   // changed names it: Bokeh gives every field the id "input".
   const field = (el, bare = false) => {
@@ -170,7 +185,7 @@ export function watchAction(live, openable) {
     const name = (ownLabel === 'null' || ownLabel === 'undefined' ? '' : ownLabel) || labelled
       // (A label's own `aria-label` is what it says, as Chrome reads it: Element Plus's table
       // labels each row's box so, with no words, and its boxes read `Changed: checkbox`.)
-      || [...(el.labels?.length ? el.labels : standsFor)].map(label => label.getAttribute('aria-label') || label.innerText.trim() || drawnText(label)).join(' ').trim()
+      || [...(el.labels?.length ? el.labels : standsFor)].map(label => label.getAttribute('aria-label') || labelSays(label, el) || drawnText(label)).join(' ').trim()
       // (Its title before its placeholder, as the snapshot names it: Trac's select-all box,
       // `title="Toggle group"`, read as its name attribute, "toggle_group".)
       || el.getAttribute('title') || el.getAttribute('placeholder') || el.getAttribute('name') || (bare ? '' : el.id || el.localName);
@@ -671,7 +686,10 @@ export function actionEvidence(live, openable) {
   };
   const anchor = location.href.split('#')[0] === watch.href.split('#')[0] && location.hash.length > 1 &&
     document.getElementById(idOf(location.hash.slice(1)));
-  const routed = location.href !== watch.href && !anchor;
+  // Nor a hash of settings (`#g.mark=bar&g.x_column=product`, datasette-vega's chart, drawn
+  // by the click that wrote it): the page keeps its view, and what it drew is news.
+  const settings = location.href.split('#')[0] === watch.href.split('#')[0] && /^#[^/!][^/]*=/.test(location.hash);
+  const routed = location.href !== watch.href && !anchor && !settings;
   const floats = el => {
     for (let node = el; node && node !== document.body; node = node.parentElement) {
       if (['fixed', 'sticky'].includes(getComputedStyle(node).position))
@@ -891,6 +909,36 @@ export function actionEvidence(live, openable) {
   const FIELDS = watch.fieldsCss;
   const KINDS = { checkbox: 'checkbox', radio: 'radio', number: 'spinbutton', range: 'slider', search: 'searchbox' };
   const fieldsIn = el => fieldsOf([...el.querySelectorAll(FIELDS)]);
+  // What a box put up over the page offers to press, by role and name with the ref each is
+  // named by next (Datasette's column menu, four links, read as one run of words whose
+  // links a model had to take a snapshot to name), and the box's words less those names.
+  // At most 6; a box offering more keeps all its words and says how many it offers.
+  const controlsIn = (el, text) => {
+    const found = [...el.querySelectorAll('a[href], button, [role=button], [role=link], [role^=menuitem], ' +
+      'input[type=submit], input[type=button]')]
+      .filter(one => one.checkVisibility() && !one.closest('[aria-hidden=true]') &&
+        !one.parentElement?.closest('a[href], button, [role=button], [role=link], [role^=menuitem]'))
+      .map(one => ({ one, name: one.localName === 'input' ? one.value : spokenName(one) }))
+      .filter(({ name }) => name);
+    if (!found.length)
+      return { text };
+    let rest = text;
+    for (const { name } of found.slice(0, 6)) {
+      const at = rest.indexOf(name);
+      if (at >= 0)
+        rest = `${rest.slice(0, at)} ${rest.slice(at + name.length)}`;
+    }
+    const controls = found.slice(0, 6).map(({ one, name }) => {
+      const kind = one.getAttribute('role') ?? (one.localName === 'a' ? 'link' : 'button');
+      const ref = handle(one);
+      return { kind, name, ...(ref ? { ref } : {}) };
+    });
+    return {
+      text: found.length > 6 ? text : rest.replace(/\s+/g, ' ').trim(),
+      controls,
+      ...(found.length > 6 ? { controlCount: found.length } : {}),
+    };
+  };
   const fieldsOf = list => {
     let focused = document.activeElement;
     while (focused?.shadowRoot?.activeElement)
@@ -1096,7 +1144,7 @@ export function actionEvidence(live, openable) {
       if (pressedName && text === pressedName && (el.closest('[role=tooltip]') || el.querySelector('[role=tooltip]')))
         continue;
       const ref = handle(el);
-      appeared.push({ text, ...(ref ? { ref } : {}), ...fieldsIn(el) });
+      appeared.push({ ...controlsIn(el, text), ...(ref ? { ref } : {}), ...fieldsIn(el) });
       overPage.push(el);
     }
     if (appeared.length)
@@ -1156,7 +1204,11 @@ export function actionEvidence(live, openable) {
     // combobox, a line or two high; the chips are beside the combobox's own input, Quasar's
     // and react-select's, or inside it, Shoelace's).
     const FIELD = '[role=combobox], select';
-    const holder = (watch.pressed ?? []).find(el => el.matches(FIELD) || el.querySelector(FIELD) || el.shadowRoot?.querySelector(FIELD));
+    // (One shown before the action: a button that shows a form with a drop-down in it, in a
+    // box a line high around both, is no drop-down's box, and what it showed was not said.)
+    const hiddenBefore = new Set(watch.hiddenFields ?? []);
+    const holder = (watch.pressed ?? []).find(el => (el.matches(FIELD) && !hiddenBefore.has(el)) ||
+      [...el.querySelectorAll(FIELD)].some(one => !hiddenBefore.has(one)) || el.shadowRoot?.querySelector(FIELD));
     const ownBox = holder?.matches(FIELD) ? drawnParent(holder) : holder;
     const apart = [...said, ...controlled, ...details, ...overPage, ...(ownBox && ownBox.getBoundingClientRect().height <= 120 ? [ownBox] : [])];
     // A few words a script wrote inline in a sentence are read with their sentence: "Total:
@@ -1220,6 +1272,21 @@ export function actionEvidence(live, openable) {
       return box.width * box.height;
     };
     candidates.sort((one, other) => sizeOf(other) - sizeOf(one));
+    // The first picture in an element at least 60 by 40 px (not an icon or a spinner).
+    const drawingIn = el => {
+      const one = [el, ...el.querySelectorAll('canvas, svg, img, video')].find(kid =>
+        kid.matches('canvas, svg, img, video') && !kid.parentElement?.closest('svg') && kid.checkVisibility() &&
+        kid.getBoundingClientRect().width >= 60 && kid.getBoundingClientRect().height >= 40);
+      if (!one)
+        return null;
+      const box = one.getBoundingClientRect();
+      const name = one.getAttribute('aria-label') || one.getAttribute('alt') || one.querySelector(':scope > title')?.textContent || '';
+      const ref = handle(one);
+      return {
+        drawing: { kind: one.localName === 'svg' ? 'img' : one.localName, size: `${Math.round(box.width)}×${Math.round(box.height)}` },
+        ...(name.trim() ? { name: clip(name, 80) } : {}), ...(ref ? { ref } : {}),
+      };
+    };
     const shows = [];
     for (const el of candidates) {
       if (shows.length === 2)
@@ -1233,7 +1300,16 @@ export function actionEvidence(live, openable) {
       for (const select of el.querySelectorAll('select'))
         whole = whole.replace(select.innerText, ' ');
       const text = clip(whole, 150);
-      if (text.length < 3 || wasThere(whole) || told.some(one => one.includes(text)))
+      if (text.length < 3) {
+        // A drawing with no words: a chart the click drew (Datasette's "Bar" drew a canvas
+        // and its answer said only the radio), by its kind and size, with the ref an element
+        // screenshot of it takes.
+        const drawing = drawingIn(el);
+        if (drawing)
+          shows.push({ el, ...drawing });
+        continue;
+      }
+      if (wasThere(whole) || told.some(one => one.includes(text)))
         continue;
       const ref = handle(el);
       shows.push({ el, text, ...(ref ? { ref } : {}), ...(watch.appeared.has(el) ? fieldsIn(el) : {}) });

@@ -3977,7 +3977,11 @@ async fn what_an_action_puts_up_over_the_page_is_said() {
             .await;
             assert!(
                 text(&found)
-                    .contains("Appeared over the page: \"Title matches: Shopping list Open Pin\""),
+                    .contains("Appeared over the page: \"Title matches: Shopping list\" [ref=e"),
+                "{found}"
+            );
+            assert!(
+                text(&found).contains("with buttons: \"Open\" [ref=e"),
                 "{found}"
             );
             let again = tool(&bridge, "browser_click", json!({"target": "#again"})).await;
@@ -3997,6 +4001,70 @@ async fn what_an_action_puts_up_over_the_page_is_said() {
             assert!(
                 !is_error(&added) && !text(&added).contains("Appeared"),
                 "{added}"
+            );
+        }
+    );
+}
+
+/// A menu a click puts up names what it offers with the refs to press them by (Datasette's
+/// column menu: four links read as one run of words), a field its label wraps is named by the
+/// label's words alone (not its options'), and a chart a click draws with no words, writing
+/// its settings in the hash, is said with the ref an element screenshot of it takes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_menu_says_its_links_by_ref_and_a_chart_drawn_is_said() {
+    on_tools_page!(
+        "a_menu_says_its_links_by_ref_and_a_chart_drawn_is_said",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<div id=board>\
+                 <table><tr><th style=\"position: relative\">status <button id=cog aria-label=Actions \
+                 onclick=\"this.parentElement.insertAdjacentHTML(`beforeend`, `<div style=&quot;position: absolute; \
+                 top: 24px; left: 0; width: 180px; background: white; z-index: 4&quot;><ul>\
+                 <li><a href=&quot;?_sort=status&quot;>Sort ascending</a></li>\
+                 <li><a href=&quot;?_sort_desc=status&quot;>Sort descending</a></li></ul>\
+                 <p>Type: TEXT</p></div>`)\">⚙</button></th></tr></table>\
+                 <button id=options onclick=\"panel.hidden = false\">Show charting options</button>\
+                 <div id=panel hidden><label>X column <select><option>product</option>\
+                 <option>count</option></select></label>\
+                 <label><input type=radio name=mark id=bar onclick=\"location.hash = `g.mark=bar`; \
+                 chart.innerHTML = `<canvas width=200 height=150></canvas>`\">Bar</label></div>\
+                 <div id=chart></div></div>'); 1",
+            )
+            .await;
+            // (Once the page has had a snapshot, what a part put up carries refs.)
+            outline(&bridge, json!({"depth": 1})).await;
+            let menu = tool(&bridge, "browser_click", json!({"target": "#cog"})).await;
+            assert!(
+                text(&menu).contains("Appeared over the page: \"Type: TEXT\" [ref=e")
+                    && text(&menu).contains("with links: \"Sort ascending\" [ref=e"),
+                "{menu}"
+            );
+            let descending = ref_of(&text(&menu), "\"Sort descending\"");
+            let outline = outline(&bridge, json!({"target": descending})).await;
+            assert!(outline.contains("link \"Sort descending\""), "{outline}");
+            page_value(
+                &bridge,
+                "document.querySelector('#board th div').remove(); 1",
+            )
+            .await;
+            let shown = tool(&bridge, "browser_click", json!({"target": "#options"})).await;
+            assert!(
+                text(&shown).contains("combobox \"X column\" [ref=e"),
+                "{shown}"
+            );
+            let drawn = tool(&bridge, "browser_click", json!({"target": "#bar"})).await;
+            assert!(
+                text(&drawn).contains("Page now shows: canvas [ref=e")
+                    && text(&drawn).contains("(200×150 px)"),
+                "{drawn}"
+            );
+            let chart = ref_of(&text(&drawn), "Page now shows: canvas");
+            let picture = tool(&bridge, "browser_take_screenshot", json!({"target": chart})).await;
+            assert!(
+                !is_error(&picture) && text(&picture).contains("200×150 px"),
+                "{picture}"
             );
         }
     );

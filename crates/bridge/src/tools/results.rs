@@ -204,6 +204,51 @@ fn name_and_ref(element: &Value) -> String {
     said
 }
 
+/// What a part the action put up offers to press (`controls`, `controlCount`), as its line
+/// goes on: ` with links: "Sort ascending" [ref=e513], "Sort descending" [ref=e515]` when all
+/// are of one kind, ` with: button "Open" [ref=e9], link "Pin" [ref=e10]` when not, so the
+/// model presses one next without reading the page again.
+fn controls_held(shown: &Value) -> String {
+    let Some(controls) = shown["controls"]
+        .as_array()
+        .filter(|controls| !controls.is_empty())
+    else {
+        return String::new();
+    };
+    let kind_of = |control: &Value| control["kind"].as_str().unwrap_or("button").to_owned();
+    let one_kind = controls
+        .iter()
+        .all(|control| kind_of(control) == kind_of(&controls[0]));
+    let said: Vec<String> = controls
+        .iter()
+        .map(|control| {
+            let named = name_and_ref(control).trim_start().to_owned();
+            if one_kind {
+                named
+            } else {
+                format!("{} {named}", kind_of(control))
+            }
+        })
+        .collect();
+    let joint = if shown["fields"]
+        .as_array()
+        .is_some_and(|fields| !fields.is_empty())
+    {
+        ";"
+    } else {
+        " with"
+    };
+    let mut text = if one_kind {
+        format!("{joint} {}s: {}", kind_of(&controls[0]), said.join(", "))
+    } else {
+        format!("{joint}: {}", said.join(", "))
+    };
+    if let Some(count) = shown["controlCount"].as_u64() {
+        text.push_str(&format!(", … ({count} in all)"));
+    }
+    text
+}
+
 /// The fields a part the action put up holds (`fields`, `fieldCount`), as its line goes on:
 /// ` with fields: textbox [ref=e50] [active]: "New Tiddler"; textbox "tag name" [ref=e51]`, as
 /// a snapshot's lines name them, so the model types into them next without reading the page
@@ -421,16 +466,33 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
             // What the action put up over the page with no role to say what it is (a toast,
             // a tour, a site's own modal).
             "appeared" => lines.extend(value.as_array().into_iter().flatten().map(|shown| {
-                format!(
-                    "Appeared over the page: {:?}{}{}",
-                    shown["text"].as_str().unwrap_or(""),
-                    name_and_ref(&json!({"ref": shown["ref"]})),
-                    fields_held(shown)
-                )
+                let text = shown["text"].as_str().unwrap_or("");
+                let mut line = if text.is_empty() {
+                    format!(
+                        "Appeared over the page{}",
+                        name_and_ref(&json!({"ref": shown["ref"]}))
+                    )
+                } else {
+                    format!(
+                        "Appeared over the page: {text:?}{}",
+                        name_and_ref(&json!({"ref": shown["ref"]}))
+                    )
+                };
+                line.push_str(&fields_held(shown));
+                line.push_str(&controls_held(shown));
+                line
             })),
             // What the action put in the page's flow or wrote there ("Ordered 1 large pizza"
             // under the button): what a person sees the click do, which `clicked: true` is not.
             "shows" => lines.extend(value.as_array().into_iter().flatten().map(|shown| {
+                // A drawing with no words (a chart a click drew): its kind, name, ref and size.
+                if let Some(kind) = shown["drawing"]["kind"].as_str() {
+                    return format!(
+                        "Page now shows: {kind}{} ({} px)",
+                        name_and_ref(shown),
+                        shown["drawing"]["size"].as_str().unwrap_or("?")
+                    );
+                }
                 format!(
                     "Page now shows: {:?}{}{}",
                     shown["text"].as_str().unwrap_or(""),
@@ -1924,6 +1986,16 @@ mod tests {
             "Tab 7\nPage now shows: \"Ordered 1 large pizza\"\n\
              Page now shows: \"Total: $5\" [ref=e9]\nclicked: true"
         );
+        // A drawing with no words, by its kind, ref and size.
+        let chart = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true, "shows": [
+                {"drawing": {"kind": "canvas", "size": "183×272"}, "ref": "e54"}]}),
+        );
+        assert_eq!(
+            chart.text,
+            "Tab 7\nPage now shows: canvas [ref=e54] (183×272 px)\nclicked: true"
+        );
         // What the action put up over the page with no role.
         let appeared = render(
             "browser_click",
@@ -1932,6 +2004,25 @@ mod tests {
         assert_eq!(
             appeared.text,
             "Tab 7\nAppeared over the page: \"Successfully deployed\"\nclicked: true"
+        );
+        // What it offers to press is named with refs: one kind as one list, mixed kinds each
+        // with its role, and only the words no control says.
+        let menu = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true, "appeared": [
+                {"text": "Type: TEXT", "ref": "e510", "controls": [
+                    {"kind": "link", "name": "Sort ascending", "ref": "e513"},
+                    {"kind": "link", "name": "Facet by this", "ref": "e517"}]},
+                {"text": "", "controls": [
+                    {"kind": "button", "name": "Open", "ref": "e9"},
+                    {"kind": "link", "name": "Pin"}], "controlCount": 9}]}),
+        );
+        assert_eq!(
+            menu.text,
+            "Tab 7\nAppeared over the page: \"Type: TEXT\" [ref=e510] with links: \
+             \"Sort ascending\" [ref=e513], \"Facet by this\" [ref=e517]\n\
+             Appeared over the page with: button \"Open\" [ref=e9], link \"Pin\", … (9 in all)\n\
+             clicked: true"
         );
         // A form sent to the page's own address: the page loaded again.
         let again = render(
