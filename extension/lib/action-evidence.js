@@ -744,6 +744,8 @@ export function actionEvidence(live, openable) {
   // into, filled, chosen: page-scripts.js and form-fields.js mark it) is left out, as its own
   // answer says it; so is, after an action that sets values, the field focused (`focused`: one
   // a drawn drop-down or a component led the typing to; action-reports.js drops it).
+  // Each tab the action selected, with its row, for the panel it shows (see below).
+  const tabsSelected = [];
   part('controls the action changed', () => {
     const changed = [];
     let moreChanged = 0;
@@ -795,6 +797,8 @@ export function actionEvidence(live, openable) {
         kind, ...named, to: clip(now, 100), ...(toggles ? {} : { from: clip(was ?? '', 100) }),
         ...(el === document.activeElement ? { focused: true } : {}),
       });
+      if (kind === 'tab' && now === 'selected')
+        tabsSelected.push({ el, row: changed.at(-1) });
     }
     // Controls the action let a person use, or stopped them using, named as the outline names
     // them: a button by its words.
@@ -1179,6 +1183,27 @@ export function actionEvidence(live, openable) {
           ...(shownFields.fields || !opensPart ? shownFields : fieldsIn(opensPart)),
         };
       }
+    }
+  });
+  // The panel a tab now selected shows (`aria-controls`, else the tab panel it labels), its
+  // words, ref and fields, as a person sees the panel the click brought: Trac's and Django's
+  // tabs read only `Changed: tab "Details": now selected`, and the fields the panel holds
+  // took a snapshot to name.
+  part('the panel a tab shows', () => {
+    for (const { el, row } of tabsSelected.slice(0, 1)) {
+      const tree = el.getRootNode();
+      const byId = id => tree.getElementById?.(id) ?? document.getElementById(id);
+      const panel = (el.getAttribute('aria-controls') ?? '').split(/\s+/).filter(Boolean).map(byId)
+        .find(one => one?.checkVisibility()) ??
+        (el.id ? [...(tree.querySelectorAll?.('[role=tabpanel]') ?? [])]
+          .find(one => one.getAttribute('aria-labelledby')?.split(/\s+/).includes(el.id) && one.checkVisibility()) : null);
+      if (!panel)
+        continue;
+      const text = clip(shown(panel).replace(/\s+/g, ' '), 150);
+      const ref = handle(panel);
+      if (text)
+        row.part = { text, ...(ref ? { ref } : {}) };
+      Object.assign(row, fieldsIn(panel));
     }
   });
   // What the action put in the page's flow, or wrote there (in the flow, or in a box that

@@ -4096,7 +4096,8 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
                  <button id=redraw onclick=\"rows.innerHTML = rows.innerHTML\">Refresh</button>\
                  <div role=tablist><button role=tab id=tab aria-selected=false aria-controls=panel \
                  onclick=\"this.setAttribute(`aria-selected`, `true`); panel.hidden = false\">Details</button></div>\
-                 <div role=tabpanel id=panel hidden>Weight 2 kg, made in Lisbon</div></div>'); \
+                 <div role=tabpanel id=panel hidden>Weight 2 kg, made in Lisbon \
+                 <input aria-label=Note></div></div>'); \
                  setInterval(() => { clock.firstChild.data = String(Math.round(performance.now())); }, 250); 1",
             )
             .await;
@@ -4286,7 +4287,10 @@ async fn what_an_action_adds_to_the_pages_flow_is_said_and_what_it_draws_again_i
             );
             let tab = tool(&bridge, "browser_click", json!({"target": "#tab"})).await;
             assert!(
-                text(&tab).contains("Changed: tab \"Details\"")
+                text(&tab).contains("Changed: tab \"Details\" [ref=e")
+                    && text(&tab)
+                        .contains(": now selected, showing \"Weight 2 kg, made in Lisbon\" [ref=e")
+                    && text(&tab).contains("with fields: textbox \"Note\" [ref=e")
                     && !text(&tab).contains("Page now shows"),
                 "{tab}"
             );

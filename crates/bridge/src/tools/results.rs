@@ -204,6 +204,18 @@ fn name_and_ref(element: &Value) -> String {
     said
 }
 
+/// What the part a header opened or a tab selected shows (`part: {text, ref?}`), as its line
+/// goes on: `, showing "Weight 2 kg" [ref=e9]`; nothing without one.
+fn showing(part: &Value) -> String {
+    match part["text"].as_str() {
+        Some(text) => format!(
+            ", showing {text:?}{}",
+            name_and_ref(&json!({"ref": part["ref"]}))
+        ),
+        None => String::new(),
+    }
+}
+
 /// What a part the action put up offers to press (`controls`, `controlCount`), as its line
 /// goes on: ` with links: "Sort ascending" [ref=e513], "Sort descending" [ref=e515]` when all
 /// are of one kind, ` with: button "Open" [ref=e9], link "Pin" [ref=e10]` when not, so the
@@ -394,7 +406,13 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                                 None => groups.push((to, vec![control(row)])),
                             }
                         }
-                        Some(to) => lines.push(format!("Changed: {}: now {to}", control(row))),
+                        // (A tab selected says the panel it shows: its words, ref and fields.)
+                        Some(to) => lines.push(format!(
+                            "Changed: {}: now {to}{}{}",
+                            control(row),
+                            showing(&row["part"]),
+                            fields_held(row)
+                        )),
                         None => lines.push(format!(
                             "Changed: {}: {:?} → {:?}",
                             control(row),
@@ -535,21 +553,15 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
             // A part of the page shown or hidden by its header (an accordion, a <details>).
             "toggled" => {
                 // What the part it opened shows (a picker, a panel), when it controls one.
-                let part = match value["part"]["text"].as_str() {
-                    Some(text) => format!(
-                        ", showing {text:?}{}",
-                        name_and_ref(&json!({"ref": value["part"]["ref"]}))
-                    ),
-                    None => String::new(),
-                };
                 let line = format!(
-                    "{}:{}{part}{}",
+                    "{}:{}{}{}",
                     if value["expanded"] == true {
                         "Expanded"
                     } else {
                         "Collapsed"
                     },
                     name_and_ref(value),
+                    showing(&value["part"]),
                     fields_held(value)
                 );
                 lines.push(line);
@@ -1985,6 +1997,19 @@ mod tests {
             shows.text,
             "Tab 7\nPage now shows: \"Ordered 1 large pizza\"\n\
              Page now shows: \"Total: $5\" [ref=e9]\nclicked: true"
+        );
+        // A tab selected says the panel it shows, with its ref and fields.
+        let tab = render(
+            "browser_click",
+            &json!({"tabId": 7, "clicked": true, "changed": [
+                {"kind": "tab", "field": "Details", "ref": "e5", "to": "selected",
+                 "part": {"text": "Weight 2 kg", "ref": "e9"},
+                 "fields": [{"kind": "textbox", "name": "Note", "ref": "e10"}]}]}),
+        );
+        assert_eq!(
+            tab.text,
+            "Tab 7\nChanged: tab \"Details\" [ref=e5]: now selected, showing \"Weight 2 kg\" \
+             [ref=e9] with fields: textbox \"Note\" [ref=e10]\nclicked: true"
         );
         // A drawing with no words, by its kind, ref and size.
         let chart = render(
