@@ -45,6 +45,8 @@ export function watchAction(live, openable) {
   const CONTROLS = 'input, select, textarea, [role=checkbox], [role=switch], [role=radio], [role=menuitemcheckbox], ' +
     '[role=menuitemradio], [role=spinbutton], [role=slider], [role=tab], [aria-pressed], th, [role=columnheader]';
   const MOST_CONTROLS = 2000;
+  // What a list or table holds one of: what `listed` counts.
+  const ITEMS = 'tr, li, [role=row], [role=listitem], [role=option], [role=treeitem], [role=article]';
   // The controls a person can find greyed out: whether each takes input is watched too, so
   // that a click or a key that lets one be used (Trac's "resolve as" radio enables the
   // resolution drop-down beside it; a form's Submit waits for a required field) or stops one
@@ -380,6 +382,10 @@ export function watchAction(live, openable) {
     // What the action took off the page (at most 2,000 nodes), so that what it puts back as it
     // was (a framework drawing a list again, a row moved by a sort) is not news.
     removed: [],
+    // Lists whose rows or items the action put in or took out (`{added, removed}` by list, at
+    // most 300), and the rows and items it showed or hid by an attribute (at most 2,000).
+    listed: new Map(),
+    restyled: new Map(),
     // What the action itself put on the page, to tell what it took away of that (a search's
     // results after the first keys, drawn again after the last) from what was there before.
     born: new WeakSet(),
@@ -399,6 +405,17 @@ export function watchAction(live, openable) {
             if (watch.removed.length < 2000)
               watch.removed.push(node);
           }
+          // Rows and items that were there before the action taken out of a list, by the
+          // list (a search drawing its results again on each key): with those it put in,
+          // how many it showed before.
+          for (const node of record.removedNodes) {
+            if (node.nodeType === Node.ELEMENT_NODE && !watch.born.has(node) && node.matches(ITEMS) &&
+                (watch.listed.size < 300 || watch.listed.has(record.target)))
+              watch.listed.set(record.target, (watch.listed.get(record.target) ?? new Set()).add(node));
+          }
+          if (record.target.nodeType === Node.ELEMENT_NODE && watch.listed.size < 300 && !watch.listed.has(record.target) &&
+              [...record.addedNodes].some(node => node.nodeType === Node.ELEMENT_NODE && node.matches(ITEMS)))
+            watch.listed.set(record.target, new Set());
           if (watch.retexted.size < 100 && [...record.addedNodes].some(node => node.nodeType === Node.TEXT_NODE && /[\p{L}\p{N}]/u.test(node.data)))
             watch.retexted.add(record.target);
           for (const node of record.addedNodes) {
@@ -420,10 +437,20 @@ export function watchAction(live, openable) {
           const parent = record.target.parentElement;
           if (parent && !(before > watch.since - 2000) && watch.retexted.size < 100 && /[\p{L}\p{N}]/u.test(record.target.data))
             watch.retexted.add(parent);
-        } else if (watch.appeared.size < 100 && (record.attributeName === 'hidden' ? record.oldValue !== null
-          : /display:\s*none|visibility:\s*hidden/.test(record.oldValue ?? ''))) {
-          // (An attribute's record: what a `hidden` or a style hid is shown.)
-          watch.appeared.add(record.target);
+        } else {
+          // (An attribute's record.) A row or item shown or hidden in its list (a filter
+          // hiding the rows it does not match), whichever it is now.
+          // (Hidden before by its first record's old value: a `hidden` attribute, a style's
+          // `display: none`, a class that says so, as `hidden` or `d-none` do.)
+          if (watch.restyled.size < 2000 && record.target.matches(ITEMS) && !watch.restyled.has(record.target)) {
+            const old = record.oldValue ?? '';
+            watch.restyled.set(record.target, record.attributeName === 'hidden' ? record.oldValue !== null
+              : record.attributeName === 'style' ? /display:\s*none/.test(old) : /(^|\s)(\S*hid\S*|d-none|filtered\S*)(\s|$)/i.test(old));
+          }
+          // What a `hidden` or a style hid is shown.
+          if (record.attributeName !== 'class' && watch.appeared.size < 100 && (record.attributeName === 'hidden'
+            ? record.oldValue !== null : /display:\s*none|visibility:\s*hidden/.test(record.oldValue ?? '')))
+            watch.appeared.add(record.target);
         }
       }
     },
@@ -452,6 +479,7 @@ export function watchAction(live, openable) {
     around: null,
     hiddenFields: null,
     fieldsCss: FIELDS,
+    itemsCss: ITEMS,
     toggle: null,
     expandedOf,
     named: new Map(),
@@ -519,7 +547,7 @@ export function watchAction(live, openable) {
     document.addEventListener(type, listener, true);
   for (const root of roots)
     watch.added.observe(root, {
-      childList: true, subtree: true, attributeFilter: ['hidden', 'style'], attributeOldValue: true, characterData: true, characterDataOldValue: true,
+      childList: true, subtree: true, attributeFilter: ['hidden', 'style', 'class'], attributeOldValue: true, characterData: true, characterDataOldValue: true,
     });
   window[key] = watch;
   return { url: location.href, title: document.title, readyState: document.readyState };
@@ -1206,6 +1234,61 @@ export function actionEvidence(live, openable) {
       Object.assign(row, fieldsIn(panel));
     }
   });
+  // The lists and tables `listed` says, whose rows `shows` does not say again.
+  const listedIn = [];
+  // Lists and tables whose rows or items a person sees grow or shrink by two or more, or
+  // empty (a filter typed, a facet clicked, "Load more"): how many they show now and before,
+  // and the first few. Typing into a table's filter read only `typed: true`, though it hid
+  // ten of twelve rows. Not a list a dialog, menu or list box said opened or closed holds
+  // (its own line says its items), nor on a new view.
+  part('lists grown or shrunk', () => {
+    if (routed)
+      return;
+    const ITEMS = watch.itemsCss;
+    const lists = new Map();
+    // (Taken out and not put back in it: a list sorted takes every row out and puts it back.)
+    for (const [list, gone] of watch.listed)
+      lists.set(list, { removed: [...gone].filter(node => node.parentElement !== list).length, shown: 0, hidden: 0 });
+    for (const [item, wasHidden] of watch.restyled) {
+      const list = item.parentElement;
+      if (!list || watch.born.has(item) || wasHidden !== item.checkVisibility())
+        continue;
+      const tally = lists.get(list) ?? { removed: 0, shown: 0, hidden: 0 };
+      tally[wasHidden ? 'shown' : 'hidden'] += 1;
+      lists.set(list, tally);
+    }
+    const grown = [];
+    listedIn.length = 0;
+    for (const [list, { removed, shown: unveiled, hidden }] of lists) {
+      if (grown.length === 2)
+        break;
+      if (!list.isConnected || !list.checkVisibility?.() || said.some(one => one.contains(list)))
+        continue;
+      const items = [...list.children].filter(one => one.matches(ITEMS));
+      const seen = items.filter(one => one.checkVisibility());
+      // (What it put in and shows, what it took out, and what it showed or hid in place.)
+      const addedSeen = items.filter(one => watch.born.has(one) && one.checkVisibility()).length;
+      const before = seen.length - addedSeen + removed - unveiled + hidden;
+      const now = seen.length;
+      if (now === before || (Math.abs(now - before) < 2 && now > 0) || before < 0)
+        continue;
+      const table = list.closest('table, [role=grid], [role=table], [role=treegrid]');
+      const holder = table ?? list;
+      const rows = Boolean(table) || items.some(one => one.matches('tr, [role=row]'));
+      // (Those it added, when it grew: what "Load more" brought, not the first rows again.)
+      const fresh = seen.filter(one => (watch.born.has(one) || watch.restyled.get(one) === true) && !wasThere(one.innerText));
+      const first = (now > before && fresh.length ? fresh : seen).slice(0, 3).map(one => clip(rows && one.children.length > 1
+        ? [...one.children].map(cell => cell.innerText.trim()).filter(Boolean).join(' | ') : one.innerText, 80)).filter(Boolean);
+      const ref = handle(holder);
+      listedIn.push(holder);
+      grown.push({
+        kind: table ? 'table' : 'list', items: rows ? 'rows' : 'items', now, before,
+        ...(first.length ? { first } : {}), ...(ref ? { ref } : {}),
+      });
+    }
+    if (grown.length)
+      evidence.listed = grown;
+  });
   // What the action put in the page's flow, or wrote there (in the flow, or in a box that
   // floats and was there: a toast shown by a class, its words written then, MkDocs
   // Material's "Copied to clipboard"; a sticky cart's count), that a person sees appear where
@@ -1235,7 +1318,7 @@ export function actionEvidence(live, openable) {
     const holder = (watch.pressed ?? []).find(el => (el.matches(FIELD) && !hiddenBefore.has(el)) ||
       [...el.querySelectorAll(FIELD)].some(one => !hiddenBefore.has(one)) || el.shadowRoot?.querySelector(FIELD));
     const ownBox = holder?.matches(FIELD) ? drawnParent(holder) : holder;
-    const apart = [...said, ...controlled, ...details, ...overPage, ...(ownBox && ownBox.getBoundingClientRect().height <= 120 ? [ownBox] : [])];
+    const apart = [...said, ...controlled, ...details, ...overPage, ...listedIn, ...(ownBox && ownBox.getBoundingClientRect().height <= 120 ? [ownBox] : [])];
     // A few words a script wrote inline in a sentence are read with their sentence: "Total:
     // $5", not "$5" (not an element put in the page: a component's is inline too, and holds
     // its own words, Mesop's; Django's date shortcuts, put back as they were, are not news).
@@ -1366,11 +1449,11 @@ export function actionEvidence(live, openable) {
   // The largest part taken away whose words are nowhere on the page now (not drawn again:
   // a framework's re-render, a list sorted), with words, cut at 150 characters; not when
   // another line says what went (a dialog, menu or list closed, a part collapsed, a tab's
-  // panel left), nor with a new view, nor what typing took away (suggestions replaced as the
+  // panel left, a list shrunk), nor with a new view, nor what typing took away (suggestions replaced as the
   // words change).
   part('what the page no longer shows', () => {
     if (routed || watch.typed || evidence.closed || evidence.opened || evidence.toggled || evidence.appeared ||
-        evidence.changed?.some(row => row.kind === 'tab' && row.to === 'selected'))
+        evidence.listed || evidence.changed?.some(row => row.kind === 'tab' && row.to === 'selected'))
       return;
     // (Nor a part that closed as what opened it says it did: Vuetify's menu and date picker,
     // boxes with no role, read `Page no longer shows: "Export CSV Settings"` after a pick or

@@ -4070,6 +4070,86 @@ async fn a_menu_says_its_links_by_ref_and_a_chart_drawn_is_said() {
     );
 }
 
+/// A list or table an action grows or shrinks says how many rows or items it shows now and
+/// before, and the first few (new ones first when it grew): a filter that hides rows by a
+/// style, a search that draws its list again on each key, a "More" that adds to it; a list
+/// sorted, every row taken out and put back, is the same list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filter_typed_says_how_many_rows_it_left() {
+    on_tools_page!(
+        "a_filter_typed_says_how_many_rows_it_left",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "const names = [`Ada`, `Grace`, `Linus`, `Ken`, `Barbara`, `Edsger`, `Donald`, `Frances`]; \
+                 document.body.insertAdjacentHTML('afterbegin', `<div id=lists><input id=filter aria-label=Filter>\
+                 <table><tbody id=rows>${names.map((name, at) => `<tr><td>${name}</td><td>${at % 2 ? 'Japan' : 'Kenya'}</td></tr>`).join('')}\
+                 </tbody></table><input id=search aria-label=Search><button id=sort>Sort</button>\
+                 <button id=more>More</button><ul id=people></ul></div>`); \
+                 filter.oninput = () => { for (const row of rows.children) \
+                 row.style.display = row.textContent.toLowerCase().includes(filter.value.toLowerCase()) ? '' : 'none'; }; \
+                 const draw = () => { people.innerHTML = names.filter(name => name.toLowerCase() \
+                 .includes(search.value.toLowerCase())).map(name => `<li>${name}</li>`).join(''); }; \
+                 draw(); search.oninput = draw; \
+                 sort.onclick = () => people.append(...[...people.children].reverse()); \
+                 more.onclick = () => people.insertAdjacentHTML('beforeend', '<li>Extra 1</li><li>Extra 2</li>'); 1",
+            )
+            .await;
+            outline(&bridge, json!({"depth": 1})).await;
+            let filtered = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": "#filter", "text": "grace"}),
+            )
+            .await;
+            assert!(
+                text(&filtered).contains("Table [ref=e")
+                    && text(&filtered).contains("now shows 1 row (8 before): \"Grace | Japan\""),
+                "{filtered}"
+            );
+            let found = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": "#search", "text": "an"}),
+            )
+            .await;
+            assert!(
+                text(&found).contains("List [ref=e")
+                    && text(&found).contains("now shows 1 item (8 before): \"Frances\""),
+                "{found}"
+            );
+            let none = tool(
+                &bridge,
+                "browser_type",
+                json!({"target": "#search", "text": "zzz"}),
+            )
+            .await;
+            assert!(
+                text(&none).contains("List [ref=e") && text(&none).contains("now shows no items"),
+                "{none}"
+            );
+            tool(
+                &bridge,
+                "browser_type",
+                json!({"target": "#search", "text": ""}),
+            )
+            .await;
+            let sorted = tool(&bridge, "browser_click", json!({"target": "#sort"})).await;
+            assert!(
+                !is_error(&sorted) && !text(&sorted).contains("now shows"),
+                "{sorted}"
+            );
+            let more = tool(&bridge, "browser_click", json!({"target": "#more"})).await;
+            assert!(
+                text(&more).contains("now shows 10 items (8 before): \"Extra 1\", \"Extra 2\"")
+                    && !text(&more).contains("Page now shows"),
+                "{more}"
+            );
+        }
+    );
+}
+
 /// What an action puts in the page's flow or writes there is said, as a person sees it appear
 /// (Mesop's "Ordered 1 large pizza" under its button; a total a script rewrote, read with its
 /// sentence; a status rewritten in place): what the page draws again as it was (a framework's

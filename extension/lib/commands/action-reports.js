@@ -319,7 +319,7 @@ export async function addDownloads(ctx, result, started, tabId = result.tabId) {
 }
 
 /** What action-evidence.js reports, copied into the action's result when present. */
-const EVIDENCE = ['formBlocked', 'markedInvalid', 'pageSays', 'changed', 'changedMore', 'opened', 'closed', 'appeared', 'toggled', 'shows', 'gone', 'unread'];
+const EVIDENCE = ['formBlocked', 'markedInvalid', 'pageSays', 'changed', 'changedMore', 'opened', 'closed', 'appeared', 'toggled', 'shows', 'listed', 'gone', 'unread'];
 
 /**
  * Leaves out of `changed` the fields an action that sets values set itself, which its own

@@ -147,7 +147,7 @@ fn without(value: &Value, keys: &[&str]) -> Value {
 /// What an action's answer may say happened to the page, in the order its text says it.
 /// Each but `settled` (a page still loading, said only beside something else) makes the answer
 /// lines rather than JSON (`render`).
-const WHAT_HAPPENED: [&str; 23] = [
+const WHAT_HAPPENED: [&str; 24] = [
     "dialog",
     "fileChooser",
     "tabClosed",
@@ -165,6 +165,7 @@ const WHAT_HAPPENED: [&str; 23] = [
     "appeared",
     "toggled",
     "shows",
+    "listed",
     "gone",
     "unread",
     "tabsOpened",
@@ -517,6 +518,43 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                     name_and_ref(&json!({"ref": shown["ref"]})),
                     fields_held(shown)
                 )
+            })),
+            // A list or table the action grew or shrank (a filter typed, "Load more"): how
+            // many rows or items it shows now and before, and the first few.
+            "listed" => lines.extend(value.as_array().into_iter().flatten().map(|list| {
+                let items = list["items"].as_str().unwrap_or("items");
+                let now = list["now"].as_u64().unwrap_or(0);
+                let mut line = format!(
+                    "{}{} now shows {} ({} before)",
+                    if list["kind"] == "table" {
+                        "Table"
+                    } else {
+                        "List"
+                    },
+                    name_and_ref(&json!({"ref": list["ref"]})),
+                    if now == 0 {
+                        format!("no {items}")
+                    } else if now == 1 {
+                        format!("1 {}", items.trim_end_matches('s'))
+                    } else {
+                        format!("{now} {items}")
+                    },
+                    list["before"].as_u64().unwrap_or(0)
+                );
+                let first: Vec<String> = list["first"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(|one| format!("{one:?}"))
+                    .collect();
+                if !first.is_empty() {
+                    line.push_str(&format!(": {}", first.join(", ")));
+                    if now > first.len() as u64 {
+                        line.push_str(", …");
+                    }
+                }
+                line
             })),
             // What the action took off the page for good (the row a "Delete" removed): that
             // it went, which `clicked: true` does not say.
@@ -2010,6 +2048,21 @@ mod tests {
             tab.text,
             "Tab 7\nChanged: tab \"Details\" [ref=e5]: now selected, showing \"Weight 2 kg\" \
              [ref=e9] with fields: textbox \"Note\" [ref=e10]\nclicked: true"
+        );
+        // A list a filter shrank: how many it shows now and before, and the first few.
+        let filtered = render(
+            "browser_type",
+            &json!({"tabId": 7, "typed": true, "listed": [
+                {"kind": "table", "items": "rows", "now": 2, "before": 12, "ref": "e4",
+                 "first": ["Ada | Japan", "Frances | Japan"]},
+                {"kind": "list", "items": "items", "now": 1, "before": 12, "first": ["Alan"]},
+                {"kind": "list", "items": "items", "now": 0, "before": 5}]}),
+        );
+        assert_eq!(
+            filtered.text,
+            "Tab 7\nTable [ref=e4] now shows 2 rows (12 before): \"Ada | Japan\", \"Frances | Japan\"\n\
+             List now shows 1 item (12 before): \"Alan\"\nList now shows no items (5 before)\n\
+             typed: true"
         );
         // A drawing with no words, by its kind, ref and size.
         let chart = render(
