@@ -1497,6 +1497,15 @@ export function actionEvidence(live, openable) {
     const now = rootsAfter().map(root => (root === document ? document.body?.textContent : root.textContent) ?? '').join(' ').replace(/\s+/g, '');
     if (words.length < 3 || now.includes(words.replace(/\s+/g, '')))
       return;
+    // (Nor one drawn again in another order, its words still shown piece by piece: Grid.js
+    // draws its whole table anew on a sort, which read `Page no longer shows: "Project Lead
+    // Status Relay Ada Lovelace open …"`.)
+    // (Not a row or an item, nor a part of a few words: a row deleted whose cells' words other
+    // rows show too, "shipped", "Edit", "Delete", is gone.)
+    const pieces = texts.map(text => text.replace(/\s+/g, '')).filter(text => text.length >= 3).slice(0, 40);
+    if (!largest.matches(watch.itemsCss) && pieces.length >= 8 &&
+        pieces.filter(piece => now.includes(piece)).length >= 0.75 * pieces.length)
+      return;
     evidence.gone = [{ text: clip(words, 150) }];
   });
   if (unread.length)

@@ -1526,6 +1526,15 @@ export function onlyInteractive(items) {
         if (inner && !kids.some(kid => kid.ref === inner.ref))
           rest.name = inner.name;
       }
+      // One whose name comes from content this view leaves out (its own words, or blocks
+      // that take no clicks) says that name: Grid.js's sortable header read `columnheader
+      // [ref=e81]: button "Sort column ascending"`, which column unsaid, and a button whose
+      // words are a paragraph inside it read as a bare `button`.
+      if (!rest.name && rest.altName && ((children || []).some(kid => kid.role === undefined && kid.text) ||
+          !kids.some(kid => kid.name || kid.altName))) {
+        rest.name = rest.altName;
+        delete rest.altName;
+      }
       out.push(kids.length ? { ...rest, children: kids } : rest);
     } else {
       out.push(...kids);

@@ -151,6 +151,17 @@ test('interactive keeps only elements with refs and the frames around them, drop
   assert.equal(formatOutline(drawn, { interactive: true }), '- combobox "Product" [ref=e74]');
   const both = [{ role: 'combobox', ref: 'e77', actionable: true, children: [{ role: 'combobox', name: 'Country', ref: 'e78', actionable: true }] }];
   assert.equal(formatOutline(both, { interactive: true }), '- combobox [ref=e77]:\n  - combobox "Country" [ref=e78]');
+  // One named by content this view leaves out says that name: a sortable header's words
+  // beside its button (Grid.js's), a button whose words are a paragraph inside it.
+  const header = [{ role: 'columnheader', altName: 'Project', ref: 'e81', actionable: true, children: [
+    { text: 'Project' }, { role: 'button', name: 'Sort column ascending', ref: 'e82', actionable: true }] }];
+  assert.equal(formatOutline(header, { interactive: true }),
+      '- columnheader "Project" [ref=e81]:\n  - button "Sort column ascending" [ref=e82]');
+  const worded = [{ role: 'button', altName: 'Place order', ref: 'e5', actionable: true, children: [
+    { role: 'paragraph', children: [{ text: 'Place order' }] }] }];
+  assert.equal(formatOutline(worded, { interactive: true }), '- button "Place order" [ref=e5]');
+  // (The whole outline keeps the words as lines of their own.)
+  assert.ok(formatOutline(header).startsWith('- columnheader [ref=e81]:'));
 });
 
 test('lists, items, images, tables, rows and cells carry refs in the same line format', () => {

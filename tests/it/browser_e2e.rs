@@ -4146,6 +4146,21 @@ async fn a_filter_typed_says_how_many_rows_it_left() {
                     && !text(&more).contains("Page now shows"),
                 "{more}"
             );
+            // A table drawn anew in another order (Grid.js's sort) is not gone.
+            page_value(
+                &bridge,
+                "const grid = names.map((name, at) => [name, at % 2 ? 'Japan' : 'Kenya', `${20 + at}`]); \
+                 const paint = order => { document.getElementById('grid')?.remove(); \
+                 lists.insertAdjacentHTML('beforeend', `<table id=grid><tr><th id=by>Name</th><th>Office</th><th>Age</th></tr>\
+                 ${order.map(row => `<tr>${row.map(cell => `<td>${cell}</td>`).join('')}</tr>`).join('')}</table>`); \
+                 by.onclick = () => paint([...order].reverse()); }; paint(grid); 1",
+            )
+            .await;
+            let resorted = tool(&bridge, "browser_click", json!({"target": "#by"})).await;
+            assert!(
+                !is_error(&resorted) && !text(&resorted).contains("Page no longer shows"),
+                "{resorted}"
+            );
         }
     );
 }
