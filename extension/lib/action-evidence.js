@@ -1262,7 +1262,11 @@ export function actionEvidence(live, openable) {
     for (const [list, { removed, shown: unveiled, hidden }] of lists) {
       if (grown.length === 2)
         break;
-      if (!list.isConnected || !list.checkVisibility?.() || said.some(one => one.contains(list)))
+      // (Nor the chips a drop-down shows of what it holds, beside its own search field, which
+      // its answer or `changed` says: Select2's multiple read `List now shows 3 items (1
+      // before): "× Alaska", "× Delaware", …` after a pick.)
+      if (!list.isConnected || !list.checkVisibility?.() || said.some(one => one.contains(list)) ||
+          list.closest('[role=combobox]') || list.querySelector(FIELDS))
         continue;
       const items = [...list.children].filter(one => one.matches(ITEMS));
       const seen = items.filter(one => one.checkVisibility());

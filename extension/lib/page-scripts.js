@@ -51,6 +51,16 @@ function sourceHash(text) {
 }
 
 /**
+ * Whether an option is a native <select>'s (true) or one a page draws (false). Runs through
+ * {@link elementExpression}.
+ *
+ * @param {Element} el
+ */
+export function inSelect(el) {
+  return el.localName === 'option' || Boolean(el.closest('select'));
+}
+
+/**
  * Like {@link pageExpression} for a function whose first argument is an
  * element: the expression finds `target`'s element and calls
  * `fn(element, ...args)`, or returns `{error: 'invalid-selector'|'not-found'|'stale-ref'}`.

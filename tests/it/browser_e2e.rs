@@ -4814,6 +4814,61 @@ async fn a_part_of_the_evidence_the_page_throws_on_costs_only_that_part() {
     );
 }
 
+/// A drawn drop-down's options are its own, not a `<select>`'s of the same words elsewhere on
+/// the page: AdminLTE's form has Select2's states and a dual list box of the same states, and
+/// "Texas" matched both (refused as two), then a second pick clicked the list box's
+/// "Delaware", which the list box moved across. The widget here closes after each pick, as
+/// Select2 does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drawn_drop_downs_options_are_not_a_selects_of_the_same_words() {
+    on_tools_page!(
+        "a_drawn_drop_downs_options_are_not_a_selects_of_the_same_words",
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.innerHTML = `<select id=dual multiple size=4><option>Alaska</option>\
+                 <option>Delaware</option><option>Texas</option></select>\
+                 <div style=\"position: relative; width: 240px\"><span id=states role=combobox tabindex=0 \
+                 aria-expanded=false aria-label=States style=\"display: block; border: 1px solid #999; padding: 4px\">Pick</span>\
+                 <ul id=results role=listbox hidden style=\"position: absolute; top: 100%; left: 0; margin: 0; \
+                 background: white; border: 1px solid #999\"><li role=option>Alaska</li><li role=option>Delaware</li>\
+                 <li role=option>Texas</li></ul></div>`; \
+                 window.log = []; dual.onclick = () => log.push('dual'); \
+                 states.onclick = () => { results.hidden = false; states.setAttribute('aria-expanded', 'true'); }; \
+                 results.onclick = event => { log.push(event.target.textContent); results.hidden = true; \
+                 states.setAttribute('aria-expanded', 'false'); }; 1",
+            )
+            .await;
+            let one = tool(
+                &bridge,
+                "browser_select_option",
+                json!({"target": "#states", "values": ["Texas"]}),
+            )
+            .await;
+            assert!(
+                !is_error(&one) && text(&one).contains("clicked its option \"Texas\""),
+                "{one}"
+            );
+            let two = tool(
+                &bridge,
+                "browser_select_option",
+                json!({"target": "#states", "values": ["Alaska", "Delaware"]}),
+            )
+            .await;
+            assert!(
+                !is_error(&two)
+                    && text(&two).contains("clicked its options \"Alaska\", \"Delaware\""),
+                "{two}"
+            );
+            assert_eq!(
+                page_value(&bridge, "log.join()").await,
+                "Texas,Alaska,Delaware"
+            );
+        }
+    );
+}
+
 /// A multi-select drawn by a widget with no roles at all (selectize, under Shiny's inputs: a
 /// text field in place of the `<select>` it hides, options as plain `div`s in a floating list)
 /// is chosen from by `browser_select_option` as a person chooses: opened, then the option

@@ -6,7 +6,7 @@
 
 import { keyPressEvents, modifierBits, typingEvents } from '../keys.js';
 import { NothingMatches } from '../locators.js';
-import { dropDownOpen, editorSetText, editorSuggesting, elementExpression, markDrawnOption, prepareTyping, readParts, readValue, selectOptions, suggestionsSettled } from '../page-scripts.js';
+import { dropDownOpen, editorSetText, editorSuggesting, elementExpression, inSelect, markDrawnOption, prepareTyping, readParts, readValue, selectOptions, suggestionsSettled } from '../page-scripts.js';
 import { invalidParams, serverError } from '../rpc.js';
 import { describeTarget, elementTarget } from '../targets.js';
 import { resolveLocators, untilSomethingMatches } from './by-locator.js';
@@ -273,10 +273,31 @@ export async function type(ctx, params) {
  * @param {() => Promise<string | boolean>} drawnOne marks the option drawn with no role
  * @returns {Promise<{ref?: string, drawn?: string | boolean}>}
  */
+/**
+ * Of the options `refs` names, those the page draws: not a native <select>'s (see optionShown).
+ *
+ * @param {CommandContext} ctx
+ * @param {number} id the tab
+ * @param {string[]} refs
+ */
+async function drawnOnly(ctx, id, refs) {
+  const drawn = [];
+  for (const ref of refs.slice(0, 10)) {
+    const native = await evaluateExpression(ctx, id, elementExpression(inSelect, { ref }), await worldOf(ctx, id, { ref }))
+      .catch(() => null);
+    if (native === false)
+      drawn.push(ref);
+  }
+  return drawn;
+}
+
 function optionShown(ctx, id, option, drawnOne) {
   return untilSomethingMatches(async () => {
     const shown = await resolveLocators(ctx, { selector: option, tabId: id, each: true }).catch(() => null);
-    const refs = Array.isArray(shown?.refs) ? shown.refs : [];
+    // Those of a <select> elsewhere on the page are not the drawn drop-down's (AdminLTE's
+    // form has Select2's states and a dual list box of the same states: "Texas" matched both,
+    // and a second pick clicked the list box's "Delaware", which moved it across).
+    const refs = Array.isArray(shown?.refs) && shown.refs.length ? await drawnOnly(ctx, id, shown.refs) : [];
     if (refs.length === 1)
       return { ref: refs[0] };
     // Several: the strict lookup names them in its refusal.
@@ -385,7 +406,9 @@ async function pickFromDropDown(ctx, id, params, named, values, drawnOptions = f
     // After a pick of ours only: an option of another list on the page is not taken for it.
     let drawn = drawnOptions && picked.length > 0 && await markDrawn(value);
     const shown = picked.length && !drawnOptions ? await resolveLocators(ctx, { selector: option, tabId: id, each: true }).catch(() => null) : null;
-    let at = Array.isArray(shown?.refs) && shown.refs.length === 1 ? shown.refs[0] : undefined;
+    // (A drawn one: a <select>'s option of the same name elsewhere on the page is not it.)
+    const seen = Array.isArray(shown?.refs) && shown.refs.length ? await drawnOnly(ctx, id, shown.refs) : [];
+    let at = seen.length === 1 ? seen[0] : undefined;
     if (at === undefined && !drawn) {
       await click(ctx, { ref, selector, tabId: id });
       drawn = drawnOptions && await markDrawn(value);
