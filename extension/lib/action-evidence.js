@@ -382,8 +382,9 @@ export function watchAction(live, openable) {
     // What the action took off the page (at most 2,000 nodes), so that what it puts back as it
     // was (a framework drawing a list again, a row moved by a sort) is not news.
     removed: [],
-    // Lists whose rows or items the action put in or took out (`{added, removed}` by list, at
-    // most 300), and the rows and items it showed or hid by an attribute (at most 2,000).
+    // Lists the action put rows or items in or took them out of, each with those it took out
+    // that were there before it (at most 300 lists), and the rows and items it showed or hid
+    // by an attribute, each with whether it was hidden before (at most 2,000).
     listed: new Map(),
     restyled: new Map(),
     // What the action itself put on the page, to tell what it took away of that (a search's
@@ -1453,8 +1454,8 @@ export function actionEvidence(live, openable) {
   // The largest part taken away whose words are nowhere on the page now (not drawn again:
   // a framework's re-render, a list sorted), with words, cut at 150 characters; not when
   // another line says what went (a dialog, menu or list closed, a part collapsed, a tab's
-  // panel left, a list shrunk), nor with a new view, nor what typing took away (suggestions replaced as the
-  // words change).
+  // panel left, a list shrunk), nor with a new view, nor what typing took away (suggestions
+  // replaced as the words change).
   part('what the page no longer shows', () => {
     if (routed || watch.typed || evidence.closed || evidence.opened || evidence.toggled || evidence.appeared ||
         evidence.listed || evidence.changed?.some(row => row.kind === 'tab' && row.to === 'selected'))
@@ -1503,9 +1504,8 @@ export function actionEvidence(live, openable) {
       return;
     // (Nor one drawn again in another order, its words still shown piece by piece: Grid.js
     // draws its whole table anew on a sort, which read `Page no longer shows: "Project Lead
-    // Status Relay Ada Lovelace open …"`.)
-    // (Not a row or an item, nor a part of a few words: a row deleted whose cells' words other
-    // rows show too, "shipped", "Edit", "Delete", is gone.)
+    // Status Relay Ada Lovelace open …"`. Not a row or an item, nor a part of a few words: a
+    // row deleted whose cells' words other rows show too, "shipped", "Edit", "Delete", is gone.)
     const pieces = texts.map(text => text.replace(/\s+/g, '')).filter(text => text.length >= 3).slice(0, 40);
     if (!largest.matches(watch.itemsCss) && pieces.length >= 8 &&
         pieces.filter(piece => now.includes(piece)).length >= 0.75 * pieces.length)
