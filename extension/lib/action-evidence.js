@@ -45,6 +45,9 @@ export function watchAction(live, openable) {
   const CONTROLS = 'input, select, textarea, [role=checkbox], [role=switch], [role=radio], [role=menuitemcheckbox], ' +
     '[role=menuitemradio], [role=spinbutton], [role=slider], [role=tab], [aria-pressed], th, [role=columnheader]';
   const MOST_CONTROLS = 2000;
+  // A class that says its element is open or shown (`open`, `show`, `is-open`,
+  // `mdc-menu-surface--open`, `visible`).
+  const OPEN_CLASS = /(?:^|[-_])(?:open|opened|show|shown|visible|expanded)$/i;
   // What a list or table holds one of: what `listed` counts.
   const ITEMS = 'tr, li, [role=row], [role=listitem], [role=option], [role=treeitem], [role=article]';
   // The controls a person can find greyed out: whether each takes input is watched too, so
@@ -448,9 +451,13 @@ export function watchAction(live, openable) {
             watch.restyled.set(record.target, record.attributeName === 'hidden' ? record.oldValue !== null
               : record.attributeName === 'style' ? /display:\s*none/.test(old) : /(^|\s)(\S*hid\S*|d-none|filtered\S*)(\s|$)/i.test(old));
           }
-          // What a `hidden` or a style hid is shown.
-          if (record.attributeName !== 'class' && watch.appeared.size < 100 && (record.attributeName === 'hidden'
-            ? record.oldValue !== null : /display:\s*none|visibility:\s*hidden/.test(record.oldValue ?? '')))
+          // What a `hidden` or a style hid is shown, and what a class that says so opens
+          // (flatpickr's calendar, there from the start, shown by `open`; Bootstrap's menus by
+          // `show`): a click in the date field read only `clicked: true`.
+          const opened = record.attributeName === 'class' && [...record.target.classList]
+            .some(name => OPEN_CLASS.test(name) && !(record.oldValue ?? '').split(/\s+/).includes(name));
+          if (watch.appeared.size < 100 && (opened || (record.attributeName === 'hidden' ? record.oldValue !== null
+            : record.attributeName === 'style' && /display:\s*none|visibility:\s*hidden/.test(record.oldValue ?? ''))))
             watch.appeared.add(record.target);
         }
       }
@@ -1166,7 +1173,12 @@ export function actionEvidence(live, openable) {
       if (candidates.some(other => other !== el && drawnIn(other, el)) || said.some(one => drawnIn(one, el) || drawnIn(el, one)))
         continue;
       const box = el.getBoundingClientRect();
-      const text = box.width >= 20 && box.height >= 10 ? clip(shown(el), 200) : '';
+      // (A drop-down in it as the option it shows, which its fields say, not its list:
+      // flatpickr's calendar read "January February March … December Sun Mon …".)
+      let whole = box.width >= 20 && box.height >= 10 ? shown(el) : '';
+      for (const select of el.querySelectorAll('select'))
+        whole = whole.replace(select.innerText, ' ');
+      const text = clip(whole, 200);
       // (Drawn again as it was, TiddlyWiki's match count on each redraw of its sidebar, is
       // not news.)
       if (text.length < 3 || !floatingBox(el) || wasThere(shown(el)))

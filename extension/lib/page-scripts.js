@@ -661,7 +661,7 @@ export function prepareTyping(el, text, atCaret = false) {
   const isInput = el instanceof view.HTMLInputElement;
   const isField = isInput || el instanceof view.HTMLTextAreaElement;
   if (!isField && !el.isContentEditable && !takesEdits(el))
-    return { error: 'not-editable', element: el.localName };
+    return { error: 'not-editable', element: el.localName, ...(el.getAttribute('role') === 'slider' ? { slider: true } : {}) };
   // `type` reads as "text" for a type the browser does not know, as the browser treats it.
   const inputType = isInput ? el.type : '';
   const instead = TAKES_NO_TEXT[inputType];

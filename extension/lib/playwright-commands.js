@@ -12,12 +12,11 @@
 import { fillingWithAsking } from './commands/ask-before.js';
 import { frameOffset, sendIn } from './commands/other-frames.js';
 import { notePointer, pressing } from './commands/pointer.js';
-import { selectOption } from './commands/input.js';
+import { selectOption, slideTo } from './commands/input.js';
 import { elementError, evaluateExpression, locate, messageOf, onChooserInput, staleRefMessage, targetTab, unknownRefMessage, worldOf } from './commands/shared.js';
-import { fieldAction, fillField, documentBox, focusSlider, MAX_FIELDS, setInputFiles } from './form-fields.js';
+import { fieldAction, fillField, documentBox, MAX_FIELDS, setInputFiles } from './form-fields.js';
 import { POST_DATA_CLIP, REQUEST_LIMIT, clipped } from './network.js';
 import { elementExpression, findElementThen, findElementsThen, readableValue } from './page-scripts.js';
-import { keyPressEvents } from './keys.js';
 import { invalidParams, serverError } from './rpc.js';
 import { TARGET_PARAMS, describeTarget, elementTarget } from './targets.js';
 
@@ -125,62 +124,6 @@ async function pickDrawn(ctx, id, target, option) {
   } catch (error) {
     return { error: messageOf(error) };
   }
-}
-
-/** Arrow key presses at most to move a slider the page draws: 0 to 100 a step at a time. */
-const SLIDER_MAX_PRESSES = 200;
-/** Presses in a row that may leave a slider where it was before it is taken to be at its end. */
-const SLIDER_STUCK_TRIES = 3;
-/** How long after a press the slider may take to say its new value. */
-const SLIDER_STUCK_WAIT_MS = 150;
-
-/**
- * A fillForm `slider` the page draws (`role=slider`): focused, then moved with ArrowRight or
- * ArrowLeft until its `aria-valuenow` is the number asked, as a person moves it with the
- * keyboard (every such slider takes arrow keys, by ARIA's pattern). One that stops short (its
- * steps do not land on the number, or its end) answers where it stopped.
- *
- * @param {import('./commands.js').CommandContext} ctx
- * @param {number} id
- * @param {{ref?: string, selector?: string}} target
- * @param {number} wanted
- */
-async function slideTo(ctx, id, target, wanted) {
-  const world = await worldOf(ctx, id, target);
-  const read = () => evaluateExpression(ctx, id, elementExpression(focusSlider, target), world);
-  let state = await read();
-  if (state?.error)
-    return state;
-  if (state.now === null)
-    return { error: 'a slider that says no value (aria-valuenow), so it cannot be set to a number' };
-  if ((state.min !== null && wanted < state.min) || (state.max !== null && wanted > state.max))
-    return { error: `${wanted} is outside the slider's range, ${state.min} to ${state.max}` };
-  let stuck = 0;
-  for (let presses = 0; state.now !== wanted && presses < SLIDER_MAX_PRESSES; presses++) {
-    const key = state.now < wanted ? 'ArrowRight' : 'ArrowLeft';
-    const before = state.now;
-    for (const event of keyPressEvents(key).events)
-      await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
-    // A page may say the new value a moment after the key (NiceGUI's slider, once its value
-    // went round its framework).
-    const until = Date.now() + SLIDER_STUCK_WAIT_MS;
-    do
-      state = await read();
-    while (!state?.error && state.now === before && Date.now() < until);
-    // The page took it away (a re-render replaced it).
-    if (state?.error)
-      return state;
-    // It went past the number (its steps do not land on it).
-    if (key === 'ArrowRight' ? state.now > wanted : state.now < wanted)
-      break;
-    // It did not move: at its end, or the key went elsewhere (a drop-down chosen just before
-    // gives the focus back to its field as it closes, after the slider took it; `read`
-    // focuses the slider again). A few tries.
-    stuck = state.now === before ? stuck + 1 : 0;
-    if (stuck >= SLIDER_STUCK_TRIES)
-      break;
-  }
-  return { value: state.now };
 }
 
 /**

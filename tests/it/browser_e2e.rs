@@ -3952,6 +3952,24 @@ async fn what_an_action_puts_up_over_the_page_is_said() {
                     && text(&more).contains("Page now shows: \"Another row\""),
                 "{more}"
             );
+            // A picker there from the start, shown by a class that says so (flatpickr's
+            // calendar, `open`), is said, its drop-down as the option it shows.
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('beforeend', '<style>.cal { display: none } .cal.open { display: block }</style>\
+                 <input id=when aria-label=When onclick=\"cal.classList.add(`open`)\">\
+                 <div id=cal class=cal style=\"position: absolute; z-index: 9; top: 60px; left: 60px; width: 220px; background: white\">\
+                 <select aria-label=Month><option>January</option><option selected>November</option></select>\
+                 <p>Sun Mon Tue 1 2 3</p></div>'); 1",
+            )
+            .await;
+            let picker = tool(&bridge, "browser_click", json!({"target": "#when"})).await;
+            assert!(
+                text(&picker).contains("Appeared over the page: \"Sun Mon Tue 1 2 3\"")
+                    && text(&picker).contains("combobox \"Month\"")
+                    && !text(&picker).contains("January"),
+                "{picker}"
+            );
             // A search's results drop down from a wrapper with no height of its own, drawn
             // anew on each key (TiddlyWiki's): they are said, though the first keys' results
             // went; buttons side by side read apart. Its count, drawn again as it was by a
@@ -7269,6 +7287,34 @@ async fn design_system_components(host: &impl Host, site: &FixtureSite) {
     assert!(
         is_error(&far) && text(&far).contains("20 is outside the slider's range, 0 to 10"),
         "{far}"
+    );
+    // browser_type moves it the same way (noUiSlider's handles, `div`s, were refused as
+    // taking no text); words are refused as a slider's, with what it takes.
+    let typed = tool(
+        host,
+        "browser_type",
+        json!({"target": "#volume", "text": "4"}),
+    )
+    .await;
+    assert!(
+        !is_error(&typed) && text(&typed).contains("value: 4"),
+        "{typed}"
+    );
+    assert_eq!(
+        page_value(host, "volume.getAttribute('aria-valuenow')").await,
+        "4"
+    );
+    let worded = tool(
+        host,
+        "browser_type",
+        json!({"target": "#volume", "text": "loud"}),
+    )
+    .await;
+    assert!(
+        is_error(&worded)
+            && text(&worded)
+                .contains("is a slider (a <div> with role=slider), which takes a number"),
+        "{worded}"
     );
     let missing = tool(
         host,

@@ -4,6 +4,7 @@
  * works on background tabs, with the focus handed back to the person's window.
  */
 
+import { focusSlider } from '../form-fields.js';
 import { keyPressEvents, modifierBits, typingEvents } from '../keys.js';
 import { NothingMatches } from '../locators.js';
 import { dropDownOpen, editorSetText, editorSuggesting, elementExpression, inSelect, markDrawnOption, prepareTyping, readParts, readValue, selectOptions, suggestionsSettled } from '../page-scripts.js';
@@ -165,6 +166,14 @@ export async function type(ctx, params) {
   while (prepared?.error === 'disabled' && Date.now() - started < ACTIONABLE_WAIT_MS) {
     await new Promise(resolve => setTimeout(resolve, ACTIONABLE_POLL_MS));
     prepared = await evaluateExpression(ctx, id, elementExpression(prepareTyping, target, text, slowly), world);
+  }
+  // A slider the page draws (`role=slider`) takes a number as fillForm's `slider` sets one:
+  // by arrow keys, as a person moves it (refused before as a <div> that takes no text).
+  if (prepared?.error === 'not-editable' && prepared.slider && /^\s*-?\d+(\.\d+)?\s*$/.test(text)) {
+    const moved = await slideTo(ctx, id, target, Number(text));
+    if (moved?.error)
+      throw moved.error.includes(' ') ? serverError(`Slider ${describeTarget(target)}: ${moved.error}`) : elementError(moved, target);
+    return { tabId: id, typed: true, value: String(moved.value) };
   }
   if (prepared?.error)
     throw elementError({ ...prepared, ...(prepared.error === 'disabled' ? { waitedMs: Date.now() - started } : {}) }, target);
@@ -335,6 +344,62 @@ async function typeLineByLine(text, press, insert) {
       await insert(line);
   }
   await press('Shift+End', 'Delete');
+}
+
+/** Arrow key presses at most to move a slider the page draws: 0 to 100 a step at a time. */
+const SLIDER_MAX_PRESSES = 200;
+/** Presses in a row that may leave a slider where it was before it is taken to be at its end. */
+const SLIDER_STUCK_TRIES = 3;
+/** How long after a press the slider may take to say its new value. */
+const SLIDER_STUCK_WAIT_MS = 150;
+
+/**
+ * A fillForm `slider` the page draws (`role=slider`): focused, then moved with ArrowRight or
+ * ArrowLeft until its `aria-valuenow` is the number asked, as a person moves it with the
+ * keyboard (every such slider takes arrow keys, by ARIA's pattern). One that stops short (its
+ * steps do not land on the number, or its end) answers where it stopped.
+ *
+ * @param {import('./commands.js').CommandContext} ctx
+ * @param {number} id
+ * @param {{ref?: string, selector?: string}} target
+ * @param {number} wanted
+ */
+export async function slideTo(ctx, id, target, wanted) {
+  const world = await worldOf(ctx, id, target);
+  const read = () => evaluateExpression(ctx, id, elementExpression(focusSlider, target), world);
+  let state = await read();
+  if (state?.error)
+    return state;
+  if (state.now === null)
+    return { error: 'a slider that says no value (aria-valuenow), so it cannot be set to a number' };
+  if ((state.min !== null && wanted < state.min) || (state.max !== null && wanted > state.max))
+    return { error: `${wanted} is outside the slider's range, ${state.min} to ${state.max}` };
+  let stuck = 0;
+  for (let presses = 0; state.now !== wanted && presses < SLIDER_MAX_PRESSES; presses++) {
+    const key = state.now < wanted ? 'ArrowRight' : 'ArrowLeft';
+    const before = state.now;
+    for (const event of keyPressEvents(key).events)
+      await ctx.debuggers.send(id, 'Input.dispatchKeyEvent', event);
+    // A page may say the new value a moment after the key (NiceGUI's slider, once its value
+    // went round its framework).
+    const until = Date.now() + SLIDER_STUCK_WAIT_MS;
+    do
+      state = await read();
+    while (!state?.error && state.now === before && Date.now() < until);
+    // The page took it away (a re-render replaced it).
+    if (state?.error)
+      return state;
+    // It went past the number (its steps do not land on it).
+    if (key === 'ArrowRight' ? state.now > wanted : state.now < wanted)
+      break;
+    // It did not move: at its end, or the key went elsewhere (a drop-down chosen just before
+    // gives the focus back to its field as it closes, after the slider took it; `read`
+    // focuses the slider again). A few tries.
+    stuck = state.now === before ? stuck + 1 : 0;
+    if (stuck >= SLIDER_STUCK_TRIES)
+      break;
+  }
+  return { value: state.now };
 }
 
 /** @param {CommandContext} ctx */

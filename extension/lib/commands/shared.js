@@ -245,6 +245,8 @@ export function elementError(failure, target) {
           'the page places it off-screen, as skip links that show only on keyboard focus are, so a mouse cannot reach it. ' +
           'Press Tab to focus it, or use the element it leads to');
     case 'not-editable':
+      if (failure.slider)
+        return serverError(`Element ${named} is a slider (a <${failure.element}> with role=slider), which takes a number: type the number to move it to, as its arrow keys do`);
       return serverError(`Element ${named} is a <${failure.element}>, which does not accept text; target an input, textarea or contenteditable element`);
     case 'takes-no-text':
       return serverError(`Element ${named} is an ${failure.element}, which takes no typed text; ${failure.instead}`);
