@@ -1260,19 +1260,21 @@ export function actionEvidence(live, openable) {
     const ITEMS = watch.itemsCss;
     const lists = new Map();
     // (Taken out and not put back in it: a list sorted takes every row out and puts it back.)
+    // (Put back: moved in it, a row dragged to another place, a list sorted.)
     for (const [list, gone] of watch.listed)
-      lists.set(list, { removed: [...gone].filter(node => node.parentElement !== list).length, shown: 0, hidden: 0 });
+      lists.set(list, { removed: [...gone].filter(node => node.parentElement !== list).length,
+        moved: [...gone].some(node => node.parentElement === list), shown: 0, hidden: 0 });
     for (const [item, wasHidden] of watch.restyled) {
       const list = item.parentElement;
       if (!list || watch.born.has(item) || wasHidden !== item.checkVisibility())
         continue;
-      const tally = lists.get(list) ?? { removed: 0, shown: 0, hidden: 0 };
+      const tally = lists.get(list) ?? { removed: 0, moved: false, shown: 0, hidden: 0 };
       tally[wasHidden ? 'shown' : 'hidden'] += 1;
       lists.set(list, tally);
     }
     const grown = [];
     listedIn.length = 0;
-    for (const [list, { removed, shown: unveiled, hidden }] of lists) {
+    for (const [list, { removed, moved, shown: unveiled, hidden }] of lists) {
       if (grown.length === 2)
         break;
       // (Nor the chips a drop-down shows of what it holds, beside its own search field, which
@@ -1287,7 +1289,11 @@ export function actionEvidence(live, openable) {
       const addedSeen = items.filter(one => watch.born.has(one) && one.checkVisibility()).length;
       const before = seen.length - addedSeen + removed - unveiled + hidden;
       const now = seen.length;
-      if (now === before || (Math.abs(now - before) < 2 && now > 0) || before < 0)
+      // The same rows in another order (a row dragged, SortableJS's; a sort that moves the
+      // rows it has) is said as that, with the first few as they stand now: a drag that
+      // reordered a list answered only `dragged: true`.
+      const reordered = moved && now === before && now > 1;
+      if (!reordered && (now === before || (Math.abs(now - before) < 2 && now > 0) || before < 0))
         continue;
       const table = list.closest('table, [role=grid], [role=table], [role=treegrid]');
       const holder = table ?? list;
@@ -1299,7 +1305,7 @@ export function actionEvidence(live, openable) {
       const ref = handle(holder);
       listedIn.push(holder);
       grown.push({
-        kind: table ? 'table' : 'list', items: rows ? 'rows' : 'items', now, before,
+        kind: table ? 'table' : 'list', items: rows ? 'rows' : 'items', now, before, ...(reordered ? { reordered } : {}),
         ...(first.length ? { first } : {}), ...(ref ? { ref } : {}),
       });
     }

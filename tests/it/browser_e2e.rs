@@ -4091,7 +4091,7 @@ async fn a_menu_says_its_links_by_ref_and_a_chart_drawn_is_said() {
 /// A list or table an action grows or shrinks says how many rows or items it shows now and
 /// before, and the first few (new ones first when it grew): a filter that hides rows by a
 /// style, a search that draws its list again on each key, a "More" that adds to it; a list
-/// sorted, every row taken out and put back, is the same list.
+/// sorted, every row taken out and put back, is the same list in another order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_filter_typed_says_how_many_rows_it_left() {
     on_tools_page!(
@@ -4153,9 +4153,15 @@ async fn a_filter_typed_says_how_many_rows_it_left() {
                 json!({"target": "#search", "text": ""}),
             )
             .await;
+            // A list whose items the action moved, the same ones in another order, says so,
+            // with the first few as they stand now.
             let sorted = tool(&bridge, "browser_click", json!({"target": "#sort"})).await;
             assert!(
-                !is_error(&sorted) && !text(&sorted).contains("now shows"),
+                !is_error(&sorted)
+                    && !text(&sorted).contains("now shows")
+                    && text(&sorted).contains(
+                        "reordered (8 items), now: \"Frances\", \"Donald\", \"Edsger\", …"
+                    ),
                 "{sorted}"
             );
             let more = tool(&bridge, "browser_click", json!({"target": "#more"})).await;
@@ -7064,6 +7070,66 @@ async fn a_click_that_opens_a_fading_modal_answers_once_the_modal_is_shown() {
         "a_click_that_opens_a_fading_modal_answers_once_the_modal_is_shown",
         &[],
         |bridge, site| { motion_after_a_click(&bridge, &site).await }
+    );
+}
+
+/// In a real window under Xvfb, with the person's window in front: two drags one right after
+/// the other both move their row. The first press's watch, still handing the focus back to the
+/// person's window, did so in the middle of the second drag, whose button the person's pointer
+/// then took: SortableJS's second drag never started (`html5Drop: false`), while Playwright's
+/// both moved. Each reorder is said with the list's first rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headful_two_drags_in_a_row_both_move_their_row_under_xvfb() {
+    on_tools_page!(
+        "headful_two_drags_in_a_row_both_move_their_row_under_xvfb",
+        Mode::Headful,
+        &[],
+        |bridge, _site| {
+            page_value(
+                &bridge,
+                "document.body.insertAdjacentHTML('afterbegin', '<ul id=prefs style=\"width: 300px\">\
+                 <li draggable=true>Sea view</li><li draggable=true>Quiet floor</li>\
+                 <li draggable=true>Late checkout</li><li draggable=true>Breakfast</li></ul>'); \
+                 let held = null; \
+                 prefs.addEventListener('dragstart', event => { held = event.target; event.dataTransfer.setData('text/plain', held.textContent); }); \
+                 prefs.addEventListener('dragover', event => event.preventDefault()); \
+                 prefs.addEventListener('drop', event => { event.preventDefault(); const at = event.target.closest('li'); \
+                 if (held && at && at !== held) prefs.insertBefore(held, at); held = null; }); 1",
+            )
+            .await;
+            outline(&bridge, json!({"depth": 1})).await;
+            let order = || {
+                page_value(
+                    &bridge,
+                    "[...prefs.children].map(li => li.textContent).join()",
+                )
+            };
+            let first = tool(
+                &bridge,
+                "browser_drag",
+                json!({"startTarget": "#prefs li:nth-child(4)", "endTarget": "#prefs li:nth-child(1)"}),
+            )
+            .await;
+            assert!(
+                !is_error(&first)
+                    && text(&first).contains("reordered (4 items), now: \"Breakfast\""),
+                "{first}"
+            );
+            let second = tool(
+                &bridge,
+                "browser_drag",
+                json!({"startTarget": "#prefs li:nth-child(2)", "endTarget": "#prefs li:nth-child(4)"}),
+            )
+            .await;
+            assert!(
+                !is_error(&second) && text(&second).contains("html5Drop: true"),
+                "{second}"
+            );
+            assert_eq!(
+                order().await,
+                "Breakfast,Quiet floor,Sea view,Late checkout"
+            );
+        }
     );
 }
 

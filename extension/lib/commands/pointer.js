@@ -16,6 +16,9 @@
 /** @typedef {import('../commands.js').CommandContext} CommandContext */
 /** @typedef {{x: number, y: number}} Point */
 
+/** The watches still handing the focus back after earlier presses (see `pressing`). */
+const focusWatches = /** @type {Set<() => void>} */ (new Set());
+
 /** Where the agent's pointer was last put in each tab. */
 const lastPointer = /** @type {Map<number, Point & {hover: boolean}>} */ (new Map());
 
@@ -61,6 +64,11 @@ export async function pressing(ctx, tabId, action) {
   ]);
   if (HEADLESS || !focused?.focused || !tab || focused.id === tab.windowId)
     return action();
+  // An earlier press's watch would hand the focus back in the middle of this one: a drag
+  // right after another lost its button to the person's pointer as the focus went, and
+  // SortableJS's second drag never started. This press hands it back when done.
+  for (const stop of focusWatches)
+    stop();
   const giveBack = () => chrome.windows.update(focused.id, { focused: true }).catch(() => {});
   // Whatever fails from here on (the tab closed under the move), the person gets the focus back.
   try {
@@ -80,8 +88,13 @@ export async function pressing(ctx, tabId, action) {
       if (windowId === tab.windowId)
         giveBack();
     };
+    const stop = () => {
+      chrome.windows.onFocusChanged.removeListener(onFocusChanged);
+      focusWatches.delete(stop);
+    };
     chrome.windows.onFocusChanged.addListener(onFocusChanged);
-    setTimeout(() => chrome.windows.onFocusChanged.removeListener(onFocusChanged), FOCUS_WATCH_MS);
+    focusWatches.add(stop);
+    setTimeout(stop, FOCUS_WATCH_MS);
   }
 }
 

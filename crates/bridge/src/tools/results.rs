@@ -524,6 +524,31 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
             "listed" => lines.extend(value.as_array().into_iter().flatten().map(|list| {
                 let items = list["items"].as_str().unwrap_or("items");
                 let now = list["now"].as_u64().unwrap_or(0);
+                let first: Vec<String> = list["first"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(|one| format!("{one:?}"))
+                    .collect();
+                // The same rows in another order: the first few as they stand now.
+                if list["reordered"] == true {
+                    return format!(
+                        "{}{} reordered ({now} {items}), now: {}{}",
+                        if list["kind"] == "table" {
+                            "Table"
+                        } else {
+                            "List"
+                        },
+                        name_and_ref(&json!({"ref": list["ref"]})),
+                        first.join(", "),
+                        if now > first.len() as u64 {
+                            ", …"
+                        } else {
+                            ""
+                        }
+                    );
+                }
                 let mut line = format!(
                     "{}{} now shows {} ({} before)",
                     if list["kind"] == "table" {
@@ -541,13 +566,6 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                     },
                     list["before"].as_u64().unwrap_or(0)
                 );
-                let first: Vec<String> = list["first"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(|one| format!("{one:?}"))
-                    .collect();
                 if !first.is_empty() {
                     line.push_str(&format!(": {}", first.join(", ")));
                     if now > first.len() as u64 {
@@ -2056,12 +2074,15 @@ mod tests {
                 {"kind": "table", "items": "rows", "now": 2, "before": 12, "ref": "e4",
                  "first": ["Ada | Japan", "Frances | Japan"]},
                 {"kind": "list", "items": "items", "now": 1, "before": 12, "first": ["Alan"]},
-                {"kind": "list", "items": "items", "now": 0, "before": 5}]}),
+                {"kind": "list", "items": "items", "now": 0, "before": 5},
+                {"kind": "list", "items": "items", "now": 4, "before": 4, "reordered": true,
+                 "ref": "e1", "first": ["Breakfast", "Sea view", "Quiet floor"]}]}),
         );
         assert_eq!(
             filtered.text,
             "Tab 7\nTable [ref=e4] now shows 2 rows (12 before): \"Ada | Japan\", \"Frances | Japan\"\n\
              List now shows 1 item (12 before): \"Alan\"\nList now shows no items (5 before)\n\
+             List [ref=e1] reordered (4 items), now: \"Breakfast\", \"Sea view\", \"Quiet floor\", …\n\
              typed: true"
         );
         // A drawing with no words, by its kind, ref and size.
