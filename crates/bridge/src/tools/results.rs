@@ -531,16 +531,19 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                     .filter_map(Value::as_str)
                     .map(|one| format!("{one:?}"))
                     .collect();
+                let holder = format!(
+                    "{}{}",
+                    if list["kind"] == "table" {
+                        "Table"
+                    } else {
+                        "List"
+                    },
+                    name_and_ref(&json!({"ref": list["ref"]}))
+                );
                 // The same rows in another order: the first few as they stand now.
                 if list["reordered"] == true {
                     return format!(
-                        "{}{} reordered ({now} {items}), now: {}{}",
-                        if list["kind"] == "table" {
-                            "Table"
-                        } else {
-                            "List"
-                        },
-                        name_and_ref(&json!({"ref": list["ref"]})),
+                        "{holder} reordered ({now} {items}), now: {}{}",
                         first.join(", "),
                         if now > first.len() as u64 {
                             ", …"
@@ -550,13 +553,7 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                     );
                 }
                 let mut line = format!(
-                    "{}{} now shows {} ({} before)",
-                    if list["kind"] == "table" {
-                        "Table"
-                    } else {
-                        "List"
-                    },
-                    name_and_ref(&json!({"ref": list["ref"]})),
+                    "{holder} now shows {} ({} before)",
                     if now == 0 {
                         format!("no {items}")
                     } else if now == 1 {
