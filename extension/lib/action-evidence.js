@@ -1297,6 +1297,18 @@ export function actionEvidence(live, openable) {
         continue;
       const table = list.closest('table, [role=grid], [role=table], [role=treegrid]');
       const holder = table ?? list;
+      // (Nor a table or list the action put on the page whole, nor one inside what it put up
+      // over the page, which `shows` and `appeared` say: Node-RED's info panel, drawn anew on
+      // each pick, read `Table now shows 3 rows (0 before)` beside its own `Appeared` line.)
+      const bornWith = el => {
+        for (let at = el; at; at = at.parentElement) {
+          if (watch.born.has(at))
+            return true;
+        }
+        return false;
+      };
+      if ((before === 0 && bornWith(holder)) || overPage.some(one => one.contains(holder) || holder.contains(one)))
+        continue;
       const rows = Boolean(table) || items.some(one => one.matches('tr, [role=row]'));
       // (Those it added, when it grew: what "Load more" brought, not the first rows again.)
       const fresh = seen.filter(one => (watch.born.has(one) || watch.restyled.get(one) === true) && !wasThere(one.innerText));

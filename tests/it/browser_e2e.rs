@@ -4185,6 +4185,21 @@ async fn a_filter_typed_says_how_many_rows_it_left() {
                 !is_error(&resorted) && !text(&resorted).contains("Page no longer shows"),
                 "{resorted}"
             );
+            // A table put on the page whole is what the page now shows, not a list grown.
+            page_value(
+                &bridge,
+                "lists.insertAdjacentHTML('beforeend', '<button id=info>Info</button>'); \
+                 info.onclick = () => { const table = document.createElement('table'); lists.append(table); \
+                 const body = table.createTBody(); for (const [key, value] of [['Node', 'n1'], ['Type', 'inject']]) \
+                 body.insertRow().append(...[key, value].map(words => Object.assign(document.createElement('td'), { textContent: words }))); }; 1",
+            )
+            .await;
+            let info = tool(&bridge, "browser_click", json!({"target": "#info"})).await;
+            assert!(
+                text(&info).contains("Page now shows: \"Node n1 Type inject\"")
+                    && !text(&info).contains("(0 before)"),
+                "{info}"
+            );
         }
     );
 }
