@@ -949,17 +949,20 @@ export function actionEvidence(live, openable) {
   const FIELDS = watch.fieldsCss;
   const KINDS = { checkbox: 'checkbox', radio: 'radio', number: 'spinbutton', range: 'slider', search: 'searchbox' };
   const fieldsIn = el => fieldsOf([...el.querySelectorAll(FIELDS)]);
+  // The elements inside `el` that `css` names, a person sees and a name says, with that name
+  // (a button input's by its value): what a dialog or a box put up over the page offers.
+  const pressablesIn = (el, css) => [...el.querySelectorAll(css)]
+    .filter(one => one.checkVisibility() && !one.closest('[aria-hidden=true]'))
+    .map(one => ({ one, name: one.localName === 'input' ? one.value : spokenName(one) }))
+    .filter(({ name }) => name);
   // What a box put up over the page offers to press, by role and name with the ref each is
   // named by next (Datasette's column menu, four links, read as one run of words whose
   // links a model had to take a snapshot to name), and the box's words less those names.
   // At most 6; a box offering more keeps all its words and says how many it offers.
   const controlsIn = (el, text) => {
-    const found = [...el.querySelectorAll('a[href], button, [role=button], [role=link], [role^=menuitem], ' +
-      'input[type=submit], input[type=button]')]
-      .filter(one => one.checkVisibility() && !one.closest('[aria-hidden=true]') &&
-        !one.parentElement?.closest('a[href], button, [role=button], [role=link], [role^=menuitem]'))
-      .map(one => ({ one, name: one.localName === 'input' ? one.value : spokenName(one) }))
-      .filter(({ name }) => name);
+    const PRESSED = 'a[href], button, [role=button], [role=link], [role^=menuitem]';
+    const found = pressablesIn(el, `${PRESSED}, input[type=submit], input[type=button]`)
+      .filter(({ one }) => !one.parentElement?.closest(PRESSED));
     if (!found.length)
       return { text };
     let rest = text;
@@ -1134,12 +1137,9 @@ export function actionEvidence(live, openable) {
       // (A ref for the dialog too, for a snapshot of it alone.)
       one.ref ??= handle(el) ?? undefined;
       Object.assign(one, fieldsIn(el));
-      const buttons = [...el.querySelectorAll('button, [role=button], input[type=submit], input[type=button]')]
-        .filter(button => button.checkVisibility() && !button.closest('[aria-hidden=true]'))
-        .map(button => ({ name: button.localName === 'input' ? button.value : spokenName(button), button }))
-        .filter(({ name }) => name).slice(0, 5)
-        .map(({ name, button }) => {
-          const ref = handle(button);
+      const buttons = pressablesIn(el, 'button, [role=button], input[type=submit], input[type=button]').slice(0, 5)
+        .map(({ one, name }) => {
+          const ref = handle(one);
           return { name, ...(ref ? { ref } : {}) };
         });
       if (buttons.length)
@@ -1417,9 +1417,12 @@ export function actionEvidence(live, openable) {
     candidates.sort((one, other) => sizeOf(other) - sizeOf(one));
     // The first picture in an element at least 60 by 40 px (not an icon or a spinner).
     const drawingIn = el => {
+      const sized = kid => {
+        const box = kid.getBoundingClientRect();
+        return box.width >= 60 && box.height >= 40;
+      };
       const one = [el, ...el.querySelectorAll('canvas, svg, img, video')].find(kid =>
-        kid.matches('canvas, svg, img, video') && !kid.parentElement?.closest('svg') && kid.checkVisibility() &&
-        kid.getBoundingClientRect().width >= 60 && kid.getBoundingClientRect().height >= 40);
+        kid.matches('canvas, svg, img, video') && !kid.parentElement?.closest('svg') && kid.checkVisibility() && sized(kid));
       if (!one)
         return null;
       const box = one.getBoundingClientRect();

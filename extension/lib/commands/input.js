@@ -270,6 +270,25 @@ export async function type(ctx, params) {
 }
 
 /**
+ * Of the options `refs` names (a locator's answer, if any), those the page draws: not a
+ * native <select>'s (see optionShown).
+ *
+ * @param {CommandContext} ctx
+ * @param {number} id the tab
+ * @param {string[] | undefined} refs
+ */
+async function drawnOnly(ctx, id, refs) {
+  const drawn = [];
+  for (const ref of Array.isArray(refs) ? refs.slice(0, 10) : []) {
+    const native = await evaluateExpression(ctx, id, elementExpression(inSelect, { ref }), await worldOf(ctx, id, { ref }))
+      .catch(() => null);
+    if (native === false)
+      drawn.push(ref);
+  }
+  return drawn;
+}
+
+/**
  * The option a drop-down just opened shows: by its role and name (`option`, a locator), or,
  * where its list has no roles (antd's options are plain `div`s in a floating list: only a
  * hidden copy of one or two has role=option), by its words in the list that opened
@@ -282,31 +301,13 @@ export async function type(ctx, params) {
  * @param {() => Promise<string | boolean>} drawnOne marks the option drawn with no role
  * @returns {Promise<{ref?: string, drawn?: string | boolean}>}
  */
-/**
- * Of the options `refs` names, those the page draws: not a native <select>'s (see optionShown).
- *
- * @param {CommandContext} ctx
- * @param {number} id the tab
- * @param {string[]} refs
- */
-async function drawnOnly(ctx, id, refs) {
-  const drawn = [];
-  for (const ref of refs.slice(0, 10)) {
-    const native = await evaluateExpression(ctx, id, elementExpression(inSelect, { ref }), await worldOf(ctx, id, { ref }))
-      .catch(() => null);
-    if (native === false)
-      drawn.push(ref);
-  }
-  return drawn;
-}
-
 function optionShown(ctx, id, option, drawnOne) {
   return untilSomethingMatches(async () => {
     const shown = await resolveLocators(ctx, { selector: option, tabId: id, each: true }).catch(() => null);
     // Those of a <select> elsewhere on the page are not the drawn drop-down's (AdminLTE's
     // form has Select2's states and a dual list box of the same states: "Texas" matched both,
     // and a second pick clicked the list box's "Delaware", which moved it across).
-    const refs = Array.isArray(shown?.refs) && shown.refs.length ? await drawnOnly(ctx, id, shown.refs) : [];
+    const refs = await drawnOnly(ctx, id, shown?.refs);
     if (refs.length === 1)
       return { ref: refs[0] };
     // Several: the strict lookup names them in its refusal.
@@ -354,12 +355,13 @@ const SLIDER_STUCK_TRIES = 3;
 const SLIDER_STUCK_WAIT_MS = 150;
 
 /**
- * A fillForm `slider` the page draws (`role=slider`): focused, then moved with ArrowRight or
- * ArrowLeft until its `aria-valuenow` is the number asked, as a person moves it with the
- * keyboard (every such slider takes arrow keys, by ARIA's pattern). One that stops short (its
- * steps do not land on the number, or its end) answers where it stopped.
+ * A slider the page draws (`role=slider`), a fillForm `slider` or a number typed into it:
+ * focused, then moved with ArrowRight or ArrowLeft until its `aria-valuenow` is the number
+ * asked, as a person moves it with the keyboard (every such slider takes arrow keys, by
+ * ARIA's pattern). One that stops short (its steps do not land on the number, or its end)
+ * answers where it stopped.
  *
- * @param {import('./commands.js').CommandContext} ctx
+ * @param {CommandContext} ctx
  * @param {number} id
  * @param {{ref?: string, selector?: string}} target
  * @param {number} wanted
@@ -472,7 +474,7 @@ async function pickFromDropDown(ctx, id, params, named, values, drawnOptions = f
     let drawn = drawnOptions && picked.length > 0 && await markDrawn(value);
     const shown = picked.length && !drawnOptions ? await resolveLocators(ctx, { selector: option, tabId: id, each: true }).catch(() => null) : null;
     // (A drawn one: a <select>'s option of the same name elsewhere on the page is not it.)
-    const seen = Array.isArray(shown?.refs) && shown.refs.length ? await drawnOnly(ctx, id, shown.refs) : [];
+    const seen = await drawnOnly(ctx, id, shown?.refs);
     let at = seen.length === 1 ? seen[0] : undefined;
     if (at === undefined && !drawn) {
       await click(ctx, { ref, selector, tabId: id });

@@ -485,21 +485,17 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
             // What the action put up over the page with no role to say what it is (a toast,
             // a tour, a site's own modal).
             "appeared" => lines.extend(value.as_array().into_iter().flatten().map(|shown| {
-                let text = shown["text"].as_str().unwrap_or("");
-                let mut line = if text.is_empty() {
-                    format!(
-                        "Appeared over the page{}",
-                        name_and_ref(&json!({"ref": shown["ref"]}))
-                    )
-                } else {
-                    format!(
-                        "Appeared over the page: {text:?}{}",
-                        name_and_ref(&json!({"ref": shown["ref"]}))
-                    )
+                // (Its words, when any control does not say them all.)
+                let words = match shown["text"].as_str() {
+                    Some(text) if !text.is_empty() => format!(": {text:?}"),
+                    _ => String::new(),
                 };
-                line.push_str(&fields_held(shown));
-                line.push_str(&controls_held(shown));
-                line
+                format!(
+                    "Appeared over the page{words}{}{}{}",
+                    name_and_ref(&json!({"ref": shown["ref"]})),
+                    fields_held(shown),
+                    controls_held(shown)
+                )
             })),
             // What the action put in the page's flow or wrote there ("Ordered 1 large pizza"
             // under the button): what a person sees the click do, which `clicked: true` is not.
@@ -524,13 +520,23 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
             "listed" => lines.extend(value.as_array().into_iter().flatten().map(|list| {
                 let items = list["items"].as_str().unwrap_or("items");
                 let now = list["now"].as_u64().unwrap_or(0);
-                let first: Vec<String> = list["first"]
+                let shown: Vec<String> = list["first"]
                     .as_array()
                     .into_iter()
                     .flatten()
                     .filter_map(Value::as_str)
                     .map(|one| format!("{one:?}"))
                     .collect();
+                // The first few, and whether more follow.
+                let first = format!(
+                    "{}{}",
+                    shown.join(", "),
+                    if now > shown.len() as u64 {
+                        ", …"
+                    } else {
+                        ""
+                    }
+                );
                 let holder = format!(
                     "{}{}",
                     if list["kind"] == "table" {
@@ -542,15 +548,7 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                 );
                 // The same rows in another order: the first few as they stand now.
                 if list["reordered"] == true {
-                    return format!(
-                        "{holder} reordered ({now} {items}), now: {}{}",
-                        first.join(", "),
-                        if now > first.len() as u64 {
-                            ", …"
-                        } else {
-                            ""
-                        }
-                    );
+                    return format!("{holder} reordered ({now} {items}), now: {first}");
                 }
                 let mut line = format!(
                     "{holder} now shows {} ({} before)",
@@ -563,11 +561,8 @@ fn field_lines(map: &Map<String, Value>, skip: &[&str]) -> Vec<String> {
                     },
                     list["before"].as_u64().unwrap_or(0)
                 );
-                if !first.is_empty() {
-                    line.push_str(&format!(": {}", first.join(", ")));
-                    if now > first.len() as u64 {
-                        line.push_str(", …");
-                    }
+                if !shown.is_empty() {
+                    line.push_str(&format!(": {first}"));
                 }
                 line
             })),
